@@ -1,0 +1,373 @@
+//! Instants and lengths of time as whole microseconds, with their text forms.
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::anyhow;
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+
+use crate::decimal;
+
+/// Microseconds in one second.
+pub const MICROS_PER_SEC: i64 = 1_000_000;
+
+/// An instant on the UTC time line, in whole microseconds since the Unix epoch.
+///
+/// Every timestamp lies in the years 0000 to 9999, the range RFC 3339 can write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The earliest and latest instants a timestamp may hold.
+    const MIN: i64 = -62_167_219_200_000_000; // 0000-01-01T00:00:00Z
+    const MAX: i64 = 253_402_300_799_999_999; // 9999-12-31T23:59:59.999999Z
+
+    /// Returns the instant `micros` microseconds after the Unix epoch, if it is in range.
+    pub fn from_micros(micros: i64) -> Option<Timestamp> {
+        (Self::MIN..=Self::MAX).contains(&micros).then_some(Timestamp(micros))
+    }
+
+    /// Returns the microseconds since the Unix epoch.
+    pub fn as_micros(self) -> i64 {
+        self.0
+    }
+
+    /// Returns the instant `span` later, if it is in range.
+    pub fn checked_add(self, span: Span) -> Option<Timestamp> {
+        self.0.checked_add(span.0).and_then(Timestamp::from_micros)
+    }
+
+    /// Returns the length of time from `earlier` to `self`; negative if `earlier` is later.
+    pub fn since(self, earlier: Timestamp) -> i64 {
+        self.0 - earlier.0
+    }
+
+    /// Reads a timestamp in the given format. Fractions finer than a microsecond are
+    /// rounded down, the only rounding ratelimit ever does to a time.
+    pub fn parse(text: &[u8], format: TimeFormat) -> Result<Timestamp, TimeError> {
+        let micros = match format {
+            TimeFormat::Rfc3339 => parse_rfc3339(text)?,
+            // The scale is the number of decimal digits from the unit down to a microsecond.
+            TimeFormat::UnixS => unix(text, 6)?,
+            TimeFormat::UnixMs => unix(text, 3)?,
+            TimeFormat::UnixUs => unix(text, 0)?,
+        };
+        Timestamp::from_micros(micros).ok_or(TimeError::OutOfRange)
+    }
+}
+
+/// Reads a decimal count of epoch units, a unit being 10^scale microseconds.
+fn unix(text: &[u8], scale: u32) -> Result<i64, TimeError> {
+    match decimal::parse_floor(text, scale) {
+        Ok(micros) => Ok(micros),
+        Err(decimal::DecimalError::Overflow) => Err(TimeError::OutOfRange),
+        Err(_) => Err(TimeError::Unix),
+    }
+}
+
+fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
+    let text = std::str::from_utf8(text).map_err(|_| TimeError::Rfc3339)?;
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        let secs = time.timestamp();
+        // A leap second (:60) arrives as 1_000_000_000 or more nanoseconds; it is
+        // counted as the first instant of the next second.
+        let micros = i64::from(time.timestamp_subsec_nanos() / 1_000);
+        return secs
+            .checked_mul(MICROS_PER_SEC)
+            .and_then(|s| s.checked_add(micros))
+            .ok_or(TimeError::OutOfRange);
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let midnight = date.and_hms_opt(0, 0, 0).expect("midnight exists");
+        return Ok(midnight.and_utc().timestamp() * MICROS_PER_SEC);
+    }
+    Err(TimeError::Rfc3339)
+}
+
+impl fmt::Display for Timestamp {
+    /// Writes RFC 3339 in UTC, with as many fractional digits (0, 3 or 6) as the value needs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let time = DateTime::<Utc>::from_timestamp_micros(self.0).expect("timestamp in range");
+        f.write_str(&time.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = anyhow::Error;
+
+    /// Reads an RFC 3339 time such as `2025-07-29T23:24:00Z`, or a date such as
+    /// `2025-07-29`, which means its midnight in UTC.
+    fn from_str(text: &str) -> anyhow::Result<Timestamp> {
+        Timestamp::parse(text.as_bytes(), TimeFormat::Rfc3339).map_err(|e| anyhow!("{e}"))
+    }
+}
+
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// How the time column is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TimeFormat {
+    /// RFC 3339 / ISO 8601 with `Z` or an offset, e.g. `2025-07-29T23:24:52.483Z`.
+    #[default]
+    Rfc3339,
+    /// Unix epoch seconds, optionally with a decimal fraction, e.g. `1753831492.483`.
+    UnixS,
+    /// Unix epoch milliseconds, e.g. `1753831492483`.
+    UnixMs,
+    /// Unix epoch microseconds, e.g. `1753831492483000`.
+    UnixUs,
+}
+
+/// Why a time could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeError {
+    /// Not an RFC 3339 time or a date.
+    Rfc3339,
+    /// Not a decimal number of epoch units.
+    Unix,
+    /// A valid time outside the years 0000 to 9999.
+    OutOfRange,
+}
+
+impl fmt::Display for TimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeError::Rfc3339 => {
+                "not an RFC 3339 time with a UTC offset (like 2025-07-29T23:24:52.483Z) or a date (like 2025-07-29)"
+            }
+            TimeError::Unix => "not a Unix epoch number (see --time-format)",
+            TimeError::OutOfRange => "a time outside the years 0000 to 9999",
+        })
+    }
+}
+
+/// A non-negative length of time in whole microseconds.
+///
+/// Its text form is one or more terms such as `48h`, `30s`, `15m` or `1h30m`, with the
+/// units `us`, `ms`, `s`, `m` or `min`, `h` and `d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span(i64);
+
+/// The units a span or a rate may be written in, largest first, as they are printed.
+const UNITS: [(&str, i64); 6] = [
+    ("d", 86_400 * MICROS_PER_SEC),
+    ("h", 3_600 * MICROS_PER_SEC),
+    ("m", 60 * MICROS_PER_SEC),
+    ("s", MICROS_PER_SEC),
+    ("ms", 1_000),
+    ("us", 1),
+];
+
+impl Span {
+    /// The span of `micros` microseconds; `None` if negative.
+    pub fn from_micros(micros: i64) -> Option<Span> {
+        (micros >= 0).then_some(Span(micros))
+    }
+
+    /// Returns the span in microseconds.
+    pub fn as_micros(self) -> i64 {
+        self.0
+    }
+
+    /// Returns the span in seconds, for display only.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / MICROS_PER_SEC as f64
+    }
+
+    /// Returns true if the span is zero.
+    pub fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Writes the span as a count of its largest exact unit, such as `2h` or `90s`; with
+    /// `omit_one`, a count of one is left out, as in the period of `5/h`.
+    pub fn fmt_unit(self, f: &mut fmt::Formatter<'_>, omit_one: bool) -> fmt::Result {
+        let (unit, size) = UNITS
+            .iter()
+            .find(|(_, size)| self.0 % size == 0 && self.0 != 0)
+            .unwrap_or(&("s", MICROS_PER_SEC));
+        let count = self.0 / size;
+        if omit_one && count == 1 { f.write_str(unit) } else { write!(f, "{count}{unit}") }
+    }
+}
+
+/// Why a duration could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanError {
+    /// It starts with a minus sign.
+    Negative,
+    /// It is not a run of terms such as `48h` or `1h30m`.
+    Malformed,
+    /// It does not fit in 64 bits of microseconds.
+    TooLong,
+}
+
+impl fmt::Display for SpanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SpanError::Negative => "durations cannot be negative",
+            SpanError::Malformed => "not a duration like 48h, 30s or 1h30m",
+            SpanError::TooLong => "too long a duration",
+        })
+    }
+}
+
+impl std::error::Error for SpanError {}
+
+impl FromStr for Span {
+    type Err = SpanError;
+
+    fn from_str(text: &str) -> Result<Span, SpanError> {
+        if text.starts_with('-') {
+            return Err(SpanError::Negative);
+        }
+        if text.is_empty() {
+            return Err(SpanError::Malformed);
+        }
+        let mut rest = text;
+        let mut total: i64 = 0;
+        while !rest.is_empty() {
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let letters = rest[digits..]
+                .find(|c: char| !c.is_ascii_alphabetic())
+                .map_or(rest.len(), |n| digits + n);
+            let (count, unit) = (&rest[..digits], &rest[digits..letters]);
+            if count.is_empty() || unit.is_empty() {
+                return Err(SpanError::Malformed);
+            }
+            let size = match unit {
+                "min" => 60 * MICROS_PER_SEC,
+                _ => UNITS.iter().find(|(u, _)| *u == unit).ok_or(SpanError::Malformed)?.1,
+            };
+            total = count
+                .parse::<i64>()
+                .ok()
+                .and_then(|n| n.checked_mul(size))
+                .and_then(|t| total.checked_add(t))
+                .ok_or(SpanError::TooLong)?;
+            rest = &rest[letters..];
+        }
+        Ok(Span(total))
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_unit(f, false)
+    }
+}
+
+/// Writes a length of time for people: `0s`, `250ms`, `47m 59.517s`, `2d 3h`.
+pub fn human_duration(micros: i64) -> String {
+    if micros == 0 {
+        return "0s".into();
+    }
+    let mut parts = Vec::new();
+    let mut rest = micros;
+    for (unit, size) in &UNITS[..3] {
+        if rest >= *size {
+            parts.push(format!("{}{unit}", rest / size));
+            rest %= size;
+        }
+    }
+    if rest > 0 {
+        let secs = rest / MICROS_PER_SEC;
+        let frac = rest % MICROS_PER_SEC;
+        parts.push(if secs == 0 && frac % 1_000 == 0 {
+            format!("{}ms", frac / 1_000)
+        } else if frac == 0 {
+            format!("{secs}s")
+        } else {
+            let digits = format!("{frac:06}");
+            format!("{secs}.{}s", digits.trim_end_matches('0'))
+        });
+    }
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn reads_usgs_times_offsets_and_dates() {
+        assert_eq!(ts("1970-01-01T00:00:00Z").as_micros(), 0);
+        assert_eq!(ts("2025-07-29T23:24:52.483Z").as_micros(), 1_753_831_492_483_000);
+        assert_eq!(ts("2025-07-30T01:24:52.483+02:00"), ts("2025-07-29T23:24:52.483Z"));
+        assert_eq!(ts("2025-07-29 23:24:52.483Z"), ts("2025-07-29T23:24:52.483Z"));
+        assert_eq!(ts("2025-07-29"), ts("2025-07-29T00:00:00Z"));
+        assert_eq!(ts("1969-12-31T23:59:59.999999Z").as_micros(), -1);
+        // Nanoseconds are rounded down to the microsecond.
+        assert_eq!(ts("1970-01-01T00:00:00.000001999Z").as_micros(), 1);
+    }
+
+    #[test]
+    fn refuses_times_without_an_offset() {
+        let err = Timestamp::parse(b"2025-07-29T23:24:52", TimeFormat::Rfc3339);
+        assert_eq!(err, Err(TimeError::Rfc3339));
+        assert!("2025-13-01T00:00:00Z".parse::<Timestamp>().is_err());
+        assert!("yesterday".parse::<Timestamp>().is_err());
+    }
+
+    #[test]
+    fn reads_unix_epoch_times() {
+        let at = |text: &str, f| Timestamp::parse(text.as_bytes(), f).unwrap().as_micros();
+        assert_eq!(at("1753831492.483", TimeFormat::UnixS), 1_753_831_492_483_000);
+        assert_eq!(at("1753831492483", TimeFormat::UnixMs), 1_753_831_492_483_000);
+        assert_eq!(at("1753831492483123", TimeFormat::UnixUs), 1_753_831_492_483_123);
+        assert_eq!(at("-1.5", TimeFormat::UnixS), -1_500_000);
+        assert_eq!(
+            Timestamp::parse(b"99999999999999999", TimeFormat::UnixS),
+            Err(TimeError::OutOfRange)
+        );
+        assert_eq!(Timestamp::parse(b"12:00", TimeFormat::UnixS), Err(TimeError::Unix));
+    }
+
+    #[test]
+    fn prints_rfc3339_utc_with_the_digits_needed() {
+        assert_eq!(ts("2025-07-29T23:24:52.483Z").to_string(), "2025-07-29T23:24:52.483Z");
+        assert_eq!(ts("2025-07-29T23:24:52Z").to_string(), "2025-07-29T23:24:52Z");
+        assert_eq!(ts("2025-07-29T23:24:52.000001Z").to_string(), "2025-07-29T23:24:52.000001Z");
+    }
+
+    #[test]
+    fn timestamp_range_ends_print() {
+        for micros in [Timestamp::MIN, Timestamp::MAX] {
+            let t = Timestamp::from_micros(micros).unwrap();
+            assert_eq!(ts(&t.to_string()), t);
+        }
+        assert!(Timestamp::from_micros(Timestamp::MAX + 1).is_none());
+    }
+
+    #[test]
+    fn spans_read_and_print() {
+        let span = |t: &str| t.parse::<Span>().unwrap().as_micros();
+        assert_eq!(span("48h"), 48 * 3_600 * MICROS_PER_SEC);
+        assert_eq!(span("15m"), span("15min"));
+        assert_eq!(span("1h30m"), 5_400 * MICROS_PER_SEC);
+        assert_eq!(span("250ms"), 250_000);
+        assert_eq!(span("0s"), 0);
+        for bad in ["", "-1h", "h", "5", "5x", "1.5h", "1h 30m", "99999999999d"] {
+            assert!(bad.parse::<Span>().is_err(), "{bad}");
+        }
+        assert_eq!("90m".parse::<Span>().unwrap().to_string(), "90m");
+        assert_eq!("120m".parse::<Span>().unwrap().to_string(), "2h");
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(0), "0s");
+        assert_eq!(human_duration(250_000), "250ms");
+        assert_eq!(human_duration(2_879_517_000), "47m 59.517s");
+        assert_eq!(human_duration(183_600 * MICROS_PER_SEC), "2d 3h");
+        assert_eq!(human_duration(1), "0.000001s");
+    }
+}
