@@ -1,0 +1,90 @@
+//! GCRA, the generic cell rate algorithm: a token bucket kept as one number.
+
+use super::Limiter;
+use crate::rate::Rate;
+use crate::time::Timestamp;
+
+/// The generic cell rate algorithm. With emission interval I = P/N and burst b, it keeps
+/// the theoretical arrival time `tat`; an event at t passes if and only if
+/// `t ≥ tat − (b − 1)·I`, and then `tat ← max(tat, t) + I`.
+///
+/// It makes exactly the decisions of a [`TokenBucket`](super::TokenBucket) with the same
+/// rate and burst, starting full. Times are counted in units of 1/N µs, in which I is the
+/// whole number P, so the state is one integer and no decision depends on rounding.
+#[derive(Clone, Debug)]
+pub struct Gcra {
+    n: i128,
+    interval: i128,
+    tolerance: i128,
+    tat: i128,
+}
+
+impl Gcra {
+    /// Returns a limiter that starts as a full bucket of `burst`.
+    ///
+    /// # Panics
+    /// If `burst` is zero.
+    pub fn new(rate: Rate, burst: u64) -> Gcra {
+        assert!(burst > 0, "GCRA needs a burst of at least one");
+        Gcra {
+            n: rate.n(),
+            interval: rate.p(),
+            tolerance: i128::from(burst - 1) * rate.p(),
+            // Far enough in the past to mean "a full bucket", far enough from i128::MIN
+            // that subtracting the tolerance cannot overflow.
+            tat: i128::MIN / 2,
+        }
+    }
+}
+
+impl Limiter for Gcra {
+    fn admit(&mut self, now: Timestamp) -> bool {
+        let t = i128::from(now.as_micros()) * self.n;
+        let pass = t >= self.tat - self.tolerance;
+        if pass {
+            self.tat = self.tat.max(t) + self.interval;
+        }
+        pass
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn burst_then_one_per_interval() {
+        let mut gcra = Gcra::new("1/10s".parse().unwrap(), 3);
+        let times = secs(&[0, 0, 0, 0, 9, 10, 10, 25, 30, 30]);
+        let want = [true, true, true, false, false, true, false, true, true, false];
+        assert_eq!(decisions(&mut gcra, &times), want);
+    }
+
+    /// A GCRA with burst 1 in f64 seconds, as a float implementation would write it.
+    fn float_gcra(per_sec: f64, times: &[f64]) -> Vec<bool> {
+        let mut tat = f64::MIN;
+        times
+            .iter()
+            .map(|&t| {
+                let pass = t >= tat;
+                if pass {
+                    tat = tat.max(t) + 1.0 / per_sec;
+                }
+                pass
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_event_exactly_one_interval_later_passes() {
+        // 10 per second, burst 1: I = 100 ms, and each event comes exactly when tat says
+        // it may. In f64, 0.1 + 0.1 + 0.1 > 0.3, so floats reject the event at 300 ms.
+        let ms = [0, 100, 200, 300, 399, 400];
+        let float = float_gcra(10.0, &ms.map(|ms| ms as f64 / 1_000.0));
+        assert_eq!(float[..4], [true, true, true, false], "the float failure guarded against");
+        let mut gcra = Gcra::new("10/s".parse().unwrap(), 1);
+        let times = ms.map(|ms| Timestamp::from_micros(ms * 1_000).unwrap());
+        assert_eq!(decisions(&mut gcra, &times), [true, true, true, true, false, true]);
+    }
+}

@@ -1,0 +1,138 @@
+//! Leaky bucket as a queue: events wait for their turn, and overflow is dropped.
+
+use super::Limiter;
+use crate::rate::Rate;
+use crate::time::Timestamp;
+
+/// A queue drained at one event per interval I = P/N, as nginx's `limit_req` with `burst`
+/// and without `nodelay`. An admitted event leaves at `d = max(t, previous departure + I)`;
+/// an event that would wait longer than `(b − 1)·I` is dropped.
+///
+/// It admits exactly what [`Gcra`](super::Gcra) admits, but delays instead of passing at
+/// once; it promises that no admitted event waits longer than `(b − 1)·I`. Times are kept in
+/// units of 1/N µs, like GCRA's.
+#[derive(Clone, Debug)]
+pub struct LeakyQueue {
+    n: i128,
+    interval: i128,
+    max_wait: i128,
+    last_departure: Option<i128>,
+    waits: Waits,
+}
+
+/// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// How many admitted events waited at all.
+    pub delayed: u64,
+    /// How many events were admitted.
+    pub admitted: u64,
+    /// The longest wait.
+    pub longest: i128,
+    /// The sum of all waits; it saturates rather than overflows.
+    pub total: i128,
+    /// N, the number of wait units in a microsecond.
+    pub units_per_micro: i128,
+}
+
+impl Waits {
+    /// Returns the longest wait in seconds, for display.
+    pub fn longest_secs(&self) -> f64 {
+        self.secs(self.longest)
+    }
+
+    /// Returns the mean wait of admitted events in seconds (zero if none was admitted),
+    /// counting those that did not wait as zero.
+    pub fn mean_secs(&self) -> f64 {
+        if self.admitted == 0 {
+            return 0.0;
+        }
+        self.secs(self.total) / self.admitted as f64
+    }
+
+    fn secs(&self, units: i128) -> f64 {
+        units as f64 / self.units_per_micro as f64 / 1e6
+    }
+}
+
+impl LeakyQueue {
+    /// Returns an empty queue with room for `burst − 1` waiting events.
+    ///
+    /// # Panics
+    /// If `burst` is zero.
+    pub fn new(rate: Rate, burst: u64) -> LeakyQueue {
+        assert!(burst > 0, "a leaky queue needs a burst of at least one");
+        LeakyQueue {
+            n: rate.n(),
+            interval: rate.p(),
+            max_wait: i128::from(burst - 1) * rate.p(),
+            last_departure: None,
+            waits: Waits { units_per_micro: rate.n(), ..Waits::default() },
+        }
+    }
+
+    /// Returns the waits of the events admitted so far.
+    pub fn waits(&self) -> Waits {
+        self.waits
+    }
+}
+
+impl Limiter for LeakyQueue {
+    fn admit(&mut self, now: Timestamp) -> bool {
+        let arrival = i128::from(now.as_micros()) * self.n;
+        let departure = match self.last_departure {
+            Some(last) => arrival.max(last + self.interval),
+            None => arrival,
+        };
+        let wait = departure - arrival;
+        if wait > self.max_wait {
+            return false;
+        }
+        self.last_departure = Some(departure);
+        let waits = &mut self.waits;
+        waits.admitted += 1;
+        waits.delayed += u64::from(wait > 0);
+        waits.longest = waits.longest.max(wait);
+        waits.total = waits.total.saturating_add(wait);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn queues_up_to_burst_minus_one_and_reports_waits() {
+        // 1 per 10 s, burst 3: one leaves now, two may wait (10 s and 20 s), the fourth
+        // would wait 30 s and is dropped.
+        let mut q = LeakyQueue::new("1/10s".parse().unwrap(), 3);
+        let times = secs(&[0, 0, 0, 0, 25, 26]);
+        // At 25 s the queue's last departure was 20 s, so it leaves at 30 s (waits 5 s);
+        // at 26 s it would leave at 40 s (waits 14 s).
+        assert_eq!(decisions(&mut q, &times), [true, true, true, false, true, true]);
+        let waits = q.waits();
+        assert_eq!(waits.admitted, 5);
+        assert_eq!(waits.delayed, 4);
+        assert_eq!(waits.longest_secs(), 20.0);
+        assert_eq!(waits.mean_secs(), (10.0 + 20.0 + 5.0 + 14.0) / 5.0);
+    }
+
+    #[test]
+    fn burst_one_never_delays() {
+        let mut q = LeakyQueue::new("1/s".parse().unwrap(), 1);
+        let times = secs(&[0, 0, 1, 2, 2]);
+        assert_eq!(decisions(&mut q, &times), [true, false, true, true, false]);
+        assert_eq!(q.waits().delayed, 0);
+    }
+
+    #[test]
+    fn waits_are_exact_fractions_of_an_interval() {
+        // 3 per second: I = 1/3 s. Two events at 0 s: the second waits exactly 1/3 s.
+        let mut q = LeakyQueue::new("3/s".parse().unwrap(), 2);
+        assert_eq!(decisions(&mut q, &secs(&[0, 0])), [true, true]);
+        assert_eq!(q.waits().longest, 1_000_000);
+        assert_eq!(q.waits().units_per_micro, 3);
+    }
+}

@@ -1,0 +1,129 @@
+//! The six rate limiters, each deciding event by event at a time it is given.
+//!
+//! No limiter reads a clock: the caller passes `now`, so a replay runs on the catalog's
+//! own time, and the same code could run on a live clock.
+
+mod fixed_window;
+mod gcra;
+mod leaky_queue;
+mod sliding_counter;
+mod sliding_log;
+mod token_bucket;
+
+#[cfg(test)]
+mod tests;
+
+pub use fixed_window::FixedWindow;
+pub use gcra::Gcra;
+pub use leaky_queue::{LeakyQueue, Waits};
+pub use sliding_counter::SlidingCounter;
+pub use sliding_log::SlidingLog;
+pub use token_bucket::TokenBucket;
+
+use crate::rate::Rate;
+use crate::time::Timestamp;
+
+/// A rate limiter that decides, one event at a time, whether the event passes.
+pub trait Limiter {
+    /// Decides whether an event at `now` passes, and records it if it does.
+    ///
+    /// Events must come in non-decreasing time order.
+    fn admit(&mut self, now: Timestamp) -> bool;
+}
+
+/// The limiting algorithms, by the names the command line and the JSON output use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// At most N events in each period-long window aligned to the Unix epoch.
+    FixedWindow,
+    /// At most N passed events in (t − P, t], remembering each one.
+    SlidingLog,
+    /// prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows.
+    SlidingCounter,
+    /// A bucket of b tokens that starts full and refills at N per P.
+    TokenBucket,
+    /// The token bucket's decisions from one number, tat.
+    Gcra,
+    /// A queue drained at N per P that drops what would wait over (b − 1)·P/N.
+    LeakyQueue,
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order reports list them.
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::FixedWindow,
+        Algorithm::SlidingLog,
+        Algorithm::SlidingCounter,
+        Algorithm::TokenBucket,
+        Algorithm::Gcra,
+        Algorithm::LeakyQueue,
+    ];
+
+    /// Returns the name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed-window",
+            Algorithm::SlidingLog => "sliding-log",
+            Algorithm::SlidingCounter => "sliding-counter",
+            Algorithm::TokenBucket => "token-bucket",
+            Algorithm::Gcra => "gcra",
+            Algorithm::LeakyQueue => "leaky-queue",
+        }
+    }
+
+    /// Returns true if the algorithm has a burst, b.
+    pub fn uses_burst(self) -> bool {
+        matches!(self, Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyQueue)
+    }
+
+    /// Returns a new limiter of this kind. Algorithms without a burst ignore `burst`.
+    ///
+    /// # Panics
+    /// If the algorithm uses a burst and `burst` is zero.
+    pub fn build(self, rate: Rate, burst: u64) -> AnyLimiter {
+        match self {
+            Algorithm::FixedWindow => AnyLimiter::FixedWindow(FixedWindow::new(rate)),
+            Algorithm::SlidingLog => AnyLimiter::SlidingLog(SlidingLog::new(rate)),
+            Algorithm::SlidingCounter => AnyLimiter::SlidingCounter(SlidingCounter::new(rate)),
+            Algorithm::TokenBucket => AnyLimiter::TokenBucket(TokenBucket::new(rate, burst)),
+            Algorithm::Gcra => AnyLimiter::Gcra(Gcra::new(rate, burst)),
+            Algorithm::LeakyQueue => AnyLimiter::LeakyQueue(LeakyQueue::new(rate, burst)),
+        }
+    }
+}
+
+/// Any one of the limiters, chosen at run time without dynamic dispatch.
+#[derive(Clone, Debug)]
+pub enum AnyLimiter {
+    FixedWindow(FixedWindow),
+    SlidingLog(SlidingLog),
+    SlidingCounter(SlidingCounter),
+    TokenBucket(TokenBucket),
+    Gcra(Gcra),
+    LeakyQueue(LeakyQueue),
+}
+
+impl AnyLimiter {
+    /// Returns the waits so far, for a leaky queue; `None` for the others.
+    pub fn waits(&self) -> Option<Waits> {
+        match self {
+            AnyLimiter::LeakyQueue(queue) => Some(queue.waits()),
+            _ => None,
+        }
+    }
+}
+
+impl Limiter for AnyLimiter {
+    #[inline]
+    fn admit(&mut self, now: Timestamp) -> bool {
+        match self {
+            AnyLimiter::FixedWindow(l) => l.admit(now),
+            AnyLimiter::SlidingLog(l) => l.admit(now),
+            AnyLimiter::SlidingCounter(l) => l.admit(now),
+            AnyLimiter::TokenBucket(l) => l.admit(now),
+            AnyLimiter::Gcra(l) => l.admit(now),
+            AnyLimiter::LeakyQueue(l) => l.admit(now),
+        }
+    }
+}

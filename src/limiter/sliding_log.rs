@@ -1,0 +1,78 @@
+//! Sliding log: at most N events in any period, by remembering each passed event.
+
+use std::collections::VecDeque;
+
+use super::Limiter;
+use crate::rate::Rate;
+use crate::time::Timestamp;
+
+/// Keeps the times of passed events and passes an event at t if and only if fewer than
+/// N events passed in `(t − P, t]`.
+///
+/// It promises at most N passed events in any interval of one period. The price is memory:
+/// it keeps up to N times.
+#[derive(Clone, Debug)]
+pub struct SlidingLog {
+    limit: usize,
+    period: i64,
+    log: VecDeque<i64>,
+}
+
+impl SlidingLog {
+    /// Returns a limiter with an empty log.
+    pub fn new(rate: Rate) -> SlidingLog {
+        let limit = usize::try_from(rate.count()).unwrap_or(usize::MAX);
+        SlidingLog {
+            limit,
+            period: rate.period().as_micros(),
+            log: VecDeque::with_capacity(limit.min(1 << 12)),
+        }
+    }
+}
+
+impl Limiter for SlidingLog {
+    fn admit(&mut self, now: Timestamp) -> bool {
+        let now = now.as_micros();
+        // An event at exactly t − P is a full period old and no longer counts.
+        let oldest_kept = now.saturating_sub(self.period);
+        while self.log.front().is_some_and(|&t| t <= oldest_kept) {
+            self.log.pop_front();
+        }
+        let pass = self.log.len() < self.limit;
+        if pass {
+            self.log.push_back(now);
+        }
+        pass
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn three_per_minute() {
+        // The case from the issue: 0, 10 and 20 s pass, 30 s is the fourth in a minute,
+        // and at 65 s the event from 0 s has left the window.
+        let mut log = SlidingLog::new("3/60s".parse().unwrap());
+        let times = secs(&[0, 10, 20, 30, 65]);
+        assert_eq!(decisions(&mut log, &times), [true, true, true, false, true]);
+    }
+
+    #[test]
+    fn an_event_exactly_one_period_old_has_left() {
+        let mut log = SlidingLog::new("1/m".parse().unwrap());
+        let times = secs(&[0, 59, 60, 61, 119, 120]);
+        let want = [true, false, true, false, false, true];
+        assert_eq!(decisions(&mut log, &times), want);
+    }
+
+    #[test]
+    fn dropped_events_do_not_count() {
+        let mut log = SlidingLog::new("2/m".parse().unwrap());
+        let times = secs(&[0, 1, 2, 3, 60, 61, 62]);
+        let want = [true, true, false, false, true, true, false];
+        assert_eq!(decisions(&mut log, &times), want);
+    }
+}

@@ -1,0 +1,140 @@
+//! Shared helpers for the limiter tests, and property tests of the limiters' promises.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::time::Span;
+
+/// Returns timestamps at the given whole seconds.
+pub fn secs(secs: &[i64]) -> Vec<Timestamp> {
+    secs.iter().map(|s| Timestamp::from_micros(s * 1_000_000).unwrap()).collect()
+}
+
+/// Runs a limiter over the times and returns its decisions.
+pub fn decisions(limiter: &mut impl Limiter, times: &[Timestamp]) -> Vec<bool> {
+    times.iter().map(|&t| limiter.admit(t)).collect()
+}
+
+fn passed(times: &[Timestamp], decisions: &[bool]) -> Vec<i128> {
+    times
+        .iter()
+        .zip(decisions)
+        .filter(|(_, pass)| **pass)
+        .map(|(t, _)| i128::from(t.as_micros()))
+        .collect()
+}
+
+/// The largest number of passed times in any closed interval `[t, t + len]`.
+fn most_in_closed(passed: &[i128], len: i128) -> usize {
+    (0..passed.len())
+        .map(|i| passed[i..].iter().take_while(|&&t| t - passed[i] <= len).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// A rate, a burst, and sorted times that often fall exactly on interval boundaries.
+fn scenario() -> impl Strategy<Value = (Rate, u64, Vec<Timestamp>)> {
+    let rates = (1u64..=8, prop_oneof![1i64..=20_000_000, Just(60_000_000), Just(3_600_000_000)]);
+    rates
+        .prop_flat_map(|(n, p)| {
+            let rate = Rate::new(n, Span::from_micros(p).unwrap()).unwrap();
+            let step = prop_oneof![
+                3 => Just(0i64),
+                4 => 0..=2 * p,
+                3 => (1..=3i64).prop_map(move |k| k * p / n as i64),
+                1 => Just(p),
+            ];
+            let start = -10 * p..10 * p;
+            (Just(rate), 1u64..=8, start, prop::collection::vec(step, 0..80))
+        })
+        .prop_map(|(rate, burst, start, steps)| {
+            let times = steps
+                .iter()
+                .scan(start, |t, step| {
+                    *t += step;
+                    Some(Timestamp::from_micros(*t).unwrap())
+                })
+                .collect();
+            (rate, burst, times)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn token_bucket_passes_at_most_b_plus_rt_in_any_interval((rate, b, times) in scenario()) {
+        let passed = passed(&times, &decisions(&mut TokenBucket::new(rate, b), &times));
+        for i in 0..passed.len() {
+            for j in i..passed.len() {
+                let count = (j - i + 1) as i128;
+                let allowed = i128::from(b) * rate.p() + rate.n() * (passed[j] - passed[i]);
+                prop_assert!(count * rate.p() <= allowed, "{} events in [{}, {}]", count, i, j);
+            }
+        }
+    }
+
+    #[test]
+    fn gcra_decides_exactly_as_the_token_bucket((rate, b, times) in scenario()) {
+        let bucket = decisions(&mut TokenBucket::new(rate, b), &times);
+        prop_assert_eq!(decisions(&mut Gcra::new(rate, b), &times), bucket);
+    }
+
+    #[test]
+    fn leaky_queue_admits_what_gcra_admits_and_waits_at_most_b_minus_1_intervals(
+        (rate, b, times) in scenario()
+    ) {
+        let mut queue = LeakyQueue::new(rate, b);
+        let admitted = decisions(&mut queue, &times);
+        prop_assert_eq!(&admitted, &decisions(&mut Gcra::new(rate, b), &times));
+        let waits = queue.waits();
+        prop_assert!(waits.longest <= i128::from(b - 1) * rate.p());
+        prop_assert_eq!(waits.admitted as usize, admitted.iter().filter(|&&a| a).count());
+    }
+
+    #[test]
+    fn sliding_log_passes_at_most_n_in_any_period((rate, _b, times) in scenario()) {
+        let decided = decisions(&mut SlidingLog::new(rate), &times);
+        let passed = passed(&times, &decided);
+        // Any half-open interval (t − P, t] is the closed interval [t − P + 1 µs, t].
+        prop_assert!(most_in_closed(&passed, rate.p() - 1) as u64 <= rate.count());
+        // And it is the definition: an event passes iff fewer than N earlier events
+        // passed in (t − P, t].
+        for k in 0..times.len() {
+            let t = times[k].as_micros();
+            let recent = (0..k)
+                .filter(|&e| decided[e] && times[e].as_micros() > t - rate.period().as_micros())
+                .count() as u64;
+            prop_assert_eq!(decided[k], recent < rate.count());
+        }
+    }
+
+    #[test]
+    fn window_limiters_pass_at_most_n_per_aligned_window_and_2n_per_period(
+        (rate, _b, times) in scenario()
+    ) {
+        for mut limiter in [
+            Algorithm::FixedWindow.build(rate, 1),
+            Algorithm::SlidingCounter.build(rate, 1),
+        ] {
+            let passed = passed(&times, &decisions(&mut limiter, &times));
+            let mut per_window = std::collections::HashMap::new();
+            for t in &passed {
+                *per_window.entry(t.div_euclid(rate.p())).or_insert(0u64) += 1;
+            }
+            prop_assert!(per_window.values().all(|&c| c <= rate.count()));
+            prop_assert!(most_in_closed(&passed, rate.p() - 1) as u64 <= 2 * rate.count());
+        }
+    }
+
+    #[test]
+    fn fixed_window_passes_the_first_n_of_each_window((rate, _b, times) in scenario()) {
+        let decided = decisions(&mut FixedWindow::new(rate), &times);
+        let mut seen = std::collections::HashMap::new();
+        for (t, pass) in times.iter().zip(decided) {
+            let count = seen.entry(t.as_micros().div_euclid(rate.period().as_micros())).or_insert(0);
+            *count += 1;
+            prop_assert_eq!(pass, *count <= rate.count());
+        }
+    }
+}

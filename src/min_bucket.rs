@@ -1,0 +1,158 @@
+//! The smallest token bucket that loses nothing at a given rate, found in one pass.
+
+use crate::rate::Rate;
+use crate::time::Timestamp;
+
+/// Finds, over events given in time order, the smallest capacity b with which a token
+/// bucket at `rate`, starting full, passes every event.
+///
+/// Such a bucket passes all if and only if `j − i + 1 ≤ b + r·(t_j − t_i)` for every pair of
+/// events `i ≤ j`. With `a_j = j/r − t_j`, the smallest b is `1 + ⌈r · max(a_j − a_i)⌉` over
+/// `i ≤ j`, which a running minimum of `a_i` finds in one pass. Here `a` is kept multiplied
+/// by N, as the integer `j·P − t_j·N`, so the answer is exact.
+#[derive(Clone, Debug)]
+pub struct MinBucket {
+    rate: Rate,
+    events: u64,
+    low: i128,
+    low_at: (u64, Timestamp),
+    worst: i128,
+    stretch: Option<Stretch>,
+}
+
+/// A run of consecutive events, from the `start` of its first to the `end` of its last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Stretch {
+    /// The time of the first event.
+    pub start: Timestamp,
+    /// The time of the last event.
+    pub end: Timestamp,
+    /// How many events it holds.
+    pub events: u64,
+}
+
+/// The smallest lossless bucket for one rate, and a stretch of events that needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lossless {
+    /// The rate.
+    pub rate: Rate,
+    /// The smallest lossless capacity; zero when there were no events.
+    pub min_bucket: u64,
+    /// A stretch of events that a bucket one smaller would not pass whole; `None` when
+    /// there were no events.
+    pub stretch: Option<Stretch>,
+}
+
+impl MinBucket {
+    /// Returns a tracker for `rate` with no events yet.
+    pub fn new(rate: Rate) -> MinBucket {
+        let never = Timestamp::from_micros(0).expect("the epoch is in range");
+        MinBucket { rate, events: 0, low: i128::MAX, low_at: (0, never), worst: -1, stretch: None }
+    }
+
+    /// Counts an event at `time`, which is no earlier than the last one.
+    #[inline]
+    pub fn push(&mut self, time: Timestamp) {
+        let j = self.events;
+        let a = i128::from(j) * self.rate.p() - i128::from(time.as_micros()) * self.rate.n();
+        // `<=`: of equal minima the latest gives the shortest stretch.
+        if a <= self.low {
+            self.low = a;
+            self.low_at = (j, time);
+        }
+        let excess = a - self.low;
+        if excess > self.worst {
+            self.worst = excess;
+            let (i, start) = self.low_at;
+            self.stretch = Some(Stretch { start, end: time, events: j - i + 1 });
+        }
+        self.events += 1;
+    }
+
+    /// Returns the smallest lossless bucket for the events so far.
+    pub fn result(&self) -> Lossless {
+        let min_bucket = if self.events == 0 {
+            0
+        } else {
+            // worst ≥ 0 once there is an event; ⌈worst / P⌉ tokens beyond the first.
+            let p = self.rate.p();
+            1 + ((self.worst + p - 1) / p) as u64
+        };
+        Lossless { rate: self.rate, min_bucket, stretch: self.stretch }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::limiter::{Gcra, Limiter};
+    use crate::time::Span;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_micros(secs * 1_000_000).unwrap()
+    }
+
+    fn lossless(rate: &str, secs: &[i64]) -> Lossless {
+        let mut min = MinBucket::new(rate.parse().unwrap());
+        secs.iter().for_each(|&s| min.push(at(s)));
+        min.result()
+    }
+
+    #[test]
+    fn hand_computed_buckets() {
+        // 1 per 10 s. Four events at once need 4 tokens.
+        assert_eq!(lossless("1/10s", &[0, 0, 0, 0]).min_bucket, 4);
+        // Events 10 s apart need only 1.
+        assert_eq!(lossless("1/10s", &[0, 10, 20, 30]).min_bucket, 1);
+        // Events 5 s apart: 4 events in 15 s, 1.5 tokens refilled, so 2.5 → 3 tokens.
+        let found = lossless("1/10s", &[0, 5, 10, 15]);
+        assert_eq!(found.min_bucket, 3);
+        assert_eq!(found.stretch, Some(Stretch { start: at(0), end: at(15), events: 4 }));
+        // The burst in the middle forces it, not the whole run.
+        let found = lossless("1/h", &[0, 7_200, 7_201, 7_202, 20_000]);
+        assert_eq!(found.min_bucket, 3);
+        assert_eq!(found.stretch, Some(Stretch { start: at(7_200), end: at(7_202), events: 3 }));
+    }
+
+    #[test]
+    fn no_events_need_no_bucket() {
+        assert_eq!(
+            lossless("5/h", &[]),
+            Lossless { rate: "5/h".parse().unwrap(), min_bucket: 0, stretch: None }
+        );
+        assert_eq!(lossless("5/h", &[42]).min_bucket, 1);
+    }
+
+    fn drops(rate: Rate, burst: u64, times: &[Timestamp]) -> usize {
+        let mut gcra = Gcra::new(rate, burst);
+        times.iter().filter(|&&t| !gcra.admit(t)).count()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn the_minimum_is_lossless_and_one_less_is_not(
+            n in 1u64..6,
+            p in 1i64..5_000,
+            mut times in prop::collection::vec(-3_000i64..3_000, 1..60),
+        ) {
+            times.sort();
+            let times: Vec<_> = times.iter().map(|&t| Timestamp::from_micros(t).unwrap()).collect();
+            let rate = Rate::new(n, Span::from_micros(p).unwrap()).unwrap();
+            let mut min = MinBucket::new(rate);
+            times.iter().for_each(|&t| min.push(t));
+            let found = min.result();
+            prop_assert_eq!(drops(rate, found.min_bucket, &times), 0);
+            if found.min_bucket > 1 {
+                prop_assert!(drops(rate, found.min_bucket - 1, &times) > 0);
+            }
+            // The stretch really needs the bucket: its events exceed b − 1 + r·span.
+            let s = found.stretch.unwrap();
+            let need = i128::from(s.events) * rate.p() - rate.n() * i128::from(s.end.since(s.start));
+            prop_assert!(need > i128::from(found.min_bucket - 1) * rate.p());
+        }
+    }
+}
