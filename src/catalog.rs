@@ -1,0 +1,376 @@
+//! Reading event catalogs: CSV rows to event times, filtered, in time order.
+//!
+//! Input already in time order is streamed when it can be read twice (a file, or standard
+//! input redirected from one): if a row turns out to be out of order, the input is read
+//! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
+
+use std::fs::File;
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow};
+use csv::ByteRecord;
+
+use crate::decimal;
+use crate::time::{TimeFormat, Timestamp};
+
+/// Where a catalog comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Standard input.
+    Stdin,
+    /// A file.
+    Path(PathBuf),
+    /// Bytes built into the program.
+    Embedded {
+        /// The name reports and messages use.
+        name: &'static str,
+        /// The catalog.
+        bytes: &'static [u8],
+    },
+}
+
+impl Source {
+    /// Returns the name that messages and reports give the input.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Stdin => "<stdin>".into(),
+            Source::Path(path) => path.display().to_string(),
+            Source::Embedded { name, .. } => (*name).into(),
+        }
+    }
+
+    /// Returns true if this is standard input and it is a terminal.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Source::Stdin) && io::stdin().is_terminal()
+    }
+}
+
+/// What to read from each row, and which rows to keep.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// The name of the column holding each event's time.
+    pub time_column: String,
+    /// How that column is written.
+    pub time_format: TimeFormat,
+    /// Keep only events at or after this time.
+    pub since: Option<Timestamp>,
+    /// Keep only events before this time.
+    pub until: Option<Timestamp>,
+    /// Keep only events whose `mag` column is at least this many millionths.
+    pub min_mag: Option<i64>,
+}
+
+/// What reading a catalog found, beside its events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data rows read, before any filter.
+    pub rows: u64,
+    /// Rows kept by the filters: the events.
+    pub events: u64,
+    /// Rows left out by `--min-mag` because their magnitude was empty.
+    pub no_magnitude: u64,
+    /// Whether the events came in time order.
+    pub in_order: bool,
+}
+
+/// Something that takes a catalog's events one at a time, in time order.
+pub trait Sink {
+    /// Takes the next event, no earlier than the one before.
+    fn event(&mut self, time: Timestamp);
+}
+
+/// Feeds the events of `source` to a sink, in time order and stable for equal times, and
+/// returns it. `fresh` makes the sink; it is called again if streaming has to start over.
+pub fn replay<S: Sink>(
+    source: &Source,
+    options: &ReadOptions,
+    mut fresh: impl FnMut() -> S,
+) -> Result<(S, ReadStats)> {
+    let mut input = Input::open(source)?;
+    if input.can_rewind() {
+        let mut sink = fresh();
+        let mut pass = Pass::new(input.reader()?, source, options)?;
+        let mut last = None;
+        let mut in_order = true;
+        while let Some(time) = pass.next_event()? {
+            if last.is_some_and(|last| time < last) {
+                in_order = false;
+                break;
+            }
+            last = Some(time);
+            sink.event(time);
+        }
+        if in_order {
+            return Ok((sink, pass.finish(true)));
+        }
+    }
+    let mut pass = Pass::new(input.reader()?, source, options)?;
+    let mut times = Vec::new();
+    while let Some(time) = pass.next_event()? {
+        times.push(time);
+    }
+    let in_order = times.is_sorted();
+    // Equal times cannot be told apart, so an unstable sort keeps replay stable.
+    times.sort_unstable();
+    let mut sink = fresh();
+    times.into_iter().for_each(|t| sink.event(t));
+    Ok((sink, pass.finish(in_order)))
+}
+
+/// A catalog's rows, kept whole in time order, for writing them out again.
+pub struct Rows {
+    header: Vec<u8>,
+    store: Vec<u8>,
+    order: Vec<(Timestamp, u64)>,
+}
+
+impl Rows {
+    /// Returns the header line, without its line ending.
+    pub fn header(&self) -> &[u8] {
+        trim_line_end(&self.header)
+    }
+
+    /// Returns each event's time and row text (without its line ending), in time order.
+    pub fn iter(&self) -> impl Iterator<Item = (Timestamp, &[u8])> {
+        self.order.iter().map(|&(time, at)| {
+            let at = at as usize;
+            let len = u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
+            (time, trim_line_end(&self.store[at + 4..at + 4 + len as usize]))
+        })
+    }
+}
+
+/// Reads every kept row of `source` with its text, sorted by time, stable for equal times.
+pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
+    let mut input = Input::open(source)?;
+    let capture = Capture { inner: input.reader()?, seen: Vec::new(), base: 0 };
+    let mut pass = Pass::new(capture, source, options)?;
+    let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
+    let header_end = pass.csv.position().byte();
+    rows.header = pass.csv.get_ref().slice(0, header_end).to_vec();
+    while let Some(time) = pass.next_event()? {
+        let start = pass.record.position().expect("records have positions").byte();
+        let end = pass.csv.position().byte();
+        let line = pass.line();
+        let capture = pass.csv.get_mut();
+        let text = trim_blank_lines(capture.slice(start, end));
+        let len = u32::try_from(text.len())
+            .map_err(|_| anyhow!("{}: line {line}: row too long to keep for --emit", pass.name))?;
+        rows.order.push((time, rows.store.len() as u64));
+        rows.store.extend_from_slice(&len.to_le_bytes());
+        rows.store.extend_from_slice(text);
+        capture.forget_before(end);
+    }
+    let in_order = rows.order.is_sorted();
+    // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
+    rows.order.sort_unstable();
+    Ok((rows, pass.finish(in_order)))
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let end = line.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
+    &line[..end]
+}
+
+fn trim_blank_lines(text: &[u8]) -> &[u8] {
+    let start = text.iter().position(|&b| b != b'\n' && b != b'\r').unwrap_or(text.len());
+    &text[start..]
+}
+
+/// An opened input, which files and built-in bytes can read again from the start.
+enum Input {
+    File { file: File, start: u64 },
+    Pipe,
+    Bytes(&'static [u8]),
+}
+
+impl Input {
+    fn open(source: &Source) -> Result<Input> {
+        Ok(match source {
+            Source::Path(path) => {
+                let file =
+                    File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+                Input::File { file, start: 0 }
+            }
+            Source::Stdin => match stdin_file() {
+                Some((file, start)) => Input::File { file, start },
+                None => Input::Pipe,
+            },
+            Source::Embedded { bytes, .. } => Input::Bytes(bytes),
+        })
+    }
+
+    fn can_rewind(&self) -> bool {
+        !matches!(self, Input::Pipe)
+    }
+
+    /// Returns a reader from the start of the input; a pipe can be read only once.
+    fn reader(&mut self) -> Result<Box<dyn Read + '_>> {
+        Ok(match self {
+            Input::File { file, start } => {
+                file.seek(SeekFrom::Start(*start)).context("cannot rewind the input")?;
+                Box::new(&*file)
+            }
+            Input::Pipe => Box::new(io::stdin().lock()),
+            Input::Bytes(bytes) => Box::new(*bytes),
+        })
+    }
+}
+
+/// Returns standard input as a file and its current offset, if it is a regular file.
+fn stdin_file() -> Option<(File, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let mut file = File::from(io::stdin().as_fd().try_clone_to_owned().ok()?);
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let start = file.stream_position().ok()?;
+        Some((file, start))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// A reader that keeps what passes through it, so that rows can be copied out whole.
+struct Capture<R> {
+    inner: R,
+    seen: Vec<u8>,
+    base: u64,
+}
+
+impl<R> Capture<R> {
+    fn slice(&self, start: u64, end: u64) -> &[u8] {
+        &self.seen[(start - self.base) as usize..(end - self.base) as usize]
+    }
+
+    /// Lets go of the bytes before `offset`, in large steps so that the copying is cheap.
+    fn forget_before(&mut self, offset: u64) {
+        let done = (offset - self.base) as usize;
+        if done >= 1 << 16 {
+            self.seen.drain(..done);
+            self.base = offset;
+        }
+    }
+}
+
+impl<R: Read> Read for Capture<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// One reading of the input, row by row.
+struct Pass<'a, R> {
+    csv: csv::Reader<R>,
+    record: ByteRecord,
+    name: String,
+    options: &'a ReadOptions,
+    time: usize,
+    mag: Option<usize>,
+    stats: ReadStats,
+}
+
+impl<'a, R: Read> Pass<'a, R> {
+    fn new(reader: R, source: &Source, options: &'a ReadOptions) -> Result<Pass<'a, R>> {
+        let name = source.name();
+        let mut csv = csv::ReaderBuilder::new().buffer_capacity(1 << 16).from_reader(reader);
+        let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
+        let column = |wanted: &str, why: &str| {
+            if header.is_empty() {
+                // An empty input is an empty catalog, not a missing column.
+                return Ok(0);
+            }
+            header.iter().position(|h| h == wanted.as_bytes()).ok_or_else(|| {
+                let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
+                anyhow!(
+                    "{name}: no column named `{wanted}` {why}; the header has: {}",
+                    names.join(",")
+                )
+            })
+        };
+        let time = column(&options.time_column, "(choose the time column with --time-column)")?;
+        let mag = match options.min_mag {
+            Some(_) => Some(column("mag", "(needed by --min-mag)")?),
+            None => None,
+        };
+        Ok(Pass {
+            csv,
+            record: ByteRecord::new(),
+            name,
+            options,
+            time,
+            mag,
+            stats: ReadStats::default(),
+        })
+    }
+
+    fn line(&self) -> u64 {
+        self.record.position().map_or(0, |p| p.line())
+    }
+
+    /// Returns the time of the next row the filters keep.
+    fn next_event(&mut self) -> Result<Option<Timestamp>> {
+        let options = self.options;
+        loop {
+            if !self.csv.read_byte_record(&mut self.record).map_err(|e| csv_error(&self.name, e))? {
+                return Ok(None);
+            }
+            self.stats.rows += 1;
+            let field = |index: usize| self.record.get(index).unwrap_or_default();
+            let text = field(self.time);
+            let time = Timestamp::parse(text, options.time_format).map_err(|e| {
+                let column = &options.time_column;
+                let value = String::from_utf8_lossy(text);
+                anyhow!("{}: line {}, field `{column}`: {value:?} is {e}", self.name, self.line())
+            })?;
+            if options.since.is_some_and(|since| time < since)
+                || options.until.is_some_and(|until| time >= until)
+            {
+                continue;
+            }
+            if let (Some(index), Some(min)) = (self.mag, options.min_mag) {
+                let text = field(index);
+                if text.is_empty() {
+                    self.stats.no_magnitude += 1;
+                    continue;
+                }
+                let mag = decimal::parse_floor(text, 6).map_err(|_| {
+                    let value = String::from_utf8_lossy(text);
+                    anyhow!(
+                        "{}: line {}, field `mag`: {value:?} is not a number",
+                        self.name,
+                        self.line()
+                    )
+                })?;
+                if mag < min {
+                    continue;
+                }
+            }
+            self.stats.events += 1;
+            return Ok(Some(time));
+        }
+    }
+
+    fn finish(self, in_order: bool) -> ReadStats {
+        ReadStats { in_order, ..self.stats }
+    }
+}
+
+/// Turns a CSV error into one line that names the input and the line.
+fn csv_error(name: &str, err: csv::Error) -> anyhow::Error {
+    match err.kind() {
+        csv::ErrorKind::Io(e) => anyhow!("cannot read {name}: {e}"),
+        csv::ErrorKind::UnequalLengths { pos, expected_len, len } => {
+            let line = pos.as_ref().map_or(0, |p| p.line());
+            anyhow!(
+                "{name}: line {line}: expected {expected_len} fields like the header, found {len}"
+            )
+        }
+        _ => anyhow!("{name}: {err}"),
+    }
+}

@@ -1,0 +1,85 @@
+//! The commands: parse the command line, resolve it, and run the job.
+
+mod min_bucket;
+mod replay;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow};
+use clap::Parser;
+use clap::error::ErrorKind;
+
+use crate::catalog::ReadStats;
+use crate::cli::{Cli, Format};
+use crate::config::{Config, Job};
+use crate::output::{self, Style};
+
+/// Runs ratelimit with the given arguments, the program name first, and returns the exit
+/// code for success; errors are returned, for `main` to print once.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<ExitCode> {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(err),
+    };
+    let config = Config::resolve(cli)?;
+    let styles =
+        Styles { stdout: Style::new(config.color_stdout), stderr: Style::new(config.color_stderr) };
+    match config.job {
+        Job::Replay(job) => replay::run(job, &styles),
+        Job::MinBucket(job) => min_bucket::run(job, &styles),
+    }
+}
+
+/// Help and version go to stdout with success; a usage error becomes one line.
+fn clap_exit(err: clap::Error) -> Result<ExitCode> {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            err.print()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            err.print()?;
+            Ok(ExitCode::from(2))
+        }
+        _ => {
+            let text = err.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            Err(anyhow!("{first} (see --help)"))
+        }
+    }
+}
+
+/// The styles for tables on stdout and on stderr.
+struct Styles {
+    stdout: Style,
+    stderr: Style,
+}
+
+/// Writes a result in the chosen format: the JSON value as it is, the CSV as one row per
+/// element of `rows`, and the table by `table`.
+fn write_result<T: serde::Serialize>(
+    out: &mut dyn Write,
+    format: Format,
+    json: &impl serde::Serialize,
+    rows: &[T],
+    table: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    match format {
+        Format::Table => table(out),
+        Format::Json => output::json(out, json),
+        Format::Csv => output::csv(out, rows),
+    }
+}
+
+/// Prints what reading left out, on stderr.
+fn notes(stats: &ReadStats) {
+    if stats.no_magnitude > 0 {
+        eprintln!(
+            "ratelimit: note: {} rows with no magnitude were left out by --min-mag",
+            stats.no_magnitude
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! Replays recorded event catalogs through rate limiters, on the events' own clock.
+
+pub mod catalog;
+pub mod cli;
+mod cmd;
+pub mod config;
+pub mod decimal;
+pub mod limiter;
+pub mod min_bucket;
+pub mod output;
+pub mod rate;
+pub mod replay;
+pub mod report;
+pub mod time;
+pub mod window;
+
+pub use cmd::run;

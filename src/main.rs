@@ -1,0 +1,22 @@
+//! The `ratelimit` command: runs, prints any error once, and exits with its code.
+
+use std::io;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match ratelimit_replay::run(std::env::args_os()) {
+        Ok(code) => code,
+        // A reader that stops early, as `head` does, is not an error.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("ratelimit: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|cause| cause.downcast_ref::<io::Error>())
+        .any(|e| e.kind() == io::ErrorKind::BrokenPipe)
+}

@@ -1,0 +1,188 @@
+//! Writing results: JSON as it is, CSV flattened from it, and aligned tables for people.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::report;
+use crate::time::human_duration;
+
+/// Whether a table may use color.
+#[derive(Clone, Copy, Debug)]
+pub struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Returns a style that colors only if `color` is true.
+    pub fn new(color: bool) -> Style {
+        Style { color }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    }
+
+    fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    fn warn(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+}
+
+/// Writes a value as pretty JSON, with a final newline.
+pub fn json(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)
+}
+
+/// Writes values as CSV: one row each, with a header. Nested objects become columns named
+/// by their path joined with `_` (`busiest_window_count`); a null is an empty cell, and a
+/// field some values lack is empty in their rows.
+pub fn csv<T: Serialize>(out: &mut dyn Write, values: &[T]) -> io::Result<()> {
+    let rows: Vec<Vec<(String, String)>> = values
+        .iter()
+        .map(|v| {
+            let mut cells = Vec::new();
+            flatten("", &serde_json::to_value(v).map_err(io::Error::other)?, &mut cells);
+            Ok(cells)
+        })
+        .collect::<io::Result<_>>()?;
+    let mut columns: Vec<&str> = Vec::new();
+    for (name, _) in rows.iter().flatten() {
+        if !columns.contains(&name.as_str()) {
+            columns.push(name);
+        }
+    }
+    let mut writer = ::csv::Writer::from_writer(out);
+    writer.write_record(&columns)?;
+    for row in &rows {
+        let cell = |c: &&str| row.iter().find(|(n, _)| n == c).map_or("", |(_, v)| v.as_str());
+        writer.write_record(columns.iter().map(cell))?;
+    }
+    writer.flush()
+}
+
+fn flatten(prefix: &str, value: &Value, cells: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}_{key}") };
+                flatten(&name, value, cells);
+            }
+        }
+        Value::Null => cells.push((prefix.to_owned(), String::new())),
+        Value::String(s) => cells.push((prefix.to_owned(), s.clone())),
+        other => cells.push((prefix.to_owned(), other.to_string())),
+    }
+}
+
+/// Writes rows under a header, each column as wide as its widest cell; columns of
+/// numbers are aligned to the right.
+pub fn table(
+    out: &mut dyn Write,
+    header: &[&str],
+    rows: &[Vec<String>],
+    style: Style,
+) -> io::Result<()> {
+    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).chain([header[c].len()]).max();
+    let widths: Vec<usize> = (0..header.len()).map(|c| width(c).unwrap_or(0)).collect();
+    let numeric: Vec<bool> = (0..header.len())
+        .map(|c| rows.iter().all(|r| r[c].is_empty() || r[c].parse::<f64>().is_ok()))
+        .collect();
+    let line = |cells: &[&str], paint: &dyn Fn(&str) -> String| {
+        let mut text = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[c] - cell.chars().count());
+            let sep = if c == 0 { "" } else { "  " };
+            let (left, right) =
+                if numeric[c] { (pad, String::new()) } else { (String::new(), pad) };
+            text += &format!("{sep}{left}{}{right}", paint(cell));
+        }
+        text.trim_end().to_owned()
+    };
+    writeln!(out, "{}", line(header, &|h| style.dim(h)))?;
+    for row in rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        writeln!(out, "{}", line(&cells, &|c| c.to_owned()))?;
+    }
+    Ok(())
+}
+
+/// Writes a replay report as labeled lines.
+pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io::Result<()> {
+    let digits = r.events.to_string().len();
+    let count = |n: u64| {
+        let share = match r.events {
+            0 => String::new(),
+            all => format!("  {:5.1}%", n as f64 * 100.0 / all as f64),
+        };
+        format!("{n:>digits$}{share}")
+    };
+    let window = |w: &report::Window, what: &str| match w.start {
+        Some(start) => format!("{} {what}, from {start}", w.count),
+        None => format!("0 {what}"),
+    };
+    let limiter = match r.burst {
+        Some(burst) => format!("{} at {}, burst {burst}", r.algorithm.name(), r.rate),
+        None => format!("{} at {}", r.algorithm.name(), r.rate),
+    };
+    let length = r.busiest_window.length_s;
+    let dropped = count(r.dropped);
+    let mut lines = vec![
+        ("input".to_owned(), r.input.clone()),
+        ("limiter".to_owned(), limiter),
+        ("events".to_owned(), r.events.to_string()),
+        ("passed".to_owned(), count(r.passed)),
+        ("dropped".to_owned(), if r.dropped > 0 { style.warn(&dropped) } else { dropped }),
+        (format!("busiest {length}"), window(&r.busiest_window, "passed")),
+        (format!("demand {length}"), window(&r.demand_busiest_window, "events")),
+        (
+            "min bucket".to_owned(),
+            format!("{} (the smallest lossless token bucket at {})", r.min_bucket, r.rate),
+        ),
+    ];
+    if let Some(q) = &r.queue {
+        lines.push(("delayed".to_owned(), count(q.delayed)));
+        lines.push(("longest wait".to_owned(), human_secs(q.max_wait_s)));
+        lines.push(("mean wait".to_owned(), human_secs(q.mean_wait_s)));
+    }
+    let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
+    for (label, value) in lines {
+        let pad = " ".repeat(width - label.len());
+        writeln!(out, "{}{pad}  {value}", style.bold(&label))?;
+    }
+    Ok(())
+}
+
+fn human_secs(secs: f64) -> String {
+    // People read waits to the millisecond.
+    human_duration((secs * 1e3).round() as i64 * 1_000)
+}
+
+/// Writes the minimum buckets as a table.
+pub fn min_bucket_table(
+    out: &mut dyn Write,
+    found: &[report::MinBucket],
+    style: Style,
+) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|m| {
+            let (start, end, events) = match m.span {
+                Some(s) => (s.start.to_string(), s.end.to_string(), s.events.to_string()),
+                None => (String::new(), String::new(), String::new()),
+            };
+            vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end]
+        })
+        .collect();
+    let header = ["rate", "min_bucket", "span_events", "span_start", "span_end"];
+    table(out, &header, &rows, style)
+}

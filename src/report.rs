@@ -1,0 +1,91 @@
+//! The results commands print. Their JSON form is a documented contract; the table and the
+//! CSV are views of the same values.
+
+use serde::{Serialize, Serializer};
+
+use crate::limiter::{Algorithm, Waits};
+use crate::min_bucket::{Lossless, Stretch};
+use crate::rate::Rate;
+use crate::time::{MICROS_PER_SEC, Span, Timestamp};
+use crate::window::Busiest;
+
+/// What one replay found. See README, "JSON output", for each field.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Replay {
+    pub input: String,
+    pub algorithm: Algorithm,
+    pub rate: Rate,
+    pub burst: Option<u64>,
+    pub events: u64,
+    pub passed: u64,
+    pub dropped: u64,
+    pub busiest_window: Window,
+    pub demand_busiest_window: Window,
+    pub min_bucket: u64,
+    #[serde(flatten)]
+    pub queue: Option<Queue>,
+}
+
+/// The busiest window of a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Window {
+    #[serde(serialize_with = "seconds")]
+    pub length_s: Span,
+    pub start: Option<Timestamp>,
+    pub count: u64,
+}
+
+impl From<Busiest> for Window {
+    fn from(busiest: Busiest) -> Window {
+        Window { length_s: busiest.length, start: busiest.start, count: busiest.count }
+    }
+}
+
+/// How long a leaky queue's admitted events waited.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Queue {
+    pub delayed: u64,
+    #[serde(serialize_with = "micro_rounded")]
+    pub max_wait_s: f64,
+    #[serde(serialize_with = "micro_rounded")]
+    pub mean_wait_s: f64,
+}
+
+impl From<Waits> for Queue {
+    fn from(waits: Waits) -> Queue {
+        Queue {
+            delayed: waits.delayed,
+            max_wait_s: waits.longest_secs(),
+            mean_wait_s: waits.mean_secs(),
+        }
+    }
+}
+
+/// The smallest lossless bucket at one rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MinBucket {
+    pub rate: Rate,
+    pub min_bucket: u64,
+    pub span: Option<Stretch>,
+}
+
+impl From<Lossless> for MinBucket {
+    fn from(found: Lossless) -> MinBucket {
+        MinBucket { rate: found.rate, min_bucket: found.min_bucket, span: found.stretch }
+    }
+}
+
+/// Writes a span as a number of seconds: an integer when it is whole.
+fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
+    let micros = span.as_micros();
+    if micros % MICROS_PER_SEC == 0 {
+        s.serialize_i64(micros / MICROS_PER_SEC)
+    } else {
+        s.serialize_f64(span.as_secs_f64())
+    }
+}
+
+/// Writes seconds rounded to the microsecond, so that 1/7 s does not print 17 digits.
+fn micro_rounded<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((secs * 1e6).round() / 1e6)
+}
