@@ -78,15 +78,15 @@ pub struct InputArgs {
     pub time_format: TimeFormat,
 
     /// Use only events at or after this time.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub since: Option<Timestamp>,
 
     /// Use only events before this time, or before --since plus a duration: +48h.
-    #[arg(long, value_name = "TIME|+DURATION")]
+    #[arg(long, value_name = "TIME|+DURATION", allow_hyphen_values = true)]
     pub until: Option<Until>,
 
     /// Use only events whose `mag` column is at least M.
-    #[arg(long, value_name = "M")]
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
     pub min_mag: Option<Magnitude>,
 }
 
@@ -109,15 +109,15 @@ pub struct ReplayArgs {
     pub algo: Algorithm,
 
     /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<u64>,
 
     /// The length of the busiest window to report [default: the rate's period].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
 
     /// Write the input rows that passed, that were dropped, or all of them with a
@@ -136,7 +136,13 @@ pub struct MinBucketArgs {
     pub input: InputArgs,
 
     /// The rates to size a bucket for; repeat it, or separate rates with commas.
-    #[arg(long, value_name = "RATE", required = true, value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "RATE",
+        required = true,
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
     pub rate: Vec<Rate>,
 
     #[command(flatten)]
@@ -207,5 +213,14 @@ impl FromStr for Magnitude {
         decimal::parse_exact(text.as_bytes(), 6)
             .map(Magnitude)
             .map_err(|_| anyhow::anyhow!("'{text}' is not a magnitude like 5 or 4.5"))
+    }
+}
+
+/// Reads a burst: a whole number of events, at least one.
+fn parse_burst(text: &str) -> anyhow::Result<u64> {
+    match text.parse::<u64>() {
+        Ok(0) => anyhow::bail!("a burst must be at least 1"),
+        Ok(burst) => Ok(burst),
+        Err(_) => anyhow::bail!("'{text}' is not a burst: a whole number of events, at least 1"),
     }
 }

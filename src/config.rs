@@ -91,7 +91,6 @@ fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
         Some(_) if !algorithm.uses_burst() => {
             bail!("--burst applies to token-bucket, gcra and leaky-queue, not {}", algorithm.name())
         }
-        Some(0) => bail!("--burst must be at least 1"),
         Some(b) if b > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
         Some(b) => b,
         None => rate.count(),

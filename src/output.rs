@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::report;
-use crate::time::human_duration;
+use crate::time::{Span, human_duration};
 
 /// Whether a table may use color.
 #[derive(Clone, Copy, Debug)]
@@ -151,8 +151,8 @@ pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io
     ];
     if let Some(q) = &r.queue {
         lines.push(("delayed".to_owned(), count(q.delayed)));
-        lines.push(("longest wait".to_owned(), human_secs(q.max_wait_s)));
-        lines.push(("mean wait".to_owned(), human_secs(q.mean_wait_s)));
+        lines.push(("longest wait".to_owned(), human_ms(q.max_wait_s)));
+        lines.push(("mean wait".to_owned(), human_ms(q.mean_wait_s)));
     }
     let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
     for (label, value) in lines {
@@ -162,9 +162,9 @@ pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io
     Ok(())
 }
 
-fn human_secs(secs: f64) -> String {
-    // People read waits to the millisecond.
-    human_duration((secs * 1e3).round() as i64 * 1_000)
+/// People read waits to the millisecond.
+fn human_ms(span: Span) -> String {
+    human_duration((span.as_micros() + 500) / 1_000 * 1_000)
 }
 
 /// Writes the minimum buckets as a table.

@@ -10,7 +10,7 @@ use crate::time::{MICROS_PER_SEC, Span, Timestamp};
 use crate::window::Busiest;
 
 /// What one replay found. See README, "JSON output", for each field.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Replay {
     pub input: String,
     pub algorithm: Algorithm,
@@ -41,22 +41,23 @@ impl From<Busiest> for Window {
     }
 }
 
-/// How long a leaky queue's admitted events waited.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// How long a leaky queue's admitted events waited, to the nearest microsecond.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Queue {
     pub delayed: u64,
-    #[serde(serialize_with = "micro_rounded")]
-    pub max_wait_s: f64,
-    #[serde(serialize_with = "micro_rounded")]
-    pub mean_wait_s: f64,
+    #[serde(serialize_with = "seconds")]
+    pub max_wait_s: Span,
+    #[serde(serialize_with = "seconds")]
+    pub mean_wait_s: Span,
 }
 
 impl From<Waits> for Queue {
     fn from(waits: Waits) -> Queue {
+        let span = |micros| Span::from_micros(micros).expect("waits are not negative");
         Queue {
             delayed: waits.delayed,
-            max_wait_s: waits.longest_secs(),
-            mean_wait_s: waits.mean_secs(),
+            max_wait_s: span(waits.longest_micros()),
+            mean_wait_s: span(waits.mean_micros()),
         }
     }
 }
@@ -83,9 +84,4 @@ fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
     } else {
         s.serialize_f64(span.as_secs_f64())
     }
-}
-
-/// Writes seconds rounded to the microsecond, so that 1/7 s does not print 17 digits.
-fn micro_rounded<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64((secs * 1e6).round() / 1e6)
 }

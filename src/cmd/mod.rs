@@ -44,10 +44,16 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
             Ok(ExitCode::from(2))
         }
         _ => {
+            // The first paragraph says what is wrong; the rest is usage and tips.
             let text = err.render().to_string();
-            let first = text.lines().next().unwrap_or_default();
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            Err(anyhow!("{first} (see --help)"))
+            let first: Vec<&str> =
+                text.lines().take_while(|l| !l.is_empty()).map(str::trim).collect();
+            let first = first.join(" ");
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
+            match err.kind() {
+                ErrorKind::InvalidValue | ErrorKind::ValueValidation => Err(anyhow!("{first}")),
+                _ => Err(anyhow!("{first} (see --help)")),
+            }
         }
     }
 }

@@ -36,22 +36,21 @@ pub struct Waits {
 }
 
 impl Waits {
-    /// Returns the longest wait in seconds, for display.
-    pub fn longest_secs(&self) -> f64 {
-        self.secs(self.longest)
+    /// Returns the longest wait, rounded to the nearest microsecond, for reports.
+    pub fn longest_micros(&self) -> i64 {
+        self.micros(self.longest, 1)
     }
 
-    /// Returns the mean wait of admitted events in seconds (zero if none was admitted),
-    /// counting those that did not wait as zero.
-    pub fn mean_secs(&self) -> f64 {
-        if self.admitted == 0 {
-            return 0.0;
-        }
-        self.secs(self.total) / self.admitted as f64
+    /// Returns the mean wait of admitted events (zero if none was admitted), counting those
+    /// that did not wait as zero, rounded to the nearest microsecond, for reports.
+    pub fn mean_micros(&self) -> i64 {
+        self.micros(self.total, i128::from(self.admitted.max(1)))
     }
 
-    fn secs(&self, units: i128) -> f64 {
-        units as f64 / self.units_per_micro as f64 / 1e6
+    /// Returns units / (N · count) µs, rounded half up.
+    fn micros(&self, units: i128, count: i128) -> i64 {
+        let divisor = self.units_per_micro * count;
+        i64::try_from((2 * units + divisor) / (2 * divisor)).unwrap_or(i64::MAX)
     }
 }
 
@@ -115,8 +114,8 @@ mod tests {
         let waits = q.waits();
         assert_eq!(waits.admitted, 5);
         assert_eq!(waits.delayed, 4);
-        assert_eq!(waits.longest_secs(), 20.0);
-        assert_eq!(waits.mean_secs(), (10.0 + 20.0 + 5.0 + 14.0) / 5.0);
+        assert_eq!(waits.longest_micros(), 20_000_000);
+        assert_eq!(waits.mean_micros(), (10 + 20 + 5 + 14) * 1_000_000 / 5);
     }
 
     #[test]
@@ -134,5 +133,7 @@ mod tests {
         assert_eq!(decisions(&mut q, &secs(&[0, 0])), [true, true]);
         assert_eq!(q.waits().longest, 1_000_000);
         assert_eq!(q.waits().units_per_micro, 3);
+        assert_eq!(q.waits().longest_micros(), 333_333);
+        assert_eq!(q.waits().mean_micros(), 166_667);
     }
 }

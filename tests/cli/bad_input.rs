@@ -1,0 +1,117 @@
+//! Bad input: one line on stderr naming what is wrong, exit code 2, never a panic.
+
+use crate::QUAKES;
+use crate::harness::{Stdin, run, run_with};
+
+const GCRA: [&str; 5] = ["replay", "--algo", "gcra", "--rate", "2/h"];
+
+fn replay_error(extra: &[&str], stdin: &str) -> String {
+    run(&[&GCRA[..], extra].concat(), stdin).error()
+}
+
+#[test]
+fn a_missing_file() {
+    let err = run_with(&[&GCRA[..], &["no/such.csv"]].concat(), Stdin::Null).error();
+    assert_eq!(err, "ratelimit: cannot read no/such.csv: No such file or directory (os error 2)");
+}
+
+#[test]
+fn a_missing_time_column() {
+    let err = replay_error(&[], "when,mag\n2025-01-01T00:00:00Z,5\n");
+    assert_eq!(
+        err,
+        "ratelimit: <stdin>: no column named `time` (choose the time column with --time-column); \
+         the header has: when,mag"
+    );
+    let err = replay_error(&["--min-mag", "5"], "time\n2025-01-01T00:00:00Z\n");
+    assert!(err.contains("no column named `mag` (needed by --min-mag)"), "{err}");
+}
+
+#[test]
+fn an_unparsable_time_names_the_line_field_and_value() {
+    let csv = "id,time\na,2025-01-01T00:00:00Z\nb,2025-02-30T00:00:00Z\n";
+    let err = replay_error(&[], csv);
+    assert!(
+        err.starts_with(
+            "ratelimit: <stdin>: line 3, field `time`: \"2025-02-30T00:00:00Z\" is not"
+        )
+    );
+    let err = replay_error(&[], "time\n2025-01-01T00:00:00\n");
+    assert!(err.contains("line 2") && err.contains("UTC offset"), "{err}");
+    let err = replay_error(&["--time-format", "unix-s"], "time\n2025-01-01\n");
+    assert!(err.contains("is not a Unix epoch number"), "{err}");
+}
+
+#[test]
+fn a_bad_magnitude_names_the_line() {
+    let err = replay_error(&["--min-mag", "5"], "time,mag\n2025-01-01T00:00:00Z,big\n");
+    assert_eq!(err, "ratelimit: <stdin>: line 2, field `mag`: \"big\" is not a number");
+}
+
+#[test]
+fn a_row_with_missing_fields() {
+    let err = replay_error(&[], "time,mag\n2025-01-01T00:00:00Z,5\n2025-01-01T00:00:01Z\n");
+    assert_eq!(err, "ratelimit: <stdin>: line 3: expected 2 fields like the header, found 1");
+}
+
+#[test]
+fn bad_rates() {
+    for (rate, says) in [
+        ("0/h", "at least one event"),
+        ("-5/h", "cannot be negative"),
+        ("5/hour", "not a rate"),
+        ("5/0s", "longer than zero"),
+        ("99999999999999999999/h", "too large"),
+    ] {
+        let args = ["replay", "--algo", "gcra", "--rate", rate];
+        let err = run(&args, QUAKES).error();
+        assert!(err.contains(says) && err.contains("--rate"), "{rate}: {err}");
+    }
+}
+
+#[test]
+fn since_must_be_before_until() {
+    let err = replay_error(&["--since", "2025-07-30", "--until", "2025-07-29"], QUAKES);
+    assert_eq!(
+        err,
+        "ratelimit: --since (2025-07-30T00:00:00Z) must be before --until (2025-07-29T00:00:00Z)"
+    );
+    let err = replay_error(&["--until", "+48h"], QUAKES);
+    assert_eq!(err, "ratelimit: --until +DURATION needs --since");
+    let err = replay_error(&["--since", "2025-07-30", "--until", "+0s"], QUAKES);
+    assert!(err.contains("must be before"), "{err}");
+}
+
+#[test]
+fn burst_and_window_limits() {
+    assert!(replay_error(&["--burst", "0"], QUAKES).contains("at least 1"));
+    let err =
+        run(&["replay", "--algo", "sliding-log", "--rate", "2/h", "--burst", "3"], QUAKES).error();
+    assert_eq!(
+        err,
+        "ratelimit: --burst applies to token-bucket, gcra and leaky-queue, not sliding-log"
+    );
+    assert!(replay_error(&["--window", "0s"], QUAKES).contains("longer than zero"));
+    assert!(replay_error(&["--window", "-1h"], QUAKES).contains("negative"));
+}
+
+#[test]
+fn unknown_options_and_missing_arguments() {
+    let err = run(&["replay", "--algo", "gcra", "--rate", "2/h", "--bogus"], QUAKES).error();
+    assert!(err.contains("--bogus") && err.ends_with("(see --help)"), "{err}");
+    let err = run(&["replay", "--rate", "2/h"], QUAKES).error();
+    assert!(err.contains("--algo"), "{err}");
+    let err = run(&["replay", "--algo", "gcrx", "--rate", "2/h"], QUAKES).error();
+    assert!(err.contains("gcrx"), "{err}");
+}
+
+#[test]
+fn help_and_version_succeed() {
+    let help = run(&["replay", "--help"], "").ok();
+    for algo in
+        ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue"]
+    {
+        assert!(help.contains(algo), "--help documents {algo}");
+    }
+    assert!(run(&["--version"], "").ok().starts_with("ratelimit "));
+}

@@ -1,0 +1,108 @@
+//! A small harness: run the binary with arguments and stdin, and read what it wrote.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// What a run of `ratelimit` wrote and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Run {
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    pub fn ok(self) -> String {
+        assert_eq!(self.code, 0, "expected success; stderr: {}", self.stderr);
+        self.stdout
+    }
+
+    /// Asserts failure with exit code 2, nothing on stdout, and exactly one line on
+    /// stderr; returns that line.
+    #[track_caller]
+    pub fn error(self) -> String {
+        assert_eq!(self.code, 2, "expected exit code 2; stdout: {}", self.stdout);
+        assert_eq!(self.stdout, "", "an error must not write data");
+        assert_eq!(self.stderr.lines().count(), 1, "one line on stderr: {:?}", self.stderr);
+        assert!(self.stderr.starts_with("ratelimit: "), "{}", self.stderr);
+        self.stderr.trim_end().to_owned()
+    }
+}
+
+/// Where the stdin of a run comes from.
+pub enum Stdin<'a> {
+    /// Nothing: /dev/null.
+    Null,
+    /// These bytes, through a pipe.
+    Pipe(&'a str),
+    /// A file, redirected as `< file` would.
+    File(PathBuf),
+}
+
+fn command() -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("ratelimit"));
+    cmd.env_remove("NO_COLOR").env_remove("CI");
+    cmd
+}
+
+/// Runs `ratelimit` with `args` and `stdin`.
+pub fn run_with(args: &[&str], stdin: Stdin) -> Run {
+    let mut cmd = command();
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = match &stdin {
+        Stdin::Null => cmd.stdin(Stdio::null()).spawn(),
+        Stdin::Pipe(_) => cmd.stdin(Stdio::piped()).spawn(),
+        Stdin::File(path) => cmd.stdin(File::open(path).unwrap()).spawn(),
+    }
+    .unwrap();
+    if let Stdin::Pipe(text) = stdin {
+        use std::io::Write;
+        // The program may stop reading early on an error; that is not the test's concern.
+        let _ = child.stdin.take().unwrap().write_all(text.as_bytes());
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+/// Runs `ratelimit` with `args`, piping `stdin` to it.
+pub fn run(args: &[&str], stdin: &str) -> Run {
+    run_with(args, Stdin::Pipe(stdin))
+}
+
+/// Writes `text` to a fresh temporary file and returns its path.
+pub fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ratelimit-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Returns the path of a real catalog in `../shared/data` (or `$RATELIMIT_DATA`), or
+/// `None` if it is missing. With `CI` set, a missing catalog fails the test instead.
+pub fn real_catalog(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("RATELIMIT_DATA").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("shared").join("data")
+    });
+    let path = dir.join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("{} is missing, and CI is set: the real-data tests must run", path.display());
+    }
+    eprintln!("skipped: {} is missing", path.display());
+    None
+}
+
+/// Parses JSON output.
+pub fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}

@@ -1,0 +1,163 @@
+//! `ratelimit replay` on the inline catalog, with every figure worked out by hand.
+
+use crate::QUAKES;
+use crate::harness::{json, run};
+
+#[test]
+fn table_for_gcra() {
+    // I = 30 min, b = 2. 00:30 and 00:30 take both tokens; 00:40 and 00:50 find a third
+    // and two thirds of one; 01:00 finds one; 01:10 a third; 02:30 a full bucket.
+    let out = run(&["replay", "--algo", "gcra", "--rate", "2/h", "--burst", "2"], QUAKES).ok();
+    assert_eq!(
+        out,
+        "\
+input       <stdin>
+limiter     gcra at 2/h, burst 2
+events      7
+passed      4   57.1%
+dropped     3   42.9%
+busiest 1h  3 passed, from 2025-07-30T00:30:00Z
+demand 1h   6 events, from 2025-07-30T00:30:00Z
+min bucket  5 (the smallest lossless token bucket at 2/h)
+"
+    );
+}
+
+#[test]
+fn json_for_leaky_queue() {
+    // The second 00:30 event waits 30 min, the 01:00 one waits until 01:30; 00:40, 00:50
+    // and 01:10 would wait 50, 40 and 50 min, more than (b − 1)·I = 30 min.
+    let args = ["replay", "-", "--algo", "leaky-queue", "--rate", "2/h", "--format", "json"];
+    let out = run(&args, QUAKES).ok();
+    assert_eq!(
+        out,
+        r#"{
+  "input": "<stdin>",
+  "algorithm": "leaky-queue",
+  "rate": "2/h",
+  "burst": 2,
+  "events": 7,
+  "passed": 4,
+  "dropped": 3,
+  "busiest_window": {
+    "length_s": 3600,
+    "start": "2025-07-30T00:30:00Z",
+    "count": 3
+  },
+  "demand_busiest_window": {
+    "length_s": 3600,
+    "start": "2025-07-30T00:30:00Z",
+    "count": 6
+  },
+  "min_bucket": 5,
+  "delayed": 2,
+  "max_wait_s": 1800,
+  "mean_wait_s": 900
+}
+"#
+    );
+}
+
+#[test]
+fn csv_for_fixed_window() {
+    // Clock hours: 00:30, 00:30 pass in hour 0; 01:00, 01:10 in hour 1; 02:30 in hour 2.
+    // [00:30, 01:30) holds four passed events: twice N, across the window edge.
+    let args = ["replay", "--algo", "fixed-window", "--rate", "2/h", "--format", "csv"];
+    let out = run(&args, QUAKES).ok();
+    assert_eq!(
+        out,
+        "\
+input,algorithm,rate,burst,events,passed,dropped,busiest_window_length_s,busiest_window_start,busiest_window_count,demand_busiest_window_length_s,demand_busiest_window_start,demand_busiest_window_count,min_bucket
+<stdin>,fixed-window,2/h,,7,5,2,3600,2025-07-30T00:30:00Z,4,3600,2025-07-30T00:30:00Z,6,5
+"
+    );
+}
+
+fn counts(algo: &str, extra: &[&str]) -> (u64, u64, u64) {
+    let mut args = vec!["replay", "--algo", algo, "--rate", "2/h", "--format", "json"];
+    args.extend(extra);
+    let report = json(&run(&args, QUAKES).ok());
+    let field = |name: &str| report[name].as_u64().unwrap();
+    (field("passed"), field("dropped"), report["busiest_window"]["count"].as_u64().unwrap())
+}
+
+#[test]
+fn every_limiter_on_the_same_burst() {
+    // sliding-log: 00:40–01:10 all still see the two 00:30 events within the hour.
+    assert_eq!(counts("sliding-log", &[]), (3, 4, 2));
+    // sliding-counter: 01:00 sees prev = 2 at full weight; 01:10 sees 2·50/60 < 2.
+    assert_eq!(counts("sliding-counter", &[]), (4, 3, 3));
+    assert_eq!(counts("token-bucket", &[]), (4, 3, 3));
+    assert_eq!(counts("gcra", &[]), (4, 3, 3));
+    assert_eq!(counts("fixed-window", &[]), (5, 2, 4));
+}
+
+#[test]
+fn filters_select_events() {
+    // --min-mag 5 leaves out t3 (4.9): with it gone, nothing else changes for gcra.
+    assert_eq!(counts("gcra", &["--min-mag", "5"]), (4, 2, 3));
+    // [00:40, 01:10) holds 00:40, 00:50, 01:00: a full bucket passes two, then 01:00 has
+    // two thirds of a token.
+    let window = ["--since", "2025-07-30T00:40:00Z", "--until", "+30m"];
+    assert_eq!(counts("gcra", &window), (2, 1, 2));
+    let window = ["--since", "2025-07-30T00:40:00Z", "--until", "2025-07-30T01:10:00Z"];
+    assert_eq!(counts("gcra", &window), (2, 1, 2));
+}
+
+#[test]
+fn window_sets_the_busiest_window_length() {
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h", "--window", "10m", "--format", "json"];
+    let report = json(&run(&args, QUAKES).ok());
+    // Ten minutes from 00:30 holds the two 00:30 events; 00:40 is outside (half-open).
+    assert_eq!(report["busiest_window"]["length_s"], 600);
+    assert_eq!(report["busiest_window"]["count"], 2);
+    assert_eq!(report["demand_busiest_window"]["count"], 2);
+}
+
+#[test]
+fn an_empty_catalog_is_a_report_of_zeros() {
+    let header = QUAKES.lines().next().unwrap();
+    let args = ["replay", "--algo", "token-bucket", "--rate", "5/h", "--format", "json"];
+    let report = json(&run(&args, &format!("{header}\n")).ok());
+    assert_eq!(report["events"], 0);
+    assert_eq!(report["passed"], 0);
+    assert_eq!(report["dropped"], 0);
+    assert_eq!(report["busiest_window"]["count"], 0);
+    assert!(report["busiest_window"]["start"].is_null());
+    assert_eq!(report["min_bucket"], 0);
+    // No bytes at all is an empty catalog too.
+    assert_eq!(json(&run(&args, "").ok())["events"], 0);
+}
+
+#[test]
+fn unix_epoch_times_in_another_column() {
+    let csv = "id,at_ms\na,1753835400000\nb,1753835400000\nc,1753837200000\n";
+    let args = [
+        "replay",
+        "--algo",
+        "gcra",
+        "--rate",
+        "2/h",
+        "--burst",
+        "1",
+        "--time-column",
+        "at_ms",
+        "--time-format",
+        "unix-ms",
+        "--format",
+        "json",
+    ];
+    let report = json(&run(&args, csv).ok());
+    assert_eq!((report["passed"].as_u64(), report["dropped"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(report["demand_busiest_window"]["start"], "2025-07-30T00:30:00Z");
+}
+
+#[test]
+fn color_only_when_asked_or_on_a_terminal() {
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h"];
+    assert!(!run(&args, QUAKES).ok().contains('\x1b'), "a pipe gets no color");
+    let colored = run(&[&args[..], &["--color", "always"]].concat(), QUAKES).ok();
+    assert!(colored.contains("\x1b[1mevents\x1b[0m"));
+    let json_args = [&args[..], &["--color", "always", "--format", "json"]].concat();
+    assert!(!run(&json_args, QUAKES).ok().contains('\x1b'), "machine formats are never colored");
+}
