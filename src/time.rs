@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use anyhow::anyhow;
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate};
 
 use crate::decimal;
 
@@ -87,9 +87,84 @@ fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
 impl fmt::Display for Timestamp {
     /// Writes RFC 3339 in UTC, with as many fractional digits (0, 3 or 6) as the value needs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let time = DateTime::<Utc>::from_timestamp_micros(self.0).expect("timestamp in range");
-        f.write_str(&time.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+        let mut text = Vec::with_capacity(27);
+        self.write_rfc3339(&mut text, Fraction::Auto);
+        f.write_str(std::str::from_utf8(&text).expect("ASCII"))
     }
+}
+
+/// How many fractional digits of a second to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fraction {
+    /// As many as the value needs: none, 3 or 6.
+    Auto,
+    /// Always milliseconds, rounded down, as the USGS writes times.
+    Millis,
+}
+
+impl Timestamp {
+    /// Appends the time in RFC 3339 UTC, such as `2025-07-29T23:24:52.483Z`, to `out`.
+    ///
+    /// It is the hot path of `synth`, so it does its own calendar arithmetic; tests check it
+    /// against chrono over the whole range.
+    pub fn write_rfc3339(self, out: &mut Vec<u8>, fraction: Fraction) {
+        let days = self.0.div_euclid(86_400 * MICROS_PER_SEC);
+        let micros_of_day = self.0.rem_euclid(86_400 * MICROS_PER_SEC);
+        let (year, month, day) = civil_from_days(days);
+        let secs = micros_of_day / MICROS_PER_SEC;
+        let micros = micros_of_day % MICROS_PER_SEC;
+        let digits = |value: i64, width: usize, out: &mut Vec<u8>| {
+            let mut buf = [b'0'; 6];
+            let mut v = value;
+            for slot in buf[..width].iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+            out.extend_from_slice(&buf[..width]);
+        };
+        digits(year, 4, out);
+        out.push(b'-');
+        digits(month, 2, out);
+        out.push(b'-');
+        digits(day, 2, out);
+        out.push(b'T');
+        digits(secs / 3600, 2, out);
+        out.push(b':');
+        digits(secs / 60 % 60, 2, out);
+        out.push(b':');
+        digits(secs % 60, 2, out);
+        match fraction {
+            Fraction::Millis => {
+                out.push(b'.');
+                digits(micros / 1_000, 3, out);
+            }
+            Fraction::Auto if micros == 0 => {}
+            Fraction::Auto if micros % 1_000 == 0 => {
+                out.push(b'.');
+                digits(micros / 1_000, 3, out);
+            }
+            Fraction::Auto => {
+                out.push(b'.');
+                digits(micros, 6, out);
+            }
+        }
+        out.push(b'Z');
+    }
+}
+
+/// Returns the proleptic Gregorian (year, month, day) of a day counted from 1970-01-01,
+/// by Howard Hinnant's `civil_from_days`.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 impl FromStr for Timestamp {
@@ -291,6 +366,8 @@ pub fn human_duration(micros: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use chrono::{SecondsFormat, Utc};
+
     use super::*;
 
     fn ts(text: &str) -> Timestamp {
@@ -336,6 +413,28 @@ mod tests {
         assert_eq!(ts("2025-07-29T23:24:52.483Z").to_string(), "2025-07-29T23:24:52.483Z");
         assert_eq!(ts("2025-07-29T23:24:52Z").to_string(), "2025-07-29T23:24:52Z");
         assert_eq!(ts("2025-07-29T23:24:52.000001Z").to_string(), "2025-07-29T23:24:52.000001Z");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn prints_as_chrono_does(micros in Timestamp::MIN..=Timestamp::MAX) {
+            let ours = Timestamp::from_micros(micros).unwrap().to_string();
+            let chrono = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
+            proptest::prop_assert_eq!(ours, chrono.to_rfc3339_opts(SecondsFormat::AutoSi, true));
+            let mut millis = Vec::new();
+            Timestamp(micros).write_rfc3339(&mut millis, Fraction::Millis);
+            let chrono = chrono.to_rfc3339_opts(SecondsFormat::Millis, true);
+            proptest::prop_assert_eq!(String::from_utf8(millis).unwrap(), chrono);
+        }
+    }
+
+    #[test]
+    fn prints_whole_seconds_and_days_around_the_calendar() {
+        for micros in [0, 86_400 * MICROS_PER_SEC - 1, 951_782_400 * MICROS_PER_SEC, -1] {
+            let chrono = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
+            let want = chrono.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+            assert_eq!(Timestamp(micros).to_string(), want);
+        }
     }
 
     #[test]
