@@ -1,14 +1,19 @@
 //! The resolved configuration: defaults, conflicts and the terminal, settled once.
 
 use std::io::{self, IsTerminal};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::{ReadOptions, Source};
-use crate::cli::{self, Cli, ColorChoice, Command, Emit, Format, InputArgs, Until};
+use crate::cli::{
+    self, Cli, ColorChoice, Command, Decimal, Emit, Format, InputArgs, SynthArgs, Until,
+};
+use crate::etas;
 use crate::rate::Rate;
 use crate::replay::Settings;
+use crate::sample;
+use crate::time::Span;
 
 /// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
 pub const MAX_BURST: u64 = Rate::MAX_COUNT;
@@ -31,6 +36,8 @@ pub enum Job {
     Replay(ReplayJob),
     /// `min-bucket`.
     MinBucket(MinBucketJob),
+    /// `synth`.
+    Synth(SynthJob),
 }
 
 /// The input of a job.
@@ -40,6 +47,8 @@ pub struct Input {
     pub source: Source,
     /// What to read from it.
     pub read: ReadOptions,
+    /// A note for stderr about the input's choice, when the user did not make it.
+    pub note: Option<&'static str>,
 }
 
 /// A resolved `replay`.
@@ -49,6 +58,13 @@ pub struct ReplayJob {
     pub settings: Settings,
     pub emit: Option<Emit>,
     pub format: Format,
+}
+
+/// A resolved `synth`.
+#[derive(Debug)]
+pub struct SynthJob {
+    pub params: etas::Params,
+    pub output: Option<PathBuf>,
 }
 
 /// A resolved `min-bucket`.
@@ -69,6 +85,7 @@ impl Config {
                 rates: args.rate,
                 format: args.output.format,
             }),
+            Command::Synth(args) => Job::Synth(resolve_synth(args)?),
         };
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = |terminal: bool| match cli.color {
@@ -108,11 +125,14 @@ fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
 }
 
 fn resolve_input(args: InputArgs) -> Result<Input> {
+    let mut note = None;
     let source = match args.file.as_deref() {
+        _ if args.sample => sample::source(),
         Some(path) if path == Path::new("-") => Source::Stdin,
         Some(path) => Source::Path(path.to_owned()),
         None if io::stdin().is_terminal() => {
-            bail!("no input: give a catalog FILE, or pipe one to standard input")
+            note = Some(sample::NOTE);
+            sample::source()
         }
         None => Source::Stdin,
     };
@@ -139,5 +159,52 @@ fn resolve_input(args: InputArgs) -> Result<Input> {
             until,
             min_mag: args.min_mag.map(|m| m.0),
         },
+        note,
     })
+}
+
+fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
+    let start = args.start;
+    let end = match (args.until, args.days) {
+        (Some(until), _) => until,
+        (None, days) => {
+            // A millionth of a day is exactly 86 400 µs.
+            let micro_days = days.map_or(365_000_000, |d| d.0);
+            micro_days
+                .checked_mul(86_400)
+                .and_then(Span::from_micros)
+                .and_then(|span| start.checked_add(span))
+                .ok_or_else(|| anyhow!("--start plus --days is past the year 9999"))?
+        }
+    };
+    if end < start {
+        bail!("--until ({end}) must not be before --start ({start})");
+    }
+    let in_range = |m: Decimal| (0..=10_000_000).contains(&m.0);
+    if !in_range(args.min_mag) {
+        bail!("--min-mag must be from 0 to 10");
+    }
+    if args.b_value.0 <= 0 {
+        bail!("--b-value must be more than 0");
+    }
+    if args.scale.0 <= 0 {
+        bail!("--scale must be more than 0: a zero rate makes no catalog");
+    }
+    let mut params = etas::Params::new(args.seed, start, end);
+    params.min_mag = args.min_mag.as_f64();
+    params.b_value = args.b_value.as_f64();
+    // The background rate is set for M≥5; Gutenberg–Richter carries it to another Mc.
+    params.background_per_day = etas::Params::BACKGROUND_M5_PER_DAY
+        * libm::pow(10.0, params.b_value * (5.0 - params.min_mag))
+        * args.scale.as_f64();
+    for shock in &args.mainshock {
+        if !in_range(shock.mag) || shock.mag.0 < args.min_mag.0 {
+            bail!("--mainshock magnitude must be from --min-mag to 10");
+        }
+        if shock.time < start || shock.time >= end {
+            bail!("--mainshock at {} is outside the catalog, [{start}, {end})", shock.time);
+        }
+        params.mainshocks.push((shock.mag.as_f64(), shock.time));
+    }
+    Ok(SynthJob { params, output: args.output })
 }

@@ -5,13 +5,16 @@ pub mod cli;
 mod cmd;
 pub mod config;
 pub mod decimal;
+pub mod etas;
 pub mod limiter;
 pub mod min_bucket;
 pub mod output;
 pub mod rate;
 pub mod replay;
 pub mod report;
+pub mod sample;
 pub mod time;
+pub mod usgs;
 pub mod window;
 
 pub use cmd::run;

@@ -25,7 +25,7 @@ impl Sink for PerRate {
 pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     let fresh = || PerRate(job.rates.iter().map(|&r| MinBucket::new(r)).collect());
     let (found, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
-    notes(&stats);
+    notes(&job.input, &stats);
     let found: Vec<report::MinBucket> = found.0.iter().map(|m| m.result().into()).collect();
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| output::min_bucket_table(w, &found, styles.stdout);

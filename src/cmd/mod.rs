@@ -2,6 +2,7 @@
 
 mod min_bucket;
 mod replay;
+mod synth;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -13,7 +14,7 @@ use clap::error::ErrorKind;
 
 use crate::catalog::ReadStats;
 use crate::cli::{Cli, Format};
-use crate::config::{Config, Job};
+use crate::config::{Config, Input, Job};
 use crate::output::{self, Style};
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
@@ -29,6 +30,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
     match config.job {
         Job::Replay(job) => replay::run(job, &styles),
         Job::MinBucket(job) => min_bucket::run(job, &styles),
+        Job::Synth(job) => synth::run(job),
     }
 }
 
@@ -80,8 +82,11 @@ fn write_result<T: serde::Serialize>(
     }
 }
 
-/// Prints what reading left out, on stderr.
-fn notes(stats: &ReadStats) {
+/// Prints notes about the input, and what reading left out, on stderr.
+fn notes(input: &Input, stats: &ReadStats) {
+    if let Some(note) = input.note {
+        eprintln!("ratelimit: note: {note}");
+    }
     if stats.no_magnitude > 0 {
         eprintln!(
             "ratelimit: note: {} rows with no magnitude were left out by --min-mag",

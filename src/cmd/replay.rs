@@ -45,7 +45,7 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
             (replayer, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
-    notes(&stats);
+    notes(&job.input, &stats);
     let report = replayer.report(&name);
     let table = |w: &mut dyn Write| output::replay_table(w, &report, style);
     write_result(&mut out, job.format, &report, std::slice::from_ref(&report), table)?;

@@ -33,6 +33,7 @@ impl Run {
 }
 
 /// Where the stdin of a run comes from.
+#[derive(Clone)]
 pub enum Stdin<'a> {
     /// Nothing: /dev/null.
     Null,

@@ -7,6 +7,7 @@ mod emit;
 mod min_bucket;
 mod real_data;
 mod replay;
+mod synth;
 
 /// A small USGS-layout catalog, newest first as USGS serves it. Sorted, at 2/h:
 ///

@@ -1,0 +1,131 @@
+//! `ratelimit synth` and the bundled sample it made.
+
+use std::path::PathBuf;
+
+use crate::harness::{Stdin, json, run, run_with, temp_file};
+
+fn sample_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data").join("sample.csv")
+}
+
+#[test]
+fn the_sample_is_what_its_documented_command_makes() {
+    let made = run_with(&ratelimit_replay::sample::ARGS, Stdin::Null).ok();
+    let committed = std::fs::read_to_string(sample_path()).unwrap();
+    assert!(made == committed, "data/sample.csv differs from what `synth` makes now");
+    assert_eq!(committed.as_bytes(), ratelimit_replay::sample::CSV, "the binary embeds it");
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes() {
+    let args = ["synth", "--seed", "9", "--days", "30", "--mainshock", "7.5@2015-01-10T00:00:00Z"];
+    let first = run_with(&args, Stdin::Null).ok();
+    assert_eq!(first, run_with(&args, Stdin::Null).ok());
+    let other = run_with(&["synth", "--seed", "10", "--days", "30"], Stdin::Null).ok();
+    assert_ne!(first, other);
+}
+
+#[test]
+fn synth_writes_the_usgs_layout_that_replay_reads() {
+    let csv =
+        run_with(&["synth", "--days", "20", "--mainshock", "8@2015-01-05T12:00:00Z"], Stdin::Null)
+            .ok();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "time,latitude,longitude,depth,mag,magType,nst,gap,dmin,rms,net,id,updated,place,type,\
+         horizontalError,depthError,magError,magNst,status,locationSource,magSource"
+    );
+    let planted = csv.lines().find(|l| l.contains("planted")).unwrap();
+    assert!(planted.starts_with("2015-01-05T12:00:00.000Z,,,,8.00,mw,"), "{planted}");
+    let rows = csv.lines().count() - 1;
+    let report =
+        json(&run(&["replay", "--algo", "gcra", "--rate", "1/h", "--format", "json"], &csv).ok());
+    assert_eq!(report["events"], rows);
+    assert!(csv.contains("\"synthetic, aftershock of sy"));
+}
+
+#[test]
+fn eleven_years_make_about_as_many_events_as_the_real_catalog() {
+    // 2015–2025 had 19 032 M≥5 events in 4018 days; the model's long-run mean matches it.
+    let csv = run_with(&["synth", "--seed", "1", "--days", "4018"], Stdin::Null).ok();
+    let events = csv.lines().count() - 1;
+    assert!((17_129..=20_935).contains(&events), "{events} events, not within 10% of 19 032");
+}
+
+#[test]
+fn output_to_a_file() {
+    let path = temp_file("synth-out.csv", "old contents");
+    let args = ["synth", "--days", "10", "-o", path.to_str().unwrap()];
+    assert_eq!(run_with(&args, Stdin::Null).ok(), "", "nothing on stdout");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(written, run_with(&["synth", "--days", "10"], Stdin::Null).ok());
+}
+
+/// What each limiter passed in the sample's busiest hour, at 5/h and burst 5.
+fn busiest_hour(args: &[&str], stdin: Stdin) -> Vec<u64> {
+    ["fixed-window", "token-bucket", "sliding-log"]
+        .iter()
+        .map(|algo| {
+            let burst: &[&str] = if *algo == "token-bucket" { &["--burst", "5"] } else { &[] };
+            let args =
+                [&["replay", "--algo", algo, "--rate", "5/h", "--format", "json"], burst, args]
+                    .concat();
+            let report = json(&run_with(&args, stdin.clone()).ok());
+            report["busiest_window"]["count"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn the_sample_shows_what_the_limiters_promise() {
+    let counts = busiest_hour(&["--sample"], Stdin::Null);
+    let (fixed, bucket, log) = (counts[0], counts[1], counts[2]);
+    assert!(fixed > 5, "fixed windows let more than N through across an edge: {fixed}");
+    assert!(bucket > 5 && bucket <= 10, "a bucket passes up to b + r·T = 10: {bucket}");
+    assert!(log <= 5, "a sliding log never passes more than N: {log}");
+    // The explicit flag and the file itself agree.
+    assert_eq!(busiest_hour(&[], Stdin::File(sample_path())), counts);
+}
+
+#[test]
+fn in_a_terminal_with_no_input_replay_uses_the_sample_and_says_so() {
+    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
+    let command =
+        format!("{} replay --algo gcra --rate 5/h --burst 5 --color never", bin.display());
+    // `script` runs the command with a terminal for its stdin, stdout and stderr.
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n");
+    assert!(out.status.success(), "{text}");
+    let mut lines = text.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("ratelimit: note: no input given: replaying the bundled sample")
+    );
+    assert_eq!(lines.next().unwrap(), "input       <sample>");
+}
+
+#[test]
+fn bad_synth_options() {
+    for (args, says) in [
+        (&["--bogus"][..], "--bogus"),
+        (&["--min-mag", "11"], "--min-mag must be from 0 to 10"),
+        (&["--min-mag", "-1"], "--min-mag must be from 0 to 10"),
+        (&["--mainshock", "12@2015-02-01T00:00:00Z"], "from --min-mag to 10"),
+        (&["--mainshock", "8.8@2016-02-01T00:00:00Z"], "outside the catalog"),
+        (&["--mainshock", "8.8"], "not MAG@TIME"),
+        (&["--days", "-5"], "cannot be negative"),
+        (&["--until", "2014-01-01"], "must not be before --start"),
+        (&["--scale", "0"], "a zero rate"),
+        (&["--b-value", "0"], "--b-value must be more than 0"),
+        (&["--days", "1", "--until", "2015-02-01"], "cannot be used with"),
+    ] {
+        let err = run_with(&[&["synth"], args].concat(), Stdin::Null).error();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
