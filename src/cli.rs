@@ -38,6 +38,9 @@ pub enum Command {
     /// Replay a catalog through one limiter and report what passed.
     #[command(after_help = REPLAY_AFTER_HELP)]
     Replay(ReplayArgs),
+    /// Replay a catalog through all six limiters at once, side by side.
+    #[command(after_help = REPLAY_AFTER_HELP)]
+    Compare(CompareArgs),
     /// Find the smallest token bucket that drops nothing, for one or more rates.
     #[command(after_help = AFTER_HELP)]
     MinBucket(MinBucketArgs),
@@ -130,6 +133,34 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, value_name = "ALGO")]
     pub algo: Algorithm,
 
+    #[command(flatten)]
+    pub limit: LimitArgs,
+
+    /// Write the input rows that passed, that were dropped, or all of them with a
+    /// `decision` column, in time order, to stdout; the report goes to stderr.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub emit: Option<Emit>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `ratelimit compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub limit: LimitArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// The size of the limiters: rate, burst, and the window to report.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
     /// The rate: N events per period, as in 5/h or 1/30s.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
@@ -141,14 +172,6 @@ pub struct ReplayArgs {
     /// The length of the busiest window to report [default: the rate's period].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
-
-    /// Write the input rows that passed, that were dropped, or all of them with a
-    /// `decision` column, in time order, to stdout; the report goes to stderr.
-    #[arg(long, value_enum, value_name = "WHICH")]
-    pub emit: Option<Emit>,
-
-    #[command(flatten)]
-    pub output: OutputArgs,
 }
 
 /// `ratelimit min-bucket`.

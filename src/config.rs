@@ -7,9 +7,10 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::catalog::{ReadOptions, Source};
 use crate::cli::{
-    self, Cli, ColorChoice, Command, Decimal, Emit, Format, InputArgs, SynthArgs, Until,
+    self, Cli, ColorChoice, Command, Decimal, Emit, Format, InputArgs, LimitArgs, SynthArgs, Until,
 };
 use crate::etas;
+use crate::limiter::Algorithm;
 use crate::rate::Rate;
 use crate::replay::Settings;
 use crate::sample;
@@ -34,6 +35,8 @@ pub struct Config {
 pub enum Job {
     /// `replay`.
     Replay(ReplayJob),
+    /// `compare`.
+    Compare(CompareJob),
     /// `min-bucket`.
     MinBucket(MinBucketJob),
     /// `synth`.
@@ -60,6 +63,14 @@ pub struct ReplayJob {
     pub format: Format,
 }
 
+/// A resolved `compare`: one settings per limiter.
+#[derive(Debug)]
+pub struct CompareJob {
+    pub input: Input,
+    pub settings: Vec<Settings>,
+    pub format: Format,
+}
+
 /// A resolved `synth`.
 #[derive(Debug)]
 pub struct SynthJob {
@@ -80,6 +91,14 @@ impl Config {
     pub fn resolve(cli: Cli) -> Result<Config> {
         let job = match cli.command {
             Command::Replay(args) => Job::Replay(resolve_replay(args)?),
+            Command::Compare(args) => Job::Compare(CompareJob {
+                input: resolve_input(args.input)?,
+                settings: Algorithm::ALL
+                    .iter()
+                    .map(|&algorithm| resolve_limit(&args.limit, algorithm, false))
+                    .collect::<Result<_>>()?,
+                format: args.output.format,
+            }),
             Command::MinBucket(args) => Job::MinBucket(MinBucketJob {
                 input: resolve_input(args.input)?,
                 rates: args.rate,
@@ -102,10 +121,20 @@ impl Config {
 }
 
 fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
-    let algorithm = args.algo;
+    Ok(ReplayJob {
+        settings: resolve_limit(&args.limit, args.algo, true)?,
+        input: resolve_input(args.input)?,
+        emit: args.emit,
+        format: args.output.format,
+    })
+}
+
+/// Settles one limiter's settings. A burst given to a limiter without one is an error when
+/// the user named that limiter (`strict`), and ignored when it is one of several.
+fn resolve_limit(args: &LimitArgs, algorithm: Algorithm, strict: bool) -> Result<Settings> {
     let rate = args.rate;
     let burst = match args.burst {
-        Some(_) if !algorithm.uses_burst() => {
+        Some(_) if strict && !algorithm.uses_burst() => {
             bail!("--burst applies to token-bucket, gcra and leaky-queue, not {}", algorithm.name())
         }
         Some(b) if b > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
@@ -116,12 +145,7 @@ fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
     if window.is_zero() {
         bail!("--window must be longer than zero");
     }
-    Ok(ReplayJob {
-        input: resolve_input(args.input)?,
-        settings: Settings { algorithm, rate, burst, window },
-        emit: args.emit,
-        format: args.output.format,
-    })
+    Ok(Settings { algorithm, rate, burst, window })
 }
 
 fn resolve_input(args: InputArgs) -> Result<Input> {

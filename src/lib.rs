@@ -9,6 +9,7 @@ pub mod etas;
 pub mod limiter;
 pub mod min_bucket;
 pub mod output;
+pub mod promise;
 pub mod rate;
 pub mod replay;
 pub mod report;

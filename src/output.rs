@@ -39,6 +39,10 @@ impl Style {
     fn warn(self, text: &str) -> String {
         self.paint("33", text)
     }
+
+    fn good(self, text: &str) -> String {
+        self.paint("32", text)
+    }
 }
 
 /// Writes a value as pretty JSON, with a final newline.
@@ -99,7 +103,9 @@ pub fn table(
     let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).chain([header[c].len()]).max();
     let widths: Vec<usize> = (0..header.len()).map(|c| width(c).unwrap_or(0)).collect();
     let numeric: Vec<bool> = (0..header.len())
-        .map(|c| rows.iter().all(|r| r[c].is_empty() || r[c].parse::<f64>().is_ok()))
+        .map(|c| {
+            rows.iter().all(|r| matches!(r[c].as_str(), "" | "-") || r[c].parse::<f64>().is_ok())
+        })
         .collect();
     let line = |cells: &[&str], paint: &dyn Fn(&str) -> String| {
         let mut text = String::new();
@@ -158,17 +164,92 @@ pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io
         lines.push(("longest wait".to_owned(), human_ms(q.max_wait_s)));
         lines.push(("mean wait".to_owned(), human_ms(q.mean_wait_s)));
     }
+    let verdict = if r.promise.held { style.good("held") } else { style.warn("BROKEN") };
+    lines.push(("promise".to_owned(), format!("{} ({verdict})", r.promise.text)));
+    labeled(out, &lines, style)
+}
+
+/// Writes `label  value` lines, the values aligned.
+fn labeled(out: &mut dyn Write, lines: &[(String, String)], style: Style) -> io::Result<()> {
     let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
     for (label, value) in lines {
         let pad = " ".repeat(width - label.len());
-        writeln!(out, "{}{pad}  {value}", style.bold(&label))?;
+        writeln!(out, "{}{pad}  {value}", style.bold(label))?;
     }
     Ok(())
+}
+
+/// The lines both `replay` and `compare` tables start with: what all events showed.
+fn demand_lines(r: &report::Replay) -> [(String, String); 2] {
+    let length = r.busiest_window.length_s;
+    let demand = &r.demand_busiest_window;
+    let busiest = match demand.start {
+        Some(start) => format!("{} events, from {start}", demand.count),
+        None => "0 events".to_owned(),
+    };
+    [
+        (format!("demand {length}"), busiest),
+        (
+            "min bucket".to_owned(),
+            format!("{} (the smallest lossless token bucket at {})", r.min_bucket, r.rate),
+        ),
+    ]
 }
 
 /// People read waits to the millisecond.
 fn human_ms(span: Span) -> String {
     human_duration((span.as_micros() + 500) / 1_000 * 1_000)
+}
+
+/// Writes limiters side by side: what all events showed, then one row per limiter.
+pub fn compare_table(
+    out: &mut dyn Write,
+    reports: &[report::Replay],
+    style: Style,
+) -> io::Result<()> {
+    let Some(first) = reports.first() else { return Ok(()) };
+    let length = first.busiest_window.length_s;
+    let burst =
+        reports.iter().find_map(|r| r.burst).map_or(String::new(), |b| format!(", burst {b}"));
+    let mut lines = vec![
+        ("input".to_owned(), first.input.clone()),
+        ("rate".to_owned(), format!("{}{burst}", first.rate)),
+        ("events".to_owned(), first.events.to_string()),
+    ];
+    lines.extend(demand_lines(first));
+    labeled(out, &lines, style)?;
+    writeln!(out)?;
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            let verdict = if r.promise.held { "held" } else { "BROKEN" };
+            vec![
+                r.algorithm.name().to_owned(),
+                r.burst.map_or("-".to_owned(), |b| b.to_string()),
+                r.passed.to_string(),
+                r.dropped.to_string(),
+                r.busiest_window.count.to_string(),
+                r.busiest_window.start.map_or("-".to_owned(), |s| s.to_string()),
+                format!("{verdict}: {}", r.promise.text),
+            ]
+        })
+        .collect();
+    let busiest = format!("busiest {length}");
+    let header = ["limiter", "burst", "passed", "dropped", &busiest, "from", "promise"];
+    table(out, &header, &rows, style)?;
+    for r in reports {
+        if let Some(q) = &r.queue {
+            writeln!(
+                out,
+                "\n{}: {} delayed, longest wait {}, mean wait {}",
+                r.algorithm.name(),
+                q.delayed,
+                human_ms(q.max_wait_s),
+                human_ms(q.mean_wait_s)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the minimum buckets as a table.

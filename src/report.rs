@@ -24,6 +24,14 @@ pub struct Replay {
     pub min_bucket: u64,
     #[serde(flatten)]
     pub queue: Option<Queue>,
+    pub promise: Promise,
+}
+
+/// What a limiter promises, and whether the replay kept it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Promise {
+    pub text: String,
+    pub held: bool,
 }
 
 /// The busiest window of a replay.

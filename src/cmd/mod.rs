@@ -1,5 +1,6 @@
 //! The commands: parse the command line, resolve it, and run the job.
 
+mod compare;
 mod min_bucket;
 mod replay;
 mod synth;
@@ -29,6 +30,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Styles { stdout: Style::new(config.color_stdout), stderr: Style::new(config.color_stderr) };
     match config.job {
         Job::Replay(job) => replay::run(job, &styles),
+        Job::Compare(job) => compare::run(job, &styles),
         Job::MinBucket(job) => min_bucket::run(job, &styles),
         Job::Synth(job) => synth::run(job),
     }

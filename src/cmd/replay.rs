@@ -17,7 +17,7 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
     let (replayer, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
         None => {
             let (replayer, stats) = catalog::replay(&job.input.source, &job.input.read, || {
-                Replayer::new(job.settings)
+                Replayer::new(&[job.settings])
             })?;
             (replayer, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
@@ -25,7 +25,7 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
             // Every row is read and checked before the first is written, so an error
             // leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let mut replayer = Replayer::new(job.settings);
+            let mut replayer = Replayer::new(&[job.settings]);
             let mut out = BufWriter::new(io::stdout().lock());
             out.write_all(rows.header())?;
             out.write_all(if emit == Emit::All { b",decision\n" } else { b"\n" })?;
@@ -46,7 +46,7 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
         }
     };
     notes(&job.input, &stats);
-    let report = replayer.report(&name);
+    let report = replayer.reports(&name).remove(0);
     let table = |w: &mut dyn Write| output::replay_table(w, &report, style);
     write_result(&mut out, job.format, &report, std::slice::from_ref(&report), table)?;
     out.flush()?;

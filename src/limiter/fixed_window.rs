@@ -1,6 +1,7 @@
 //! Fixed window: at most N events in each period-long window aligned to the Unix epoch.
 
 use super::Limiter;
+use super::aligned::{AlignedWindows, Step};
 use crate::rate::Rate;
 use crate::time::Timestamp;
 
@@ -12,9 +13,7 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug)]
 pub struct FixedWindow {
     limit: u64,
-    period: i64,
-    start: i64,
-    end: i64,
+    windows: AlignedWindows,
     count: u64,
 }
 
@@ -23,9 +22,7 @@ impl FixedWindow {
     pub fn new(rate: Rate) -> FixedWindow {
         FixedWindow {
             limit: rate.count(),
-            period: rate.period().as_micros(),
-            start: i64::MIN,
-            end: i64::MIN,
+            windows: AlignedWindows::new(rate.period().as_micros()),
             count: 0,
         }
     }
@@ -33,12 +30,7 @@ impl FixedWindow {
 
 impl Limiter for FixedWindow {
     fn admit(&mut self, now: Timestamp) -> bool {
-        let now = now.as_micros();
-        // Times arrive in order, so only the end of the window needs checking on the
-        // common path; the division runs once per window.
-        if now >= self.end || now < self.start {
-            self.start = now - now.rem_euclid(self.period);
-            self.end = self.start.saturating_add(self.period);
+        if self.windows.advance(now.as_micros()) != Step::Same {
             self.count = 0;
         }
         let pass = self.count < self.limit;

@@ -3,6 +3,7 @@
 //! No limiter reads a clock: the caller passes `now`, so a replay runs on the catalog's
 //! own time, and the same code could run on a live clock.
 
+mod aligned;
 mod fixed_window;
 mod gcra;
 mod leaky_queue;
@@ -13,6 +14,7 @@ mod token_bucket;
 #[cfg(test)]
 mod tests;
 
+pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
 pub use leaky_queue::{LeakyQueue, Waits};

@@ -1,6 +1,7 @@
 //! Sliding-window counter: the previous window's count, weighted by its overlap.
 
 use super::Limiter;
+use super::aligned::{AlignedWindows, Step};
 use crate::rate::Rate;
 use crate::time::Timestamp;
 
@@ -15,8 +16,7 @@ use crate::time::Timestamp;
 pub struct SlidingCounter {
     limit: i128,
     period: i64,
-    start: i64,
-    end: i64,
+    windows: AlignedWindows,
     prev: u64,
     cur: u64,
 }
@@ -27,8 +27,7 @@ impl SlidingCounter {
         SlidingCounter {
             limit: rate.n(),
             period: rate.period().as_micros(),
-            start: i64::MIN,
-            end: i64::MIN,
+            windows: AlignedWindows::new(rate.period().as_micros()),
             prev: 0,
             cur: 0,
         }
@@ -38,15 +37,13 @@ impl SlidingCounter {
 impl Limiter for SlidingCounter {
     fn admit(&mut self, now: Timestamp) -> bool {
         let now = now.as_micros();
-        if now >= self.end || now < self.start {
-            let start = now - now.rem_euclid(self.period);
-            self.prev = if start == self.end { self.cur } else { 0 };
-            self.cur = 0;
-            self.start = start;
-            self.end = start.saturating_add(self.period);
+        match self.windows.advance(now) {
+            Step::Same => {}
+            Step::Next => (self.prev, self.cur) = (self.cur, 0),
+            Step::Later => (self.prev, self.cur) = (0, 0),
         }
         let p = i128::from(self.period);
-        let remaining = p - i128::from(now - self.start);
+        let remaining = p - i128::from(self.windows.elapsed(now));
         // prev·(P − elapsed)/P + cur < N, multiplied through by P.
         let estimate = i128::from(self.prev) * remaining + i128::from(self.cur) * p;
         let pass = estimate < self.limit * p;

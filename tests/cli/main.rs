@@ -3,6 +3,7 @@
 mod harness;
 
 mod bad_input;
+mod compare;
 mod emit;
 mod min_bucket;
 mod real_data;

@@ -6,7 +6,8 @@ use crate::harness::{json, run};
 #[test]
 fn table_for_gcra() {
     // I = 30 min, b = 2. 00:30 and 00:30 take both tokens; 00:40 and 00:50 find a third
-    // and two thirds of one; 01:00 finds one; 01:10 a third; 02:30 a full bucket.
+    // and two thirds of one; 01:00 finds one; 01:10 a third; 02:30 a full bucket. The
+    // passed events need a bucket of 2 (three in 30 minutes: 3 − 1).
     let out = run(&["replay", "--algo", "gcra", "--rate", "2/h", "--burst", "2"], QUAKES).ok();
     assert_eq!(
         out,
@@ -19,6 +20,7 @@ dropped     3   42.9%
 busiest 1h  3 passed, from 2025-07-30T00:30:00Z
 demand 1h   6 events, from 2025-07-30T00:30:00Z
 min bucket  5 (the smallest lossless token bucket at 2/h)
+promise     at most b + r·T = 2 + T·2/h in any interval T: the passed events fit a bucket of 2 (held)
 "
     );
 }
@@ -52,7 +54,11 @@ fn json_for_leaky_queue() {
   "min_bucket": 5,
   "delayed": 2,
   "max_wait_s": 1800,
-  "mean_wait_s": 900
+  "mean_wait_s": 900,
+  "promise": {
+    "text": "no wait over (b - 1)·I = 30m: the longest was 30m",
+    "held": true
+  }
 }
 "#
     );
@@ -61,14 +67,16 @@ fn json_for_leaky_queue() {
 #[test]
 fn csv_for_fixed_window() {
     // Clock hours: 00:30, 00:30 pass in hour 0; 01:00, 01:10 in hour 1; 02:30 in hour 2.
-    // [00:30, 01:30) holds four passed events: twice N, across the window edge.
+    // [00:30, 01:30) holds four passed events: twice N, across the window edge, which the
+    // promise allows.
     let args = ["replay", "--algo", "fixed-window", "--rate", "2/h", "--format", "csv"];
     let out = run(&args, QUAKES).ok();
     assert_eq!(
         out,
         "\
-input,algorithm,rate,burst,events,passed,dropped,busiest_window_length_s,busiest_window_start,busiest_window_count,demand_busiest_window_length_s,demand_busiest_window_start,demand_busiest_window_count,min_bucket
-<stdin>,fixed-window,2/h,,7,5,2,3600,2025-07-30T00:30:00Z,4,3600,2025-07-30T00:30:00Z,6,5
+input,algorithm,rate,burst,events,passed,dropped,busiest_window_length_s,busiest_window_start,busiest_window_count,demand_busiest_window_length_s,demand_busiest_window_start,demand_busiest_window_count,min_bucket,promise_text,promise_held
+<stdin>,fixed-window,2/h,,7,5,2,3600,2025-07-30T00:30:00Z,4,3600,2025-07-30T00:30:00Z,6,5,\
+\"at most 2 per aligned 1h window, so at most 4 in any 1h: saw 2 and 4\",true
 "
     );
 }

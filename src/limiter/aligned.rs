@@ -1,0 +1,67 @@
+//! Epoch-aligned windows, as the window-counting limiters see time pass.
+
+/// Tracks which window `[k·P, (k+1)·P)` the latest time falls in. Windows are aligned to
+/// the Unix epoch, so hourly windows are UTC clock hours.
+#[derive(Clone, Debug)]
+pub struct AlignedWindows {
+    period: i64,
+    start: i64,
+    end: i64,
+}
+
+/// How a new time relates to the window of the time before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// It is in the same window.
+    Same,
+    /// It is in the window right after.
+    Next,
+    /// It is in a later window, or it is the first time seen.
+    Later,
+}
+
+impl AlignedWindows {
+    /// Returns a tracker of windows `period` microseconds long, which has seen no time.
+    pub fn new(period: i64) -> AlignedWindows {
+        AlignedWindows { period, start: i64::MIN, end: i64::MIN }
+    }
+
+    /// Moves to the window of `now`, no earlier than the last time, and says how far it went.
+    #[inline]
+    pub fn advance(&mut self, now: i64) -> Step {
+        // Times come in order, so the common case needs one comparison; the division runs
+        // once per window.
+        if now < self.end && now >= self.start {
+            return Step::Same;
+        }
+        let start = now - now.rem_euclid(self.period);
+        let step = if start == self.end { Step::Next } else { Step::Later };
+        self.start = start;
+        self.end = start.saturating_add(self.period);
+        step
+    }
+
+    /// Returns how far `now`, in the current window, is from the window's start.
+    #[inline]
+    pub fn elapsed(&self, now: i64) -> i64 {
+        now - self.start
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_through_windows() {
+        let mut w = AlignedWindows::new(10);
+        assert_eq!(w.advance(-3), Step::Later);
+        assert_eq!(w.elapsed(-3), 7);
+        assert_eq!(w.advance(-1), Step::Same);
+        assert_eq!(w.advance(0), Step::Next);
+        assert_eq!(w.advance(9), Step::Same);
+        assert_eq!(w.advance(25), Step::Later);
+        assert_eq!(w.elapsed(25), 5);
+        assert_eq!(w.advance(30), Step::Next);
+    }
+}
