@@ -41,6 +41,9 @@ pub enum Command {
     /// Replay a catalog through all six limiters at once, side by side.
     #[command(after_help = REPLAY_AFTER_HELP)]
     Compare(CompareArgs),
+    /// Draw a replay as an SVG timeline: one lane per limiter, each event a tick.
+    #[command(after_help = AFTER_HELP)]
+    Plot(PlotArgs),
     /// Find the smallest token bucket that drops nothing, for one or more rates.
     #[command(after_help = AFTER_HELP)]
     MinBucket(MinBucketArgs),
@@ -156,6 +159,26 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `ratelimit plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub limit: LimitArgs,
+
+    /// The limiters to draw, top to bottom [default: all six]; repeat it, or separate
+    /// names with commas.
+    #[arg(long, value_enum, value_name = "ALGO", value_delimiter = ',')]
+    pub algo: Vec<Algorithm>,
+
+    /// Write the SVG to FILE, which appears whole or not at all, or to stdout with `-o -`
+    /// [default: stdout, unless it is a terminal].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// The size of the limiters: rate, burst, and the window to report.

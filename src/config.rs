@@ -37,6 +37,8 @@ pub enum Job {
     Replay(ReplayJob),
     /// `compare`.
     Compare(CompareJob),
+    /// `plot`.
+    Plot(PlotJob),
     /// `min-bucket`.
     MinBucket(MinBucketJob),
     /// `synth`.
@@ -71,6 +73,15 @@ pub struct CompareJob {
     pub format: Format,
 }
 
+/// A resolved `plot`.
+#[derive(Debug)]
+pub struct PlotJob {
+    pub input: Input,
+    pub settings: Vec<Settings>,
+    /// The file to write; `None` for stdout.
+    pub output: Option<PathBuf>,
+}
+
 /// A resolved `synth`.
 #[derive(Debug)]
 pub struct SynthJob {
@@ -99,6 +110,7 @@ impl Config {
                     .collect::<Result<_>>()?,
                 format: args.output.format,
             }),
+            Command::Plot(args) => Job::Plot(resolve_plot(args)?),
             Command::MinBucket(args) => Job::MinBucket(MinBucketJob {
                 input: resolve_input(args.input)?,
                 rates: args.rate,
@@ -185,6 +197,23 @@ fn resolve_input(args: InputArgs) -> Result<Input> {
         },
         note,
     })
+}
+
+fn resolve_plot(args: cli::PlotArgs) -> Result<PlotJob> {
+    let algorithms = if args.algo.is_empty() { Algorithm::ALL.to_vec() } else { args.algo };
+    let settings = algorithms
+        .iter()
+        .map(|&algorithm| resolve_limit(&args.limit, algorithm, false))
+        .collect::<Result<_>>()?;
+    let output = match args.output {
+        Some(path) if path == Path::new("-") => None,
+        Some(path) => Some(path),
+        None if io::stdout().is_terminal() => {
+            bail!("refusing to write SVG to a terminal: give -o FILE, or -o - for stdout")
+        }
+        None => None,
+    };
+    Ok(PlotJob { input: resolve_input(args.input)?, settings, output })
 }
 
 fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {

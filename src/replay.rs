@@ -131,6 +131,13 @@ impl Replayer {
         first.unwrap_or(false)
     }
 
+    /// Decides on an event in every lane, and writes each lane's decision to `decisions`.
+    pub fn decide_each(&mut self, time: Timestamp, decisions: &mut Vec<bool>) {
+        self.demand.push(time);
+        decisions.clear();
+        decisions.extend(self.lanes.iter_mut().map(|lane| lane.decide(time)));
+    }
+
     /// Returns one report per lane, naming the input `input`.
     pub fn reports(&self, input: &str) -> Vec<report::Replay> {
         self.lanes.iter().map(|lane| lane.report(&self.demand, input)).collect()

@@ -2,6 +2,7 @@
 
 mod compare;
 mod min_bucket;
+mod plot;
 mod replay;
 mod synth;
 
@@ -31,6 +32,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
     match config.job {
         Job::Replay(job) => replay::run(job, &styles),
         Job::Compare(job) => compare::run(job, &styles),
+        Job::Plot(job) => plot::run(job),
         Job::MinBucket(job) => min_bucket::run(job, &styles),
         Job::Synth(job) => synth::run(job),
     }

@@ -6,6 +6,7 @@ mod bad_input;
 mod compare;
 mod emit;
 mod min_bucket;
+mod plot;
 mod real_data;
 mod replay;
 mod synth;

@@ -1,0 +1,64 @@
+//! `ratelimit plot`: the replay of every chosen limiter, drawn as one SVG.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::notes;
+use crate::catalog;
+use crate::config::PlotJob;
+use crate::output::write_whole;
+use crate::plot::{COLUMNS, LanePlot, Scene};
+use crate::replay::Replayer;
+use crate::time::{MICROS_PER_SEC, Span, Timestamp};
+
+pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
+    let (times, stats) =
+        catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
+    notes(&job.input, &stats);
+    let (start, end) = axis(&job, &times);
+    let mut replayer = Replayer::new(&job.settings);
+    let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; job.settings.len()];
+    let mut decisions = Vec::with_capacity(job.settings.len());
+    for &time in &times {
+        let column = Scene::column(start, end, time);
+        replayer.decide_each(time, &mut decisions);
+        for (lane, &pass) in bins.iter_mut().zip(&decisions) {
+            let (passed, dropped) = &mut lane[column];
+            *if pass { passed } else { dropped } += 1;
+        }
+    }
+    let name = job.input.source.name();
+    let lanes = replayer
+        .reports(&name)
+        .into_iter()
+        .zip(bins)
+        .map(|(report, bins)| LanePlot { report, bins });
+    // The title names the file, not the directories it is in.
+    let title = std::path::Path::new(&name)
+        .file_name()
+        .map_or(name.clone(), |n| n.to_string_lossy().into());
+    let scene = Scene { input: title, start, end, lanes: lanes.collect() };
+    let svg = scene.draw();
+    match &job.output {
+        Some(path) => write_whole(path, |file| file.write_all(svg.as_bytes()))?,
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(svg.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The time axis: the --since/--until range where given, else the events' own, and never
+/// empty.
+fn axis(job: &PlotJob, times: &[Timestamp]) -> (Timestamp, Timestamp) {
+    let read = &job.input.read;
+    let epoch = Timestamp::from_micros(0).expect("in range");
+    let start = read.since.or(times.first().copied()).unwrap_or(epoch);
+    let end = read.until.or(times.last().copied()).unwrap_or(start);
+    let minute = Span::from_micros(60 * MICROS_PER_SEC).expect("positive");
+    if end > start { (start, end) } else { (start, start.checked_add(minute).unwrap_or(start)) }
+}
