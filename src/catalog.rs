@@ -40,6 +40,16 @@ impl Source {
         }
     }
 
+    /// Returns the name for a picture's title: a file's name without its directories.
+    pub fn title(&self) -> String {
+        match self {
+            Source::Path(path) => {
+                path.file_name().map_or_else(|| self.name(), |n| n.to_string_lossy().into())
+            }
+            _ => self.name(),
+        }
+    }
+
     /// Returns true if this is standard input and it is a terminal.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Source::Stdin) && io::stdin().is_terminal()

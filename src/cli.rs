@@ -47,6 +47,9 @@ pub enum Command {
     /// Find the smallest token bucket that drops nothing, for one or more rates.
     #[command(after_help = AFTER_HELP)]
     MinBucket(MinBucketArgs),
+    /// Find the smallest rate at which a bucket of a given burst drops nothing.
+    #[command(after_help = AFTER_HELP)]
+    MinRate(MinRateArgs),
     /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
     #[command(after_help = SYNTH_AFTER_HELP)]
     Synth(SynthArgs),
@@ -203,18 +206,54 @@ pub struct MinBucketArgs {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// The rates to size a bucket for; repeat it, or separate rates with commas.
+    /// The rates to size a bucket for; repeat it, separate rates with commas, or give a
+    /// range with one period: 1/h..20/h, or 1/h..20/h:2/h for a step.
     #[arg(
         long,
         value_name = "RATE",
-        required = true,
+        required_unless_present = "curve",
         value_delimiter = ',',
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = parse_rate_list
     )]
-    pub rate: Vec<Rate>,
+    pub rate: Vec<Vec<Rate>>,
+
+    /// Print the whole burst-rate curve instead: its breakpoints, with the stretch of
+    /// events that needs the most between each.
+    #[arg(long, conflicts_with = "rate")]
+    pub curve: bool,
+
+    /// With --curve, also draw it as an SVG: burst against rate, on log axes.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `ratelimit min-rate`.
+#[derive(Debug, Args)]
+pub struct MinRateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// The bucket's capacity; repeat it, or separate bursts with commas.
+    #[arg(
+        long,
+        value_name = "B",
+        required = true,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        value_parser = parse_burst
+    )]
+    pub burst: Vec<u64>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {
+    crate::rate::parse_rates(text)
 }
 
 /// `ratelimit synth`.

@@ -41,6 +41,8 @@ pub enum Job {
     Plot(PlotJob),
     /// `min-bucket`.
     MinBucket(MinBucketJob),
+    /// `min-rate`.
+    MinRate(MinRateJob),
     /// `synth`.
     Synth(SynthJob),
 }
@@ -89,11 +91,21 @@ pub struct SynthJob {
     pub output: Option<PathBuf>,
 }
 
-/// A resolved `min-bucket`.
+/// A resolved `min-bucket`: rates, or the whole curve.
 #[derive(Debug)]
 pub struct MinBucketJob {
     pub input: Input,
     pub rates: Vec<Rate>,
+    /// `Some` for `--curve`, with the SVG to draw it to, if any.
+    pub curve: Option<Option<PathBuf>>,
+    pub format: Format,
+}
+
+/// A resolved `min-rate`.
+#[derive(Debug)]
+pub struct MinRateJob {
+    pub input: Input,
+    pub bursts: Vec<u64>,
     pub format: Format,
 }
 
@@ -111,9 +123,18 @@ impl Config {
                 format: args.output.format,
             }),
             Command::Plot(args) => Job::Plot(resolve_plot(args)?),
+            Command::MinBucket(args) if args.plot.is_some() && !args.curve => {
+                bail!("--plot draws the curve: use it with --curve")
+            }
             Command::MinBucket(args) => Job::MinBucket(MinBucketJob {
                 input: resolve_input(args.input)?,
-                rates: args.rate,
+                rates: args.rate.into_iter().flatten().collect(),
+                curve: args.curve.then_some(args.plot),
+                format: args.output.format,
+            }),
+            Command::MinRate(args) => Job::MinRate(MinRateJob {
+                input: resolve_input(args.input)?,
+                bursts: args.burst,
                 format: args.output.format,
             }),
             Command::Synth(args) => Job::Synth(resolve_synth(args)?),

@@ -4,6 +4,8 @@ pub mod catalog;
 pub mod cli;
 mod cmd;
 pub mod config;
+pub mod curve;
+pub mod curve_svg;
 pub mod decimal;
 pub mod etas;
 pub mod limiter;

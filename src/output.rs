@@ -261,10 +261,7 @@ pub fn min_bucket_table(
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|m| {
-            let (start, end, events) = match m.span {
-                Some(s) => (s.start.to_string(), s.end.to_string(), s.events.to_string()),
-                None => (String::new(), String::new(), String::new()),
-            };
+            let [events, start, end] = stretch_cells(m.span);
             vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end]
         })
         .collect();
@@ -295,4 +292,62 @@ pub fn write_whole(
     write(temp.as_file_mut()).with_context(fail)?;
     temp.persist(path).with_context(fail)?;
     Ok(())
+}
+
+/// Writes a rate in events per hour with at most four decimals.
+fn per_hour(rate: f64) -> String {
+    let text = format!("{rate:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// Writes the burst–rate curve's pieces as a table.
+pub fn curve_table(
+    out: &mut dyn Write,
+    segments: &[report::CurveSegment],
+    style: Style,
+) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = segments
+        .iter()
+        .map(|s| {
+            vec![
+                s.from.to_string(),
+                per_hour(s.from_per_hour),
+                s.to.map_or("-".into(), |t| t.to_string()),
+                s.to_per_hour.map_or("-".into(), per_hour),
+                s.events.to_string(),
+                human_duration(s.span_s.as_micros()),
+                s.start.to_string(),
+                s.end.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["from", "per_hour", "to", "per_hour", "events", "span", "start", "end"];
+    table(out, &header, &rows, style)
+}
+
+/// Writes the smallest lossless rates as a table.
+pub fn min_rate_table(
+    out: &mut dyn Write,
+    found: &[report::MinRate],
+    style: Style,
+) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|m| {
+            let [events, start, end] = stretch_cells(m.span);
+            let rate = m.rate.map_or("none".into(), |r| r.to_string());
+            let hourly = m.per_hour.map_or("-".into(), per_hour);
+            vec![m.burst.to_string(), rate, hourly, events, start, end]
+        })
+        .collect();
+    let header = ["burst", "rate", "per_hour", "span_events", "span_start", "span_end"];
+    table(out, &header, &rows, style)
+}
+
+/// The cells of a stretch: its events, start and end, or dashes.
+fn stretch_cells(stretch: Option<crate::min_bucket::Stretch>) -> [String; 3] {
+    match stretch {
+        Some(s) => [s.events.to_string(), s.start.to_string(), s.end.to_string()],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
 }

@@ -63,12 +63,9 @@ impl Scene {
     /// Draws the scene.
     pub fn draw(&self) -> String {
         let height = TOP + self.lanes.len() as f64 * (BRACKET + BARS + GAP) + AXIS;
-        let mut svg = Svg::new(WIDTH, height);
-        svg.empty(
-            "rect",
-            &[("width", WIDTH.into()), ("height", height.into()), ("fill", "white".into())],
-        );
-        self.header(&mut svg);
+        let (title, subtitle) = self.titles();
+        let mut svg = Svg::page(WIDTH, height, &title, &subtitle);
+        self.legend(&mut svg);
         self.grid(&mut svg, height);
         // One height scale for every lane: a column's total is the same in each.
         let most = self.lanes.iter().flat_map(|l| &l.bins).map(|(p, d)| p + d).max().unwrap_or(0);
@@ -80,21 +77,11 @@ impl Scene {
         svg.finish()
     }
 
-    fn header(&self, svg: &mut Svg) {
+    fn titles(&self) -> (String, String) {
         let first = &self.lanes[0].report;
         let burst = self.lanes.iter().find_map(|l| l.report.burst);
         let burst = burst.map_or(String::new(), |b| format!(", burst {b}"));
         let title = format!("{} at {}{burst}", self.input, first.rate);
-        svg.text(
-            "text",
-            &[
-                ("x", 20.0.into()),
-                ("y", 30.0.into()),
-                ("font-size", 19.0.into()),
-                ("font-weight", "bold".into()),
-            ],
-            &title,
-        );
         // People read a column's width to the second.
         let column = self.end.since(self.start) / COLUMNS as i64;
         let column =
@@ -103,16 +90,11 @@ impl Scene {
             "{} events from {} to {} (UTC); each column is {column}",
             first.events, self.start, self.end
         );
-        svg.text(
-            "text",
-            &[
-                ("x", 20.0.into()),
-                ("y", 52.0.into()),
-                ("font-size", 12.0.into()),
-                ("fill", "#555".into()),
-            ],
-            &subtitle,
-        );
+        (title, subtitle)
+    }
+
+    fn legend(&self, svg: &mut Svg) {
+        let first = &self.lanes[0].report;
         // The legend; text is placed by an estimate of its width at 12 px.
         let y = 80.0;
         let width = |text: &str| text.chars().count() as f64 * 6.8;
@@ -138,10 +120,7 @@ impl Scene {
             Value::Num(x + 26.0),
             y + 1.0
         );
-        svg.empty(
-            "path",
-            &[("d", (&path).into()), ("fill", "none".into()), ("stroke", "#333".into())],
-        );
+        svg.stroke(&path, "#333", 1.0);
         let length = first.busiest_window.length_s;
         let text = format!("busiest {length} of passed events, with its count");
         svg.text("text", &[("x", (x + 34.0).into()), ("y", y.into())], &text);
@@ -276,15 +255,7 @@ impl Scene {
             Value::Num(x2),
             Value::Num(y + 6.0)
         );
-        svg.empty(
-            "path",
-            &[
-                ("d", (&path).into()),
-                ("fill", "none".into()),
-                ("stroke", "#333".into()),
-                ("stroke-width", 1.5.into()),
-            ],
-        );
+        svg.stroke(&path, "#333", 1.5);
         let label = format!("busiest {}: {}", window.length_s, window.count);
         let (x, anchor) = if x1 > WIDTH - RIGHT - 140.0 { (x2, "end") } else { (x1, "start") };
         svg.text(

@@ -99,6 +99,38 @@ impl fmt::Display for Rate {
     }
 }
 
+/// The most rates a range may expand to.
+pub const MAX_RANGE: u64 = 100_000;
+
+/// Reads a rate, or a range of rates with one period: `1/h..20/h` (a step of one event
+/// per period) or `1/h..20/h:2/h`.
+pub fn parse_rates(text: &str) -> anyhow::Result<Vec<Rate>> {
+    let Some((from, rest)) = text.split_once("..") else {
+        return Ok(vec![text.parse()?]);
+    };
+    let (to, step) = match rest.split_once(':') {
+        Some((to, step)) => (to, Some(step)),
+        None => (rest, None),
+    };
+    let (from, to): (Rate, Rate) = (from.parse()?, to.parse()?);
+    let step: Option<Rate> = step.map(str::parse).transpose()?;
+    let period = from.period;
+    if to.period != period || step.is_some_and(|s| s.period != period) {
+        bail!(
+            "the rates in range '{text}' have different periods; write them all per the same period"
+        );
+    }
+    if to.count < from.count {
+        bail!("range '{text}' is empty: it ends below where it starts");
+    }
+    let step = step.map_or(1, |s| s.count);
+    let len = (to.count - from.count) / step + 1;
+    if len > MAX_RANGE {
+        bail!("range '{text}' holds {len} rates; at most {MAX_RANGE} are allowed");
+    }
+    Ok((0..len).map(|k| Rate { count: from.count + k * step, period }).collect())
+}
+
 impl serde::Serialize for Rate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -109,6 +141,32 @@ impl serde::Serialize for Rate {
 mod tests {
     use super::*;
     use crate::time::MICROS_PER_SEC;
+
+    #[test]
+    fn ranges_expand_to_each_rate() {
+        let texts =
+            |t: &str| parse_rates(t).unwrap().iter().map(Rate::to_string).collect::<Vec<_>>();
+        assert_eq!(texts("5/h"), ["5/h"]);
+        assert_eq!(texts("1/h..4/h"), ["1/h", "2/h", "3/h", "4/h"]);
+        assert_eq!(texts("1/h..20/h:5/h"), ["1/h", "6/h", "11/h", "16/h"]);
+        assert_eq!(texts("2/60m..3/h"), ["2/h", "3/h"]);
+        assert_eq!(texts("7/h..7/h"), ["7/h"]);
+    }
+
+    #[test]
+    fn bad_ranges() {
+        for (bad, says) in [
+            ("20/h..1/h", "is empty"),
+            ("1/h..20/m", "different periods"),
+            ("1/h..20/h:1/m", "different periods"),
+            ("1/h..2000000/h", "at most 100000"),
+            ("1/h..x", "not a rate"),
+            ("1/h..20/h:0/h", "at least one event"),
+        ] {
+            let err = parse_rates(bad).unwrap_err().to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
 
     fn rate(text: &str) -> Rate {
         text.parse().unwrap()

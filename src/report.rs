@@ -3,6 +3,7 @@
 
 use serde::{Serialize, Serializer};
 
+use crate::curve::Fraction;
 use crate::limiter::{Algorithm, Waits};
 use crate::min_bucket::{Lossless, Stretch};
 use crate::rate::Rate;
@@ -92,4 +93,52 @@ fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
     } else {
         s.serialize_f64(span.as_secs_f64())
     }
+}
+
+/// A rate as an exact fraction: events per a period written as the sum of its units, as in
+/// `7/2d15h49m44s13ms`, which `--rate` reads back; or `0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exact(pub Fraction);
+
+impl std::fmt::Display for Exact {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Fraction { events, micros } = self.0;
+        if events == 0 {
+            return f.write_str("0");
+        }
+        let span = Span::from_micros(micros).expect("a positive denominator");
+        write!(f, "{events}/{}", span.compact())
+    }
+}
+
+impl Serialize for Exact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One piece of the burst–rate curve: from rate `from` up to `to`, the stretch of `events`
+/// events spanning `span_s` needs the most burst, `events − r·span_s`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CurveSegment {
+    pub from: Exact,
+    pub from_per_hour: f64,
+    pub to: Option<Exact>,
+    pub to_per_hour: Option<f64>,
+    pub events: u64,
+    #[serde(serialize_with = "seconds")]
+    pub span_s: Span,
+    pub start: Timestamp,
+    pub end: Timestamp,
+}
+
+/// The smallest lossless rate for one burst.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MinRate {
+    pub burst: u64,
+    /// `None` when no rate will do: more than `burst` events share one instant.
+    pub rate: Option<Exact>,
+    pub per_hour: Option<f64>,
+    /// The stretch of events that forces the rate; `None` when the rate is zero.
+    pub span: Option<Stretch>,
 }

@@ -96,6 +96,28 @@ impl Svg {
         svg
     }
 
+    /// Starts a picture on white, with a bold title and a gray subtitle.
+    pub fn page(width: f64, height: f64, title: &str, subtitle: &str) -> Svg {
+        let mut svg = Svg::new(width, height);
+        let fill = [("width", width.into()), ("height", height.into()), ("fill", "white".into())];
+        svg.empty("rect", &fill);
+        let bold = [
+            ("x", 20.0.into()),
+            ("y", 30.0.into()),
+            ("font-size", 19.0.into()),
+            ("font-weight", "bold".into()),
+        ];
+        svg.text("text", &bold, title);
+        let gray = [
+            ("x", 20.0.into()),
+            ("y", 52.0.into()),
+            ("font-size", 12.0.into()),
+            ("fill", "#555".into()),
+        ];
+        svg.text("text", &gray, subtitle);
+        svg
+    }
+
     fn tag(&mut self, name: &str, attrs: &[(&str, Value)]) {
         self.out.push('<');
         self.out.push_str(name);
@@ -121,6 +143,17 @@ impl Svg {
     pub fn empty(&mut self, name: &str, attrs: &[(&str, Value)]) {
         self.tag(name, attrs);
         self.out.push_str("/>\n");
+    }
+
+    /// Writes a path drawn as an unfilled line: `d` in SVG path syntax.
+    pub fn stroke(&mut self, d: &str, color: &str, width: f64) {
+        let attrs = [
+            ("d", d.into()),
+            ("fill", "none".into()),
+            ("stroke", color.into()),
+            ("stroke-width", width.into()),
+        ];
+        self.empty("path", &attrs);
     }
 
     /// Writes an element holding text.

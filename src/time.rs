@@ -293,6 +293,25 @@ impl fmt::Display for SpanError {
 
 impl std::error::Error for SpanError {}
 
+impl Span {
+    /// Writes the span exactly, as the sum of its nonzero units: `11h46m1s350ms`. It reads
+    /// back with `FromStr`.
+    pub fn compact(self) -> String {
+        if self.0 == 0 {
+            return "0s".into();
+        }
+        let mut rest = self.0;
+        let mut text = String::new();
+        for (unit, size) in UNITS {
+            if rest >= size {
+                text += &format!("{}{unit}", rest / size);
+                rest %= size;
+            }
+        }
+        text
+    }
+}
+
 impl FromStr for Span {
     type Err = SpanError;
 
@@ -459,6 +478,13 @@ mod tests {
         }
         assert_eq!("90m".parse::<Span>().unwrap().to_string(), "90m");
         assert_eq!("120m".parse::<Span>().unwrap().to_string(), "2h");
+    }
+
+    #[test]
+    fn compact_spans_read_back() {
+        for text in ["11h46m1s350ms", "1d", "6h45m12s318ms500us", "0s", "59m59s999ms999us"] {
+            assert_eq!(text.parse::<Span>().unwrap().compact(), text);
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 mod compare;
 mod min_bucket;
+mod min_rate;
 mod plot;
 mod replay;
 mod synth;
@@ -34,6 +35,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Job::Compare(job) => compare::run(job, &styles),
         Job::Plot(job) => plot::run(job),
         Job::MinBucket(job) => min_bucket::run(job, &styles),
+        Job::MinRate(job) => min_rate::run(job, &styles),
         Job::Synth(job) => synth::run(job),
     }
 }

@@ -9,6 +9,7 @@ mod min_bucket;
 mod plot;
 mod real_data;
 mod replay;
+mod sizing;
 mod synth;
 
 /// A small USGS-layout catalog, newest first as USGS serves it. Sorted, at 2/h:

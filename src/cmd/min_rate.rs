@@ -1,0 +1,46 @@
+//! `ratelimit min-rate`: the smallest rate at which a bucket of a given burst loses nothing.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::{Styles, notes, write_result};
+use crate::catalog;
+use crate::config::MinRateJob;
+use crate::curve::{Curve, Line};
+use crate::min_bucket::Stretch;
+use crate::output;
+use crate::report::{self, Exact};
+use crate::time::Timestamp;
+
+pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
+    let (times, stats) =
+        catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
+    notes(&job.input, &stats);
+    let curve = Curve::new(&times);
+    let stretch = |line: &Line| {
+        let (start, end) = Curve::ends(line, &times);
+        Stretch { start, end, events: line.events as u64 }
+    };
+    let found: Vec<report::MinRate> = job
+        .bursts
+        .iter()
+        .map(|&burst| match curve.min_rate(burst) {
+            Ok((rate, line)) => report::MinRate {
+                burst,
+                rate: Some(Exact(rate)),
+                per_hour: Some(rate.per_hour()),
+                span: line.as_ref().map(stretch),
+            },
+            Err(line) => {
+                report::MinRate { burst, rate: None, per_hour: None, span: Some(stretch(&line)) }
+            }
+        })
+        .collect();
+    let mut out = BufWriter::new(io::stdout().lock());
+    let table = |w: &mut dyn Write| output::min_rate_table(w, &found, styles.stdout);
+    write_result(&mut out, job.format, &found, &found, table)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,333 @@
+//! The whole burst–rate curve: the burst a lossless token bucket needs at every rate.
+//!
+//! At rate r, a bucket starting full loses nothing if and only if its capacity is at least
+//! b(r) = max over i ≤ j of (j − i + 1) − r·(t_j − t_i). Each stretch of events i..j is a
+//! line in r, so b is their upper envelope: convex, piecewise linear and falling. Its
+//! pieces are found by divide and conquer: the best stretch lies in the left half, in the
+//! right half, or crosses the middle, and the crossing ones come from two convex hulls of
+//! the cumulative count, one per half, walked together. Each level is linear, so the whole
+//! is O(n log n). Every comparison is between exact fractions, in 128-bit integers.
+
+use std::cmp::Ordering;
+
+use crate::time::Timestamp;
+
+/// A stretch of consecutive events: `events` of them, from index `first`, spanning `span`
+/// microseconds. At rate r it needs a burst of `events − r·span`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Line {
+    /// How many events the stretch holds.
+    pub events: i64,
+    /// From its first event's time to its last's, in microseconds.
+    pub span: i64,
+    /// The index of its first event.
+    pub first: usize,
+}
+
+/// A rate as an exact fraction: `events` per `micros` microseconds. Zero is `0/1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fraction {
+    /// The numerator, events.
+    pub events: i64,
+    /// The denominator, microseconds; positive.
+    pub micros: i64,
+}
+
+impl Fraction {
+    /// Zero events per microsecond.
+    pub const ZERO: Fraction = Fraction { events: 0, micros: 1 };
+
+    /// Returns `events / micros` in lowest terms; `micros` must be positive.
+    pub fn new(events: i64, micros: i64) -> Fraction {
+        let g = gcd(events.unsigned_abs(), micros.unsigned_abs()).max(1) as i64;
+        Fraction { events: events / g, micros: micros / g }
+    }
+
+    /// Returns the rate in events per hour, for display.
+    pub fn per_hour(self) -> f64 {
+        self.events as f64 * 3.6e9 / self.micros as f64
+    }
+}
+
+impl Ord for Fraction {
+    fn cmp(&self, other: &Fraction) -> Ordering {
+        (i128::from(self.events) * i128::from(other.micros))
+            .cmp(&(i128::from(other.events) * i128::from(self.micros)))
+    }
+}
+
+impl PartialOrd for Fraction {
+    fn partial_cmp(&self, other: &Fraction) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// The curve: its lines in order of rising rate, and where each takes over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Curve {
+    /// The lines that form the curve, each the maximum on its own range of rates; the
+    /// first from rate zero.
+    pub lines: Vec<Line>,
+    /// `starts[m]` is the rate from which `lines[m]` is the maximum; `starts[0]` is zero.
+    pub starts: Vec<Fraction>,
+}
+
+impl Curve {
+    /// Computes the curve of events at `times`, which must be sorted.
+    pub fn new(times: &[Timestamp]) -> Curve {
+        let t: Vec<i64> = times.iter().map(|t| t.as_micros()).collect();
+        let lines = if t.is_empty() { Vec::new() } else { solve(&t, 0, t.len()) };
+        let starts = (0..lines.len())
+            .map(|m| if m == 0 { Fraction::ZERO } else { takeover(&lines[m - 1], &lines[m]) })
+            .collect();
+        Curve { lines, starts }
+    }
+
+    /// Returns the first and last time of a line's stretch of `times`.
+    pub fn ends(line: &Line, times: &[Timestamp]) -> (Timestamp, Timestamp) {
+        (times[line.first], times[line.first + line.events as usize - 1])
+    }
+
+    /// Returns the smallest whole burst that loses nothing at `events` per `micros`
+    /// microseconds: ⌈b(r)⌉, or 0 with no events.
+    pub fn min_bucket(&self, events: i64, micros: i64) -> u64 {
+        let (n, p) = (i128::from(events), i128::from(micros));
+        let need =
+            self.lines.iter().map(|l| i128::from(l.events) * p - n * i128::from(l.span)).max();
+        need.map_or(0, |need| ((need + p - 1) / p).max(1) as u64)
+    }
+
+    /// Returns the smallest rate at which a bucket of `burst` loses nothing, with the
+    /// line that forces it; a rate of zero (with no line) means the bucket holds every
+    /// event. If no rate will do, because more than `burst` events share one instant, the
+    /// error is those events' line.
+    pub fn min_rate(&self, burst: u64) -> Result<(Fraction, Option<Line>), Line> {
+        let burst = burst as i64;
+        let mut best = (Fraction::ZERO, None);
+        for &line in self.lines.iter().filter(|l| l.events > burst) {
+            if line.span == 0 {
+                return Err(line);
+            }
+            let rate = Fraction::new(line.events - burst, line.span);
+            if rate > best.0 {
+                best = (rate, Some(line));
+            }
+        }
+        Ok(best)
+    }
+}
+
+/// The rate at which `later` (the shorter stretch) overtakes `earlier`.
+fn takeover(earlier: &Line, later: &Line) -> Fraction {
+    Fraction::new(earlier.events - later.events, earlier.span - later.span)
+}
+
+/// Returns the upper envelope of all stretches within `t[lo..hi]`, lines in order of
+/// rising rate (falling span).
+fn solve(t: &[i64], lo: usize, hi: usize) -> Vec<Line> {
+    if hi - lo == 1 {
+        return vec![Line { events: 1, span: 0, first: lo }];
+    }
+    let mid = lo + (hi - lo) / 2;
+    let left = solve(t, lo, mid);
+    let right = solve(t, mid, hi);
+    let cross = crossing(t, lo, mid, hi);
+    let mut all = Vec::with_capacity(left.len() + right.len() + cross.len());
+    all.extend(left);
+    all.extend(right);
+    all.extend(cross);
+    // Falling span, and for equal spans the most events first; the sort is linear in
+    // practice on three sorted runs.
+    all.sort_by(|a, b| b.span.cmp(&a.span).then(b.events.cmp(&a.events)));
+    envelope(all)
+}
+
+/// Keeps the lines that are the maximum somewhere on rates r ≥ 0. `lines` are sorted by
+/// falling span, the most events first among equal spans.
+fn envelope(lines: Vec<Line>) -> Vec<Line> {
+    let mut hull: Vec<Line> = Vec::with_capacity(lines.len());
+    for line in lines {
+        if hull.last().is_some_and(|top| top.span == line.span) {
+            continue;
+        }
+        while let Some(&top) = hull.last() {
+            let gone = match hull.len() {
+                // The first line holds from rate zero unless the new one is as high there.
+                1 => line.events >= top.events,
+                len => takeover(&hull[len - 2], &line) <= takeover(&hull[len - 2], &top),
+            };
+            if !gone {
+                break;
+            }
+            hull.pop();
+        }
+        hull.push(line);
+    }
+    hull
+}
+
+/// The best stretches that start in `t[lo..mid]` and end in `t[mid..hi]`, as lines in
+/// order of rising rate.
+///
+/// A crossing stretch i..j needs `(j − r·t_j) + (r·t_i − i) + 1`: the best end maximizes
+/// the first term and the best start the second, independently. Each is the support of a
+/// convex hull of the points (t, index), so both are walked in order of rising rate.
+fn crossing(t: &[i64], lo: usize, mid: usize, hi: usize) -> Vec<Line> {
+    // Ends: from the last event, moving earlier as the rate rises. An earlier end e takes
+    // over from a later one l at r = (l − e)/(t_l − t_e).
+    let ends = hull((mid..hi).rev(), t);
+    // Starts: from the first event, moving later as the rate rises; a later start s takes
+    // over from an earlier one e at r = (s − e)/(t_s − t_e).
+    let starts = hull(lo..mid, t);
+    let (mut a, mut b) = (0, 0);
+    let mut lines = Vec::with_capacity(ends.len() + starts.len());
+    loop {
+        let (i, j) = (starts[a].0, ends[b].0);
+        lines.push(Line { events: (j - i + 1) as i64, span: t[j] - t[i], first: i });
+        match (starts.get(a + 1), ends.get(b + 1)) {
+            (None, None) => break,
+            (Some(_), None) => a += 1,
+            (None, Some(_)) => b += 1,
+            (Some(s), Some(e)) => match s.1.cmp(&e.1) {
+                Ordering::Less => a += 1,
+                Ordering::Greater => b += 1,
+                Ordering::Equal => (a, b) = (a + 1, b + 1),
+            },
+        }
+    }
+    lines
+}
+
+/// Walks indices in the given order (away from the point that is best at rate zero) and
+/// keeps those that are best for some rate, each with the rate from which it is.
+fn hull(order: impl Iterator<Item = usize>, t: &[i64]) -> Vec<(usize, Fraction)> {
+    let rate = |from: usize, to: usize| {
+        Fraction::new((from as i64 - to as i64).abs(), (t[from] - t[to]).abs())
+    };
+    let mut hull: Vec<(usize, Fraction)> = Vec::new();
+    for k in order {
+        match hull.last() {
+            None => {
+                hull.push((k, Fraction::ZERO));
+                continue;
+            }
+            // At the same time as the last kept, it is never better.
+            Some(&(last, _)) if t[last] == t[k] => continue,
+            Some(_) => {}
+        }
+        while hull.len() >= 2 {
+            let (last, since) = hull[hull.len() - 1];
+            if rate(last, k) > since {
+                break;
+            }
+            hull.pop();
+        }
+        let (last, _) = hull[hull.len() - 1];
+        hull.push((k, rate(last, k)));
+    }
+    hull
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::min_bucket::MinBucket;
+    use crate::rate::Rate;
+    use crate::time::Span;
+
+    fn at(micros: &[i64]) -> Vec<Timestamp> {
+        micros.iter().map(|&m| Timestamp::from_micros(m).unwrap()).collect()
+    }
+
+    /// The curve by brute force: the best line for every count of consecutive events.
+    fn brute(t: &[i64], events: i64, micros: i64) -> i128 {
+        let mut best = i128::MIN;
+        for i in 0..t.len() {
+            for j in i..t.len() {
+                let need = ((j - i + 1) as i128) * i128::from(micros)
+                    - i128::from(events) * i128::from(t[j] - t[i]);
+                best = best.max(need);
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn a_hand_computed_curve() {
+        // Events at 0, 0, 10, 20, 100 s. At r = 0 all five are needed. The stretch 0–20 s
+        // (4 events, 20 s) takes over at r = (5 − 4)/(100 − 20 s) = 1/80 s; the two at 0 s
+        // (2 events, no span) at r = (4 − 2)/20 s = 1/10 s.
+        let curve = Curve::new(&at(&[0, 0, 10_000_000, 20_000_000, 100_000_000]));
+        let summary: Vec<(i64, i64)> = curve.lines.iter().map(|l| (l.events, l.span)).collect();
+        assert_eq!(summary, [(5, 100_000_000), (4, 20_000_000), (2, 0)]);
+        assert_eq!(
+            curve.starts,
+            [Fraction::ZERO, Fraction::new(1, 80_000_000), Fraction::new(1, 10_000_000)]
+        );
+        assert_eq!(curve.min_bucket(1, 10_000_000), 2);
+        assert_eq!(curve.min_bucket(1, 100_000_000), 4);
+        assert_eq!(curve.min_rate(3), Ok((Fraction::new(1, 20_000_000), Some(curve.lines[1]))));
+        assert_eq!(curve.min_rate(1), Err(curve.lines[2]), "two events at one instant need 2");
+        assert_eq!(curve.min_rate(5), Ok((Fraction::ZERO, None)));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn matches_brute_force_and_the_one_pass_minimum(
+            mut t in prop::collection::vec(0i64..200, 1..70),
+            rates in prop::collection::vec((1i64..9, 1i64..60), 1..8),
+        ) {
+            t.sort();
+            let times = at(&t);
+            let curve = Curve::new(&times);
+            prop_assert!(curve.starts.windows(2).all(|w| w[0] < w[1]), "breakpoints rise");
+            for (n, p) in rates {
+                let brute = brute(&t, n, p);
+                let need = curve.lines.iter().map(|l| i128::from(l.events) * i128::from(p) - i128::from(n) * i128::from(l.span)).max().unwrap();
+                prop_assert_eq!(need, brute);
+                let mut one_pass = MinBucket::new(Rate::new(n as u64, Span::from_micros(p).unwrap()).unwrap());
+                times.iter().for_each(|&x| one_pass.push(x));
+                prop_assert_eq!(curve.min_bucket(n, p), one_pass.result().min_bucket);
+            }
+            // Each line is the maximum right after it takes over.
+            for (m, line) in curve.lines.iter().enumerate() {
+                let r = curve.starts[m];
+                let (n, p) = (r.events * 1_000 + 1, r.micros * 1_000);
+                let best = curve.lines.iter().map(|l| i128::from(l.events) * i128::from(p) - i128::from(n) * i128::from(l.span)).max().unwrap();
+                let own = i128::from(line.events) * i128::from(p) - i128::from(n) * i128::from(line.span);
+                prop_assert_eq!(own, best, "line {} at {:?}", m, r);
+            }
+        }
+
+        #[test]
+        fn min_rate_is_exactly_where_the_curve_meets_the_burst(
+            mut t in prop::collection::vec(0i64..200, 1..60),
+            burst in 1u64..8,
+        ) {
+            t.sort();
+            let curve = Curve::new(&at(&t));
+            let multiplicity = t.chunk_by(|a, b| a == b).map(<[i64]>::len).max().unwrap() as u64;
+            match curve.min_rate(burst) {
+                Err(_) => prop_assert!(multiplicity > burst),
+                Ok((rate, _)) if rate == Fraction::ZERO => prop_assert!(t.len() as u64 <= burst),
+                Ok((rate, _)) => {
+                    prop_assert_eq!(curve.min_bucket(rate.events, rate.micros), burst.max(1));
+                    // A millionth slower needs more.
+                    let (n, p) = (rate.events * 1_000_000 - 1, rate.micros * 1_000_000);
+                    prop_assert!(curve.min_bucket(n, p) > burst);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Sizing: rate ranges, the exact burst–rate curve, and the smallest lossless rate.
+
+use crate::QUAKES;
+use crate::harness::{Stdin, json, real_catalog, run, run_with};
+
+#[test]
+fn a_range_prints_one_row_per_rate() {
+    let range = json(&run(&["min-bucket", "--rate", "1/h..3/h", "--format", "json"], QUAKES).ok());
+    let listed =
+        json(&run(&["min-bucket", "--rate", "1/h,2/h,3/h", "--format", "json"], QUAKES).ok());
+    assert_eq!(range, listed);
+    let stepped =
+        json(&run(&["min-bucket", "--rate", "1/h..9/h:4/h", "--format", "json"], QUAKES).ok());
+    let rates: Vec<&str> =
+        stepped.as_array().unwrap().iter().map(|r| r["rate"].as_str().unwrap()).collect();
+    assert_eq!(rates, ["1/h", "5/h", "9/h"]);
+}
+
+#[test]
+fn bad_ranges_and_bursts() {
+    for (args, says) in [
+        (&["min-bucket", "--rate", "5/h..1/h"][..], "is empty"),
+        (&["min-bucket", "--rate", "1/h..5/m"], "different periods"),
+        (&["min-rate", "--burst", "0"], "at least 1"),
+        (&["min-bucket", "--curve", "--rate", "5/h"], "cannot be used with"),
+        (&["min-bucket", "--rate", "5/h", "--plot", "x.svg"], "use it with --curve"),
+    ] {
+        let err = run(args, QUAKES).error();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_curve_of_the_inline_catalog() {
+    // Minutes from 00:30: 0, 0, 10, 20, 30, 40, 120. At r = 0 all 7 (120 min) are needed;
+    // the first six (40 min) take over at (7 − 6)/80 min; the two at 00:30 (no span)
+    // at (6 − 2)/40 min = 1/10m.
+    let out = run(&["min-bucket", "--curve"], QUAKES).ok();
+    assert_eq!(
+        out,
+        "\
+from     per_hour  to       per_hour  events  span  start                 end
+0               0  1/1h20m      0.75       7  2h    2025-07-30T00:30:00Z  2025-07-30T02:30:00Z
+1/1h20m      0.75  1/10m           6       6  40m   2025-07-30T00:30:00Z  2025-07-30T01:10:00Z
+1/10m           6  -               -       2  0s    2025-07-30T00:30:00Z  2025-07-30T00:30:00Z
+"
+    );
+}
+
+#[test]
+fn min_rate_of_the_inline_catalog() {
+    // A bucket of 2 must hold the six events of 00:30–01:10 less what refills: (6 − 2)
+    // events in 40 minutes. A bucket of 1 cannot hold the two events at 00:30.
+    let out = json(&run(&["min-rate", "--burst", "2,1,7", "--format", "json"], QUAKES).ok());
+    assert_eq!(out[0]["rate"], "1/10m");
+    assert_eq!(out[0]["per_hour"], 6.0);
+    assert_eq!(out[0]["span"]["events"], 6);
+    assert!(out[1]["rate"].is_null() && out[1]["span"]["events"] == 2);
+    assert_eq!(out[2]["rate"], "0");
+}
+
+/// Evaluates the curve's segments at `events` per `micros`: the smallest whole burst.
+fn bucket_from_curve(segments: &[serde_json::Value], events: i128, micros: i128) -> i128 {
+    let need = segments
+        .iter()
+        .map(|s| {
+            let span = (s["span_s"].as_f64().unwrap() * 1e6).round() as i128;
+            i128::from(s["events"].as_i64().unwrap()) * micros - events * span
+        })
+        .max()
+        .unwrap();
+    (need + micros - 1) / micros
+}
+
+#[test]
+fn the_curve_agrees_with_the_one_pass_minimum_at_many_rates() {
+    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let file = path.to_str().unwrap();
+    let curve =
+        json(&run_with(&["min-bucket", file, "--curve", "--format", "json"], Stdin::Null).ok());
+    let segments = curve.as_array().unwrap();
+    assert!(segments.len() > 10);
+    // 1/d to 300/d, 1/h to 200/h, and 1/m to 5/m: 505 rates.
+    let rates = ["1/d..300/d", "1/h..200/h", "1/m..5/m"].join(",");
+    let one_pass = json(
+        &run_with(&["min-bucket", file, "--rate", &rates, "--format", "json"], Stdin::Null).ok(),
+    );
+    let one_pass = one_pass.as_array().unwrap();
+    assert_eq!(one_pass.len(), 505);
+    for row in one_pass {
+        let rate = row["rate"].as_str().unwrap();
+        let (count, unit) = rate.split_once('/').unwrap();
+        let micros: i128 = match unit {
+            "d" => 86_400_000_000,
+            "h" => 3_600_000_000,
+            "m" => 60_000_000,
+            _ => unreachable!("{rate}"),
+        };
+        let expected = bucket_from_curve(segments, count.parse().unwrap(), micros);
+        assert_eq!(row["min_bucket"].as_i64().unwrap() as i128, expected, "{rate}");
+    }
+}
+
+fn gcra_dropped(file: &str, rate: &str, burst: u64) -> u64 {
+    let args = [
+        "replay",
+        file,
+        "--algo",
+        "gcra",
+        "--rate",
+        rate,
+        "--burst",
+        &burst.to_string(),
+        "--format",
+        "json",
+    ];
+    json(&run_with(&args, Stdin::Null).ok())["dropped"].as_u64().unwrap()
+}
+
+/// The rate a millionth below `rate`, as N·10⁶ − 1 events per P·10⁶.
+fn a_millionth_slower(rate: &str) -> String {
+    let (count, period) = rate.split_once('/').unwrap();
+    let micros = ratelimit_replay::time::Span::as_micros(period.parse().unwrap());
+    format!("{}/{}us", count.parse::<i64>().unwrap() * 1_000_000 - 1, micros * 1_000_000)
+}
+
+#[test]
+fn min_rate_is_lossless_and_a_millionth_less_is_not() {
+    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let file = path.to_str().unwrap();
+    let found = json(
+        &run_with(&["min-rate", file, "--burst", "5,74", "--format", "json"], Stdin::Null).ok(),
+    );
+    for row in found.as_array().unwrap() {
+        let burst = row["burst"].as_u64().unwrap();
+        let rate = row["rate"].as_str().unwrap();
+        assert_eq!(gcra_dropped(file, rate, burst), 0, "burst {burst} at {rate}");
+        let slower = a_millionth_slower(rate);
+        assert!(gcra_dropped(file, &slower, burst) >= 1, "burst {burst} at {slower}");
+    }
+}
+
+#[test]
+fn the_curve_drawn_has_a_dot_per_breakpoint() {
+    let path = crate::harness::temp_file("curve.svg", "");
+    let segments = json(
+        &run(
+            &["min-bucket", "--curve", "--format", "json", "--plot", path.to_str().unwrap()],
+            QUAKES,
+        )
+        .ok(),
+    );
+    let svg = std::fs::read_to_string(&path).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG parses");
+    let dots = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
+    assert_eq!(dots, segments.as_array().unwrap().len() - 1);
+}
