@@ -8,7 +8,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use ratelimit_replay::catalog::{self, ReadOptions, Source};
 use ratelimit_replay::curve::Curve;
 use ratelimit_replay::min_bucket::MinBucket;
-use ratelimit_replay::time::{TimeFormat, Timestamp};
+use ratelimit_replay::time::Timestamp;
 
 fn catalog_times() -> Option<Vec<Timestamp>> {
     let path =
@@ -17,14 +17,7 @@ fn catalog_times() -> Option<Vec<Timestamp>> {
         eprintln!("skipped: {} is missing", path.display());
         return None;
     }
-    let options = ReadOptions {
-        time_column: "time".into(),
-        time_format: TimeFormat::Rfc3339,
-        since: None,
-        until: None,
-        min_mag: None,
-    };
-    let (times, _) = catalog::replay(&Source::Path(path), &options, Vec::new).unwrap();
+    let (times, _) = catalog::replay(&Source::Path(path), &ReadOptions::new(), Vec::new).unwrap();
     Some(times)
 }
 

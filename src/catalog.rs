@@ -4,6 +4,7 @@
 //! input redirected from one): if a row turns out to be out of order, the input is read
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -69,10 +70,36 @@ pub struct ReadOptions {
     pub until: Option<Timestamp>,
     /// Keep only events whose `mag` column is at least this many millionths.
     pub min_mag: Option<i64>,
+    /// The column whose values give each event its key, for limits per key.
+    pub key_column: Option<String>,
 }
 
+impl ReadOptions {
+    /// Returns options that read the `time` column in RFC 3339, keeping every row.
+    pub fn new() -> ReadOptions {
+        ReadOptions {
+            time_column: "time".into(),
+            time_format: TimeFormat::Rfc3339,
+            since: None,
+            until: None,
+            min_mag: None,
+            key_column: None,
+        }
+    }
+}
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions::new()
+    }
+}
+
+/// A key, numbered from 0 in the order keys first appear; without a key column every
+/// event has key 0.
+pub type Key = u32;
+
 /// What reading a catalog found, beside its events.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
     /// Data rows read, before any filter.
     pub rows: u64,
@@ -82,17 +109,19 @@ pub struct ReadStats {
     pub no_magnitude: u64,
     /// Whether the events came in time order.
     pub in_order: bool,
+    /// The value of each key, by number; empty without a key column.
+    pub keys: Vec<String>,
 }
 
 /// Something that takes a catalog's events one at a time, in time order.
 pub trait Sink {
-    /// Takes the next event, no earlier than the one before.
-    fn event(&mut self, time: Timestamp);
+    /// Takes the next event, no earlier than the one before, with its key.
+    fn event(&mut self, time: Timestamp, key: Key);
 }
 
 /// Collecting the times is a sink too, at 8 bytes an event.
 impl Sink for Vec<Timestamp> {
-    fn event(&mut self, time: Timestamp) {
+    fn event(&mut self, time: Timestamp, _key: Key) {
         self.push(time);
     }
 }
@@ -110,28 +139,41 @@ pub fn replay<S: Sink>(
         let mut pass = Pass::new(input.reader()?, source, options)?;
         let mut last = None;
         let mut in_order = true;
-        while let Some(time) = pass.next_event()? {
+        while let Some((time, key)) = pass.next_event()? {
             if last.is_some_and(|last| time < last) {
                 in_order = false;
                 break;
             }
             last = Some(time);
-            sink.event(time);
+            sink.event(time, key);
         }
         if in_order {
             return Ok((sink, pass.finish(true)));
         }
     }
     let mut pass = Pass::new(input.reader()?, source, options)?;
-    let mut times = Vec::new();
-    while let Some(time) = pass.next_event()? {
-        times.push(time);
-    }
-    let in_order = times.is_sorted();
-    // Equal times cannot be told apart, so an unstable sort keeps replay stable.
-    times.sort_unstable();
     let mut sink = fresh();
-    times.into_iter().for_each(|t| sink.event(t));
+    // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
+    // stable. Without keys, a time is all there is to keep.
+    let in_order = if pass.key.is_some() {
+        let mut events = Vec::new();
+        while let Some(event) = pass.next_event()? {
+            events.push(event);
+        }
+        let in_order = events.is_sorted_by_key(|e| e.0);
+        events.sort_unstable();
+        events.into_iter().for_each(|(time, key)| sink.event(time, key));
+        in_order
+    } else {
+        let mut times = Vec::new();
+        while let Some((time, _)) = pass.next_event()? {
+            times.push(time);
+        }
+        let in_order = times.is_sorted();
+        times.sort_unstable();
+        times.into_iter().for_each(|time| sink.event(time, 0));
+        in_order
+    };
     Ok((sink, pass.finish(in_order)))
 }
 
@@ -148,12 +190,16 @@ impl Rows {
         trim_line_end(&self.header)
     }
 
-    /// Returns each event's time and row text (without its line ending), in time order.
-    pub fn iter(&self) -> impl Iterator<Item = (Timestamp, &[u8])> {
-        self.order.iter().map(|&(time, at)| {
+    /// Returns each event's time, key and row text (without its line ending), in time
+    /// order.
+    pub fn iter(&self) -> impl Iterator<Item = (Timestamp, Key, &[u8])> {
+        // Each row is stored as its length, its key, and its text.
+        let word =
+            |at: usize| u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
+        self.order.iter().map(move |&(time, at)| {
             let at = at as usize;
-            let len = u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
-            (time, trim_line_end(&self.store[at + 4..at + 4 + len as usize]))
+            let (len, key) = (word(at) as usize, word(at + 4));
+            (time, key, trim_line_end(&self.store[at + 8..at + 8 + len]))
         })
     }
 }
@@ -166,7 +212,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
     let header_end = pass.csv.position().byte();
     rows.header = pass.csv.get_ref().slice(0, header_end).to_vec();
-    while let Some(time) = pass.next_event()? {
+    while let Some((time, key)) = pass.next_event()? {
         let start = pass.record.position().expect("records have positions").byte();
         let end = pass.csv.position().byte();
         let line = pass.line();
@@ -176,6 +222,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
             .map_err(|_| anyhow!("{}: line {line}: row too long to keep for --emit", pass.name))?;
         rows.order.push((time, rows.store.len() as u64));
         rows.store.extend_from_slice(&len.to_le_bytes());
+        rows.store.extend_from_slice(&key.to_le_bytes());
         rows.store.extend_from_slice(text);
         capture.forget_before(end);
     }
@@ -289,6 +336,8 @@ struct Pass<'a, R> {
     options: &'a ReadOptions,
     time: usize,
     mag: Option<usize>,
+    key: Option<usize>,
+    keys: HashMap<Box<[u8]>, Key>,
     stats: ReadStats,
 }
 
@@ -315,6 +364,10 @@ impl<'a, R: Read> Pass<'a, R> {
             Some(_) => Some(column("mag", "(needed by --min-mag)")?),
             None => None,
         };
+        let key = match &options.key_column {
+            Some(name) => Some(column(name, "(named by --key)")?),
+            None => None,
+        };
         Ok(Pass {
             csv,
             record: ByteRecord::new(),
@@ -322,6 +375,8 @@ impl<'a, R: Read> Pass<'a, R> {
             options,
             time,
             mag,
+            key,
+            keys: HashMap::new(),
             stats: ReadStats::default(),
         })
     }
@@ -330,8 +385,8 @@ impl<'a, R: Read> Pass<'a, R> {
         self.record.position().map_or(0, |p| p.line())
     }
 
-    /// Returns the time of the next row the filters keep.
-    fn next_event(&mut self) -> Result<Option<Timestamp>> {
+    /// Returns the time and key of the next row the filters keep.
+    fn next_event(&mut self) -> Result<Option<(Timestamp, Key)>> {
         let options = self.options;
         loop {
             if !self.csv.read_byte_record(&mut self.record).map_err(|e| csv_error(&self.name, e))? {
@@ -368,9 +423,25 @@ impl<'a, R: Read> Pass<'a, R> {
                     continue;
                 }
             }
+            let key = match self.key {
+                Some(index) => self.intern(index),
+                None => 0,
+            };
             self.stats.events += 1;
-            return Ok(Some(time));
+            return Ok(Some((time, key)));
         }
+    }
+
+    /// Returns the number of the key in column `index` of the current record.
+    fn intern(&mut self, index: usize) -> Key {
+        let value = self.record.get(index).unwrap_or_default();
+        if let Some(&key) = self.keys.get(value) {
+            return key;
+        }
+        let key = self.stats.keys.len() as Key;
+        self.keys.insert(value.into(), key);
+        self.stats.keys.push(String::from_utf8_lossy(value).into_owned());
+        key
     }
 
     fn finish(self, in_order: bool) -> ReadStats {

@@ -121,6 +121,20 @@ pub struct InputArgs {
     pub min_mag: Option<Decimal>,
 }
 
+/// Limits per key.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// Give each distinct value of this column its own limiter, as a service limits each
+    /// client: --key net. Rows with an empty value share one key.
+    #[arg(long, value_name = "COLUMN")]
+    pub key: Option<String>,
+
+    /// With --key, list this many keys, most dropped first (most needed bucket first for
+    /// min-bucket); 0 lists all.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub top: usize,
+}
+
 /// How to print the result.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -134,6 +148,9 @@ pub struct OutputArgs {
 pub struct ReplayArgs {
     #[command(flatten)]
     pub input: InputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
 
     /// The limiter.
     #[arg(long, value_enum, value_name = "ALGO")]
@@ -156,6 +173,9 @@ pub struct ReplayArgs {
 pub struct CompareArgs {
     #[command(flatten)]
     pub input: InputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
 
     #[command(flatten)]
     pub limit: LimitArgs,
@@ -205,6 +225,9 @@ pub struct LimitArgs {
 pub struct MinBucketArgs {
     #[command(flatten)]
     pub input: InputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
 
     /// The rates to size a bucket for; repeat it, separate rates with commas, or give a
     /// range with one period: 1/h..20/h, or 1/h..20/h:2/h for a step.

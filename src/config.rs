@@ -62,6 +62,7 @@ pub struct Input {
 #[derive(Debug)]
 pub struct ReplayJob {
     pub input: Input,
+    pub top: usize,
     pub settings: Settings,
     pub emit: Option<Emit>,
     pub format: Format,
@@ -71,6 +72,7 @@ pub struct ReplayJob {
 #[derive(Debug)]
 pub struct CompareJob {
     pub input: Input,
+    pub top: usize,
     pub settings: Vec<Settings>,
     pub format: Format,
 }
@@ -95,6 +97,7 @@ pub struct SynthJob {
 #[derive(Debug)]
 pub struct MinBucketJob {
     pub input: Input,
+    pub top: usize,
     pub rates: Vec<Rate>,
     /// `Some` for `--curve`, with the SVG to draw it to, if any.
     pub curve: Option<Option<PathBuf>>,
@@ -115,7 +118,8 @@ impl Config {
         let job = match cli.command {
             Command::Replay(args) => Job::Replay(resolve_replay(args)?),
             Command::Compare(args) => Job::Compare(CompareJob {
-                input: resolve_input(args.input)?,
+                input: resolve_input(args.input, args.keys.key)?,
+                top: args.keys.top,
                 settings: Algorithm::ALL
                     .iter()
                     .map(|&algorithm| resolve_limit(&args.limit, algorithm, false))
@@ -127,13 +131,14 @@ impl Config {
                 bail!("--plot draws the curve: use it with --curve")
             }
             Command::MinBucket(args) => Job::MinBucket(MinBucketJob {
-                input: resolve_input(args.input)?,
+                input: resolve_input(args.input, args.keys.key)?,
+                top: args.keys.top,
                 rates: args.rate.into_iter().flatten().collect(),
                 curve: args.curve.then_some(args.plot),
                 format: args.output.format,
             }),
             Command::MinRate(args) => Job::MinRate(MinRateJob {
-                input: resolve_input(args.input)?,
+                input: resolve_input(args.input, None)?,
                 bursts: args.burst,
                 format: args.output.format,
             }),
@@ -156,7 +161,8 @@ impl Config {
 fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
     Ok(ReplayJob {
         settings: resolve_limit(&args.limit, args.algo, true)?,
-        input: resolve_input(args.input)?,
+        input: resolve_input(args.input, args.keys.key)?,
+        top: args.keys.top,
         emit: args.emit,
         format: args.output.format,
     })
@@ -181,7 +187,7 @@ fn resolve_limit(args: &LimitArgs, algorithm: Algorithm, strict: bool) -> Result
     Ok(Settings { algorithm, rate, burst, window })
 }
 
-fn resolve_input(args: InputArgs) -> Result<Input> {
+fn resolve_input(args: InputArgs, key_column: Option<String>) -> Result<Input> {
     let mut note = None;
     let source = match args.file.as_deref() {
         _ if args.sample => sample::source(),
@@ -215,6 +221,7 @@ fn resolve_input(args: InputArgs) -> Result<Input> {
             since: args.since,
             until,
             min_mag: args.min_mag.map(|m| m.0),
+            key_column,
         },
         note,
     })
@@ -234,7 +241,7 @@ fn resolve_plot(args: cli::PlotArgs) -> Result<PlotJob> {
         }
         None => None,
     };
-    Ok(PlotJob { input: resolve_input(args.input)?, settings, output })
+    Ok(PlotJob { input: resolve_input(args.input, None)?, settings, output })
 }
 
 fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {

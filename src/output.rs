@@ -166,7 +166,8 @@ pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io
     }
     let verdict = if r.promise.held { style.good("held") } else { style.warn("BROKEN") };
     lines.push(("promise".to_owned(), format!("{} ({verdict})", r.promise.text)));
-    labeled(out, &lines, style)
+    labeled(out, &lines, style)?;
+    replay_keys_table(out, r, style)
 }
 
 /// Writes `label  value` lines, the values aligned.
@@ -187,11 +188,12 @@ fn demand_lines(r: &report::Replay) -> [(String, String); 2] {
         Some(start) => format!("{} events, from {start}", demand.count),
         None => "0 events".to_owned(),
     };
+    let per_key = if r.keys.is_some() { " for every key" } else { "" };
     [
         (format!("demand {length}"), busiest),
         (
             "min bucket".to_owned(),
-            format!("{} (the smallest lossless token bucket at {})", r.min_bucket, r.rate),
+            format!("{} (the smallest lossless token bucket{per_key} at {})", r.min_bucket, r.rate),
         ),
     ]
 }
@@ -205,6 +207,7 @@ fn human_ms(span: Span) -> String {
 pub fn compare_table(
     out: &mut dyn Write,
     reports: &[report::Replay],
+    top: usize,
     style: Style,
 ) -> io::Result<()> {
     let Some(first) = reports.first() else { return Ok(()) };
@@ -249,6 +252,9 @@ pub fn compare_table(
             )?;
         }
     }
+    if reports.iter().any(|r| r.keys.is_some()) {
+        compare_keys_table(out, reports, top, style)?;
+    }
     Ok(())
 }
 
@@ -262,11 +268,33 @@ pub fn min_bucket_table(
         .iter()
         .map(|m| {
             let [events, start, end] = stretch_cells(m.span);
-            vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end]
+            let mut row = vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end];
+            if m.keys.is_some() {
+                row.insert(2, key_label(m.key.as_deref()));
+            }
+            row
         })
         .collect();
-    let header = ["rate", "min_bucket", "span_events", "span_start", "span_end"];
-    table(out, &header, &rows, style)
+    let mut header = vec!["rate", "min_bucket", "span_events", "span_start", "span_end"];
+    if found.iter().any(|m| m.keys.is_some()) {
+        header.insert(2, "key");
+    }
+    table(out, &header, &rows, style)?;
+    for m in found {
+        let Some(keys) = &m.keys else { continue };
+        let count = m.key_count.unwrap_or(keys.len());
+        let order = format!("at {}, the largest bucket first", m.rate);
+        writeln!(out, "{}", keys_heading(m.key_column.as_deref(), keys.len(), count, &order))?;
+        let rows: Vec<Vec<String>> = keys
+            .iter()
+            .map(|k| {
+                let [events, start, end] = stretch_cells(k.span);
+                vec![key_label(k.key.as_deref()), k.min_bucket.to_string(), events, start, end]
+            })
+            .collect();
+        table(out, &["key", "min_bucket", "span_events", "span_start", "span_end"], &rows, style)?;
+    }
+    Ok(())
 }
 
 /// Writes a file through a temporary file beside it, renamed into place once complete, so
@@ -350,4 +378,95 @@ fn stretch_cells(stretch: Option<crate::min_bucket::Stretch>) -> [String; 3] {
         Some(s) => [s.events.to_string(), s.start.to_string(), s.end.to_string()],
         None => ["-".into(), "-".into(), "-".into()],
     }
+}
+
+/// How a key is shown in a table: its value, or `(empty)`.
+fn key_label(key: Option<&str>) -> String {
+    match key {
+        Some("") => "(empty)".to_owned(),
+        Some(key) => key.to_owned(),
+        None => "-".to_owned(),
+    }
+}
+
+/// The line that introduces a table of keys.
+fn keys_heading(column: Option<&str>, shown: usize, count: usize, order: &str) -> String {
+    let column = column.unwrap_or_default();
+    if shown < count {
+        format!("\nThe top {shown} of {count} keys by `{column}`, {order}:")
+    } else {
+        format!("\nThe {count} keys by `{column}`, {order}:")
+    }
+}
+
+/// Writes a keyed replay's keys, most dropped first.
+fn replay_keys_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io::Result<()> {
+    let Some(keys) = &r.keys else { return Ok(()) };
+    let count = r.key_count.unwrap_or(keys.len());
+    writeln!(
+        out,
+        "{}",
+        keys_heading(r.key_column.as_deref(), keys.len(), count, "most dropped first")
+    )?;
+    let length = r.busiest_window.length_s;
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| {
+            vec![
+                key_label(k.key.as_deref()),
+                k.events.to_string(),
+                k.passed.to_string(),
+                k.dropped.to_string(),
+                k.busiest_window.count.to_string(),
+                k.min_bucket.to_string(),
+                (if k.promise.held { "held" } else { "BROKEN" }).to_owned(),
+            ]
+        })
+        .collect();
+    let busiest = format!("busiest {length}");
+    let header = ["key", "events", "passed", "dropped", &busiest, "min_bucket", "promise"];
+    table(out, &header, &rows, style)
+}
+
+/// Writes, for a keyed compare, the keys with the most drops over all limiters, with
+/// each limiter's drops.
+fn compare_keys_table(
+    out: &mut dyn Write,
+    reports: &[report::Replay],
+    top: usize,
+    style: Style,
+) -> io::Result<()> {
+    let mut totals: Vec<(String, u64, u64)> = Vec::new();
+    for r in reports {
+        for k in r.keys.iter().flatten() {
+            let name = k.key.clone().unwrap_or_default();
+            match totals.iter_mut().find(|(n, _, _)| *n == name) {
+                Some(entry) => entry.2 += k.dropped,
+                None => totals.push((name, k.events, k.dropped)),
+            }
+        }
+    }
+    totals.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    let count = totals.len();
+    if top > 0 {
+        totals.truncate(top);
+    }
+    let column = reports.first().and_then(|r| r.key_column.as_deref());
+    let order = "most dropped over all limiters first; dropped by each";
+    writeln!(out, "{}", keys_heading(column, totals.len(), count, order))?;
+    let rows: Vec<Vec<String>> = totals
+        .iter()
+        .map(|(name, events, _)| {
+            let mut row = vec![key_label(Some(name)), events.to_string()];
+            for r in reports {
+                let dropped =
+                    r.keys.iter().flatten().find(|k| k.key.as_deref() == Some(name.as_str()));
+                row.push(dropped.map_or("-".to_owned(), |k| k.dropped.to_string()));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["key", "events"];
+    header.extend(reports.iter().map(|r| r.algorithm.name()));
+    table(out, &header, &rows, style)
 }

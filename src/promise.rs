@@ -72,6 +72,25 @@ impl PromiseCheck {
         }
     }
 
+    /// Says what the limiter promises, without what was measured.
+    pub fn statement(&self) -> String {
+        let (n, p, b) = (self.rate.count(), self.rate.period(), self.burst);
+        match self.algorithm {
+            Algorithm::FixedWindow => format!("at most {n} per aligned {p} window"),
+            Algorithm::SlidingLog => format!("at most {n} in any {p}"),
+            Algorithm::SlidingCounter => {
+                format!("at most {n} per aligned {p} window, about {n} per {p}")
+            }
+            Algorithm::TokenBucket | Algorithm::Gcra => {
+                format!("at most b + r·T = {b} + T·{} in any interval T", self.rate)
+            }
+            Algorithm::LeakyQueue => {
+                let limit = i128::from(b - 1) * self.rate.p() / self.rate.n();
+                format!("no wait over (b - 1)·I = {}", human_duration(limit as i64))
+            }
+        }
+    }
+
     /// Says what the limiter promises and whether it held; `waits` are a leaky queue's.
     pub fn result(&self, waits: Option<Waits>) -> report::Promise {
         let n = self.rate.count();

@@ -1,6 +1,6 @@
 //! Replaying events through one limiter, and gathering what its report needs.
 
-use crate::catalog::Sink;
+use crate::catalog::{Key, Sink};
 use crate::limiter::{Algorithm, AnyLimiter, Limiter};
 use crate::min_bucket::MinBucket;
 use crate::promise::PromiseCheck;
@@ -87,6 +87,7 @@ impl Lane {
         let waits = self.limiter.waits();
         report::Replay {
             input: input.to_owned(),
+            key: None,
             algorithm,
             rate,
             burst: algorithm.uses_burst().then_some(burst),
@@ -98,54 +99,158 @@ impl Lane {
             min_bucket: demand.lossless.result().min_bucket,
             queue: waits.map(Into::into),
             promise: self.promise.result(waits),
+            key_column: None,
+            key_count: None,
+            keys: None,
         }
     }
 }
 
-/// Limiters side by side over the same events: one demand, one lane each.
+/// Limiters side by side over the same events. Each key has its own demand and its own
+/// lane per limiter; with keys, totals over all of them are kept as well.
 #[derive(Clone, Debug)]
 pub struct Replayer {
+    settings: Vec<Settings>,
+    keys: Vec<PerKey>,
+    totals: Option<Totals>,
+}
+
+/// One key's demand and its lanes.
+#[derive(Clone, Debug)]
+struct PerKey {
     demand: Demand,
     lanes: Vec<Lane>,
 }
 
+/// Over all keys: the demand, and each lane's passed count and busiest window.
+#[derive(Clone, Debug)]
+struct Totals {
+    demand: Demand,
+    passed: Vec<u64>,
+    busiest: Vec<BusiestWindow>,
+}
+
+/// How keys are named in reports.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyNames<'a> {
+    /// The key column's name.
+    pub column: &'a str,
+    /// Each key's value, by number.
+    pub names: &'a [String],
+}
+
 impl Replayer {
-    /// Returns a replayer with one lane per settings; all must share a rate and a window.
-    pub fn new(settings: &[Settings]) -> Replayer {
+    /// Returns a replayer with one lane per settings, which must share a rate and a window;
+    /// `keyed` gives each key its own limiters.
+    pub fn new(settings: &[Settings], keyed: bool) -> Replayer {
         let first = settings.first().expect("at least one limiter");
-        Replayer {
+        let totals = keyed.then(|| Totals {
             demand: Demand::new(first.rate, first.window),
-            lanes: settings.iter().map(|&s| Lane::new(s)).collect(),
+            passed: vec![0; settings.len()],
+            busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
+        });
+        let mut replayer = Replayer { settings: settings.to_vec(), keys: Vec::new(), totals };
+        replayer.add_keys_to(0);
+        replayer
+    }
+
+    /// Makes sure key `key` has its state; keys arrive numbered in order.
+    fn add_keys_to(&mut self, key: usize) {
+        while self.keys.len() <= key {
+            let first = self.settings[0];
+            let lanes = self.settings.iter().map(|&s| Lane::new(s)).collect();
+            self.keys.push(PerKey { demand: Demand::new(first.rate, first.window), lanes });
         }
     }
 
-    /// Decides on an event in every lane; returns whether the first lane passed it.
+    /// Decides on an event in every lane of its key, and calls `each` with every lane's
+    /// number and decision.
     #[inline]
-    pub fn decide(&mut self, time: Timestamp) -> bool {
-        self.demand.push(time);
-        let mut first = None;
-        for lane in &mut self.lanes {
-            let pass = lane.decide(time);
-            first.get_or_insert(pass);
+    fn decide_with(&mut self, time: Timestamp, key: Key, mut each: impl FnMut(usize, bool)) {
+        self.add_keys_to(key as usize);
+        let state = &mut self.keys[key as usize];
+        state.demand.push(time);
+        let lanes = &mut state.lanes;
+        match &mut self.totals {
+            None => lanes.iter_mut().enumerate().for_each(|(n, lane)| each(n, lane.decide(time))),
+            Some(totals) => {
+                totals.demand.push(time);
+                for (n, lane) in lanes.iter_mut().enumerate() {
+                    let pass = lane.decide(time);
+                    if pass {
+                        totals.passed[n] += 1;
+                        totals.busiest[n].push(time);
+                    }
+                    each(n, pass);
+                }
+            }
         }
-        first.unwrap_or(false)
+    }
+
+    /// Decides on an event with its key in every lane; returns whether the first passed it.
+    #[inline]
+    pub fn decide(&mut self, time: Timestamp, key: Key) -> bool {
+        let mut first = false;
+        self.decide_with(time, key, |n, pass| first |= n == 0 && pass);
+        first
     }
 
     /// Decides on an event in every lane, and writes each lane's decision to `decisions`.
-    pub fn decide_each(&mut self, time: Timestamp, decisions: &mut Vec<bool>) {
-        self.demand.push(time);
+    pub fn decide_each(&mut self, time: Timestamp, key: Key, decisions: &mut Vec<bool>) {
         decisions.clear();
-        decisions.extend(self.lanes.iter_mut().map(|lane| lane.decide(time)));
+        self.decide_with(time, key, |_, pass| decisions.push(pass));
     }
 
-    /// Returns one report per lane, naming the input `input`.
-    pub fn reports(&self, input: &str) -> Vec<report::Replay> {
-        self.lanes.iter().map(|lane| lane.report(&self.demand, input)).collect()
+    /// Returns one report per lane, naming the input `input`; with keys, each gives the
+    /// totals and lists every key, most dropped first.
+    pub fn reports(&self, input: &str, keys: KeyNames) -> Vec<report::Replay> {
+        let Some(totals) = &self.totals else {
+            let only = &self.keys[0];
+            return only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect();
+        };
+        (0..self.settings.len())
+            .map(|n| {
+                let mut per_key: Vec<report::Replay> = self
+                    .keys
+                    .iter()
+                    .zip(keys.names)
+                    .map(|(state, name)| {
+                        let mut report = state.lanes[n].report(&state.demand, input);
+                        report.key = Some(name.clone());
+                        report
+                    })
+                    .collect();
+                let mut total = self.keys[0].lanes[n].report(&totals.demand, input);
+                total.passed = totals.passed[n];
+                total.dropped = total.events - total.passed;
+                total.busiest_window = totals.busiest[n].busiest().into();
+                total.min_bucket = per_key.iter().map(|r| r.min_bucket).max().unwrap_or(0);
+                let waits = self.keys.iter().filter_map(|k| k.lanes[n].limiter.waits());
+                total.queue = waits.reduce(|a, b| a.merge(&b)).map(Into::into);
+                total.promise = promise_over_keys(&self.keys[0].lanes[n].promise, &per_key);
+                total.key_column = Some(keys.column.to_owned());
+                total.key_count = Some(per_key.len());
+                per_key.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.key.cmp(&b.key)));
+                total.keys = Some(per_key);
+                total
+            })
+            .collect()
     }
 }
 
+/// The promise over all keys: held if every key's limiter kept it.
+fn promise_over_keys(check: &PromiseCheck, per_key: &[report::Replay]) -> report::Promise {
+    let broken: Vec<&str> =
+        per_key.iter().filter(|r| !r.promise.held).filter_map(|r| r.key.as_deref()).collect();
+    let text = match broken.len() {
+        0 => format!("{}, for each key: held by all {}", check.statement(), per_key.len()),
+        n => format!("{}, for each key: broken by {n} of {}", check.statement(), per_key.len()),
+    };
+    report::Promise { text, held: broken.is_empty() }
+}
+
 impl Sink for Replayer {
-    fn event(&mut self, time: Timestamp) {
-        self.decide(time);
+    fn event(&mut self, time: Timestamp, key: Key) {
+        self.decide(time, key);
     }
 }

@@ -14,6 +14,8 @@ use crate::window::Busiest;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Replay {
     pub input: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     pub algorithm: Algorithm,
     pub rate: Rate,
     pub burst: Option<u64>,
@@ -26,6 +28,12 @@ pub struct Replay {
     #[serde(flatten)]
     pub queue: Option<Queue>,
     pub promise: Promise,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_column: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<Replay>>,
 }
 
 /// What a limiter promises, and whether the replay kept it.
@@ -71,17 +79,34 @@ impl From<Waits> for Queue {
     }
 }
 
-/// The smallest lossless bucket at one rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// The smallest lossless bucket at one rate. With keys, it is the largest any key needs,
+/// `key` names that key, and `keys` lists them, the largest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MinBucket {
     pub rate: Rate,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     pub min_bucket: u64,
     pub span: Option<Stretch>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_column: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<MinBucket>>,
 }
 
 impl From<Lossless> for MinBucket {
     fn from(found: Lossless) -> MinBucket {
-        MinBucket { rate: found.rate, min_bucket: found.min_bucket, span: found.stretch }
+        MinBucket {
+            rate: found.rate,
+            key: None,
+            min_bucket: found.min_bucket,
+            span: found.stretch,
+            key_column: None,
+            key_count: None,
+            keys: None,
+        }
     }
 }
 

@@ -5,20 +5,24 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, notes, write_result};
+use super::{Styles, csv_rows, keep_top, key_names, notes, write_result};
 use crate::catalog;
 use crate::config::CompareJob;
 use crate::output;
 use crate::replay::Replayer;
 
 pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
-    let fresh = || Replayer::new(&job.settings);
+    let keyed = job.input.read.key_column.is_some();
+    let fresh = || Replayer::new(&job.settings, keyed);
     let (replayer, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
-    let reports = replayer.reports(&job.input.source.name());
+    let names = key_names(job.input.read.key_column.as_deref(), &stats);
+    let all = replayer.reports(&job.input.source.name(), names);
+    let mut reports = all.clone();
+    keep_top(&mut reports, job.top);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::compare_table(w, &reports, styles.stdout);
-    write_result(&mut out, job.format, &reports, &reports, table)?;
+    let table = |w: &mut dyn Write| output::compare_table(w, &all, job.top, styles.stdout);
+    write_result(&mut out, job.format, &reports, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

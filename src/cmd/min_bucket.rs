@@ -6,22 +6,64 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, notes, write_result};
-use crate::catalog::{self, Sink};
+use super::{Styles, key_names, notes, write_result};
+use crate::catalog::{self, Key, Sink};
 use crate::config::MinBucketJob;
 use crate::curve::Curve;
 use crate::curve_svg;
 use crate::min_bucket::MinBucket;
 use crate::output::{self, write_whole};
+use crate::rate::Rate;
+use crate::replay::KeyNames;
 use crate::report::{self, Exact};
 use crate::time::{Span, Timestamp};
 
-/// One tracker per rate, all fed in the same pass.
-struct PerRate(Vec<MinBucket>);
+/// One tracker per rate and key, all fed in the same pass.
+struct PerRate {
+    rates: Vec<Rate>,
+    keys: Vec<Vec<MinBucket>>,
+}
 
 impl Sink for PerRate {
-    fn event(&mut self, time: Timestamp) {
-        self.0.iter_mut().for_each(|m| m.push(time));
+    fn event(&mut self, time: Timestamp, key: Key) {
+        let key = key as usize;
+        while self.keys.len() <= key {
+            self.keys.push(self.rates.iter().map(|&r| MinBucket::new(r)).collect());
+        }
+        self.keys[key].iter_mut().for_each(|m| m.push(time));
+    }
+}
+
+impl PerRate {
+    /// Returns one result per rate; with keys, the key needing the most, and the keys.
+    fn results(&self, names: KeyNames, top: usize) -> Vec<report::MinBucket> {
+        let per_key =
+            |n: usize| self.keys.iter().map(move |k| report::MinBucket::from(k[n].result()));
+        if names.names.is_empty() {
+            return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
+        }
+        (0..self.rates.len())
+            .map(|n| {
+                let mut keys: Vec<report::MinBucket> = per_key(n)
+                    .zip(names.names)
+                    .map(|(found, name)| report::MinBucket { key: Some(name.clone()), ..found })
+                    .collect();
+                keys.sort_by(|a, b| {
+                    b.min_bucket.cmp(&a.min_bucket).then_with(|| a.key.cmp(&b.key))
+                });
+                let worst = keys[0].clone();
+                let key_count = keys.len();
+                if top > 0 {
+                    keys.truncate(top);
+                }
+                report::MinBucket {
+                    key_column: Some(names.column.to_owned()),
+                    key_count: Some(key_count),
+                    keys: Some(keys),
+                    ..worst
+                }
+            })
+            .collect()
     }
 }
 
@@ -29,13 +71,21 @@ pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     if let Some(plot) = &job.curve {
         return run_curve(&job, plot.as_deref(), styles);
     }
-    let fresh = || PerRate(job.rates.iter().map(|&r| MinBucket::new(r)).collect());
+    let fresh = || PerRate { rates: job.rates.clone(), keys: Vec::new() };
     let (found, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
-    let found: Vec<report::MinBucket> = found.0.iter().map(|m| m.result().into()).collect();
+    let found = found.results(key_names(job.input.read.key_column.as_deref(), &stats), job.top);
+    // CSV: each rate's row, then its keys.
+    let rows: Vec<report::MinBucket> = found
+        .iter()
+        .flat_map(|m| {
+            std::iter::once(report::MinBucket { keys: None, ..m.clone() })
+                .chain(m.keys.iter().flatten().cloned())
+        })
+        .collect();
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| output::min_bucket_table(w, &found, styles.stdout);
-    write_result(&mut out, job.format, &found, &found, table)?;
+    write_result(&mut out, job.format, &found, &rows, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

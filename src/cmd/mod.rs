@@ -19,6 +19,8 @@ use crate::catalog::ReadStats;
 use crate::cli::{Cli, Format};
 use crate::config::{Config, Input, Job};
 use crate::output::{self, Style};
+use crate::replay::KeyNames;
+use crate::report;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -99,4 +101,28 @@ fn notes(input: &Input, stats: &ReadStats) {
             stats.no_magnitude
         );
     }
+}
+
+/// Keeps the first `top` keys of each keyed report; 0 keeps all.
+fn keep_top(reports: &mut [report::Replay], top: usize) {
+    for keys in reports.iter_mut().filter_map(|r| r.keys.as_mut()) {
+        if top > 0 {
+            keys.truncate(top);
+        }
+    }
+}
+
+/// The CSV rows of reports: each report's totals, then its keys, one row each.
+fn csv_rows(reports: &[report::Replay]) -> Vec<report::Replay> {
+    let mut rows = Vec::new();
+    for report in reports {
+        rows.push(report::Replay { keys: None, ..report.clone() });
+        rows.extend(report.keys.iter().flatten().cloned());
+    }
+    rows
+}
+
+/// The key names of a keyed read.
+fn key_names<'a>(job_key: Option<&'a str>, stats: &'a ReadStats) -> KeyNames<'a> {
+    KeyNames { column: job_key.unwrap_or_default(), names: &stats.keys }
 }

@@ -10,7 +10,7 @@ use crate::catalog;
 use crate::config::PlotJob;
 use crate::output::write_whole;
 use crate::plot::{COLUMNS, LanePlot, Scene};
-use crate::replay::Replayer;
+use crate::replay::{KeyNames, Replayer};
 use crate::time::{MICROS_PER_SEC, Span, Timestamp};
 
 pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
@@ -18,12 +18,12 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
         catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
     notes(&job.input, &stats);
     let (start, end) = axis(&job, &times);
-    let mut replayer = Replayer::new(&job.settings);
+    let mut replayer = Replayer::new(&job.settings, false);
     let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; job.settings.len()];
     let mut decisions = Vec::with_capacity(job.settings.len());
     for &time in &times {
         let column = Scene::column(start, end, time);
-        replayer.decide_each(time, &mut decisions);
+        replayer.decide_each(time, 0, &mut decisions);
         for (lane, &pass) in bins.iter_mut().zip(&decisions) {
             let (passed, dropped) = &mut lane[column];
             *if pass { passed } else { dropped } += 1;
@@ -31,7 +31,7 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
     }
     let name = job.input.source.name();
     let lanes = replayer
-        .reports(&name)
+        .reports(&name, KeyNames::default())
         .into_iter()
         .zip(bins)
         .map(|(report, bins)| LanePlot { report, bins });

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, notes, write_result};
+use super::{Styles, csv_rows, keep_top, key_names, notes, write_result};
 use crate::catalog;
 use crate::cli::Emit;
 use crate::config::ReplayJob;
@@ -14,10 +14,11 @@ use crate::replay::Replayer;
 
 pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
     let name = job.input.source.name();
+    let keyed = job.input.read.key_column.is_some();
     let (replayer, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
         None => {
             let (replayer, stats) = catalog::replay(&job.input.source, &job.input.read, || {
-                Replayer::new(&[job.settings])
+                Replayer::new(&[job.settings], keyed)
             })?;
             (replayer, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
@@ -25,12 +26,12 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
             // Every row is read and checked before the first is written, so an error
             // leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let mut replayer = Replayer::new(&[job.settings]);
+            let mut replayer = Replayer::new(&[job.settings], keyed);
             let mut out = BufWriter::new(io::stdout().lock());
             out.write_all(rows.header())?;
             out.write_all(if emit == Emit::All { b",decision\n" } else { b"\n" })?;
-            for (time, row) in rows.iter() {
-                let pass = replayer.decide(time);
+            for (time, key, row) in rows.iter() {
+                let pass = replayer.decide(time, key);
                 match emit {
                     Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
                     Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
@@ -46,9 +47,12 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
         }
     };
     notes(&job.input, &stats);
-    let report = replayer.reports(&name).remove(0);
-    let table = |w: &mut dyn Write| output::replay_table(w, &report, style);
-    write_result(&mut out, job.format, &report, std::slice::from_ref(&report), table)?;
+    let mut reports =
+        replayer.reports(&name, key_names(job.input.read.key_column.as_deref(), &stats));
+    keep_top(&mut reports, job.top);
+    let report = &reports[0];
+    let table = |w: &mut dyn Write| output::replay_table(w, report, style);
+    write_result(&mut out, job.format, report, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

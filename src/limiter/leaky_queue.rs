@@ -36,6 +36,17 @@ pub struct Waits {
 }
 
 impl Waits {
+    /// Returns the waits of two queues with the same rate taken together.
+    pub fn merge(&self, other: &Waits) -> Waits {
+        Waits {
+            delayed: self.delayed + other.delayed,
+            admitted: self.admitted + other.admitted,
+            longest: self.longest.max(other.longest),
+            total: self.total.saturating_add(other.total),
+            units_per_micro: self.units_per_micro,
+        }
+    }
+
     /// Returns the longest wait, rounded to the nearest microsecond, for reports.
     pub fn longest_micros(&self) -> i64 {
         self.micros(self.longest, 1)

@@ -5,6 +5,7 @@ mod harness;
 mod bad_input;
 mod compare;
 mod emit;
+mod keys;
 mod min_bucket;
 mod plot;
 mod real_data;

@@ -1,0 +1,176 @@
+//! Limits per key: each value of a column gets its own limiter.
+
+use std::collections::BTreeMap;
+
+use crate::harness::{Stdin, json, real_catalog, run, run_with};
+
+/// Two clients: `a` sends five at once, `b` one an hour.
+const CLIENTS: &str = "\
+time,client
+2025-01-01T00:00:00Z,a
+2025-01-01T00:00:00Z,b
+2025-01-01T00:00:00Z,a
+2025-01-01T00:00:00Z,a
+2025-01-01T00:00:00Z,a
+2025-01-01T00:00:00Z,a
+2025-01-01T01:00:00Z,b
+2025-01-01T02:00:00Z,
+";
+
+#[test]
+fn each_key_has_its_own_bucket() {
+    // At 1/h with a burst of 2, a passes 2 of its 5; b passes both; the empty key its one.
+    let args = [
+        "replay", "--algo", "gcra", "--rate", "1/h", "--burst", "2", "--key", "client", "--format",
+        "json",
+    ];
+    let report = json(&run(&args, CLIENTS).ok());
+    assert_eq!((report["events"].as_u64(), report["passed"].as_u64()), (Some(8), Some(5)));
+    assert_eq!(report["key_column"], "client");
+    assert_eq!(report["key_count"], 3);
+    // The largest bucket any key needs: a's five at once.
+    assert_eq!(report["min_bucket"], 5);
+    let keys: Vec<(&str, u64)> = report["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k["key"].as_str().unwrap(), k["dropped"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(keys, [("a", 3), ("", 0), ("b", 0)], "most dropped first, then by name");
+}
+
+#[test]
+fn the_table_names_the_empty_key() {
+    let args =
+        ["replay", "--algo", "sliding-log", "--rate", "1/h", "--key", "client", "--top", "2"];
+    let out = run(&args, CLIENTS).ok();
+    assert!(out.contains("The top 2 of 3 keys by `client`, most dropped first:"), "{out}");
+    let keys = out.split("most dropped first:\n").nth(1).unwrap();
+    assert_eq!(
+        keys,
+        "\
+key      events  passed  dropped  busiest 1h  min_bucket  promise
+a             5       1        4           1           5  held
+(empty)       1       1        0           1           1  held
+"
+    );
+}
+
+#[test]
+fn emit_marks_each_row_with_its_keys_decision() {
+    let args = [
+        "replay", "--algo", "gcra", "--rate", "1/h", "--burst", "2", "--key", "client", "--emit",
+        "all",
+    ];
+    let out = run(&args, CLIENTS).ok();
+    let decisions: Vec<&str> = out.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+    let want = ["passed", "passed", "passed", "dropped", "dropped", "dropped", "passed", "passed"];
+    assert_eq!(decisions, want);
+}
+
+#[test]
+fn a_missing_key_column() {
+    let err = run(&["min-bucket", "--rate", "1/h", "--key", "user"], CLIENTS).error();
+    assert!(err.contains("no column named `user` (named by --key)"), "{err}");
+}
+
+#[test]
+fn min_bucket_per_key_is_the_largest_any_key_needs() {
+    let args = ["min-bucket", "--rate", "1/h", "--key", "client", "--format", "json"];
+    let found = json(&run(&args, CLIENTS).ok());
+    assert_eq!(found[0]["key"], "a");
+    assert_eq!(found[0]["min_bucket"], 5);
+    let keys: Vec<u64> = found[0]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["min_bucket"].as_u64().unwrap())
+        .collect();
+    assert_eq!(keys, [5, 1, 1]);
+}
+
+/// Splits a USGS catalog's rows by the value of column `column`.
+fn split_by(text: &str, column: usize) -> BTreeMap<String, String> {
+    let header = text.lines().next().unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let mut parts: BTreeMap<String, String> = BTreeMap::new();
+    let mut writers: BTreeMap<String, csv::Writer<Vec<u8>>> = BTreeMap::new();
+    for record in reader.records() {
+        let record = record.unwrap();
+        let writer = writers
+            .entry(record[column].to_owned())
+            .or_insert_with(|| csv::Writer::from_writer(Vec::new()));
+        writer.write_record(&record).unwrap();
+    }
+    for (key, writer) in writers {
+        parts.insert(
+            key,
+            format!("{header}\n{}", String::from_utf8(writer.into_inner().unwrap()).unwrap()),
+        );
+    }
+    parts
+}
+
+/// Drops the fields that name the input or the key, which differ when a key runs alone.
+fn without_names(mut value: serde_json::Value) -> serde_json::Value {
+    let object = value.as_object_mut().unwrap();
+    object.remove("input");
+    object.remove("key");
+    value
+}
+
+#[test]
+fn per_key_results_equal_each_keys_rows_alone() {
+    let Some(path) = real_catalog("usgs_m4.5_2025.csv") else { return };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let settings = ["--rate", "2/h", "--burst", "3", "--format", "json"];
+    let keyed = json(
+        &run_with(
+            &[&["compare", path.to_str().unwrap(), "--key", "net", "--top", "0"], &settings[..]]
+                .concat(),
+            Stdin::Null,
+        )
+        .ok(),
+    );
+    let parts = split_by(&text, 10);
+    assert!(parts.len() > 5, "{} networks", parts.len());
+    for (net, rows) in &parts {
+        let alone = json(&run(&[&["compare"], &settings[..]].concat(), rows).ok());
+        for (lane, alone) in keyed.as_array().unwrap().iter().zip(alone.as_array().unwrap()) {
+            let key =
+                lane["keys"].as_array().unwrap().iter().find(|k| k["key"] == net.as_str()).unwrap();
+            assert_eq!(
+                without_names(key.clone()),
+                without_names(alone.clone()),
+                "{net}, {}",
+                lane["algorithm"]
+            );
+        }
+    }
+    // min-bucket per key, likewise.
+    let keyed = json(
+        &run_with(
+            &[
+                "min-bucket",
+                path.to_str().unwrap(),
+                "--rate",
+                "2/h",
+                "--key",
+                "net",
+                "--top",
+                "0",
+                "--format",
+                "json",
+            ],
+            Stdin::Null,
+        )
+        .ok(),
+    );
+    for (net, rows) in &parts {
+        let alone = json(&run(&["min-bucket", "--rate", "2/h", "--format", "json"], rows).ok());
+        let key =
+            keyed[0]["keys"].as_array().unwrap().iter().find(|k| k["key"] == net.as_str()).unwrap();
+        assert_eq!(key["min_bucket"], alone[0]["min_bucket"], "{net}");
+        assert_eq!(key["span"], alone[0]["span"], "{net}");
+    }
+}
