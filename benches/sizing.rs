@@ -4,10 +4,12 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ratelimit_replay::catalog::{self, ReadOptions, Source};
 use ratelimit_replay::curve::Curve;
-use ratelimit_replay::min_bucket::MinBucket;
+use ratelimit_replay::etas::{Params, Simulation};
+use ratelimit_replay::min_bucket::{MinBucket, MinBuckets};
+use ratelimit_replay::rate::Rate;
 use ratelimit_replay::time::Timestamp;
 
 fn catalog_times() -> Option<Vec<Timestamp>> {
@@ -19,6 +21,28 @@ fn catalog_times() -> Option<Vec<Timestamp>> {
     }
     let (times, _) = catalog::replay(&Source::Path(path), &ReadOptions::new(), Vec::new).unwrap();
     Some(times)
+}
+
+/// A hundred rates over a million synthetic events, about 100 an hour: the work of
+/// `min-bucket --rate 1/h..100/h` beside reading the input.
+fn many_rates(c: &mut Criterion) {
+    let start: Timestamp = "2015-01-01".parse().unwrap();
+    let end: Timestamp = "2016-01-01".parse().unwrap();
+    let mut params = Params::new(1, start, end);
+    params.background_per_day *= 530.0;
+    let times: Vec<Timestamp> = Simulation::new(params).map(|q| q.time).collect();
+    let rates: Vec<Rate> = (1..=100).map(|n| format!("{n}/h").parse().unwrap()).collect();
+    let mut group = c.benchmark_group("min_bucket_100_rates");
+    group.throughput(Throughput::Elements(times.len() as u64 * 100));
+    group.sample_size(20);
+    group.bench_function("per_rate_event", |b| {
+        b.iter(|| {
+            let mut many = MinBuckets::new(&rates);
+            times.iter().for_each(|&t| many.push(t));
+            black_box(many.results())
+        })
+    });
+    group.finish();
 }
 
 fn sizing(c: &mut Criterion) {
@@ -35,5 +59,5 @@ fn sizing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sizing);
+criterion_group!(benches, sizing, many_rates);
 criterion_main!(benches);

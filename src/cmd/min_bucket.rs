@@ -11,34 +11,34 @@ use crate::catalog::{self, Key, Sink};
 use crate::config::MinBucketJob;
 use crate::curve::Curve;
 use crate::curve_svg;
-use crate::min_bucket::MinBucket;
+use crate::min_bucket::{Lossless, MinBuckets};
 use crate::output::{self, write_whole};
 use crate::rate::Rate;
 use crate::replay::KeyNames;
 use crate::report::{self, Exact};
 use crate::time::{Span, Timestamp};
 
-/// One tracker per rate and key, all fed in the same pass.
+/// Trackers for every rate, one set per key, all fed in the same pass.
 struct PerRate {
     rates: Vec<Rate>,
-    keys: Vec<Vec<MinBucket>>,
+    keys: Vec<MinBuckets>,
 }
 
 impl Sink for PerRate {
     fn event(&mut self, time: Timestamp, key: Key) {
         let key = key as usize;
         while self.keys.len() <= key {
-            self.keys.push(self.rates.iter().map(|&r| MinBucket::new(r)).collect());
+            self.keys.push(MinBuckets::new(&self.rates));
         }
-        self.keys[key].iter_mut().for_each(|m| m.push(time));
+        self.keys[key].push(time);
     }
 }
 
 impl PerRate {
     /// Returns one result per rate; with keys, the key needing the most, and the keys.
-    fn results(&self, names: KeyNames, top: usize) -> Vec<report::MinBucket> {
-        let per_key =
-            |n: usize| self.keys.iter().map(move |k| report::MinBucket::from(k[n].result()));
+    fn results(&mut self, names: KeyNames, top: usize) -> Vec<report::MinBucket> {
+        let results: Vec<Vec<Lossless>> = self.keys.iter_mut().map(MinBuckets::results).collect();
+        let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
         if names.names.is_empty() {
             return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
         }
@@ -74,6 +74,7 @@ pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     let fresh = || PerRate { rates: job.rates.clone(), keys: Vec::new() };
     let (found, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
+    let mut found = found;
     let found = found.results(key_names(job.input.read.key_column.as_deref(), &stats), job.top);
     // CSV: each rate's row, then its keys.
     let rows: Vec<report::MinBucket> = found
