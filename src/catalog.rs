@@ -13,6 +13,7 @@ use anyhow::{Context, Result, anyhow};
 use csv::ByteRecord;
 
 use crate::decimal;
+use crate::progress::Progress;
 use crate::time::{TimeFormat, Timestamp};
 
 /// Where a catalog comes from.
@@ -72,6 +73,8 @@ pub struct ReadOptions {
     pub min_mag: Option<i64>,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
+    /// Whether to show a progress bar on stderr when reading takes long.
+    pub progress: bool,
 }
 
 impl ReadOptions {
@@ -84,6 +87,7 @@ impl ReadOptions {
             until: None,
             min_mag: None,
             key_column: None,
+            progress: false,
         }
     }
 }
@@ -134,9 +138,10 @@ pub fn replay<S: Sink>(
     mut fresh: impl FnMut() -> S,
 ) -> Result<(S, ReadStats)> {
     let mut input = Input::open(source)?;
+    let size = input.size();
     if input.can_rewind() {
         let mut sink = fresh();
-        let mut pass = Pass::new(input.reader()?, source, options)?;
+        let mut pass = Pass::new(input.reader()?, source, options, size)?;
         let mut last = None;
         let mut in_order = true;
         while let Some((time, key)) = pass.next_event()? {
@@ -151,7 +156,7 @@ pub fn replay<S: Sink>(
             return Ok((sink, pass.finish(true)));
         }
     }
-    let mut pass = Pass::new(input.reader()?, source, options)?;
+    let mut pass = Pass::new(input.reader()?, source, options, size)?;
     let mut sink = fresh();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
@@ -207,8 +212,9 @@ impl Rows {
 /// Reads every kept row of `source` with its text, sorted by time, stable for equal times.
 pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
     let mut input = Input::open(source)?;
+    let size = input.size();
     let capture = Capture { inner: input.reader()?, seen: Vec::new(), base: 0 };
-    let mut pass = Pass::new(capture, source, options)?;
+    let mut pass = Pass::new(capture, source, options, size)?;
     let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
     let header_end = pass.csv.position().byte();
     rows.header = pass.csv.get_ref().slice(0, header_end).to_vec();
@@ -263,6 +269,17 @@ impl Input {
             },
             Source::Embedded { bytes, .. } => Input::Bytes(bytes),
         })
+    }
+
+    /// Returns the number of bytes to read, if it is known.
+    fn size(&self) -> Option<u64> {
+        match self {
+            Input::File { file, start } => {
+                file.metadata().ok().map(|m| m.len().saturating_sub(*start))
+            }
+            Input::Pipe => None,
+            Input::Bytes(bytes) => Some(bytes.len() as u64),
+        }
     }
 
     fn can_rewind(&self) -> bool {
@@ -339,10 +356,16 @@ struct Pass<'a, R> {
     key: Option<usize>,
     keys: HashMap<Box<[u8]>, Key>,
     stats: ReadStats,
+    progress: Progress,
 }
 
 impl<'a, R: Read> Pass<'a, R> {
-    fn new(reader: R, source: &Source, options: &'a ReadOptions) -> Result<Pass<'a, R>> {
+    fn new(
+        reader: R,
+        source: &Source,
+        options: &'a ReadOptions,
+        size: Option<u64>,
+    ) -> Result<Pass<'a, R>> {
         let name = source.name();
         let mut csv = csv::ReaderBuilder::new().buffer_capacity(1 << 16).from_reader(reader);
         let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
@@ -378,6 +401,7 @@ impl<'a, R: Read> Pass<'a, R> {
             key,
             keys: HashMap::new(),
             stats: ReadStats::default(),
+            progress: Progress::new(options.progress, size),
         })
     }
 
@@ -393,6 +417,7 @@ impl<'a, R: Read> Pass<'a, R> {
                 return Ok(None);
             }
             self.stats.rows += 1;
+            self.progress.tick(self.stats.rows, self.csv.position().byte());
             let field = |index: usize| self.record.get(index).unwrap_or_default();
             let text = field(self.time);
             let time = Timestamp::parse(text, options.time_format).map_err(|e| {

@@ -222,6 +222,8 @@ fn resolve_input(args: InputArgs, key_column: Option<String>) -> Result<Input> {
             until,
             min_mag: args.min_mag.map(|m| m.0),
             key_column,
+            // Only a person at a terminal wants to see a bar; it goes to stderr.
+            progress: io::stderr().is_terminal(),
         },
         note,
     })

@@ -12,6 +12,7 @@ pub mod limiter;
 pub mod min_bucket;
 pub mod output;
 pub mod plot;
+pub mod progress;
 pub mod promise;
 pub mod rate;
 pub mod replay;
