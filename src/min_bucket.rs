@@ -15,7 +15,7 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug)]
 pub struct MinBucket {
     p: i128,
-    n: i128,
+    n: i64,
     rate: Rate,
     events: u64,
     last: i64,
@@ -54,7 +54,7 @@ impl MinBucket {
         let never = Timestamp::from_micros(0).expect("the epoch is in range");
         MinBucket {
             p: rate.p(),
-            n: rate.n(),
+            n: rate.count() as i64,
             rate,
             events: 0,
             last: i64::MIN,
@@ -73,7 +73,8 @@ impl MinBucket {
         // The first event starts with the minimum at itself.
         let excess = match j {
             0 => 0,
-            _ => self.excess + self.p - self.n * i128::from(now - self.last),
+            // One 64 × 64 → 128-bit multiplication.
+            _ => self.excess + self.p - i128::from(self.n) * i128::from(now - self.last),
         };
         // `<= 0`: a new minimum, or one equal to the old; the latest gives the shortest
         // stretch.
@@ -251,7 +252,7 @@ impl MinBuckets {
         let wide = (0..self.rates.len())
             .map(|k| MinBucket {
                 p: i128::from(l.p[k]),
-                n: i128::from(l.n[k]),
+                n: l.n[k],
                 rate: self.rates[k],
                 events: self.events,
                 last: self.last,

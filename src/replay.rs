@@ -155,7 +155,16 @@ impl Replayer {
     }
 
     /// Makes sure key `key` has its state; keys arrive numbered in order.
+    #[inline]
     fn add_keys_to(&mut self, key: usize) {
+        if key < self.keys.len() {
+            return;
+        }
+        self.add_keys(key);
+    }
+
+    #[cold]
+    fn add_keys(&mut self, key: usize) {
         while self.keys.len() <= key {
             let first = self.settings[0];
             let lanes = self.settings.iter().map(|&s| Lane::new(s)).collect();
