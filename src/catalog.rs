@@ -119,14 +119,16 @@ pub struct ReadStats {
 
 /// Something that takes a catalog's events one at a time, in time order.
 pub trait Sink {
-    /// Takes the next event, no earlier than the one before, with its key.
-    fn event(&mut self, time: Timestamp, key: Key);
+    /// Takes the next event, no earlier than the one before, with its key. A sink that
+    /// fails (Redis, say) stops the reading.
+    fn event(&mut self, time: Timestamp, key: Key) -> Result<()>;
 }
 
 /// Collecting the times is a sink too, at 8 bytes an event.
 impl Sink for Vec<Timestamp> {
-    fn event(&mut self, time: Timestamp, _key: Key) {
+    fn event(&mut self, time: Timestamp, _key: Key) -> Result<()> {
         self.push(time);
+        Ok(())
     }
 }
 
@@ -150,7 +152,7 @@ pub fn replay<S: Sink>(
                 break;
             }
             last = Some(time);
-            sink.event(time, key);
+            sink.event(time, key)?;
         }
         if in_order {
             return Ok((sink, pass.finish(true)));
@@ -167,7 +169,9 @@ pub fn replay<S: Sink>(
         }
         let in_order = events.is_sorted_by_key(|e| e.0);
         events.sort_unstable();
-        events.into_iter().for_each(|(time, key)| sink.event(time, key));
+        for (time, key) in events {
+            sink.event(time, key)?;
+        }
         in_order
     } else {
         let mut times = Vec::new();
@@ -176,7 +180,9 @@ pub fn replay<S: Sink>(
         }
         let in_order = times.is_sorted();
         times.sort_unstable();
-        times.into_iter().for_each(|time| sink.event(time, 0));
+        for time in times {
+            sink.event(time, 0)?;
+        }
         in_order
     };
     Ok((sink, pass.finish(in_order)))

@@ -47,6 +47,9 @@ pub enum Command {
     /// Find the smallest token bucket that drops nothing, for one or more rates.
     #[command(after_help = AFTER_HELP)]
     MinBucket(MinBucketArgs),
+    /// Decide one event now, in Redis, for a script: exit 0 if allowed, 1 if limited.
+    #[command(after_help = CHECK_AFTER_HELP)]
+    Check(CheckArgs),
     /// Find the smallest rate at which a bucket of a given burst drops nothing.
     #[command(after_help = AFTER_HELP)]
     MinRate(MinRateArgs),
@@ -135,6 +138,19 @@ pub struct KeyArgs {
     pub top: usize,
 }
 
+/// Running the limiters in Redis.
+#[derive(Debug, Args)]
+pub struct RedisArgs {
+    /// Run every limiter in Redis (7 or later), at this URL, as atomic scripts, so that
+    /// decisions are the ones many processes sharing a limit would get: redis://host:6379/0.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+
+    /// The prefix of every Redis key ratelimit writes.
+    #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
+    pub redis_prefix: String,
+}
+
 /// How to print the result.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -151,6 +167,9 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub remote: RedisArgs,
 
     /// The limiter.
     #[arg(long, value_enum, value_name = "ALGO")]
@@ -176,6 +195,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub remote: RedisArgs,
 
     #[command(flatten)]
     pub limit: LimitArgs,
@@ -249,6 +271,52 @@ pub struct MinBucketArgs {
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+const CHECK_AFTER_HELP: &str = "\
+The decision is made atomically in Redis, at the server's time, so that every process
+checking the same KEY shares one limit. It prints the capacity remaining, when a call of
+this cost could pass (retry after) and when the limiter is back to full (reset after), as
+redis-cell's CL.THROTTLE does.
+
+Example: ratelimit check \"alert:$user\" --rate 5/h --burst 5 --redis \"$REDIS_URL\" && send_alert
+
+Exit status: 0 allowed, 1 limited, 2 error (a cost larger than the burst is an error: it
+could never pass).";
+
+/// `ratelimit check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The key to limit, such as alert:bob; it is stored as PREFIX{KEY}:ALGO.
+    #[arg(value_name = "KEY")]
+    pub key: String,
+
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    pub algo: Algorithm,
+
+    /// The rate: N events per period, as in 5/h or 1/30s.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub rate: Rate,
+
+    /// The burst b of token-bucket and gcra [default: N].
+    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    pub burst: Option<u64>,
+
+    /// How many units to take at once, all or nothing.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_burst)]
+    pub cost: u64,
+
+    /// The Redis server, as redis://host:6379/0.
+    #[arg(long, value_name = "URL", required = true)]
+    pub redis: String,
+
+    /// The prefix of every Redis key ratelimit writes.
+    #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
+    pub redis_prefix: String,
 
     #[command(flatten)]
     pub output: OutputArgs,

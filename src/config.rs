@@ -43,6 +43,8 @@ pub enum Job {
     MinBucket(MinBucketJob),
     /// `min-rate`.
     MinRate(MinRateJob),
+    /// `check`.
+    Check(CheckJob),
     /// `synth`.
     Synth(SynthJob),
 }
@@ -58,10 +60,28 @@ pub struct Input {
     pub note: Option<&'static str>,
 }
 
+/// Where limiters run, when in Redis: its URL and the key prefix.
+#[derive(Clone, Debug)]
+pub struct RedisTarget {
+    pub url: String,
+    pub prefix: String,
+}
+
+/// A resolved `check`.
+#[derive(Debug)]
+pub struct CheckJob {
+    pub key: String,
+    pub settings: Settings,
+    pub cost: u64,
+    pub redis: RedisTarget,
+    pub format: Format,
+}
+
 /// A resolved `replay`.
 #[derive(Debug)]
 pub struct ReplayJob {
     pub input: Input,
+    pub redis: Option<RedisTarget>,
     pub top: usize,
     pub settings: Settings,
     pub emit: Option<Emit>,
@@ -72,6 +92,7 @@ pub struct ReplayJob {
 #[derive(Debug)]
 pub struct CompareJob {
     pub input: Input,
+    pub redis: Option<RedisTarget>,
     pub top: usize,
     pub settings: Vec<Settings>,
     pub format: Format,
@@ -119,6 +140,7 @@ impl Config {
             Command::Replay(args) => Job::Replay(resolve_replay(args)?),
             Command::Compare(args) => Job::Compare(CompareJob {
                 input: resolve_input(args.input, args.keys.key)?,
+                redis: resolve_redis(args.remote),
                 top: args.keys.top,
                 settings: Algorithm::ALL
                     .iter()
@@ -143,6 +165,7 @@ impl Config {
                 format: args.output.format,
             }),
             Command::Synth(args) => Job::Synth(resolve_synth(args)?),
+            Command::Check(args) => Job::Check(resolve_check(args)?),
         };
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = |terminal: bool| match cli.color {
@@ -162,6 +185,7 @@ fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
     Ok(ReplayJob {
         settings: resolve_limit(&args.limit, args.algo, true)?,
         input: resolve_input(args.input, args.keys.key)?,
+        redis: resolve_redis(args.remote),
         top: args.keys.top,
         emit: args.emit,
         format: args.output.format,
@@ -226,6 +250,26 @@ fn resolve_input(args: InputArgs, key_column: Option<String>) -> Result<Input> {
             progress: io::stderr().is_terminal(),
         },
         note,
+    })
+}
+
+fn resolve_redis(args: cli::RedisArgs) -> Option<RedisTarget> {
+    args.redis.map(|url| RedisTarget { url, prefix: args.redis_prefix })
+}
+
+fn resolve_check(args: cli::CheckArgs) -> Result<CheckJob> {
+    if args.algo == Algorithm::LeakyQueue {
+        bail!(
+            "check decides at once; a leaky queue delays instead: use gcra, which admits the same"
+        );
+    }
+    let limit = LimitArgs { rate: args.rate, burst: args.burst, window: None };
+    Ok(CheckJob {
+        key: args.key,
+        settings: resolve_limit(&limit, args.algo, true)?,
+        cost: args.cost,
+        redis: RedisTarget { url: args.redis, prefix: args.redis_prefix },
+        format: args.output.format,
     })
 }
 

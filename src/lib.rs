@@ -15,6 +15,7 @@ pub mod plot;
 pub mod progress;
 pub mod promise;
 pub mod rate;
+pub mod remote;
 pub mod replay;
 pub mod report;
 pub mod sample;

@@ -470,3 +470,20 @@ fn compare_keys_table(
     header.extend(reports.iter().map(|r| r.algorithm.name()));
     table(out, &header, &rows, style)
 }
+
+/// Writes a live decision as one line.
+pub fn check_line(out: &mut dyn Write, c: &report::Check, style: Style) -> io::Result<()> {
+    let full = human_ms(c.reset_after_s);
+    if c.allowed {
+        let verdict = style.good("allowed");
+        writeln!(out, "{verdict}: {} of {} left, full again in {full}", c.remaining, c.limit)
+    } else {
+        let verdict = style.warn("limited");
+        let retry = human_ms(c.retry_after_s);
+        writeln!(
+            out,
+            "{verdict}: {} of {} left, retry in {retry}, full again in {full}",
+            c.remaining, c.limit
+        )
+    }
+}

@@ -1,7 +1,7 @@
 //! Replaying events through one limiter, and gathering what its report needs.
 
 use crate::catalog::{Key, Sink};
-use crate::limiter::{Algorithm, AnyLimiter, Limiter};
+use crate::limiter::{Algorithm, AnyLimiter, Given, Limiter};
 use crate::min_bucket::MinBucket;
 use crate::promise::PromiseCheck;
 use crate::rate::Rate;
@@ -59,10 +59,19 @@ pub struct Lane {
 impl Lane {
     /// Returns a lane that has seen no events.
     pub fn new(settings: Settings) -> Lane {
+        Lane::with(settings, settings.algorithm.build(settings.rate, settings.burst))
+    }
+
+    /// Returns a lane whose decisions are made in Redis and handed over.
+    pub fn given(settings: Settings) -> Lane {
+        Lane::with(settings, AnyLimiter::Given(Given::new(settings.algorithm, settings.rate)))
+    }
+
+    fn with(settings: Settings, limiter: AnyLimiter) -> Lane {
         let Settings { algorithm, rate, burst, window } = settings;
         Lane {
             settings,
-            limiter: algorithm.build(rate, burst),
+            limiter,
             passed: 0,
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst),
@@ -111,6 +120,8 @@ impl Lane {
 #[derive(Clone, Debug)]
 pub struct Replayer {
     settings: Vec<Settings>,
+    /// Whether decisions are made in Redis and handed over.
+    given: bool,
     keys: Vec<PerKey>,
     totals: Option<Totals>,
 }
@@ -149,7 +160,17 @@ impl Replayer {
             passed: vec![0; settings.len()],
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         });
-        let mut replayer = Replayer { settings: settings.to_vec(), keys: Vec::new(), totals };
+        let mut replayer =
+            Replayer { settings: settings.to_vec(), given: false, keys: Vec::new(), totals };
+        replayer.add_keys_to(0);
+        replayer
+    }
+
+    /// Returns a replayer like `new`, whose decisions are made in Redis: they are handed
+    /// over with `decide_given`.
+    pub fn given(settings: &[Settings], keyed: bool) -> Replayer {
+        let mut replayer =
+            Replayer { given: true, keys: Vec::new(), ..Replayer::new(settings, keyed) };
         replayer.add_keys_to(0);
         replayer
     }
@@ -167,7 +188,8 @@ impl Replayer {
     fn add_keys(&mut self, key: usize) {
         while self.keys.len() <= key {
             let first = self.settings[0];
-            let lanes = self.settings.iter().map(|&s| Lane::new(s)).collect();
+            let lane = if self.given { Lane::given } else { Lane::new };
+            let lanes = self.settings.iter().map(|&s| lane(s)).collect();
             self.keys.push(PerKey { demand: Demand::new(first.rate, first.window), lanes });
         }
     }
@@ -202,6 +224,23 @@ impl Replayer {
         let mut first = false;
         self.decide_with(time, key, |n, pass| first |= n == 0 && pass);
         first
+    }
+
+    /// Takes each lane's decision on an event, made elsewhere: whether it passed and a leaky
+    /// queue's wait, in units of 1/N µs, one per lane in order.
+    pub fn decide_given(
+        &mut self,
+        time: Timestamp,
+        key: Key,
+        decisions: impl IntoIterator<Item = (bool, i128)>,
+    ) {
+        self.add_keys_to(key as usize);
+        for (lane, (pass, wait)) in self.keys[key as usize].lanes.iter_mut().zip(decisions) {
+            if let AnyLimiter::Given(given) = &mut lane.limiter {
+                given.set(pass, wait);
+            }
+        }
+        self.decide(time, key);
     }
 
     /// Decides on an event in every lane, and writes each lane's decision to `decisions`.
@@ -259,7 +298,8 @@ fn promise_over_keys(check: &PromiseCheck, per_key: &[report::Replay]) -> report
 }
 
 impl Sink for Replayer {
-    fn event(&mut self, time: Timestamp, key: Key) {
+    fn event(&mut self, time: Timestamp, key: Key) -> anyhow::Result<()> {
         self.decide(time, key);
+        Ok(())
     }
 }

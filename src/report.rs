@@ -167,3 +167,19 @@ pub struct MinRate {
     /// The stretch of events that forces the rate; `None` when the rate is zero.
     pub span: Option<Stretch>,
 }
+
+/// One live decision, with what redis-cell's `CL.THROTTLE` reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub key: String,
+    pub algorithm: Algorithm,
+    pub rate: Rate,
+    pub cost: u64,
+    pub allowed: bool,
+    pub limit: u64,
+    pub remaining: u64,
+    #[serde(serialize_with = "seconds")]
+    pub retry_after_s: Span,
+    #[serde(serialize_with = "seconds")]
+    pub reset_after_s: Span,
+}

@@ -5,16 +5,14 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, csv_rows, keep_top, key_names, notes, write_result};
-use crate::catalog;
+use super::{Engines, Styles, csv_rows, keep_top, key_names, notes, write_result};
 use crate::config::CompareJob;
 use crate::output;
-use crate::replay::Replayer;
 
 pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
     let keyed = job.input.read.key_column.is_some();
-    let fresh = || Replayer::new(&job.settings, keyed);
-    let (replayer, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
+    let engines = Engines::new(&job.settings, keyed, job.redis.as_ref())?;
+    let (replayer, stats) = engines.replay(&job.input)?;
     notes(&job.input, &stats);
     let names = key_names(job.input.read.key_column.as_deref(), &stats);
     let all = replayer.reports(&job.input.source.name(), names);

@@ -25,12 +25,13 @@ struct PerRate {
 }
 
 impl Sink for PerRate {
-    fn event(&mut self, time: Timestamp, key: Key) {
+    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         let key = key as usize;
         while self.keys.len() <= key {
             self.keys.push(MinBuckets::new(&self.rates));
         }
         self.keys[key].push(time);
+        Ok(())
     }
 }
 

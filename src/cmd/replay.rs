@@ -5,33 +5,33 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, csv_rows, keep_top, key_names, notes, write_result};
+use super::{Engines, Styles, csv_rows, keep_top, key_names, notes, write_result};
 use crate::catalog;
 use crate::cli::Emit;
 use crate::config::ReplayJob;
 use crate::output;
-use crate::replay::Replayer;
 
 pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
     let name = job.input.source.name();
     let keyed = job.input.read.key_column.is_some();
+    let engines = Engines::new(&[job.settings], keyed, job.redis.as_ref())?;
     let (replayer, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
         None => {
-            let (replayer, stats) = catalog::replay(&job.input.source, &job.input.read, || {
-                Replayer::new(&[job.settings], keyed)
-            })?;
+            let (replayer, stats) = engines.replay(&job.input)?;
             (replayer, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
         Some(emit) => {
-            // Every row is read and checked before the first is written, so an error
-            // leaves no half-written output.
+            // Every row is read and checked, and every decision taken, before the first
+            // row is written, so an error leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let mut replayer = Replayer::new(&[job.settings], keyed);
+            let mut engine = engines.make();
+            let events: Vec<_> = rows.iter().map(|(time, key, _)| (time, key)).collect();
+            let decisions = engine.decide(&events)?;
+            let replayer = engine.finish()?;
             let mut out = BufWriter::new(io::stdout().lock());
             out.write_all(rows.header())?;
             out.write_all(if emit == Emit::All { b",decision\n" } else { b"\n" })?;
-            for (time, key, row) in rows.iter() {
-                let pass = replayer.decide(time, key);
+            for ((_, _, row), pass) in rows.iter().zip(decisions) {
                 match emit {
                     Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
                     Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,

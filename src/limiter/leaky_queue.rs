@@ -36,6 +36,19 @@ pub struct Waits {
 }
 
 impl Waits {
+    /// Returns the waits of no events, for a rate of N per period.
+    pub fn new(rate: Rate) -> Waits {
+        Waits { units_per_micro: rate.n(), ..Waits::default() }
+    }
+
+    /// Counts an admitted event that waited `wait` units.
+    pub fn record(&mut self, wait: i128) {
+        self.admitted += 1;
+        self.delayed += u64::from(wait > 0);
+        self.longest = self.longest.max(wait);
+        self.total = self.total.saturating_add(wait);
+    }
+
     /// Returns the waits of two queues with the same rate taken together.
     pub fn merge(&self, other: &Waits) -> Waits {
         Waits {
@@ -77,7 +90,7 @@ impl LeakyQueue {
             interval: rate.p(),
             max_wait: i128::from(burst - 1) * rate.p(),
             last_departure: None,
-            waits: Waits { units_per_micro: rate.n(), ..Waits::default() },
+            waits: Waits::new(rate),
         }
     }
 
@@ -99,11 +112,7 @@ impl Limiter for LeakyQueue {
             return false;
         }
         self.last_departure = Some(departure);
-        let waits = &mut self.waits;
-        waits.admitted += 1;
-        waits.delayed += u64::from(wait > 0);
-        waits.longest = waits.longest.max(wait);
-        waits.total = waits.total.saturating_add(wait);
+        self.waits.record(wait);
         true
     }
 }

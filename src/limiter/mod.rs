@@ -6,6 +6,7 @@
 mod aligned;
 mod fixed_window;
 mod gcra;
+mod given;
 mod leaky_queue;
 mod sliding_counter;
 mod sliding_log;
@@ -17,6 +18,7 @@ mod tests;
 pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
+pub use given::Given;
 pub use leaky_queue::{LeakyQueue, Waits};
 pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
@@ -104,6 +106,7 @@ pub enum AnyLimiter {
     TokenBucket(TokenBucket),
     Gcra(Gcra),
     LeakyQueue(LeakyQueue),
+    Given(Given),
 }
 
 impl AnyLimiter {
@@ -111,6 +114,7 @@ impl AnyLimiter {
     pub fn waits(&self) -> Option<Waits> {
         match self {
             AnyLimiter::LeakyQueue(queue) => Some(queue.waits()),
+            AnyLimiter::Given(given) => given.waits(),
             _ => None,
         }
     }
@@ -126,6 +130,7 @@ impl Limiter for AnyLimiter {
             AnyLimiter::TokenBucket(l) => l.admit(now),
             AnyLimiter::Gcra(l) => l.admit(now),
             AnyLimiter::LeakyQueue(l) => l.admit(now),
+            AnyLimiter::Given(l) => l.admit(now),
         }
     }
 }

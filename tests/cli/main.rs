@@ -10,6 +10,7 @@ mod min_bucket;
 mod plot;
 mod real_data;
 mod replay;
+mod shared;
 mod sizing;
 mod synth;
 

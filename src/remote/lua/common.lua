@@ -1,0 +1,46 @@
+-- Shared by every limiter script; ratelimit prepends it to each.
+--
+-- Redis runs Lua 5.1, whose numbers are doubles: integers are exact below 2^53. Every value
+-- here is a whole number of microseconds, events, or units of 1/N µs, and ratelimit checks
+-- before it runs that the largest stays below 2^53 (see README, "Shared limits in Redis").
+-- Division is never used on its own: divmod goes through math.fmod, which is exact.
+
+-- The time: ARGV[1] in microseconds, or the server's clock if it is empty.
+local function now_us()
+  if ARGV[1] ~= '' then
+    return tonumber(ARGV[1])
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Returns a // m and a % m for m > 0, rounding toward negative infinity, exactly.
+local function divmod(a, m)
+  local r = math.fmod(a, m)
+  if r < 0 then
+    r = r + m
+  end
+  return (a - r) / m, r
+end
+
+-- Returns ⌈a / m⌉ for a ≥ 0, m > 0, exactly.
+local function ceil_div(a, m)
+  local q, r = divmod(a, m)
+  if r > 0 then
+    q = q + 1
+  end
+  return q
+end
+
+-- Writes a whole number without an exponent, for key names and scores.
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+-- Sets a key's time to live: ARGV's fixed one when given (replays), else `ms`.
+local function expire(key, ms, fixed)
+  if fixed > 0 then
+    ms = fixed
+  end
+  redis.call('PEXPIRE', key, math.max(1, ms))
+end

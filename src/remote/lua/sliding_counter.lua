@@ -1,0 +1,56 @@
+-- Sliding-window counter. KEYS[1] and KEYS[2]: two hashes that share a hash tag, each a
+-- window's start (w) and count of passed events (c); even windows use the first, odd the
+-- second, so the previous window's count is always in the other.
+-- ARGV: now, N, P, cost, ttl_ms.
+-- Returns {allowed, remaining, retry_after_us, reset_after_us}.
+local now = now_us()
+local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
+local cost, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+
+local window, elapsed = divmod(now, p)
+local start = now - elapsed
+local _, odd = divmod(window, 2)
+local cur_key, prev_key = KEYS[1 + odd], KEYS[2 - odd]
+local cur = redis.call('HMGET', cur_key, 'w', 'c')
+local prev = redis.call('HMGET', prev_key, 'w', 'c')
+local c = 0
+if tonumber(cur[1]) == start then
+  c = tonumber(cur[2])
+end
+local before = 0
+if tonumber(prev[1]) == start - p then
+  before = tonumber(prev[2])
+end
+-- prev·(P − elapsed)/P + cur < N for each unit, multiplied through by P.
+local weighted = before * (p - elapsed)
+local allowed = weighted + (c + cost - 1) * p < n * p
+if allowed then
+  c = c + cost
+end
+redis.call('HSET', cur_key, 'w', int(start), 'c', int(c))
+expire(cur_key, ceil_div(2 * p, 1000), ttl)
+expire(prev_key, ceil_div(2 * p, 1000), ttl)
+-- Units that would pass now: the largest k with weighted + (c + k − 1)·P < N·P.
+local room = n * p - weighted - c * p
+local remaining = 0
+if room > 0 then
+  remaining = ceil_div(room, p)
+end
+local retry = 0
+if not allowed then
+  if c + cost - 1 < n then
+    -- Later in this window the previous count weighs less: elapsed must pass
+    -- P − (N − c − cost + 1)·P / before.
+    local e, _ = divmod(p * before - (n - c - cost + 1) * p, before)
+    retry = math.max(1, e + 1 - elapsed)
+  else
+    -- In the next window, this one's count is the previous: elapsed' > P − (N − cost + 1)·P / c.
+    local e = 0
+    if c > 0 then
+      local q, _ = divmod(p * c - (n - cost + 1) * p, c)
+      e = math.max(0, q + 1)
+    end
+    retry = p - elapsed + e
+  end
+end
+return {allowed and 1 or 0, remaining, retry, 2 * p - elapsed}

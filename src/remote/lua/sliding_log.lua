@@ -1,0 +1,33 @@
+-- Sliding log. KEYS[1]: a sorted set of passed events, scored by their time in µs.
+-- ARGV: now, N, P, cost, ttl_ms, a member name unique to this call.
+-- Returns {allowed, remaining, retry_after_us, reset_after_us}.
+local now = now_us()
+local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
+local cost, ttl, member = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+
+-- An event exactly one period old has left (t − P, t].
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - p))
+for i = 1, cost do
+  redis.call('ZADD', KEYS[1], int(now), member .. ':' .. i)
+end
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = count <= n
+if not allowed then
+  for i = 1, cost do
+    redis.call('ZREM', KEYS[1], member .. ':' .. i)
+  end
+  count = count - cost
+end
+local retry = 0
+if not allowed then
+  -- Enough of the oldest must leave: the (count + cost − N)-th oldest.
+  local oldest = redis.call('ZRANGE', KEYS[1], count + cost - n - 1, count + cost - n - 1, 'WITHSCORES')
+  retry = tonumber(oldest[2]) + p - now
+end
+local reset = 0
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if newest[2] then
+  reset = tonumber(newest[2]) + p - now
+end
+expire(KEYS[1], ceil_div(p, 1000), ttl)
+return {allowed and 1 or 0, n - count, retry, reset}

@@ -1,0 +1,37 @@
+-- Token bucket. KEYS[1]: a hash holding the level, in units of 1/P token, and the time
+-- it was last brought up to date.
+-- ARGV: now, N, P, b·P (the capacity), cost·P, ttl_ms.
+-- Returns {allowed, remaining, retry_after_us, reset_after_us}.
+local now = now_us()
+local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
+local cap, cost = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl = tonumber(ARGV[6])
+
+local state = redis.call('HMGET', KEYS[1], 'level', 'last')
+local level, last = tonumber(state[1]), tonumber(state[2])
+if level == nil then
+  level, last = cap, now
+end
+if now > last then
+  -- A refill past 2^53 is inexact, but then it is far past what the bucket lacks.
+  local fill = n * (now - last)
+  if fill >= cap - level then
+    level = cap
+  else
+    level = level + fill
+  end
+  last = now
+end
+local allowed = level >= cost
+if allowed then
+  level = level - cost
+end
+redis.call('HSET', KEYS[1], 'level', int(level), 'last', int(last))
+local remaining, _ = divmod(level, p)
+local retry = 0
+if not allowed then
+  retry = ceil_div(cost - level, n)
+end
+local reset = ceil_div(cap - level, n)
+expire(KEYS[1], ceil_div(reset, 1000), ttl)
+return {allowed and 1 or 0, remaining, retry, reset}

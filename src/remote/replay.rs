@@ -1,0 +1,173 @@
+//! Replaying a catalog through limiters in Redis, many events to a round trip.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use anyhow::{Result, anyhow};
+
+use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
+use crate::catalog::{Key, Sink};
+use crate::replay::{Replayer, Settings};
+use crate::time::Timestamp;
+
+/// Events sent to Redis in one pipeline.
+const BATCH: usize = 512;
+
+/// A sink that has Redis decide every event, for every limiter, and hands the decisions to
+/// a [`Replayer`], which counts and reports as for limiters in memory.
+///
+/// Events are gathered and sent in pipelines of `BATCH`, each event's calls in order, so
+/// that Redis decides them in time order but not one round trip each. Keys live under the
+/// prefix, a run of their own, and a hash tag per replay key:
+/// `ratelimit:replay:<run>:{k<key>}:<algorithm>`.
+pub struct RedisReplay {
+    redis: Rc<RefCell<Redis>>,
+    remotes: Vec<Remote>,
+    base: String,
+    replayer: Replayer,
+    pending: Vec<(Timestamp, Key)>,
+    keys: Vec<Vec<Vec<String>>>,
+    calls: u64,
+}
+
+impl RedisReplay {
+    /// Checks that limiters with `settings` can run exactly in Redis, loads their scripts,
+    /// and returns them, ready for `new`.
+    pub fn prepare(redis: &mut Redis, settings: &[Settings]) -> Result<Vec<Remote>> {
+        let remotes = settings
+            .iter()
+            .map(|s| Remote::new(s.algorithm, s.rate, s.burst, 1))
+            .collect::<Result<Vec<_>>>()?;
+        for s in settings {
+            redis.load(s.algorithm)?;
+        }
+        Ok(remotes)
+    }
+
+    /// Returns a sink for the limiters `prepare` returned, with `settings`, under `prefix`,
+    /// with keys if `keyed`.
+    pub fn new(
+        redis: Rc<RefCell<Redis>>,
+        remotes: Vec<Remote>,
+        settings: &[Settings],
+        keyed: bool,
+        prefix: &str,
+    ) -> RedisReplay {
+        // A run of its own, so that no key of an earlier replay is read.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let run = format!("{:x}{:x}", std::process::id(), nanos);
+        RedisReplay {
+            redis,
+            remotes,
+            base: format!("{prefix}replay:{run}:"),
+            replayer: Replayer::given(settings, keyed),
+            pending: Vec::with_capacity(BATCH),
+            keys: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    /// Has Redis decide a run of events, in time order, and returns whether the first
+    /// limiter passed each. Runs of any length go `BATCH` events to a pipeline.
+    pub fn decide(&mut self, events: &[(Timestamp, Key)]) -> Result<Vec<bool>> {
+        let mut decided = Vec::with_capacity(events.len());
+        for batch in events.chunks(BATCH) {
+            decided.extend(self.decide_batch(batch)?);
+        }
+        Ok(decided)
+    }
+
+    fn decide_batch(&mut self, events: &[(Timestamp, Key)]) -> Result<Vec<bool>> {
+        for &(time, key) in events {
+            check_time(time)?;
+            while self.keys.len() <= key as usize {
+                let base = format!("{}{{k{}}}", self.base, self.keys.len());
+                self.keys.push(self.remotes.iter().map(|r| r.keys(&base)).collect());
+            }
+        }
+        let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
+        for &(time, key) in events {
+            for (remote, keys) in self.remotes.iter().zip(&self.keys[key as usize]) {
+                self.calls += 1;
+                commands.push(remote.command(
+                    keys,
+                    Some(time),
+                    REPLAY_TTL_MS,
+                    &self.calls.to_string(),
+                ));
+            }
+        }
+        let replies = self.run(&commands)?;
+        let mut replies = replies.iter();
+        let mut first = Vec::with_capacity(events.len());
+        for &(time, key) in events {
+            let decisions = self
+                .remotes
+                .iter()
+                .map(|remote| {
+                    let outcome = remote.outcome(replies.next().expect("a reply per call"))?;
+                    Ok((outcome.allowed, outcome.wait))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            first.push(decisions[0].0);
+            self.replayer.decide_given(time, key, decisions);
+        }
+        Ok(first)
+    }
+
+    /// Sends commands in one pipeline and returns their replies. Should Redis have lost its
+    /// scripts part way (`NOSCRIPT`), they are loaded again and the calls from the first
+    /// that failed are sent again: a call that failed so changed nothing.
+    fn run(&mut self, commands: &[redis::Cmd]) -> Result<Vec<Vec<i64>>> {
+        let mut replies = Vec::with_capacity(commands.len());
+        let mut reloaded = false;
+        while replies.len() < commands.len() {
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for cmd in &commands[replies.len()..] {
+                pipe.add_command(cmd.clone());
+            }
+            let mut redis = self.redis.borrow_mut();
+            let url = redis.url().to_owned();
+            let results: Vec<redis::RedisResult<Vec<i64>>> = pipe
+                .query(redis.connection())
+                .map_err(|e| anyhow!("Redis at {url} failed during the replay: {e}"))?;
+            for result in results {
+                match result {
+                    Ok(reply) => replies.push(reply),
+                    Err(e) if is_noscript(&e) && !reloaded => {
+                        for remote in &self.remotes {
+                            redis.load(remote.algorithm)?;
+                        }
+                        reloaded = true;
+                        break;
+                    }
+                    Err(e) => return Err(anyhow!("Redis at {url} failed during the replay: {e}")),
+                }
+            }
+        }
+        Ok(replies)
+    }
+
+    /// Sends what is pending and returns the replayer, with every decision taken.
+    pub fn finish(mut self) -> Result<Replayer> {
+        let pending = std::mem::take(&mut self.pending);
+        self.decide(&pending)?;
+        Ok(self.replayer)
+    }
+}
+
+impl Sink for RedisReplay {
+    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
+        self.pending.push((time, key));
+        if self.pending.len() == BATCH {
+            let pending = std::mem::take(&mut self.pending);
+            self.decide(&pending)?;
+            self.pending = pending;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+}

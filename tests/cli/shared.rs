@@ -1,0 +1,251 @@
+//! Shared limits in Redis: the same decisions as in memory, keys that expire, a live check
+//! with exit codes, and failures reported as errors.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::QUAKES;
+use crate::harness::{RedisServer, Stdin, json, real_catalog, run, run_with};
+
+const ALGOS: [&str; 6] =
+    ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue"];
+
+/// Replays with and without `--redis` and asserts the reports are the same.
+fn same_in_redis(server: &RedisServer, args: &[&str], stdin: Stdin) {
+    let url = server.url();
+    let memory = run_with(args, stdin.clone()).ok();
+    let redis = run_with(&[args, &["--redis", &url]].concat(), stdin).ok();
+    assert_eq!(memory, redis, "{args:?}");
+}
+
+#[test]
+fn every_limiter_decides_as_in_memory_on_the_whole_catalog() {
+    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let Some(server) = RedisServer::start() else { return };
+    let file = path.to_str().unwrap();
+    for algo in ALGOS {
+        let burst: &[&str] = if matches!(algo, "token-bucket" | "gcra" | "leaky-queue") {
+            &["--burst", "5"]
+        } else {
+            &[]
+        };
+        let args = [&["replay", file, "--algo", algo, "--rate", "5/h", "--format", "json"], burst]
+            .concat();
+        same_in_redis(&server, &args, Stdin::Null);
+    }
+    // All six at once, with a key per network.
+    let args = [
+        "compare", file, "--rate", "2/h", "--burst", "3", "--key", "net", "--top", "0", "--format",
+        "json",
+    ];
+    same_in_redis(&server, &args, Stdin::Null);
+    assert_every_key_expires(&server, 1_000);
+}
+
+/// Asserts that there are at least `least` keys, and that every one has a time to live.
+fn assert_every_key_expires(server: &RedisServer, least: usize) {
+    let mut con = server.connection().unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut con).unwrap();
+    assert!(keys.len() >= least, "{} keys", keys.len());
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).unwrap();
+        assert!(ttl > 0, "{key} has TTL {ttl}");
+    }
+}
+
+#[test]
+fn emit_and_keys_give_the_same_rows_in_redis() {
+    let Some(server) = RedisServer::start() else { return };
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h", "--burst", "2", "--emit", "all"];
+    same_in_redis(&server, &args, Stdin::Pipe(QUAKES));
+    let args = ["compare", "--rate", "2/h", "--key", "magType", "--format", "csv"];
+    same_in_redis(&server, &args, Stdin::Pipe(QUAKES));
+    assert_every_key_expires(&server, 10);
+}
+
+/// Runs `check` and returns its exit code and stdout.
+fn check(server: &RedisServer, key: &str, extra: &[&str]) -> (i32, String) {
+    let url = server.url();
+    let args = [&["check", key, "--redis", &url], extra].concat();
+    let out = run(&args, "");
+    (out.code, out.stdout)
+}
+
+#[test]
+fn check_answers_with_its_exit_code() {
+    let Some(server) = RedisServer::start() else { return };
+    let five = ["--rate", "5/h", "--burst", "5"];
+    let codes: Vec<i32> = (0..7).map(|_| check(&server, "alert:bob", &five).0).collect();
+    assert_eq!(codes, [0, 0, 0, 0, 0, 1, 1]);
+    // Another key has its own limit.
+    assert_eq!(check(&server, "alert:eve", &five).0, 0);
+    let (code, out) = check(&server, "alert:bob", &[&five[..], &["--format", "json"]].concat());
+    assert_eq!(code, 1);
+    let found = json(&out);
+    assert_eq!(
+        (found["allowed"].as_bool(), found["limit"].as_u64(), found["remaining"].as_u64()),
+        (Some(false), Some(5), Some(0))
+    );
+    // The next token comes 12 minutes after the first was taken.
+    let retry = found["retry_after_s"].as_f64().unwrap();
+    assert!(retry > 700.0 && retry <= 720.0, "{retry}");
+    assert!(found["reset_after_s"].as_f64().unwrap() > 3_500.0);
+    let mut con = server.connection().unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg("ratelimit:{alert:bob}:gcra").query(&mut con).unwrap();
+    assert!(ttl > 3_500_000 && ttl <= 3_600_000, "the key lives until the bucket is full: {ttl}");
+}
+
+#[test]
+fn check_takes_a_cost_all_or_nothing_and_refuses_one_that_never_fits() {
+    let Some(server) = RedisServer::start() else { return };
+    for algo in ["gcra", "token-bucket", "fixed-window", "sliding-log", "sliding-counter"] {
+        let args = ["--algo", algo, "--rate", "5/h", "--cost", "3"];
+        let key = format!("cost:{algo}");
+        assert_eq!(check(&server, &key, &args).0, 0, "{algo}: 3 of 5");
+        assert_eq!(check(&server, &key, &args).0, 1, "{algo}: 3 more do not fit in 2");
+        let (code, out) = check(&server, &key, &["--algo", algo, "--rate", "5/h", "--cost", "2"]);
+        assert_eq!(code, 0, "{algo}: 2 fit: {out}");
+    }
+    let url = server.url();
+    let err =
+        run(&["check", "k", "--rate", "5/h", "--burst", "5", "--cost", "6", "--redis", &url], "")
+            .error();
+    assert_eq!(err, "ratelimit: a cost of 6 can never pass: it is more than the burst, 5");
+}
+
+#[test]
+fn check_still_works_after_the_server_loses_its_scripts() {
+    let Some(server) = RedisServer::start() else { return };
+    assert_eq!(check(&server, "k", &["--rate", "1/h"]).0, 0);
+    let mut con = server.connection().unwrap();
+    let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+    assert_eq!(check(&server, "k", &["--rate", "1/h"]).0, 1);
+}
+
+#[test]
+fn eight_processes_share_one_limit() {
+    let Some(server) = RedisServer::start() else { return };
+    let url = server.url();
+    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
+    // 10 per second with a burst of 5: over T seconds at most 5 + 10·T may pass.
+    let start = Instant::now();
+    let allowed: u32 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                let url = url.clone();
+                scope.spawn(move || {
+                    (0..15)
+                        .filter(|_| {
+                            let status = Command::new(bin)
+                                .args([
+                                    "check", "shared", "--rate", "10/s", "--burst", "5", "--redis",
+                                    &url,
+                                ])
+                                .output()
+                                .unwrap()
+                                .status;
+                            assert!(matches!(status.code(), Some(0 | 1)), "{status}");
+                            status.success()
+                        })
+                        .count() as u32
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let bound = 5.0 + 10.0 * seconds;
+    eprintln!("8 processes, 120 checks in {seconds:.2} s: {allowed} allowed, at most {bound:.1}");
+    assert!(f64::from(allowed) <= bound, "{allowed} allowed in {seconds} s");
+    assert!(allowed >= 5, "the burst passes");
+    assert!(allowed < 120, "some were limited");
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_and_quick() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let start = Instant::now();
+    let err = run(&["check", "k", "--rate", "1/h", "--redis", &url], "").error();
+    assert!(err.starts_with(&format!("ratelimit: cannot reach Redis at {url}")), "{err}");
+    let err = run(&["replay", "--algo", "gcra", "--rate", "1/h", "--redis", &url], QUAKES).error();
+    assert!(err.contains(&url), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let err = run(&["check", "k", "--rate", "1/h", "--redis", "http://nowhere"], "").error();
+    assert!(err.contains("is not a Redis URL"), "{err}");
+}
+
+#[test]
+fn a_server_that_dies_mid_replay_leaves_no_report() {
+    let Some(mut server) = RedisServer::start() else { return };
+    // About 57 000 events through six limiters: some seconds of calls, streamed from a file.
+    let csv = run_with(&["synth", "--days", "4018", "--scale", "3"], Stdin::Null).ok();
+    let path = crate::harness::temp_file("dying.csv", &csv);
+    let url = server.url();
+    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
+    let child = Command::new(bin)
+        .args([
+            "compare",
+            path.to_str().unwrap(),
+            "--rate",
+            "5/h",
+            "--format",
+            "json",
+            "--redis",
+            &url,
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    server.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "no partial report");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("ratelimit: Redis at {url} failed during the replay")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_replay_reloads_scripts_the_server_lost_part_way() {
+    use ratelimit_replay::limiter::Algorithm;
+    use ratelimit_replay::remote::{Redis, RedisReplay};
+    use ratelimit_replay::replay::{KeyNames, Replayer, Settings};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let Some(server) = RedisServer::start() else { return };
+    let rate = "3/h".parse().unwrap();
+    let window = "1h".parse().unwrap();
+    let settings: Vec<Settings> = Algorithm::ALL
+        .iter()
+        .map(|&algorithm| Settings { algorithm, rate, burst: 3, window })
+        .collect();
+    let mut redis = Redis::connect(&server.url()).unwrap();
+    let remotes = RedisReplay::prepare(&mut redis, &settings).unwrap();
+    let redis = Rc::new(RefCell::new(redis));
+    let mut remote = RedisReplay::new(redis.clone(), remotes, &settings, false, "test:");
+    let mut memory = Replayer::new(&settings, false);
+    let at = |minutes: i64| {
+        ratelimit_replay::time::Timestamp::from_micros(1_700_000_000_000_000 + minutes * 60_000_000)
+            .unwrap()
+    };
+    let events: Vec<_> =
+        [0, 0, 1, 2, 3, 20, 21, 40, 41, 42, 43, 90, 90, 90].iter().map(|&m| (at(m), 0)).collect();
+    let (first, second) = events.split_at(6);
+    remote.decide(first).unwrap();
+    let mut con = server.connection().unwrap();
+    let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+    remote.decide(second).unwrap();
+    for &(time, key) in &events {
+        memory.decide(time, key);
+    }
+    let names = KeyNames::default();
+    assert_eq!(remote.finish().unwrap().reports("x", names), memory.reports("x", names));
+}
