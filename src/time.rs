@@ -66,6 +66,9 @@ fn unix(text: &[u8], scale: u32) -> Result<i64, TimeError> {
 }
 
 fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
+    if let Some(micros) = parse_canonical(text) {
+        return Ok(micros);
+    }
     let text = std::str::from_utf8(text).map_err(|_| TimeError::Rfc3339)?;
     if let Ok(time) = DateTime::parse_from_rfc3339(text) {
         let secs = time.timestamp();
@@ -82,6 +85,62 @@ fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
         return Ok(midnight.and_utc().timestamp() * MICROS_PER_SEC);
     }
     Err(TimeError::Rfc3339)
+}
+
+/// Reads the form nearly every catalog writes, `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, in a few
+/// integer steps: it is the hot path of reading. Anything else (offsets, a space, a leap
+/// second, a bad date) returns `None` and goes to chrono, and a test checks that the two
+/// agree.
+fn parse_canonical(text: &[u8]) -> Option<i64> {
+    let (head, tail) = text.split_at_checked(19)?;
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        head[range]
+            .iter()
+            .try_fold(0i64, |n, &b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))
+    };
+    if head[4] != b'-'
+        || head[7] != b'-'
+        || head[10] != b'T'
+        || head[13] != b':'
+        || head[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // The fraction: its first six digits are microseconds; the rest are rounded down.
+    let micros = match tail {
+        [b'Z'] => 0,
+        [b'.', fraction @ .., b'Z']
+            if !fraction.is_empty() && fraction.iter().all(u8::is_ascii_digit) =>
+        {
+            (0..6).fold(0, |n, i| n * 10 + fraction.get(i).map_or(0, |&b| i64::from(b - b'0')))
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    Some(
+        ((days * 24 + hour) * 60 + minute) * 60 * MICROS_PER_SEC + second * MICROS_PER_SEC + micros,
+    )
+}
+
+/// Returns the days from 1970-01-01 to a proleptic Gregorian date, by Howard Hinnant's
+/// `days_from_civil`.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 impl fmt::Display for Timestamp {
@@ -445,6 +504,66 @@ mod tests {
             let chrono = chrono.to_rfc3339_opts(SecondsFormat::Millis, true);
             proptest::prop_assert_eq!(String::from_utf8(millis).unwrap(), chrono);
         }
+    }
+
+    /// Reads with chrono alone, as before the fast path.
+    fn chrono_micros(text: &[u8]) -> Option<i64> {
+        let time = DateTime::parse_from_rfc3339(std::str::from_utf8(text).ok()?).ok()?;
+        Some(time.timestamp() * MICROS_PER_SEC + i64::from(time.timestamp_subsec_nanos() / 1_000))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_reads_what_chrono_writes(
+            micros in Timestamp::MIN..=Timestamp::MAX,
+            nanos in 0u32..1_000,
+            form in 0usize..5,
+        ) {
+            let time = DateTime::<Utc>::from_timestamp_micros(micros).unwrap()
+                + chrono::Duration::nanoseconds(i64::from(nanos));
+            let format = [SecondsFormat::Secs, SecondsFormat::Millis, SecondsFormat::Micros, SecondsFormat::Nanos, SecondsFormat::AutoSi][form];
+            let text = time.to_rfc3339_opts(format, true);
+            let fast = parse_canonical(text.as_bytes());
+            proptest::prop_assert!(fast.is_some(), "{}", text);
+            proptest::prop_assert_eq!(fast, chrono_micros(text.as_bytes()), "{}", text);
+        }
+
+        #[test]
+        fn the_fast_path_agrees_with_chrono_or_declines(
+            base in Timestamp::MIN..=Timestamp::MAX,
+            edits in proptest::collection::vec((0usize..30, proptest::sample::select(b"0123456789-:TZ.z +x".to_vec())), 0..4),
+            cut in 15usize..32,
+        ) {
+            let mut text = DateTime::<Utc>::from_timestamp_micros(base).unwrap().to_rfc3339_opts(SecondsFormat::Micros, true).into_bytes();
+            for (at, byte) in edits {
+                if at < text.len() {
+                    text[at] = byte;
+                }
+            }
+            text.truncate(cut);
+            if let Some(fast) = parse_canonical(&text) {
+                proptest::prop_assert_eq!(Some(fast), chrono_micros(&text), "{}", String::from_utf8_lossy(&text));
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_path_checks_the_calendar() {
+        assert_eq!(
+            parse_canonical(b"2024-02-29T00:00:00Z"),
+            chrono_micros(b"2024-02-29T00:00:00Z")
+        );
+        assert_eq!(parse_canonical(b"2025-02-29T00:00:00Z"), None);
+        assert_eq!(parse_canonical(b"1900-02-29T00:00:00Z"), None);
+        assert_eq!(
+            parse_canonical(b"2000-02-29T00:00:00Z"),
+            chrono_micros(b"2000-02-29T00:00:00Z")
+        );
+        assert_eq!(parse_canonical(b"2025-04-31T00:00:00Z"), None);
+        assert_eq!(parse_canonical(b"2025-07-29T24:00:00Z"), None);
+        assert_eq!(parse_canonical(b"2016-12-31T23:59:60Z"), None, "a leap second goes to chrono");
+        assert_eq!(parse_canonical(b"2025-07-29T23:24:52.Z"), None);
+        assert_eq!(parse_canonical(b"2025-07-29T23:24:52+00:00"), None);
     }
 
     #[test]
