@@ -130,7 +130,7 @@ fn takeover(earlier: &Line, later: &Line) -> Fraction {
 }
 
 /// Returns the upper envelope of all stretches within `t[lo..hi]`, lines in order of
-/// rising rate (falling span).
+/// rising rate (falling span, and falling count).
 fn solve(t: &[i64], lo: usize, hi: usize) -> Vec<Line> {
     if hi - lo == 1 {
         return vec![Line { events: 1, span: 0, first: lo }];
@@ -139,14 +139,27 @@ fn solve(t: &[i64], lo: usize, hi: usize) -> Vec<Line> {
     let left = solve(t, lo, mid);
     let right = solve(t, mid, hi);
     let cross = crossing(t, lo, mid, hi);
-    let mut all = Vec::with_capacity(left.len() + right.len() + cross.len());
-    all.extend(left);
-    all.extend(right);
-    all.extend(cross);
-    // Falling span, and for equal spans the most events first; the sort is linear in
-    // practice on three sorted runs.
-    all.sort_by(|a, b| b.span.cmp(&a.span).then(b.events.cmp(&a.events)));
-    envelope(all)
+    // All three come sorted, so merging them keeps each level linear.
+    envelope(merge(merge(left, right), cross))
+}
+
+/// Merges two lists of lines sorted by falling span, and for equal spans by falling count.
+fn merge(a: Vec<Line>, b: Vec<Line>) -> Vec<Line> {
+    let first = |x: &Line, y: &Line| (x.span, x.events) >= (y.span, y.events);
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if first(x, y) => a.next(),
+            (Some(_), Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, _) => b.next(),
+        };
+        match next {
+            Some(line) => merged.push(line),
+            None => return merged,
+        }
+    }
 }
 
 /// Keeps the lines that are the maximum somewhere on rates r ≥ 0. `lines` are sorted by
