@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, IsTerminal, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
@@ -50,11 +50,6 @@ impl Source {
             }
             _ => self.name(),
         }
-    }
-
-    /// Returns true if this is standard input and it is a terminal.
-    pub fn is_terminal(&self) -> bool {
-        matches!(self, Source::Stdin) && io::stdin().is_terminal()
     }
 }
 
@@ -111,8 +106,6 @@ pub struct ReadStats {
     pub events: u64,
     /// Rows left out by `--min-mag` because their magnitude was empty.
     pub no_magnitude: u64,
-    /// Whether the events came in time order.
-    pub in_order: bool,
     /// The value of each key, by number; empty without a key column.
     pub keys: Vec<String>,
 }
@@ -155,37 +148,33 @@ pub fn replay<S: Sink>(
             sink.event(time, key)?;
         }
         if in_order {
-            return Ok((sink, pass.finish(true)));
+            return Ok((sink, pass.stats));
         }
     }
     let mut pass = Pass::new(input.reader()?, source, options, size)?;
     let mut sink = fresh();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
-    let in_order = if pass.key.is_some() {
+    if pass.key.is_some() {
         let mut events = Vec::new();
         while let Some(event) = pass.next_event()? {
             events.push(event);
         }
-        let in_order = events.is_sorted_by_key(|e| e.0);
         events.sort_unstable();
         for (time, key) in events {
             sink.event(time, key)?;
         }
-        in_order
     } else {
         let mut times = Vec::new();
         while let Some((time, _)) = pass.next_event()? {
             times.push(time);
         }
-        let in_order = times.is_sorted();
         times.sort_unstable();
         for time in times {
             sink.event(time, 0)?;
         }
-        in_order
-    };
-    Ok((sink, pass.finish(in_order)))
+    }
+    Ok((sink, pass.stats))
 }
 
 /// A catalog's rows, kept whole in time order, for writing them out again.
@@ -196,6 +185,16 @@ pub struct Rows {
 }
 
 impl Rows {
+    /// Returns the number of rows.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Returns true if there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
     /// Returns the header line, without its line ending.
     pub fn header(&self) -> &[u8] {
         trim_line_end(&self.header)
@@ -238,10 +237,9 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         rows.store.extend_from_slice(text);
         capture.forget_before(end);
     }
-    let in_order = rows.order.is_sorted();
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
-    Ok((rows, pass.finish(in_order)))
+    Ok((rows, pass.stats))
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {
@@ -473,10 +471,6 @@ impl<'a, R: Read> Pass<'a, R> {
         self.keys.insert(value.into(), key);
         self.stats.keys.push(String::from_utf8_lossy(value).into_owned());
         key
-    }
-
-    fn finish(self, in_order: bool) -> ReadStats {
-        ReadStats { in_order, ..self.stats }
     }
 }
 

@@ -10,6 +10,7 @@
 
 use std::cmp::Ordering;
 
+use crate::min_bucket::{Stretch, whole_bucket};
 use crate::time::Timestamp;
 
 /// A stretch of consecutive events: `events` of them, from index `first`, spanning `span`
@@ -90,9 +91,10 @@ impl Curve {
         Curve { lines, starts }
     }
 
-    /// Returns the first and last time of a line's stretch of `times`.
-    pub fn ends(line: &Line, times: &[Timestamp]) -> (Timestamp, Timestamp) {
-        (times[line.first], times[line.first + line.events as usize - 1])
+    /// Returns a line's stretch of `times`: its first and last time and its events.
+    pub fn stretch(line: &Line, times: &[Timestamp]) -> Stretch {
+        let (start, end) = (times[line.first], times[line.first + line.events as usize - 1]);
+        Stretch { start, end, events: line.events as u64 }
     }
 
     /// Returns the smallest whole burst that loses nothing at `events` per `micros`
@@ -101,7 +103,8 @@ impl Curve {
         let (n, p) = (i128::from(events), i128::from(micros));
         let need =
             self.lines.iter().map(|l| i128::from(l.events) * p - n * i128::from(l.span)).max();
-        need.map_or(0, |need| ((need + p - 1) / p).max(1) as u64)
+        // The single events alone need one token: need ≥ P.
+        need.map_or(0, |need| whole_bucket(1, need - p, p))
     }
 
     /// Returns the smallest rate at which a bucket of `burst` loses nothing, with the

@@ -51,7 +51,6 @@ pub struct Lossless {
 impl MinBucket {
     /// Returns a tracker for `rate` with no events yet.
     pub fn new(rate: Rate) -> MinBucket {
-        let never = Timestamp::from_micros(0).expect("the epoch is in range");
         MinBucket {
             p: rate.p(),
             n: rate.count() as i64,
@@ -59,7 +58,7 @@ impl MinBucket {
             events: 0,
             last: i64::MIN,
             excess: 0,
-            low_at: (0, never),
+            low_at: (0, Timestamp::EPOCH),
             worst: -1,
             stretch: None,
         }
@@ -95,13 +94,17 @@ impl MinBucket {
 
     /// Returns the smallest lossless bucket for the events so far.
     pub fn result(&self) -> Lossless {
-        let min_bucket = if self.events == 0 {
-            0
-        } else {
-            // worst ≥ 0 once there is an event; ⌈worst / P⌉ tokens beyond the first.
-            1 + ((self.worst + self.p - 1) / self.p) as u64
-        };
+        let min_bucket = whole_bucket(self.events, self.worst, self.p);
         Lossless { rate: self.rate, min_bucket, stretch: self.stretch }
+    }
+}
+
+/// Returns the smallest whole bucket for `events` events whose largest excess is `worst`
+/// units of 1/P token: ⌈worst / P⌉ tokens beyond the first, or 0 with no events.
+pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
+    match events {
+        0 => 0,
+        _ => 1 + ((worst + p - 1) / p) as u64,
     }
 }
 
@@ -284,10 +287,7 @@ impl MinBuckets {
         (0..self.rates.len())
             .map(|k| {
                 let (worst, p) = (i128::from(self.lanes.worst[k]), i128::from(self.lanes.p[k]));
-                let min_bucket = match self.events {
-                    0 => 0,
-                    _ => 1 + ((worst + p - 1) / p) as u64,
-                };
+                let min_bucket = whole_bucket(self.events, worst, p);
                 let stretch = (self.events > 0).then(|| self.stretch(k));
                 Lossless { rate: self.rates[k], min_bucket, stretch }
             })

@@ -4,7 +4,7 @@ use crate::limiter::{Algorithm, AlignedWindows, Step, Waits};
 use crate::min_bucket::MinBucket;
 use crate::rate::Rate;
 use crate::report;
-use crate::time::{Span, Timestamp, human_duration};
+use crate::time::{Timestamp, human_duration};
 use crate::window::BusiestWindow;
 
 /// Watches the events one limiter passed and measures what its promise bounds.
@@ -76,68 +76,56 @@ impl PromiseCheck {
     pub fn statement(&self) -> String {
         let (n, p, b) = (self.rate.count(), self.rate.period(), self.burst);
         match self.algorithm {
-            Algorithm::FixedWindow => format!("at most {n} per aligned {p} window"),
+            Algorithm::FixedWindow => {
+                format!("at most {n} per aligned {p} window, so at most {} in any {p}", 2 * n)
+            }
             Algorithm::SlidingLog => format!("at most {n} in any {p}"),
             Algorithm::SlidingCounter => {
-                format!("at most {n} per aligned {p} window, about {n} per {p}")
+                format!("about {n} per {p}, approximate: at most {n} per aligned window")
             }
             Algorithm::TokenBucket | Algorithm::Gcra => {
                 format!("at most b + r·T = {b} + T·{} in any interval T", self.rate)
             }
             Algorithm::LeakyQueue => {
-                let limit = i128::from(b - 1) * self.rate.p() / self.rate.n();
-                format!("no wait over (b - 1)·I = {}", human_duration(limit as i64))
+                format!("no wait over (b - 1)·I = {}", human_duration(self.longest_wait_micros()))
             }
         }
     }
 
-    /// Says what the limiter promises and whether it held; `waits` are a leaky queue's.
+    /// The longest wait a leaky queue allows, (b − 1)·I, in units of 1/N µs.
+    fn longest_wait(&self) -> i128 {
+        i128::from(self.burst - 1) * self.rate.p()
+    }
+
+    fn longest_wait_micros(&self) -> i64 {
+        (self.longest_wait() / self.rate.n()) as i64
+    }
+
+    /// Says what the limiter promises, what was measured, and whether it held; `waits` are
+    /// a leaky queue's.
     pub fn result(&self, waits: Option<Waits>) -> report::Promise {
-        let n = self.rate.count();
-        let p = self.rate.period();
+        let (n, p) = (self.rate.count(), self.rate.period());
         let aligned = self.aligned.as_ref().map_or(0, |a| a.max);
         let worst = self.period.as_ref().map_or(0, |w| w.busiest().count);
-        let (text, held) = match self.algorithm {
-            Algorithm::FixedWindow => (
-                format!(
-                    "at most {n} per aligned {p} window, so at most {} in any {p}: saw {aligned} and {worst}",
-                    2 * n
-                ),
-                aligned <= n && worst <= 2 * n,
-            ),
-            Algorithm::SlidingLog => (format!("at most {n} in any {p}: saw {worst}"), worst <= n),
-            Algorithm::SlidingCounter => (
-                format!(
-                    "about {n} per {p}, approximate: at most {n} per aligned window (saw {aligned}); \
-                     the worst {p} saw {worst}"
-                ),
-                aligned <= n,
-            ),
+        let (measured, held) = match self.algorithm {
+            Algorithm::FixedWindow => {
+                (format!(": saw {aligned} and {worst}"), aligned <= n && worst <= 2 * n)
+            }
+            Algorithm::SlidingLog => (format!(": saw {worst}"), worst <= n),
+            Algorithm::SlidingCounter => {
+                (format!(" (saw {aligned}); the worst {p} saw {worst}"), aligned <= n)
+            }
             Algorithm::TokenBucket | Algorithm::Gcra => {
                 let fit = self.bucket.as_ref().map_or(0, |b| b.result().min_bucket);
-                (
-                    format!(
-                        "at most b + r·T = {} + T·{} in any interval T: the passed events fit a bucket of {fit}",
-                        self.burst, self.rate
-                    ),
-                    fit <= self.burst,
-                )
+                (format!(": the passed events fit a bucket of {fit}"), fit <= self.burst)
             }
             Algorithm::LeakyQueue => {
                 let waits = waits.expect("a leaky queue reports its waits");
-                let limit = i128::from(self.burst - 1) * self.rate.p();
-                let limit_us = Span::from_micros((limit / self.rate.n()) as i64).unwrap_or(p);
                 let longest = human_duration(waits.longest_micros());
-                (
-                    format!(
-                        "no wait over (b - 1)·I = {}: the longest was {longest}",
-                        human_duration(limit_us.as_micros())
-                    ),
-                    waits.longest <= limit,
-                )
+                (format!(": the longest was {longest}"), waits.longest <= self.longest_wait())
             }
         };
-        report::Promise { text, held }
+        report::Promise { text: format!("{}{measured}", self.statement()), held }
     }
 }
 

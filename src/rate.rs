@@ -58,11 +58,6 @@ impl Rate {
     pub fn p(self) -> i128 {
         i128::from(self.period.as_micros())
     }
-
-    /// Returns the rate in events per hour, for display only.
-    pub fn per_hour_f64(self) -> f64 {
-        self.count as f64 * 3_600.0 / self.period.as_secs_f64()
-    }
 }
 
 impl FromStr for Rate {

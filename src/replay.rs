@@ -154,6 +154,16 @@ impl Replayer {
     /// Returns a replayer with one lane per settings, which must share a rate and a window;
     /// `keyed` gives each key its own limiters.
     pub fn new(settings: &[Settings], keyed: bool) -> Replayer {
+        Replayer::with(settings, keyed, false)
+    }
+
+    /// Returns a replayer like `new`, whose decisions are made in Redis: they are handed
+    /// over with `decide_given`.
+    pub fn given(settings: &[Settings], keyed: bool) -> Replayer {
+        Replayer::with(settings, keyed, true)
+    }
+
+    fn with(settings: &[Settings], keyed: bool, given: bool) -> Replayer {
         let first = settings.first().expect("at least one limiter");
         let totals = keyed.then(|| Totals {
             demand: Demand::new(first.rate, first.window),
@@ -161,16 +171,7 @@ impl Replayer {
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         });
         let mut replayer =
-            Replayer { settings: settings.to_vec(), given: false, keys: Vec::new(), totals };
-        replayer.add_keys_to(0);
-        replayer
-    }
-
-    /// Returns a replayer like `new`, whose decisions are made in Redis: they are handed
-    /// over with `decide_given`.
-    pub fn given(settings: &[Settings], keyed: bool) -> Replayer {
-        let mut replayer =
-            Replayer { given: true, keys: Vec::new(), ..Replayer::new(settings, keyed) };
+            Replayer { settings: settings.to_vec(), given, keys: Vec::new(), totals };
         replayer.add_keys_to(0);
         replayer
     }

@@ -183,3 +183,42 @@ pub struct Check {
     #[serde(serialize_with = "seconds")]
     pub reset_after_s: Span,
 }
+
+/// A report that, with `--key`, lists its keys, each a report of the same kind.
+pub trait Keyed: Clone {
+    /// Returns the keys, if the report has them.
+    fn keys_mut(&mut self) -> &mut Option<Vec<Self>>;
+}
+
+impl Keyed for Replay {
+    fn keys_mut(&mut self) -> &mut Option<Vec<Replay>> {
+        &mut self.keys
+    }
+}
+
+impl Keyed for MinBucket {
+    fn keys_mut(&mut self) -> &mut Option<Vec<MinBucket>> {
+        &mut self.keys
+    }
+}
+
+/// Keeps the first `top` keys of each report; 0 keeps all.
+pub fn keep_top<T: Keyed>(reports: &mut [T], top: usize) {
+    for keys in reports.iter_mut().filter_map(|r| r.keys_mut().as_mut()) {
+        if top > 0 {
+            keys.truncate(top);
+        }
+    }
+}
+
+/// Returns the CSV rows of reports: each report without its keys, then its keys.
+pub fn csv_rows<T: Keyed>(reports: &[T]) -> Vec<T> {
+    let mut rows = Vec::new();
+    for report in reports {
+        let mut bare = report.clone();
+        let keys = bare.keys_mut().take();
+        rows.push(bare);
+        rows.extend(keys.into_iter().flatten());
+    }
+    rows
+}

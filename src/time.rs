@@ -18,6 +18,9 @@ pub const MICROS_PER_SEC: i64 = 1_000_000;
 pub struct Timestamp(i64);
 
 impl Timestamp {
+    /// 1970-01-01T00:00:00Z.
+    pub const EPOCH: Timestamp = Timestamp(0);
+
     /// The earliest and latest instants a timestamp may hold.
     const MIN: i64 = -62_167_219_200_000_000; // 0000-01-01T00:00:00Z
     const MAX: i64 = 253_402_300_799_999_999; // 9999-12-31T23:59:59.999999Z

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Engines, Styles, csv_rows, keep_top, key_names, notes, write_result};
+use super::{Engines, Styles, key_names, notes, write_result};
 use crate::config::CompareJob;
 use crate::output;
+use crate::report::{csv_rows, keep_top};
 
 pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
     let keyed = job.input.read.key_column.is_some();

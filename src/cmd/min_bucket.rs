@@ -11,7 +11,7 @@ use crate::catalog::{self, Key, Sink};
 use crate::config::MinBucketJob;
 use crate::curve::Curve;
 use crate::curve_svg;
-use crate::min_bucket::{Lossless, MinBuckets};
+use crate::min_bucket::{Lossless, MinBuckets, Stretch};
 use crate::output::{self, write_whole};
 use crate::rate::Rate;
 use crate::replay::KeyNames;
@@ -36,8 +36,9 @@ impl Sink for PerRate {
 }
 
 impl PerRate {
-    /// Returns one result per rate; with keys, the key needing the most, and the keys.
-    fn results(&mut self, names: KeyNames, top: usize) -> Vec<report::MinBucket> {
+    /// Returns one result per rate; with keys, the key needing the most, and every key,
+    /// the largest bucket first.
+    fn results(&mut self, names: KeyNames) -> Vec<report::MinBucket> {
         let results: Vec<Vec<Lossless>> = self.keys.iter_mut().map(MinBuckets::results).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
         if names.names.is_empty() {
@@ -54,9 +55,6 @@ impl PerRate {
                 });
                 let worst = keys[0].clone();
                 let key_count = keys.len();
-                if top > 0 {
-                    keys.truncate(top);
-                }
                 report::MinBucket {
                     key_column: Some(names.column.to_owned()),
                     key_count: Some(key_count),
@@ -73,21 +71,13 @@ pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
         return run_curve(&job, plot.as_deref(), styles);
     }
     let fresh = || PerRate { rates: job.rates.clone(), keys: Vec::new() };
-    let (found, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
+    let (mut per_rate, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
-    let mut found = found;
-    let found = found.results(key_names(job.input.read.key_column.as_deref(), &stats), job.top);
-    // CSV: each rate's row, then its keys.
-    let rows: Vec<report::MinBucket> = found
-        .iter()
-        .flat_map(|m| {
-            std::iter::once(report::MinBucket { keys: None, ..m.clone() })
-                .chain(m.keys.iter().flatten().cloned())
-        })
-        .collect();
+    let mut found = per_rate.results(key_names(job.input.read.key_column.as_deref(), &stats));
+    report::keep_top(&mut found, job.top);
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| output::min_bucket_table(w, &found, styles.stdout);
-    write_result(&mut out, job.format, &found, &rows, table)?;
+    write_result(&mut out, job.format, &found, &report::csv_rows(&found), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -102,7 +92,7 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Path>, styles: &Styles) -> Result
         .iter()
         .enumerate()
         .map(|(m, line)| {
-            let (start, end) = Curve::ends(line, &times);
+            let Stretch { start, end, .. } = Curve::stretch(line, &times);
             let to = curve.starts.get(m + 1).copied();
             report::CurveSegment {
                 from: Exact(curve.starts[m]),

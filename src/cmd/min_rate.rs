@@ -9,7 +9,6 @@ use super::{Styles, notes, write_result};
 use crate::catalog;
 use crate::config::MinRateJob;
 use crate::curve::{Curve, Line};
-use crate::min_bucket::Stretch;
 use crate::output;
 use crate::report::{self, Exact};
 use crate::time::Timestamp;
@@ -19,10 +18,7 @@ pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
         catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
     notes(&job.input, &stats);
     let curve = Curve::new(&times);
-    let stretch = |line: &Line| {
-        let (start, end) = Curve::ends(line, &times);
-        Stretch { start, end, events: line.events as u64 }
-    };
+    let stretch = |line: &Line| Curve::stretch(line, &times);
     let found: Vec<report::MinRate> = job
         .bursts
         .iter()

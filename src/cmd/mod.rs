@@ -25,7 +25,6 @@ use crate::config::{Config, Input, Job, RedisTarget};
 use crate::output::{self, Style};
 use crate::remote::{Redis, RedisReplay, Remote};
 use crate::replay::{KeyNames, Replayer, Settings};
-use crate::report;
 use crate::time::Timestamp;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
@@ -108,25 +107,6 @@ fn notes(input: &Input, stats: &ReadStats) {
             stats.no_magnitude
         );
     }
-}
-
-/// Keeps the first `top` keys of each keyed report; 0 keeps all.
-fn keep_top(reports: &mut [report::Replay], top: usize) {
-    for keys in reports.iter_mut().filter_map(|r| r.keys.as_mut()) {
-        if top > 0 {
-            keys.truncate(top);
-        }
-    }
-}
-
-/// The CSV rows of reports: each report's totals, then its keys, one row each.
-fn csv_rows(reports: &[report::Replay]) -> Vec<report::Replay> {
-    let mut rows = Vec::new();
-    for report in reports {
-        rows.push(report::Replay { keys: None, ..report.clone() });
-        rows.extend(report.keys.iter().flatten().cloned());
-    }
-    rows
 }
 
 /// The key names of a keyed read.

@@ -56,8 +56,7 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
 /// empty.
 fn axis(job: &PlotJob, times: &[Timestamp]) -> (Timestamp, Timestamp) {
     let read = &job.input.read;
-    let epoch = Timestamp::from_micros(0).expect("in range");
-    let start = read.since.or(times.first().copied()).unwrap_or(epoch);
+    let start = read.since.or(times.first().copied()).unwrap_or(Timestamp::EPOCH);
     let end = read.until.or(times.last().copied()).unwrap_or(start);
     let minute = Span::from_micros(60 * MICROS_PER_SEC).expect("positive");
     if end > start { (start, end) } else { (start, start.checked_add(minute).unwrap_or(start)) }

@@ -5,11 +5,15 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Engines, Styles, csv_rows, keep_top, key_names, notes, write_result};
+use super::{Engines, Styles, key_names, notes, write_result};
 use crate::catalog;
 use crate::cli::Emit;
 use crate::config::ReplayJob;
 use crate::output;
+use crate::report::{csv_rows, keep_top};
+
+/// Events decided at a time when rows are emitted.
+const RUN: usize = 4_096;
 
 pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
     let name = job.input.source.name();
@@ -25,8 +29,17 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
             // row is written, so an error leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             let mut engine = engines.make();
-            let events: Vec<_> = rows.iter().map(|(time, key, _)| (time, key)).collect();
-            let decisions = engine.decide(&events)?;
+            // A run at a time, so that beside the rows only the decisions are kept.
+            let mut decisions = Vec::with_capacity(rows.len());
+            let mut run = Vec::with_capacity(RUN);
+            for (time, key, _) in rows.iter() {
+                run.push((time, key));
+                if run.len() == RUN {
+                    decisions.extend(engine.decide(&run)?);
+                    run.clear();
+                }
+            }
+            decisions.extend(engine.decide(&run)?);
             let replayer = engine.finish()?;
             let mut out = BufWriter::new(io::stdout().lock());
             out.write_all(rows.header())?;

@@ -11,6 +11,7 @@ mod replay;
 
 pub use replay::RedisReplay;
 
+use std::fmt::Display;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -124,7 +125,8 @@ pub fn script(algorithm: Algorithm) -> &'static redis::Script {
 pub struct Remote {
     algorithm: Algorithm,
     n: i64,
-    args: Vec<i64>,
+    /// The arguments after the time, written once rather than on every call.
+    args: Vec<String>,
 }
 
 /// What a script decided.
@@ -170,7 +172,7 @@ impl Remote {
                 vec![n, p, c]
             }
         };
-        let args = args.into_iter().map(|a| a as i64).collect();
+        let args = args.into_iter().map(|a| a.to_string()).collect();
         Ok(Remote { algorithm, n: n as i64, args })
     }
 
@@ -189,13 +191,13 @@ impl Remote {
     /// Returns the call's arguments, after KEYS: the time (empty for the server's clock),
     /// the fixed arguments, the time to live (0 for the limiter's own) and, for the sliding
     /// log, a member name unique to the call.
-    pub fn args(&self, now: Option<Timestamp>, ttl_ms: i64, member: &str) -> Vec<String> {
+    pub fn args(&self, now: Option<Timestamp>, ttl_ms: i64, member: impl Display) -> Vec<String> {
         let mut args = Vec::with_capacity(self.args.len() + 3);
         args.push(now.map_or(String::new(), |now| now.as_micros().to_string()));
-        args.extend(self.args.iter().map(i64::to_string));
+        args.extend(self.args.iter().cloned());
         args.push(ttl_ms.to_string());
         if self.algorithm == Algorithm::SlidingLog {
-            args.push(member.to_owned());
+            args.push(member.to_string());
         }
         args
     }
@@ -206,7 +208,7 @@ impl Remote {
         keys: &[String],
         now: Option<Timestamp>,
         ttl_ms: i64,
-        member: &str,
+        member: impl Display,
     ) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(script(self.algorithm).get_hash()).arg(keys.len()).arg(keys);
@@ -292,7 +294,8 @@ mod tests {
     fn gcra_arguments_split_intervals_into_whole_and_fractional_microseconds() {
         // 7/h: I = 3600 s / 7 = 514 285 714 µs + 2/7 µs.
         let remote = Remote::new(Algorithm::Gcra, "7/h".parse().unwrap(), 3, 2).unwrap();
-        assert_eq!(remote.args, [7, 514_285_714, 2, 1_028_571_428, 4, 1_542_857_142, 6]);
+        let want: [i64; 7] = [7, 514_285_714, 2, 1_028_571_428, 4, 1_542_857_142, 6];
+        assert_eq!(remote.args, want.map(|a| a.to_string()));
         assert_eq!(remote.keys("ratelimit:{a}"), ["ratelimit:{a}:gcra"]);
     }
 }

@@ -91,12 +91,7 @@ impl RedisReplay {
         for &(time, key) in events {
             for (remote, keys) in self.remotes.iter().zip(&self.keys[key as usize]) {
                 self.calls += 1;
-                commands.push(remote.command(
-                    keys,
-                    Some(time),
-                    REPLAY_TTL_MS,
-                    &self.calls.to_string(),
-                ));
+                commands.push(remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls));
             }
         }
         let replies = self.run(&commands)?;
