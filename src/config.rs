@@ -1,7 +1,7 @@
 //! The resolved configuration: defaults, conflicts and the terminal, settled once.
 
 use std::io::{self, IsTerminal};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
 
@@ -11,6 +11,7 @@ use crate::cli::{
 };
 use crate::etas;
 use crate::limiter::Algorithm;
+use crate::outfile::{Identity, Output};
 use crate::rate::Rate;
 use crate::replay::Settings;
 use crate::sample;
@@ -103,15 +104,15 @@ pub struct CompareJob {
 pub struct PlotJob {
     pub input: Input,
     pub settings: Vec<Settings>,
-    /// The file to write; `None` for stdout.
-    pub output: Option<PathBuf>,
+    /// Where the SVG goes.
+    pub output: Output,
 }
 
 /// A resolved `synth`.
 #[derive(Debug)]
 pub struct SynthJob {
     pub params: etas::Params,
-    pub output: Option<PathBuf>,
+    pub output: Output,
 }
 
 /// A resolved `min-bucket`: rates, or the whole curve.
@@ -120,8 +121,8 @@ pub struct MinBucketJob {
     pub input: Input,
     pub top: usize,
     pub rates: Vec<Rate>,
-    /// `Some` for `--curve`, with the SVG to draw it to, if any.
-    pub curve: Option<Option<PathBuf>>,
+    /// `Some` for `--curve`, with where to draw it as an SVG, if anywhere.
+    pub curve: Option<Option<Output>>,
     pub format: Format,
 }
 
@@ -149,16 +150,7 @@ impl Config {
                 format: args.output.format,
             }),
             Command::Plot(args) => Job::Plot(resolve_plot(args)?),
-            Command::MinBucket(args) if args.plot.is_some() && !args.curve => {
-                bail!("--plot draws the curve: use it with --curve")
-            }
-            Command::MinBucket(args) => Job::MinBucket(MinBucketJob {
-                input: resolve_input(args.input, args.keys.key)?,
-                top: args.keys.top,
-                rates: args.rate.into_iter().flatten().collect(),
-                curve: args.curve.then_some(args.plot),
-                format: args.output.format,
-            }),
+            Command::MinBucket(args) => Job::MinBucket(resolve_min_bucket(args)?),
             Command::MinRate(args) => Job::MinRate(MinRateJob {
                 input: resolve_input(args.input, None)?,
                 bursts: args.burst,
@@ -182,9 +174,14 @@ impl Config {
 }
 
 fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
+    let input = resolve_input(args.input, args.keys.key)?;
+    if args.emit.is_some() {
+        // The rows go to stdout: it must not be the file they are read from.
+        input.check_output(&Output::Stdout)?;
+    }
     Ok(ReplayJob {
         settings: resolve_limit(&args.limit, args.algo, true)?,
-        input: resolve_input(args.input, args.keys.key)?,
+        input,
         redis: resolve_redis(args.remote),
         top: args.keys.top,
         emit: args.emit,
@@ -253,6 +250,18 @@ fn resolve_input(args: InputArgs, key_column: Option<String>) -> Result<Input> {
     })
 }
 
+impl Input {
+    /// Refuses an output that would overwrite this input, before anything is read.
+    pub fn check_output(&self, output: &Output) -> Result<()> {
+        let identity = match &self.source {
+            Source::Path(path) => std::fs::metadata(path).ok().as_ref().and_then(Identity::of),
+            Source::Stdin => Identity::of_stdin(),
+            Source::Embedded { .. } => None,
+        };
+        output.check_not_input(identity.as_ref(), &self.source.name())
+    }
+}
+
 fn resolve_redis(args: cli::RedisArgs) -> Option<RedisTarget> {
     args.redis.map(|url| RedisTarget { url, prefix: args.redis_prefix })
 }
@@ -280,14 +289,33 @@ fn resolve_plot(args: cli::PlotArgs) -> Result<PlotJob> {
         .map(|&algorithm| resolve_limit(&args.limit, algorithm, false))
         .collect::<Result<_>>()?;
     let output = match args.output {
-        Some(path) if path == Path::new("-") => None,
-        Some(path) => Some(path),
+        Some(path) => Output::new(path),
         None if io::stdout().is_terminal() => {
             bail!("refusing to write SVG to a terminal: give -o FILE, or -o - for stdout")
         }
-        None => None,
+        None => Output::Stdout,
     };
-    Ok(PlotJob { input: resolve_input(args.input, None)?, settings, output })
+    let input = resolve_input(args.input, None)?;
+    input.check_output(&output)?;
+    Ok(PlotJob { input, settings, output })
+}
+
+fn resolve_min_bucket(args: cli::MinBucketArgs) -> Result<MinBucketJob> {
+    if args.plot.is_some() && !args.curve {
+        bail!("--plot draws the curve: use it with --curve");
+    }
+    let input = resolve_input(args.input, args.keys.key)?;
+    let plot = args.plot.map(Output::new);
+    if let Some(plot) = &plot {
+        input.check_output(plot)?;
+    }
+    Ok(MinBucketJob {
+        input,
+        top: args.keys.top,
+        rates: args.rate.into_iter().flatten().collect(),
+        curve: args.curve.then_some(plot),
+        format: args.output.format,
+    })
 }
 
 fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
@@ -333,5 +361,5 @@ fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
         }
         params.mainshocks.push((shock.mag.as_f64(), shock.time));
     }
-    Ok(SynthJob { params, output: args.output })
+    Ok(SynthJob { params, output: args.output.map_or(Output::Stdout, Output::new) })
 }

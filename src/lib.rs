@@ -10,6 +10,7 @@ pub mod decimal;
 pub mod etas;
 pub mod limiter;
 pub mod min_bucket;
+pub mod outfile;
 pub mod output;
 pub mod plot;
 pub mod progress;

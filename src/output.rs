@@ -1,10 +1,6 @@
 //! Writing results: JSON as it is, CSV flattened from it, and aligned tables for people.
 
-use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
-
-use anyhow::Context;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -294,31 +290,6 @@ pub fn min_bucket_table(
             .collect();
         table(out, &["key", "min_bucket", "span_events", "span_start", "span_end"], &rows, style)?;
     }
-    Ok(())
-}
-
-/// Writes a file through a temporary file beside it, renamed into place once complete, so
-/// that the file appears whole or not at all. It gets the permissions a new file would.
-pub fn write_whole(
-    path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let fail = || format!("cannot write {}", path.display());
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".ratelimit-");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // The umask applies, as it does to any new file.
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let mut temp = builder.tempfile_in(dir).with_context(fail)?;
-    write(temp.as_file_mut()).with_context(fail)?;
-    temp.persist(path).with_context(fail)?;
     Ok(())
 }
 

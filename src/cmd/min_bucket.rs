@@ -1,7 +1,6 @@
 //! `ratelimit min-bucket`: the smallest lossless token bucket for each rate, or the curve.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -12,7 +11,8 @@ use crate::config::MinBucketJob;
 use crate::curve::Curve;
 use crate::curve_svg;
 use crate::min_bucket::{Lossless, MinBuckets, Stretch};
-use crate::output::{self, write_whole};
+use crate::outfile::Output;
+use crate::output;
 use crate::rate::Rate;
 use crate::replay::KeyNames;
 use crate::report::{self, Exact};
@@ -68,7 +68,7 @@ impl PerRate {
 
 pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     if let Some(plot) = &job.curve {
-        return run_curve(&job, plot.as_deref(), styles);
+        return run_curve(&job, plot.as_ref(), styles);
     }
     let fresh = || PerRate { rates: job.rates.clone(), keys: Vec::new() };
     let (mut per_rate, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
@@ -82,7 +82,7 @@ pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_curve(job: &MinBucketJob, plot: Option<&Path>, styles: &Styles) -> Result<ExitCode> {
+fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Result<ExitCode> {
     let (times, stats) =
         catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
     notes(&job.input, &stats);
@@ -106,12 +106,18 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Path>, styles: &Styles) -> Result
             }
         })
         .collect();
-    if let Some(path) = plot {
+    let mut style = styles.stdout;
+    let mut out: Box<dyn Write> = Box::new(BufWriter::new(io::stdout().lock()));
+    if let Some(plot) = plot {
         let svg = curve_svg::draw(&curve, &job.input.source.title(), times.len());
-        write_whole(path, |file| file.write_all(svg.as_bytes()))?;
+        plot.write(|file| file.write_all(svg.as_bytes()))?;
+        if plot.is_stdout() {
+            // The picture has stdout; the table goes to stderr, as --emit's report does.
+            out = Box::new(io::stderr().lock());
+            style = styles.stderr;
+        }
     }
-    let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::curve_table(w, &segments, styles.stdout);
+    let table = |w: &mut dyn Write| output::curve_table(w, &segments, style);
     write_result(&mut out, job.format, &segments, &segments, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,5 @@
 //! `ratelimit plot`: the replay of every chosen limiter, drawn as one SVG.
 
-use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -8,7 +7,6 @@ use anyhow::Result;
 use super::notes;
 use crate::catalog;
 use crate::config::PlotJob;
-use crate::output::write_whole;
 use crate::plot::{COLUMNS, LanePlot, Scene};
 use crate::replay::{KeyNames, Replayer};
 use crate::time::{MICROS_PER_SEC, Span, Timestamp};
@@ -41,14 +39,7 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
         .map_or(name.clone(), |n| n.to_string_lossy().into());
     let scene = Scene { input: title, start, end, lanes: lanes.collect() };
     let svg = scene.draw();
-    match &job.output {
-        Some(path) => write_whole(path, |file| file.write_all(svg.as_bytes()))?,
-        None => {
-            let mut out = io::stdout().lock();
-            out.write_all(svg.as_bytes())?;
-            out.flush()?;
-        }
-    }
+    job.output.write(|out| out.write_all(svg.as_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -43,10 +43,39 @@ pub enum Stdin<'a> {
     File(PathBuf),
 }
 
-fn command() -> Command {
+/// Returns a command that runs `ratelimit`, with the environment tests expect.
+pub fn command() -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("ratelimit"));
     cmd.env_remove("NO_COLOR").env_remove("CI");
     cmd
+}
+
+/// Returns a command that runs `ratelimit` as a user other than root: as `nobody`, through
+/// `setpriv`, when the tests run as root (as CI does), so that permissions apply.
+pub fn command_unprivileged() -> Command {
+    if !is_root() {
+        return command();
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    cmd.arg(assert_cmd::cargo::cargo_bin!("ratelimit"));
+    cmd.env_remove("NO_COLOR").env_remove("CI");
+    cmd
+}
+
+/// Returns true if the tests run as root.
+pub fn is_root() -> bool {
+    let id = Command::new("id").arg("-u").output().expect("id runs");
+    String::from_utf8_lossy(&id.stdout).trim() == "0"
+}
+
+/// Returns the output of a finished command as a [`Run`].
+pub fn finished(out: std::process::Output) -> Run {
+    Run {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap_or(-1),
+    }
 }
 
 /// Runs `ratelimit` with `args` and `stdin`.
@@ -64,12 +93,7 @@ pub fn run_with(args: &[&str], stdin: Stdin) -> Run {
         // The program may stop reading early on an error; that is not the test's concern.
         let _ = child.stdin.take().unwrap().write_all(text.as_bytes());
     }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-        code: out.status.code().unwrap_or(-1),
-    }
+    finished(child.wait_with_output().unwrap())
 }
 
 /// Runs `ratelimit` with `args`, piping `stdin` to it.

@@ -7,6 +7,7 @@ mod compare;
 mod emit;
 mod keys;
 mod min_bucket;
+mod outputs;
 mod plot;
 mod real_data;
 mod replay;

@@ -1,0 +1,278 @@
+//! Where an output goes: stdout, a device written in place, or a file replaced whole.
+//!
+//! A regular file (or a path that does not exist yet) is written to a temporary file beside
+//! it and renamed over it once complete, so that it appears whole or not at all. Anything
+//! else — a device, a FIFO, a socket — is opened and written as it is, never replaced, and a
+//! symbolic link is followed, so that its target is written and the link stays. A temporary
+//! file is removed on an error, and on SIGINT or SIGTERM, before the process exits with
+//! 130 or 143; only SIGKILL, which no program can catch, leaves one behind.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, Once};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+/// An output option's value: `-` for standard output, or a path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Standard output.
+    Stdout,
+    /// A path.
+    Path(PathBuf),
+}
+
+impl Output {
+    /// Reads an output option: `-` means standard output.
+    pub fn new(path: PathBuf) -> Output {
+        if path == Path::new("-") { Output::Stdout } else { Output::Path(path) }
+    }
+
+    /// Returns true for standard output.
+    pub fn is_stdout(&self) -> bool {
+        matches!(self, Output::Stdout)
+    }
+
+    /// Refuses to write over an input of the same run: the same file by device and inode,
+    /// however it is named. Call it before anything is read.
+    pub fn check_not_input(&self, input: Option<&Identity>, input_name: &str) -> Result<()> {
+        let Some(input) = input else { return Ok(()) };
+        let found = match self {
+            Output::Stdout => Identity::of_stdout(),
+            Output::Path(path) => fs::metadata(path).ok().as_ref().and_then(Identity::of),
+        };
+        match found {
+            Some(out) if out == *input => bail!(
+                "refusing to write {} over the input {input_name}: it is the same file",
+                self.name()
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Returns the name messages give the output.
+    pub fn name(&self) -> String {
+        match self {
+            Output::Stdout => "<stdout>".into(),
+            Output::Path(path) => path.display().to_string(),
+        }
+    }
+
+    /// Writes the output with `write`, buffered: standard output as a stream, a file
+    /// whole or not at all, a device or FIFO in place.
+    pub fn write(&self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+        match self {
+            Output::Stdout => {
+                let mut out = BufWriter::new(io::stdout().lock());
+                write(&mut out)?;
+                out.flush()?;
+                Ok(())
+            }
+            Output::Path(path) => write_path(path, write),
+        }
+    }
+}
+
+/// A regular file's identity: its device and inode. Only regular files have one here,
+/// since only they can be read and then overwritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    dev: u64,
+    ino: u64,
+}
+
+impl Identity {
+    /// Returns the identity of the file with this metadata, if it is a regular file.
+    pub fn of(meta: &fs::Metadata) -> Option<Identity> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            meta.is_file().then(|| Identity { dev: meta.dev(), ino: meta.ino() })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
+
+    /// Returns the identity of what standard input reads, if it is a regular file.
+    pub fn of_stdin() -> Option<Identity> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            Identity::of_fd(io::stdin().as_fd())
+        }
+        #[cfg(not(unix))]
+        None
+    }
+
+    /// Returns the identity of what standard output writes, if it is a regular file.
+    pub fn of_stdout() -> Option<Identity> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            Identity::of_fd(io::stdout().as_fd())
+        }
+        #[cfg(not(unix))]
+        None
+    }
+
+    #[cfg(unix)]
+    fn of_fd(fd: std::os::fd::BorrowedFd) -> Option<Identity> {
+        let file = File::from(fd.try_clone_to_owned().ok()?);
+        Identity::of(&file.metadata().ok()?)
+    }
+}
+
+/// How many links to follow before giving up, as the kernel does (ELOOP).
+const MAX_LINKS: usize = 40;
+
+fn write_path(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let target = follow_links(path)?;
+    match fs::metadata(&target) {
+        Ok(meta) if meta.is_file() => replace(path, &target, Some(&meta), write),
+        Ok(meta) if meta.is_dir() => bail!("cannot write {}: it is a directory", path.display()),
+        // A device, FIFO or socket is written in place: replacing it would destroy it.
+        Ok(_) => {
+            let fail = || format!("cannot write {}", path.display());
+            let file = OpenOptions::new().write(true).open(&target).with_context(fail)?;
+            let mut out = BufWriter::new(file);
+            write(&mut out).with_context(fail)?;
+            out.flush().with_context(fail)?;
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => replace(path, &target, None, write),
+        Err(e) => Err(anyhow!("cannot write {}: {e}", path.display())),
+    }
+}
+
+/// Returns the path a chain of symbolic links ends at; it may not exist yet.
+fn follow_links(path: &Path) -> Result<PathBuf> {
+    let mut at = path.to_owned();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&at)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                at = match at.parent() {
+                    Some(dir) => dir.join(link),
+                    None => link,
+                };
+            }
+            _ => return Ok(at),
+        }
+    }
+    bail!("cannot write {}: too many levels of symbolic links", path.display())
+}
+
+/// Writes `target` whole through a temporary file beside it. An existing file keeps its
+/// permissions and, where allowed, its owner; one the user may not write is refused as `cp`
+/// refuses it.
+fn replace(
+    name: &Path,
+    target: &Path,
+    existing: Option<&fs::Metadata>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    let cannot_create = |e: io::Error| {
+        anyhow!("cannot create regular file '{}': {}", name.display(), io_reason(&e))
+    };
+    if existing.is_some() {
+        // Opening for writing neither truncates nor changes the file; it asks the kernel
+        // whether this user may write it, root included.
+        OpenOptions::new().write(true).open(target).map_err(cannot_create)?;
+    }
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".ratelimit-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A new file gets what any new file gets: 0666 less the umask.
+        let mode = existing.map_or(0o666, |m| m.permissions().mode() & 0o7777);
+        builder.permissions(fs::Permissions::from_mode(mode));
+    }
+    let mut temps = Temps::lock();
+    let temp = builder.tempfile_in(dir).map_err(cannot_create)?;
+    temps.add(temp.path());
+    drop(temps);
+    let written = write_temp(temp.as_file(), existing, write);
+    let mut temps = Temps::lock();
+    temps.remove(temp.path());
+    let fail = || format!("cannot write {}", name.display());
+    written.with_context(fail)?;
+    // The rename happens under the lock, so that a signal either removes the temporary
+    // file or finds it already in place.
+    temp.persist(target).map_err(|e| e.error).with_context(fail)?;
+    Ok(())
+}
+
+fn write_temp(
+    file: &File,
+    existing: Option<&fs::Metadata>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some(meta) = existing {
+        use std::os::unix::fs::MetadataExt;
+        // Only root may give a file away; for anyone else the owner is already theirs.
+        let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
+    }
+    let mut out = BufWriter::new(file);
+    write(&mut out)?;
+    out.flush()
+}
+
+/// An I/O error's reason without the `(os error N)` that std appends.
+fn io_reason(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+/// The temporary files being written, which a signal must remove.
+static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static SIGNALS: Once = Once::new();
+
+struct Temps(MutexGuard<'static, Vec<PathBuf>>);
+
+impl Temps {
+    /// Locks the list, first starting the thread that removes its files on a signal.
+    fn lock() -> Temps {
+        SIGNALS.call_once(watch_signals);
+        Temps(TEMPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    fn add(&mut self, path: &Path) {
+        self.0.push(path.to_owned());
+    }
+
+    fn remove(&mut self, path: &Path) {
+        self.0.retain(|p| p != path);
+    }
+}
+
+/// On SIGINT or SIGTERM, removes every temporary file and exits with 128 + the signal.
+fn watch_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    // Without the watcher, a signal kills the process as it would anyway; only a temporary
+    // file could be left, and that is what the README's caveat covers.
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else { return };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            // The lock is never let go: no rename may follow.
+            let temps = TEMPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            for path in temps.iter() {
+                let _ = fs::remove_file(path);
+            }
+            std::process::exit(128 + signal);
+        }
+    });
+}
