@@ -149,6 +149,11 @@ pub struct RedisArgs {
     /// The prefix of every Redis key ratelimit writes.
     #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
     pub redis_prefix: String,
+
+    /// Give up, with exit status 2, if Redis takes longer than this to answer a round trip
+    /// (connecting takes at most 3s of it).
+    #[arg(long, value_name = "DURATION", default_value = "5s", allow_hyphen_values = true)]
+    pub redis_timeout: Span,
 }
 
 /// How to print the result.
@@ -317,6 +322,11 @@ pub struct CheckArgs {
     /// The prefix of every Redis key ratelimit writes.
     #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
     pub redis_prefix: String,
+
+    /// Give up, with exit status 2, if Redis takes longer than this to answer a round trip
+    /// (connecting takes at most 3s of it).
+    #[arg(long, value_name = "DURATION", default_value = "5s", allow_hyphen_values = true)]
+    pub redis_timeout: Span,
 
     #[command(flatten)]
     pub output: OutputArgs,

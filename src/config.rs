@@ -2,6 +2,7 @@
 
 use std::io::{self, IsTerminal};
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
@@ -66,6 +67,8 @@ pub struct Input {
 pub struct RedisTarget {
     pub url: String,
     pub prefix: String,
+    /// The longest a round trip may take.
+    pub timeout: Duration,
 }
 
 /// A resolved `check`.
@@ -141,7 +144,7 @@ impl Config {
             Command::Replay(args) => Job::Replay(resolve_replay(args)?),
             Command::Compare(args) => Job::Compare(CompareJob {
                 input: resolve_input(args.input, args.keys.key)?,
-                redis: resolve_redis(args.remote),
+                redis: resolve_redis(args.remote)?,
                 top: args.keys.top,
                 settings: Algorithm::ALL
                     .iter()
@@ -182,7 +185,7 @@ fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
     Ok(ReplayJob {
         settings: resolve_limit(&args.limit, args.algo, true)?,
         input,
-        redis: resolve_redis(args.remote),
+        redis: resolve_redis(args.remote)?,
         top: args.keys.top,
         emit: args.emit,
         format: args.output.format,
@@ -262,8 +265,17 @@ impl Input {
     }
 }
 
-fn resolve_redis(args: cli::RedisArgs) -> Option<RedisTarget> {
-    args.redis.map(|url| RedisTarget { url, prefix: args.redis_prefix })
+fn resolve_redis(args: cli::RedisArgs) -> Result<Option<RedisTarget>> {
+    let timeout = redis_timeout(args.redis_timeout)?;
+    Ok(args.redis.map(|url| RedisTarget { url, prefix: args.redis_prefix, timeout }))
+}
+
+fn redis_timeout(span: Span) -> Result<Duration> {
+    let micros = u64::try_from(span.as_micros()).unwrap_or(0);
+    if micros == 0 {
+        bail!("--redis-timeout must be longer than zero");
+    }
+    Ok(Duration::from_micros(micros))
 }
 
 fn resolve_check(args: cli::CheckArgs) -> Result<CheckJob> {
@@ -277,7 +289,11 @@ fn resolve_check(args: cli::CheckArgs) -> Result<CheckJob> {
         key: args.key,
         settings: resolve_limit(&limit, args.algo, true)?,
         cost: args.cost,
-        redis: RedisTarget { url: args.redis, prefix: args.redis_prefix },
+        redis: RedisTarget {
+            url: args.redis,
+            prefix: args.redis_prefix,
+            timeout: redis_timeout(args.redis_timeout)?,
+        },
         format: args.output.format,
     })
 }

@@ -9,6 +9,7 @@ pub mod curve_svg;
 pub mod decimal;
 pub mod etas;
 pub mod limiter;
+pub mod message;
 pub mod min_bucket;
 pub mod outfile;
 pub mod output;

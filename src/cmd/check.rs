@@ -15,7 +15,7 @@ use crate::time::Span;
 pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
     let settings = job.settings;
     let remote = Remote::new(settings.algorithm, settings.rate, settings.burst, job.cost)?;
-    let mut redis = Redis::connect(&job.redis.url)?;
+    let mut redis = Redis::connect(&job.redis.url, job.redis.timeout)?;
     let base = format!("{}{{{}}}", job.redis.prefix, job.key);
     // A sliding log's entries need names no other call uses.
     let nanos = std::time::SystemTime::now()

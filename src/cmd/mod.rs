@@ -133,7 +133,7 @@ impl Engines {
         let redis = match redis {
             None => None,
             Some(target) => {
-                let mut redis = Redis::connect(&target.url)?;
+                let mut redis = Redis::connect(&target.url, target.timeout)?;
                 let remotes = RedisReplay::prepare(&mut redis, settings)?;
                 Some((Rc::new(RefCell::new(redis)), remotes, target.prefix.clone()))
             }

@@ -7,16 +7,17 @@
 //! refuse times outside 1970–2112 (below 2^52 µs), so every value stays exact and every
 //! decision equals the one made in memory.
 
+mod connection;
 mod replay;
 
+pub use connection::{CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Redis};
 pub use replay::RedisReplay;
 
 use std::fmt::Display;
 use std::sync::LazyLock;
-use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
-use redis::{Connection, ErrorKind, ServerErrorKind};
+use anyhow::{Result, bail};
+use redis::{ServerErrorKind, Value};
 
 use crate::limiter::Algorithm;
 use crate::rate::Rate;
@@ -32,72 +33,34 @@ pub const REPLAY_TTL_MS: i64 = 600_000;
 /// The largest value a script's arithmetic may reach: 2^52, half the exact range of a double.
 pub const EXACT: i128 = 1 << 52;
 
-/// How long to wait for Redis before giving up.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A connection to Redis 7 or later.
-pub struct Redis {
-    url: String,
-    con: Connection,
-}
-
 impl Redis {
-    /// Connects, with a timeout, and checks that the server is Redis 7 or later.
-    pub fn connect(url: &str) -> Result<Redis> {
-        let fail = || format!("cannot reach Redis at {url}");
-        let client =
-            redis::Client::open(url).with_context(|| format!("{url} is not a Redis URL"))?;
-        let mut con = client.get_connection_with_timeout(CONNECT_TIMEOUT).with_context(fail)?;
-        con.set_read_timeout(Some(IO_TIMEOUT)).with_context(fail)?;
-        con.set_write_timeout(Some(IO_TIMEOUT)).with_context(fail)?;
-        let info: String = redis::cmd("INFO").arg("server").query(&mut con).with_context(fail)?;
-        check_version(&info).with_context(|| format!("Redis at {url}"))?;
-        Ok(Redis { url: url.to_owned(), con })
-    }
-
-    /// Returns the URL, for messages.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// Returns the connection.
-    pub fn connection(&mut self) -> &mut Connection {
-        &mut self.con
-    }
-
     /// Loads a limiter's script into the server's cache.
     pub fn load(&mut self, algorithm: Algorithm) -> Result<()> {
-        script(algorithm)
-            .load(&mut self.con)
-            .with_context(|| format!("Redis at {}: cannot load a script", self.url))?;
-        Ok(())
+        let script = script(algorithm);
+        match self.call(redis::cmd("SCRIPT").arg("LOAD").arg(&script.code))? {
+            Value::BulkString(hash) if hash == script.hash.as_bytes() => Ok(()),
+            other => {
+                bail!("Redis at {}: SCRIPT LOAD gave an unexpected reply: {other:?}", self.url())
+            }
+        }
     }
 }
 
-/// Accepts Redis 7 or later, from the text of `INFO server`.
-fn check_version(info: &str) -> Result<()> {
-    let version = info
-        .lines()
-        .find_map(|line| line.strip_prefix("redis_version:"))
-        .map(str::trim)
-        .ok_or_else(|| anyhow!("does not say its version"))?;
-    let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
-    if major < 7 {
-        bail!("is version {version}; ratelimit needs Redis 7.0 or later (for PEXPIRE ... NX)");
-    }
-    Ok(())
+/// Returns true if a reply is Redis saying it does not have the script.
+pub fn is_noscript(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript))
 }
 
-/// Returns true if an error is Redis saying it does not have the script.
-pub fn is_noscript(err: &redis::RedisError) -> bool {
-    err.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+/// A limiter's Lua script: its text and its SHA1, by which `EVALSHA` calls it.
+pub struct Script {
+    code: String,
+    hash: String,
 }
 
 const COMMON: &str = include_str!("lua/common.lua");
 
 /// The scripts, each the shared helpers followed by one limiter.
-static SCRIPTS: LazyLock<[redis::Script; 5]> = LazyLock::new(|| {
+static SCRIPTS: LazyLock<[Script; 5]> = LazyLock::new(|| {
     [
         include_str!("lua/fixed_window.lua"),
         include_str!("lua/sliding_log.lua"),
@@ -105,11 +68,15 @@ static SCRIPTS: LazyLock<[redis::Script; 5]> = LazyLock::new(|| {
         include_str!("lua/token_bucket.lua"),
         include_str!("lua/gcra.lua"),
     ]
-    .map(|body| redis::Script::new(&format!("{COMMON}\n{body}")))
+    .map(|body| {
+        let code = format!("{COMMON}\n{body}");
+        let hash = redis::Script::new(&code).get_hash().to_owned();
+        Script { code, hash }
+    })
 });
 
 /// Returns the script of an algorithm; the leaky queue runs GCRA's, which gives the wait.
-pub fn script(algorithm: Algorithm) -> &'static redis::Script {
+pub fn script(algorithm: Algorithm) -> &'static Script {
     let index = match algorithm {
         Algorithm::FixedWindow => 0,
         Algorithm::SlidingLog => 1,
@@ -211,31 +178,37 @@ impl Remote {
         member: impl Display,
     ) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(script(self.algorithm).get_hash()).arg(keys.len()).arg(keys);
+        cmd.arg(&script(self.algorithm).hash).arg(keys.len()).arg(keys);
         cmd.arg(self.args(now, ttl_ms, member));
         cmd
     }
 
-    /// Decides one call now, at the server's time, on the keys under `base`. `EVALSHA`
-    /// falls back to sending the script if Redis does not have it.
+    /// Decides one call now, at the server's time, on the keys under `base`, loading the
+    /// script if Redis does not have it.
     pub fn check(&self, redis: &mut Redis, base: &str, member: &str) -> Result<Outcome> {
-        let script = script(self.algorithm);
-        let mut call = script.prepare_invoke();
-        for key in self.keys(base) {
-            call.key(key);
+        let command = self.command(&self.keys(base), None, 0, member).get_packed_command();
+        let mut reply = redis.round_trip(&command, 1)?.pop().unwrap_or(Value::Nil);
+        if is_noscript(&reply) {
+            redis.load(self.algorithm)?;
+            reply = redis.round_trip(&command, 1)?.pop().unwrap_or(Value::Nil);
         }
-        for arg in self.args(None, 0, member) {
-            call.arg(arg);
-        }
-        let url = redis.url().to_owned();
-        let reply: Vec<i64> =
-            call.invoke(redis.connection()).with_context(|| format!("Redis at {url}"))?;
-        self.outcome(&reply)
+        self.outcome(&reply).map_err(|e| anyhow::anyhow!("Redis at {}: {e}", redis.url()))
     }
 
-    /// Reads a script's reply.
-    pub fn outcome(&self, reply: &[i64]) -> Result<Outcome> {
-        let [allowed, remaining, retry, reset, rest @ ..] = reply else {
+    /// Reads a script's reply: an array of integers, or an error.
+    pub fn outcome(&self, reply: &Value) -> Result<Outcome> {
+        let ints: Option<Vec<i64>> = match reply {
+            Value::Array(items) => {
+                items.iter().map(|v| if let Value::Int(i) = v { Some(*i) } else { None }).collect()
+            }
+            Value::ServerError(e) => {
+                let detail = crate::message::one_line(e.details().unwrap_or_default());
+                bail!("the script failed: {} {detail}", e.code())
+            }
+            _ => None,
+        };
+        let ints = ints.unwrap_or_default();
+        let [allowed, remaining, retry, reset, rest @ ..] = ints.as_slice() else {
             bail!("a script gave an unexpected reply: {reply:?}");
         };
         let wait = match rest {
@@ -264,19 +237,6 @@ pub fn check_time(time: Timestamp) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redis_6_is_refused() {
-        let info = "# Server\r\nredis_version:6.2.6\r\nredis_mode:standalone\r\n";
-        let err = check_version(info).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "is version 6.2.6; ratelimit needs Redis 7.0 or later (for PEXPIRE ... NX)"
-        );
-        assert!(check_version("redis_version:7.0.15\r\n").is_ok());
-        assert!(check_version("redis_version:8.2.1\r\n").is_ok());
-        assert!(check_version("no version here").is_err());
-    }
 
     #[test]
     fn sizes_past_the_exact_range_are_refused() {

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use anyhow::{Result, anyhow};
+use redis::Value;
 
 use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
 use crate::catalog::{Key, Sink};
@@ -95,6 +96,7 @@ impl RedisReplay {
             }
         }
         let replies = self.run(&commands)?;
+        let url = self.redis.borrow().url().to_owned();
         let mut replies = replies.iter();
         let mut first = Vec::with_capacity(events.len());
         for &(time, key) in events {
@@ -102,7 +104,9 @@ impl RedisReplay {
                 .remotes
                 .iter()
                 .map(|remote| {
-                    let outcome = remote.outcome(replies.next().expect("a reply per call"))?;
+                    let reply = replies.next().expect("a reply per call");
+                    let outcome =
+                        remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
                     Ok((outcome.allowed, outcome.wait))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -115,32 +119,26 @@ impl RedisReplay {
     /// Sends commands in one pipeline and returns their replies. Should Redis have lost its
     /// scripts part way (`NOSCRIPT`), they are loaded again and the calls from the first
     /// that failed are sent again: a call that failed so changed nothing.
-    fn run(&mut self, commands: &[redis::Cmd]) -> Result<Vec<Vec<i64>>> {
+    fn run(&mut self, commands: &[redis::Cmd]) -> Result<Vec<Value>> {
         let mut replies = Vec::with_capacity(commands.len());
         let mut reloaded = false;
+        let mut packed = Vec::new();
         while replies.len() < commands.len() {
-            let mut pipe = redis::pipe();
-            pipe.ignore_errors();
-            for cmd in &commands[replies.len()..] {
-                pipe.add_command(cmd.clone());
+            let rest = &commands[replies.len()..];
+            packed.clear();
+            for cmd in rest {
+                cmd.write_packed_command(&mut packed);
             }
             let mut redis = self.redis.borrow_mut();
-            let url = redis.url().to_owned();
-            let results: Vec<redis::RedisResult<Vec<i64>>> = pipe
-                .query(redis.connection())
-                .map_err(|e| anyhow!("Redis at {url} failed during the replay: {e}"))?;
-            for result in results {
-                match result {
-                    Ok(reply) => replies.push(reply),
-                    Err(e) if is_noscript(&e) && !reloaded => {
-                        for remote in &self.remotes {
-                            redis.load(remote.algorithm)?;
-                        }
-                        reloaded = true;
-                        break;
+            for reply in redis.round_trip(&packed, rest.len())? {
+                if is_noscript(&reply) && !reloaded {
+                    for remote in &self.remotes {
+                        redis.load(remote.algorithm)?;
                     }
-                    Err(e) => return Err(anyhow!("Redis at {url} failed during the replay: {e}")),
+                    reloaded = true;
+                    break;
                 }
+                replies.push(reply);
             }
         }
         Ok(replies)

@@ -187,6 +187,12 @@ impl RedisServer {
         Some(con)
     }
 
+    /// Sends the server a signal, such as `-STOP` or `-CONT`.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill").args([signal, &pid]).status().unwrap().success());
+    }
+
     /// Stops the server now.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
