@@ -181,7 +181,7 @@ pub fn replay<S: Sink>(
 pub struct Rows {
     header: Vec<u8>,
     store: Vec<u8>,
-    order: Vec<(Timestamp, u64)>,
+    order: Vec<(Timestamp, usize)>,
 }
 
 impl Rows {
@@ -207,7 +207,6 @@ impl Rows {
         let word =
             |at: usize| u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
         self.order.iter().map(move |&(time, at)| {
-            let at = at as usize;
             let (len, key) = (word(at) as usize, word(at + 4));
             (time, key, trim_line_end(&self.store[at + 8..at + 8 + len]))
         })
@@ -231,7 +230,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         let text = trim_blank_lines(capture.slice(start, end));
         let len = u32::try_from(text.len())
             .map_err(|_| anyhow!("{}: line {line}: row too long to keep for --emit", pass.name))?;
-        rows.order.push((time, rows.store.len() as u64));
+        rows.order.push((time, rows.store.len()));
         rows.store.extend_from_slice(&len.to_le_bytes());
         rows.store.extend_from_slice(&key.to_le_bytes());
         rows.store.extend_from_slice(text);
@@ -328,12 +327,19 @@ struct Capture<R> {
 
 impl<R> Capture<R> {
     fn slice(&self, start: u64, end: u64) -> &[u8] {
-        &self.seen[(start - self.base) as usize..(end - self.base) as usize]
+        &self.seen[self.index(start)..self.index(end)]
+    }
+
+    /// Returns where an offset of the input lies in what is kept.
+    #[allow(clippy::cast_possible_truncation)]
+    fn index(&self, offset: u64) -> usize {
+        // The offset lies within `seen`, which is in memory: it fits in a usize.
+        (offset - self.base) as usize
     }
 
     /// Lets go of the bytes before `offset`, in large steps so that the copying is cheap.
     fn forget_before(&mut self, offset: u64) {
-        let done = (offset - self.base) as usize;
+        let done = self.index(offset);
         if done >= 1 << 16 {
             self.seen.drain(..done);
             self.base = offset;
@@ -453,7 +459,7 @@ impl<'a, R: Read> Pass<'a, R> {
                 }
             }
             let key = match self.key {
-                Some(index) => self.intern(index),
+                Some(index) => self.intern(index)?,
                 None => 0,
             };
             self.stats.events += 1;
@@ -462,15 +468,17 @@ impl<'a, R: Read> Pass<'a, R> {
     }
 
     /// Returns the number of the key in column `index` of the current record.
-    fn intern(&mut self, index: usize) -> Key {
+    fn intern(&mut self, index: usize) -> Result<Key> {
         let value = self.record.get(index).unwrap_or_default();
         if let Some(&key) = self.keys.get(value) {
-            return key;
+            return Ok(key);
         }
-        let key = self.stats.keys.len() as Key;
+        let key = Key::try_from(self.stats.keys.len()).map_err(|_| {
+            anyhow!("{}: line {}: more than {} keys", self.name, self.line(), Key::MAX)
+        })?;
         self.keys.insert(value.into(), key);
         self.stats.keys.push(String::from_utf8_lossy(value).into_owned());
-        key
+        Ok(key)
     }
 }
 

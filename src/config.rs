@@ -21,6 +21,9 @@ use crate::time::Span;
 /// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
 pub const MAX_BURST: u64 = Rate::MAX_COUNT;
 
+/// The most rates `min-bucket` takes, in all its `--rate` lists and ranges.
+pub const MAX_RATES: usize = crate::rate::MAX_RANGE;
+
 /// What to do, with every default and conflict settled.
 #[derive(Debug)]
 pub struct Config {
@@ -325,10 +328,14 @@ fn resolve_min_bucket(args: cli::MinBucketArgs) -> Result<MinBucketJob> {
     if let Some(plot) = &plot {
         input.check_output(plot)?;
     }
+    let rates: Vec<Rate> = args.rate.into_iter().flatten().collect();
+    if rates.len() > MAX_RATES {
+        bail!("--rate gives {} rates; at most {MAX_RATES} are allowed", rates.len());
+    }
     Ok(MinBucketJob {
         input,
         top: args.keys.top,
-        rates: args.rate.into_iter().flatten().collect(),
+        rates,
         curve: args.curve.then_some(plot),
         format: args.output.format,
     })
@@ -352,8 +359,11 @@ fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
         bail!("--until ({end}) must not be before --start ({start})");
     }
     let in_range = |m: Decimal| (0..=10_000_000).contains(&m.0);
-    if !in_range(args.min_mag) {
-        bail!("--min-mag must be from 0 to 10");
+    if !(0.0..etas::Params::MAX_MAG).contains(&args.min_mag.as_f64()) {
+        bail!(
+            "--min-mag must be from 0 to below {}, the largest magnitude the model makes",
+            etas::Params::MAX_MAG
+        );
     }
     if args.b_value.0 <= 0 {
         bail!("--b-value must be more than 0");
@@ -368,6 +378,31 @@ fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
     params.background_per_day = etas::Params::BACKGROUND_M5_PER_DAY
         * libm::pow(10.0, params.b_value * (5.0 - params.min_mag))
         * args.scale.as_f64();
+    if !params.background_per_day.is_finite() {
+        bail!(
+            "the background rate, 2.7 × 10^(b(5 - Mc)) × --scale a day, overflows with \
+             --b-value {} and --min-mag {}",
+            args.b_value.as_f64(),
+            args.min_mag.as_f64()
+        );
+    }
+    let n = params.branching_ratio();
+    if n >= 1.0 {
+        bail!(
+            "with --b-value {} and --min-mag {}, each event triggers {n:.2} aftershocks on \
+             average: sequences would grow without end; raise --b-value",
+            args.b_value.as_f64(),
+            args.min_mag.as_f64()
+        );
+    }
+    let expected = params.expected_events();
+    if expected.is_nan() || expected > etas::Params::MAX_EVENTS {
+        bail!(
+            "these settings make about {expected:.1e} events, more than the {:.0e} synth \
+             makes at most; shorten --days, lower --scale, or raise --min-mag",
+            etas::Params::MAX_EVENTS
+        );
+    }
     for shock in &args.mainshock {
         if !in_range(shock.mag) || shock.mag.0 < args.min_mag.0 {
             bail!("--mainshock magnitude must be from --min-mag to 10");

@@ -40,6 +40,8 @@ impl Fraction {
 
     /// Returns `events / micros` in lowest terms; `micros` must be positive.
     pub fn new(events: i64, micros: i64) -> Fraction {
+        // Both are counts or spans, never negative, so the divisor is at most i64::MAX.
+        #[allow(clippy::cast_possible_wrap)]
         let g = gcd(events.unsigned_abs(), micros.unsigned_abs()).max(1) as i64;
         Fraction { events: events / g, micros: micros / g }
     }
@@ -93,8 +95,10 @@ impl Curve {
 
     /// Returns a line's stretch of `times`: its first and last time and its events.
     pub fn stretch(line: &Line, times: &[Timestamp]) -> Stretch {
-        let (start, end) = (times[line.first], times[line.first + line.events as usize - 1]);
-        Stretch { start, end, events: line.events as u64 }
+        // A line's events are a stretch of `times`, so their count fits in a usize.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let last = line.first + line.events as usize - 1;
+        Stretch { start: times[line.first], end: times[last], events: line.events.unsigned_abs() }
     }
 
     /// Returns the smallest whole burst that loses nothing at `events` per `micros`
@@ -112,8 +116,9 @@ impl Curve {
     /// event. If no rate will do, because more than `burst` events share one instant, the
     /// error is those events' line.
     pub fn min_rate(&self, burst: u64) -> Result<(Fraction, Option<Line>), Line> {
-        let burst = burst as i64;
         let mut best = (Fraction::ZERO, None);
+        // No stretch holds more than i64::MAX events: a larger bucket holds them all.
+        let Ok(burst) = i64::try_from(burst) else { return Ok(best) };
         for &line in self.lines.iter().filter(|l| l.events > burst) {
             if line.span == 0 {
                 return Err(line);
@@ -125,6 +130,14 @@ impl Curve {
         }
         Ok(best)
     }
+}
+
+/// A count of events of a slice, as an i64.
+fn count(n: usize) -> i64 {
+    // A slice holds at most isize::MAX elements.
+    #[allow(clippy::cast_possible_wrap)]
+    let n = n as i64;
+    n
 }
 
 /// The rate at which `later` (the shorter stretch) overtakes `earlier`.
@@ -206,7 +219,7 @@ fn crossing(t: &[i64], lo: usize, mid: usize, hi: usize) -> Vec<Line> {
     let mut lines = Vec::with_capacity(ends.len() + starts.len());
     loop {
         let (i, j) = (starts[a].0, ends[b].0);
-        lines.push(Line { events: (j - i + 1) as i64, span: t[j] - t[i], first: i });
+        lines.push(Line { events: count(j - i + 1), span: t[j] - t[i], first: i });
         match (starts.get(a + 1), ends.get(b + 1)) {
             (None, None) => break,
             (Some(_), None) => a += 1,
@@ -224,9 +237,8 @@ fn crossing(t: &[i64], lo: usize, mid: usize, hi: usize) -> Vec<Line> {
 /// Walks indices in the given order (away from the point that is best at rate zero) and
 /// keeps those that are best for some rate, each with the rate from which it is.
 fn hull(order: impl Iterator<Item = usize>, t: &[i64]) -> Vec<(usize, Fraction)> {
-    let rate = |from: usize, to: usize| {
-        Fraction::new((from as i64 - to as i64).abs(), (t[from] - t[to]).abs())
-    };
+    let rate =
+        |from: usize, to: usize| Fraction::new(count(from.abs_diff(to)), (t[from] - t[to]).abs());
     let mut hull: Vec<(usize, Fraction)> = Vec::new();
     for k in order {
         match hull.last() {
@@ -312,7 +324,7 @@ mod tests {
                 let brute = brute(&t, n, p);
                 let need = curve.lines.iter().map(|l| i128::from(l.events) * i128::from(p) - i128::from(n) * i128::from(l.span)).max().unwrap();
                 prop_assert_eq!(need, brute);
-                let mut one_pass = MinBucket::new(Rate::new(n as u64, Span::from_micros(p).unwrap()).unwrap());
+                let mut one_pass = MinBucket::new(Rate::new(u64::try_from(n).unwrap(), Span::from_micros(p).unwrap()).unwrap());
                 times.iter().for_each(|&x| one_pass.push(x));
                 prop_assert_eq!(curve.min_bucket(n, p), one_pass.result().min_bucket);
             }

@@ -87,7 +87,10 @@ fn axes(
         &[("class", "axes".into()), ("font-size", 11.0.into()), ("fill", "#444".into())],
     );
     let (left, right, top, bottom) = (LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM);
-    for decade in x_lo as i32..=x_hi as i32 {
+    // Decades of finite positive floats lie from −324 to 308.
+    #[allow(clippy::cast_possible_truncation)]
+    let (x_lo, x_hi, y_hi) = (x_lo as i32, x_hi as i32, y_hi as i32);
+    for decade in x_lo..=x_hi {
         let rate = 10f64.powi(decade);
         let px = x(rate);
         svg.empty(
@@ -107,7 +110,7 @@ fn axes(
             &label,
         );
     }
-    for decade in 0..=y_hi as i32 {
+    for decade in 0..=y_hi {
         let burst = 10f64.powi(decade);
         let py = y(burst);
         svg.empty(

@@ -51,6 +51,12 @@ pub struct Params {
 }
 
 impl Params {
+    /// The most events `synth` will set out to make, on average: about 185 GB of CSV.
+    pub const MAX_EVENTS: f64 = 1e9;
+
+    /// The largest magnitude the model makes: no `--min-mag` may reach it.
+    pub const MAX_MAG: f64 = 9.5;
+
     /// M≥5 background events a day. With the aftershocks they trigger, the long-run mean
     /// over an 11-year run is about 4.7 a day, the 2015–2025 world average.
     pub const BACKGROUND_M5_PER_DAY: f64 = 2.7;
@@ -64,7 +70,7 @@ impl Params {
             start,
             end,
             min_mag: 5.0,
-            max_mag: 9.5,
+            max_mag: Params::MAX_MAG,
             b_value: 1.0,
             background_per_day: Params::BACKGROUND_M5_PER_DAY,
             k: 0.0038,
@@ -74,6 +80,35 @@ impl Params {
             horizon: 3_650.0,
             mainshocks: Vec::new(),
         }
+    }
+
+    /// Returns the branching ratio n: how many direct aftershocks an event of a random
+    /// magnitude triggers, on average, within the horizon. From 1 up the process is
+    /// supercritical: sequences grow without end.
+    pub fn branching_ratio(&self) -> f64 {
+        use std::f64::consts::LN_10;
+        let (beta, a) = (self.b_value * LN_10, self.alpha * LN_10);
+        let span = self.max_mag - self.min_mag;
+        let kept = 1.0 - libm::exp(-beta * span);
+        // The mean of 10^(α(M − Mc)) under the truncated Gutenberg–Richter law.
+        let growth = a - beta;
+        let productivity = if growth.abs() < 1e-12 {
+            beta * span / kept
+        } else {
+            beta * libm::expm1(growth * span) / (growth * kept)
+        };
+        let omori = (libm::pow(self.c, 1.0 - self.p)
+            - libm::pow(self.horizon + self.c, 1.0 - self.p))
+            / (self.p - 1.0);
+        self.k * productivity * omori
+    }
+
+    /// Returns the number of events the model makes on average: the background's, with
+    /// all the aftershocks they trigger, and infinity if it is supercritical.
+    pub fn expected_events(&self) -> f64 {
+        let days = self.end.since(self.start) as f64 / MICROS_PER_DAY;
+        let n = self.branching_ratio();
+        if n >= 1.0 { f64::INFINITY } else { self.background_per_day * days / (1.0 - n) }
     }
 }
 
@@ -254,6 +289,8 @@ impl Iterator for Simulation {
             let productivity = k * libm::exp(std::f64::consts::LN_10 * alpha * (mag - min_mag));
             self.schedule_aftershock(id, at, productivity, self.at_parent);
         }
+        // `at` lies within the simulated days, which lie within the years 0000 to 9999.
+        #[allow(clippy::cast_possible_truncation)]
         let ms = self.start_ms + libm::floor(at * 86_400_000.0) as i64;
         let time = Timestamp::from_micros(ms * 1_000).expect("simulated times lie before the end");
         Some(Quake { id, time, mag, origin })
@@ -263,6 +300,22 @@ impl Iterator for Simulation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_branching_ratio_is_the_mean_number_of_direct_aftershocks() {
+        let p = params(1, 1);
+        // With b = α the mean productivity is K·β·ΔM / (1 − e^(−βΔM)), β = b ln 10, and
+        // the Omori–Utsu integral to the horizon is (c^(1−p) − (H + c)^(1−p)) / (p − 1):
+        // 0.0038 × 10.3621 × 11.4449, by hand.
+        assert!((p.branching_ratio() - 0.450_68).abs() < 1e-4, "{}", p.branching_ratio());
+        // b below α is supercritical here: 7.73 direct aftershocks an event.
+        let steep = Params { b_value: 0.5, ..p.clone() };
+        assert!((steep.branching_ratio() - 7.7344).abs() < 1e-3);
+        assert_eq!(steep.expected_events(), f64::INFINITY);
+        // A stable model makes its background's events over 1 − n.
+        let expected = p.background_per_day * 1.0 / (1.0 - p.branching_ratio());
+        assert!((p.expected_events() - expected).abs() < 1e-9);
+    }
 
     fn params(seed: u64, days: i64) -> Params {
         let start: Timestamp = "2015-01-01".parse().unwrap();

@@ -53,7 +53,7 @@ impl MinBucket {
     pub fn new(rate: Rate) -> MinBucket {
         MinBucket {
             p: rate.p(),
-            n: rate.count() as i64,
+            n: rate.n64(),
             rate,
             events: 0,
             last: i64::MIN,
@@ -104,6 +104,9 @@ impl MinBucket {
 pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
     match events {
         0 => 0,
+        // With events, the worst excess is at least 0 and at most the events' count times
+        // P: the quotient is a count of events.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         _ => 1 + ((worst + p - 1) / p) as u64,
     }
 }
@@ -173,9 +176,16 @@ impl Lanes {
 const BLOCK: usize = 512;
 
 impl MinBuckets {
+    /// The most memory one set of trackers for `rates` can take, in bytes: the per-rate
+    /// state in both its narrow and its wide form, and the block of waiting events.
+    pub fn footprint(rates: usize) -> usize {
+        let per_rate = size_of::<Rate>() + 9 * size_of::<i64>() + size_of::<MinBucket>();
+        size_of::<MinBuckets>() + 2 * BLOCK * size_of::<i64>() + rates * per_rate
+    }
+
     /// Returns trackers for `rates` with no events yet.
     pub fn new(rates: &[Rate]) -> MinBuckets {
-        let counts = rates.iter().map(|r| r.count() as i64);
+        let counts = rates.iter().map(|r| r.n64());
         let lanes = Lanes::new(counts.zip(rates.iter().map(|r| r.period().as_micros())));
         MinBuckets {
             rates: rates.to_vec(),
@@ -222,7 +232,10 @@ impl MinBuckets {
                 wide.iter_mut().for_each(|m| m.push(time));
             }
         } else {
-            run_block(&mut self.lanes, self.events as i64, &self.block, &self.gaps);
+            // Counting to i64::MAX events, one a nanosecond, would take 292 years.
+            #[allow(clippy::cast_possible_wrap)]
+            let events = self.events as i64;
+            run_block(&mut self.lanes, events, &self.block, &self.gaps);
             self.top = self.lanes.worst.iter().copied().fold(self.top, i64::max);
         }
         self.events += self.block.len() as u64;
@@ -245,6 +258,8 @@ impl MinBuckets {
             self.widen();
             return;
         }
+        // Checked just above: clamp · n_max fits in an i64, and n_max is at least 1.
+        #[allow(clippy::cast_possible_truncation)]
         let clamp = clamp as i64;
         self.gaps.iter_mut().for_each(|g| *g = (*g).min(clamp));
     }
@@ -260,7 +275,7 @@ impl MinBuckets {
                 events: self.events,
                 last: self.last,
                 excess: i128::from(l.excess[k]),
-                low_at: (l.low_j[k] as u64, at(l.low_t[k])),
+                low_at: (l.low_j[k].unsigned_abs(), at(l.low_t[k])),
                 worst: i128::from(l.worst[k]),
                 stretch: (self.events > 0).then(|| self.stretch(k)),
             })
@@ -274,7 +289,7 @@ impl MinBuckets {
         Stretch {
             start: at(l.worst_start[k]),
             end: at(l.worst_end[k]),
-            events: l.worst_events[k] as u64,
+            events: l.worst_events[k].unsigned_abs(),
         }
     }
 
@@ -316,6 +331,8 @@ fn run_block_scalar(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
         let (mut worst, mut worst_events) = (l.worst[r], l.worst_events[r]);
         let (mut worst_start, mut worst_end) = (l.worst_start[r], l.worst_end[r]);
         for (i, (&now, &gap)) in times.iter().zip(gaps).enumerate() {
+            // `i` counts events within a block, below BLOCK.
+            #[allow(clippy::cast_possible_wrap)]
             let j = first_j + i as i64;
             // The gaps are clamped so that this cannot overflow.
             let next = excess + p - n * gap;
@@ -358,6 +375,8 @@ mod simd {
         let k = l.p.len();
         let (zero, one) = (_mm512_setzero_si512(), _mm512_set1_epi64(1));
         for base in (0..k).step_by(8) {
+            // A shift of 0 to 7 leaves at most eight bits.
+            #[allow(clippy::cast_possible_truncation)]
             let mask: __mmask8 = (0xffu16 >> (8 - (k - base).min(8))) as u8;
             // SAFETY: every pointer is to `base` within a vector of length `k`, and the
             // mask keeps the loads and stores to its first `k - base` lanes.
@@ -369,6 +388,8 @@ mod simd {
             let (mut worst, mut worst_events) = (load(&l.worst), load(&l.worst_events));
             let (mut worst_start, mut worst_end) = (load(&l.worst_start), load(&l.worst_end));
             for (i, (&now, &gap)) in times.iter().zip(gaps).enumerate() {
+                // `i` counts events within a block, below BLOCK.
+                #[allow(clippy::cast_possible_wrap)]
                 let j = _mm512_set1_epi64(first_j + i as i64);
                 let now = _mm512_set1_epi64(now);
                 let change = _mm512_sub_epi64(p, _mm512_mullo_epi64(n, _mm512_set1_epi64(gap)));

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::report;
-use crate::time::{Span, human_duration};
+use crate::time::human_duration;
 
 /// Whether a table may use color.
 #[derive(Clone, Copy, Debug)]
@@ -195,8 +195,8 @@ fn demand_lines(r: &report::Replay) -> [(String, String); 2] {
 }
 
 /// People read waits to the millisecond.
-fn human_ms(span: Span) -> String {
-    human_duration((span.as_micros() + 500) / 1_000 * 1_000)
+fn human_ms(micros: impl Into<i128>) -> String {
+    human_duration((micros.into() + 500) / 1_000 * 1_000)
 }
 
 /// Writes limiters side by side: what all events showed, then one row per limiter.
@@ -444,13 +444,13 @@ fn compare_keys_table(
 
 /// Writes a live decision as one line.
 pub fn check_line(out: &mut dyn Write, c: &report::Check, style: Style) -> io::Result<()> {
-    let full = human_ms(c.reset_after_s);
+    let full = human_ms(c.reset_after_s.as_micros());
     if c.allowed {
         let verdict = style.good("allowed");
         writeln!(out, "{verdict}: {} of {} left, full again in {full}", c.remaining, c.limit)
     } else {
         let verdict = style.warn("limited");
-        let retry = human_ms(c.retry_after_s);
+        let retry = human_ms(c.retry_after_s.as_micros());
         writeln!(
             out,
             "{verdict}: {} of {} left, retry in {retry}, full again in {full}",

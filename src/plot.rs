@@ -23,6 +23,8 @@ const COLUMN: f64 = 2.0;
 const DROPPED: &str = "#b8b8b8";
 
 /// The number of columns events are binned into.
+// A few hundred: the plot's width in pixels over a column's.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub const COLUMNS: usize = ((WIDTH - LEFT - RIGHT) / COLUMN) as usize;
 
 /// One limiter's lane: its report and its events, binned by column.
@@ -52,7 +54,8 @@ impl Scene {
     pub fn column(start: Timestamp, end: Timestamp, time: Timestamp) -> usize {
         let span = i128::from(end.since(start).max(1));
         let offset = i128::from(time.since(start).max(0));
-        ((offset * COLUMNS as i128 / span) as usize).min(COLUMNS - 1)
+        let last = COLUMNS - 1;
+        usize::try_from(offset * COLUMNS as i128 / span).map_or(last, |column| column.min(last))
     }
 
     fn x(&self, time: Timestamp) -> f64 {
@@ -83,6 +86,8 @@ impl Scene {
         let burst = burst.map_or(String::new(), |b| format!(", burst {b}"));
         let title = format!("{} at {}{burst}", self.input, first.rate);
         // People read a column's width to the second.
+        // COLUMNS is a few hundred.
+        #[allow(clippy::cast_possible_wrap)]
         let column = self.end.since(self.start) / COLUMNS as i64;
         let column =
             human_duration((column + MICROS_PER_SEC / 2) / MICROS_PER_SEC * MICROS_PER_SEC);
@@ -309,7 +314,8 @@ pub fn axis_ticks(start: Timestamp, end: Timestamp) -> Vec<(Timestamp, String)> 
     let mut ticks = Vec::new();
     loop {
         let (y, m) = (month.div_euclid(12), month.rem_euclid(12) + 1);
-        let Some(day) = NaiveDate::from_ymd_opt(y as i32, m as u32, 1) else { break };
+        let (Ok(y), Ok(m)) = (i32::try_from(y), u32::try_from(m)) else { break };
+        let Some(day) = NaiveDate::from_ymd_opt(y, m, 1) else { break };
         let micros =
             day.and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp() * MICROS_PER_SEC;
         let Some(t) = Timestamp::from_micros(micros) else { break };

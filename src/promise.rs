@@ -97,8 +97,8 @@ impl PromiseCheck {
         i128::from(self.burst - 1) * self.rate.p()
     }
 
-    fn longest_wait_micros(&self) -> i64 {
-        (self.longest_wait() / self.rate.n()) as i64
+    fn longest_wait_micros(&self) -> i128 {
+        self.longest_wait() / self.rate.n()
     }
 
     /// Says what the limiter promises, what was measured, and whether it held; `waits` are

@@ -54,6 +54,14 @@ impl Rate {
         i128::from(self.count)
     }
 
+    /// Returns N as an `i64`.
+    pub fn n64(self) -> i64 {
+        // N is at most MAX_COUNT, 10^12, far below i64::MAX.
+        #[allow(clippy::cast_possible_wrap)]
+        let n = self.count as i64;
+        n
+    }
+
     /// Returns P in microseconds as an `i128`, ready for exact cross-multiplication.
     pub fn p(self) -> i128 {
         i128::from(self.period.as_micros())
@@ -95,7 +103,7 @@ impl fmt::Display for Rate {
 }
 
 /// The most rates a range may expand to.
-pub const MAX_RANGE: u64 = 100_000;
+pub const MAX_RANGE: usize = 100_000;
 
 /// Reads a rate, or a range of rates with one period: `1/h..20/h` (a step of one event
 /// per period) or `1/h..20/h:2/h`.
@@ -120,7 +128,7 @@ pub fn parse_rates(text: &str) -> anyhow::Result<Vec<Rate>> {
     }
     let step = step.map_or(1, |s| s.count);
     let len = (to.count - from.count) / step + 1;
-    if len > MAX_RANGE {
+    if len > MAX_RANGE as u64 {
         bail!("range '{text}' holds {len} rates; at most {MAX_RANGE} are allowed");
     }
     Ok((0..len).map(|k| Rate { count: from.count + k * step, period }).collect())

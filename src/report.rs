@@ -62,19 +62,20 @@ impl From<Busiest> for Window {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Queue {
     pub delayed: u64,
-    #[serde(serialize_with = "seconds")]
-    pub max_wait_s: Span,
-    #[serde(serialize_with = "seconds")]
-    pub mean_wait_s: Span,
+    /// The longest wait in microseconds; waits can pass what a [`Span`] holds.
+    #[serde(serialize_with = "wide_seconds")]
+    pub max_wait_s: i128,
+    /// The mean wait in microseconds.
+    #[serde(serialize_with = "wide_seconds")]
+    pub mean_wait_s: i128,
 }
 
 impl From<Waits> for Queue {
     fn from(waits: Waits) -> Queue {
-        let span = |micros| Span::from_micros(micros).expect("waits are not negative");
         Queue {
             delayed: waits.delayed,
-            max_wait_s: span(waits.longest_micros()),
-            mean_wait_s: span(waits.mean_micros()),
+            max_wait_s: waits.longest_micros(),
+            mean_wait_s: waits.mean_micros(),
         }
     }
 }
@@ -112,11 +113,18 @@ impl From<Lossless> for MinBucket {
 
 /// Writes a span as a number of seconds: an integer when it is whole.
 fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
-    let micros = span.as_micros();
-    if micros % MICROS_PER_SEC == 0 {
-        s.serialize_i64(micros / MICROS_PER_SEC)
-    } else {
-        s.serialize_f64(span.as_secs_f64())
+    wide_seconds(&i128::from(span.as_micros()), s)
+}
+
+/// Writes microseconds as a number of seconds: an integer when it is whole.
+fn wide_seconds<S: Serializer>(micros: &i128, s: S) -> Result<S::Ok, S::Error> {
+    let second = i128::from(MICROS_PER_SEC);
+    match i64::try_from(micros / second) {
+        Ok(secs) if micros % second == 0 => s.serialize_i64(secs),
+        _ if micros % second == 0 => s.serialize_i128(micros / second),
+        // A fraction is for display; the exact value is in microseconds.
+        #[allow(clippy::cast_precision_loss)]
+        _ => s.serialize_f64(*micros as f64 / 1e6),
     }
 }
 

@@ -51,7 +51,10 @@ impl Display for Value<'_> {
             Value::Num(v) => {
                 let tenths = (v * 10.0).round() / 10.0;
                 if tenths.fract() == 0.0 {
-                    write!(f, "{}", tenths as i64)
+                    // Drawing coordinates and labels, far inside an i64.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let whole = tenths as i64;
+                    write!(f, "{whole}")
                 } else {
                     write!(f, "{tenths:.1}")
                 }

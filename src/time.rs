@@ -113,7 +113,8 @@ fn parse_canonical(text: &[u8]) -> Option<i64> {
     let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&month) || day < 1 || day > month_days[(month - 1) as usize] {
+    let days_in = |month: i64| usize::try_from(month - 1).ok().and_then(|m| month_days.get(m));
+    if !(1..=12).contains(&month) || day < 1 || days_in(month).is_none_or(|&last| day > last) {
         return None;
     }
     if hour > 23 || minute > 59 || second > 59 {
@@ -179,7 +180,10 @@ impl Timestamp {
             let mut buf = [b'0'; 6];
             let mut v = value;
             for slot in buf[..width].iter_mut().rev() {
-                *slot = b'0' + (v % 10) as u8;
+                // A digit, 0 to 9.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let digit = (v % 10) as u8;
+                *slot = b'0' + digit;
                 v /= 10;
             }
             out.extend_from_slice(&buf[..width]);
@@ -417,22 +421,25 @@ impl fmt::Display for Span {
     }
 }
 
-/// Writes a length of time for people: `0s`, `250ms`, `47m 59.517s`, `2d 3h`.
-pub fn human_duration(micros: i64) -> String {
+/// Writes a length of time for people: `0s`, `250ms`, `47m 59.517s`, `2d 3h`. It takes
+/// microseconds as wide as a wait can grow: `(b − 1)·P/N` can pass `i64::MAX`.
+pub fn human_duration(micros: impl Into<i128>) -> String {
+    let micros: i128 = micros.into();
     if micros == 0 {
         return "0s".into();
     }
     let mut parts = Vec::new();
     let mut rest = micros;
     for (unit, size) in &UNITS[..3] {
-        if rest >= *size {
+        let size = i128::from(*size);
+        if rest >= size {
             parts.push(format!("{}{unit}", rest / size));
             rest %= size;
         }
     }
     if rest > 0 {
-        let secs = rest / MICROS_PER_SEC;
-        let frac = rest % MICROS_PER_SEC;
+        let second = i128::from(MICROS_PER_SEC);
+        let (secs, frac) = (rest / second, rest % second);
         parts.push(if secs == 0 && frac % 1_000 == 0 {
             format!("{}ms", frac / 1_000)
         } else if frac == 0 {
@@ -613,7 +620,7 @@ mod tests {
     fn human_durations() {
         assert_eq!(human_duration(0), "0s");
         assert_eq!(human_duration(250_000), "250ms");
-        assert_eq!(human_duration(2_879_517_000), "47m 59.517s");
+        assert_eq!(human_duration(2_879_517_000_i64), "47m 59.517s");
         assert_eq!(human_duration(183_600 * MICROS_PER_SEC), "2d 3h");
         assert_eq!(human_duration(1), "0.000001s");
     }

@@ -30,6 +30,8 @@ fn write_row(row: &mut Vec<u8>, quake: &Quake) {
     let mut ids = itoa::Buffer::new();
     quake.time.write_rfc3339(row, Fraction::Millis);
     row.extend_from_slice(b",,,,");
+    // Magnitudes lie from 0 to 10: at most 1000 hundredths, and digits 0 to 9 below.
+    #[allow(clippy::cast_possible_truncation)]
     let hundredths = match quake.origin {
         // A planted magnitude was given exactly; a drawn one is rounded down, as binned.
         Origin::Planted => (quake.mag * 100.0).round() as i64,
@@ -37,7 +39,9 @@ fn write_row(row: &mut Vec<u8>, quake: &Quake) {
     };
     row.extend_from_slice(ids.format(hundredths / 100).as_bytes());
     row.push(b'.');
-    row.extend_from_slice(&[b'0' + (hundredths / 10 % 10) as u8, b'0' + (hundredths % 10) as u8]);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let digit = |n: i64| b'0' + (n % 10) as u8;
+    row.extend_from_slice(&[digit(hundredths / 10), digit(hundredths)]);
     row.extend_from_slice(b",mw,,,,,sy,");
     write_id(row, quake.id);
     row.extend_from_slice(b",,\"synthetic, ");

@@ -107,7 +107,7 @@ mod tests {
                 .iter()
                 .map(|&s| (times.iter().filter(|&&t| t >= s && t < s + length).count(), s))
                 .fold((0, None), |best, (count, s)| if count > best.0 { (count, Some(at(s))) } else { best });
-            prop_assert_eq!((found.count as usize, found.start), brute);
+            prop_assert_eq!((usize::try_from(found.count).unwrap(), found.start), brute);
         }
     }
 }

@@ -33,7 +33,7 @@ pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
         cost: job.cost,
         allowed: outcome.allowed,
         limit,
-        remaining: outcome.remaining.max(0) as u64,
+        remaining: u64::try_from(outcome.remaining).unwrap_or(0),
         retry_after_s: span(outcome.retry_after_us),
         reset_after_s: span(outcome.reset_after_us),
     };

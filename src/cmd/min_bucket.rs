@@ -3,7 +3,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::{Styles, key_names, notes, write_result};
 use crate::catalog::{self, Key, Sink};
@@ -18,6 +18,9 @@ use crate::replay::KeyNames;
 use crate::report::{self, Exact};
 use crate::time::{Span, Timestamp};
 
+/// The most memory the trackers of every rate and key may take: 2 GiB.
+pub const MAX_TRACKER_BYTES: usize = 2 << 30;
+
 /// Trackers for every rate, one set per key, all fed in the same pass.
 struct PerRate {
     rates: Vec<Rate>,
@@ -28,7 +31,7 @@ impl Sink for PerRate {
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         let key = key as usize;
         while self.keys.len() <= key {
-            self.keys.push(MinBuckets::new(&self.rates));
+            self.add_key()?;
         }
         self.keys[key].push(time);
         Ok(())
@@ -36,6 +39,25 @@ impl Sink for PerRate {
 }
 
 impl PerRate {
+    /// Adds a key's trackers, if they fit in [`MAX_TRACKER_BYTES`] with the others.
+    #[cold]
+    fn add_key(&mut self) -> Result<()> {
+        let each = MinBuckets::footprint(self.rates.len());
+        let keys = self.keys.len() + 1;
+        if keys.saturating_mul(each) > MAX_TRACKER_BYTES {
+            let rates = self.rates.len();
+            bail!(
+                "{rates} rates for each of more than {} keys need more than the {} GiB that \
+                 min-bucket may use (about {each} bytes a key); give fewer rates, or a --key \
+                 column with fewer values",
+                keys - 1,
+                MAX_TRACKER_BYTES >> 30
+            );
+        }
+        self.keys.push(MinBuckets::new(&self.rates));
+        Ok(())
+    }
+
     /// Returns one result per rate; with keys, the key needing the most, and every key,
     /// the largest bucket first.
     fn results(&mut self, names: KeyNames) -> Vec<report::MinBucket> {
@@ -99,7 +121,7 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Resu
                 from_per_hour: curve.starts[m].per_hour(),
                 to: to.map(Exact),
                 to_per_hour: to.map(|t| t.per_hour()),
-                events: line.events as u64,
+                events: line.events.unsigned_abs(),
                 span_s: Span::from_micros(line.span).expect("times are sorted"),
                 start,
                 end,

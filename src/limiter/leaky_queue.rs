@@ -29,7 +29,9 @@ pub struct Waits {
     pub admitted: u64,
     /// The longest wait.
     pub longest: i128,
-    /// The sum of all waits; it saturates rather than overflows.
+    /// The sum of all waits; it saturates rather than overflows. One wait is below 2^103
+    /// units ((b − 1)·P, with b ≤ 10^12 and P < 2^63 µs), so the sum is exact for at least
+    /// 2^24 events even at the largest waits there can be, and for any real catalog.
     pub total: i128,
     /// N, the number of wait units in a microsecond.
     pub units_per_micro: i128,
@@ -61,20 +63,22 @@ impl Waits {
     }
 
     /// Returns the longest wait, rounded to the nearest microsecond, for reports.
-    pub fn longest_micros(&self) -> i64 {
+    pub fn longest_micros(&self) -> i128 {
         self.micros(self.longest, 1)
     }
 
     /// Returns the mean wait of admitted events (zero if none was admitted), counting those
     /// that did not wait as zero, rounded to the nearest microsecond, for reports.
-    pub fn mean_micros(&self) -> i64 {
+    pub fn mean_micros(&self) -> i128 {
         self.micros(self.total, i128::from(self.admitted.max(1)))
     }
 
-    /// Returns units / (N · count) µs, rounded half up.
-    fn micros(&self, units: i128, count: i128) -> i64 {
+    /// Returns units / (N · count) µs, rounded half up. The divisor is below 2^105 (N is
+    /// at most 10^12, the count below 2^64), so twice the remainder cannot overflow.
+    fn micros(&self, units: i128, count: i128) -> i128 {
         let divisor = self.units_per_micro * count;
-        i64::try_from((2 * units + divisor) / (2 * divisor)).unwrap_or(i64::MAX)
+        let (quotient, remainder) = (units / divisor, units % divisor);
+        quotient + i128::from(2 * remainder >= divisor)
     }
 }
 

@@ -41,7 +41,7 @@ fn scenario() -> impl Strategy<Value = (Rate, u64, Vec<Timestamp>)> {
             let step = prop_oneof![
                 3 => Just(0i64),
                 4 => 0..=2 * p,
-                3 => (1..=3i64).prop_map(move |k| k * p / n as i64),
+                3 => (1..=3i64).prop_map(move |k| k * p / i64::try_from(n).unwrap()),
                 1 => Just(p),
             ];
             let start = -10 * p..10 * p;
@@ -89,7 +89,7 @@ proptest! {
         prop_assert_eq!(&admitted, &decisions(&mut Gcra::new(rate, b), &times));
         let waits = queue.waits();
         prop_assert!(waits.longest <= i128::from(b - 1) * rate.p());
-        prop_assert_eq!(waits.admitted as usize, admitted.iter().filter(|&&a| a).count());
+        prop_assert_eq!(usize::try_from(waits.admitted).unwrap(), admitted.iter().filter(|&&a| a).count());
     }
 
     #[test]

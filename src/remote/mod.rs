@@ -140,7 +140,7 @@ impl Remote {
             }
         };
         let args = args.into_iter().map(|a| a.to_string()).collect();
-        Ok(Remote { algorithm, n: n as i64, args })
+        Ok(Remote { algorithm, n: rate.n64(), args })
     }
 
     /// Returns the keys of this limiter under `base`, which should hold a hash tag such as

@@ -115,3 +115,50 @@ fn help_and_version_succeed() {
     }
     assert!(run(&["--version"], "").ok().starts_with("ratelimit "));
 }
+
+#[test]
+fn min_rate_with_a_burst_past_i64_is_zero() {
+    let out = run(&["min-rate", "--burst", "9223372036854775808,18446744073709551615"], QUAKES);
+    let table = out.ok();
+    let rates: Vec<&str> =
+        table.lines().skip(1).map(|line| line.split_whitespace().nth(1).unwrap()).collect();
+    // Before, the burst wrapped to a negative number and the answer was `none`.
+    assert_eq!(rates, ["0", "0"]);
+}
+
+#[test]
+fn waits_past_i64_microseconds_print_whole() {
+    // (b − 1)·I = 199 999 999 days: more microseconds than an i64 holds.
+    let args = ["replay", "--algo", "leaky-queue", "--rate", "1/d", "--burst", "200000000"];
+    let out = run(&args, QUAKES).ok();
+    // The seventh event leaves six days after the first, 2 h after it arrived.
+    assert!(out.contains("no wait over (b - 1)·I = 199999999d: the longest was 5d 22h"), "{out}");
+    // An interval of 10^8 days: the waits themselves pass i64::MAX µs (a debug build
+    // panicked on them).
+    let args = ["replay", "--algo", "leaky-queue", "--rate", "1/100000000d", "--burst", "1000000"];
+    let out = run(&args, QUAKES).ok();
+    assert!(out.contains("longest wait        599999999d 22h\n"), "{out}");
+    assert!(
+        out.contains("no wait over (b - 1)·I = 99999900000000d: the longest was 599999999d 22h"),
+        "{out}"
+    );
+    let json =
+        crate::harness::json(&run(&[&args[..], &["--format", "json"]].concat(), QUAKES).ok());
+    assert_eq!(json["max_wait_s"], serde_json::json!(51_839_999_992_800_i64));
+}
+
+#[test]
+fn rates_times_keys_past_the_budget_are_refused_before_allocating() {
+    let csv: String = std::iter::once("time,id\n".to_owned())
+        .chain((0..200).map(|i| format!("2025-01-01T00:00:{:02}Z,k{i}\n", i % 60)))
+        .collect();
+    let err = run(&["min-bucket", "--key", "id", "--rate", "1/h..100000/h"], &csv).error();
+    assert!(
+        err.starts_with(
+            "ratelimit: 100000 rates for each of more than 92 keys need more than the 2 GiB"
+        ),
+        "{err}"
+    );
+    let err = run(&["min-bucket", "--rate", "1/h..100000/h,1/h..100000/h"], &csv).error();
+    assert_eq!(err, "ratelimit: --rate gives 200000 rates; at most 100000 are allowed");
+}

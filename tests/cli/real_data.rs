@@ -47,7 +47,7 @@ fn brute_min_bucket(times: &[i64], n: i64, period_ms: i64) -> i64 {
     let mut need = 0;
     for i in 0..times.len() {
         for j in i..times.len() {
-            let count = (j - i + 1) as i64;
+            let count = i64::try_from(j - i + 1).unwrap();
             // ⌈count − n·dt/P⌉ = ⌈(count·P − n·dt) / P⌉
             let num = count * period_ms - n * (times[j] - times[i]);
             need = need.max(num.div_euclid(period_ms) + i64::from(num.rem_euclid(period_ms) != 0));
@@ -92,7 +92,7 @@ fn the_minimum_bucket_loses_nothing_on_the_whole_catalog_and_one_less_does() {
     let span = &found[0]["span"];
     let (start, end) = (ms(span["start"].as_str().unwrap()), ms(span["end"].as_str().unwrap()));
     let events = span["events"].as_i64().unwrap();
-    assert!(events * 3_600_000 - 5 * (end - start) > (b as i64 - 1) * 3_600_000);
+    assert!(events * 3_600_000 - 5 * (end - start) > (i64::try_from(b).unwrap() - 1) * 3_600_000);
 }
 
 /// The largest number of times in any half-open window [t_i, t_i + len), in O(n²).

@@ -59,12 +59,17 @@ fn min_rate_of_the_inline_catalog() {
     assert_eq!(out[2]["rate"], "0");
 }
 
+/// Reads seconds, to the microsecond, as whole microseconds, through their decimal text.
+fn micros_of(seconds: f64) -> i128 {
+    format!("{seconds:.6}").replace('.', "").parse().unwrap()
+}
+
 /// Evaluates the curve's segments at `events` per `micros`: the smallest whole burst.
 fn bucket_from_curve(segments: &[serde_json::Value], events: i128, micros: i128) -> i128 {
     let need = segments
         .iter()
         .map(|s| {
-            let span = (s["span_s"].as_f64().unwrap() * 1e6).round() as i128;
+            let span = micros_of(s["span_s"].as_f64().unwrap());
             i128::from(s["events"].as_i64().unwrap()) * micros - events * span
         })
         .max()

@@ -114,8 +114,18 @@ fn in_a_terminal_with_no_input_replay_uses_the_sample_and_says_so() {
 fn bad_synth_options() {
     for (args, says) in [
         (&["--bogus"][..], "--bogus"),
-        (&["--min-mag", "11"], "--min-mag must be from 0 to 10"),
-        (&["--min-mag", "-1"], "--min-mag must be from 0 to 10"),
+        (&["--min-mag", "11"], "--min-mag must be from 0 to below 9.5"),
+        (&["--min-mag", "-1"], "--min-mag must be from 0 to below 9.5"),
+        // The model caps magnitudes at 9.5: a minimum there or above would not hold.
+        (&["--min-mag", "9.8"], "below 9.5, the largest magnitude the model makes"),
+        (&["--min-mag", "9.5"], "below 9.5"),
+        // 2.7 · 10^5000 background events a day do not fit in any number.
+        (&["--min-mag", "0", "--b-value", "1000"], "the background rate"),
+        (&["--min-mag", "4", "--b-value", "1000", "--days", "1"], "overflows"),
+        // With b below α, every event triggers more than one aftershock on average.
+        (&["--b-value", "0.5"], "triggers 7.73 aftershocks on average"),
+        (&["--min-mag", "0"], "about 2.0e9 events, more than the 1e9"),
+        (&["--scale", "1000000"], "more than the 1e9"),
         (&["--mainshock", "12@2015-02-01T00:00:00Z"], "from --min-mag to 10"),
         (&["--mainshock", "8.8@2016-02-01T00:00:00Z"], "outside the catalog"),
         (&["--mainshock", "8.8"], "not MAG@TIME"),
