@@ -13,6 +13,7 @@ use anyhow::{Context, Result, anyhow};
 use csv::ByteRecord;
 
 use crate::decimal;
+use crate::message::one_line;
 use crate::progress::Progress;
 use crate::time::{TimeFormat, Timestamp};
 
@@ -136,7 +137,7 @@ pub fn replay<S: Sink>(
     let size = input.size();
     if input.can_rewind() {
         let mut sink = fresh();
-        let mut pass = Pass::new(input.reader()?, source, options, size)?;
+        let mut pass = Pass::new(input.reader(source)?, source, options, size)?;
         let mut last = None;
         let mut in_order = true;
         while let Some((time, key)) = pass.next_event()? {
@@ -151,7 +152,7 @@ pub fn replay<S: Sink>(
             return Ok((sink, pass.stats));
         }
     }
-    let mut pass = Pass::new(input.reader()?, source, options, size)?;
+    let mut pass = Pass::new(input.reader(source)?, source, options, size)?;
     let mut sink = fresh();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
@@ -217,7 +218,7 @@ impl Rows {
 pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
     let mut input = Input::open(source)?;
     let size = input.size();
-    let capture = Capture { inner: input.reader()?, seen: Vec::new(), base: 0 };
+    let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
     let mut pass = Pass::new(capture, source, options, size)?;
     let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
     let header_end = pass.csv.position().byte();
@@ -251,10 +252,11 @@ fn trim_blank_lines(text: &[u8]) -> &[u8] {
     &text[start..]
 }
 
-/// An opened input, which files and built-in bytes can read again from the start.
+/// An opened input. Regular files and built-in bytes can be read again from the start;
+/// anything else (a pipe, a FIFO, `<(...)`, a device) is read once, as it comes.
 enum Input {
     File { file: File, start: u64 },
-    Pipe,
+    Once(Option<Box<dyn Read>>),
     Bytes(&'static [u8]),
 }
 
@@ -264,11 +266,14 @@ impl Input {
             Source::Path(path) => {
                 let file =
                     File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-                Input::File { file, start: 0 }
+                match file.metadata() {
+                    Ok(meta) if meta.is_file() => Input::File { file, start: 0 },
+                    _ => Input::Once(Some(Box::new(file))),
+                }
             }
             Source::Stdin => match stdin_file() {
                 Some((file, start)) => Input::File { file, start },
-                None => Input::Pipe,
+                None => Input::Once(Some(Box::new(io::stdin()))),
             },
             Source::Embedded { bytes, .. } => Input::Bytes(bytes),
         })
@@ -280,23 +285,26 @@ impl Input {
             Input::File { file, start } => {
                 file.metadata().ok().map(|m| m.len().saturating_sub(*start))
             }
-            Input::Pipe => None,
+            Input::Once(_) => None,
             Input::Bytes(bytes) => Some(bytes.len() as u64),
         }
     }
 
     fn can_rewind(&self) -> bool {
-        !matches!(self, Input::Pipe)
+        !matches!(self, Input::Once(_))
     }
 
-    /// Returns a reader from the start of the input; a pipe can be read only once.
-    fn reader(&mut self) -> Result<Box<dyn Read + '_>> {
+    /// Returns a reader from the start of the input; what cannot rewind is read only once.
+    fn reader(&mut self, source: &Source) -> Result<Box<dyn Read + '_>> {
         Ok(match self {
             Input::File { file, start } => {
-                file.seek(SeekFrom::Start(*start)).context("cannot rewind the input")?;
+                file.seek(SeekFrom::Start(*start))
+                    .with_context(|| format!("cannot rewind {}", source.name()))?;
                 Box::new(&*file)
             }
-            Input::Pipe => Box::new(io::stdin().lock()),
+            Input::Once(reader) => reader
+                .take()
+                .ok_or_else(|| anyhow!("cannot read {} a second time", source.name()))?,
             Input::Bytes(bytes) => Box::new(*bytes),
         })
     }
@@ -384,13 +392,24 @@ impl<'a, R: Read> Pass<'a, R> {
                 // An empty input is an empty catalog, not a missing column.
                 return Ok(0);
             }
-            header.iter().position(|h| h == wanted.as_bytes()).ok_or_else(|| {
-                let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
-                anyhow!(
-                    "{name}: no column named `{wanted}` {why}; the header has: {}",
-                    names.join(",")
-                )
-            })
+            let mut found = header.iter().enumerate().filter(|(_, h)| *h == wanted.as_bytes());
+            let wanted = one_line(wanted);
+            match (found.next(), found.next()) {
+                (Some((index, _)), None) => Ok(index),
+                (Some((first, _)), Some((second, _))) => Err(anyhow!(
+                    "{name}: the header names `{wanted}` twice, as columns {} and {}; which \
+                     one is meant cannot be told",
+                    first + 1,
+                    second + 1
+                )),
+                (None, _) => {
+                    let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
+                    Err(anyhow!(
+                        "{name}: no column named `{wanted}` {why}; the header has: {}",
+                        one_line(&names.join(","))
+                    ))
+                }
+            }
         };
         let time = column(&options.time_column, "(choose the time column with --time-column)")?;
         let mag = match options.min_mag {

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::decimal;
+use crate::decimal::{self, DecimalError};
 use crate::limiter::Algorithm;
 use crate::rate::Rate;
 use crate::time::{Span, TimeFormat, Timestamp};
@@ -312,7 +312,7 @@ pub struct CheckArgs {
     pub burst: Option<u64>,
 
     /// How many units to take at once, all or nothing.
-    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_burst)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_cost)]
     pub cost: u64,
 
     /// The Redis server, as redis://host:6379/0.
@@ -416,6 +416,9 @@ impl FromStr for Days {
                 anyhow::bail!("a number of days cannot be negative")
             }
             Ok(micro_days) => Ok(Days(micro_days)),
+            Err(DecimalError::TooPrecise) => {
+                anyhow::bail!("'{text}' has more than 6 decimals, the most that are kept")
+            }
             Err(_) => anyhow::bail!("'{text}' is not a number of days"),
         }
     }
@@ -509,9 +512,22 @@ impl FromStr for Decimal {
     type Err = anyhow::Error;
 
     fn from_str(text: &str) -> anyhow::Result<Decimal> {
-        decimal::parse_exact(text.as_bytes(), 6)
-            .map(Decimal)
-            .map_err(|_| anyhow::anyhow!("'{text}' is not a number like 5 or 4.5"))
+        decimal::parse_exact(text.as_bytes(), 6).map(Decimal).map_err(|e| match e {
+            DecimalError::TooPrecise => {
+                anyhow::anyhow!("'{text}' has more than 6 decimals, the most that are kept")
+            }
+            DecimalError::Overflow => anyhow::anyhow!("'{text}' is too large"),
+            DecimalError::Malformed => anyhow::anyhow!("'{text}' is not a number like 5 or 4.5"),
+        })
+    }
+}
+
+/// Reads a cost: a whole number of units, at least one.
+fn parse_cost(text: &str) -> anyhow::Result<u64> {
+    match text.parse::<u64>() {
+        Ok(0) => anyhow::bail!("a cost must be at least 1 unit"),
+        Ok(cost) => Ok(cost),
+        Err(_) => anyhow::bail!("'{text}' is not a cost: a whole number of units, at least 1"),
     }
 }
 

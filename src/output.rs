@@ -1,5 +1,6 @@
 //! Writing results: JSON as it is, CSV flattened from it, and aligned tables for people.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -407,32 +408,42 @@ fn compare_keys_table(
     top: usize,
     style: Style,
 ) -> io::Result<()> {
-    let mut totals: Vec<(String, u64, u64)> = Vec::new();
+    // Each key's events and its drops over all limiters, found by a map: a search per key
+    // made this quadratic in the keys (31 s for 80 000 of them).
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut totals: Vec<(&str, u64, u64)> = Vec::new();
     for r in reports {
         for k in r.keys.iter().flatten() {
-            let name = k.key.clone().unwrap_or_default();
-            match totals.iter_mut().find(|(n, _, _)| *n == name) {
-                Some(entry) => entry.2 += k.dropped,
-                None => totals.push((name, k.events, k.dropped)),
-            }
+            let name = k.key.as_deref().unwrap_or_default();
+            let at = *index.entry(name).or_insert_with(|| {
+                totals.push((name, k.events, 0));
+                totals.len() - 1
+            });
+            totals[at].2 += k.dropped;
         }
     }
-    totals.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    totals.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
     let count = totals.len();
     if top > 0 {
         totals.truncate(top);
     }
+    // Each limiter's drops by key, for the rows shown.
+    let dropped: Vec<HashMap<&str, u64>> = reports
+        .iter()
+        .map(|r| {
+            let keys = r.keys.iter().flatten();
+            keys.map(|k| (k.key.as_deref().unwrap_or_default(), k.dropped)).collect()
+        })
+        .collect();
     let column = reports.first().and_then(|r| r.key_column.as_deref());
     let order = "most dropped over all limiters first; dropped by each";
     writeln!(out, "{}", keys_heading(column, totals.len(), count, order))?;
     let rows: Vec<Vec<String>> = totals
         .iter()
-        .map(|(name, events, _)| {
+        .map(|&(name, events, _)| {
             let mut row = vec![key_label(Some(name)), events.to_string()];
-            for r in reports {
-                let dropped =
-                    r.keys.iter().flatten().find(|k| k.key.as_deref() == Some(name.as_str()));
-                row.push(dropped.map_or("-".to_owned(), |k| k.dropped.to_string()));
+            for by_key in &dropped {
+                row.push(by_key.get(name).map_or("-".to_owned(), u64::to_string));
             }
             row
         })

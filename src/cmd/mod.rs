@@ -98,14 +98,15 @@ fn write_result<T: serde::Serialize>(
 
 /// Prints notes about the input, and what reading left out, on stderr.
 fn notes(input: &Input, stats: &ReadStats) {
+    // A note that stderr cannot take is lost; the data and the exit code are not.
+    let mut err = io::stderr().lock();
     if let Some(note) = input.note {
-        eprintln!("ratelimit: note: {note}");
+        let _ = writeln!(err, "ratelimit: note: {note}");
     }
     if stats.no_magnitude > 0 {
-        eprintln!(
-            "ratelimit: note: {} rows with no magnitude were left out by --min-mag",
-            stats.no_magnitude
-        );
+        let n = stats.no_magnitude;
+        let _ =
+            writeln!(err, "ratelimit: note: {n} rows with no magnitude were left out by --min-mag");
     }
 }
 

@@ -162,3 +162,82 @@ fn rates_times_keys_past_the_budget_are_refused_before_allocating() {
     let err = run(&["min-bucket", "--rate", "1/h..100000/h,1/h..100000/h"], &csv).error();
     assert_eq!(err, "ratelimit: --rate gives 200000 rates; at most 100000 are allowed");
 }
+
+#[test]
+fn a_header_with_a_line_break_or_control_bytes_is_escaped_on_one_line() {
+    let err = replay_error(&[], "\"ti\nme\",x\n1,2\n");
+    assert_eq!(
+        err,
+        "ratelimit: <stdin>: no column named `time` (choose the time column with \
+         --time-column); the header has: ti\\nme,x"
+    );
+    let err = replay_error(&[], "a\x1b[31m,x\n1,2\n");
+    assert!(err.ends_with("the header has: a\\u{1b}[31m,x"), "{err}");
+}
+
+#[test]
+fn a_duplicated_column_the_command_uses_is_refused() {
+    let err = replay_error(&[], "time,time\n2025-01-01,2025-01-02\n");
+    assert_eq!(
+        err,
+        "ratelimit: <stdin>: the header names `time` twice, as columns 1 and 2; which one is \
+         meant cannot be told"
+    );
+    let err = replay_error(&["--min-mag", "5"], "time,mag,x,mag\n2025-01-01,5,,6\n");
+    assert!(err.contains("names `mag` twice, as columns 2 and 4"), "{err}");
+    // A duplicated column the command does not read is no one's concern.
+    let out = run(&[&GCRA[..], &["--format", "csv"]].concat(), "time,x,x\n2025-01-01,1,2\n");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn cost_and_magnitude_say_their_own_limits() {
+    let err =
+        run(&["check", "k", "--rate", "5/h", "--cost", "0", "--redis", "redis://x"], "").error();
+    assert_eq!(
+        err,
+        "ratelimit: invalid value '0' for '--cost <N>': a cost must be at least 1 unit"
+    );
+    let err = replay_error(&["--min-mag", "5.1234567"], QUAKES);
+    assert_eq!(
+        err,
+        "ratelimit: invalid value '5.1234567' for '--min-mag <M>': '5.1234567' has more than 6 \
+         decimals, the most that are kept"
+    );
+}
+
+#[test]
+fn a_cause_is_not_printed_twice() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let err = run(&["check", "k", "--rate", "1/h", "--redis", &url], "").error();
+    // Before: "cannot reach Redis at URL: Connection refused (os error 111): Connection
+    // refused (os error 111)".
+    assert_eq!(err, format!("ratelimit: cannot reach Redis at {url}: Connection refused"));
+}
+
+#[test]
+fn an_unwritable_stderr_exits_2_without_a_panic() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = crate::harness::command()
+        .args(["replay", "no/such.csv", "--algo", "gcra", "--rate", "5/h"])
+        .stderr(full)
+        .output()
+        .unwrap();
+    // Before: exit 101, a panic in eprintln!.
+    assert_eq!(out.status.code(), Some(2));
+    // A note that cannot be written does not fail a run that succeeds.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = crate::harness::command()
+        .args(["replay", "--algo", "gcra", "--rate", "5/h", "--min-mag", "5"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(full)
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"time,mag\n2025-01-01T00:00:00Z,\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

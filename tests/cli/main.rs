@@ -5,6 +5,7 @@ mod harness;
 mod bad_input;
 mod compare;
 mod emit;
+mod inputs;
 mod keys;
 mod min_bucket;
 mod outputs;
