@@ -4,9 +4,9 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use ratelimit_replay::etas::{Params, Simulation};
 use ratelimit_replay::limiter::{Algorithm, Limiter};
-use ratelimit_replay::time::Timestamp;
+use ratelimit_replay::synth::etas::{Params, Simulation};
+use ratelimit_replay::units::time::Timestamp;
 
 fn times() -> Vec<Timestamp> {
     let start: Timestamp = "2015-01-01".parse().unwrap();

@@ -5,12 +5,12 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ratelimit_replay::catalog::{self, ReadOptions, Source};
-use ratelimit_replay::curve::Curve;
-use ratelimit_replay::etas::{Params, Simulation};
-use ratelimit_replay::min_bucket::{MinBucket, MinBuckets};
-use ratelimit_replay::rate::Rate;
-use ratelimit_replay::time::Timestamp;
+use ratelimit_replay::input::catalog::{self, ReadOptions, Source};
+use ratelimit_replay::sizing::curve::Curve;
+use ratelimit_replay::sizing::min_bucket::{MinBucket, MinBuckets};
+use ratelimit_replay::synth::etas::{Params, Simulation};
+use ratelimit_replay::units::rate::Rate;
+use ratelimit_replay::units::time::Timestamp;
 
 fn catalog_times() -> Option<Vec<Timestamp>> {
     let path =

@@ -4,9 +4,9 @@ use std::hint::black_box;
 use std::io;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ratelimit_replay::etas::{Params, Simulation};
-use ratelimit_replay::time::Timestamp;
-use ratelimit_replay::usgs::write_catalog;
+use ratelimit_replay::synth::etas::{Params, Simulation};
+use ratelimit_replay::synth::usgs::write_catalog;
+use ratelimit_replay::units::time::Timestamp;
 
 fn synth(c: &mut Criterion) {
     // Five times the world's background over 2015–2025: about 95 000 events.

@@ -3,12 +3,12 @@
 
 use serde::{Serialize, Serializer};
 
-use crate::curve::Fraction;
 use crate::limiter::{Algorithm, Waits};
-use crate::min_bucket::{Lossless, Stretch};
-use crate::rate::Rate;
-use crate::time::{MICROS_PER_SEC, Span, Timestamp};
-use crate::window::Busiest;
+use crate::sizing::curve::Fraction;
+use crate::sizing::min_bucket::{Lossless, Stretch};
+use crate::sizing::window::Busiest;
+use crate::units::rate::Rate;
+use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 /// What one replay found. See README, "JSON output", for each field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

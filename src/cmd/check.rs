@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{Styles, write_result};
-use crate::config::CheckJob;
-use crate::output;
-use crate::remote::{Redis, Remote};
+use crate::cli::config::CheckJob;
+use crate::engine::redis::{Redis, Remote};
+use crate::render::formats;
 use crate::report;
-use crate::time::Span;
+use crate::units::time::Span;
 
 pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
     let settings = job.settings;
@@ -38,7 +38,7 @@ pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
         reset_after_s: span(outcome.reset_after_us),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::check_line(w, &found, styles.stdout);
+    let table = |w: &mut dyn Write| formats::check_line(w, &found, styles.stdout);
     write_result(&mut out, job.format, &found, std::slice::from_ref(&found), table)?;
     out.flush()?;
     // 1 is the answer "limited", not an error.

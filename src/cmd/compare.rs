@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{Engines, Styles, key_names, notes, write_result};
-use crate::config::CompareJob;
-use crate::output;
+use crate::cli::config::CompareJob;
+use crate::render::formats;
 use crate::report::{csv_rows, keep_top};
 
 pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
@@ -20,7 +20,7 @@ pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
     let mut reports = all.clone();
     keep_top(&mut reports, job.top);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::compare_table(w, &all, job.top, styles.stdout);
+    let table = |w: &mut dyn Write| formats::compare_table(w, &all, job.top, styles.stdout);
     write_result(&mut out, job.format, &reports, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -6,17 +6,17 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use super::{Styles, key_names, notes, write_result};
-use crate::catalog::{self, Key, Sink};
-use crate::config::MinBucketJob;
-use crate::curve::Curve;
-use crate::curve_svg;
-use crate::min_bucket::{Lossless, MinBuckets, Stretch};
-use crate::outfile::Output;
-use crate::output;
-use crate::rate::Rate;
-use crate::replay::KeyNames;
+use crate::cli::config::MinBucketJob;
+use crate::engine::replay::KeyNames;
+use crate::input::catalog::{self, Key, Sink};
+use crate::render::curve_svg;
+use crate::render::formats;
+use crate::render::outfile::Output;
 use crate::report::{self, Exact};
-use crate::time::{Span, Timestamp};
+use crate::sizing::curve::Curve;
+use crate::sizing::min_bucket::{Lossless, MinBuckets, Stretch};
+use crate::units::rate::Rate;
+use crate::units::time::{Span, Timestamp};
 
 /// The most memory the trackers of every rate and key may take: 2 GiB.
 pub const MAX_TRACKER_BYTES: usize = 2 << 30;
@@ -98,7 +98,7 @@ pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
     let mut found = per_rate.results(key_names(job.input.read.key_column.as_deref(), &stats));
     report::keep_top(&mut found, job.top);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::min_bucket_table(w, &found, styles.stdout);
+    let table = |w: &mut dyn Write| formats::min_bucket_table(w, &found, styles.stdout);
     write_result(&mut out, job.format, &found, &report::csv_rows(&found), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -139,7 +139,7 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Resu
             style = styles.stderr;
         }
     }
-    let table = |w: &mut dyn Write| output::curve_table(w, &segments, style);
+    let table = |w: &mut dyn Write| formats::curve_table(w, &segments, style);
     write_result(&mut out, job.format, &segments, &segments, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

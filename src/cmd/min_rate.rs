@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{Styles, notes, write_result};
-use crate::catalog;
-use crate::config::MinRateJob;
-use crate::curve::{Curve, Line};
-use crate::output;
+use crate::cli::config::MinRateJob;
+use crate::input::catalog;
+use crate::render::formats;
 use crate::report::{self, Exact};
-use crate::time::Timestamp;
+use crate::sizing::curve::{Curve, Line};
+use crate::units::time::Timestamp;
 
 pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
     let (times, stats) =
@@ -35,7 +35,7 @@ pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
         })
         .collect();
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| output::min_rate_table(w, &found, styles.stdout);
+    let table = |w: &mut dyn Write| formats::min_rate_table(w, &found, styles.stdout);
     write_result(&mut out, job.format, &found, &found, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

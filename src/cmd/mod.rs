@@ -19,13 +19,13 @@ use clap::error::ErrorKind;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::catalog::{self, Key, ReadStats, Sink};
-use crate::cli::{Cli, Format};
-use crate::config::{Config, Input, Job, RedisTarget};
-use crate::output::{self, Style};
-use crate::remote::{Redis, RedisReplay, Remote};
-use crate::replay::{KeyNames, Replayer, Settings};
-use crate::time::Timestamp;
+use crate::cli::args::{Cli, Format};
+use crate::cli::config::{Config, Input, Job, RedisTarget};
+use crate::engine::redis::{Redis, RedisReplay, Remote};
+use crate::engine::replay::{KeyNames, Replayer, Settings};
+use crate::input::catalog::{self, Key, ReadStats, Sink};
+use crate::render::formats::{self, Style};
+use crate::units::time::Timestamp;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -91,8 +91,8 @@ fn write_result<T: serde::Serialize>(
 ) -> io::Result<()> {
     match format {
         Format::Table => table(out),
-        Format::Json => output::json(out, json),
-        Format::Csv => output::csv(out, rows),
+        Format::Json => formats::json(out, json),
+        Format::Csv => formats::csv(out, rows),
     }
 }
 

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::notes;
-use crate::catalog;
-use crate::config::PlotJob;
-use crate::plot::{COLUMNS, LanePlot, Scene};
-use crate::replay::{KeyNames, Replayer};
-use crate::time::{MICROS_PER_SEC, Span, Timestamp};
+use crate::cli::config::PlotJob;
+use crate::engine::replay::{KeyNames, Replayer};
+use crate::input::catalog;
+use crate::render::plot::{COLUMNS, LanePlot, Scene};
+use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
     let (times, stats) =

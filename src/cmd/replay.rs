@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::{Engines, Styles, key_names, notes, write_result};
-use crate::catalog;
-use crate::cli::Emit;
-use crate::config::ReplayJob;
-use crate::output;
+use crate::cli::args::Emit;
+use crate::cli::config::ReplayJob;
+use crate::input::catalog;
+use crate::render::formats;
 use crate::report::{csv_rows, keep_top};
 
 /// Events decided at a time when rows are emitted.
@@ -64,7 +64,7 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
         replayer.reports(&name, key_names(job.input.read.key_column.as_deref(), &stats));
     keep_top(&mut reports, job.top);
     let report = &reports[0];
-    let table = |w: &mut dyn Write| output::replay_table(w, report, style);
+    let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
     write_result(&mut out, job.format, report, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

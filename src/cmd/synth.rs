@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::config::SynthJob;
-use crate::etas::Simulation;
-use crate::usgs::write_catalog;
+use crate::cli::config::SynthJob;
+use crate::synth::etas::Simulation;
+use crate::synth::usgs::write_catalog;
 
 pub(super) fn run(job: SynthJob) -> Result<ExitCode> {
     let simulation = Simulation::new(job.params);

@@ -2,8 +2,8 @@
 
 use super::Limiter;
 use super::aligned::{AlignedWindows, Step};
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Counts passed events in windows `[k·P, (k+1)·P)` and passes an event if and only if
 /// fewer than N have passed in its window.

@@ -1,8 +1,8 @@
 //! GCRA, the generic cell rate algorithm: a token bucket kept as one number.
 
 use super::Limiter;
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// The generic cell rate algorithm. With emission interval I = P/N and burst b, it keeps
 /// the theoretical arrival time `tat`; an event at t passes if and only if

@@ -1,8 +1,8 @@
 //! Given: a limiter whose decisions are made elsewhere, in Redis, and handed to it.
 
 use super::{Algorithm, Limiter, Waits};
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Stands in for a limiter that runs in Redis: each decision, with a leaky queue's wait,
 /// is handed to it before the event it is for, so that the counting, the windows and the

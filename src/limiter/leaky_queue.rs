@@ -1,8 +1,8 @@
 //! Leaky bucket as a queue: events wait for their turn, and overflow is dropped.
 
 use super::Limiter;
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// A queue drained at one event per interval I = P/N, as nginx's `limit_req` with `burst`
 /// and without `nodelay`. An admitted event leaves at `d = max(t, previous departure + I)`;

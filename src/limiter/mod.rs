@@ -8,6 +8,7 @@ mod fixed_window;
 mod gcra;
 mod given;
 mod leaky_queue;
+pub mod promise;
 mod sliding_counter;
 mod sliding_log;
 mod token_bucket;
@@ -24,8 +25,8 @@ pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
 pub use token_bucket::TokenBucket;
 
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// A rate limiter that decides, one event at a time, whether the event passes.
 pub trait Limiter {

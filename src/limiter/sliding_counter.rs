@@ -2,8 +2,8 @@
 
 use super::Limiter;
 use super::aligned::{AlignedWindows, Step};
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Counts passed events in the current and the previous epoch-aligned window, and passes
 /// an event if and only if `prev · (P − elapsed) / P + cur < N`, where `elapsed` is how far

@@ -3,8 +3,8 @@
 use std::collections::VecDeque;
 
 use super::Limiter;
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Keeps the times of passed events and passes an event at t if and only if fewer than
 /// N events passed in `(t − P, t]`.

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::time::Span;
+use crate::units::time::Span;
 
 /// Returns timestamps at the given whole seconds.
 pub fn secs(secs: &[i64]) -> Vec<Timestamp> {

@@ -1,8 +1,8 @@
 //! Token bucket: a bucket of b tokens, refilled continuously at N per period.
 
 use super::Limiter;
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// A bucket of capacity b that starts full and gains N tokens per period, continuously.
 /// An event passes if a whole token is there, and takes it.

@@ -217,9 +217,9 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
 
 #[test]
 fn a_replay_reloads_scripts_the_server_lost_part_way() {
+    use ratelimit_replay::engine::redis::{Redis, RedisReplay};
+    use ratelimit_replay::engine::replay::{KeyNames, Replayer, Settings};
     use ratelimit_replay::limiter::Algorithm;
-    use ratelimit_replay::remote::{Redis, RedisReplay};
-    use ratelimit_replay::replay::{KeyNames, Replayer, Settings};
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -236,8 +236,10 @@ fn a_replay_reloads_scripts_the_server_lost_part_way() {
     let mut remote = RedisReplay::new(redis.clone(), remotes, &settings, false, "test:");
     let mut memory = Replayer::new(&settings, false);
     let at = |minutes: i64| {
-        ratelimit_replay::time::Timestamp::from_micros(1_700_000_000_000_000 + minutes * 60_000_000)
-            .unwrap()
+        ratelimit_replay::units::time::Timestamp::from_micros(
+            1_700_000_000_000_000 + minutes * 60_000_000,
+        )
+        .unwrap()
     };
     let events: Vec<_> =
         [0, 0, 1, 2, 3, 20, 21, 40, 41, 42, 43, 90, 90, 90].iter().map(|&m| (at(m), 0)).collect();

@@ -125,7 +125,7 @@ fn gcra_dropped(file: &str, rate: &str, burst: u64) -> u64 {
 /// The rate a millionth below `rate`, as N·10⁶ − 1 events per P·10⁶.
 fn a_millionth_slower(rate: &str) -> String {
     let (count, period) = rate.split_once('/').unwrap();
-    let micros = ratelimit_replay::time::Span::as_micros(period.parse().unwrap());
+    let micros = ratelimit_replay::units::time::Span::as_micros(period.parse().unwrap());
     format!("{}/{}us", count.parse::<i64>().unwrap() * 1_000_000 - 1, micros * 1_000_000)
 }
 

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::{Span, Timestamp};
+use crate::units::time::{Span, Timestamp};
 
 /// Finds, over events given in time order, the largest number that fall in one half-open
 /// window `[s, s + length)`, and the earliest such window.

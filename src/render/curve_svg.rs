@@ -1,7 +1,7 @@
 //! The burst–rate curve drawn as an SVG: burst against rate, both on log axes.
 
-use crate::curve::Curve;
-use crate::svg::{Svg, Value};
+use crate::render::svg::{Svg, Value};
+use crate::sizing::curve::Curve;
 
 const WIDTH: f64 = 1000.0;
 const HEIGHT: f64 = 620.0;

@@ -1,13 +1,13 @@
 //! Replaying events through one limiter, and gathering what its report needs.
 
-use crate::catalog::{Key, Sink};
+use crate::input::catalog::{Key, Sink};
+use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, AnyLimiter, Given, Limiter};
-use crate::min_bucket::MinBucket;
-use crate::promise::PromiseCheck;
-use crate::rate::Rate;
 use crate::report;
-use crate::time::{Span, Timestamp};
-use crate::window::BusiestWindow;
+use crate::sizing::min_bucket::MinBucket;
+use crate::sizing::window::BusiestWindow;
+use crate::units::rate::Rate;
+use crate::units::time::{Span, Timestamp};
 
 /// The settings of one replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The smallest token bucket that loses nothing at a given rate, found in one pass.
 
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Finds, over events given in time order, the smallest capacity b with which a token
 /// bucket at `rate`, starting full, passes every event.
@@ -431,7 +431,7 @@ mod tests {
 
     use super::*;
     use crate::limiter::{Gcra, Limiter};
-    use crate::time::Span;
+    use crate::units::time::Span;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_micros(secs * 1_000_000).unwrap()

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::report;
-use crate::time::human_duration;
+use crate::units::time::human_duration;
 
 /// Whether a table may use color.
 #[derive(Clone, Copy, Debug)]
@@ -345,7 +345,7 @@ pub fn min_rate_table(
 }
 
 /// The cells of a stretch: its events, start and end, or dashes.
-fn stretch_cells(stretch: Option<crate::min_bucket::Stretch>) -> [String; 3] {
+fn stretch_cells(stretch: Option<crate::sizing::min_bucket::Stretch>) -> [String; 3] {
     match stretch {
         Some(s) => [s.events.to_string(), s.start.to_string(), s.end.to_string()],
         None => ["-".into(), "-".into(), "-".into()],

@@ -5,10 +5,10 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::decimal::{self, DecimalError};
 use crate::limiter::Algorithm;
-use crate::rate::Rate;
-use crate::time::{Span, TimeFormat, Timestamp};
+use crate::units::decimal::{self, DecimalError};
+use crate::units::rate::Rate;
+use crate::units::time::{Span, TimeFormat, Timestamp};
 
 const ABOUT: &str =
     "Replay a recorded event catalog through a rate limiter, on the events' own clock.";
@@ -147,7 +147,7 @@ pub struct RedisArgs {
     pub redis: Option<String>,
 
     /// The prefix of every Redis key ratelimit writes.
-    #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
+    #[arg(long, value_name = "PREFIX", default_value = crate::engine::redis::DEFAULT_PREFIX)]
     pub redis_prefix: String,
 
     /// Give up, with exit status 2, if Redis takes longer than this to answer a round trip
@@ -320,7 +320,7 @@ pub struct CheckArgs {
     pub redis: String,
 
     /// The prefix of every Redis key ratelimit writes.
-    #[arg(long, value_name = "PREFIX", default_value = crate::remote::DEFAULT_PREFIX)]
+    #[arg(long, value_name = "PREFIX", default_value = crate::engine::redis::DEFAULT_PREFIX)]
     pub redis_prefix: String,
 
     /// Give up, with exit status 2, if Redis takes longer than this to answer a round trip
@@ -354,7 +354,7 @@ pub struct MinRateArgs {
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {
-    crate::rate::parse_rates(text)
+    crate::units::rate::parse_rates(text)
 }
 
 /// `ratelimit synth`.

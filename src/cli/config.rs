@@ -6,23 +6,23 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::catalog::{ReadOptions, Source};
-use crate::cli::{
+use crate::cli::args::{
     self, Cli, ColorChoice, Command, Decimal, Emit, Format, InputArgs, LimitArgs, SynthArgs, Until,
 };
-use crate::etas;
+use crate::engine::replay::Settings;
+use crate::input::catalog::{ReadOptions, Source};
+use crate::input::sample;
 use crate::limiter::Algorithm;
-use crate::outfile::{Identity, Output};
-use crate::rate::Rate;
-use crate::replay::Settings;
-use crate::sample;
-use crate::time::Span;
+use crate::render::outfile::{Identity, Output};
+use crate::synth::etas;
+use crate::units::rate::Rate;
+use crate::units::time::Span;
 
 /// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
 pub const MAX_BURST: u64 = Rate::MAX_COUNT;
 
 /// The most rates `min-bucket` takes, in all its `--rate` lists and ranges.
-pub const MAX_RATES: usize = crate::rate::MAX_RANGE;
+pub const MAX_RATES: usize = crate::units::rate::MAX_RANGE;
 
 /// What to do, with every default and conflict settled.
 #[derive(Debug)]
@@ -179,7 +179,7 @@ impl Config {
     }
 }
 
-fn resolve_replay(args: cli::ReplayArgs) -> Result<ReplayJob> {
+fn resolve_replay(args: args::ReplayArgs) -> Result<ReplayJob> {
     let input = resolve_input(args.input, args.keys.key)?;
     if args.emit.is_some() {
         // The rows go to stdout: it must not be the file they are read from.
@@ -268,7 +268,7 @@ impl Input {
     }
 }
 
-fn resolve_redis(args: cli::RedisArgs) -> Result<Option<RedisTarget>> {
+fn resolve_redis(args: args::RedisArgs) -> Result<Option<RedisTarget>> {
     let timeout = redis_timeout(args.redis_timeout)?;
     Ok(args.redis.map(|url| RedisTarget { url, prefix: args.redis_prefix, timeout }))
 }
@@ -281,7 +281,7 @@ fn redis_timeout(span: Span) -> Result<Duration> {
     Ok(Duration::from_micros(micros))
 }
 
-fn resolve_check(args: cli::CheckArgs) -> Result<CheckJob> {
+fn resolve_check(args: args::CheckArgs) -> Result<CheckJob> {
     if args.algo == Algorithm::LeakyQueue {
         bail!(
             "check decides at once; a leaky queue delays instead: use gcra, which admits the same"
@@ -301,7 +301,7 @@ fn resolve_check(args: cli::CheckArgs) -> Result<CheckJob> {
     })
 }
 
-fn resolve_plot(args: cli::PlotArgs) -> Result<PlotJob> {
+fn resolve_plot(args: args::PlotArgs) -> Result<PlotJob> {
     let algorithms = if args.algo.is_empty() { Algorithm::ALL.to_vec() } else { args.algo };
     let settings = algorithms
         .iter()
@@ -319,7 +319,7 @@ fn resolve_plot(args: cli::PlotArgs) -> Result<PlotJob> {
     Ok(PlotJob { input, settings, output })
 }
 
-fn resolve_min_bucket(args: cli::MinBucketArgs) -> Result<MinBucketJob> {
+fn resolve_min_bucket(args: args::MinBucketArgs) -> Result<MinBucketJob> {
     if args.plot.is_some() && !args.curve {
         bail!("--plot draws the curve: use it with --curve");
     }

@@ -1,11 +1,11 @@
 //! What each limiter promises, and a check, on the events it passed, that it kept it.
 
 use crate::limiter::{Algorithm, AlignedWindows, Step, Waits};
-use crate::min_bucket::MinBucket;
-use crate::rate::Rate;
 use crate::report;
-use crate::time::{Timestamp, human_duration};
-use crate::window::BusiestWindow;
+use crate::sizing::min_bucket::MinBucket;
+use crate::sizing::window::BusiestWindow;
+use crate::units::rate::Rate;
+use crate::units::time::{Timestamp, human_duration};
 
 /// Watches the events one limiter passed and measures what its promise bounds.
 ///

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use anyhow::{anyhow, bail};
 
-use crate::time::{Span, SpanError};
+use crate::units::time::{Span, SpanError};
 
 /// A rate of `count` events per `period`, kept as two integers so that no decision
 /// made with it depends on rounding.
@@ -143,7 +143,7 @@ impl serde::Serialize for Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::MICROS_PER_SEC;
+    use crate::units::time::MICROS_PER_SEC;
 
     #[test]
     fn ranges_expand_to_each_rate() {

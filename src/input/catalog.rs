@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow};
 use csv::ByteRecord;
 
-use crate::decimal;
 use crate::message::one_line;
-use crate::progress::Progress;
-use crate::time::{TimeFormat, Timestamp};
+use crate::render::progress::Progress;
+use crate::units::decimal;
+use crate::units::time::{TimeFormat, Timestamp};
 
 /// Where a catalog comes from.
 #[derive(Clone, Debug)]

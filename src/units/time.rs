@@ -6,7 +6,7 @@ use std::str::FromStr;
 use anyhow::anyhow;
 use chrono::{DateTime, NaiveDate};
 
-use crate::decimal;
+use crate::units::decimal;
 
 /// Microseconds in one second.
 pub const MICROS_PER_SEC: i64 = 1_000_000;

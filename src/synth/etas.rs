@@ -15,7 +15,7 @@ use std::collections::BinaryHeap;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
-use crate::time::{MICROS_PER_SEC, Timestamp};
+use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 const MICROS_PER_DAY: f64 = 86_400.0 * MICROS_PER_SEC as f64;
 

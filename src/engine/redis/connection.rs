@@ -15,7 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use redis::{ConnectionAddr, IntoConnectionInfo, Parser, Value};
 
 use crate::message::one_line;
-use crate::time::human_duration;
+use crate::units::time::human_duration;
 
 /// The longest a connection, with its handshake, may take: the bound README states.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -1,6 +1,6 @@
 //! The bundled sample: a small synthetic catalog, made by `synth` and built into the binary.
 
-use crate::catalog::Source;
+use crate::input::catalog::Source;
 
 /// The arguments to `ratelimit` that made `data/sample.csv`: six weeks of background
 /// around a planted M8.8 at the time of the 2025 Kamchatka earthquake.
@@ -17,7 +17,7 @@ pub const ARGS: [&str; 9] = [
 ];
 
 /// The sample catalog.
-pub const CSV: &[u8] = include_bytes!("../data/sample.csv");
+pub const CSV: &[u8] = include_bytes!("../../data/sample.csv");
 
 /// The note on stderr when the sample is used because no input was given.
 pub const NOTE: &str = "no input given: replaying the bundled sample, a synthetic catalog \

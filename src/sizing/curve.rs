@@ -10,8 +10,8 @@
 
 use std::cmp::Ordering;
 
-use crate::min_bucket::{Stretch, whole_bucket};
-use crate::time::Timestamp;
+use crate::sizing::min_bucket::{Stretch, whole_bucket};
+use crate::units::time::Timestamp;
 
 /// A stretch of consecutive events: `events` of them, from index `first`, spanning `span`
 /// microseconds. At rate r it needs a burst of `events − r·span`.
@@ -268,9 +268,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::min_bucket::MinBucket;
-    use crate::rate::Rate;
-    use crate::time::Span;
+    use crate::sizing::min_bucket::MinBucket;
+    use crate::units::rate::Rate;
+    use crate::units::time::Span;
 
     fn at(micros: &[i64]) -> Vec<Timestamp> {
         micros.iter().map(|&m| Timestamp::from_micros(m).unwrap()).collect()

@@ -20,8 +20,8 @@ use anyhow::{Result, bail};
 use redis::{ServerErrorKind, Value};
 
 use crate::limiter::Algorithm;
-use crate::rate::Rate;
-use crate::time::Timestamp;
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
 
 /// Where replays and checks keep their keys, unless told otherwise.
 pub const DEFAULT_PREFIX: &str = "ratelimit:";

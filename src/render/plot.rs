@@ -3,9 +3,9 @@
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
 use crate::limiter::Algorithm;
+use crate::render::svg::{Svg, Value};
 use crate::report;
-use crate::svg::{Svg, Value};
-use crate::time::{MICROS_PER_SEC, Timestamp, human_duration};
+use crate::units::time::{MICROS_PER_SEC, Timestamp, human_duration};
 
 /// The drawing's width in pixels.
 pub const WIDTH: f64 = 1200.0;

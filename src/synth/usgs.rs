@@ -2,8 +2,8 @@
 
 use std::io::{self, BufWriter, Write};
 
-use crate::etas::{Origin, Quake};
-use crate::time::Fraction;
+use crate::synth::etas::{Origin, Quake};
+use crate::units::time::Fraction;
 
 /// The USGS FDSN event service's CSV header.
 const HEADER: &[u8] = b"time,latitude,longitude,depth,mag,magType,nst,gap,dmin,rms,net,id,\

@@ -7,9 +7,9 @@ use anyhow::{Result, anyhow};
 use redis::Value;
 
 use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
-use crate::catalog::{Key, Sink};
-use crate::replay::{Replayer, Settings};
-use crate::time::Timestamp;
+use crate::engine::replay::{Replayer, Settings};
+use crate::input::catalog::{Key, Sink};
+use crate::units::time::Timestamp;
 
 /// Events sent to Redis in one pipeline.
 const BATCH: usize = 512;

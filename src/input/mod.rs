@@ -1,0 +1,4 @@
+//! Reading catalogs: CSV rows to event times and keys, and the bundled sample.
+
+pub mod catalog;
+pub mod sample;

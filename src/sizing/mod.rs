@@ -1,0 +1,5 @@
+//! Sizing figures: the busiest window, the smallest lossless bucket and the burst-rate curve.
+
+pub mod curve;
+pub mod min_bucket;
+pub mod window;

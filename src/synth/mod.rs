@@ -1,0 +1,4 @@
+//! Synthetic catalogs: the ETAS model and the USGS CSV layout it is written in.
+
+pub mod etas;
+pub mod usgs;
