@@ -395,14 +395,6 @@ fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
             args.min_mag.as_f64()
         );
     }
-    let expected = params.expected_events();
-    if expected.is_nan() || expected > etas::Params::MAX_EVENTS {
-        bail!(
-            "these settings make about {expected:.1e} events, more than the {:.0e} synth \
-             makes at most; shorten --days, lower --scale, or raise --min-mag",
-            etas::Params::MAX_EVENTS
-        );
-    }
     for shock in &args.mainshock {
         if !in_range(shock.mag) || shock.mag.0 < args.min_mag.0 {
             bail!("--mainshock magnitude must be from --min-mag to 10");
@@ -411,6 +403,14 @@ fn resolve_synth(args: SynthArgs) -> Result<SynthJob> {
             bail!("--mainshock at {} is outside the catalog, [{start}, {end})", shock.time);
         }
         params.mainshocks.push((shock.mag.as_f64(), shock.time));
+    }
+    let expected = params.expected_events();
+    if expected.is_nan() || expected > etas::Params::MAX_EVENTS {
+        bail!(
+            "these settings make about {expected:.1e} events, more than the {:.0e} synth \
+             makes at most; shorten --days, lower --scale, raise --min-mag or plant a smaller --mainshock",
+            etas::Params::MAX_EVENTS
+        );
     }
     Ok(SynthJob { params, output: args.output.map_or(Output::Stdout, Output::new) })
 }

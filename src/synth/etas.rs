@@ -97,18 +97,34 @@ impl Params {
         } else {
             beta * libm::expm1(growth * span) / (growth * kept)
         };
-        let omori = (libm::pow(self.c, 1.0 - self.p)
-            - libm::pow(self.horizon + self.c, 1.0 - self.p))
-            / (self.p - 1.0);
-        self.k * productivity * omori
+        self.k * productivity * self.omori_integral()
     }
 
-    /// Returns the number of events the model makes on average: the background's, with
-    /// all the aftershocks they trigger, and infinity if it is supercritical.
+    /// The Omori–Utsu kernel's integral from the parent to the horizon, in days.
+    fn omori_integral(&self) -> f64 {
+        (libm::pow(self.c, 1.0 - self.p) - libm::pow(self.horizon + self.c, 1.0 - self.p))
+            / (self.p - 1.0)
+    }
+
+    /// Returns the number of events the model makes on average: the background's and the
+    /// planted mainshocks', with all the aftershocks they trigger (to the horizon, which
+    /// overstates sequences cut short by the end), and infinity if it is supercritical.
     pub fn expected_events(&self) -> f64 {
         let days = self.end.since(self.start) as f64 / MICROS_PER_DAY;
         let n = self.branching_ratio();
-        if n >= 1.0 { f64::INFINITY } else { self.background_per_day * days / (1.0 - n) }
+        if n >= 1.0 {
+            return f64::INFINITY;
+        }
+        let direct: f64 = self
+            .mainshocks
+            .iter()
+            .map(|&(mag, _)| {
+                let boost = libm::exp(std::f64::consts::LN_10 * self.alpha * (mag - self.min_mag));
+                self.k * boost * self.omori_integral()
+            })
+            .sum();
+        let planted = self.mainshocks.len() as f64;
+        (self.background_per_day * days + direct) / (1.0 - n) + planted
     }
 }
 
