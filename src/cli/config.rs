@@ -9,6 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use crate::cli::args::{
     self, Cli, ColorChoice, Command, Decimal, Emit, Format, InputArgs, LimitArgs, SynthArgs, Until,
 };
+use crate::engine::redis::RedisTarget;
 use crate::engine::replay::Settings;
 use crate::input::catalog::{ReadOptions, Source};
 use crate::input::sample;
@@ -63,15 +64,6 @@ pub struct Input {
     pub read: ReadOptions,
     /// A note for stderr about the input's choice, when the user did not make it.
     pub note: Option<&'static str>,
-}
-
-/// Where limiters run, when in Redis: its URL and the key prefix.
-#[derive(Clone, Debug)]
-pub struct RedisTarget {
-    pub url: String,
-    pub prefix: String,
-    /// The longest a round trip may take.
-    pub timeout: Duration,
 }
 
 /// A resolved `check`.

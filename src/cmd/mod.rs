@@ -16,16 +16,11 @@ use anyhow::{Result, anyhow};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
 use crate::cli::args::{Cli, Format};
-use crate::cli::config::{Config, Input, Job, RedisTarget};
-use crate::engine::redis::{Redis, RedisReplay, Remote};
-use crate::engine::replay::{KeyNames, Replayer, Settings};
-use crate::input::catalog::{self, Key, ReadStats, Sink};
+use crate::cli::config::{Config, Input, Job};
+use crate::engine::replay::KeyNames;
+use crate::input::catalog::ReadStats;
 use crate::render::formats::{self, Style};
-use crate::units::time::Timestamp;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -113,80 +108,4 @@ fn notes(input: &Input, stats: &ReadStats) {
 /// The key names of a keyed read.
 fn key_names<'a>(job_key: Option<&'a str>, stats: &'a ReadStats) -> KeyNames<'a> {
     KeyNames { column: job_key.unwrap_or_default(), names: &stats.keys }
-}
-
-/// Where decisions are made: in memory, or in Redis.
-enum Engine {
-    Memory(Replayer),
-    Redis(RedisReplay),
-}
-
-/// Makes engines for one job, as many as a read needs (it starts over on disorder).
-struct Engines {
-    settings: Vec<Settings>,
-    keyed: bool,
-    redis: Option<(Rc<RefCell<Redis>>, Vec<Remote>, String)>,
-}
-
-impl Engines {
-    /// Connects to Redis and loads the scripts, if the job runs there.
-    fn new(settings: &[Settings], keyed: bool, redis: Option<&RedisTarget>) -> Result<Engines> {
-        let redis = match redis {
-            None => None,
-            Some(target) => {
-                let mut redis = Redis::connect(&target.url, target.timeout)?;
-                let remotes = RedisReplay::prepare(&mut redis, settings)?;
-                Some((Rc::new(RefCell::new(redis)), remotes, target.prefix.clone()))
-            }
-        };
-        Ok(Engines { settings: settings.to_vec(), keyed, redis })
-    }
-
-    fn make(&self) -> Engine {
-        match &self.redis {
-            None => Engine::Memory(Replayer::new(&self.settings, self.keyed)),
-            Some((redis, remotes, prefix)) => Engine::Redis(RedisReplay::new(
-                redis.clone(),
-                remotes.clone(),
-                &self.settings,
-                self.keyed,
-                prefix,
-            )),
-        }
-    }
-
-    /// Replays a job's input and returns the replayer, with every decision taken.
-    fn replay(&self, input: &Input) -> Result<(Replayer, ReadStats)> {
-        let (engine, stats) = catalog::replay(&input.source, &input.read, || self.make())?;
-        Ok((engine.finish()?, stats))
-    }
-}
-
-impl Engine {
-    /// Decides events in time order; returns whether the first limiter passed each.
-    fn decide(&mut self, events: &[(Timestamp, Key)]) -> Result<Vec<bool>> {
-        match self {
-            Engine::Memory(replayer) => {
-                Ok(events.iter().map(|&(t, k)| replayer.decide(t, k)).collect())
-            }
-            Engine::Redis(redis) => redis.decide(events),
-        }
-    }
-
-    /// Returns the replayer, with every decision taken.
-    fn finish(self) -> Result<Replayer> {
-        match self {
-            Engine::Memory(replayer) => Ok(replayer),
-            Engine::Redis(redis) => redis.finish(),
-        }
-    }
-}
-
-impl Sink for Engine {
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
-        match self {
-            Engine::Memory(replayer) => replayer.event(time, key),
-            Engine::Redis(redis) => redis.event(time, key),
-        }
-    }
 }

@@ -6,7 +6,8 @@ use anyhow::Result;
 
 use super::notes;
 use crate::cli::config::PlotJob;
-use crate::engine::replay::{KeyNames, Replayer};
+use crate::engine::Backend;
+use crate::engine::replay::KeyNames;
 use crate::input::catalog;
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
@@ -16,19 +17,18 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
         catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
     notes(&job.input, &stats);
     let (start, end) = axis(&job, &times);
-    let mut replayer = Replayer::new(&job.settings, false);
-    let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; job.settings.len()];
-    let mut decisions = Vec::with_capacity(job.settings.len());
-    for &time in &times {
+    let recorder = Backend::Memory.decide(&job.settings, false, times.iter().map(|&t| (t, 0)))?;
+    let lanes = recorder.lanes();
+    let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; lanes];
+    for (&time, decisions) in times.iter().zip(recorder.trace().chunks(lanes)) {
         let column = Scene::column(start, end, time);
-        replayer.decide_each(time, 0, &mut decisions);
-        for (lane, &pass) in bins.iter_mut().zip(&decisions) {
+        for (lane, &pass) in bins.iter_mut().zip(decisions) {
             let (passed, dropped) = &mut lane[column];
             *if pass { passed } else { dropped } += 1;
         }
     }
     let name = job.input.source.name();
-    let lanes = replayer
+    let lanes = recorder
         .reports(&name, KeyNames::default())
         .into_iter()
         .zip(bins)

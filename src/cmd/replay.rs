@@ -5,46 +5,36 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Engines, Styles, key_names, notes, write_result};
+use super::{Styles, key_names, notes, write_result};
 use crate::cli::args::Emit;
 use crate::cli::config::ReplayJob;
+use crate::engine::Backend;
 use crate::input::catalog;
 use crate::render::formats;
 use crate::report::{csv_rows, keep_top};
 
-/// Events decided at a time when rows are emitted.
-const RUN: usize = 4_096;
-
 pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
     let name = job.input.source.name();
     let keyed = job.input.read.key_column.is_some();
-    let engines = Engines::new(&[job.settings], keyed, job.redis.as_ref())?;
-    let (replayer, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
+    let settings = [job.settings];
+    let backend = Backend::new(&settings, job.redis.as_ref())?;
+    let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
         None => {
-            let (replayer, stats) = engines.replay(&job.input)?;
-            (replayer, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
+            let (recorder, stats) =
+                backend.replay(&settings, keyed, &job.input.source, &job.input.read)?;
+            (recorder, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let mut engine = engines.make();
-            // A run at a time, so that beside the rows only the decisions are kept.
-            let mut decisions = Vec::with_capacity(rows.len());
-            let mut run = Vec::with_capacity(RUN);
-            for (time, key, _) in rows.iter() {
-                run.push((time, key));
-                if run.len() == RUN {
-                    decisions.extend(engine.decide(&run)?);
-                    run.clear();
-                }
-            }
-            decisions.extend(engine.decide(&run)?);
-            let replayer = engine.finish()?;
+            let events = rows.iter().map(|(time, key, _)| (time, key));
+            let recorder = backend.decide(&settings, keyed, events)?;
             let mut out = BufWriter::new(io::stdout().lock());
             out.write_all(rows.header())?;
             out.write_all(if emit == Emit::All { b",decision\n" } else { b"\n" })?;
-            for ((_, _, row), pass) in rows.iter().zip(decisions) {
+            // One limiter: the trace holds one decision per row.
+            for ((_, _, row), &pass) in rows.iter().zip(recorder.trace()) {
                 match emit {
                     Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
                     Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
@@ -56,12 +46,12 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
                 }
             }
             out.flush()?;
-            (replayer, stats, styles.stderr, Box::new(io::stderr().lock()))
+            (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
     notes(&job.input, &stats);
     let mut reports =
-        replayer.reports(&name, key_names(job.input.read.key_column.as_deref(), &stats));
+        recorder.reports(&name, key_names(job.input.read.key_column.as_deref(), &stats));
     keep_top(&mut reports, job.top);
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);

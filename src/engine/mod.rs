@@ -1,4 +1,122 @@
 //! Engines decide events (in memory or in Redis); the replay records what they decided.
+//!
+//! The seam is [`Engine`]: an engine takes events in time order and hands each limiter's
+//! [`Decision`](crate::limiter::Decision) to a [`Recorder`], at once or in batches. The
+//! recorder counts, finds the busiest windows and checks the promises, the same way for
+//! every engine. A new engine is one file implementing [`Engine`], and one arm in
+//! [`Backend::replay`], where engines are chosen.
 
+pub mod memory;
 pub mod redis;
 pub mod replay;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use anyhow::Result;
+
+use self::memory::Memory;
+use self::redis::{Redis, RedisEngine, RedisTarget, Remote};
+use self::replay::{Recorder, Replay, Settings};
+use crate::input::catalog::{self, Key, ReadOptions, ReadStats, Source};
+use crate::units::time::Timestamp;
+
+/// Who decides: an engine runs the limiters of a replay, for every key.
+pub trait Engine {
+    /// Takes the next event, in time order, with its key, and hands every limiter's
+    /// decision on it to `recorder`: now, or later but in event order.
+    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()>;
+
+    /// Decides every event still held, handing the decisions to `recorder`.
+    fn flush(&mut self, recorder: &mut Recorder) -> Result<()>;
+}
+
+/// Where a job's decisions are made: in memory, or in a Redis server shared with others.
+pub enum Backend {
+    /// In this process.
+    Memory,
+    /// In Redis, connected and with its scripts loaded.
+    Redis {
+        /// The connection, shared by the replays a job starts.
+        redis: Rc<RefCell<Redis>>,
+        /// The limiters, as scripts.
+        remotes: Vec<Remote>,
+        /// The prefix of every key.
+        prefix: String,
+    },
+}
+
+impl Backend {
+    /// Returns where limiters with `settings` run: in Redis if a target is given (then
+    /// connected, and checked to run them exactly), else in memory.
+    pub fn new(settings: &[Settings], redis: Option<&RedisTarget>) -> Result<Backend> {
+        let Some(target) = redis else { return Ok(Backend::Memory) };
+        let mut redis = Redis::connect(&target.url, target.timeout)?;
+        let remotes = RedisEngine::prepare(&mut redis, settings)?;
+        Ok(Backend::Redis {
+            redis: Rc::new(RefCell::new(redis)),
+            remotes,
+            prefix: target.prefix.clone(),
+        })
+    }
+
+    /// Replays the events of `source` through limiters with `settings` (by key if `keyed`),
+    /// and returns the record and what reading found.
+    pub fn replay(
+        &self,
+        settings: &[Settings],
+        keyed: bool,
+        source: &Source,
+        options: &ReadOptions,
+    ) -> Result<(Recorder, ReadStats)> {
+        let recorder = || Recorder::new(settings, keyed);
+        match self {
+            Backend::Memory => finish(catalog::replay(source, options, || {
+                Replay::new(Memory::new(settings), recorder())
+            })),
+            Backend::Redis { redis, remotes, prefix } => {
+                finish(catalog::replay(source, options, || {
+                    Replay::new(
+                        RedisEngine::new(redis.clone(), remotes.clone(), prefix),
+                        recorder(),
+                    )
+                }))
+            }
+        }
+    }
+
+    /// Replays events already read, in time order, and returns the record with every
+    /// decision traced: for each event, one per limiter.
+    pub fn decide(
+        &self,
+        settings: &[Settings],
+        keyed: bool,
+        events: impl IntoIterator<Item = (Timestamp, Key)>,
+    ) -> Result<Recorder> {
+        let mut recorder = Recorder::new(settings, keyed);
+        recorder.keep_trace();
+        match self {
+            Backend::Memory => feed(Replay::new(Memory::new(settings), recorder), events),
+            Backend::Redis { redis, remotes, prefix } => {
+                let engine = RedisEngine::new(redis.clone(), remotes.clone(), prefix);
+                feed(Replay::new(engine, recorder), events)
+            }
+        }
+    }
+}
+
+fn finish<E: Engine>(read: Result<(Replay<E>, ReadStats)>) -> Result<(Recorder, ReadStats)> {
+    let (replay, stats) = read?;
+    Ok((replay.finish()?, stats))
+}
+
+fn feed<E: Engine>(
+    mut replay: Replay<E>,
+    events: impl IntoIterator<Item = (Timestamp, Key)>,
+) -> Result<Recorder> {
+    use crate::input::catalog::Sink;
+    for (time, key) in events {
+        replay.event(time, key)?;
+    }
+    replay.finish()
+}

@@ -1,8 +1,8 @@
-//! Replaying events through one limiter, and gathering what its report needs.
+//! Recording a replay: what each limiter decided, and what its report needs.
 
 use crate::input::catalog::{Key, Sink};
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, AnyLimiter, Given, Limiter};
+use crate::limiter::{Algorithm, Decision, Waits};
 use crate::report;
 use crate::sizing::min_bucket::MinBucket;
 use crate::sizing::window::BusiestWindow;
@@ -46,54 +46,49 @@ impl Demand {
     }
 }
 
-/// One limiter fed event by event, with what its report needs beside the demand.
+/// What one limiter decided on one key's events: what passed, its busiest window, its
+/// promise and, for a leaky queue, the waits. It records decisions made elsewhere, by an
+/// [`Engine`](super::Engine), and never decides.
 #[derive(Clone, Debug)]
 pub struct Lane {
     settings: Settings,
-    limiter: AnyLimiter,
     passed: u64,
     busiest: BusiestWindow,
     promise: PromiseCheck,
+    waits: Option<Waits>,
 }
 
 impl Lane {
     /// Returns a lane that has seen no events.
     pub fn new(settings: Settings) -> Lane {
-        Lane::with(settings, settings.algorithm.build(settings.rate, settings.burst))
-    }
-
-    /// Returns a lane whose decisions are made in Redis and handed over.
-    pub fn given(settings: Settings) -> Lane {
-        Lane::with(settings, AnyLimiter::Given(Given::new(settings.algorithm, settings.rate)))
-    }
-
-    fn with(settings: Settings, limiter: AnyLimiter) -> Lane {
         let Settings { algorithm, rate, burst, window } = settings;
         Lane {
             settings,
-            limiter,
             passed: 0,
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst),
+            waits: (algorithm == Algorithm::LeakyQueue).then(|| Waits::new(rate)),
         }
     }
 
-    /// Decides on an event at `time`, no earlier than the last, and returns whether it passed.
+    /// Records the decision on an event at `time`, no earlier than the last, and returns
+    /// whether it passed.
     #[inline]
-    pub fn decide(&mut self, time: Timestamp) -> bool {
-        let pass = self.limiter.admit(time);
-        if pass {
+    pub fn record(&mut self, time: Timestamp, decision: Decision) -> bool {
+        if decision.passed {
             self.passed += 1;
             self.busiest.push(time);
             self.promise.passed(time);
+            if let Some(waits) = &mut self.waits {
+                waits.record(decision);
+            }
         }
-        pass
+        decision.passed
     }
 
     /// Returns the report of this lane over `demand`, naming the input `input`.
     pub fn report(&self, demand: &Demand, input: &str) -> report::Replay {
         let Settings { algorithm, rate, burst, .. } = self.settings;
-        let waits = self.limiter.waits();
         report::Replay {
             input: input.to_owned(),
             key: None,
@@ -106,8 +101,8 @@ impl Lane {
             busiest_window: self.busiest.busiest().into(),
             demand_busiest_window: demand.window.busiest().into(),
             min_bucket: demand.lossless.result().min_bucket,
-            queue: waits.map(Into::into),
-            promise: self.promise.result(waits),
+            queue: self.waits.map(Into::into),
+            promise: self.promise.result(self.waits),
             key_column: None,
             key_count: None,
             keys: None,
@@ -115,15 +110,14 @@ impl Lane {
     }
 }
 
-/// Limiters side by side over the same events. Each key has its own demand and its own
-/// lane per limiter; with keys, totals over all of them are kept as well.
+/// The record of a replay: for each key, its demand and one lane per limiter; with keys,
+/// totals over all of them as well. Optionally it keeps every decision, in event order.
 #[derive(Clone, Debug)]
-pub struct Replayer {
+pub struct Recorder {
     settings: Vec<Settings>,
-    /// Whether decisions are made in Redis and handed over.
-    given: bool,
     keys: Vec<PerKey>,
     totals: Option<Totals>,
+    trace: Option<Vec<bool>>,
 }
 
 /// One key's demand and its lanes.
@@ -150,30 +144,37 @@ pub struct KeyNames<'a> {
     pub names: &'a [String],
 }
 
-impl Replayer {
-    /// Returns a replayer with one lane per settings, which must share a rate and a window;
-    /// `keyed` gives each key its own limiters.
-    pub fn new(settings: &[Settings], keyed: bool) -> Replayer {
-        Replayer::with(settings, keyed, false)
-    }
-
-    /// Returns a replayer like `new`, whose decisions are made in Redis: they are handed
-    /// over with `decide_given`.
-    pub fn given(settings: &[Settings], keyed: bool) -> Replayer {
-        Replayer::with(settings, keyed, true)
-    }
-
-    fn with(settings: &[Settings], keyed: bool, given: bool) -> Replayer {
+impl Recorder {
+    /// Returns a record with one lane per settings, which must share a rate and a window;
+    /// `keyed` records each key apart, and their totals.
+    pub fn new(settings: &[Settings], keyed: bool) -> Recorder {
         let first = settings.first().expect("at least one limiter");
         let totals = keyed.then(|| Totals {
             demand: Demand::new(first.rate, first.window),
             passed: vec![0; settings.len()],
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         });
-        let mut replayer =
-            Replayer { settings: settings.to_vec(), given, keys: Vec::new(), totals };
-        replayer.add_keys_to(0);
-        replayer
+        let mut recorder =
+            Recorder { settings: settings.to_vec(), keys: Vec::new(), totals, trace: None };
+        recorder.add_keys_to(0);
+        recorder
+    }
+
+    /// Keeps every decision from now on, lane by lane for each event in order; see
+    /// [`trace`](Recorder::trace).
+    pub fn keep_trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    /// Returns every decision kept since [`keep_trace`](Recorder::keep_trace): for each
+    /// event in order, one per lane.
+    pub fn trace(&self) -> &[bool] {
+        self.trace.as_deref().unwrap_or_default()
+    }
+
+    /// Returns the number of lanes: one per limiter.
+    pub fn lanes(&self) -> usize {
+        self.settings.len()
     }
 
     /// Makes sure key `key` has its state; keys arrive numbered in order.
@@ -189,65 +190,47 @@ impl Replayer {
     fn add_keys(&mut self, key: usize) {
         while self.keys.len() <= key {
             let first = self.settings[0];
-            let lane = if self.given { Lane::given } else { Lane::new };
-            let lanes = self.settings.iter().map(|&s| lane(s)).collect();
+            let lanes = self.settings.iter().map(|&s| Lane::new(s)).collect();
             self.keys.push(PerKey { demand: Demand::new(first.rate, first.window), lanes });
         }
     }
 
-    /// Decides on an event in every lane of its key, and calls `each` with every lane's
-    /// number and decision.
+    /// Records an event at `time` with its key, and each lane's decision on it, in lane
+    /// order; events must come in time order.
     #[inline]
-    fn decide_with(&mut self, time: Timestamp, key: Key, mut each: impl FnMut(usize, bool)) {
+    pub fn record(
+        &mut self,
+        time: Timestamp,
+        key: Key,
+        decisions: impl IntoIterator<Item = Decision>,
+    ) {
         self.add_keys_to(key as usize);
         let state = &mut self.keys[key as usize];
         state.demand.push(time);
-        let lanes = &mut state.lanes;
+        let lanes = state.lanes.iter_mut().zip(decisions);
         match &mut self.totals {
-            None => lanes.iter_mut().enumerate().for_each(|(n, lane)| each(n, lane.decide(time))),
+            None => {
+                for (lane, decision) in lanes {
+                    let pass = lane.record(time, decision);
+                    if let Some(trace) = &mut self.trace {
+                        trace.push(pass);
+                    }
+                }
+            }
             Some(totals) => {
                 totals.demand.push(time);
-                for (n, lane) in lanes.iter_mut().enumerate() {
-                    let pass = lane.decide(time);
+                for (n, (lane, decision)) in lanes.enumerate() {
+                    let pass = lane.record(time, decision);
                     if pass {
                         totals.passed[n] += 1;
                         totals.busiest[n].push(time);
                     }
-                    each(n, pass);
+                    if let Some(trace) = &mut self.trace {
+                        trace.push(pass);
+                    }
                 }
             }
         }
-    }
-
-    /// Decides on an event with its key in every lane; returns whether the first passed it.
-    #[inline]
-    pub fn decide(&mut self, time: Timestamp, key: Key) -> bool {
-        let mut first = false;
-        self.decide_with(time, key, |n, pass| first |= n == 0 && pass);
-        first
-    }
-
-    /// Takes each lane's decision on an event, made elsewhere: whether it passed and a leaky
-    /// queue's wait, in units of 1/N µs, one per lane in order.
-    pub fn decide_given(
-        &mut self,
-        time: Timestamp,
-        key: Key,
-        decisions: impl IntoIterator<Item = (bool, i128)>,
-    ) {
-        self.add_keys_to(key as usize);
-        for (lane, (pass, wait)) in self.keys[key as usize].lanes.iter_mut().zip(decisions) {
-            if let AnyLimiter::Given(given) = &mut lane.limiter {
-                given.set(pass, wait);
-            }
-        }
-        self.decide(time, key);
-    }
-
-    /// Decides on an event in every lane, and writes each lane's decision to `decisions`.
-    pub fn decide_each(&mut self, time: Timestamp, key: Key, decisions: &mut Vec<bool>) {
-        decisions.clear();
-        self.decide_with(time, key, |_, pass| decisions.push(pass));
     }
 
     /// Returns one report per lane, naming the input `input`; with keys, each gives the
@@ -274,7 +257,7 @@ impl Replayer {
                 total.dropped = total.events - total.passed;
                 total.busiest_window = totals.busiest[n].busiest().into();
                 total.min_bucket = per_key.iter().map(|r| r.min_bucket).max().unwrap_or(0);
-                let waits = self.keys.iter().filter_map(|k| k.lanes[n].limiter.waits());
+                let waits = self.keys.iter().filter_map(|k| k.lanes[n].waits);
                 total.queue = waits.reduce(|a, b| a.merge(&b)).map(Into::into);
                 total.promise = promise_over_keys(&self.keys[0].lanes[n].promise, &per_key);
                 total.key_column = Some(keys.column.to_owned());
@@ -298,9 +281,29 @@ fn promise_over_keys(check: &PromiseCheck, per_key: &[report::Replay]) -> report
     report::Promise { text, held: broken.is_empty() }
 }
 
-impl Sink for Replayer {
+/// A replay under way: an engine deciding each event, and the record of what it decided.
+/// It takes a catalog's events as a [`Sink`].
+pub struct Replay<E> {
+    engine: E,
+    recorder: Recorder,
+}
+
+impl<E: super::Engine> Replay<E> {
+    /// Starts a replay with `engine` deciding and `recorder` recording.
+    pub fn new(engine: E, recorder: Recorder) -> Replay<E> {
+        Replay { engine, recorder }
+    }
+
+    /// Has the engine decide what it still holds, and returns the record.
+    pub fn finish(mut self) -> anyhow::Result<Recorder> {
+        self.engine.flush(&mut self.recorder)?;
+        Ok(self.recorder)
+    }
+}
+
+impl<E: super::Engine> Sink for Replay<E> {
+    #[inline]
     fn event(&mut self, time: Timestamp, key: Key) -> anyhow::Result<()> {
-        self.decide(time, key);
-        Ok(())
+        self.engine.push(time, key, &mut self.recorder)
     }
 }

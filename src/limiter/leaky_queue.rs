@@ -1,6 +1,6 @@
 //! Leaky bucket as a queue: events wait for their turn, and overflow is dropped.
 
-use super::Limiter;
+use super::{Decision, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -17,7 +17,6 @@ pub struct LeakyQueue {
     interval: i128,
     max_wait: i128,
     last_departure: Option<i128>,
-    waits: Waits,
 }
 
 /// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs.
@@ -43,8 +42,15 @@ impl Waits {
         Waits { units_per_micro: rate.n(), ..Waits::default() }
     }
 
+    /// Counts a decision: an admitted event and its wait.
+    pub fn record(&mut self, decision: Decision) {
+        if decision.passed {
+            self.admit(decision.wait);
+        }
+    }
+
     /// Counts an admitted event that waited `wait` units.
-    pub fn record(&mut self, wait: i128) {
+    fn admit(&mut self, wait: i128) {
         self.admitted += 1;
         self.delayed += u64::from(wait > 0);
         self.longest = self.longest.max(wait);
@@ -94,18 +100,16 @@ impl LeakyQueue {
             interval: rate.p(),
             max_wait: i128::from(burst - 1) * rate.p(),
             last_departure: None,
-            waits: Waits::new(rate),
         }
-    }
-
-    /// Returns the waits of the events admitted so far.
-    pub fn waits(&self) -> Waits {
-        self.waits
     }
 }
 
 impl Limiter for LeakyQueue {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.decide(now).passed
+    }
+
+    fn decide(&mut self, now: Timestamp) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;
         let departure = match self.last_departure {
             Some(last) => arrival.max(last + self.interval),
@@ -113,29 +117,36 @@ impl Limiter for LeakyQueue {
         };
         let wait = departure - arrival;
         if wait > self.max_wait {
-            return false;
+            return Decision { passed: false, wait: 0 };
         }
         self.last_departure = Some(departure);
-        self.waits.record(wait);
-        true
+        Decision { passed: true, wait }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{decisions, secs};
+    use super::super::tests::secs;
     use super::*;
+
+    /// Runs the queue over the times; returns its decisions and the waits it recorded.
+    fn decisions(q: &mut LeakyQueue, rate: Rate, times: &[Timestamp]) -> (Vec<bool>, Waits) {
+        let mut waits = Waits::new(rate);
+        let decided = times.iter().map(|&t| q.decide(t)).inspect(|&d| waits.record(d));
+        (decided.map(|d| d.passed).collect(), waits)
+    }
 
     #[test]
     fn queues_up_to_burst_minus_one_and_reports_waits() {
         // 1 per 10 s, burst 3: one leaves now, two may wait (10 s and 20 s), the fourth
         // would wait 30 s and is dropped.
-        let mut q = LeakyQueue::new("1/10s".parse().unwrap(), 3);
+        let rate = "1/10s".parse().unwrap();
+        let mut q = LeakyQueue::new(rate, 3);
         let times = secs(&[0, 0, 0, 0, 25, 26]);
         // At 25 s the queue's last departure was 20 s, so it leaves at 30 s (waits 5 s);
         // at 26 s it would leave at 40 s (waits 14 s).
-        assert_eq!(decisions(&mut q, &times), [true, true, true, false, true, true]);
-        let waits = q.waits();
+        let (decided, waits) = decisions(&mut q, rate, &times);
+        assert_eq!(decided, [true, true, true, false, true, true]);
         assert_eq!(waits.admitted, 5);
         assert_eq!(waits.delayed, 4);
         assert_eq!(waits.longest_micros(), 20_000_000);
@@ -144,20 +155,23 @@ mod tests {
 
     #[test]
     fn burst_one_never_delays() {
-        let mut q = LeakyQueue::new("1/s".parse().unwrap(), 1);
-        let times = secs(&[0, 0, 1, 2, 2]);
-        assert_eq!(decisions(&mut q, &times), [true, false, true, true, false]);
-        assert_eq!(q.waits().delayed, 0);
+        let rate = "1/s".parse().unwrap();
+        let mut q = LeakyQueue::new(rate, 1);
+        let (decided, waits) = decisions(&mut q, rate, &secs(&[0, 0, 1, 2, 2]));
+        assert_eq!(decided, [true, false, true, true, false]);
+        assert_eq!(waits.delayed, 0);
     }
 
     #[test]
     fn waits_are_exact_fractions_of_an_interval() {
         // 3 per second: I = 1/3 s. Two events at 0 s: the second waits exactly 1/3 s.
-        let mut q = LeakyQueue::new("3/s".parse().unwrap(), 2);
-        assert_eq!(decisions(&mut q, &secs(&[0, 0])), [true, true]);
-        assert_eq!(q.waits().longest, 1_000_000);
-        assert_eq!(q.waits().units_per_micro, 3);
-        assert_eq!(q.waits().longest_micros(), 333_333);
-        assert_eq!(q.waits().mean_micros(), 166_667);
+        let rate = "3/s".parse().unwrap();
+        let mut q = LeakyQueue::new(rate, 2);
+        let (decided, waits) = decisions(&mut q, rate, &secs(&[0, 0]));
+        assert_eq!(decided, [true, true]);
+        assert_eq!(waits.longest, 1_000_000);
+        assert_eq!(waits.units_per_micro, 3);
+        assert_eq!(waits.longest_micros(), 333_333);
+        assert_eq!(waits.mean_micros(), 166_667);
     }
 }

@@ -6,7 +6,6 @@
 mod aligned;
 mod fixed_window;
 mod gcra;
-mod given;
 mod leaky_queue;
 pub mod promise;
 mod sliding_counter;
@@ -19,7 +18,6 @@ mod tests;
 pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
-pub use given::Given;
 pub use leaky_queue::{LeakyQueue, Waits};
 pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
@@ -34,6 +32,22 @@ pub trait Limiter {
     ///
     /// Events must come in non-decreasing time order.
     fn admit(&mut self, now: Timestamp) -> bool;
+
+    /// Decides on an event as [`admit`](Limiter::admit) does, with how long it waits, for a
+    /// limiter that delays what it admits; the others never delay.
+    #[inline]
+    fn decide(&mut self, now: Timestamp) -> Decision {
+        Decision { passed: self.admit(now), wait: 0 }
+    }
+}
+
+/// One limiter's decision on one event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the event passed (for a leaky queue, was admitted).
+    pub passed: bool,
+    /// How long an admitted event waits, in units of 1/N µs: only a leaky queue delays.
+    pub wait: i128,
 }
 
 /// The limiting algorithms, by the names the command line and the JSON output use.
@@ -107,31 +121,23 @@ pub enum AnyLimiter {
     TokenBucket(TokenBucket),
     Gcra(Gcra),
     LeakyQueue(LeakyQueue),
-    Given(Given),
-}
-
-impl AnyLimiter {
-    /// Returns the waits so far, for a leaky queue; `None` for the others.
-    pub fn waits(&self) -> Option<Waits> {
-        match self {
-            AnyLimiter::LeakyQueue(queue) => Some(queue.waits()),
-            AnyLimiter::Given(given) => given.waits(),
-            _ => None,
-        }
-    }
 }
 
 impl Limiter for AnyLimiter {
     #[inline]
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.decide(now).passed
+    }
+
+    #[inline]
+    fn decide(&mut self, now: Timestamp) -> Decision {
         match self {
-            AnyLimiter::FixedWindow(l) => l.admit(now),
-            AnyLimiter::SlidingLog(l) => l.admit(now),
-            AnyLimiter::SlidingCounter(l) => l.admit(now),
-            AnyLimiter::TokenBucket(l) => l.admit(now),
-            AnyLimiter::Gcra(l) => l.admit(now),
-            AnyLimiter::LeakyQueue(l) => l.admit(now),
-            AnyLimiter::Given(l) => l.admit(now),
+            AnyLimiter::FixedWindow(l) => l.decide(now),
+            AnyLimiter::SlidingLog(l) => l.decide(now),
+            AnyLimiter::SlidingCounter(l) => l.decide(now),
+            AnyLimiter::TokenBucket(l) => l.decide(now),
+            AnyLimiter::Gcra(l) => l.decide(now),
+            AnyLimiter::LeakyQueue(l) => l.decide(now),
         }
     }
 }

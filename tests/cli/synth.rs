@@ -143,7 +143,8 @@ fn bad_synth_options() {
 #[test]
 fn a_planted_mainshock_counts_toward_the_events_synth_will_make() {
     // At Mc 0 an M9.5 triggers about 10^8 direct aftershocks, and each of them nearly one.
-    let args = ["synth", "--min-mag", "0", "--days", "1", "--mainshock", "9.5@2015-01-01T12:00:00Z"];
+    let args =
+        ["synth", "--min-mag", "0", "--days", "1", "--mainshock", "9.5@2015-01-01T12:00:00Z"];
     let err = run_with(&args, Stdin::Null).error();
     assert!(err.contains("events, more than the 1e9 synth makes at most"), "{err}");
 }

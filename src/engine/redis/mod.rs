@@ -8,10 +8,10 @@
 //! decision equals the one made in memory.
 
 mod connection;
-mod replay;
+mod pipeline;
 
 pub use connection::{CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Redis};
-pub use replay::RedisReplay;
+pub use pipeline::RedisEngine;
 
 use std::fmt::Display;
 use std::sync::LazyLock;
@@ -22,6 +22,18 @@ use redis::{ServerErrorKind, Value};
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
+
+/// A Redis server to run limiters in: its URL, the prefix of every key, and the longest a
+/// round trip may take.
+#[derive(Clone, Debug)]
+pub struct RedisTarget {
+    /// The server's URL, as `redis://host:6379/0`.
+    pub url: String,
+    /// The prefix of every key written.
+    pub prefix: String,
+    /// The longest a round trip may take.
+    pub timeout: std::time::Duration,
+}
 
 /// Where replays and checks keep their keys, unless told otherwise.
 pub const DEFAULT_PREFIX: &str = "ratelimit:";

@@ -1,4 +1,4 @@
-//! Replaying a catalog through limiters in Redis, many events to a round trip.
+//! The Redis engine: a replay's events decided by the scripts, many to a round trip.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -7,31 +7,31 @@ use anyhow::{Result, anyhow};
 use redis::Value;
 
 use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
-use crate::engine::replay::{Replayer, Settings};
-use crate::input::catalog::{Key, Sink};
+use crate::engine::Engine;
+use crate::engine::replay::{Recorder, Settings};
+use crate::input::catalog::Key;
+use crate::limiter::Decision;
 use crate::units::time::Timestamp;
 
 /// Events sent to Redis in one pipeline.
 const BATCH: usize = 512;
 
-/// A sink that has Redis decide every event, for every limiter, and hands the decisions to
-/// a [`Replayer`], which counts and reports as for limiters in memory.
+/// An engine that has Redis decide every event, for every limiter.
 ///
 /// Events are gathered and sent in pipelines of `BATCH`, each event's calls in order, so
 /// that Redis decides them in time order but not one round trip each. Keys live under the
 /// prefix, a run of their own, and a hash tag per replay key:
 /// `ratelimit:replay:<run>:{k<key>}:<algorithm>`.
-pub struct RedisReplay {
+pub struct RedisEngine {
     redis: Rc<RefCell<Redis>>,
     remotes: Vec<Remote>,
     base: String,
-    replayer: Replayer,
     pending: Vec<(Timestamp, Key)>,
     keys: Vec<Vec<Vec<String>>>,
     calls: u64,
 }
 
-impl RedisReplay {
+impl RedisEngine {
     /// Checks that limiters with `settings` can run exactly in Redis, loads their scripts,
     /// and returns them, ready for `new`.
     pub fn prepare(redis: &mut Redis, settings: &[Settings]) -> Result<Vec<Remote>> {
@@ -45,42 +45,33 @@ impl RedisReplay {
         Ok(remotes)
     }
 
-    /// Returns a sink for the limiters `prepare` returned, with `settings`, under `prefix`,
-    /// with keys if `keyed`.
-    pub fn new(
-        redis: Rc<RefCell<Redis>>,
-        remotes: Vec<Remote>,
-        settings: &[Settings],
-        keyed: bool,
-        prefix: &str,
-    ) -> RedisReplay {
+    /// Returns an engine for the limiters `prepare` returned, under `prefix`.
+    pub fn new(redis: Rc<RefCell<Redis>>, remotes: Vec<Remote>, prefix: &str) -> RedisEngine {
         // A run of its own, so that no key of an earlier replay is read.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let run = format!("{:x}{:x}", std::process::id(), nanos);
-        RedisReplay {
+        RedisEngine {
             redis,
             remotes,
             base: format!("{prefix}replay:{run}:"),
-            replayer: Replayer::given(settings, keyed),
             pending: Vec::with_capacity(BATCH),
             keys: Vec::new(),
             calls: 0,
         }
     }
 
-    /// Has Redis decide a run of events, in time order, and returns whether the first
-    /// limiter passed each. Runs of any length go `BATCH` events to a pipeline.
-    pub fn decide(&mut self, events: &[(Timestamp, Key)]) -> Result<Vec<bool>> {
-        let mut decided = Vec::with_capacity(events.len());
+    /// Has Redis decide a run of events, in time order, and records the decisions. Runs of
+    /// any length go `BATCH` events to a pipeline.
+    pub fn decide(&mut self, events: &[(Timestamp, Key)], recorder: &mut Recorder) -> Result<()> {
         for batch in events.chunks(BATCH) {
-            decided.extend(self.decide_batch(batch)?);
+            self.decide_batch(batch, recorder)?;
         }
-        Ok(decided)
+        Ok(())
     }
 
-    fn decide_batch(&mut self, events: &[(Timestamp, Key)]) -> Result<Vec<bool>> {
+    fn decide_batch(&mut self, events: &[(Timestamp, Key)], recorder: &mut Recorder) -> Result<()> {
         for &(time, key) in events {
             check_time(time)?;
             while self.keys.len() <= key as usize {
@@ -98,22 +89,17 @@ impl RedisReplay {
         let replies = self.run(&commands)?;
         let url = self.redis.borrow().url().to_owned();
         let mut replies = replies.iter();
-        let mut first = Vec::with_capacity(events.len());
+        let mut decisions = Vec::with_capacity(self.remotes.len());
         for &(time, key) in events {
-            let decisions = self
-                .remotes
-                .iter()
-                .map(|remote| {
-                    let reply = replies.next().expect("a reply per call");
-                    let outcome =
-                        remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
-                    Ok((outcome.allowed, outcome.wait))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            first.push(decisions[0].0);
-            self.replayer.decide_given(time, key, decisions);
+            decisions.clear();
+            for remote in &self.remotes {
+                let reply = replies.next().expect("a reply per call");
+                let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
+                decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
+            }
+            recorder.record(time, key, decisions.iter().copied());
         }
-        Ok(first)
+        Ok(())
     }
 
     /// Sends commands in one pipeline and returns their replies. Should Redis have lost its
@@ -143,24 +129,22 @@ impl RedisReplay {
         }
         Ok(replies)
     }
-
-    /// Sends what is pending and returns the replayer, with every decision taken.
-    pub fn finish(mut self) -> Result<Replayer> {
-        let pending = std::mem::take(&mut self.pending);
-        self.decide(&pending)?;
-        Ok(self.replayer)
-    }
 }
 
-impl Sink for RedisReplay {
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
+impl Engine for RedisEngine {
+    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
         self.pending.push((time, key));
         if self.pending.len() == BATCH {
-            let pending = std::mem::take(&mut self.pending);
-            self.decide(&pending)?;
-            self.pending = pending;
-            self.pending.clear();
+            self.flush(recorder)?;
         }
+        Ok(())
+    }
+
+    fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        self.decide(&pending, recorder)?;
+        self.pending = pending;
+        self.pending.clear();
         Ok(())
     }
 }
