@@ -231,9 +231,9 @@ pub struct PlotArgs {
     pub output: Option<PathBuf>,
 }
 
-/// The size of the limiters: rate, burst, and the window to report.
+/// The size of a limiter: its rate and burst.
 #[derive(Debug, Args)]
-pub struct LimitArgs {
+pub struct RateArgs {
     /// The rate: N events per period, as in 5/h or 1/30s.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
@@ -241,6 +241,13 @@ pub struct LimitArgs {
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
     #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<u64>,
+}
+
+/// The size of the limiters, and the window to report.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    #[command(flatten)]
+    pub size: RateArgs,
 
     /// The length of the busiest window to report [default: the rate's period].
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
@@ -303,30 +310,15 @@ pub struct CheckArgs {
     #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
     pub algo: Algorithm,
 
-    /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    pub rate: Rate,
-
-    /// The burst b of token-bucket and gcra [default: N].
-    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<u64>,
+    #[command(flatten)]
+    pub size: RateArgs,
 
     /// How many units to take at once, all or nothing.
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_cost)]
     pub cost: u64,
 
-    /// The Redis server, as redis://host:6379/0.
-    #[arg(long, value_name = "URL", required = true)]
-    pub redis: String,
-
-    /// The prefix of every Redis key ratelimit writes.
-    #[arg(long, value_name = "PREFIX", default_value = crate::engine::redis::DEFAULT_PREFIX)]
-    pub redis_prefix: String,
-
-    /// Give up, with exit status 2, if Redis takes longer than this to answer a round trip
-    /// (connecting takes at most 3s of it).
-    #[arg(long, value_name = "DURATION", default_value = "5s", allow_hyphen_values = true)]
-    pub redis_timeout: Span,
+    #[command(flatten)]
+    pub remote: RedisArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,

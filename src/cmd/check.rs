@@ -5,18 +5,19 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, write_result};
-use crate::cli::config::CheckJob;
+use super::write_result;
+use crate::cli::args::CheckArgs;
+use crate::cli::config::Styles;
 use crate::engine::redis::{Redis, Remote};
 use crate::render::formats;
 use crate::report;
 use crate::units::time::Span;
 
-pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
-    let settings = job.settings;
-    let remote = Remote::new(settings.algorithm, settings.rate, settings.burst, job.cost)?;
-    let mut redis = Redis::connect(&job.redis.url, job.redis.timeout)?;
-    let base = format!("{}{{{}}}", job.redis.prefix, job.key);
+pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    let (settings, target) = args.resolve()?;
+    let remote = Remote::new(settings.algorithm, settings.rate, settings.burst, args.cost)?;
+    let mut redis = Redis::connect(&target.url, target.timeout)?;
+    let base = format!("{}{{{}}}", target.prefix, args.key);
     // A sliding log's entries need names no other call uses.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -27,10 +28,10 @@ pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
     let limit =
         if settings.algorithm.uses_burst() { settings.burst } else { settings.rate.count() };
     let found = report::Check {
-        key: job.key,
+        key: args.key.clone(),
         algorithm: settings.algorithm,
         rate: settings.rate,
-        cost: job.cost,
+        cost: args.cost,
         allowed: outcome.allowed,
         limit,
         remaining: u64::try_from(outcome.remaining).unwrap_or(0),
@@ -39,7 +40,7 @@ pub(super) fn run(job: CheckJob, styles: &Styles) -> Result<ExitCode> {
     };
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::check_line(w, &found, styles.stdout);
-    write_result(&mut out, job.format, &found, std::slice::from_ref(&found), table)?;
+    write_result(&mut out, args.output.format, &found, std::slice::from_ref(&found), table)?;
     out.flush()?;
     // 1 is the answer "limited", not an error.
     Ok(if found.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })

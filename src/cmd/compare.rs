@@ -5,25 +5,28 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, key_names, notes, write_result};
-use crate::cli::config::CompareJob;
+use super::{key_names, notes, write_result};
+use crate::cli::args::CompareArgs;
+use crate::cli::config::Styles;
 use crate::engine::Backend;
+use crate::limiter::Algorithm;
 use crate::render::formats;
 use crate::report::{csv_rows, keep_top};
 
-pub(super) fn run(job: CompareJob, styles: &Styles) -> Result<ExitCode> {
-    let keyed = job.input.read.key_column.is_some();
-    let backend = Backend::new(&job.settings, job.redis.as_ref())?;
-    let (recorder, stats) =
-        backend.replay(&job.settings, keyed, &job.input.source, &job.input.read)?;
-    notes(&job.input, &stats);
-    let names = key_names(job.input.read.key_column.as_deref(), &stats);
-    let all = recorder.reports(&job.input.source.name(), names);
+pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
+    let input = args.input.resolve(args.keys.key.as_deref())?;
+    let settings = args.limit.side_by_side(&Algorithm::ALL)?;
+    let backend = Backend::new(&settings, args.remote.target()?.as_ref())?;
+    let keyed = input.read.key_column.is_some();
+    let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
+    notes(&input, &stats);
+    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let all = recorder.reports(&input.source.name(), names);
     let mut reports = all.clone();
-    keep_top(&mut reports, job.top);
+    keep_top(&mut reports, args.keys.top);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::compare_table(w, &all, job.top, styles.stdout);
-    write_result(&mut out, job.format, &reports, &csv_rows(&reports), table)?;
+    let table = |w: &mut dyn Write| formats::compare_table(w, &all, args.keys.top, styles.stdout);
+    write_result(&mut out, args.output.format, &reports, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use super::{Styles, key_names, notes, write_result};
-use crate::cli::config::MinBucketJob;
+use super::{key_names, notes, write_result};
+use crate::cli::args::MinBucketArgs;
+use crate::cli::config::{Input, Styles};
 use crate::engine::replay::KeyNames;
 use crate::input::catalog::{self, Key, Sink};
 use crate::render::curve_svg;
@@ -88,26 +89,31 @@ impl PerRate {
     }
 }
 
-pub(super) fn run(job: MinBucketJob, styles: &Styles) -> Result<ExitCode> {
-    if let Some(plot) = &job.curve {
-        return run_curve(&job, plot.as_ref(), styles);
+pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
+    let (rates, plot, input) = args.resolve()?;
+    if args.curve {
+        return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let fresh = || PerRate { rates: job.rates.clone(), keys: Vec::new() };
-    let (mut per_rate, stats) = catalog::replay(&job.input.source, &job.input.read, fresh)?;
-    notes(&job.input, &stats);
-    let mut found = per_rate.results(key_names(job.input.read.key_column.as_deref(), &stats));
-    report::keep_top(&mut found, job.top);
+    let fresh = || PerRate { rates: rates.clone(), keys: Vec::new() };
+    let (mut per_rate, stats) = catalog::replay(&input.source, &input.read, fresh)?;
+    notes(&input, &stats);
+    let mut found = per_rate.results(key_names(input.read.key_column.as_deref(), &stats));
+    report::keep_top(&mut found, args.keys.top);
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::min_bucket_table(w, &found, styles.stdout);
-    write_result(&mut out, job.format, &found, &report::csv_rows(&found), table)?;
+    write_result(&mut out, args.output.format, &found, &report::csv_rows(&found), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Result<ExitCode> {
-    let (times, stats) =
-        catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
-    notes(&job.input, &stats);
+fn run_curve(
+    args: &MinBucketArgs,
+    input: &Input,
+    plot: Option<&Output>,
+    styles: &Styles,
+) -> Result<ExitCode> {
+    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    notes(input, &stats);
     let curve = Curve::new(&times);
     let segments: Vec<report::CurveSegment> = curve
         .lines
@@ -131,7 +137,7 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Resu
     let mut style = styles.stdout;
     let mut out: Box<dyn Write> = Box::new(BufWriter::new(io::stdout().lock()));
     if let Some(plot) = plot {
-        let svg = curve_svg::draw(&curve, &job.input.source.title(), times.len());
+        let svg = curve_svg::draw(&curve, &input.source.title(), times.len());
         plot.write(|file| file.write_all(svg.as_bytes()))?;
         if plot.is_stdout() {
             // The picture has stdout; the table goes to stderr, as --emit's report does.
@@ -140,7 +146,7 @@ fn run_curve(job: &MinBucketJob, plot: Option<&Output>, styles: &Styles) -> Resu
         }
     }
     let table = |w: &mut dyn Write| formats::curve_table(w, &segments, style);
-    write_result(&mut out, job.format, &segments, &segments, table)?;
+    write_result(&mut out, args.output.format, &segments, &segments, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

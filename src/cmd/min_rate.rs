@@ -5,22 +5,23 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, notes, write_result};
-use crate::cli::config::MinRateJob;
+use super::{notes, write_result};
+use crate::cli::args::MinRateArgs;
+use crate::cli::config::Styles;
 use crate::input::catalog;
 use crate::render::formats;
 use crate::report::{self, Exact};
 use crate::sizing::curve::{Curve, Line};
 use crate::units::time::Timestamp;
 
-pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
-    let (times, stats) =
-        catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
-    notes(&job.input, &stats);
+pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
+    let input = args.input.resolve(None)?;
+    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    notes(&input, &stats);
     let curve = Curve::new(&times);
     let stretch = |line: &Line| Curve::stretch(line, &times);
-    let found: Vec<report::MinRate> = job
-        .bursts
+    let found: Vec<report::MinRate> = args
+        .burst
         .iter()
         .map(|&burst| match curve.min_rate(burst) {
             Ok((rate, line)) => report::MinRate {
@@ -36,7 +37,7 @@ pub(super) fn run(job: MinRateJob, styles: &Styles) -> Result<ExitCode> {
         .collect();
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::min_rate_table(w, &found, styles.stdout);
-    write_result(&mut out, job.format, &found, &found, table)?;
+    write_result(&mut out, args.output.format, &found, &found, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

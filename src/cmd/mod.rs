@@ -16,11 +16,11 @@ use anyhow::{Result, anyhow};
 use clap::Parser;
 use clap::error::ErrorKind;
 
-use crate::cli::args::{Cli, Format};
-use crate::cli::config::{Config, Input, Job};
+use crate::cli::args::{Cli, Command, Format};
+use crate::cli::config::{Input, Styles};
 use crate::engine::replay::KeyNames;
 use crate::input::catalog::ReadStats;
-use crate::render::formats::{self, Style};
+use crate::render::formats;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -29,17 +29,15 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
-    let config = Config::resolve(cli)?;
-    let styles =
-        Styles { stdout: Style::new(config.color_stdout), stderr: Style::new(config.color_stderr) };
-    match config.job {
-        Job::Replay(job) => replay::run(job, &styles),
-        Job::Compare(job) => compare::run(job, &styles),
-        Job::Plot(job) => plot::run(job),
-        Job::MinBucket(job) => min_bucket::run(job, &styles),
-        Job::MinRate(job) => min_rate::run(job, &styles),
-        Job::Synth(job) => synth::run(job),
-        Job::Check(job) => check::run(job, &styles),
+    let styles = Styles::resolve(cli.color);
+    match cli.command {
+        Command::Replay(args) => replay::run(&args, &styles),
+        Command::Compare(args) => compare::run(&args, &styles),
+        Command::Plot(args) => plot::run(&args),
+        Command::MinBucket(args) => min_bucket::run(&args, &styles),
+        Command::MinRate(args) => min_rate::run(&args, &styles),
+        Command::Synth(args) => synth::run(&args),
+        Command::Check(args) => check::run(&args, &styles),
     }
 }
 
@@ -67,12 +65,6 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
             }
         }
     }
-}
-
-/// The styles for tables on stdout and on stderr.
-struct Styles {
-    stdout: Style,
-    stderr: Style,
 }
 
 /// Writes a result in the chosen format: the JSON value as it is, the CSV as one row per

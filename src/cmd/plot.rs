@@ -5,19 +5,20 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::notes;
-use crate::cli::config::PlotJob;
+use crate::cli::args::PlotArgs;
+use crate::cli::config::Input;
 use crate::engine::Backend;
 use crate::engine::replay::KeyNames;
 use crate::input::catalog;
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
-pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
-    let (times, stats) =
-        catalog::replay(&job.input.source, &job.input.read, Vec::<Timestamp>::new)?;
-    notes(&job.input, &stats);
-    let (start, end) = axis(&job, &times);
-    let recorder = Backend::Memory.decide(&job.settings, false, times.iter().map(|&t| (t, 0)))?;
+pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
+    let (settings, output, input) = args.resolve()?;
+    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    notes(&input, &stats);
+    let (start, end) = axis(&input, &times);
+    let recorder = Backend::Memory.decide(&settings, false, times.iter().map(|&t| (t, 0)))?;
     let lanes = recorder.lanes();
     let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; lanes];
     for (&time, decisions) in times.iter().zip(recorder.trace().chunks(lanes)) {
@@ -27,7 +28,7 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
             *if pass { passed } else { dropped } += 1;
         }
     }
-    let name = job.input.source.name();
+    let name = input.source.name();
     let lanes = recorder
         .reports(&name, KeyNames::default())
         .into_iter()
@@ -39,14 +40,14 @@ pub(super) fn run(job: PlotJob) -> Result<ExitCode> {
         .map_or(name.clone(), |n| n.to_string_lossy().into());
     let scene = Scene { input: title, start, end, lanes: lanes.collect() };
     let svg = scene.draw();
-    job.output.write(|out| out.write_all(svg.as_bytes()))?;
+    output.write(|out| out.write_all(svg.as_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The time axis: the --since/--until range where given, else the events' own, and never
 /// empty.
-fn axis(job: &PlotJob, times: &[Timestamp]) -> (Timestamp, Timestamp) {
-    let read = &job.input.read;
+fn axis(input: &Input, times: &[Timestamp]) -> (Timestamp, Timestamp) {
+    let read = &input.read;
     let start = read.since.or(times.first().copied()).unwrap_or(Timestamp::EPOCH);
     let end = read.until.or(times.last().copied()).unwrap_or(start);
     let minute = Span::from_micros(60 * MICROS_PER_SEC).expect("positive");

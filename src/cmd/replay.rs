@@ -5,29 +5,35 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use super::{Styles, key_names, notes, write_result};
+use super::{key_names, notes, write_result};
 use crate::cli::args::Emit;
-use crate::cli::config::ReplayJob;
+use crate::cli::args::ReplayArgs;
+use crate::cli::config::Styles;
 use crate::engine::Backend;
 use crate::input::catalog;
 use crate::render::formats;
+use crate::render::outfile::Output;
 use crate::report::{csv_rows, keep_top};
 
-pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
-    let name = job.input.source.name();
-    let keyed = job.input.read.key_column.is_some();
-    let settings = [job.settings];
-    let backend = Backend::new(&settings, job.redis.as_ref())?;
-    let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match job.emit {
+pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+    let input = args.input.resolve(args.keys.key.as_deref())?;
+    if args.emit.is_some() {
+        // The rows go to stdout: it must not be the file they are read from.
+        input.check_output(&Output::Stdout)?;
+    }
+    let settings = [args.limit.settings(args.algo)?];
+    let backend = Backend::new(&settings, args.remote.target()?.as_ref())?;
+    let name = input.source.name();
+    let keyed = input.read.key_column.is_some();
+    let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None => {
-            let (recorder, stats) =
-                backend.replay(&settings, keyed, &job.input.source, &job.input.read)?;
+            let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
-            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
+            let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
             let events = rows.iter().map(|(time, key, _)| (time, key));
             let recorder = backend.decide(&settings, keyed, events)?;
             let mut out = BufWriter::new(io::stdout().lock());
@@ -49,13 +55,12 @@ pub(super) fn run(job: ReplayJob, styles: &Styles) -> Result<ExitCode> {
             (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
-    notes(&job.input, &stats);
-    let mut reports =
-        recorder.reports(&name, key_names(job.input.read.key_column.as_deref(), &stats));
-    keep_top(&mut reports, job.top);
+    notes(&input, &stats);
+    let mut reports = recorder.reports(&name, key_names(input.read.key_column.as_deref(), &stats));
+    keep_top(&mut reports, args.keys.top);
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
-    write_result(&mut out, job.format, report, &csv_rows(&reports), table)?;
+    write_result(&mut out, args.output.format, report, &csv_rows(&reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,12 +4,13 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::config::SynthJob;
+use crate::cli::args::SynthArgs;
 use crate::synth::etas::Simulation;
 use crate::synth::usgs::write_catalog;
 
-pub(super) fn run(job: SynthJob) -> Result<ExitCode> {
-    let simulation = Simulation::new(job.params);
-    job.output.write(|out| write_catalog(simulation, out))?;
+pub(super) fn run(args: &SynthArgs) -> Result<ExitCode> {
+    let (params, output) = args.resolve()?;
+    let simulation = Simulation::new(params);
+    output.write(|out| write_catalog(simulation, out))?;
     Ok(ExitCode::SUCCESS)
 }
