@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ratelimit_replay::input::catalog::{self, ReadOptions, Source};
 use ratelimit_replay::sizing::curve::Curve;
-use ratelimit_replay::sizing::min_bucket::{MinBucket, MinBuckets};
+use ratelimit_replay::sizing::min_bucket::{MinBucketFinder, MinBucketFinders};
 use ratelimit_replay::synth::etas::{Params, Simulation};
 use ratelimit_replay::units::rate::Rate;
 use ratelimit_replay::units::time::Timestamp;
@@ -19,7 +19,8 @@ fn catalog_times() -> Option<Vec<Timestamp>> {
         eprintln!("skipped: {} is missing", path.display());
         return None;
     }
-    let (times, _) = catalog::replay(&Source::Path(path), &ReadOptions::new(), Vec::new).unwrap();
+    let (times, _) =
+        catalog::read_events(&Source::Path(path), &ReadOptions::new(), Vec::new).unwrap();
     Some(times)
 }
 
@@ -37,7 +38,7 @@ fn many_rates(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("per_rate_event", |b| {
         b.iter(|| {
-            let mut many = MinBuckets::new(&rates);
+            let mut many = MinBucketFinders::new(&rates);
             times.iter().for_each(|&t| many.push(t));
             black_box(many.results())
         })
@@ -51,7 +52,7 @@ fn sizing(c: &mut Criterion) {
     group.bench_function("curve", |b| b.iter(|| black_box(Curve::new(&times))));
     group.bench_function("min_bucket_one_rate", |b| {
         b.iter(|| {
-            let mut min = MinBucket::new("5/h".parse().unwrap());
+            let mut min = MinBucketFinder::new("5/h".parse().unwrap());
             times.iter().for_each(|&t| min.push(t));
             black_box(min.result())
         })

@@ -4,7 +4,7 @@
 use serde::{Serialize, Serializer};
 
 use crate::limiter::{Algorithm, Waits};
-use crate::sizing::curve::Fraction;
+use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
 use crate::sizing::window::Busiest;
 use crate::units::rate::Rate;
@@ -12,7 +12,7 @@ use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 /// What one replay found. See README, "JSON output", for each field.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Replay {
+pub struct LimiterReport {
     pub input: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
@@ -28,12 +28,9 @@ pub struct Replay {
     #[serde(flatten)]
     pub queue: Option<Queue>,
     pub promise: Promise,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_column: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_count: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keys: Option<Vec<Replay>>,
+    /// With `--key`: the keys, each with a report of the same kind.
+    #[serde(flatten)]
+    pub by_key: Option<KeyList<LimiterReport>>,
 }
 
 /// What a limiter promises, and whether the replay kept it.
@@ -89,12 +86,9 @@ pub struct MinBucket {
     pub key: Option<String>,
     pub min_bucket: u64,
     pub span: Option<Stretch>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_column: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_count: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub keys: Option<Vec<MinBucket>>,
+    /// With `--key`: the keys, each with a report of the same kind.
+    #[serde(flatten)]
+    pub by_key: Option<KeyList<MinBucket>>,
 }
 
 impl From<Lossless> for MinBucket {
@@ -104,9 +98,7 @@ impl From<Lossless> for MinBucket {
             key: None,
             min_bucket: found.min_bucket,
             span: found.stretch,
-            key_column: None,
-            key_count: None,
-            keys: None,
+            by_key: None,
         }
     }
 }
@@ -128,35 +120,13 @@ fn wide_seconds<S: Serializer>(micros: &i128, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-/// A rate as an exact fraction: events per a period written as the sum of its units, as in
-/// `7/2d15h49m44s13ms`, which `--rate` reads back; or `0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Exact(pub Fraction);
-
-impl std::fmt::Display for Exact {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Fraction { events, micros } = self.0;
-        if events == 0 {
-            return f.write_str("0");
-        }
-        let span = Span::from_micros(micros).expect("a positive denominator");
-        write!(f, "{events}/{}", span.compact())
-    }
-}
-
-impl Serialize for Exact {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
 /// One piece of the burst–rate curve: from rate `from` up to `to`, the stretch of `events`
 /// events spanning `span_s` needs the most burst, `events − r·span_s`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CurveSegment {
-    pub from: Exact,
+    pub from: ExactRate,
     pub from_per_hour: f64,
-    pub to: Option<Exact>,
+    pub to: Option<ExactRate>,
     pub to_per_hour: Option<f64>,
     pub events: u64,
     #[serde(serialize_with = "seconds")]
@@ -170,7 +140,7 @@ pub struct CurveSegment {
 pub struct MinRate {
     pub burst: u64,
     /// `None` when no rate will do: more than `burst` events share one instant.
-    pub rate: Option<Exact>,
+    pub rate: Option<ExactRate>,
     pub per_hour: Option<f64>,
     /// The stretch of events that forces the rate; `None` when the rate is zero.
     pub span: Option<Stretch>,
@@ -192,41 +162,67 @@ pub struct Check {
     pub reset_after_s: Span,
 }
 
-/// A report that, with `--key`, lists its keys, each a report of the same kind.
-pub trait Keyed: Clone {
-    /// Returns the keys, if the report has them.
-    fn keys_mut(&mut self) -> &mut Option<Vec<Self>>;
+/// The keys of a keyed report (`--key`): the column they come from, how many there are,
+/// and a report of the same kind for each, ranked; `--top` may keep only the first few.
+/// In JSON its fields sit beside the report's own: `key_column`, `key_count`, `keys`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyList<T> {
+    pub key_column: String,
+    pub key_count: usize,
+    pub keys: Vec<T>,
 }
 
-impl Keyed for Replay {
-    fn keys_mut(&mut self) -> &mut Option<Vec<Replay>> {
-        &mut self.keys
+/// A report that, with `--key`, lists its keys, each a report of the same kind.
+pub trait Keyed: Sized {
+    /// Returns the keys, if the report has them.
+    fn by_key(&self) -> Option<&KeyList<Self>>;
+
+    /// Returns the keys to change, if the report has them.
+    fn by_key_mut(&mut self) -> Option<&mut KeyList<Self>>;
+}
+
+impl Keyed for LimiterReport {
+    fn by_key(&self) -> Option<&KeyList<LimiterReport>> {
+        self.by_key.as_ref()
+    }
+
+    fn by_key_mut(&mut self) -> Option<&mut KeyList<LimiterReport>> {
+        self.by_key.as_mut()
     }
 }
 
 impl Keyed for MinBucket {
-    fn keys_mut(&mut self) -> &mut Option<Vec<MinBucket>> {
-        &mut self.keys
+    fn by_key(&self) -> Option<&KeyList<MinBucket>> {
+        self.by_key.as_ref()
+    }
+
+    fn by_key_mut(&mut self) -> Option<&mut KeyList<MinBucket>> {
+        self.by_key.as_mut()
     }
 }
 
 /// Keeps the first `top` keys of each report; 0 keeps all.
 pub fn keep_top<T: Keyed>(reports: &mut [T], top: usize) {
-    for keys in reports.iter_mut().filter_map(|r| r.keys_mut().as_mut()) {
+    for list in reports.iter_mut().filter_map(Keyed::by_key_mut) {
         if top > 0 {
-            keys.truncate(top);
+            list.keys.truncate(top);
         }
     }
 }
 
-/// Returns the CSV rows of reports: each report without its keys, then its keys.
-pub fn csv_rows<T: Keyed>(reports: &[T]) -> Vec<T> {
+/// Returns the CSV rows of reports: each report without its list of keys (but with the
+/// key column and count), then each of its keys.
+pub fn csv_rows<T: Keyed + Serialize>(reports: &[T]) -> Vec<serde_json::Value> {
+    // Our reports have string keys only, so they always become JSON values.
+    let value = |r: &T| serde_json::to_value(r).unwrap_or_default();
     let mut rows = Vec::new();
     for report in reports {
-        let mut bare = report.clone();
-        let keys = bare.keys_mut().take();
-        rows.push(bare);
-        rows.extend(keys.into_iter().flatten());
+        let mut row = value(report);
+        if let Some(fields) = row.as_object_mut() {
+            fields.shift_remove("keys");
+        }
+        rows.push(row);
+        rows.extend(report.by_key().into_iter().flat_map(|l| &l.keys).map(value));
     }
     rows
 }

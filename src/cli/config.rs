@@ -12,8 +12,8 @@ use crate::cli::args::{
     CheckArgs, ColorChoice, Decimal, InputArgs, LimitArgs, MinBucketArgs, PlotArgs, RateArgs,
     RedisArgs, SynthArgs, Until,
 };
+use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
-use crate::engine::replay::Settings;
 use crate::input::catalog::{ReadOptions, Source};
 use crate::input::sample;
 use crate::limiter::Algorithm;

@@ -8,14 +8,14 @@ use anyhow::{Result, bail};
 use super::{key_names, notes, write_result};
 use crate::cli::args::MinBucketArgs;
 use crate::cli::config::{Input, Styles};
-use crate::engine::replay::KeyNames;
+use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Key, Sink};
 use crate::render::curve_svg;
 use crate::render::formats;
 use crate::render::outfile::Output;
-use crate::report::{self, Exact};
+use crate::report::{self, KeyList};
 use crate::sizing::curve::Curve;
-use crate::sizing::min_bucket::{Lossless, MinBuckets, Stretch};
+use crate::sizing::min_bucket::{Lossless, MinBucketFinders, Stretch};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
@@ -23,12 +23,12 @@ use crate::units::time::{Span, Timestamp};
 pub const MAX_TRACKER_BYTES: usize = 2 << 30;
 
 /// Trackers for every rate, one set per key, all fed in the same pass.
-struct PerRate {
+struct KeyedFinders {
     rates: Vec<Rate>,
-    keys: Vec<MinBuckets>,
+    keys: Vec<MinBucketFinders>,
 }
 
-impl Sink for PerRate {
+impl Sink for KeyedFinders {
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         let key = key as usize;
         while self.keys.len() <= key {
@@ -39,11 +39,11 @@ impl Sink for PerRate {
     }
 }
 
-impl PerRate {
+impl KeyedFinders {
     /// Adds a key's trackers, if they fit in [`MAX_TRACKER_BYTES`] with the others.
     #[cold]
     fn add_key(&mut self) -> Result<()> {
-        let each = MinBuckets::footprint(self.rates.len());
+        let each = MinBucketFinders::footprint(self.rates.len());
         let keys = self.keys.len() + 1;
         if keys.saturating_mul(each) > MAX_TRACKER_BYTES {
             let rates = self.rates.len();
@@ -55,14 +55,15 @@ impl PerRate {
                 MAX_TRACKER_BYTES >> 30
             );
         }
-        self.keys.push(MinBuckets::new(&self.rates));
+        self.keys.push(MinBucketFinders::new(&self.rates));
         Ok(())
     }
 
     /// Returns one result per rate; with keys, the key needing the most, and every key,
     /// the largest bucket first.
     fn results(&mut self, names: KeyNames) -> Vec<report::MinBucket> {
-        let results: Vec<Vec<Lossless>> = self.keys.iter_mut().map(MinBuckets::results).collect();
+        let results: Vec<Vec<Lossless>> =
+            self.keys.iter_mut().map(MinBucketFinders::results).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
         if names.names.is_empty() {
             return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
@@ -78,12 +79,8 @@ impl PerRate {
                 });
                 let worst = keys[0].clone();
                 let key_count = keys.len();
-                report::MinBucket {
-                    key_column: Some(names.column.to_owned()),
-                    key_count: Some(key_count),
-                    keys: Some(keys),
-                    ..worst
-                }
+                let key_column = names.column.to_owned();
+                report::MinBucket { by_key: Some(KeyList { key_column, key_count, keys }), ..worst }
             })
             .collect()
     }
@@ -94,8 +91,8 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let fresh = || PerRate { rates: rates.clone(), keys: Vec::new() };
-    let (mut per_rate, stats) = catalog::replay(&input.source, &input.read, fresh)?;
+    let fresh = || KeyedFinders { rates: rates.clone(), keys: Vec::new() };
+    let (mut per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
     let mut found = per_rate.results(key_names(input.read.key_column.as_deref(), &stats));
     report::keep_top(&mut found, args.keys.top);
@@ -112,7 +109,7 @@ fn run_curve(
     plot: Option<&Output>,
     styles: &Styles,
 ) -> Result<ExitCode> {
-    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
     notes(input, &stats);
     let curve = Curve::new(&times);
     let segments: Vec<report::CurveSegment> = curve
@@ -123,9 +120,9 @@ fn run_curve(
             let Stretch { start, end, .. } = Curve::stretch(line, &times);
             let to = curve.starts.get(m + 1).copied();
             report::CurveSegment {
-                from: Exact(curve.starts[m]),
+                from: curve.starts[m],
                 from_per_hour: curve.starts[m].per_hour(),
-                to: to.map(Exact),
+                to,
                 to_per_hour: to.map(|t| t.per_hour()),
                 events: line.events.unsigned_abs(),
                 span_s: Span::from_micros(line.span).expect("times are sorted"),

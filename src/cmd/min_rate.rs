@@ -10,13 +10,13 @@ use crate::cli::args::MinRateArgs;
 use crate::cli::config::Styles;
 use crate::input::catalog;
 use crate::render::formats;
-use crate::report::{self, Exact};
+use crate::report;
 use crate::sizing::curve::{Curve, Line};
 use crate::units::time::Timestamp;
 
 pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(None)?;
-    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
     notes(&input, &stats);
     let curve = Curve::new(&times);
     let stretch = |line: &Line| Curve::stretch(line, &times);
@@ -26,7 +26,7 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
         .map(|&burst| match curve.min_rate(burst) {
             Ok((rate, line)) => report::MinRate {
                 burst,
-                rate: Some(Exact(rate)),
+                rate: Some(rate),
                 per_hour: Some(rate.per_hour()),
                 span: line.as_ref().map(stretch),
             },

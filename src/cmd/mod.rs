@@ -18,7 +18,7 @@ use clap::error::ErrorKind;
 
 use crate::cli::args::{Cli, Command, Format};
 use crate::cli::config::{Input, Styles};
-use crate::engine::replay::KeyNames;
+use crate::engine::recorder::KeyNames;
 use crate::input::catalog::ReadStats;
 use crate::render::formats;
 

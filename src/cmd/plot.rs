@@ -8,14 +8,14 @@ use super::notes;
 use crate::cli::args::PlotArgs;
 use crate::cli::config::Input;
 use crate::engine::Backend;
-use crate::engine::replay::KeyNames;
+use crate::engine::recorder::KeyNames;
 use crate::input::catalog;
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     let (settings, output, input) = args.resolve()?;
-    let (times, stats) = catalog::replay(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
     notes(&input, &stats);
     let (start, end) = axis(&input, &times);
     let recorder = Backend::Memory.decide(&settings, false, times.iter().map(|&t| (t, 0)))?;

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::Engine;
-use super::replay::{Recorder, Settings};
+use super::recorder::{Recorder, Settings};
 use crate::input::catalog::Key;
 use crate::limiter::{AnyLimiter, Limiter};
 use crate::units::time::Timestamp;

@@ -7,8 +7,8 @@
 //! [`Backend::replay`], where engines are chosen.
 
 pub mod memory;
+pub mod recorder;
 pub mod redis;
-pub mod replay;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,9 +16,9 @@ use std::rc::Rc;
 use anyhow::Result;
 
 use self::memory::Memory;
+use self::recorder::{Recorder, Settings};
 use self::redis::{Redis, RedisEngine, RedisTarget, Remote};
-use self::replay::{Recorder, Replay, Settings};
-use crate::input::catalog::{self, Key, ReadOptions, ReadStats, Source};
+use crate::input::catalog::{self, Key, ReadOptions, ReadStats, Sink, Source};
 use crate::units::time::Timestamp;
 
 /// Who decides: an engine runs the limiters of a replay, for every key.
@@ -71,15 +71,12 @@ impl Backend {
     ) -> Result<(Recorder, ReadStats)> {
         let recorder = || Recorder::new(settings, keyed);
         match self {
-            Backend::Memory => finish(catalog::replay(source, options, || {
-                Replay::new(Memory::new(settings), recorder())
+            Backend::Memory => finish(catalog::read_events(source, options, || {
+                Run::new(Memory::new(settings), recorder())
             })),
             Backend::Redis { redis, remotes, prefix } => {
-                finish(catalog::replay(source, options, || {
-                    Replay::new(
-                        RedisEngine::new(redis.clone(), remotes.clone(), prefix),
-                        recorder(),
-                    )
+                finish(catalog::read_events(source, options, || {
+                    Run::new(RedisEngine::new(redis.clone(), remotes.clone(), prefix), recorder())
                 }))
             }
         }
@@ -96,27 +93,53 @@ impl Backend {
         let mut recorder = Recorder::new(settings, keyed);
         recorder.keep_trace();
         match self {
-            Backend::Memory => feed(Replay::new(Memory::new(settings), recorder), events),
+            Backend::Memory => feed(Run::new(Memory::new(settings), recorder), events),
             Backend::Redis { redis, remotes, prefix } => {
                 let engine = RedisEngine::new(redis.clone(), remotes.clone(), prefix);
-                feed(Replay::new(engine, recorder), events)
+                feed(Run::new(engine, recorder), events)
             }
         }
     }
 }
 
-fn finish<E: Engine>(read: Result<(Replay<E>, ReadStats)>) -> Result<(Recorder, ReadStats)> {
-    let (replay, stats) = read?;
-    Ok((replay.finish()?, stats))
+fn finish<E: Engine>(read: Result<(Run<E>, ReadStats)>) -> Result<(Recorder, ReadStats)> {
+    let (run, stats) = read?;
+    Ok((run.finish()?, stats))
 }
 
 fn feed<E: Engine>(
-    mut replay: Replay<E>,
+    mut run: Run<E>,
     events: impl IntoIterator<Item = (Timestamp, Key)>,
 ) -> Result<Recorder> {
-    use crate::input::catalog::Sink;
     for (time, key) in events {
-        replay.event(time, key)?;
+        run.event(time, key)?;
     }
-    replay.finish()
+    run.finish()
+}
+
+/// A replay under way: an engine deciding each event, and the record of what it decided.
+/// It takes a catalog's events as a [`Sink`].
+pub struct Run<E> {
+    engine: E,
+    recorder: Recorder,
+}
+
+impl<E: Engine> Run<E> {
+    /// Starts a replay with `engine` deciding and `recorder` recording.
+    pub fn new(engine: E, recorder: Recorder) -> Run<E> {
+        Run { engine, recorder }
+    }
+
+    /// Has the engine decide what it still holds, and returns the record.
+    pub fn finish(mut self) -> Result<Recorder> {
+        self.engine.flush(&mut self.recorder)?;
+        Ok(self.recorder)
+    }
+}
+
+impl<E: Engine> Sink for Run<E> {
+    #[inline]
+    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
+        self.engine.push(time, key, &mut self.recorder)
+    }
 }

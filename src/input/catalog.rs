@@ -128,16 +128,16 @@ impl Sink for Vec<Timestamp> {
 
 /// Feeds the events of `source` to a sink, in time order and stable for equal times, and
 /// returns it. `fresh` makes the sink; it is called again if streaming has to start over.
-pub fn replay<S: Sink>(
+pub fn read_events<S: Sink>(
     source: &Source,
     options: &ReadOptions,
     mut fresh: impl FnMut() -> S,
 ) -> Result<(S, ReadStats)> {
-    let mut input = Input::open(source)?;
+    let mut input = Opened::open(source)?;
     let size = input.size();
     if input.can_rewind() {
         let mut sink = fresh();
-        let mut pass = Pass::new(input.reader(source)?, source, options, size)?;
+        let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
         let mut last = None;
         let mut in_order = true;
         while let Some((time, key)) = pass.next_event()? {
@@ -152,7 +152,7 @@ pub fn replay<S: Sink>(
             return Ok((sink, pass.stats));
         }
     }
-    let mut pass = Pass::new(input.reader(source)?, source, options, size)?;
+    let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
     let mut sink = fresh();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
@@ -216,10 +216,10 @@ impl Rows {
 
 /// Reads every kept row of `source` with its text, sorted by time, stable for equal times.
 pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
-    let mut input = Input::open(source)?;
+    let mut input = Opened::open(source)?;
     let size = input.size();
     let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
-    let mut pass = Pass::new(capture, source, options, size)?;
+    let mut pass = Reading::new(capture, source, options, size)?;
     let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
     let header_end = pass.csv.position().byte();
     rows.header = pass.csv.get_ref().slice(0, header_end).to_vec();
@@ -254,58 +254,58 @@ fn trim_blank_lines(text: &[u8]) -> &[u8] {
 
 /// An opened input. Regular files and built-in bytes can be read again from the start;
 /// anything else (a pipe, a FIFO, `<(...)`, a device) is read once, as it comes.
-enum Input {
+enum Opened {
     File { file: File, start: u64 },
     Once(Option<Box<dyn Read>>),
     Bytes(&'static [u8]),
 }
 
-impl Input {
-    fn open(source: &Source) -> Result<Input> {
+impl Opened {
+    fn open(source: &Source) -> Result<Opened> {
         Ok(match source {
             Source::Path(path) => {
                 let file =
                     File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
                 match file.metadata() {
-                    Ok(meta) if meta.is_file() => Input::File { file, start: 0 },
-                    _ => Input::Once(Some(Box::new(file))),
+                    Ok(meta) if meta.is_file() => Opened::File { file, start: 0 },
+                    _ => Opened::Once(Some(Box::new(file))),
                 }
             }
             Source::Stdin => match stdin_file() {
-                Some((file, start)) => Input::File { file, start },
-                None => Input::Once(Some(Box::new(io::stdin()))),
+                Some((file, start)) => Opened::File { file, start },
+                None => Opened::Once(Some(Box::new(io::stdin()))),
             },
-            Source::Embedded { bytes, .. } => Input::Bytes(bytes),
+            Source::Embedded { bytes, .. } => Opened::Bytes(bytes),
         })
     }
 
     /// Returns the number of bytes to read, if it is known.
     fn size(&self) -> Option<u64> {
         match self {
-            Input::File { file, start } => {
+            Opened::File { file, start } => {
                 file.metadata().ok().map(|m| m.len().saturating_sub(*start))
             }
-            Input::Once(_) => None,
-            Input::Bytes(bytes) => Some(bytes.len() as u64),
+            Opened::Once(_) => None,
+            Opened::Bytes(bytes) => Some(bytes.len() as u64),
         }
     }
 
     fn can_rewind(&self) -> bool {
-        !matches!(self, Input::Once(_))
+        !matches!(self, Opened::Once(_))
     }
 
     /// Returns a reader from the start of the input; what cannot rewind is read only once.
     fn reader(&mut self, source: &Source) -> Result<Box<dyn Read + '_>> {
         Ok(match self {
-            Input::File { file, start } => {
+            Opened::File { file, start } => {
                 file.seek(SeekFrom::Start(*start))
                     .with_context(|| format!("cannot rewind {}", source.name()))?;
                 Box::new(&*file)
             }
-            Input::Once(reader) => reader
+            Opened::Once(reader) => reader
                 .take()
                 .ok_or_else(|| anyhow!("cannot read {} a second time", source.name()))?,
-            Input::Bytes(bytes) => Box::new(*bytes),
+            Opened::Bytes(bytes) => Box::new(*bytes),
         })
     }
 }
@@ -364,7 +364,7 @@ impl<R: Read> Read for Capture<R> {
 }
 
 /// One reading of the input, row by row.
-struct Pass<'a, R> {
+struct Reading<'a, R> {
     csv: csv::Reader<R>,
     record: ByteRecord,
     name: String,
@@ -377,13 +377,13 @@ struct Pass<'a, R> {
     progress: Progress,
 }
 
-impl<'a, R: Read> Pass<'a, R> {
+impl<'a, R: Read> Reading<'a, R> {
     fn new(
         reader: R,
         source: &Source,
         options: &'a ReadOptions,
         size: Option<u64>,
-    ) -> Result<Pass<'a, R>> {
+    ) -> Result<Reading<'a, R>> {
         let name = source.name();
         let mut csv = csv::ReaderBuilder::new().buffer_capacity(1 << 16).from_reader(reader);
         let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
@@ -420,7 +420,7 @@ impl<'a, R: Read> Pass<'a, R> {
             Some(name) => Some(column(name, "(named by --key)")?),
             None => None,
         };
-        Ok(Pass {
+        Ok(Reading {
             csv,
             record: ByteRecord::new(),
             name,

@@ -2,7 +2,7 @@
 
 use crate::limiter::{Algorithm, AlignedWindows, Step, Waits};
 use crate::report;
-use crate::sizing::min_bucket::MinBucket;
+use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
@@ -23,7 +23,7 @@ pub struct PromiseCheck {
     burst: u64,
     aligned: Option<AlignedMax>,
     period: Option<BusiestWindow>,
-    bucket: Option<MinBucket>,
+    bucket: Option<MinBucketFinder>,
 }
 
 /// The most events in any one epoch-aligned window.
@@ -50,7 +50,7 @@ impl PromiseCheck {
             }),
             period: matches!(algorithm, FixedWindow | SlidingLog | SlidingCounter)
                 .then(|| BusiestWindow::new(period)),
-            bucket: matches!(algorithm, TokenBucket | Gcra).then(|| MinBucket::new(rate)),
+            bucket: matches!(algorithm, TokenBucket | Gcra).then(|| MinBucketFinder::new(rate)),
         }
     }
 

@@ -124,7 +124,11 @@ pub fn table(
 }
 
 /// Writes a replay report as labeled lines.
-pub fn replay_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io::Result<()> {
+pub fn replay_table(
+    out: &mut dyn Write,
+    r: &report::LimiterReport,
+    style: Style,
+) -> io::Result<()> {
     let digits = r.events.to_string().len();
     let count = |n: u64| {
         let share = match r.events {
@@ -178,14 +182,14 @@ fn labeled(out: &mut dyn Write, lines: &[(String, String)], style: Style) -> io:
 }
 
 /// The lines both `replay` and `compare` tables start with: what all events showed.
-fn demand_lines(r: &report::Replay) -> [(String, String); 2] {
+fn demand_lines(r: &report::LimiterReport) -> [(String, String); 2] {
     let length = r.busiest_window.length_s;
     let demand = &r.demand_busiest_window;
     let busiest = match demand.start {
         Some(start) => format!("{} events, from {start}", demand.count),
         None => "0 events".to_owned(),
     };
-    let per_key = if r.keys.is_some() { " for every key" } else { "" };
+    let per_key = if r.by_key.is_some() { " for every key" } else { "" };
     [
         (format!("demand {length}"), busiest),
         (
@@ -203,7 +207,7 @@ fn human_ms(micros: impl Into<i128>) -> String {
 /// Writes limiters side by side: what all events showed, then one row per limiter.
 pub fn compare_table(
     out: &mut dyn Write,
-    reports: &[report::Replay],
+    reports: &[report::LimiterReport],
     top: usize,
     style: Style,
 ) -> io::Result<()> {
@@ -249,7 +253,7 @@ pub fn compare_table(
             )?;
         }
     }
-    if reports.iter().any(|r| r.keys.is_some()) {
+    if reports.iter().any(|r| r.by_key.is_some()) {
         compare_keys_table(out, reports, top, style)?;
     }
     Ok(())
@@ -266,22 +270,22 @@ pub fn min_bucket_table(
         .map(|m| {
             let [events, start, end] = stretch_cells(m.span);
             let mut row = vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end];
-            if m.keys.is_some() {
+            if m.by_key.is_some() {
                 row.insert(2, key_label(m.key.as_deref()));
             }
             row
         })
         .collect();
     let mut header = vec!["rate", "min_bucket", "span_events", "span_start", "span_end"];
-    if found.iter().any(|m| m.keys.is_some()) {
+    if found.iter().any(|m| m.by_key.is_some()) {
         header.insert(2, "key");
     }
     table(out, &header, &rows, style)?;
     for m in found {
-        let Some(keys) = &m.keys else { continue };
-        let count = m.key_count.unwrap_or(keys.len());
+        let Some(list) = &m.by_key else { continue };
+        let (keys, count) = (&list.keys, list.key_count);
         let order = format!("at {}, the largest bucket first", m.rate);
-        writeln!(out, "{}", keys_heading(m.key_column.as_deref(), keys.len(), count, &order))?;
+        writeln!(out, "{}", keys_heading(&list.key_column, keys.len(), count, &order))?;
         let rows: Vec<Vec<String>> = keys
             .iter()
             .map(|k| {
@@ -362,8 +366,7 @@ fn key_label(key: Option<&str>) -> String {
 }
 
 /// The line that introduces a table of keys.
-fn keys_heading(column: Option<&str>, shown: usize, count: usize, order: &str) -> String {
-    let column = column.unwrap_or_default();
+fn keys_heading(column: &str, shown: usize, count: usize, order: &str) -> String {
     if shown < count {
         format!("\nThe top {shown} of {count} keys by `{column}`, {order}:")
     } else {
@@ -372,14 +375,14 @@ fn keys_heading(column: Option<&str>, shown: usize, count: usize, order: &str) -
 }
 
 /// Writes a keyed replay's keys, most dropped first.
-fn replay_keys_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> io::Result<()> {
-    let Some(keys) = &r.keys else { return Ok(()) };
-    let count = r.key_count.unwrap_or(keys.len());
-    writeln!(
-        out,
-        "{}",
-        keys_heading(r.key_column.as_deref(), keys.len(), count, "most dropped first")
-    )?;
+fn replay_keys_table(
+    out: &mut dyn Write,
+    r: &report::LimiterReport,
+    style: Style,
+) -> io::Result<()> {
+    let Some(list) = &r.by_key else { return Ok(()) };
+    let (keys, count) = (&list.keys, list.key_count);
+    writeln!(out, "{}", keys_heading(&list.key_column, keys.len(), count, "most dropped first"))?;
     let length = r.busiest_window.length_s;
     let rows: Vec<Vec<String>> = keys
         .iter()
@@ -404,7 +407,7 @@ fn replay_keys_table(out: &mut dyn Write, r: &report::Replay, style: Style) -> i
 /// each limiter's drops.
 fn compare_keys_table(
     out: &mut dyn Write,
-    reports: &[report::Replay],
+    reports: &[report::LimiterReport],
     top: usize,
     style: Style,
 ) -> io::Result<()> {
@@ -413,7 +416,7 @@ fn compare_keys_table(
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut totals: Vec<(&str, u64, u64)> = Vec::new();
     for r in reports {
-        for k in r.keys.iter().flatten() {
+        for k in r.by_key.iter().flat_map(|l| &l.keys) {
             let name = k.key.as_deref().unwrap_or_default();
             let at = *index.entry(name).or_insert_with(|| {
                 totals.push((name, k.events, 0));
@@ -431,11 +434,12 @@ fn compare_keys_table(
     let dropped: Vec<HashMap<&str, u64>> = reports
         .iter()
         .map(|r| {
-            let keys = r.keys.iter().flatten();
+            let keys = r.by_key.iter().flat_map(|l| &l.keys);
             keys.map(|k| (k.key.as_deref().unwrap_or_default(), k.dropped)).collect()
         })
         .collect();
-    let column = reports.first().and_then(|r| r.key_column.as_deref());
+    let list = reports.iter().find_map(|r| r.by_key.as_ref());
+    let column = list.map_or("", |l| l.key_column.as_str());
     let order = "most dropped over all limiters first; dropped by each";
     writeln!(out, "{}", keys_heading(column, totals.len(), count, order))?;
     let rows: Vec<Vec<String>> = totals

@@ -31,7 +31,7 @@ pub const COLUMNS: usize = ((WIDTH - LEFT - RIGHT) / COLUMN) as usize;
 #[derive(Clone, Debug)]
 pub struct LanePlot {
     /// What the replay found.
-    pub report: report::Replay,
+    pub report: report::LimiterReport,
     /// Passed and dropped events in each column.
     pub bins: Vec<(u32, u32)>,
 }
@@ -246,7 +246,7 @@ impl Scene {
         svg.end();
     }
 
-    fn bracket(&self, svg: &mut Svg, r: &report::Replay, start: Timestamp, y: f64) {
+    fn bracket(&self, svg: &mut Svg, r: &report::LimiterReport, start: Timestamp, y: f64) {
         let window = r.busiest_window;
         let end = start.checked_add(window.length_s).unwrap_or(start);
         let x1 = self.x(start).min(WIDTH - RIGHT - 4.0);

@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 
 use crate::sizing::min_bucket::{Stretch, whole_bucket};
-use crate::units::time::Timestamp;
+use crate::units::time::{Span, Timestamp};
 
 /// A stretch of consecutive events: `events` of them, from index `first`, spanning `span`
 /// microseconds. At rate r it needs a burst of `events − r·span`.
@@ -27,23 +27,23 @@ pub struct Line {
 
 /// A rate as an exact fraction: `events` per `micros` microseconds. Zero is `0/1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fraction {
+pub struct ExactRate {
     /// The numerator, events.
     pub events: i64,
     /// The denominator, microseconds; positive.
     pub micros: i64,
 }
 
-impl Fraction {
+impl ExactRate {
     /// Zero events per microsecond.
-    pub const ZERO: Fraction = Fraction { events: 0, micros: 1 };
+    pub const ZERO: ExactRate = ExactRate { events: 0, micros: 1 };
 
     /// Returns `events / micros` in lowest terms; `micros` must be positive.
-    pub fn new(events: i64, micros: i64) -> Fraction {
+    pub fn new(events: i64, micros: i64) -> ExactRate {
         // Both are counts or spans, never negative, so the divisor is at most i64::MAX.
         #[allow(clippy::cast_possible_wrap)]
         let g = gcd(events.unsigned_abs(), micros.unsigned_abs()).max(1) as i64;
-        Fraction { events: events / g, micros: micros / g }
+        ExactRate { events: events / g, micros: micros / g }
     }
 
     /// Returns the rate in events per hour, for display.
@@ -52,15 +52,33 @@ impl Fraction {
     }
 }
 
-impl Ord for Fraction {
-    fn cmp(&self, other: &Fraction) -> Ordering {
+/// Writes the rate as events per a period that `--rate` reads back, the period as the sum
+/// of its units: `7/2d15h49m44s13ms`; zero is `0`.
+impl std::fmt::Display for ExactRate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ExactRate { events, micros } = *self;
+        match Span::from_micros(micros) {
+            Some(span) if events != 0 => write!(f, "{events}/{}", span.compact()),
+            _ => f.write_str("0"),
+        }
+    }
+}
+
+impl serde::Serialize for ExactRate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl Ord for ExactRate {
+    fn cmp(&self, other: &ExactRate) -> Ordering {
         (i128::from(self.events) * i128::from(other.micros))
             .cmp(&(i128::from(other.events) * i128::from(self.micros)))
     }
 }
 
-impl PartialOrd for Fraction {
-    fn partial_cmp(&self, other: &Fraction) -> Option<Ordering> {
+impl PartialOrd for ExactRate {
+    fn partial_cmp(&self, other: &ExactRate) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
@@ -79,7 +97,7 @@ pub struct Curve {
     /// first from rate zero.
     pub lines: Vec<Line>,
     /// `starts[m]` is the rate from which `lines[m]` is the maximum; `starts[0]` is zero.
-    pub starts: Vec<Fraction>,
+    pub starts: Vec<ExactRate>,
 }
 
 impl Curve {
@@ -88,7 +106,7 @@ impl Curve {
         let t: Vec<i64> = times.iter().map(|t| t.as_micros()).collect();
         let lines = if t.is_empty() { Vec::new() } else { solve(&t, 0, t.len()) };
         let starts = (0..lines.len())
-            .map(|m| if m == 0 { Fraction::ZERO } else { takeover(&lines[m - 1], &lines[m]) })
+            .map(|m| if m == 0 { ExactRate::ZERO } else { takeover(&lines[m - 1], &lines[m]) })
             .collect();
         Curve { lines, starts }
     }
@@ -115,15 +133,15 @@ impl Curve {
     /// line that forces it; a rate of zero (with no line) means the bucket holds every
     /// event. If no rate will do, because more than `burst` events share one instant, the
     /// error is those events' line.
-    pub fn min_rate(&self, burst: u64) -> Result<(Fraction, Option<Line>), Line> {
-        let mut best = (Fraction::ZERO, None);
+    pub fn min_rate(&self, burst: u64) -> Result<(ExactRate, Option<Line>), Line> {
+        let mut best = (ExactRate::ZERO, None);
         // No stretch holds more than i64::MAX events: a larger bucket holds them all.
         let Ok(burst) = i64::try_from(burst) else { return Ok(best) };
         for &line in self.lines.iter().filter(|l| l.events > burst) {
             if line.span == 0 {
                 return Err(line);
             }
-            let rate = Fraction::new(line.events - burst, line.span);
+            let rate = ExactRate::new(line.events - burst, line.span);
             if rate > best.0 {
                 best = (rate, Some(line));
             }
@@ -141,8 +159,8 @@ fn count(n: usize) -> i64 {
 }
 
 /// The rate at which `later` (the shorter stretch) overtakes `earlier`.
-fn takeover(earlier: &Line, later: &Line) -> Fraction {
-    Fraction::new(earlier.events - later.events, earlier.span - later.span)
+fn takeover(earlier: &Line, later: &Line) -> ExactRate {
+    ExactRate::new(earlier.events - later.events, earlier.span - later.span)
 }
 
 /// Returns the upper envelope of all stretches within `t[lo..hi]`, lines in order of
@@ -236,14 +254,14 @@ fn crossing(t: &[i64], lo: usize, mid: usize, hi: usize) -> Vec<Line> {
 
 /// Walks indices in the given order (away from the point that is best at rate zero) and
 /// keeps those that are best for some rate, each with the rate from which it is.
-fn hull(order: impl Iterator<Item = usize>, t: &[i64]) -> Vec<(usize, Fraction)> {
+fn hull(order: impl Iterator<Item = usize>, t: &[i64]) -> Vec<(usize, ExactRate)> {
     let rate =
-        |from: usize, to: usize| Fraction::new(count(from.abs_diff(to)), (t[from] - t[to]).abs());
-    let mut hull: Vec<(usize, Fraction)> = Vec::new();
+        |from: usize, to: usize| ExactRate::new(count(from.abs_diff(to)), (t[from] - t[to]).abs());
+    let mut hull: Vec<(usize, ExactRate)> = Vec::new();
     for k in order {
         match hull.last() {
             None => {
-                hull.push((k, Fraction::ZERO));
+                hull.push((k, ExactRate::ZERO));
                 continue;
             }
             // At the same time as the last kept, it is never better.
@@ -268,7 +286,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::sizing::min_bucket::MinBucket;
+    use crate::sizing::min_bucket::MinBucketFinder;
     use crate::units::rate::Rate;
     use crate::units::time::Span;
 
@@ -299,13 +317,13 @@ mod tests {
         assert_eq!(summary, [(5, 100_000_000), (4, 20_000_000), (2, 0)]);
         assert_eq!(
             curve.starts,
-            [Fraction::ZERO, Fraction::new(1, 80_000_000), Fraction::new(1, 10_000_000)]
+            [ExactRate::ZERO, ExactRate::new(1, 80_000_000), ExactRate::new(1, 10_000_000)]
         );
         assert_eq!(curve.min_bucket(1, 10_000_000), 2);
         assert_eq!(curve.min_bucket(1, 100_000_000), 4);
-        assert_eq!(curve.min_rate(3), Ok((Fraction::new(1, 20_000_000), Some(curve.lines[1]))));
+        assert_eq!(curve.min_rate(3), Ok((ExactRate::new(1, 20_000_000), Some(curve.lines[1]))));
         assert_eq!(curve.min_rate(1), Err(curve.lines[2]), "two events at one instant need 2");
-        assert_eq!(curve.min_rate(5), Ok((Fraction::ZERO, None)));
+        assert_eq!(curve.min_rate(5), Ok((ExactRate::ZERO, None)));
     }
 
     proptest! {
@@ -324,7 +342,7 @@ mod tests {
                 let brute = brute(&t, n, p);
                 let need = curve.lines.iter().map(|l| i128::from(l.events) * i128::from(p) - i128::from(n) * i128::from(l.span)).max().unwrap();
                 prop_assert_eq!(need, brute);
-                let mut one_pass = MinBucket::new(Rate::new(u64::try_from(n).unwrap(), Span::from_micros(p).unwrap()).unwrap());
+                let mut one_pass = MinBucketFinder::new(Rate::new(u64::try_from(n).unwrap(), Span::from_micros(p).unwrap()).unwrap());
                 times.iter().for_each(|&x| one_pass.push(x));
                 prop_assert_eq!(curve.min_bucket(n, p), one_pass.result().min_bucket);
             }
@@ -348,7 +366,7 @@ mod tests {
             let multiplicity = t.chunk_by(|a, b| a == b).map(<[i64]>::len).max().unwrap() as u64;
             match curve.min_rate(burst) {
                 Err(_) => prop_assert!(multiplicity > burst),
-                Ok((rate, _)) if rate == Fraction::ZERO => prop_assert!(t.len() as u64 <= burst),
+                Ok((rate, _)) if rate == ExactRate::ZERO => prop_assert!(t.len() as u64 <= burst),
                 Ok((rate, _)) => {
                     prop_assert_eq!(curve.min_bucket(rate.events, rate.micros), burst.max(1));
                     // A millionth slower needs more.

@@ -13,7 +13,7 @@ use crate::units::time::Timestamp;
 /// `e_j = max(0, e_{j−1} + 1/r − (t_j − t_{j−1}))`. Here it is kept multiplied by N, so
 /// that `1/r` is the whole number P and the answer is exact.
 #[derive(Clone, Debug)]
-pub struct MinBucket {
+pub struct MinBucketFinder {
     p: i128,
     n: i64,
     rate: Rate,
@@ -48,10 +48,10 @@ pub struct Lossless {
     pub stretch: Option<Stretch>,
 }
 
-impl MinBucket {
+impl MinBucketFinder {
     /// Returns a tracker for `rate` with no events yet.
-    pub fn new(rate: Rate) -> MinBucket {
-        MinBucket {
+    pub fn new(rate: Rate) -> MinBucketFinder {
+        MinBucketFinder {
             p: rate.p(),
             n: rate.n64(),
             rate,
@@ -111,18 +111,18 @@ pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
     }
 }
 
-/// Many [`MinBucket`]s fed the same events, fast: one array per field, across rates, so
+/// Many [`MinBucketFinder`]s fed the same events, fast: one array per field, across rates, so
 /// that each event updates every rate with vector instructions where the processor has them
 /// (chosen at run time), in 64-bit integers. A hundred rates then cost little more than
 /// reading the input.
 ///
 /// If a value could outgrow 64 bits (an excess near 2^63 units, which takes periods of
-/// months and millions of events at one instant), it hands its state to `MinBucket`s, which
+/// months and millions of events at one instant), it hands its state to `MinBucketFinder`s, which
 /// compute in 128 bits, and carries on there. The answers are the same either way.
 #[derive(Clone, Debug)]
-pub struct MinBuckets {
+pub struct MinBucketFinders {
     rates: Vec<Rate>,
-    lanes: Lanes,
+    lanes: RateColumns,
     /// Times waiting to be run through every rate, and the gaps before each.
     block: Vec<i64>,
     gaps: Vec<i64>,
@@ -133,12 +133,12 @@ pub struct MinBuckets {
     /// Events run through so far, and the time of the last of them.
     events: u64,
     last: i64,
-    wide: Option<Vec<MinBucket>>,
+    wide: Option<Vec<MinBucketFinder>>,
 }
 
 /// The state of every rate, one array per field.
 #[derive(Clone, Debug, Default)]
-struct Lanes {
+struct RateColumns {
     p: Vec<i64>,
     n: Vec<i64>,
     excess: Vec<i64>,
@@ -152,13 +152,13 @@ struct Lanes {
     worst_end: Vec<i64>,
 }
 
-impl Lanes {
+impl RateColumns {
     /// Returns the state of rates of N events per P microseconds, given as (N, P), before
     /// any event.
-    fn new(rates: impl ExactSizeIterator<Item = (i64, i64)>) -> Lanes {
+    fn new(rates: impl ExactSizeIterator<Item = (i64, i64)>) -> RateColumns {
         let k = rates.len();
         let (n, p) = rates.unzip();
-        Lanes {
+        RateColumns {
             p,
             n,
             excess: vec![0; k],
@@ -175,19 +175,19 @@ impl Lanes {
 /// Events gathered before they are run through the rates.
 const BLOCK: usize = 512;
 
-impl MinBuckets {
+impl MinBucketFinders {
     /// The most memory one set of trackers for `rates` can take, in bytes: the per-rate
     /// state in both its narrow and its wide form, and the block of waiting events.
     pub fn footprint(rates: usize) -> usize {
-        let per_rate = size_of::<Rate>() + 9 * size_of::<i64>() + size_of::<MinBucket>();
-        size_of::<MinBuckets>() + 2 * BLOCK * size_of::<i64>() + rates * per_rate
+        let per_rate = size_of::<Rate>() + 9 * size_of::<i64>() + size_of::<MinBucketFinder>();
+        size_of::<MinBucketFinders>() + 2 * BLOCK * size_of::<i64>() + rates * per_rate
     }
 
     /// Returns trackers for `rates` with no events yet.
-    pub fn new(rates: &[Rate]) -> MinBuckets {
+    pub fn new(rates: &[Rate]) -> MinBucketFinders {
         let counts = rates.iter().map(|r| r.n64());
-        let lanes = Lanes::new(counts.zip(rates.iter().map(|r| r.period().as_micros())));
-        MinBuckets {
+        let lanes = RateColumns::new(counts.zip(rates.iter().map(|r| r.period().as_micros())));
+        MinBucketFinders {
             rates: rates.to_vec(),
             max_p: lanes.p.iter().copied().max().unwrap_or(0),
             lanes,
@@ -268,7 +268,7 @@ impl MinBuckets {
     fn widen(&mut self) {
         let l = &self.lanes;
         let wide = (0..self.rates.len())
-            .map(|k| MinBucket {
+            .map(|k| MinBucketFinder {
                 p: i128::from(l.p[k]),
                 n: l.n[k],
                 rate: self.rates[k],
@@ -297,7 +297,7 @@ impl MinBuckets {
     pub fn results(&mut self) -> Vec<Lossless> {
         self.flush();
         if let Some(wide) = &self.wide {
-            return wide.iter().map(MinBucket::result).collect();
+            return wide.iter().map(MinBucketFinder::result).collect();
         }
         (0..self.rates.len())
             .map(|k| {
@@ -313,7 +313,7 @@ impl MinBuckets {
 /// Runs a block of events, numbered from `first_j`, through every rate: with AVX-512 where
 /// the processor has it, eight rates at a time in vector registers, and otherwise one at a
 /// time. Both give the same answers; a test runs both.
-fn run_block(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
+fn run_block(l: &mut RateColumns, first_j: i64, times: &[i64], gaps: &[i64]) {
     #[cfg(target_arch = "x86_64")]
     if simd::available() {
         // SAFETY: the processor has the features `simd::run_block` is compiled for.
@@ -324,7 +324,7 @@ fn run_block(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
 }
 
 /// Runs a block through every rate, one rate at a time with its state in locals.
-fn run_block_scalar(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
+fn run_block_scalar(l: &mut RateColumns, first_j: i64, times: &[i64], gaps: &[i64]) {
     for r in 0..l.p.len() {
         let (p, n) = (l.p[r], l.n[r]);
         let (mut excess, mut low_j, mut low_t) = (l.excess[r], l.low_j[r], l.low_t[r]);
@@ -358,7 +358,7 @@ fn run_block_scalar(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
 mod simd {
     use std::arch::x86_64::*;
 
-    use super::Lanes;
+    use super::RateColumns;
 
     /// Returns true if the processor has what `run_block` needs.
     pub fn available() -> bool {
@@ -371,7 +371,7 @@ mod simd {
     /// # Safety
     /// The processor must have AVX-512F and AVX-512DQ.
     #[target_feature(enable = "avx512f,avx512dq")]
-    pub unsafe fn run_block(l: &mut Lanes, first_j: i64, times: &[i64], gaps: &[i64]) {
+    pub unsafe fn run_block(l: &mut RateColumns, first_j: i64, times: &[i64], gaps: &[i64]) {
         let k = l.p.len();
         let (zero, one) = (_mm512_setzero_si512(), _mm512_set1_epi64(1));
         for base in (0..k).step_by(8) {
@@ -438,7 +438,7 @@ mod tests {
     }
 
     fn lossless(rate: &str, secs: &[i64]) -> Lossless {
-        let mut min = MinBucket::new(rate.parse().unwrap());
+        let mut min = MinBucketFinder::new(rate.parse().unwrap());
         secs.iter().for_each(|&s| min.push(at(s)));
         min.result()
     }
@@ -487,14 +487,14 @@ mod tests {
             // a few of them go past 64 bits.
             times.extend(std::iter::repeat_n(3_000, crowd));
             let rates: Vec<Rate> = rates.iter().map(|&(n, p)| Rate::new(n, Span::from_micros(p).unwrap()).unwrap()).collect();
-            let mut many = MinBuckets::new(&rates);
-            let mut one: Vec<MinBucket> = rates.iter().map(|&r| MinBucket::new(r)).collect();
+            let mut many = MinBucketFinders::new(&rates);
+            let mut one: Vec<MinBucketFinder> = rates.iter().map(|&r| MinBucketFinder::new(r)).collect();
             for &t in &times {
                 let t = Timestamp::from_micros(t).unwrap();
                 many.push(t);
                 one.iter_mut().for_each(|m| m.push(t));
             }
-            let one: Vec<Lossless> = one.iter().map(MinBucket::result).collect();
+            let one: Vec<Lossless> = one.iter().map(MinBucketFinder::result).collect();
             prop_assert_eq!(many.results(), one);
         }
 
@@ -505,7 +505,7 @@ mod tests {
         ) {
             gaps[0] = i64::MAX / 2_000;
             let times: Vec<i64> = gaps.iter().scan(0, |t, &g| { *t += g.min(3_000); Some(*t) }).collect();
-            let (mut a, mut b) = (Lanes::new(rates.iter().copied()), Lanes::new(rates.iter().copied()));
+            let (mut a, mut b) = (RateColumns::new(rates.iter().copied()), RateColumns::new(rates.iter().copied()));
             run_block(&mut a, 0, &times, &gaps);
             run_block_scalar(&mut b, 0, &times, &gaps);
             prop_assert_eq!(format!("{a:?}"), format!("{b:?}"));
@@ -520,7 +520,7 @@ mod tests {
             times.sort();
             let times: Vec<_> = times.iter().map(|&t| Timestamp::from_micros(t).unwrap()).collect();
             let rate = Rate::new(n, Span::from_micros(p).unwrap()).unwrap();
-            let mut min = MinBucket::new(rate);
+            let mut min = MinBucketFinder::new(rate);
             times.iter().for_each(|&t| min.push(t));
             let found = min.result();
             prop_assert_eq!(drops(rate, found.min_bucket, &times), 0);

@@ -157,11 +157,11 @@ pub struct Quake {
 struct Pending {
     at: f64,
     seq: u64,
-    what: What,
+    what: Trigger,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum What {
+enum Trigger {
     Background,
     Planted(f64),
     /// The next aftershock of `parent`, which happened at `parent_at` with productivity
@@ -232,16 +232,16 @@ impl Simulation {
         };
         if sim.params.background_per_day > 0.0 {
             let first = sim.exponential() / sim.params.background_per_day;
-            sim.push(first, What::Background);
+            sim.push(first, Trigger::Background);
         }
         for (mag, time) in sim.params.mainshocks.clone() {
             let at = time.since(sim.params.start) as f64 / MICROS_PER_DAY;
-            sim.push(at, What::Planted(mag));
+            sim.push(at, Trigger::Planted(mag));
         }
         sim
     }
 
-    fn push(&mut self, at: f64, what: What) {
+    fn push(&mut self, at: f64, what: Trigger) {
         if at < self.days {
             self.seq += 1;
             self.heap.push(Pending { at, seq: self.seq, what });
@@ -275,7 +275,7 @@ impl Simulation {
         let decay = decay - (p - 1.0) * self.exponential() / productivity;
         if decay > self.at_horizon {
             let offset = libm::pow(decay, 1.0 / (1.0 - p)) - c;
-            let what = What::Aftershock { parent, parent_at, productivity, decay };
+            let what = Trigger::Aftershock { parent, parent_at, productivity, decay };
             self.push(parent_at + offset, what);
         }
     }
@@ -287,13 +287,13 @@ impl Iterator for Simulation {
     fn next(&mut self) -> Option<Quake> {
         let Pending { at, what, .. } = self.heap.pop()?;
         let (mag, origin) = match what {
-            What::Background => {
+            Trigger::Background => {
                 let next = at + self.exponential() / self.params.background_per_day;
-                self.push(next, What::Background);
+                self.push(next, Trigger::Background);
                 (self.magnitude(), Origin::Background)
             }
-            What::Planted(mag) => (mag, Origin::Planted),
-            What::Aftershock { parent, parent_at, productivity, decay } => {
+            Trigger::Planted(mag) => (mag, Origin::Planted),
+            Trigger::Aftershock { parent, parent_at, productivity, decay } => {
                 self.schedule_aftershock(parent, parent_at, productivity, decay);
                 (self.magnitude(), Origin::Aftershock(parent))
             }

@@ -3,7 +3,7 @@
 use std::io::{self, BufWriter, Write};
 
 use crate::synth::etas::{Origin, Quake};
-use crate::units::time::Fraction;
+use crate::units::time::Subsecond;
 
 /// The USGS FDSN event service's CSV header.
 const HEADER: &[u8] = b"time,latitude,longitude,depth,mag,magType,nst,gap,dmin,rms,net,id,\
@@ -28,7 +28,7 @@ pub fn write_catalog(
 /// Appends one row: the fields the model gives, the others empty.
 fn write_row(row: &mut Vec<u8>, quake: &Quake) {
     let mut ids = itoa::Buffer::new();
-    quake.time.write_rfc3339(row, Fraction::Millis);
+    quake.time.write_rfc3339(row, Subsecond::Millis);
     row.extend_from_slice(b",,,,");
     // Magnitudes lie from 0 to 10: at most 1000 hundredths, and digits 0 to 9 below.
     #[allow(clippy::cast_possible_truncation)]

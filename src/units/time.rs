@@ -151,14 +151,14 @@ impl fmt::Display for Timestamp {
     /// Writes RFC 3339 in UTC, with as many fractional digits (0, 3 or 6) as the value needs.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut text = Vec::with_capacity(27);
-        self.write_rfc3339(&mut text, Fraction::Auto);
+        self.write_rfc3339(&mut text, Subsecond::Auto);
         f.write_str(std::str::from_utf8(&text).expect("ASCII"))
     }
 }
 
 /// How many fractional digits of a second to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fraction {
+pub enum Subsecond {
     /// As many as the value needs: none, 3 or 6.
     Auto,
     /// Always milliseconds, rounded down, as the USGS writes times.
@@ -170,7 +170,7 @@ impl Timestamp {
     ///
     /// It is the hot path of `synth`, so it does its own calendar arithmetic; tests check it
     /// against chrono over the whole range.
-    pub fn write_rfc3339(self, out: &mut Vec<u8>, fraction: Fraction) {
+    pub fn write_rfc3339(self, out: &mut Vec<u8>, fraction: Subsecond) {
         let days = self.0.div_euclid(86_400 * MICROS_PER_SEC);
         let micros_of_day = self.0.rem_euclid(86_400 * MICROS_PER_SEC);
         let (year, month, day) = civil_from_days(days);
@@ -200,16 +200,16 @@ impl Timestamp {
         out.push(b':');
         digits(secs % 60, 2, out);
         match fraction {
-            Fraction::Millis => {
+            Subsecond::Millis => {
                 out.push(b'.');
                 digits(micros / 1_000, 3, out);
             }
-            Fraction::Auto if micros == 0 => {}
-            Fraction::Auto if micros % 1_000 == 0 => {
+            Subsecond::Auto if micros == 0 => {}
+            Subsecond::Auto if micros % 1_000 == 0 => {
                 out.push(b'.');
                 digits(micros / 1_000, 3, out);
             }
-            Fraction::Auto => {
+            Subsecond::Auto => {
                 out.push(b'.');
                 digits(micros, 6, out);
             }
@@ -510,7 +510,7 @@ mod tests {
             let chrono = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
             proptest::prop_assert_eq!(ours, chrono.to_rfc3339_opts(SecondsFormat::AutoSi, true));
             let mut millis = Vec::new();
-            Timestamp(micros).write_rfc3339(&mut millis, Fraction::Millis);
+            Timestamp(micros).write_rfc3339(&mut millis, Subsecond::Millis);
             let chrono = chrono.to_rfc3339_opts(SecondsFormat::Millis, true);
             proptest::prop_assert_eq!(String::from_utf8(millis).unwrap(), chrono);
         }

@@ -219,8 +219,8 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
 fn a_replay_reloads_scripts_the_server_lost_part_way() {
     use ratelimit_replay::engine::Engine;
     use ratelimit_replay::engine::memory::Memory;
+    use ratelimit_replay::engine::recorder::{KeyNames, Recorder, Settings};
     use ratelimit_replay::engine::redis::{Redis, RedisEngine};
-    use ratelimit_replay::engine::replay::{KeyNames, Recorder, Settings};
     use ratelimit_replay::limiter::Algorithm;
     use std::cell::RefCell;
     use std::rc::Rc;

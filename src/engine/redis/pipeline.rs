@@ -8,7 +8,7 @@ use redis::Value;
 
 use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
 use crate::engine::Engine;
-use crate::engine::replay::{Recorder, Settings};
+use crate::engine::recorder::{Recorder, Settings};
 use crate::input::catalog::Key;
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;

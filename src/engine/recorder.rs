@@ -1,10 +1,10 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
-use crate::input::catalog::{Key, Sink};
+use crate::input::catalog::Key;
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, Waits};
-use crate::report;
-use crate::sizing::min_bucket::MinBucket;
+use crate::report::{self, KeyList};
+use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -28,13 +28,17 @@ pub struct Settings {
 pub struct Demand {
     events: u64,
     window: BusiestWindow,
-    lossless: MinBucket,
+    lossless: MinBucketFinder,
 }
 
 impl Demand {
     /// Returns a tally of no events, for windows of `window` and buckets at `rate`.
     pub fn new(rate: Rate, window: Span) -> Demand {
-        Demand { events: 0, window: BusiestWindow::new(window), lossless: MinBucket::new(rate) }
+        Demand {
+            events: 0,
+            window: BusiestWindow::new(window),
+            lossless: MinBucketFinder::new(rate),
+        }
     }
 
     /// Counts an event at `time`, no earlier than the last.
@@ -87,9 +91,9 @@ impl Lane {
     }
 
     /// Returns the report of this lane over `demand`, naming the input `input`.
-    pub fn report(&self, demand: &Demand, input: &str) -> report::Replay {
+    pub fn report(&self, demand: &Demand, input: &str) -> report::LimiterReport {
         let Settings { algorithm, rate, burst, .. } = self.settings;
-        report::Replay {
+        report::LimiterReport {
             input: input.to_owned(),
             key: None,
             algorithm,
@@ -103,9 +107,7 @@ impl Lane {
             min_bucket: demand.lossless.result().min_bucket,
             queue: self.waits.map(Into::into),
             promise: self.promise.result(self.waits),
-            key_column: None,
-            key_count: None,
-            keys: None,
+            by_key: None,
         }
     }
 }
@@ -235,14 +237,14 @@ impl Recorder {
 
     /// Returns one report per lane, naming the input `input`; with keys, each gives the
     /// totals and lists every key, most dropped first.
-    pub fn reports(&self, input: &str, keys: KeyNames) -> Vec<report::Replay> {
+    pub fn reports(&self, input: &str, keys: KeyNames) -> Vec<report::LimiterReport> {
         let Some(totals) = &self.totals else {
             let only = &self.keys[0];
             return only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect();
         };
         (0..self.settings.len())
             .map(|n| {
-                let mut per_key: Vec<report::Replay> = self
+                let mut per_key: Vec<report::LimiterReport> = self
                     .keys
                     .iter()
                     .zip(keys.names)
@@ -260,10 +262,10 @@ impl Recorder {
                 let waits = self.keys.iter().filter_map(|k| k.lanes[n].waits);
                 total.queue = waits.reduce(|a, b| a.merge(&b)).map(Into::into);
                 total.promise = promise_over_keys(&self.keys[0].lanes[n].promise, &per_key);
-                total.key_column = Some(keys.column.to_owned());
-                total.key_count = Some(per_key.len());
+                let key_count = per_key.len();
                 per_key.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.key.cmp(&b.key)));
-                total.keys = Some(per_key);
+                let key_column = keys.column.to_owned();
+                total.by_key = Some(KeyList { key_column, key_count, keys: per_key });
                 total
             })
             .collect()
@@ -271,7 +273,7 @@ impl Recorder {
 }
 
 /// The promise over all keys: held if every key's limiter kept it.
-fn promise_over_keys(check: &PromiseCheck, per_key: &[report::Replay]) -> report::Promise {
+fn promise_over_keys(check: &PromiseCheck, per_key: &[report::LimiterReport]) -> report::Promise {
     let broken: Vec<&str> =
         per_key.iter().filter(|r| !r.promise.held).filter_map(|r| r.key.as_deref()).collect();
     let text = match broken.len() {
@@ -279,31 +281,4 @@ fn promise_over_keys(check: &PromiseCheck, per_key: &[report::Replay]) -> report
         n => format!("{}, for each key: broken by {n} of {}", check.statement(), per_key.len()),
     };
     report::Promise { text, held: broken.is_empty() }
-}
-
-/// A replay under way: an engine deciding each event, and the record of what it decided.
-/// It takes a catalog's events as a [`Sink`].
-pub struct Replay<E> {
-    engine: E,
-    recorder: Recorder,
-}
-
-impl<E: super::Engine> Replay<E> {
-    /// Starts a replay with `engine` deciding and `recorder` recording.
-    pub fn new(engine: E, recorder: Recorder) -> Replay<E> {
-        Replay { engine, recorder }
-    }
-
-    /// Has the engine decide what it still holds, and returns the record.
-    pub fn finish(mut self) -> anyhow::Result<Recorder> {
-        self.engine.flush(&mut self.recorder)?;
-        Ok(self.recorder)
-    }
-}
-
-impl<E: super::Engine> Sink for Replay<E> {
-    #[inline]
-    fn event(&mut self, time: Timestamp, key: Key) -> anyhow::Result<()> {
-        self.engine.push(time, key, &mut self.recorder)
-    }
 }
