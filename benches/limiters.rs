@@ -28,7 +28,7 @@ fn limiters(c: &mut Criterion) {
             &times,
             |b, times| {
                 b.iter(|| {
-                    let mut limiter = algorithm.build(rate, 20);
+                    let mut limiter = algorithm.build(rate, std::num::NonZeroU64::new(20).unwrap());
                     let mut passed = 0u32;
                     for &t in times {
                         passed += u32::from(limiter.admit(t));

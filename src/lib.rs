@@ -1,15 +1,51 @@
-//! Replays recorded event catalogs through rate limiters, on the events' own clock.
+//! Exact rate limiters, and the tools to size them on recorded events.
+//!
+//! The limiters ([`limiter`]) decide each event at a time they are given, never reading a
+//! clock, with integers only: times are whole microseconds ([`units::time::Timestamp`])
+//! and rates are N events per period P ([`units::rate::Rate`]). The sizing functions
+//! ([`sizing`]) find the smallest token bucket that loses nothing at a rate, the whole
+//! burst-rate curve, and the smallest rate for a burst. The catalog reader ([`input`])
+//! feeds a CSV catalog's events to them in time order, and [`synth`] makes synthetic ones.
+//!
+//! ```
+//! use std::num::NonZeroU64;
+//!
+//! use ratelimit_replay::limiter::{Gcra, Limiter};
+//! use ratelimit_replay::units::rate::Rate;
+//! use ratelimit_replay::units::time::Timestamp;
+//!
+//! // 5 an hour, with a burst of 5: five pass at once, the sixth waits for 12 minutes.
+//! let rate: Rate = "5/h".parse()?;
+//! let mut gcra = Gcra::new(rate, NonZeroU64::new(5).unwrap());
+//! let at = |minutes: i64| Timestamp::from_micros(minutes * 60_000_000).unwrap();
+//! let passed: Vec<bool> = [0, 0, 0, 0, 0, 0, 12].iter().map(|&m| gcra.admit(at(m))).collect();
+//! assert_eq!(passed, [true, true, true, true, true, false, true]);
+//! # Ok::<(), ratelimit_replay::units::rate::RateError>(())
+//! ```
+//!
+//! The `ratelimit` command, behind the default feature `cli`, replays catalogs through
+//! these limiters, in memory or in Redis, and reports what they promised and did.
 
-pub mod cli;
-mod cmd;
-pub mod engine;
+#![warn(missing_docs)]
+
 pub mod input;
 pub mod limiter;
-pub mod message;
-pub mod render;
-pub mod report;
 pub mod sizing;
 pub mod synth;
 pub mod units;
 
-pub use cmd::run;
+pub(crate) mod message;
+
+#[cfg(feature = "cli")]
+pub(crate) mod cli;
+#[cfg(feature = "cli")]
+mod cmd;
+#[cfg(feature = "cli")]
+pub(crate) mod engine;
+#[cfg(feature = "cli")]
+pub(crate) mod render;
+#[cfg(feature = "cli")]
+pub(crate) mod report;
+
+#[cfg(feature = "cli")]
+pub use cmd::{error_line, run};

@@ -3,8 +3,6 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use ratelimit_replay::message::one_line;
-
 fn main() -> ExitCode {
     match ratelimit_replay::run(std::env::args_os()) {
         Ok(code) => code,
@@ -12,27 +10,10 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             // If stderr cannot take even this line, the exit code still tells.
-            let _ = writeln!(io::stderr(), "ratelimit: {}", render(&err));
+            let _ = writeln!(io::stderr(), "ratelimit: {}", ratelimit_replay::error_line(&err));
             ExitCode::from(2)
         }
     }
-}
-
-/// Renders an error and its causes on one line, `outer: inner`, leaving out a cause whose
-/// words the line already holds.
-fn render(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    one_line(&line)
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

@@ -1,5 +1,6 @@
 //! The command line as the user typed it, parsed by clap; `config` resolves it.
 
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -240,7 +241,7 @@ pub struct RateArgs {
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
     #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<u64>,
+    pub burst: Option<NonZeroU64>,
 }
 
 /// The size of the limiters, and the window to report.
@@ -339,14 +340,14 @@ pub struct MinRateArgs {
         allow_hyphen_values = true,
         value_parser = parse_burst
     )]
-    pub burst: Vec<u64>,
+    pub burst: Vec<NonZeroU64>,
 
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {
-    crate::units::rate::parse_rates(text)
+    Ok(crate::units::rate::parse_rates(text)?)
 }
 
 /// `ratelimit synth`.
@@ -524,10 +525,10 @@ fn parse_cost(text: &str) -> anyhow::Result<u64> {
 }
 
 /// Reads a burst: a whole number of events, at least one.
-fn parse_burst(text: &str) -> anyhow::Result<u64> {
-    match text.parse::<u64>() {
-        Ok(0) => anyhow::bail!("a burst must be at least 1"),
-        Ok(burst) => Ok(burst),
+fn parse_burst(text: &str) -> anyhow::Result<NonZeroU64> {
+    match text.parse::<u64>().map(NonZeroU64::new) {
+        Ok(None) => anyhow::bail!("a burst must be at least 1"),
+        Ok(Some(burst)) => Ok(burst),
         Err(_) => anyhow::bail!("'{text}' is not a burst: a whole number of events, at least 1"),
     }
 }

@@ -82,9 +82,9 @@ impl RateArgs {
                 let name = algorithm.name();
                 bail!("--burst applies to token-bucket, gcra and leaky-queue, not {name}")
             }
-            Some(b) if b > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
+            Some(b) if b.get() > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
             Some(b) => b,
-            None => rate.count(),
+            None => rate.count_nonzero(),
         };
         let window = window.unwrap_or(rate.period());
         if window.is_zero() {

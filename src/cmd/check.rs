@@ -15,7 +15,7 @@ use crate::units::time::Span;
 
 pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let (settings, target) = args.resolve()?;
-    let remote = Remote::new(settings.algorithm, settings.rate, settings.burst, args.cost)?;
+    let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), args.cost)?;
     let mut redis = Redis::connect(&target.url, target.timeout)?;
     let base = format!("{}{{{}}}", target.prefix, args.key);
     // A sliding log's entries need names no other call uses.
@@ -26,7 +26,7 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let outcome = remote.check(&mut redis, &base, &member)?;
     let span = |micros: i64| Span::from_micros(micros.max(0)).expect("not negative");
     let limit =
-        if settings.algorithm.uses_burst() { settings.burst } else { settings.rate.count() };
+        if settings.algorithm.uses_burst() { settings.burst.get() } else { settings.rate.count() };
     let found = report::Check {
         key: args.key.clone(),
         algorithm: settings.algorithm,

@@ -29,6 +29,8 @@ struct KeyedFinders {
 }
 
 impl Sink for KeyedFinders {
+    type Error = anyhow::Error;
+
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         let key = key as usize;
         while self.keys.len() <= key {

@@ -23,7 +23,8 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
     let found: Vec<report::MinRate> = args
         .burst
         .iter()
-        .map(|&burst| match curve.min_rate(burst) {
+        .map(|&burst| u64::from(burst))
+        .map(|burst| match curve.min_rate(burst) {
             Ok((rate, line)) => report::MinRate {
                 burst,
                 rate: Some(rate),

@@ -20,6 +20,7 @@ use crate::cli::args::{Cli, Command, Format};
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::ReadStats;
+use crate::message::one_line;
 use crate::render::formats;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
@@ -39,6 +40,23 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Synth(args) => synth::run(&args),
         Command::Check(args) => check::run(&args, &styles),
     }
+}
+
+/// Renders an error and its causes on one line, `outer: inner`, leaving out a cause whose
+/// words the line already holds.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    one_line(&line)
 }
 
 /// Help and version go to stdout with success; a usage error becomes one line.

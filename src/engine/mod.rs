@@ -138,6 +138,8 @@ impl<E: Engine> Run<E> {
 }
 
 impl<E: Engine> Sink for Run<E> {
+    type Error = anyhow::Error;
+
     #[inline]
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         self.engine.push(time, key, &mut self.recorder)

@@ -1,5 +1,7 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
+use std::num::NonZeroU64;
+
 use crate::input::catalog::Key;
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, Waits};
@@ -17,7 +19,7 @@ pub struct Settings {
     /// Its rate.
     pub rate: Rate,
     /// Its burst; ignored by limiters without one.
-    pub burst: u64,
+    pub burst: NonZeroU64,
     /// The length of the busiest window to report.
     pub window: Span,
 }
@@ -70,7 +72,7 @@ impl Lane {
             settings,
             passed: 0,
             busiest: BusiestWindow::new(window),
-            promise: PromiseCheck::new(algorithm, rate, burst),
+            promise: PromiseCheck::new(algorithm, rate, burst.get()),
             waits: (algorithm == Algorithm::LeakyQueue).then(|| Waits::new(rate)),
         }
     }
@@ -98,7 +100,7 @@ impl Lane {
             key: None,
             algorithm,
             rate,
-            burst: algorithm.uses_burst().then_some(burst),
+            burst: algorithm.uses_burst().then_some(burst.get()),
             events: demand.events,
             passed: self.passed,
             dropped: demand.events - self.passed,

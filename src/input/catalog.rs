@@ -9,10 +9,10 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow};
 use csv::ByteRecord;
 
 use crate::message::one_line;
+#[cfg(feature = "cli")]
 use crate::render::progress::Progress;
 use crate::units::decimal;
 use crate::units::time::{TimeFormat, Timestamp};
@@ -98,6 +98,19 @@ impl Default for ReadOptions {
 /// event has key 0.
 pub type Key = u32;
 
+/// Without the command line there is no progress bar to show.
+#[cfg(not(feature = "cli"))]
+struct Progress;
+
+#[cfg(not(feature = "cli"))]
+impl Progress {
+    fn new(_show: bool, _size: Option<u64>) -> Progress {
+        Progress
+    }
+
+    fn tick(&mut self, _rows: u64, _bytes: u64) {}
+}
+
 /// What reading a catalog found, beside its events.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
@@ -111,19 +124,75 @@ pub struct ReadStats {
     pub keys: Vec<String>,
 }
 
+/// Why a catalog could not be read. Each message is one line that names the input and,
+/// where there is one, the line and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The input cannot be opened or read.
+    #[error("cannot read {name}: {error}")]
+    Io {
+        /// The input's name.
+        name: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// A file that was read once cannot be read again from its start.
+    #[error("cannot rewind {name}: {error}")]
+    Rewind {
+        /// The input's name.
+        name: String,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The header, or a row's shape, is not what the command needs.
+    #[error("{name}: {problem}")]
+    Layout {
+        /// The input's name.
+        name: String,
+        /// What is wrong, on one line.
+        problem: String,
+    },
+    /// A field cannot be read.
+    #[error("{name}: line {line}, field `{field}`: {value:?} is {reason}")]
+    Field {
+        /// The input's name.
+        name: String,
+        /// The line the row starts on.
+        line: u64,
+        /// The column's name.
+        field: String,
+        /// The field's text.
+        value: String,
+        /// What it is not.
+        reason: String,
+    },
+}
+
 /// Something that takes a catalog's events one at a time, in time order.
 pub trait Sink {
+    /// What the sink's own failure is; a failure to read converts into it.
+    type Error: From<ReadError>;
+
     /// Takes the next event, no earlier than the one before, with its key. A sink that
     /// fails (Redis, say) stops the reading.
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<()>;
+    fn event(&mut self, time: Timestamp, key: Key) -> Result<(), Self::Error>;
 }
 
 /// Collecting the times is a sink too, at 8 bytes an event.
 impl Sink for Vec<Timestamp> {
-    fn event(&mut self, time: Timestamp, _key: Key) -> Result<()> {
+    type Error = ReadError;
+
+    fn event(&mut self, time: Timestamp, _key: Key) -> Result<(), ReadError> {
         self.push(time);
         Ok(())
     }
+}
+
+type Result<T, E = ReadError> = std::result::Result<T, E>;
+
+/// A layout error: the header, or a row's shape.
+fn layout(name: &str, problem: String) -> ReadError {
+    ReadError::Layout { name: name.to_owned(), problem }
 }
 
 /// Feeds the events of `source` to a sink, in time order and stable for equal times, and
@@ -132,7 +201,7 @@ pub fn read_events<S: Sink>(
     source: &Source,
     options: &ReadOptions,
     mut fresh: impl FnMut() -> S,
-) -> Result<(S, ReadStats)> {
+) -> Result<(S, ReadStats), S::Error> {
     let mut input = Opened::open(source)?;
     let size = input.size();
     if input.can_rewind() {
@@ -229,8 +298,9 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         let line = pass.line();
         let capture = pass.csv.get_mut();
         let text = trim_blank_lines(capture.slice(start, end));
-        let len = u32::try_from(text.len())
-            .map_err(|_| anyhow!("{}: line {line}: row too long to keep for --emit", pass.name))?;
+        let len = u32::try_from(text.len()).map_err(|_| {
+            layout(&pass.name, format!("line {line}: row too long to keep for --emit"))
+        })?;
         rows.order.push((time, rows.store.len()));
         rows.store.extend_from_slice(&len.to_le_bytes());
         rows.store.extend_from_slice(&key.to_le_bytes());
@@ -264,8 +334,8 @@ impl Opened {
     fn open(source: &Source) -> Result<Opened> {
         Ok(match source {
             Source::Path(path) => {
-                let file =
-                    File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+                let file = File::open(path)
+                    .map_err(|error| ReadError::Io { name: source.name(), error })?;
                 match file.metadata() {
                     Ok(meta) if meta.is_file() => Opened::File { file, start: 0 },
                     _ => Opened::Once(Some(Box::new(file))),
@@ -299,12 +369,12 @@ impl Opened {
         Ok(match self {
             Opened::File { file, start } => {
                 file.seek(SeekFrom::Start(*start))
-                    .with_context(|| format!("cannot rewind {}", source.name()))?;
+                    .map_err(|error| ReadError::Rewind { name: source.name(), error })?;
                 Box::new(&*file)
             }
             Opened::Once(reader) => reader
                 .take()
-                .ok_or_else(|| anyhow!("cannot read {} a second time", source.name()))?,
+                .ok_or_else(|| layout(&source.name(), "cannot be read a second time".into()))?,
             Opened::Bytes(bytes) => Box::new(*bytes),
         })
     }
@@ -396,18 +466,21 @@ impl<'a, R: Read> Reading<'a, R> {
             let wanted = one_line(wanted);
             match (found.next(), found.next()) {
                 (Some((index, _)), None) => Ok(index),
-                (Some((first, _)), Some((second, _))) => Err(anyhow!(
-                    "{name}: the header names `{wanted}` twice, as columns {} and {}; which \
-                     one is meant cannot be told",
-                    first + 1,
-                    second + 1
+                (Some((first, _)), Some((second, _))) => Err(layout(
+                    &name,
+                    format!(
+                        "the header names `{wanted}` twice, as columns {} and {}; which one \
+                         is meant cannot be told",
+                        first + 1,
+                        second + 1
+                    ),
                 )),
                 (None, _) => {
                     let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
-                    Err(anyhow!(
-                        "{name}: no column named `{wanted}` {why}; the header has: {}",
-                        one_line(&names.join(","))
-                    ))
+                    let names = one_line(&names.join(","));
+                    let problem =
+                        format!("no column named `{wanted}` {why}; the header has: {names}");
+                    Err(layout(&name, problem))
                 }
             }
         };
@@ -449,11 +522,8 @@ impl<'a, R: Read> Reading<'a, R> {
             self.progress.tick(self.stats.rows, self.csv.position().byte());
             let field = |index: usize| self.record.get(index).unwrap_or_default();
             let text = field(self.time);
-            let time = Timestamp::parse(text, options.time_format).map_err(|e| {
-                let column = &options.time_column;
-                let value = String::from_utf8_lossy(text);
-                anyhow!("{}: line {}, field `{column}`: {value:?} is {e}", self.name, self.line())
-            })?;
+            let time = Timestamp::parse(text, options.time_format)
+                .map_err(|e| self.field_error(&options.time_column, text, e.to_string()))?;
             if options.since.is_some_and(|since| time < since)
                 || options.until.is_some_and(|until| time >= until)
             {
@@ -465,14 +535,8 @@ impl<'a, R: Read> Reading<'a, R> {
                     self.stats.no_magnitude += 1;
                     continue;
                 }
-                let mag = decimal::parse_floor(text, 6).map_err(|_| {
-                    let value = String::from_utf8_lossy(text);
-                    anyhow!(
-                        "{}: line {}, field `mag`: {value:?} is not a number",
-                        self.name,
-                        self.line()
-                    )
-                })?;
+                let mag = decimal::parse_floor(text, 6)
+                    .map_err(|_| self.field_error("mag", text, "not a number".into()))?;
                 if mag < min {
                     continue;
                 }
@@ -486,6 +550,17 @@ impl<'a, R: Read> Reading<'a, R> {
         }
     }
 
+    /// Returns the error for a field of the current record that cannot be read.
+    fn field_error(&self, field: &str, text: &[u8], reason: String) -> ReadError {
+        ReadError::Field {
+            name: self.name.clone(),
+            line: self.line(),
+            field: field.to_owned(),
+            value: String::from_utf8_lossy(text).into_owned(),
+            reason,
+        }
+    }
+
     /// Returns the number of the key in column `index` of the current record.
     fn intern(&mut self, index: usize) -> Result<Key> {
         let value = self.record.get(index).unwrap_or_default();
@@ -493,7 +568,7 @@ impl<'a, R: Read> Reading<'a, R> {
             return Ok(key);
         }
         let key = Key::try_from(self.stats.keys.len()).map_err(|_| {
-            anyhow!("{}: line {}: more than {} keys", self.name, self.line(), Key::MAX)
+            layout(&self.name, format!("line {}: more than {} keys", self.line(), Key::MAX))
         })?;
         self.keys.insert(value.into(), key);
         self.stats.keys.push(String::from_utf8_lossy(value).into_owned());
@@ -502,15 +577,18 @@ impl<'a, R: Read> Reading<'a, R> {
 }
 
 /// Turns a CSV error into one line that names the input and the line.
-fn csv_error(name: &str, err: csv::Error) -> anyhow::Error {
+fn csv_error(name: &str, err: csv::Error) -> ReadError {
     match err.kind() {
-        csv::ErrorKind::Io(e) => anyhow!("cannot read {name}: {e}"),
+        csv::ErrorKind::Io(e) => {
+            let error = std::io::Error::new(e.kind(), e.to_string());
+            ReadError::Io { name: name.to_owned(), error }
+        }
         csv::ErrorKind::UnequalLengths { pos, expected_len, len } => {
             let line = pos.as_ref().map_or(0, |p| p.line());
-            anyhow!(
-                "{name}: line {line}: expected {expected_len} fields like the header, found {len}"
-            )
+            let problem =
+                format!("line {line}: expected {expected_len} fields like the header, found {len}");
+            layout(name, problem)
         }
-        _ => anyhow!("{name}: {err}"),
+        _ => layout(name, one_line(&err.to_string())),
     }
 }

@@ -1,5 +1,7 @@
 //! GCRA, the generic cell rate algorithm: a token bucket kept as one number.
 
+use std::num::NonZeroU64;
+
 use super::Limiter;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -21,15 +23,11 @@ pub struct Gcra {
 
 impl Gcra {
     /// Returns a limiter that starts as a full bucket of `burst`.
-    ///
-    /// # Panics
-    /// If `burst` is zero.
-    pub fn new(rate: Rate, burst: u64) -> Gcra {
-        assert!(burst > 0, "GCRA needs a burst of at least one");
+    pub fn new(rate: Rate, burst: NonZeroU64) -> Gcra {
         Gcra {
             n: rate.n(),
             interval: rate.p(),
-            tolerance: i128::from(burst - 1) * rate.p(),
+            tolerance: i128::from(burst.get() - 1) * rate.p(),
             // Far enough in the past to mean "a full bucket", far enough from i128::MIN
             // that subtracting the tolerance cannot overflow.
             tat: i128::MIN / 2,
@@ -50,12 +48,13 @@ impl Limiter for Gcra {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::burst;
     use super::super::tests::{decisions, secs};
     use super::*;
 
     #[test]
     fn burst_then_one_per_interval() {
-        let mut gcra = Gcra::new("1/10s".parse().unwrap(), 3);
+        let mut gcra = Gcra::new("1/10s".parse().unwrap(), burst(3));
         let times = secs(&[0, 0, 0, 0, 9, 10, 10, 25, 30, 30]);
         let want = [true, true, true, false, false, true, false, true, true, false];
         assert_eq!(decisions(&mut gcra, &times), want);
@@ -83,7 +82,7 @@ mod tests {
         let ms = [0, 100, 200, 300, 399, 400];
         let float = float_gcra(10.0, &ms.map(|ms| ms as f64 / 1_000.0));
         assert_eq!(float[..4], [true, true, true, false], "the float failure guarded against");
-        let mut gcra = Gcra::new("10/s".parse().unwrap(), 1);
+        let mut gcra = Gcra::new("10/s".parse().unwrap(), burst(1));
         let times = ms.map(|ms| Timestamp::from_micros(ms * 1_000).unwrap());
         assert_eq!(decisions(&mut gcra, &times), [true, true, true, true, false, true]);
     }

@@ -1,5 +1,7 @@
 //! Leaky bucket as a queue: events wait for their turn, and overflow is dropped.
 
+use std::num::NonZeroU64;
+
 use super::{Decision, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -90,15 +92,11 @@ impl Waits {
 
 impl LeakyQueue {
     /// Returns an empty queue with room for `burst − 1` waiting events.
-    ///
-    /// # Panics
-    /// If `burst` is zero.
-    pub fn new(rate: Rate, burst: u64) -> LeakyQueue {
-        assert!(burst > 0, "a leaky queue needs a burst of at least one");
+    pub fn new(rate: Rate, burst: NonZeroU64) -> LeakyQueue {
         LeakyQueue {
             n: rate.n(),
             interval: rate.p(),
-            max_wait: i128::from(burst - 1) * rate.p(),
+            max_wait: i128::from(burst.get() - 1) * rate.p(),
             last_departure: None,
         }
     }
@@ -126,6 +124,7 @@ impl Limiter for LeakyQueue {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::burst;
     use super::super::tests::secs;
     use super::*;
 
@@ -141,7 +140,7 @@ mod tests {
         // 1 per 10 s, burst 3: one leaves now, two may wait (10 s and 20 s), the fourth
         // would wait 30 s and is dropped.
         let rate = "1/10s".parse().unwrap();
-        let mut q = LeakyQueue::new(rate, 3);
+        let mut q = LeakyQueue::new(rate, burst(3));
         let times = secs(&[0, 0, 0, 0, 25, 26]);
         // At 25 s the queue's last departure was 20 s, so it leaves at 30 s (waits 5 s);
         // at 26 s it would leave at 40 s (waits 14 s).
@@ -156,7 +155,7 @@ mod tests {
     #[test]
     fn burst_one_never_delays() {
         let rate = "1/s".parse().unwrap();
-        let mut q = LeakyQueue::new(rate, 1);
+        let mut q = LeakyQueue::new(rate, burst(1));
         let (decided, waits) = decisions(&mut q, rate, &secs(&[0, 0, 1, 2, 2]));
         assert_eq!(decided, [true, false, true, true, false]);
         assert_eq!(waits.delayed, 0);
@@ -166,7 +165,7 @@ mod tests {
     fn waits_are_exact_fractions_of_an_interval() {
         // 3 per second: I = 1/3 s. Two events at 0 s: the second waits exactly 1/3 s.
         let rate = "3/s".parse().unwrap();
-        let mut q = LeakyQueue::new(rate, 2);
+        let mut q = LeakyQueue::new(rate, burst(2));
         let (decided, waits) = decisions(&mut q, rate, &secs(&[0, 0]));
         assert_eq!(decided, [true, true]);
         assert_eq!(waits.longest, 1_000_000);

@@ -7,7 +7,8 @@ mod aligned;
 mod fixed_window;
 mod gcra;
 mod leaky_queue;
-pub mod promise;
+#[cfg(feature = "cli")]
+pub(crate) mod promise;
 mod sliding_counter;
 mod sliding_log;
 mod token_bucket;
@@ -22,6 +23,8 @@ pub use leaky_queue::{LeakyQueue, Waits};
 pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
 pub use token_bucket::TokenBucket;
+
+use std::num::NonZeroU64;
 
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -51,7 +54,8 @@ pub struct Decision {
 }
 
 /// The limiting algorithms, by the names the command line and the JSON output use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Algorithm {
     /// At most N events in each period-long window aligned to the Unix epoch.
@@ -97,10 +101,7 @@ impl Algorithm {
     }
 
     /// Returns a new limiter of this kind. Algorithms without a burst ignore `burst`.
-    ///
-    /// # Panics
-    /// If the algorithm uses a burst and `burst` is zero.
-    pub fn build(self, rate: Rate, burst: u64) -> AnyLimiter {
+    pub fn build(self, rate: Rate, burst: NonZeroU64) -> AnyLimiter {
         match self {
             Algorithm::FixedWindow => AnyLimiter::FixedWindow(FixedWindow::new(rate)),
             Algorithm::SlidingLog => AnyLimiter::SlidingLog(SlidingLog::new(rate)),
@@ -115,11 +116,17 @@ impl Algorithm {
 /// Any one of the limiters, chosen at run time without dynamic dispatch.
 #[derive(Clone, Debug)]
 pub enum AnyLimiter {
+    /// A [`FixedWindow`].
     FixedWindow(FixedWindow),
+    /// A [`SlidingLog`].
     SlidingLog(SlidingLog),
+    /// A [`SlidingCounter`].
     SlidingCounter(SlidingCounter),
+    /// A [`TokenBucket`].
     TokenBucket(TokenBucket),
+    /// A [`Gcra`].
     Gcra(Gcra),
+    /// A [`LeakyQueue`].
     LeakyQueue(LeakyQueue),
 }
 

@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn a_leaky_queue_checks_its_longest_wait() {
         let rate = "2/h".parse().unwrap();
-        let mut queue = crate::limiter::LeakyQueue::new(rate, 2);
+        let mut queue = crate::limiter::LeakyQueue::new(rate, crate::limiter::tests::burst(2));
         let mut waits = Waits::new(rate);
         for t in at(&[0, 0, 0]) {
             waits.record(queue.decide(t));

@@ -5,6 +5,11 @@ use proptest::prelude::*;
 use super::*;
 use crate::units::time::Span;
 
+/// Returns a burst, which must not be zero.
+pub fn burst(b: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(b).expect("a burst of at least one")
+}
+
 /// Returns timestamps at the given whole seconds.
 pub fn secs(secs: &[i64]) -> Vec<Timestamp> {
     secs.iter().map(|s| Timestamp::from_micros(s * 1_000_000).unwrap()).collect()
@@ -64,7 +69,7 @@ proptest! {
 
     #[test]
     fn token_bucket_passes_at_most_b_plus_rt_in_any_interval((rate, b, times) in scenario()) {
-        let passed = passed(&times, &decisions(&mut TokenBucket::new(rate, b), &times));
+        let passed = passed(&times, &decisions(&mut TokenBucket::new(rate, burst(b)), &times));
         for i in 0..passed.len() {
             for j in i..passed.len() {
                 let count = (j - i + 1) as i128;
@@ -76,19 +81,19 @@ proptest! {
 
     #[test]
     fn gcra_decides_exactly_as_the_token_bucket((rate, b, times) in scenario()) {
-        let bucket = decisions(&mut TokenBucket::new(rate, b), &times);
-        prop_assert_eq!(decisions(&mut Gcra::new(rate, b), &times), bucket);
+        let bucket = decisions(&mut TokenBucket::new(rate, burst(b)), &times);
+        prop_assert_eq!(decisions(&mut Gcra::new(rate, burst(b)), &times), bucket);
     }
 
     #[test]
     fn leaky_queue_admits_what_gcra_admits_and_waits_at_most_b_minus_1_intervals(
         (rate, b, times) in scenario()
     ) {
-        let mut queue = LeakyQueue::new(rate, b);
+        let mut queue = LeakyQueue::new(rate, burst(b));
         let mut waits = Waits::new(rate);
         let admitted: Vec<bool> =
             times.iter().map(|&t| queue.decide(t)).inspect(|&d| waits.record(d)).map(|d| d.passed).collect();
-        prop_assert_eq!(&admitted, &decisions(&mut Gcra::new(rate, b), &times));
+        prop_assert_eq!(&admitted, &decisions(&mut Gcra::new(rate, burst(b)), &times));
         prop_assert!(waits.longest <= i128::from(b - 1) * rate.p());
         prop_assert_eq!(usize::try_from(waits.admitted).unwrap(), admitted.iter().filter(|&&a| a).count());
     }
@@ -115,8 +120,8 @@ proptest! {
         (rate, _b, times) in scenario()
     ) {
         for mut limiter in [
-            Algorithm::FixedWindow.build(rate, 1),
-            Algorithm::SlidingCounter.build(rate, 1),
+            Algorithm::FixedWindow.build(rate, burst(1)),
+            Algorithm::SlidingCounter.build(rate, burst(1)),
         ] {
             let passed = passed(&times, &decisions(&mut limiter, &times));
             let mut per_window = std::collections::HashMap::new();

@@ -1,5 +1,7 @@
 //! Token bucket: a bucket of b tokens, refilled continuously at N per period.
 
+use std::num::NonZeroU64;
+
 use super::Limiter;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -21,12 +23,8 @@ pub struct TokenBucket {
 
 impl TokenBucket {
     /// Returns a full bucket of `burst` tokens.
-    ///
-    /// # Panics
-    /// If `burst` is zero: such a bucket could never pass anything.
-    pub fn new(rate: Rate, burst: u64) -> TokenBucket {
-        assert!(burst > 0, "a token bucket holds at least one token");
-        let capacity = i128::from(burst) * rate.p();
+    pub fn new(rate: Rate, burst: NonZeroU64) -> TokenBucket {
+        let capacity = i128::from(burst.get()) * rate.p();
         TokenBucket { refill: rate.n(), token: rate.p(), capacity, level: capacity, last: i64::MIN }
     }
 }
@@ -47,12 +45,13 @@ impl Limiter for TokenBucket {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::burst;
     use super::super::tests::{decisions, secs};
     use super::*;
 
     #[test]
     fn a_full_bucket_passes_a_burst_then_refills() {
-        let mut tb = TokenBucket::new("1/10s".parse().unwrap(), 3);
+        let mut tb = TokenBucket::new("1/10s".parse().unwrap(), burst(3));
         // Three tokens at 0 s; the fourth event finds none; 10 s later one token is back.
         let times = secs(&[0, 0, 0, 0, 9, 10, 10, 25, 30, 30]);
         let want = [true, true, true, false, false, true, false, true, true, false];
@@ -61,7 +60,7 @@ mod tests {
 
     #[test]
     fn the_bucket_never_holds_more_than_its_capacity() {
-        let mut tb = TokenBucket::new("1/s".parse().unwrap(), 2);
+        let mut tb = TokenBucket::new("1/s".parse().unwrap(), burst(2));
         let times = secs(&[0, 1_000, 1_000, 1_000]);
         assert_eq!(decisions(&mut tb, &times), [true, true, true, false]);
     }
@@ -70,7 +69,7 @@ mod tests {
     fn a_partial_token_is_not_enough() {
         // 7 per hour: a token takes 3600/7 s ≈ 514.2857 s, which is not a whole number of
         // microseconds. At 514.285714 s the bucket is 1/7 µs short; at 514.285715 s it is not.
-        let mut tb = TokenBucket::new("7/h".parse().unwrap(), 1);
+        let mut tb = TokenBucket::new("7/h".parse().unwrap(), burst(1));
         let at = |us| Timestamp::from_micros(us).unwrap();
         let times = [at(0), at(514_285_714), at(514_285_715)];
         assert_eq!(decisions(&mut tb, &times), [true, false, true]);
@@ -103,7 +102,7 @@ mod tests {
         let float =
             float_bucket(11.0 / 86_400.0, 11.0, &day.iter().map(|&s| s as f64).collect::<Vec<_>>());
         assert_eq!(count(&float[11..]), 10, "the float failure guarded against");
-        let mut tb = TokenBucket::new("11/d".parse().unwrap(), 11);
+        let mut tb = TokenBucket::new("11/d".parse().unwrap(), burst(11));
         let passed = decisions(&mut tb, &secs(&day));
         assert_eq!((count(&passed[..11]), count(&passed[11..])), (11, 11));
     }

@@ -12,6 +12,22 @@ use crate::units::time::Timestamp;
 /// that minimum matters, and it follows a recursion that needs one multiplication an event:
 /// `e_j = max(0, e_{j−1} + 1/r − (t_j − t_{j−1}))`. Here it is kept multiplied by N, so
 /// that `1/r` is the whole number P and the answer is exact.
+///
+/// ```
+/// use ratelimit_replay::sizing::min_bucket::MinBucketFinder;
+/// use ratelimit_replay::units::time::Timestamp;
+///
+/// // Four events at 0, 1, 2 and 3 minutes, at 1 a minute: a bucket of 1 is enough; at 1
+/// // an hour, the four need a bucket of 4.
+/// let times: Vec<Timestamp> =
+///     (0..4).map(|m| Timestamp::from_micros(m * 60_000_000).unwrap()).collect();
+/// for (rate, need) in [("1/m", 1), ("1/h", 4)] {
+///     let mut finder = MinBucketFinder::new(rate.parse()?);
+///     times.iter().for_each(|&t| finder.push(t));
+///     assert_eq!(finder.result().min_bucket, need);
+/// }
+/// # Ok::<(), ratelimit_replay::units::rate::RateError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct MinBucketFinder {
     p: i128,
@@ -469,7 +485,7 @@ mod tests {
     }
 
     fn drops(rate: Rate, burst: u64, times: &[Timestamp]) -> usize {
-        let mut gcra = Gcra::new(rate, burst);
+        let mut gcra = Gcra::new(rate, std::num::NonZeroU64::new(burst).unwrap());
         times.iter().filter(|&&t| !gcra.admit(t)).count()
     }
 

@@ -1,9 +1,8 @@
 //! Rates as a whole number of events per period, such as `5/h` or `1/30s`.
 
 use std::fmt;
+use std::num::NonZeroU64;
 use std::str::FromStr;
-
-use anyhow::{anyhow, bail};
 
 use crate::units::time::{Span, SpanError};
 
@@ -15,7 +14,7 @@ use crate::units::time::{Span, SpanError};
 /// is written `5/h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Rate {
-    count: u64,
+    count: NonZeroU64,
     period: Span,
 }
 
@@ -26,21 +25,24 @@ impl Rate {
 
     /// Returns the rate of `count` events per `period`, if both are positive and the count
     /// is at most [`Rate::MAX_COUNT`].
-    pub fn new(count: u64, period: Span) -> anyhow::Result<Rate> {
-        if count == 0 {
-            bail!("a rate must allow at least one event per period");
-        }
-        if count > Rate::MAX_COUNT {
-            bail!("a rate may count at most {} events per period", Rate::MAX_COUNT);
+    pub fn new(count: u64, period: Span) -> Result<Rate, RateError> {
+        let Some(count) = NonZeroU64::new(count) else { return Err(RateError::ZeroCount) };
+        if count.get() > Rate::MAX_COUNT {
+            return Err(RateError::CountOverMax);
         }
         if period.is_zero() {
-            bail!("a rate's period must be longer than zero");
+            return Err(RateError::ZeroPeriod);
         }
         Ok(Rate { count, period })
     }
 
     /// Returns the number of events allowed per period, N.
     pub fn count(self) -> u64 {
+        self.count.get()
+    }
+
+    /// Returns N, which is never zero: the burst of a bucket that holds one period.
+    pub fn count_nonzero(self) -> NonZeroU64 {
         self.count
     }
 
@@ -51,14 +53,14 @@ impl Rate {
 
     /// Returns N as an `i128`, ready for exact cross-multiplication.
     pub fn n(self) -> i128 {
-        i128::from(self.count)
+        i128::from(self.count.get())
     }
 
     /// Returns N as an `i64`.
     pub fn n64(self) -> i64 {
         // N is at most MAX_COUNT, 10^12, far below i64::MAX.
         #[allow(clippy::cast_possible_wrap)]
-        let n = self.count as i64;
+        let n = self.count.get() as i64;
         n
     }
 
@@ -68,30 +70,78 @@ impl Rate {
     }
 }
 
-impl FromStr for Rate {
-    type Err = anyhow::Error;
+/// Why a rate, or a range of rates, could not be read or made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    /// The text is not `N/UNIT`.
+    #[error("'{0}' is not a rate like 5/h, 100/s or 1/30s")]
+    Malformed(String),
+    /// The text has a minus sign.
+    #[error("rates cannot be negative: '{0}'")]
+    Negative(String),
+    /// The count does not fit in 64 bits.
+    #[error("the count in '{0}' is too large")]
+    CountTooLarge(String),
+    /// The period does not fit in 64 bits of microseconds.
+    #[error("the period in '{0}' is too long")]
+    PeriodTooLong(String),
+    /// A count of zero.
+    #[error("a rate must allow at least one event per period")]
+    ZeroCount,
+    /// A count over [`Rate::MAX_COUNT`].
+    #[error("a rate may count at most {} events per period", Rate::MAX_COUNT)]
+    CountOverMax,
+    /// A period of zero.
+    #[error("a rate's period must be longer than zero")]
+    ZeroPeriod,
+    /// A rate that cannot be made, with the text it was read from.
+    #[error("{reason}: '{text}'")]
+    Invalid {
+        /// Why.
+        reason: Box<RateError>,
+        /// The text.
+        text: String,
+    },
+    /// A range whose ends or step have different periods.
+    #[error("the rates in range '{0}' have different periods; write them all per the same period")]
+    MixedPeriods(String),
+    /// A range that ends below its start.
+    #[error("range '{0}' is empty: it ends below where it starts")]
+    EmptyRange(String),
+    /// A range of more than [`MAX_RANGE`] rates.
+    #[error("range '{text}' holds {len} rates; at most {MAX_RANGE} are allowed")]
+    RangeTooLong {
+        /// The range's text.
+        text: String,
+        /// How many rates it holds.
+        len: u64,
+    },
+}
 
-    fn from_str(text: &str) -> anyhow::Result<Rate> {
-        let malformed = || anyhow!("'{text}' is not a rate like 5/h, 100/s or 1/30s");
+impl FromStr for Rate {
+    type Err = RateError;
+
+    fn from_str(text: &str) -> Result<Rate, RateError> {
+        let malformed = || RateError::Malformed(text.to_owned());
         let (count, period) = text.split_once('/').ok_or_else(malformed)?;
         if count.starts_with('-') || period.starts_with('-') {
-            bail!("rates cannot be negative: '{text}'");
+            return Err(RateError::Negative(text.to_owned()));
         }
         if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
             return Err(malformed());
         }
-        let count =
-            count.parse::<u64>().map_err(|_| anyhow!("the count in '{text}' is too large"))?;
+        let count = count.parse::<u64>().map_err(|_| RateError::CountTooLarge(text.to_owned()))?;
         let period = if period.starts_with(|c: char| c.is_ascii_digit()) {
             period.parse::<Span>()
         } else {
             format!("1{period}").parse::<Span>()
         }
         .map_err(|e| match e {
-            SpanError::TooLong => anyhow!("the period in '{text}' is too long"),
+            SpanError::TooLong => RateError::PeriodTooLong(text.to_owned()),
             _ => malformed(),
         })?;
-        Rate::new(count, period).map_err(|e| anyhow!("{e}: '{text}'"))
+        Rate::new(count, period)
+            .map_err(|e| RateError::Invalid { reason: Box::new(e), text: text.to_owned() })
     }
 }
 
@@ -107,7 +157,7 @@ pub const MAX_RANGE: usize = 100_000;
 
 /// Reads a rate, or a range of rates with one period: `1/h..20/h` (a step of one event
 /// per period) or `1/h..20/h:2/h`.
-pub fn parse_rates(text: &str) -> anyhow::Result<Vec<Rate>> {
+pub fn parse_rates(text: &str) -> Result<Vec<Rate>, RateError> {
     let Some((from, rest)) = text.split_once("..") else {
         return Ok(vec![text.parse()?]);
     };
@@ -119,19 +169,19 @@ pub fn parse_rates(text: &str) -> anyhow::Result<Vec<Rate>> {
     let step: Option<Rate> = step.map(str::parse).transpose()?;
     let period = from.period;
     if to.period != period || step.is_some_and(|s| s.period != period) {
-        bail!(
-            "the rates in range '{text}' have different periods; write them all per the same period"
-        );
+        return Err(RateError::MixedPeriods(text.to_owned()));
     }
-    if to.count < from.count {
-        bail!("range '{text}' is empty: it ends below where it starts");
+    let (from_count, to_count) = (from.count(), to.count());
+    if to_count < from_count {
+        return Err(RateError::EmptyRange(text.to_owned()));
     }
-    let step = step.map_or(1, |s| s.count);
-    let len = (to.count - from.count) / step + 1;
+    let step = step.map_or(1, Rate::count);
+    let len = (to_count - from_count) / step + 1;
     if len > MAX_RANGE as u64 {
-        bail!("range '{text}' holds {len} rates; at most {MAX_RANGE} are allowed");
+        return Err(RateError::RangeTooLong { text: text.to_owned(), len });
     }
-    Ok((0..len).map(|k| Rate { count: from.count + k * step, period }).collect())
+    // Every rate in the range lies between two valid rates' counts, so all are valid.
+    (0..len).map(|k| Rate::new(from_count + k * step, period)).collect()
 }
 
 impl serde::Serialize for Rate {

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use anyhow::anyhow;
 use chrono::{DateTime, NaiveDate};
 
 use crate::units::decimal;
@@ -234,12 +233,12 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 impl FromStr for Timestamp {
-    type Err = anyhow::Error;
+    type Err = TimeError;
 
     /// Reads an RFC 3339 time such as `2025-07-29T23:24:00Z`, or a date such as
     /// `2025-07-29`, which means its midnight in UTC.
-    fn from_str(text: &str) -> anyhow::Result<Timestamp> {
-        Timestamp::parse(text.as_bytes(), TimeFormat::Rfc3339).map_err(|e| anyhow!("{e}"))
+    fn from_str(text: &str) -> Result<Timestamp, TimeError> {
+        Timestamp::parse(text.as_bytes(), TimeFormat::Rfc3339)
     }
 }
 
@@ -250,7 +249,8 @@ impl serde::Serialize for Timestamp {
 }
 
 /// How the time column is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum TimeFormat {
     /// RFC 3339 / ISO 8601 with `Z` or an offset, e.g. `2025-07-29T23:24:52.483Z`.
     #[default]
@@ -285,6 +285,8 @@ impl fmt::Display for TimeError {
         })
     }
 }
+
+impl std::error::Error for TimeError {}
 
 /// A non-negative length of time in whole microseconds.
 ///

@@ -1,6 +1,7 @@
 //! Integration tests of the `ratelimit` command line.
 
 mod harness;
+mod redis_server;
 
 mod bad_input;
 mod compare;

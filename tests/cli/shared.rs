@@ -215,49 +215,6 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
     assert!(stderr == closed || stderr.starts_with(&lost), "{stderr}");
 }
 
-#[test]
-fn a_replay_reloads_scripts_the_server_lost_part_way() {
-    use ratelimit_replay::engine::Engine;
-    use ratelimit_replay::engine::memory::Memory;
-    use ratelimit_replay::engine::recorder::{KeyNames, Recorder, Settings};
-    use ratelimit_replay::engine::redis::{Redis, RedisEngine};
-    use ratelimit_replay::limiter::Algorithm;
-    use std::cell::RefCell;
-    use std::rc::Rc;
-
-    let Some(server) = RedisServer::start() else { return };
-    let rate = "3/h".parse().unwrap();
-    let window = "1h".parse().unwrap();
-    let settings: Vec<Settings> = Algorithm::ALL
-        .iter()
-        .map(|&algorithm| Settings { algorithm, rate, burst: 3, window })
-        .collect();
-    let mut redis = Redis::connect(&server.url(), Duration::from_secs(5)).unwrap();
-    let remotes = RedisEngine::prepare(&mut redis, &settings).unwrap();
-    let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), remotes, "test:");
-    let mut memory = Memory::new(&settings);
-    let (mut in_redis, mut in_memory) =
-        (Recorder::new(&settings, false), Recorder::new(&settings, false));
-    let at = |minutes: i64| {
-        ratelimit_replay::units::time::Timestamp::from_micros(
-            1_700_000_000_000_000 + minutes * 60_000_000,
-        )
-        .unwrap()
-    };
-    let events: Vec<_> =
-        [0, 0, 1, 2, 3, 20, 21, 40, 41, 42, 43, 90, 90, 90].iter().map(|&m| (at(m), 0)).collect();
-    let (first, second) = events.split_at(6);
-    remote.decide(first, &mut in_redis).unwrap();
-    let mut con = server.connection().unwrap();
-    let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
-    remote.decide(second, &mut in_redis).unwrap();
-    for &(time, key) in &events {
-        memory.push(time, key, &mut in_memory).unwrap();
-    }
-    let names = KeyNames::default();
-    assert_eq!(in_redis.reports("x", names), in_memory.reports("x", names));
-}
-
 /// Runs `ratelimit` with `args` to its end, and returns the run and how long it took.
 fn timed(args: &[&str]) -> (crate::harness::Run, Duration) {
     let start = Instant::now();

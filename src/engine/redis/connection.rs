@@ -20,9 +20,6 @@ use crate::units::time::human_duration;
 /// The longest a connection, with its handshake, may take: the bound README states.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// The default bound on one round trip, as `--redis-timeout` gives it.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// A connection to a Redis server.
 pub struct Redis {
     url: String,

@@ -10,7 +10,7 @@
 mod connection;
 mod pipeline;
 
-pub use connection::{CONNECT_TIMEOUT, DEFAULT_TIMEOUT, Redis};
+pub use connection::Redis;
 pub use pipeline::RedisEngine;
 
 use std::fmt::Display;

@@ -37,7 +37,7 @@ impl RedisEngine {
     pub fn prepare(redis: &mut Redis, settings: &[Settings]) -> Result<Vec<Remote>> {
         let remotes = settings
             .iter()
-            .map(|s| Remote::new(s.algorithm, s.rate, s.burst, 1))
+            .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
             .collect::<Result<Vec<_>>>()?;
         for s in settings {
             redis.load(s.algorithm)?;
@@ -146,5 +146,64 @@ impl Engine for RedisEngine {
         self.pending = pending;
         self.pending.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "../../../tests/cli/redis_server.rs"]
+mod redis_server;
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::redis_server::RedisServer;
+
+    #[test]
+    fn a_replay_reloads_scripts_the_server_lost_part_way() {
+        use crate::engine::Engine;
+        use crate::engine::memory::Memory;
+        use crate::engine::recorder::{KeyNames, Recorder, Settings};
+        use crate::engine::redis::{Redis, RedisEngine};
+        use crate::limiter::Algorithm;
+        use std::cell::RefCell;
+        use std::rc::Rc;
+
+        let Some(server) = RedisServer::start() else { return };
+        let rate = "3/h".parse().unwrap();
+        let window = "1h".parse().unwrap();
+        let settings: Vec<Settings> = Algorithm::ALL
+            .iter()
+            .map(|&algorithm| Settings {
+                algorithm,
+                rate,
+                burst: std::num::NonZeroU64::new(3).unwrap(),
+                window,
+            })
+            .collect();
+        let mut redis = Redis::connect(&server.url(), Duration::from_secs(5)).unwrap();
+        let remotes = RedisEngine::prepare(&mut redis, &settings).unwrap();
+        let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), remotes, "test:");
+        let mut memory = Memory::new(&settings);
+        let (mut in_redis, mut in_memory) =
+            (Recorder::new(&settings, false), Recorder::new(&settings, false));
+        let at = |minutes: i64| {
+            crate::units::time::Timestamp::from_micros(1_700_000_000_000_000 + minutes * 60_000_000)
+                .unwrap()
+        };
+        let events: Vec<_> = [0, 0, 1, 2, 3, 20, 21, 40, 41, 42, 43, 90, 90, 90]
+            .iter()
+            .map(|&m| (at(m), 0))
+            .collect();
+        let (first, second) = events.split_at(6);
+        remote.decide(first, &mut in_redis).unwrap();
+        let mut con = server.connection().unwrap();
+        let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
+        remote.decide(second, &mut in_redis).unwrap();
+        for &(time, key) in &events {
+            memory.push(time, key, &mut in_memory).unwrap();
+        }
+        let names = KeyNames::default();
+        assert_eq!(in_redis.reports("x", names), in_memory.reports("x", names));
     }
 }
