@@ -57,6 +57,25 @@ pub enum Command {
     /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
     #[command(after_help = SYNTH_AFTER_HELP)]
     Synth(SynthArgs),
+    /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
+    #[command(after_help = COMPLETIONS_AFTER_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the manual page, in roff: ratelimit man > ratelimit.1
+    Man,
+}
+
+const COMPLETIONS_AFTER_HELP: &str = "\
+Install, for example:
+  ratelimit completions bash > ~/.local/share/bash-completion/completions/ratelimit
+  ratelimit completions zsh > ~/.zfunc/_ratelimit        # with fpath+=~/.zfunc
+  ratelimit completions fish > ~/.config/fish/completions/ratelimit.fish";
+
+/// `ratelimit completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 const SYNTH_AFTER_HELP: &str = "\

@@ -13,8 +13,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 
 use crate::cli::args::{Cli, Command, Format};
 use crate::cli::config::{Input, Styles};
@@ -39,6 +39,17 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::Synth(args) => synth::run(&args),
         Command::Check(args) => check::run(&args, &styles),
+        Command::Completions(args) => {
+            // clap_complete panics if it cannot write; a buffer it can always write.
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "ratelimit", &mut script);
+            write_stdout(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            write_stdout(&page)
+        }
     }
 }
 
@@ -57,6 +68,14 @@ pub fn error_line(err: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     one_line(&line)
+}
+
+/// Writes bytes to stdout.
+fn write_stdout(bytes: &[u8]) -> Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Help and version go to stdout with success; a usage error becomes one line.

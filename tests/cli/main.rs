@@ -5,6 +5,7 @@ mod redis_server;
 
 mod bad_input;
 mod compare;
+mod conventions;
 mod emit;
 mod inputs;
 mod keys;
