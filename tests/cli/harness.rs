@@ -45,7 +45,7 @@ pub enum Stdin<'a> {
 
 /// Returns a command that runs `ratelimit`, with the environment tests expect.
 pub fn command() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("ratelimit"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimit"));
     cmd.env_remove("NO_COLOR").env_remove("CI");
     cmd
 }
@@ -58,7 +58,7 @@ pub fn command_unprivileged() -> Command {
     }
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-    cmd.arg(assert_cmd::cargo::cargo_bin!("ratelimit"));
+    cmd.arg(env!("CARGO_BIN_EXE_ratelimit"));
     cmd.env_remove("NO_COLOR").env_remove("CI");
     cmd
 }
@@ -101,13 +101,34 @@ pub fn run(args: &[&str], stdin: &str) -> Run {
     run_with(args, Stdin::Pipe(stdin))
 }
 
-/// Writes `text` to a fresh temporary file and returns its path.
-pub fn temp_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ratelimit-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A file in a temporary directory of its own, removed with it when dropped. It reads as
+/// the file's path.
+pub struct TempFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for TempFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// Writes `text` to a file named `name` in a fresh temporary directory, removed when the
+/// returned value is dropped.
+pub fn temp_file(name: &str, text: &str) -> TempFile {
+    let dir = tempfile::Builder::new().prefix("ratelimit-test-").tempdir().unwrap();
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
-    path
+    TempFile { _dir: dir, path }
 }
 
 /// Returns the path of a real catalog in `../shared/data` (or `$RATELIMIT_DATA`), or

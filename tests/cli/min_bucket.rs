@@ -49,7 +49,7 @@ fn a_redirected_file_a_pipe_and_a_path_agree() {
     let path = temp_file("quakes.csv", QUAKES);
     let args = ["min-bucket", "--rate", "2/h", "--format", "csv"];
     let piped = run(&args, QUAKES).ok();
-    let redirected = run_with(&args, Stdin::File(path.clone())).ok();
+    let redirected = run_with(&args, Stdin::File(path.to_path_buf())).ok();
     let named = run_with(&[&args[..], &[path.to_str().unwrap()]].concat(), Stdin::Null).ok();
     assert_eq!(piped, redirected);
     assert_eq!(piped, named);

@@ -96,8 +96,8 @@ fn output_goes_to_a_file_whole_or_not_at_all() {
 
 #[test]
 fn it_will_not_write_svg_to_a_terminal() {
-    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
-    let command = format!("{} plot --sample --rate 5/h", bin.display());
+    let bin = env!("CARGO_BIN_EXE_ratelimit");
+    let command = format!("{} plot --sample --rate 5/h", bin);
     let out = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .output()

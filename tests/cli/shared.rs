@@ -126,7 +126,7 @@ fn check_still_works_after_the_server_loses_its_scripts() {
 fn eight_processes_share_one_limit() {
     let Some(server) = RedisServer::start() else { return };
     let url = server.url();
-    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
+    let bin = env!("CARGO_BIN_EXE_ratelimit");
     // 10 per second with a burst of 5: over T seconds at most 5 + 10·T may pass.
     let start = Instant::now();
     let allowed: usize = std::thread::scope(|scope| {
@@ -185,7 +185,7 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
     let csv = run_with(&["synth", "--days", "4018", "--scale", "3"], Stdin::Null).ok();
     let path = crate::harness::temp_file("dying.csv", &csv);
     let url = server.url();
-    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
+    let bin = env!("CARGO_BIN_EXE_ratelimit");
     let child = Command::new(bin)
         .args([
             "compare",
@@ -202,7 +202,8 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the replay has written keys it is under way: then the server dies.
+    wait_for_keys(&server);
     server.kill();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -213,6 +214,15 @@ fn a_server_that_dies_mid_replay_leaves_no_report() {
     let closed = format!("ratelimit: Redis at {url} closed the connection\n");
     let lost = format!("ratelimit: lost the connection to Redis at {url}: ");
     assert!(stderr == closed || stderr.starts_with(&lost), "{stderr}");
+}
+
+/// Waits until a replay has written keys to the server, and so is under way.
+fn wait_for_keys(server: &RedisServer) {
+    let mut con = server.connection().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while redis::cmd("DBSIZE").query::<u64>(&mut con).unwrap() == 0 {
+        assert!(Instant::now() < deadline, "the replay wrote no keys");
+    }
 }
 
 /// Runs `ratelimit` with `args` to its end, and returns the run and how long it took.
@@ -234,11 +244,7 @@ fn a_stopped_server_ends_a_replay_within_the_timeout() {
         let run = scope.spawn(|| timed(&[&args[..], &timeout].concat()));
         // Once the replay has written keys, it is under way: stop the server (SIGSTOP),
         // so that it holds the connection open and answers nothing.
-        let mut con = server.connection().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while redis::cmd("DBSIZE").query::<u64>(&mut con).unwrap() == 0 {
-            assert!(Instant::now() < deadline, "the replay wrote no keys");
-        }
+        wait_for_keys(&server);
         server.signal("-STOP");
         let stopped = Instant::now();
         let (out, _) = run.join().unwrap();

@@ -90,9 +90,8 @@ fn the_sample_shows_what_the_limiters_promise() {
 
 #[test]
 fn in_a_terminal_with_no_input_replay_uses_the_sample_and_says_so() {
-    let bin = assert_cmd::cargo::cargo_bin!("ratelimit");
-    let command =
-        format!("{} replay --algo gcra --rate 5/h --burst 5 --color never", bin.display());
+    let bin = env!("CARGO_BIN_EXE_ratelimit");
+    let command = format!("{} replay --algo gcra --rate 5/h --burst 5 --color never", bin);
     // `script` runs the command with a terminal for its stdin, stdout and stderr.
     let out = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
