@@ -11,6 +11,7 @@ mod inputs;
 mod keys;
 mod min_bucket;
 mod outputs;
+mod peers;
 mod plot;
 mod real_data;
 mod replay;
