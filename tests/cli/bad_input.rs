@@ -241,3 +241,32 @@ fn an_unwritable_stderr_exits_2_without_a_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn error_texts() {
+    // Each bad invocation, and the one line it gets; the snapshot is the review copy.
+    let cases: [(&[&str], &str); 16] = [
+        (&["replay", "--algo", "gcra", "--rate", "0/h"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/hour"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "1/h..2/h"], QUAKES),
+        (&["replay", "--algo", "sliding-log", "--rate", "5/h", "--burst", "3"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--burst", "0"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--window", "0s"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--until", "+1h"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--since", "2025-02-30"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--time-column", "when"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h", "--min-mag", "x"], QUAKES),
+        (&["replay", "--algo", "gcra", "--rate", "5/h"], "time\n2025-13-01T00:00:00Z\n"),
+        (&["min-bucket", "--rate", "1/h..200000/h"], QUAKES),
+        (&["min-bucket", "--rate", "1/h", "--plot", "x.svg"], QUAKES),
+        (&["min-rate", "--burst", "0"], QUAKES),
+        (&["synth", "--min-mag", "9.8"], ""),
+        (&["check", "k", "--rate", "5/h", "--algo", "leaky-queue", "--redis", "redis://x"], ""),
+    ];
+    let mut texts = String::new();
+    for (args, stdin) in cases {
+        let err = run(args, stdin).error();
+        texts += &format!("ratelimit {}\n    {err}\n", args.join(" "));
+    }
+    insta::assert_snapshot!(texts);
+}

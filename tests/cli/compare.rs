@@ -8,24 +8,7 @@ fn table_of_all_six_on_the_inline_catalog() {
     // The rows are the per-limiter figures worked out in replay.rs; the sliding counter's
     // worst hour, [00:30, 01:30), holds 00:30, 00:30 and 01:10.
     let out = run(&["compare", "--rate", "2/h", "--burst", "2", "--color", "never"], QUAKES).ok();
-    let want = "\
-input       <stdin>
-rate        2/h, burst 2
-events      7
-demand 1h   6 events, from 2025-07-30T00:30:00Z
-min bucket  5 (the smallest lossless token bucket at 2/h)
-
-limiter          burst  passed  dropped  busiest 1h  from                  promise
-fixed-window         -       5        2           4  2025-07-30T00:30:00Z  held: at most 2 per aligned 1h window, so at most 4 in any 1h: saw 2 and 4
-sliding-log          -       3        4           2  2025-07-30T00:30:00Z  held: at most 2 in any 1h: saw 2
-sliding-counter      -       4        3           3  2025-07-30T00:30:00Z  held: about 2 per 1h, approximate: at most 2 per aligned window (saw 2); the worst 1h saw 3
-token-bucket         2       4        3           3  2025-07-30T00:30:00Z  held: at most b + r·T = 2 + T·2/h in any interval T: the passed events fit a bucket of 2
-gcra                 2       4        3           3  2025-07-30T00:30:00Z  held: at most b + r·T = 2 + T·2/h in any interval T: the passed events fit a bucket of 2
-leaky-queue          2       4        3           3  2025-07-30T00:30:00Z  held: no wait over (b - 1)·I = 30m: the longest was 30m
-
-leaky-queue: 2 delayed, longest wait 30m, mean wait 15m
-";
-    assert_eq!(out, want);
+    insta::assert_snapshot!(out);
 }
 
 fn replay_json(args: &[&str], algo: &str, stdin: Stdin) -> serde_json::Value {
