@@ -30,7 +30,8 @@ pub const MAX_BURST: u64 = Rate::MAX_COUNT;
 pub const MAX_RATES: usize = crate::units::rate::MAX_RANGE;
 
 /// How tables are styled on stdout and on stderr: colored only for a terminal, unless
-/// `--color` says otherwise, and never with `NO_COLOR` set.
+/// `--color` says otherwise, or the environment does: anstream reads `NO_COLOR`,
+/// `CLICOLOR`, `CLICOLOR_FORCE` and `TERM=dumb` as other well-made tools do.
 #[derive(Clone, Copy, Debug)]
 pub struct Styles {
     /// For tables on stdout.
@@ -42,15 +43,16 @@ pub struct Styles {
 impl Styles {
     /// Settles the colors from `--color`, the environment and the terminals.
     pub fn resolve(choice: ColorChoice) -> Styles {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        let color = |terminal: bool| match choice {
+        // Tables are built as strings, padded by width before they are written, so the
+        // colors are chosen here once, rather than stripped by an anstream writer after.
+        let color = |auto: anstream::ColorChoice| match choice {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => terminal && !no_color,
+            ColorChoice::Auto => auto != anstream::ColorChoice::Never,
         };
         Styles {
-            stdout: Style::new(color(io::stdout().is_terminal())),
-            stderr: Style::new(color(io::stderr().is_terminal())),
+            stdout: Style::new(color(anstream::AutoStream::choice(&io::stdout()))),
+            stderr: Style::new(color(anstream::AutoStream::choice(&io::stderr()))),
         }
     }
 }

@@ -21,24 +21,28 @@ impl Style {
         Style { color }
     }
 
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    fn paint(self, style: anstyle::Style, text: &str) -> String {
+        if self.color {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_owned()
+        }
     }
 
     fn bold(self, text: &str) -> String {
-        self.paint("1", text)
+        self.paint(anstyle::Style::new().bold(), text)
     }
 
     fn dim(self, text: &str) -> String {
-        self.paint("2", text)
+        self.paint(anstyle::Style::new().dimmed(), text)
     }
 
     fn warn(self, text: &str) -> String {
-        self.paint("33", text)
+        self.paint(anstyle::AnsiColor::Yellow.on_default(), text)
     }
 
     fn good(self, text: &str) -> String {
-        self.paint("32", text)
+        self.paint(anstyle::AnsiColor::Green.on_default(), text)
     }
 }
 

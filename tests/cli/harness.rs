@@ -46,7 +46,7 @@ pub enum Stdin<'a> {
 /// Returns a command that runs `ratelimit`, with the environment tests expect.
 pub fn command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ratelimit"));
-    cmd.env_remove("NO_COLOR").env_remove("CI");
+    cmd.env_remove("NO_COLOR").env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE").env_remove("CI");
     cmd
 }
 
@@ -59,7 +59,7 @@ pub fn command_unprivileged() -> Command {
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
     cmd.arg(env!("CARGO_BIN_EXE_ratelimit"));
-    cmd.env_remove("NO_COLOR").env_remove("CI");
+    cmd.env_remove("NO_COLOR").env_remove("CLICOLOR").env_remove("CLICOLOR_FORCE").env_remove("CI");
     cmd
 }
 

@@ -119,3 +119,29 @@ fn color_only_when_asked_or_on_a_terminal() {
     let json_args = [&args[..], &["--color", "always", "--format", "json"]].concat();
     assert!(!run(&json_args, QUAKES).ok().contains('\x1b'), "machine formats are never colored");
 }
+
+#[test]
+fn the_environment_forces_or_forbids_color_as_clicolor_says() {
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h"];
+    let with_env = |vars: &[(&str, &str)]| {
+        let mut cmd = crate::harness::command();
+        cmd.args(args).envs(vars.iter().copied()).stdin(std::process::Stdio::piped());
+        let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(QUAKES.as_bytes()).unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    // A pipe, but CLICOLOR_FORCE asks for color; NO_COLOR wins over it.
+    assert!(with_env(&[("CLICOLOR_FORCE", "1")]).contains("\x1b[1mevents\x1b[0m"));
+    assert!(!with_env(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]).contains('\x1b'));
+    // --color never beats the environment.
+    let never = [&args[..], &["--color", "never"]].concat();
+    let mut cmd = crate::harness::command();
+    let out = cmd
+        .args(never)
+        .env("CLICOLOR_FORCE", "1")
+        .stdin(std::fs::File::open("/dev/null").unwrap())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains('\x1b'));
+}
