@@ -97,22 +97,10 @@ fn governor_decides_every_event_of_the_catalog_as_ratelimit_does() {
         ("20/d", 20, 24 * hour, 74),
         ("3/h", 3, hour, 1),
     ] {
-        let ours = run_with(
-            &[
-                "replay",
-                file,
-                "--algo",
-                "gcra",
-                "--rate",
-                rate,
-                "--burst",
-                &burst.to_string(),
-                "--emit",
-                "all",
-            ],
-            Stdin::Null,
-        )
-        .ok();
+        let b = burst.to_string();
+        let args =
+            ["replay", file, "--algo", "gcra", "--rate", rate, "--burst", &b, "--emit", "all"];
+        let ours = run_with(&args, Stdin::Null).ok();
         let ours: Vec<bool> = ours.lines().skip(1).map(|l| l.ends_with(",passed")).collect();
         let theirs = governor_decisions(&times, n, p, u32::try_from(burst).unwrap());
         let exact = exact_with_margins(&times, n, p, burst);
