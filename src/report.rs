@@ -6,6 +6,7 @@ use serde::{Serialize, Serializer};
 use crate::limiter::{Algorithm, Waits};
 use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
+use crate::sizing::quantile::{Quantiles, Share};
 use crate::sizing::window::Busiest;
 use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
@@ -86,9 +87,42 @@ pub struct MinBucket {
     pub key: Option<String>,
     pub min_bucket: u64,
     pub span: Option<Stretch>,
+    /// With `--cover`: the burst that keeps that share of the keys whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cover: Option<Cover>,
     /// With `--key`: the keys, each with a report of the same kind.
     #[serde(flatten)]
     pub by_key: Option<KeyList<MinBucket>>,
+}
+
+/// The smallest burst with which at least `share` of the keys lose nothing at a rate: the
+/// nearest-rank quantile of the keys' own smallest buckets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Cover {
+    pub share: Share,
+    pub min_bucket: u64,
+    /// The keys that lose nothing with that burst, and the events they carry.
+    pub keys_covered: usize,
+    pub events_covered: u64,
+    /// All events, of all keys.
+    pub events: u64,
+    /// The keys that need more, and the few that need the most.
+    pub left_out: LeftOut,
+}
+
+/// The keys a cover leaves out: how many, and the first few by need.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    pub count: usize,
+    pub top: Vec<KeyNeed>,
+}
+
+/// One key's need: its smallest lossless bucket, and its events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyNeed {
+    pub key: String,
+    pub min_bucket: u64,
+    pub events: u64,
 }
 
 impl From<Lossless> for MinBucket {
@@ -98,6 +132,7 @@ impl From<Lossless> for MinBucket {
             key: None,
             min_bucket: found.min_bucket,
             span: found.stretch,
+            cover: None,
             by_key: None,
         }
     }
@@ -163,13 +198,33 @@ pub struct Check {
 }
 
 /// The keys of a keyed report (`--key`): the column they come from, how many there are,
-/// and a report of the same kind for each, ranked; `--top` may keep only the first few.
-/// In JSON its fields sit beside the report's own: `key_column`, `key_count`, `keys`.
+/// how a figure is spread across all of them, and a report of the same kind for each,
+/// ranked; `--top` may keep only the first few. In JSON its fields sit beside the report's
+/// own: `key_column`, `key_count`, `key_quantiles`, `keys`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KeyList<T> {
     pub key_column: String,
     pub key_count: usize,
+    /// `None` for no keys.
+    pub key_quantiles: Option<KeyQuantiles>,
     pub keys: Vec<T>,
+}
+
+/// Across all keys, by nearest rank: each key's smallest lossless bucket and, for a
+/// limiter's replay, each key's dropped events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyQuantiles {
+    pub min_bucket: Quantiles,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<Quantiles>,
+}
+
+impl KeyQuantiles {
+    /// Returns the quantiles of the keys' min buckets and, if given, their drops.
+    pub fn of(min_buckets: Vec<u64>, dropped: Option<Vec<u64>>) -> Option<KeyQuantiles> {
+        let min_bucket = Quantiles::of(min_buckets)?;
+        Some(KeyQuantiles { min_bucket, dropped: dropped.and_then(Quantiles::of) })
+    }
 }
 
 /// A report that, with `--key`, lists its keys, each a report of the same kind.

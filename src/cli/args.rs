@@ -7,6 +7,7 @@ use std::str::FromStr;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::limiter::Algorithm;
+use crate::sizing::quantile::Share;
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, TimeFormat, Timestamp};
@@ -299,6 +300,11 @@ pub struct MinBucketArgs {
     /// events that needs the most between each.
     #[arg(long, conflicts_with = "rate")]
     pub curve: bool,
+
+    /// With --key, also find the smallest burst with which at least this share of the keys
+    /// loses nothing, for each rate: --cover 99%.
+    #[arg(long, value_name = "SHARE", conflicts_with = "curve", allow_hyphen_values = true)]
+    pub cover: Option<Share>,
 
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]

@@ -227,6 +227,9 @@ impl MinBucketArgs {
         if self.plot.is_some() && !self.curve {
             bail!("--plot draws the curve: use it with --curve");
         }
+        if self.cover.is_some() && self.keys.key.is_none() {
+            bail!("--cover is a share of keys: use it with --key COLUMN");
+        }
         let input = self.input.resolve(self.keys.key.as_deref())?;
         let plot = self.plot.clone().map(Output::new);
         if let Some(plot) = &plot {

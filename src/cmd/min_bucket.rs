@@ -13,9 +13,10 @@ use crate::input::catalog::{self, Key, Sink};
 use crate::render::curve_svg;
 use crate::render::formats;
 use crate::render::outfile::Output;
-use crate::report::{self, KeyList};
+use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinders, Stretch};
+use crate::sizing::quantile::{Share, nearest_rank};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
@@ -63,7 +64,8 @@ impl KeyedFinders {
 
     /// Returns one result per rate; with keys, the key needing the most, and every key,
     /// the largest bucket first.
-    fn results(&mut self, names: KeyNames) -> Vec<report::MinBucket> {
+    fn results(&mut self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
+        let events: Vec<u64> = self.keys.iter().map(MinBucketFinders::events).collect();
         let results: Vec<Vec<Lossless>> =
             self.keys.iter_mut().map(MinBucketFinders::results).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
@@ -82,9 +84,45 @@ impl KeyedFinders {
                 let worst = keys[0].clone();
                 let key_count = keys.len();
                 let key_column = names.column.to_owned();
-                report::MinBucket { by_key: Some(KeyList { key_column, key_count, keys }), ..worst }
+                let key_quantiles =
+                    KeyQuantiles::of(keys.iter().map(|k| k.min_bucket).collect(), None);
+                let needs = per_key(n).zip(names.names).zip(&events);
+                let needs = needs.map(|((found, name), &events)| KeyNeed {
+                    key: name.clone(),
+                    min_bucket: found.min_bucket,
+                    events,
+                });
+                let cover = cover.map(|share| cover_of(share, needs.collect()));
+                let by_key = KeyList { key_column, key_count, key_quantiles, keys };
+                report::MinBucket { by_key: Some(by_key), cover, ..worst }
             })
             .collect()
+    }
+}
+
+/// Keys a cover lists among those it leaves out.
+const LEFT_OUT_SHOWN: usize = 5;
+
+/// Returns the smallest burst that keeps `share` of the keys whole, with what it covers
+/// and the keys it leaves out, the neediest first.
+fn cover_of(share: Share, mut needs: Vec<KeyNeed>) -> Cover {
+    let mut buckets: Vec<u64> = needs.iter().map(|k| k.min_bucket).collect();
+    buckets.sort_unstable();
+    let min_bucket = nearest_rank(&buckets, share).unwrap_or(0);
+    let events = needs.iter().map(|k| k.events).sum();
+    needs.sort_by(|a, b| b.min_bucket.cmp(&a.min_bucket).then_with(|| a.key.cmp(&b.key)));
+    let count = needs.iter().take_while(|k| k.min_bucket > min_bucket).count();
+    let covered = &needs[count..];
+    Cover {
+        share,
+        min_bucket,
+        keys_covered: covered.len(),
+        events_covered: covered.iter().map(|k| k.events).sum(),
+        events,
+        left_out: LeftOut {
+            count,
+            top: needs.into_iter().take(count.min(LEFT_OUT_SHOWN)).collect(),
+        },
     }
 }
 
@@ -96,7 +134,8 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     let fresh = || KeyedFinders { rates: rates.clone(), keys: Vec::new() };
     let (mut per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
-    let mut found = per_rate.results(key_names(input.read.key_column.as_deref(), &stats));
+    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let mut found = per_rate.results(names, args.cover);
     report::keep_top(&mut found, args.keys.top);
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::min_bucket_table(w, &found, styles.stdout);

@@ -5,7 +5,7 @@ use std::num::NonZeroU64;
 use crate::input::catalog::Key;
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, Waits};
-use crate::report::{self, KeyList};
+use crate::report::{self, KeyList, KeyQuantiles};
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
@@ -265,9 +265,14 @@ impl Recorder {
                 total.queue = waits.reduce(|a, b| a.merge(&b)).map(Into::into);
                 total.promise = promise_over_keys(&self.keys[0].lanes[n].promise, &per_key);
                 let key_count = per_key.len();
+                let key_quantiles = KeyQuantiles::of(
+                    per_key.iter().map(|r| r.min_bucket).collect(),
+                    Some(per_key.iter().map(|r| r.dropped).collect()),
+                );
                 per_key.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.key.cmp(&b.key)));
                 let key_column = keys.column.to_owned();
-                total.by_key = Some(KeyList { key_column, key_count, keys: per_key });
+                total.by_key =
+                    Some(KeyList { key_column, key_count, key_quantiles, keys: per_key });
                 total
             })
             .collect()

@@ -171,8 +171,19 @@ pub fn replay_table(
     }
     let verdict = if r.promise.held { style.good("held") } else { style.warn("BROKEN") };
     lines.push(("promise".to_owned(), format!("{} ({verdict})", r.promise.text)));
+    lines.extend(spread_lines(r.by_key.as_ref()));
     labeled(out, &lines, style)?;
     replay_keys_table(out, r, style)
+}
+
+/// The lines that say how figures spread across keys, by nearest rank.
+fn spread_lines<T>(list: Option<&report::KeyList<T>>) -> Vec<(String, String)> {
+    let Some(q) = list.and_then(|l| l.key_quantiles) else { return Vec::new() };
+    let mut lines = vec![("min bucket by key".to_owned(), q.min_bucket.to_string())];
+    if let Some(dropped) = q.dropped {
+        lines.push(("dropped by key".to_owned(), dropped.to_string()));
+    }
+    lines
 }
 
 /// Writes `label  value` lines, the values aligned.
@@ -225,6 +236,9 @@ pub fn compare_table(
         ("events".to_owned(), first.events.to_string()),
     ];
     lines.extend(demand_lines(first));
+    // The keys' buckets are the same for every limiter; their drops are in the JSON.
+    let spread = spread_lines(first.by_key.as_ref());
+    lines.extend(spread.into_iter().take(1));
     labeled(out, &lines, style)?;
     writeln!(out)?;
     let rows: Vec<Vec<String>> = reports
@@ -286,10 +300,18 @@ pub fn min_bucket_table(
     }
     table(out, &header, &rows, style)?;
     for m in found {
+        if let Some(c) = &m.cover {
+            cover_lines(out, m.rate, c)?;
+        }
+    }
+    for m in found {
         let Some(list) = &m.by_key else { continue };
         let (keys, count) = (&list.keys, list.key_count);
         let order = format!("at {}, the largest bucket first", m.rate);
         writeln!(out, "{}", keys_heading(&list.key_column, keys.len(), count, &order))?;
+        if let Some(q) = list.key_quantiles {
+            writeln!(out, "min bucket by key: {}", q.min_bucket)?;
+        }
         let rows: Vec<Vec<String>> = keys
             .iter()
             .map(|k| {
@@ -331,6 +353,32 @@ pub fn curve_table(
         .collect();
     let header = ["from", "per_hour", "to", "per_hour", "events", "span", "start", "end"];
     table(out, &header, &rows, style)
+}
+
+/// Writes what a cover keeps whole and what it leaves out.
+fn cover_lines(
+    out: &mut dyn Write,
+    rate: crate::units::rate::Rate,
+    c: &report::Cover,
+) -> io::Result<()> {
+    let all = c.keys_covered + c.left_out.count;
+    let events = match c.events {
+        0 => String::new(),
+        total => {
+            let share = c.events_covered as f64 * 100.0 / total as f64;
+            format!(", with {share:.2}% of the events,")
+        }
+    };
+    writeln!(
+        out,
+        "\ncover {} at {rate}: a burst of {} keeps {} of {all} keys{events} whole; {} left out",
+        c.share, c.min_bucket, c.keys_covered, c.left_out.count
+    )?;
+    for k in &c.left_out.top {
+        let key = key_label(Some(&k.key));
+        writeln!(out, "  left out: {key}, needs {}, {} events", k.min_bucket, k.events)?;
+    }
+    Ok(())
 }
 
 /// Writes the smallest lossless rates as a table.

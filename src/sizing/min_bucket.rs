@@ -309,6 +309,11 @@ impl MinBucketFinders {
         }
     }
 
+    /// Returns the number of events counted so far.
+    pub fn events(&self) -> u64 {
+        self.events + self.block.len() as u64
+    }
+
     /// Returns the smallest lossless bucket at each rate, in the order given.
     pub fn results(&mut self) -> Vec<Lossless> {
         self.flush();

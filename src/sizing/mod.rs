@@ -2,4 +2,5 @@
 
 pub mod curve;
 pub mod min_bucket;
+pub mod quantile;
 pub mod window;

@@ -270,3 +270,16 @@ fn error_texts() {
     }
     insta::assert_snapshot!(texts);
 }
+
+#[test]
+fn cover_needs_keys_and_a_share_above_zero() {
+    let err = run(&["min-bucket", "--rate", "1/h", "--cover", "99%"], QUAKES).error();
+    assert_eq!(err, "ratelimit: --cover is a share of keys: use it with --key COLUMN");
+    for bad in ["0%", "0", "100.5%", "-1%", "99.12345%", "most"] {
+        let args = ["min-bucket", "--rate", "1/h", "--key", "net", "--cover", bad];
+        let err = run(&args, QUAKES).error();
+        assert!(err.contains("is not a share above 0% and at most 100%"), "{bad}: {err}");
+    }
+    let err = run(&["min-bucket", "--curve", "--key", "net", "--cover", "99%"], QUAKES).error();
+    assert!(err.contains("cannot be used with"), "{err}");
+}

@@ -180,3 +180,85 @@ fn newest_first_as_served_equals_sorted() {
         json(&run_with(&[&args[..], &[sorted.to_str().unwrap()]].concat(), Stdin::Null).ok());
     assert_eq!(served, sorted);
 }
+
+/// The nearest-rank quantile, by its definition: the smallest value v such that at least
+/// `per_mille / 1000` of the values are at most v.
+fn nearest_rank_by_definition(values: &[i64], per_mille: i64) -> i64 {
+    let mut candidates: Vec<i64> = values.to_vec();
+    candidates.sort();
+    let n = i64::try_from(values.len()).unwrap();
+    *candidates
+        .iter()
+        .find(|&&v| {
+            i64::try_from(values.iter().filter(|&&x| x <= v).count()).unwrap() * 1000
+                >= per_mille * n
+        })
+        .unwrap()
+}
+
+#[test]
+fn key_quantiles_and_cover_match_brute_force_by_network() {
+    let Some(path) = real_catalog(M5) else { return };
+    // 2025 by network: each network's smallest bucket at 5/h, by brute force over pairs.
+    let mut by_net: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    let mut reader = csv::Reader::from_path(&path).unwrap();
+    let (since, until) = (ms("2025-01-01T00:00:00Z"), ms("2026-01-01T00:00:00Z"));
+    for record in reader.records() {
+        let record = record.unwrap();
+        let t = ms(&record[0]);
+        if t >= since && t < until {
+            by_net.entry(record[10].to_owned()).or_default().push(t);
+        }
+    }
+    let needs: Vec<i64> = by_net
+        .values_mut()
+        .map(|times| {
+            times.sort();
+            brute_min_bucket(times, 5, 3_600_000)
+        })
+        .collect();
+    let events: Vec<i64> = by_net.values().map(|t| i64::try_from(t.len()).unwrap()).collect();
+    let file = path.to_str().unwrap();
+    let args = [
+        "min-bucket",
+        file,
+        "--since",
+        "2025-01-01",
+        "--until",
+        "2026-01-01",
+        "--rate",
+        "5/h",
+        "--key",
+        "net",
+        "--cover",
+        "75%",
+        "--format",
+        "json",
+    ];
+    let found = json(&run_with(&args, Stdin::Null).ok());
+    let q = &found[0]["key_quantiles"]["min_bucket"];
+    for (name, per_mille) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
+        assert_eq!(q[name], nearest_rank_by_definition(&needs, per_mille), "{name}");
+    }
+    assert_eq!(q["max"], *needs.iter().max().unwrap());
+    let cover = &found[0]["cover"];
+    let burst = nearest_rank_by_definition(&needs, 750);
+    assert_eq!(cover["min_bucket"], burst);
+    let covered: Vec<usize> = (0..needs.len()).filter(|&k| needs[k] <= burst).collect();
+    assert_eq!(cover["keys_covered"], covered.len());
+    assert_eq!(cover["events_covered"], covered.iter().map(|&k| events[k]).sum::<i64>());
+    assert_eq!(cover["events"], events.iter().sum::<i64>());
+    assert_eq!(cover["left_out"]["count"], needs.len() - covered.len());
+    // The dropped events by key, for a replay, against the keys' own figures.
+    let args = [
+        "replay", file, "--algo", "gcra", "--rate", "5/h", "--burst", "2", "--key", "net", "--top",
+        "0", "--format", "json",
+    ];
+    let report = json(&run_with(&args, Stdin::Null).ok());
+    let dropped: Vec<i64> =
+        report["keys"].as_array().unwrap().iter().map(|k| k["dropped"].as_i64().unwrap()).collect();
+    let q = &report["key_quantiles"]["dropped"];
+    for (name, per_mille) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
+        assert_eq!(q[name], nearest_rank_by_definition(&dropped, per_mille), "dropped {name}");
+    }
+}

@@ -1,0 +1,151 @@
+//! Shares and nearest-rank quantiles, exactly: what burst keeps 99% of the keys whole.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A share of a whole, from just above 0 to 100%, kept as parts per million so that a
+/// quantile's rank is found without rounding. Its text form is a percentage with up to four
+/// decimals: `99%`, `99.9%`, `0.5%`, `100%` (the `%` may be left out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Share(u32);
+
+/// Why a share could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a share above 0% and at most 100%, with at most 4 decimals, like 99%")]
+pub struct ShareError(String);
+
+impl Share {
+    /// The whole: 100%.
+    pub const ALL: Share = Share(1_000_000);
+
+    /// Returns the share of `ppm` parts per million, if it is above 0 and at most a million.
+    pub fn from_ppm(ppm: u32) -> Option<Share> {
+        (1..=1_000_000).contains(&ppm).then_some(Share(ppm))
+    }
+
+    /// Returns the share in parts per million.
+    pub fn ppm(self) -> u32 {
+        self.0
+    }
+
+    /// Returns the nearest rank of this share among `n` values, counted from 1: the
+    /// smallest r with r/n ≥ share, that is ⌈share · n⌉; 0 for no values.
+    pub fn rank(self, n: usize) -> usize {
+        let n = n as u128;
+        let rank = (u128::from(self.0) * n).div_ceil(1_000_000);
+        // The rank is at most n, which is a usize.
+        usize::try_from(rank).unwrap_or(usize::MAX)
+    }
+}
+
+impl FromStr for Share {
+    type Err = ShareError;
+
+    fn from_str(text: &str) -> Result<Share, ShareError> {
+        let fail = || ShareError(text.to_owned());
+        let number = text.strip_suffix('%').unwrap_or(text);
+        let ppm = crate::units::decimal::parse_exact(number.as_bytes(), 4).map_err(|_| fail())?;
+        u32::try_from(ppm).ok().and_then(Share::from_ppm).ok_or_else(fail)
+    }
+}
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, rest) = (self.0 / 10_000, self.0 % 10_000);
+        if rest == 0 {
+            write!(f, "{whole}%")
+        } else {
+            let digits = format!("{rest:04}");
+            write!(f, "{whole}.{}%", digits.trim_end_matches('0'))
+        }
+    }
+}
+
+impl serde::Serialize for Share {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Returns the nearest-rank quantile of sorted values: the smallest value v such that at
+/// least `share` of the values are at most v. `None` for no values.
+pub fn nearest_rank(sorted: &[u64], share: Share) -> Option<u64> {
+    let rank = share.rank(sorted.len());
+    sorted.get(rank.checked_sub(1)?).copied()
+}
+
+/// The quantiles a report gives of a value across keys: the median, p90, p99, p99.9 and
+/// the largest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Quantiles {
+    /// The median.
+    pub p50: u64,
+    /// The 90th percentile.
+    pub p90: u64,
+    /// The 99th percentile.
+    pub p99: u64,
+    /// The 99.9th percentile.
+    #[serde(rename = "p99.9")]
+    pub p99_9: u64,
+    /// The largest.
+    pub max: u64,
+}
+
+impl Quantiles {
+    /// Returns the quantiles of the values, by nearest rank; `None` for no values.
+    pub fn of(mut values: Vec<u64>) -> Option<Quantiles> {
+        values.sort_unstable();
+        let at = |ppm| nearest_rank(&values, Share(ppm));
+        Some(Quantiles {
+            p50: at(500_000)?,
+            p90: at(900_000)?,
+            p99: at(990_000)?,
+            p99_9: at(999_000)?,
+            max: *values.last()?,
+        })
+    }
+}
+
+impl fmt::Display for Quantiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Quantiles { p50, p90, p99, p99_9, max } = self;
+        write!(f, "p50 {p50}, p90 {p90}, p99 {p99}, p99.9 {p99_9}, max {max}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_read_and_print() {
+        for (text, ppm, printed) in [
+            ("99%", 990_000, "99%"),
+            ("99.9%", 999_000, "99.9%"),
+            ("0.0001%", 1, "0.0001%"),
+            ("100", 1_000_000, "100%"),
+            ("50.25%", 502_500, "50.25%"),
+        ] {
+            let share: Share = text.parse().unwrap();
+            assert_eq!((share.ppm(), share.to_string()), (ppm, printed.to_owned()));
+        }
+        for bad in ["0%", "0", "100.0001%", "-5%", "99.12345%", "x", "", "%", "1e2%"] {
+            assert!(bad.parse::<Share>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nearest_rank_by_hand() {
+        // Ten values 1..=10: the median is the 5th, p90 the 9th, p99 and p99.9 the 10th.
+        let values: Vec<u64> = (1..=10).collect();
+        let q = Quantiles::of(values.clone()).unwrap();
+        assert_eq!((q.p50, q.p90, q.p99, q.p99_9, q.max), (5, 9, 10, 10, 10));
+        // 99% of 1000 is rank 990 exactly; one more value makes it ⌈990.99⌉ = 991.
+        let thousand: Vec<u64> = (1..=1000).collect();
+        assert_eq!(nearest_rank(&thousand, "99%".parse().unwrap()), Some(990));
+        let more: Vec<u64> = (1..=1001).collect();
+        assert_eq!(nearest_rank(&more, "99%".parse().unwrap()), Some(991));
+        assert_eq!(nearest_rank(&[], Share::ALL), None);
+        assert_eq!(nearest_rank(&[7], "0.0001%".parse().unwrap()), Some(7));
+    }
+}
