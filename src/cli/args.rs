@@ -377,7 +377,12 @@ fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {
 
 /// `ratelimit synth`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct SynthArgs {
+    /// Another model than the earthquakes.
+    #[command(subcommand)]
+    pub model: Option<SynthModel>,
+
     /// The seed of the random numbers: the same seed and options give a byte-identical file.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -417,6 +422,57 @@ pub struct SynthArgs {
     pub scale: Decimal,
 
     /// Write the catalog to FILE, which appears whole or not at all, instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// The models `synth` makes besides the earthquake catalog.
+#[derive(Debug, Subcommand)]
+pub enum SynthModel {
+    /// A request log: clients of Zipf activity making sessions of bursts, and a few bots.
+    #[command(after_help = REQUESTS_AFTER_HELP)]
+    Requests(RequestsArgs),
+}
+
+const REQUESTS_AFTER_HELP: &str = "\
+Client k (by rank of activity, from 1) starts a session with probability proportional to \
+1/k (Zipf). Sessions start as a Poisson process; each makes a geometric number of requests \
+(mean 10), an exponential pause apart (mean 3 s). Each of the bots runs a script about once \
+a day: 3000 requests, one every 0.2 s (300 a minute). The columns are time, client (c<rank> \
+or bot<n>), method, path and status.
+
+Example:
+  ratelimit synth requests --clients 1000000 --requests 10000000 --days 1 -o requests.csv
+  ratelimit min-bucket requests.csv --rate 60/m --key client --cover 99%";
+
+/// `ratelimit synth requests`.
+#[derive(Debug, Args)]
+pub struct RequestsArgs {
+    /// The seed of the random numbers: the same seed and options give a byte-identical file.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// The first instant of the log.
+    #[arg(long, value_name = "TIME", default_value = "2025-01-01T00:00:00Z")]
+    pub start: Timestamp,
+
+    /// How many days the log spans.
+    #[arg(long, value_name = "DAYS", default_value = "1", allow_hyphen_values = true)]
+    pub days: Days,
+
+    /// How many clients there are.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub clients: u64,
+
+    /// How many requests the clients (not the bots) make, on average.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub requests: u64,
+
+    /// How many misbehaving clients run scripts.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub bots: u64,
+
+    /// Write the log to FILE, which appears whole or not at all, or to stdout with -o -.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

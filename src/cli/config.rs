@@ -10,7 +10,7 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::cli::args::{
     CheckArgs, ColorChoice, Decimal, InputArgs, LimitArgs, MinBucketArgs, PlotArgs, RateArgs,
-    RedisArgs, SynthArgs, Until,
+    RedisArgs, RequestsArgs, SynthArgs, Until,
 };
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
@@ -20,6 +20,7 @@ use crate::limiter::Algorithm;
 use crate::render::formats::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::synth::etas;
+use crate::synth::requests::RequestParams;
 use crate::units::rate::Rate;
 use crate::units::time::Span;
 
@@ -240,6 +241,38 @@ impl MinBucketArgs {
             bail!("--rate gives {} rates; at most {MAX_RATES} are allowed", rates.len());
         }
         Ok((rates, plot, input))
+    }
+}
+
+impl RequestsArgs {
+    /// Settles the request log's parameters, refusing those it cannot honor, and the output.
+    pub fn resolve(&self) -> Result<(RequestParams, Output)> {
+        let span = self
+            .days
+            .0
+            .checked_mul(86_400)
+            .and_then(Span::from_micros)
+            .filter(|span| !span.is_zero())
+            .ok_or_else(|| anyhow!("--days must be more than 0"))?;
+        let end = self
+            .start
+            .checked_add(span)
+            .ok_or_else(|| anyhow!("--start plus --days is past the year 9999"))?;
+        if self.clients == 0 {
+            bail!("--clients must be at least 1");
+        }
+        // Requests are events like any others: the same bound holds.
+        #[allow(clippy::cast_precision_loss)]
+        if self.requests as f64 > etas::Params::MAX_EVENTS {
+            bail!("--requests may be at most {:.0e}", etas::Params::MAX_EVENTS);
+        }
+        if self.bots > 1_000 {
+            bail!("--bots may be at most 1000: a few clients misbehave, not most");
+        }
+        let mut params =
+            RequestParams::new(self.seed, self.start, end, self.clients, self.requests);
+        params.bots = self.bots;
+        Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
     }
 }
 

@@ -1,4 +1,5 @@
 //! Synthetic catalogs: the ETAS model and the USGS CSV layout it is written in.
 
 pub mod etas;
+pub mod requests;
 pub mod usgs;

@@ -147,3 +147,47 @@ fn a_planted_mainshock_counts_toward_the_events_synth_will_make() {
     let err = run_with(&args, Stdin::Null).error();
     assert!(err.contains("events, more than the 1e8 synth makes at most"), "{err}");
 }
+
+#[test]
+fn a_request_log_is_deterministic_and_reads_back_by_client() {
+    let args = ["synth", "requests", "--clients", "1000", "--requests", "20000", "--seed", "3"];
+    let log = run_with(&args, Stdin::Null).ok();
+    assert_eq!(log, run_with(&args, Stdin::Null).ok(), "the same seed, the same bytes");
+    assert!(log.starts_with("time,client,method,path,status\n"), "{}", &log[..80]);
+    let rows = log.lines().count() - 1;
+    assert!((18_000..23_000).contains(&rows), "{rows} requests for 20 000 asked");
+    // Every command reads it as it is, by client.
+    let found = crate::harness::json(
+        &run_with(
+            &[
+                "min-bucket",
+                "--rate",
+                "60/m",
+                "--key",
+                "client",
+                "--cover",
+                "99%",
+                "--format",
+                "json",
+            ],
+            Stdin::Pipe(&log),
+        )
+        .ok(),
+    );
+    assert_eq!(found[0]["key_column"], "client");
+    assert!(found[0]["key_count"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn bad_request_log_options() {
+    for (args, says) in [
+        (&["--clients", "0"][..], "--clients must be at least 1"),
+        (&["--days", "0"], "--days must be more than 0"),
+        (&["--requests", "1000000000"], "--requests may be at most 1e8"),
+        (&["--bots", "5000"], "--bots may be at most 1000"),
+        (&["--days", "1", "--until", "x"], "unexpected argument"),
+    ] {
+        let err = run_with(&[&["synth", "requests"], args].concat(), Stdin::Null).error();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
