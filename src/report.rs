@@ -89,7 +89,7 @@ pub struct MinBucket {
     pub span: Option<Stretch>,
     /// With `--cover`: the burst that keeps that share of the keys whole.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cover: Option<Cover>,
+    pub cover: Option<Box<Cover>>,
     /// With `--key`: the keys, each with a report of the same kind.
     #[serde(flatten)]
     pub by_key: Option<KeyList<MinBucket>>,

@@ -20,13 +20,20 @@ use crate::sizing::quantile::{Share, nearest_rank};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
-/// The most memory the trackers of every rate and key may take: 2 GiB.
-pub const MAX_TRACKER_BYTES: usize = 2 << 30;
+/// The most memory the trackers of every rate and key may take, with their results: 1 GiB.
+pub const MAX_TRACKER_BYTES: usize = 1 << 30;
+
+/// The most rows a keyed min-bucket lists: rates times the keys shown for each. A million
+/// rows is more than anyone reads, and building and writing more took minutes and
+/// gigabytes.
+pub const MAX_LISTED_ROWS: usize = 1_000_000;
 
 /// Trackers for every rate, one set per key, all fed in the same pass.
 struct KeyedFinders {
     rates: Vec<Rate>,
     keys: Vec<MinBucketFinders>,
+    /// How many keys each rate lists; 0 lists all.
+    top: usize,
 }
 
 impl Sink for KeyedFinders {
@@ -58,6 +65,14 @@ impl KeyedFinders {
                 MAX_TRACKER_BYTES >> 30
             );
         }
+        let listed = if self.top == 0 { keys } else { keys.min(self.top) };
+        if self.rates.len().saturating_mul(listed) > MAX_LISTED_ROWS {
+            let rates = self.rates.len();
+            bail!(
+                "listing {listed} keys for each of {rates} rates is more than the \
+                 {MAX_LISTED_ROWS} rows min-bucket lists; give --top K, or fewer rates"
+            );
+        }
         self.keys.push(MinBucketFinders::new(&self.rates));
         Ok(())
     }
@@ -66,8 +81,9 @@ impl KeyedFinders {
     /// the largest bucket first.
     fn results(&mut self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
         let events: Vec<u64> = self.keys.iter().map(MinBucketFinders::events).collect();
+        // Each key's trackers go as its results come, so that both are never held whole.
         let results: Vec<Vec<Lossless>> =
-            self.keys.iter_mut().map(MinBucketFinders::results).collect();
+            std::mem::take(&mut self.keys).into_iter().map(|mut k| k.results()).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
         if names.names.is_empty() {
             return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
@@ -83,16 +99,20 @@ impl KeyedFinders {
                 });
                 let worst = keys[0].clone();
                 let key_count = keys.len();
-                let key_column = names.column.to_owned();
                 let key_quantiles =
                     KeyQuantiles::of(keys.iter().map(|k| k.min_bucket).collect(), None);
+                // Only the keys shown are kept: all of them, for every rate, do not fit.
+                if self.top > 0 {
+                    keys.truncate(self.top);
+                }
+                let key_column = names.column.to_owned();
                 let needs = per_key(n).zip(names.names).zip(&events);
                 let needs = needs.map(|((found, name), &events)| KeyNeed {
                     key: name.clone(),
                     min_bucket: found.min_bucket,
                     events,
                 });
-                let cover = cover.map(|share| cover_of(share, needs.collect()));
+                let cover = cover.map(|share| Box::new(cover_of(share, needs.collect())));
                 let by_key = KeyList { key_column, key_count, key_quantiles, keys };
                 report::MinBucket { by_key: Some(by_key), cover, ..worst }
             })
@@ -131,7 +151,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let fresh = || KeyedFinders { rates: rates.clone(), keys: Vec::new() };
+    let fresh = || KeyedFinders { rates: rates.clone(), keys: Vec::new(), top: args.keys.top };
     let (mut per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);

@@ -193,9 +193,13 @@ const BLOCK: usize = 512;
 
 impl MinBucketFinders {
     /// The most memory one set of trackers for `rates` can take, in bytes: the per-rate
-    /// state in both its narrow and its wide form, and the block of waiting events.
+    /// state in both its narrow and its wide form, its results, and the block of waiting
+    /// events.
     pub fn footprint(rates: usize) -> usize {
-        let per_rate = size_of::<Rate>() + 9 * size_of::<i64>() + size_of::<MinBucketFinder>();
+        let per_rate = size_of::<Rate>()
+            + 9 * size_of::<i64>()
+            + size_of::<MinBucketFinder>()
+            + size_of::<Lossless>();
         size_of::<MinBucketFinders>() + 2 * BLOCK * size_of::<i64>() + rates * per_rate
     }
 
