@@ -3,8 +3,8 @@
 //! The seam is [`Engine`]: an engine takes events in time order and hands each limiter's
 //! [`Decision`](crate::limiter::Decision) to a [`Recorder`], at once or in batches. The
 //! recorder counts, finds the busiest windows and checks the promises, the same way for
-//! every engine. A new engine is one file implementing [`Engine`], and one arm in
-//! [`Backend::replay`], where engines are chosen.
+//! every engine. A new engine is one file implementing [`Engine`], a variant of
+//! [`Backend`], and one arm in [`Backend::run`], where engines are chosen.
 
 pub mod memory;
 pub mod recorder;
@@ -60,6 +60,18 @@ impl Backend {
         })
     }
 
+    /// Runs `job` with this backend's engines, made fresh as the job needs them: the one
+    /// place where engines are chosen. A new engine is one file implementing [`Engine`],
+    /// a variant of [`Backend`], and one arm here.
+    pub fn run<J: UseEngine>(&self, settings: &[Settings], job: J) -> Result<J::Out> {
+        match self {
+            Backend::Memory => job.with(|| Memory::new(settings)),
+            Backend::Redis { redis, remotes, prefix } => {
+                job.with(|| RedisEngine::new(redis.clone(), remotes.clone(), prefix))
+            }
+        }
+    }
+
     /// Replays the events of `source` through limiters with `settings` (by key if `keyed`),
     /// and returns the record and what reading found.
     pub fn replay(
@@ -69,17 +81,7 @@ impl Backend {
         source: &Source,
         options: &ReadOptions,
     ) -> Result<(Recorder, ReadStats)> {
-        let recorder = || Recorder::new(settings, keyed);
-        match self {
-            Backend::Memory => finish(catalog::read_events(source, options, || {
-                Run::new(Memory::new(settings), recorder())
-            })),
-            Backend::Redis { redis, remotes, prefix } => {
-                finish(catalog::read_events(source, options, || {
-                    Run::new(RedisEngine::new(redis.clone(), remotes.clone(), prefix), recorder())
-                }))
-            }
-        }
+        self.run(settings, ReadAll { settings, keyed, source, options })
     }
 
     /// Replays events already read, in time order, and returns the record with every
@@ -90,15 +92,53 @@ impl Backend {
         keyed: bool,
         events: impl IntoIterator<Item = (Timestamp, Key)>,
     ) -> Result<Recorder> {
-        let mut recorder = Recorder::new(settings, keyed);
+        self.run(settings, Decide { settings, keyed, events })
+    }
+}
+
+/// What a job does with an engine, whatever its type: engines differ in type, and a
+/// replay is compiled for each, so that deciding an event costs no dynamic call.
+pub trait UseEngine {
+    /// What the job returns.
+    type Out;
+
+    /// Runs the job with engines that `fresh` makes.
+    fn with<E: Engine>(self, fresh: impl FnMut() -> E) -> Result<Self::Out>;
+}
+
+/// Reading a catalog through the engine: streamed, or read again and sorted.
+struct ReadAll<'a> {
+    settings: &'a [Settings],
+    keyed: bool,
+    source: &'a Source,
+    options: &'a ReadOptions,
+}
+
+impl UseEngine for ReadAll<'_> {
+    type Out = (Recorder, ReadStats);
+
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
+        let recorder = || Recorder::new(self.settings, self.keyed);
+        let read =
+            catalog::read_events(self.source, self.options, || Run::new(fresh(), recorder()));
+        finish(read)
+    }
+}
+
+/// Deciding events already read, keeping every decision.
+struct Decide<'a, I> {
+    settings: &'a [Settings],
+    keyed: bool,
+    events: I,
+}
+
+impl<I: IntoIterator<Item = (Timestamp, Key)>> UseEngine for Decide<'_, I> {
+    type Out = Recorder;
+
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Recorder> {
+        let mut recorder = Recorder::new(self.settings, self.keyed);
         recorder.keep_trace();
-        match self {
-            Backend::Memory => feed(Run::new(Memory::new(settings), recorder), events),
-            Backend::Redis { redis, remotes, prefix } => {
-                let engine = RedisEngine::new(redis.clone(), remotes.clone(), prefix);
-                feed(Run::new(engine, recorder), events)
-            }
-        }
+        feed(Run::new(fresh(), recorder), self.events)
     }
 }
 
