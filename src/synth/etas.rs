@@ -9,12 +9,10 @@
 //! aftershocks still to come, never a whole sequence: memory follows the activity, not the
 //! length of the catalog.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
+use super::schedule::Schedule;
 use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 const MICROS_PER_DAY: f64 = 86_400.0 * MICROS_PER_SEC as f64;
@@ -153,14 +151,6 @@ pub struct Quake {
     pub origin: Origin,
 }
 
-/// An event waiting in the heap, at `at` days after the start.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    at: f64,
-    seq: u64,
-    what: Trigger,
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Trigger {
     Background,
@@ -176,36 +166,12 @@ enum Trigger {
     },
 }
 
-// The heap is a max-heap: order by time reversed, then by the order pushed, so that ties
-// come out in a fixed order and the output depends on the seed alone.
-impl Ord for Pending {
-    fn cmp(&self, other: &Pending) -> Ordering {
-        other.at.total_cmp(&self.at).then(other.seq.cmp(&self.seq))
-    }
-}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Pending) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Pending) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Pending {}
-
 /// The events of a simulation, in time order.
 pub struct Simulation {
     params: Params,
     rng: Xoshiro256PlusPlus,
-    heap: BinaryHeap<Pending>,
-    seq: u64,
+    pending: Schedule<Trigger>,
     next_id: u64,
-    days: f64,
     start_ms: i64,
     /// 1 − 10^(−b(Mmax − Mc)): the share of an untruncated Gutenberg–Richter law kept.
     kept: f64,
@@ -221,10 +187,8 @@ impl Simulation {
         let days = params.end.since(params.start) as f64 / MICROS_PER_DAY;
         let mut sim = Simulation {
             rng: Xoshiro256PlusPlus::seed_from_u64(params.seed),
-            heap: BinaryHeap::new(),
-            seq: 0,
+            pending: Schedule::new(days),
             next_id: 1,
-            days,
             start_ms: params.start.as_micros().div_euclid(1_000),
             kept: 1.0 - libm::pow(10.0, -params.b_value * (params.max_mag - params.min_mag)),
             at_parent: libm::pow(params.c, 1.0 - params.p),
@@ -243,10 +207,7 @@ impl Simulation {
     }
 
     fn push(&mut self, at: f64, what: Trigger) {
-        if at < self.days {
-            self.seq += 1;
-            self.heap.push(Pending { at, seq: self.seq, what });
-        }
+        self.pending.push(at, what);
     }
 
     /// A uniform number in [0, 1), from the top 53 bits.
@@ -286,7 +247,7 @@ impl Iterator for Simulation {
     type Item = Quake;
 
     fn next(&mut self) -> Option<Quake> {
-        let Pending { at, what, .. } = self.heap.pop()?;
+        let (at, what) = self.pending.pop()?;
         let (mag, origin) = match what {
             Trigger::Background => {
                 let next = at + self.exponential() / self.params.background_per_day;

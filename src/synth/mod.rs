@@ -2,4 +2,5 @@
 
 pub mod etas;
 pub mod requests;
+mod schedule;
 pub mod usgs;

@@ -11,14 +11,13 @@
 //! of pending sessions and runs: memory follows what is active at once, not the log's
 //! length or the number of clients.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::io::{self, BufWriter, Write};
 
 use rand_distr::{Distribution, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
+use super::schedule::Schedule;
 use crate::units::time::{MICROS_PER_SEC, Subsecond, Timestamp};
 
 /// The request log's parameters.
@@ -118,42 +117,12 @@ enum Next {
     Script { bot: u64, left: u64 },
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    /// When, in seconds after the start.
-    at: f64,
-    seq: u64,
-    next: Next,
-}
-
-impl Ord for Pending {
-    fn cmp(&self, other: &Pending) -> Ordering {
-        other.at.total_cmp(&self.at).then(other.seq.cmp(&self.seq))
-    }
-}
-
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, other: &Pending) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for Pending {
-    fn eq(&self, other: &Pending) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Pending {}
-
 /// The requests of a log, in time order.
 pub struct RequestLog {
     params: RequestParams,
     rng: Xoshiro256PlusPlus,
     zipf: Zipf<f64>,
-    heap: BinaryHeap<Pending>,
-    seq: u64,
-    seconds: f64,
+    pending: Schedule<Next>,
     /// Sessions a second.
     session_rate: f64,
 }
@@ -171,9 +140,7 @@ impl RequestLog {
         let mut log = RequestLog {
             rng: Xoshiro256PlusPlus::seed_from_u64(params.seed),
             zipf,
-            heap: BinaryHeap::new(),
-            seq: 0,
-            seconds,
+            pending: Schedule::new(seconds),
             session_rate,
             params,
         };
@@ -188,10 +155,7 @@ impl RequestLog {
     }
 
     fn push(&mut self, at: f64, next: Next) {
-        if at < self.seconds {
-            self.seq += 1;
-            self.heap.push(Pending { at, seq: self.seq, next });
-        }
+        self.pending.push(at, next);
     }
 
     fn uniform(&mut self) -> f64 {
@@ -247,7 +211,7 @@ impl Iterator for RequestLog {
 
     fn next(&mut self) -> Option<Request> {
         loop {
-            let Pending { at, next, .. } = self.heap.pop()?;
+            let (at, next) = self.pending.pop()?;
             let request = match next {
                 Next::Session => {
                     let after = at + self.exponential() / self.session_rate;
