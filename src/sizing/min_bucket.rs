@@ -191,6 +191,13 @@ impl RateColumns {
 /// Events gathered before they are run through the rates.
 const BLOCK: usize = 512;
 
+/// How many events a block gathers for `rates` rates: a full block pays off only when many
+/// rates run over it; for a few, a short one keeps each key's trackers small (per-key
+/// sizing may hold hundreds of thousands of them).
+fn block_len(rates: usize) -> usize {
+    if rates >= 8 { BLOCK } else { 16 }
+}
+
 impl MinBucketFinders {
     /// The most memory one set of trackers for `rates` can take, in bytes: the per-rate
     /// state in both its narrow and its wide form, its results, and the block of waiting
@@ -200,7 +207,7 @@ impl MinBucketFinders {
             + 9 * size_of::<i64>()
             + size_of::<MinBucketFinder>()
             + size_of::<Lossless>();
-        size_of::<MinBucketFinders>() + 2 * BLOCK * size_of::<i64>() + rates * per_rate
+        size_of::<MinBucketFinders>() + 2 * block_len(rates) * size_of::<i64>() + rates * per_rate
     }
 
     /// Returns trackers for `rates` with no events yet.
@@ -211,8 +218,8 @@ impl MinBucketFinders {
             rates: rates.to_vec(),
             max_p: lanes.p.iter().copied().max().unwrap_or(0),
             lanes,
-            block: Vec::with_capacity(BLOCK),
-            gaps: Vec::with_capacity(BLOCK),
+            block: Vec::with_capacity(block_len(rates.len())),
+            gaps: Vec::with_capacity(block_len(rates.len())),
             top: 0,
             events: 0,
             last: i64::MIN,
@@ -229,7 +236,7 @@ impl MinBucketFinders {
         let first = self.events == 0 && self.block.is_empty();
         self.gaps.push(if first { i64::MAX } else { now - before });
         self.block.push(now);
-        if self.block.len() == BLOCK {
+        if self.block.len() == self.block.capacity() {
             self.flush();
         }
     }
