@@ -85,13 +85,14 @@ impl KeyedFinders {
         let results: Vec<Vec<Lossless>> =
             std::mem::take(&mut self.keys).into_iter().map(|mut k| k.results()).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
-        if names.names.is_empty() {
+        let Some(table) = names.names.filter(|t| !t.is_empty()) else {
             return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
-        }
+        };
+        let key_names: Vec<String> = table.names().collect();
         (0..self.rates.len())
             .map(|n| {
                 let mut keys: Vec<report::MinBucket> = per_key(n)
-                    .zip(names.names)
+                    .zip(&key_names)
                     .map(|(found, name)| report::MinBucket { key: Some(name.clone()), ..found })
                     .collect();
                 keys.sort_by(|a, b| {
@@ -106,7 +107,7 @@ impl KeyedFinders {
                     keys.truncate(self.top);
                 }
                 let key_column = names.column.to_owned();
-                let needs = per_key(n).zip(names.names).zip(&events);
+                let needs = per_key(n).zip(&key_names).zip(&events);
                 let needs = needs.map(|((found, name), &events)| KeyNeed {
                     key: name.clone(),
                     min_bucket: found.min_bucket,

@@ -136,5 +136,5 @@ fn notes(input: &Input, stats: &ReadStats) {
 
 /// The key names of a keyed read.
 fn key_names<'a>(job_key: Option<&'a str>, stats: &'a ReadStats) -> KeyNames<'a> {
-    KeyNames { column: job_key.unwrap_or_default(), names: &stats.keys }
+    KeyNames { column: job_key.unwrap_or_default(), names: job_key.map(|_| &stats.keys) }
 }

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use crate::input::catalog::Key;
+use crate::input::catalog::{Key, KeyTable};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
@@ -144,8 +144,8 @@ struct Totals {
 pub struct KeyNames<'a> {
     /// The key column's name.
     pub column: &'a str,
-    /// Each key's value, by number.
-    pub names: &'a [String],
+    /// The keys, by number; `None` without a key column.
+    pub names: Option<&'a KeyTable>,
 }
 
 impl Recorder {
@@ -249,10 +249,10 @@ impl Recorder {
                 let mut per_key: Vec<report::LimiterReport> = self
                     .keys
                     .iter()
-                    .zip(keys.names)
+                    .zip(keys.names.into_iter().flat_map(KeyTable::names))
                     .map(|(state, name)| {
                         let mut report = state.lanes[n].report(&state.demand, input);
-                        report.key = Some(name.clone());
+                        report.key = Some(name);
                         report
                     })
                     .collect();

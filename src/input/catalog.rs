@@ -4,7 +4,6 @@
 //! input redirected from one): if a row turns out to be out of order, the input is read
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -94,9 +93,7 @@ impl Default for ReadOptions {
     }
 }
 
-/// A key, numbered from 0 in the order keys first appear; without a key column every
-/// event has key 0.
-pub type Key = u32;
+pub use super::keys::{Key, KeyTable};
 
 /// Without the command line there is no progress bar to show.
 #[cfg(not(feature = "cli"))]
@@ -120,8 +117,8 @@ pub struct ReadStats {
     pub events: u64,
     /// Rows left out by `--min-mag` because their magnitude was empty.
     pub no_magnitude: u64,
-    /// The value of each key, by number; empty without a key column.
-    pub keys: Vec<String>,
+    /// The keys, by number; empty without a key column.
+    pub keys: KeyTable,
 }
 
 /// Why a catalog could not be read. Each message is one line that names the input and,
@@ -442,7 +439,6 @@ struct Reading<'a, R> {
     time: usize,
     mag: Option<usize>,
     key: Option<usize>,
-    keys: HashMap<Box<[u8]>, Key>,
     stats: ReadStats,
     progress: Progress,
 }
@@ -501,7 +497,6 @@ impl<'a, R: Read> Reading<'a, R> {
             time,
             mag,
             key,
-            keys: HashMap::new(),
             stats: ReadStats::default(),
             progress: Progress::new(options.progress, size),
         })
@@ -564,15 +559,9 @@ impl<'a, R: Read> Reading<'a, R> {
     /// Returns the number of the key in column `index` of the current record.
     fn intern(&mut self, index: usize) -> Result<Key> {
         let value = self.record.get(index).unwrap_or_default();
-        if let Some(&key) = self.keys.get(value) {
-            return Ok(key);
-        }
-        let key = Key::try_from(self.stats.keys.len()).map_err(|_| {
+        self.stats.keys.intern(value).ok_or_else(|| {
             layout(&self.name, format!("line {}: more than {} keys", self.line(), Key::MAX))
-        })?;
-        self.keys.insert(value.into(), key);
-        self.stats.keys.push(String::from_utf8_lossy(value).into_owned());
-        Ok(key)
+        })
     }
 }
 

@@ -1,4 +1,5 @@
 //! Reading catalogs: CSV rows to event times and keys, and the bundled sample.
 
 pub mod catalog;
+pub mod keys;
 pub mod sample;
