@@ -15,13 +15,65 @@ use crate::render::formats;
 use crate::render::outfile::Output;
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
-use crate::sizing::min_bucket::{Lossless, MinBucketFinders, Stretch};
+use crate::sizing::min_bucket::{Lossless, MinBucketFinder, MinBucketFinders, Stretch};
 use crate::sizing::quantile::{Share, nearest_rank};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
 /// The most memory the trackers of every rate and key may take, with their results: 1 GiB.
 pub const MAX_TRACKER_BYTES: usize = 1 << 30;
+
+/// One key's trackers: one finder per rate for a few rates, which is small; the blocked,
+/// vectorized finders for many, which are fast.
+enum KeyFinders {
+    Few(Vec<MinBucketFinder>),
+    Many(Box<MinBucketFinders>),
+}
+
+impl KeyFinders {
+    /// Rates from which the blocked finders pay for their block.
+    const MANY: usize = 8;
+
+    fn new(rates: &[Rate]) -> KeyFinders {
+        if rates.len() < KeyFinders::MANY {
+            KeyFinders::Few(rates.iter().map(|&r| MinBucketFinder::new(r)).collect())
+        } else {
+            KeyFinders::Many(Box::new(MinBucketFinders::new(rates)))
+        }
+    }
+
+    /// The most memory one key's trackers for `rates` take, with their results.
+    fn footprint(rates: usize) -> usize {
+        if rates < KeyFinders::MANY {
+            let per_rate = size_of::<MinBucketFinder>() + size_of::<Lossless>();
+            size_of::<KeyFinders>() + rates * per_rate
+        } else {
+            size_of::<KeyFinders>() + MinBucketFinders::footprint(rates)
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, time: Timestamp) {
+        match self {
+            KeyFinders::Few(finders) => finders.iter_mut().for_each(|f| f.push(time)),
+            KeyFinders::Many(finders) => finders.push(time),
+        }
+    }
+
+    fn events(&self) -> u64 {
+        match self {
+            KeyFinders::Few(finders) => finders.first().map_or(0, MinBucketFinder::events),
+            KeyFinders::Many(finders) => finders.events(),
+        }
+    }
+
+    fn results(self) -> Vec<Lossless> {
+        match self {
+            KeyFinders::Few(finders) => finders.iter().map(MinBucketFinder::result).collect(),
+            KeyFinders::Many(mut finders) => finders.results(),
+        }
+    }
+}
 
 /// The most rows a keyed min-bucket lists: rates times the keys shown for each. A million
 /// rows is more than anyone reads, and building and writing more took minutes and
@@ -31,7 +83,7 @@ pub const MAX_LISTED_ROWS: usize = 1_000_000;
 /// Trackers for every rate, one set per key, all fed in the same pass.
 struct KeyedFinders {
     rates: Vec<Rate>,
-    keys: Vec<MinBucketFinders>,
+    keys: Vec<KeyFinders>,
     /// How many keys each rate lists; 0 lists all.
     top: usize,
 }
@@ -53,7 +105,7 @@ impl KeyedFinders {
     /// Adds a key's trackers, if they fit in [`MAX_TRACKER_BYTES`] with the others.
     #[cold]
     fn add_key(&mut self) -> Result<()> {
-        let each = MinBucketFinders::footprint(self.rates.len());
+        let each = KeyFinders::footprint(self.rates.len());
         let keys = self.keys.len() + 1;
         if keys.saturating_mul(each) > MAX_TRACKER_BYTES {
             let rates = self.rates.len();
@@ -73,17 +125,17 @@ impl KeyedFinders {
                  {MAX_LISTED_ROWS} rows min-bucket lists; give --top K, or fewer rates"
             );
         }
-        self.keys.push(MinBucketFinders::new(&self.rates));
+        self.keys.push(KeyFinders::new(&self.rates));
         Ok(())
     }
 
     /// Returns one result per rate; with keys, the key needing the most, and every key,
     /// the largest bucket first.
     fn results(&mut self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
-        let events: Vec<u64> = self.keys.iter().map(MinBucketFinders::events).collect();
+        let events: Vec<u64> = self.keys.iter().map(KeyFinders::events).collect();
         // Each key's trackers go as its results come, so that both are never held whole.
         let results: Vec<Vec<Lossless>> =
-            std::mem::take(&mut self.keys).into_iter().map(|mut k| k.results()).collect();
+            std::mem::take(&mut self.keys).into_iter().map(KeyFinders::results).collect();
         let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
         let Some(table) = names.names.filter(|t| !t.is_empty()) else {
             return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();

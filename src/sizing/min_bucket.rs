@@ -108,6 +108,11 @@ impl MinBucketFinder {
         self.events += 1;
     }
 
+    /// Returns the number of events counted so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
     /// Returns the smallest lossless bucket for the events so far.
     pub fn result(&self) -> Lossless {
         let min_bucket = whole_bucket(self.events, self.worst, self.p);
