@@ -14,6 +14,14 @@ pub fn one_line(text: &str) -> String {
     line
 }
 
+/// An I/O error's reason, without the `(os error N)` that std appends: what `cp` and the
+/// shell print.
+#[cfg(feature = "cli")]
+pub fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    text.find(" (os error").map_or(text.clone(), |at| text[..at].to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

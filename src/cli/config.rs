@@ -114,10 +114,9 @@ impl InputArgs {
     /// Settles the input: the file, stdin or the sample, and the rows to keep, with keys
     /// from `key_column` if given.
     pub fn resolve(&self, key_column: Option<&str>) -> Result<Input> {
-        let args = self;
         let mut note = None;
-        let source = match args.file.as_deref() {
-            _ if args.sample => sample::source(),
+        let source = match self.file.as_deref() {
+            _ if self.sample => sample::source(),
             Some(path) if path == Path::new("-") => Source::Stdin,
             Some(path) => Source::Path(path.to_owned()),
             None if io::stdin().is_terminal() => {
@@ -126,7 +125,7 @@ impl InputArgs {
             }
             None => Source::Stdin,
         };
-        let until = match (args.until, args.since) {
+        let until = match (self.until, self.since) {
             (Some(Until::After(span)), Some(since)) => match since.checked_add(span) {
                 Some(until) => Some(until),
                 None => bail!("--since plus --until {span} is past the year 9999"),
@@ -135,7 +134,7 @@ impl InputArgs {
             (Some(Until::At(until)), _) => Some(until),
             (None, _) => None,
         };
-        if let (Some(since), Some(until)) = (args.since, until)
+        if let (Some(since), Some(until)) = (self.since, until)
             && since >= until
         {
             bail!("--since ({since}) must be before --until ({until})");
@@ -143,11 +142,11 @@ impl InputArgs {
         Ok(Input {
             source,
             read: ReadOptions {
-                time_column: args.time_column.clone(),
-                time_format: args.time_format,
-                since: args.since,
+                time_column: self.time_column.clone(),
+                time_format: self.time_format,
+                since: self.since,
                 until,
-                min_mag: args.min_mag.map(|m| m.0),
+                min_mag: self.min_mag.map(|m| m.0),
                 key_column: key_column.map(str::to_owned),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: io::stderr().is_terminal(),
@@ -261,6 +260,10 @@ impl RequestsArgs {
         if self.clients == 0 {
             bail!("--clients must be at least 1");
         }
+        // The Zipf sampler ranks clients in a double, exact to 2^53.
+        if self.clients > 1 << 53 {
+            bail!("--clients may be at most 2^53, past which the ranks are not exact");
+        }
         // Requests are events like any others: the same bound holds.
         #[allow(clippy::cast_precision_loss)]
         if self.requests as f64 > etas::Params::MAX_EVENTS {
@@ -279,9 +282,8 @@ impl RequestsArgs {
 impl SynthArgs {
     /// Settles the model's parameters, refusing those it cannot honor, and the output.
     pub fn resolve(&self) -> Result<(etas::Params, Output)> {
-        let args = self;
-        let start = args.start;
-        let end = match (args.until, args.days) {
+        let start = self.start;
+        let end = match (self.until, self.days) {
             (Some(until), _) => until,
             (None, days) => {
                 // A millionth of a day is exactly 86 400 µs.
@@ -297,31 +299,31 @@ impl SynthArgs {
             bail!("--until ({end}) must not be before --start ({start})");
         }
         let in_range = |m: Decimal| (0..=10_000_000).contains(&m.0);
-        if !(0.0..etas::Params::MAX_MAG).contains(&args.min_mag.as_f64()) {
+        if !(0.0..etas::Params::MAX_MAG).contains(&self.min_mag.as_f64()) {
             bail!(
                 "--min-mag must be from 0 to below {}, the largest magnitude the model makes",
                 etas::Params::MAX_MAG
             );
         }
-        if args.b_value.0 <= 0 {
+        if self.b_value.0 <= 0 {
             bail!("--b-value must be more than 0");
         }
-        if args.scale.0 <= 0 {
+        if self.scale.0 <= 0 {
             bail!("--scale must be more than 0: a zero rate makes no catalog");
         }
-        let mut params = etas::Params::new(args.seed, start, end);
-        params.min_mag = args.min_mag.as_f64();
-        params.b_value = args.b_value.as_f64();
+        let mut params = etas::Params::new(self.seed, start, end);
+        params.min_mag = self.min_mag.as_f64();
+        params.b_value = self.b_value.as_f64();
         // The background rate is set for M≥5; Gutenberg–Richter carries it to another Mc.
         params.background_per_day = etas::Params::BACKGROUND_M5_PER_DAY
             * libm::pow(10.0, params.b_value * (5.0 - params.min_mag))
-            * args.scale.as_f64();
+            * self.scale.as_f64();
         if !params.background_per_day.is_finite() {
             bail!(
                 "the background rate, 2.7 × 10^(b(5 - Mc)) × --scale a day, overflows with \
                  --b-value {} and --min-mag {}",
-                args.b_value.as_f64(),
-                args.min_mag.as_f64()
+                self.b_value.as_f64(),
+                self.min_mag.as_f64()
             );
         }
         let n = params.branching_ratio();
@@ -329,12 +331,12 @@ impl SynthArgs {
             bail!(
                 "with --b-value {} and --min-mag {}, each event triggers {n:.2} aftershocks on \
                  average: sequences would grow without end; raise --b-value",
-                args.b_value.as_f64(),
-                args.min_mag.as_f64()
+                self.b_value.as_f64(),
+                self.min_mag.as_f64()
             );
         }
-        for shock in &args.mainshock {
-            if !in_range(shock.mag) || shock.mag.0 < args.min_mag.0 {
+        for shock in &self.mainshock {
+            if !in_range(shock.mag) || shock.mag.0 < self.min_mag.0 {
                 bail!("--mainshock magnitude must be from --min-mag to 10");
             }
             if shock.time < start || shock.time >= end {
@@ -350,6 +352,6 @@ impl SynthArgs {
                 etas::Params::MAX_EVENTS
             );
         }
-        Ok((params, args.output.clone().map_or(Output::Stdout, Output::new)))
+        Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
     }
 }

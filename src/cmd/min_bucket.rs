@@ -9,7 +9,7 @@ use super::{key_names, notes, write_result};
 use crate::cli::args::MinBucketArgs;
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Key, Sink};
+use crate::input::catalog::{self, Key, Sink, slot};
 use crate::render::curve_svg;
 use crate::render::formats;
 use crate::render::outfile::Output;
@@ -92,7 +92,7 @@ impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
-        let key = key as usize;
+        let key = slot(key);
         while self.keys.len() <= key {
             self.add_key()?;
         }

@@ -4,7 +4,7 @@ use anyhow::Result;
 
 use super::Engine;
 use super::recorder::{Recorder, Settings};
-use crate::input::catalog::Key;
+use crate::input::catalog::{Key, slot};
 use crate::limiter::{AnyLimiter, Limiter};
 use crate::units::time::Timestamp;
 
@@ -33,7 +33,7 @@ impl Memory {
 impl Engine for Memory {
     #[inline]
     fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
-        let index = key as usize;
+        let index = slot(key);
         if index >= self.keys.len() {
             self.add_keys(index);
         }

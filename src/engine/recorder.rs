@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use crate::input::catalog::{Key, KeyTable};
+use crate::input::catalog::{Key, KeyTable, slot};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
@@ -208,8 +208,8 @@ impl Recorder {
         key: Key,
         decisions: impl IntoIterator<Item = Decision>,
     ) {
-        self.add_keys_to(key as usize);
-        let state = &mut self.keys[key as usize];
+        self.add_keys_to(slot(key));
+        let state = &mut self.keys[slot(key)];
         state.demand.push(time);
         let lanes = state.lanes.iter_mut().zip(decisions);
         match &mut self.totals {

@@ -93,7 +93,7 @@ impl Default for ReadOptions {
     }
 }
 
-pub use super::keys::{Key, KeyTable};
+pub use super::keys::{Key, KeyTable, slot};
 
 /// Without the command line there is no progress bar to show.
 #[cfg(not(feature = "cli"))]
@@ -353,6 +353,7 @@ impl Opened {
                 file.metadata().ok().map(|m| m.len().saturating_sub(*start))
             }
             Opened::Once(_) => None,
+            // A slice's length fits in 64 bits on every platform Rust supports.
             Opened::Bytes(bytes) => Some(bytes.len() as u64),
         }
     }

@@ -9,6 +9,13 @@ use hashbrown::HashTable;
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
 pub type Key = u32;
 
+/// Returns a key's place in a per-key vector. A `u32` always fits in a `usize` on the
+/// platforms this builds for (32 and 64 bits); `intern` refuses keys past `u32::MAX`.
+#[inline]
+pub fn slot(key: Key) -> usize {
+    key as usize
+}
+
 /// The distinct values of a key column, each stored once as bytes, in order of first
 /// appearance. Looking a value up hashes it once (foldhash) and compares bytes; nothing is
 /// cloned per event, and a new key costs its bytes, one offset and one table slot.
@@ -71,7 +78,7 @@ impl KeyTable {
 
 /// The bytes of key `key`: from the end of the one before to its own end.
 fn stored<'a>(bytes: &'a [u8], ends: &[usize], key: Key) -> &'a [u8] {
-    let k = key as usize;
+    let k = slot(key);
     &bytes[if k == 0 { 0 } else { ends[k - 1] }..ends[k]]
 }
 

@@ -365,6 +365,7 @@ fn cover_lines(
     let events = match c.events {
         0 => String::new(),
         total => {
+            // A percentage for people, to two decimals; the exact counts are in the JSON.
             let share = c.events_covered as f64 * 100.0 / total as f64;
             format!(", with {share:.2}% of the events,")
         }

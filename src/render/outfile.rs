@@ -8,11 +8,13 @@
 //! 130 or 143; only SIGKILL, which no program can catch, leaves one behind.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once};
 
 use anyhow::{Context, Result, anyhow, bail};
+
+use crate::message::io_reason;
 
 /// An output option's value: `-` for standard output, or a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,12 +61,13 @@ impl Output {
         }
     }
 
-    /// Writes the output with `write`, buffered: standard output as a stream, a file
-    /// whole or not at all, a device or FIFO in place.
+    /// Writes the output with `write`: standard output as a stream, a file whole or not at
+    /// all, a device or FIFO in place. The writer is not buffered: the writers of this
+    /// program hand it whole pictures, or buffer their rows themselves.
     pub fn write(&self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
         match self {
             Output::Stdout => {
-                let mut out = BufWriter::new(io::stdout().lock());
+                let mut out = io::stdout().lock();
                 write(&mut out)?;
                 out.flush()?;
                 Ok(())
@@ -137,10 +140,8 @@ fn write_path(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>)
         // A device, FIFO or socket is written in place: replacing it would destroy it.
         Ok(_) => {
             let fail = || format!("cannot write {}", path.display());
-            let file = OpenOptions::new().write(true).open(&target).with_context(fail)?;
-            let mut out = BufWriter::new(file);
-            write(&mut out).with_context(fail)?;
-            out.flush().with_context(fail)?;
+            let mut file = OpenOptions::new().write(true).open(&target).with_context(fail)?;
+            write(&mut file).with_context(fail)?;
             Ok(())
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => replace(path, &target, None, write),
@@ -223,18 +224,8 @@ fn write_temp(
         // Only root may give a file away; for anyone else the owner is already theirs.
         let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
     }
-    let mut out = BufWriter::new(file);
-    write(&mut out)?;
-    out.flush()
-}
-
-/// An I/O error's reason without the `(os error N)` that std appends.
-fn io_reason(err: &io::Error) -> String {
-    let text = err.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_owned(),
-        None => text,
-    }
+    let mut out = file;
+    write(&mut out)
 }
 
 /// The temporary files being written, which a signal must remove.

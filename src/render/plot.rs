@@ -55,6 +55,7 @@ impl Scene {
         let span = i128::from(end.since(start).max(1));
         let offset = i128::from(time.since(start).max(0));
         let last = COLUMNS - 1;
+        // Widening: COLUMNS is a few hundred.
         usize::try_from(offset * COLUMNS as i128 / span).map_or(last, |column| column.min(last))
     }
 

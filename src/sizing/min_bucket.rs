@@ -270,6 +270,7 @@ impl MinBucketFinders {
             run_block(&mut self.lanes, events, &self.block, &self.gaps);
             self.top = self.lanes.worst.iter().copied().fold(self.top, i64::max);
         }
+        // A block holds at most BLOCK events.
         self.events += self.block.len() as u64;
         self.last = *self.block.last().expect("not empty");
         self.block.clear();
@@ -327,6 +328,7 @@ impl MinBucketFinders {
 
     /// Returns the number of events counted so far.
     pub fn events(&self) -> u64 {
+        // A block holds at most BLOCK events.
         self.events + self.block.len() as u64
     }
 
@@ -519,12 +521,33 @@ mod tests {
     }
 
     #[test]
-    fn the_vector_kernel_is_tested_where_the_cpu_has_it() {
-        if vector_kernel_runs() {
-            eprintln!("the AVX-512 kernel runs on this CPU, and is checked against the scalar one");
-        } else {
+    fn the_vector_kernel_agrees_on_a_block_of_twenty_rates_where_the_cpu_has_it() {
+        if !vector_kernel_runs() {
             eprintln!("skipped: this CPU has no AVX-512F and AVX-512DQ, so no vector kernel runs");
+            return;
         }
+        // Twenty rates (two full vectors and a partial one) over a block with a burst, a
+        // long gap, and ties: the first gap is the block's start, far in the past.
+        let rates: Vec<(i64, i64)> = (1..=20).map(|k| (k, 1_000 * k + 7)).collect();
+        let gaps = [i64::MAX / 2_000, 0, 0, 5, 1, 3_000, 2, 2, 0, 250, 9, 9];
+        let times: Vec<i64> = gaps
+            .iter()
+            .scan(0, |t, &g| {
+                *t += g.min(3_000);
+                Some(*t)
+            })
+            .collect();
+        let (mut vector, mut scalar) =
+            (RateColumns::new(rates.iter().copied()), RateColumns::new(rates.iter().copied()));
+        // SAFETY: the processor has the features the kernel is compiled for.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            simd::run_block(&mut vector, 0, &times, &gaps)
+        };
+        run_block_scalar(&mut scalar, 0, &times, &gaps);
+        assert_eq!(format!("{vector:?}"), format!("{scalar:?}"));
+        // The block did something: at the slowest rates the burst leaves an excess.
+        assert!(scalar.worst.iter().any(|&w| w > 0));
     }
 
     proptest! {

@@ -31,6 +31,7 @@ impl Share {
     /// Returns the nearest rank of this share among `n` values, counted from 1: the
     /// smallest r with r/n ≥ share, that is ⌈share · n⌉; 0 for no values.
     pub fn rank(self, n: usize) -> usize {
+        // Widening: a usize always fits in a u128.
         let n = n as u128;
         let rank = (u128::from(self.0) * n).div_ceil(1_000_000);
         // The rank is at most n, which is a usize.

@@ -11,7 +11,7 @@
 //! of pending sessions and runs: memory follows what is active at once, not the log's
 //! length or the number of clients.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 use rand_distr::{Distribution, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -275,13 +275,9 @@ pub fn write_log(
     requests: impl IntoIterator<Item = Request>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(1 << 18, out);
-    out.write_all(HEADER)?;
-    let mut row = Vec::with_capacity(80);
     let mut numbers = itoa::Buffer::new();
-    for request in requests {
-        row.clear();
-        request.time.write_rfc3339(&mut row, Subsecond::Millis);
+    super::write_rows(out, HEADER, requests, |row, request| {
+        request.time.write_rfc3339(row, Subsecond::Millis);
         row.push(b',');
         let (prefix, id) = match request.client {
             Client::Person(rank) => (&b"c"[..], rank),
@@ -290,16 +286,13 @@ pub fn write_log(
         row.extend_from_slice(prefix);
         row.extend_from_slice(numbers.format(id).as_bytes());
         let (method, path, _) = ROUTES[request.route];
-        row.push(b',');
-        row.extend_from_slice(method.as_bytes());
-        row.push(b',');
-        row.extend_from_slice(path.as_bytes());
-        row.push(b',');
-        row.extend_from_slice(numbers.format(request.status).as_bytes());
+        for field in [method.as_bytes(), path.as_bytes(), numbers.format(request.status).as_bytes()]
+        {
+            row.push(b',');
+            row.extend_from_slice(field);
+        }
         row.push(b'\n');
-        out.write_all(&row)?;
-    }
-    out.flush()
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The USGS CSV layout: synthetic events written as the FDSN event service writes real ones.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 
 use crate::synth::etas::{Origin, Quake};
 use crate::units::time::Subsecond;
@@ -14,15 +14,7 @@ pub fn write_catalog(
     quakes: impl IntoIterator<Item = Quake>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(1 << 18, out);
-    out.write_all(HEADER)?;
-    let mut row = Vec::with_capacity(128);
-    for quake in quakes {
-        row.clear();
-        write_row(&mut row, &quake);
-        out.write_all(&row)?;
-    }
-    out.flush()
+    super::write_rows(out, HEADER, quakes, write_row)
 }
 
 /// Appends one row: the fields the model gives, the others empty.

@@ -177,6 +177,7 @@ pub fn parse_rates(text: &str) -> Result<Vec<Rate>, RateError> {
     }
     let step = step.map_or(1, Rate::count);
     let len = (to_count - from_count) / step + 1;
+    // Widening: MAX_RANGE is 100 000.
     if len > MAX_RANGE as u64 {
         return Err(RateError::RangeTooLong { text: text.to_owned(), len });
     }

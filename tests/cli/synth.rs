@@ -182,6 +182,7 @@ fn a_request_log_is_deterministic_and_reads_back_by_client() {
 fn bad_request_log_options() {
     for (args, says) in [
         (&["--clients", "0"][..], "--clients must be at least 1"),
+        (&["--clients", "9007199254740993"], "--clients may be at most 2^53"),
         (&["--days", "0"], "--days must be more than 0"),
         (&["--requests", "1000000000"], "--requests may be at most 1e8"),
         (&["--bots", "5000"], "--bots may be at most 1000"),

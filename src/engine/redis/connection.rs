@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use redis::{ConnectionAddr, IntoConnectionInfo, Parser, Value};
 
-use crate::message::one_line;
+use crate::message::{io_reason, one_line};
 use crate::units::time::human_duration;
 
 /// The longest a connection, with its handshake, may take: the bound README states.
@@ -138,12 +138,6 @@ fn explain(url: &str, timeout: Duration, err: &io::Error, what: &str) -> anyhow:
         io::ErrorKind::UnexpectedEof => anyhow!("Redis at {url} closed the connection"),
         _ => anyhow!("{what} {url}: {}", io_reason(err)),
     }
-}
-
-/// An I/O error's reason, without the `(os error N)` std appends.
-fn io_reason(err: &io::Error) -> String {
-    let text = err.to_string();
-    text.find(" (os error").map_or(text.clone(), |at| text[..at].to_owned())
 }
 
 /// A server error as Redis wrote it: its code and detail.

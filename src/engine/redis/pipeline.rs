@@ -9,7 +9,7 @@ use redis::Value;
 use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
 use crate::engine::Engine;
 use crate::engine::recorder::{Recorder, Settings};
-use crate::input::catalog::Key;
+use crate::input::catalog::{Key, slot};
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;
 
@@ -74,14 +74,14 @@ impl RedisEngine {
     fn decide_batch(&mut self, events: &[(Timestamp, Key)], recorder: &mut Recorder) -> Result<()> {
         for &(time, key) in events {
             check_time(time)?;
-            while self.keys.len() <= key as usize {
+            while self.keys.len() <= slot(key) {
                 let base = format!("{}{{k{}}}", self.base, self.keys.len());
                 self.keys.push(self.remotes.iter().map(|r| r.keys(&base)).collect());
             }
         }
         let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
         for &(time, key) in events {
-            for (remote, keys) in self.remotes.iter().zip(&self.keys[key as usize]) {
+            for (remote, keys) in self.remotes.iter().zip(&self.keys[slot(key)]) {
                 self.calls += 1;
                 commands.push(remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls));
             }
@@ -93,6 +93,7 @@ impl RedisEngine {
         for &(time, key) in events {
             decisions.clear();
             for remote in &self.remotes {
+                // `run` returns one reply per command, or an error: never fewer.
                 let reply = replies.next().expect("a reply per call");
                 let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
                 decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
