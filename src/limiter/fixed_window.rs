@@ -1,7 +1,7 @@
 //! Fixed window: at most N events in each period-long window aligned to the Unix epoch.
 
-use super::Limiter;
 use super::aligned::{AlignedWindows, Step};
+use super::{KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -13,6 +13,12 @@ use crate::units::time::Timestamp;
 #[derive(Clone, Debug)]
 pub struct FixedWindow {
     limit: u64,
+    state: Counted,
+}
+
+/// What a window counter changes as events come: the window, and what passed in it.
+#[derive(Clone, Debug)]
+pub struct Counted {
     windows: AlignedWindows,
     count: u64,
 }
@@ -22,20 +28,28 @@ impl FixedWindow {
     pub fn new(rate: Rate) -> FixedWindow {
         FixedWindow {
             limit: rate.count(),
-            windows: AlignedWindows::new(rate.period().as_micros()),
-            count: 0,
+            state: Counted { windows: AlignedWindows::new(rate.period().as_micros()), count: 0 },
         }
     }
 }
 
 impl Limiter for FixedWindow {
     fn admit(&mut self, now: Timestamp) -> bool {
-        if self.windows.advance(now.as_micros()) != Step::Same {
-            self.count = 0;
+        let Counted { windows, count } = &mut self.state;
+        if windows.advance(now.as_micros()) != Step::Same {
+            *count = 0;
         }
-        let pass = self.count < self.limit;
-        self.count += u64::from(pass);
+        let pass = *count < self.limit;
+        *count += u64::from(pass);
         pass
+    }
+}
+
+impl KeyedState for FixedWindow {
+    type State = Counted;
+
+    fn state(&mut self) -> &mut Counted {
+        &mut self.state
     }
 }
 

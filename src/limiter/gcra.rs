@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::Limiter;
+use super::{KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -43,6 +43,14 @@ impl Limiter for Gcra {
             self.tat = self.tat.max(t) + self.interval;
         }
         pass
+    }
+}
+
+impl KeyedState for Gcra {
+    type State = i128;
+
+    fn state(&mut self) -> &mut i128 {
+        &mut self.tat
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{Decision, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -102,6 +102,15 @@ impl LeakyQueue {
     }
 }
 
+impl LeakyQueue {
+    /// Returns an empty queue that admits every event, however long it waits. Given only
+    /// the events another queue at `rate` admitted, it finds again how long each waited:
+    /// a wait depends on the admitted events alone.
+    pub fn unbounded(rate: Rate) -> LeakyQueue {
+        LeakyQueue { n: rate.n(), interval: rate.p(), max_wait: i128::MAX, last_departure: None }
+    }
+}
+
 impl Limiter for LeakyQueue {
     fn admit(&mut self, now: Timestamp) -> bool {
         self.decide(now).passed
@@ -119,6 +128,14 @@ impl Limiter for LeakyQueue {
         }
         self.last_departure = Some(departure);
         Decision { passed: true, wait }
+    }
+}
+
+impl KeyedState for LeakyQueue {
+    type State = Option<i128>;
+
+    fn state(&mut self) -> &mut Option<i128> {
+        &mut self.last_departure
     }
 }
 

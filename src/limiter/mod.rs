@@ -6,6 +6,7 @@
 mod aligned;
 mod fixed_window;
 mod gcra;
+mod keyed;
 mod leaky_queue;
 #[cfg(feature = "cli")]
 pub(crate) mod promise;
@@ -19,6 +20,7 @@ mod tests;
 pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
 pub use gcra::Gcra;
+pub use keyed::{AnyPerKey, PerKey};
 pub use leaky_queue::{LeakyQueue, Waits};
 pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
@@ -42,6 +44,16 @@ pub trait Limiter {
     fn decide(&mut self, now: Timestamp) -> Decision {
         Decision { passed: self.admit(now), wait: 0 }
     }
+}
+
+/// A limiter whose changing state can be taken out and put back, so that one limiter's
+/// rule can serve many keys, each with its own state; see [`PerKey`].
+pub trait KeyedState: Limiter {
+    /// What the limiter changes as events come; the rest is its rule.
+    type State: Clone;
+
+    /// Returns the state, to be swapped with a key's own.
+    fn state(&mut self) -> &mut Self::State;
 }
 
 /// One limiter's decision on one event.

@@ -1,7 +1,7 @@
 //! Sliding-window counter: the previous window's count, weighted by its overlap.
 
-use super::Limiter;
 use super::aligned::{AlignedWindows, Step};
+use super::{KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -16,6 +16,13 @@ use crate::units::time::Timestamp;
 pub struct SlidingCounter {
     limit: i128,
     period: i64,
+    state: Counters,
+}
+
+/// What a sliding-window counter changes as events come: the current window, and what
+/// passed in it and in the one before.
+#[derive(Clone, Debug)]
+pub struct Counters {
     windows: AlignedWindows,
     prev: u64,
     cur: u64,
@@ -27,9 +34,11 @@ impl SlidingCounter {
         SlidingCounter {
             limit: rate.n(),
             period: rate.period().as_micros(),
-            windows: AlignedWindows::new(rate.period().as_micros()),
-            prev: 0,
-            cur: 0,
+            state: Counters {
+                windows: AlignedWindows::new(rate.period().as_micros()),
+                prev: 0,
+                cur: 0,
+            },
         }
     }
 }
@@ -37,18 +46,27 @@ impl SlidingCounter {
 impl Limiter for SlidingCounter {
     fn admit(&mut self, now: Timestamp) -> bool {
         let now = now.as_micros();
-        match self.windows.advance(now) {
+        let Counters { windows, prev, cur } = &mut self.state;
+        match windows.advance(now) {
             Step::Same => {}
-            Step::Next => (self.prev, self.cur) = (self.cur, 0),
-            Step::Later => (self.prev, self.cur) = (0, 0),
+            Step::Next => (*prev, *cur) = (*cur, 0),
+            Step::Later => (*prev, *cur) = (0, 0),
         }
         let p = i128::from(self.period);
-        let remaining = p - i128::from(self.windows.elapsed(now));
+        let remaining = p - i128::from(windows.elapsed(now));
         // prev·(P − elapsed)/P + cur < N, multiplied through by P.
-        let estimate = i128::from(self.prev) * remaining + i128::from(self.cur) * p;
+        let estimate = i128::from(*prev) * remaining + i128::from(*cur) * p;
         let pass = estimate < self.limit * p;
-        self.cur += u64::from(pass);
+        *cur += u64::from(pass);
         pass
+    }
+}
+
+impl KeyedState for SlidingCounter {
+    type State = Counters;
+
+    fn state(&mut self) -> &mut Counters {
+        &mut self.state
     }
 }
 

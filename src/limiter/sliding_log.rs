@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::Limiter;
+use super::{KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -43,6 +43,14 @@ impl Limiter for SlidingLog {
             self.log.push_back(now);
         }
         pass
+    }
+}
+
+impl KeyedState for SlidingLog {
+    type State = VecDeque<i64>;
+
+    fn state(&mut self) -> &mut VecDeque<i64> {
+        &mut self.log
     }
 }
 

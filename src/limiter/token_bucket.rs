@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::Limiter;
+use super::{KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -17,6 +17,12 @@ pub struct TokenBucket {
     refill: i128,
     token: i128,
     capacity: i128,
+    state: Level,
+}
+
+/// What a token bucket changes as events come: its level, and when it was last filled.
+#[derive(Clone, Copy, Debug)]
+pub struct Level {
     level: i128,
     last: i64,
 }
@@ -25,21 +31,31 @@ impl TokenBucket {
     /// Returns a full bucket of `burst` tokens.
     pub fn new(rate: Rate, burst: NonZeroU64) -> TokenBucket {
         let capacity = i128::from(burst.get()) * rate.p();
-        TokenBucket { refill: rate.n(), token: rate.p(), capacity, level: capacity, last: i64::MIN }
+        let state = Level { level: capacity, last: i64::MIN };
+        TokenBucket { refill: rate.n(), token: rate.p(), capacity, state }
     }
 }
 
 impl Limiter for TokenBucket {
     fn admit(&mut self, now: Timestamp) -> bool {
         let now = now.as_micros();
-        let elapsed = (i128::from(now) - i128::from(self.last)).max(0);
-        self.level = (self.level + self.refill * elapsed).min(self.capacity);
-        self.last = now;
-        let pass = self.level >= self.token;
+        let Level { level, last } = &mut self.state;
+        let elapsed = (i128::from(now) - i128::from(*last)).max(0);
+        *level = (*level + self.refill * elapsed).min(self.capacity);
+        *last = now;
+        let pass = *level >= self.token;
         if pass {
-            self.level -= self.token;
+            *level -= self.token;
         }
         pass
+    }
+}
+
+impl KeyedState for TokenBucket {
+    type State = Level;
+
+    fn state(&mut self) -> &mut Level {
+        &mut self.state
     }
 }
 

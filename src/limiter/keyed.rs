@@ -1,0 +1,122 @@
+//! One limiter for many keys: the rule kept once, each key's state kept apart and small.
+
+use std::mem;
+
+use super::{
+    Algorithm, Decision, FixedWindow, Gcra, KeyedState, LeakyQueue, SlidingCounter, SlidingLog,
+    TokenBucket,
+};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// A limiter whose rule (rate, burst) is kept once and whose state is kept per key, so that
+/// a key costs only its state: 16 bytes for GCRA, 32 for a token bucket, a fixed window or a
+/// leaky queue, 40 for a sliding-window counter, and 32 plus the times for a sliding log.
+///
+/// Each key decides exactly as its own limiter would: the key's state is put into the one
+/// limiter, the limiter decides, and the state is taken out again.
+#[derive(Clone, Debug)]
+pub struct PerKey<L: KeyedState> {
+    limiter: L,
+    fresh: L::State,
+    states: Vec<L::State>,
+}
+
+impl<L: KeyedState> PerKey<L> {
+    /// Returns the limiter for every key, each starting as `limiter` is now.
+    pub fn new(mut limiter: L) -> PerKey<L> {
+        let fresh = limiter.state().clone();
+        PerKey { limiter, fresh, states: Vec::new() }
+    }
+
+    /// Decides on an event of key `key` at `now`; events of each key must come in time order.
+    #[inline]
+    pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
+        if key >= self.states.len() {
+            self.add_keys(key);
+        }
+        let state = &mut self.states[key];
+        mem::swap(self.limiter.state(), state);
+        let decision = self.limiter.decide(now);
+        mem::swap(self.limiter.state(), state);
+        decision
+    }
+
+    #[cold]
+    fn add_keys(&mut self, key: usize) {
+        self.states.resize(key + 1, self.fresh.clone());
+    }
+}
+
+/// Any one of the limiters, for many keys, chosen at run time without dynamic dispatch.
+#[derive(Clone, Debug)]
+pub enum AnyPerKey {
+    /// [`FixedWindow`]s.
+    FixedWindow(PerKey<FixedWindow>),
+    /// [`SlidingLog`]s.
+    SlidingLog(PerKey<SlidingLog>),
+    /// [`SlidingCounter`]s.
+    SlidingCounter(PerKey<SlidingCounter>),
+    /// [`TokenBucket`]s.
+    TokenBucket(PerKey<TokenBucket>),
+    /// [`Gcra`]s.
+    Gcra(PerKey<Gcra>),
+    /// [`LeakyQueue`]s.
+    LeakyQueue(PerKey<LeakyQueue>),
+}
+
+impl AnyPerKey {
+    /// Returns limiters of this kind for every key. Algorithms without a burst ignore it.
+    pub fn new(algorithm: Algorithm, rate: Rate, burst: std::num::NonZeroU64) -> AnyPerKey {
+        use super::AnyLimiter as One;
+        match algorithm.build(rate, burst) {
+            One::FixedWindow(l) => AnyPerKey::FixedWindow(PerKey::new(l)),
+            One::SlidingLog(l) => AnyPerKey::SlidingLog(PerKey::new(l)),
+            One::SlidingCounter(l) => AnyPerKey::SlidingCounter(PerKey::new(l)),
+            One::TokenBucket(l) => AnyPerKey::TokenBucket(PerKey::new(l)),
+            One::Gcra(l) => AnyPerKey::Gcra(PerKey::new(l)),
+            One::LeakyQueue(l) => AnyPerKey::LeakyQueue(PerKey::new(l)),
+        }
+    }
+
+    /// Decides on an event of key `key` at `now`, as [`PerKey::decide`] does.
+    #[inline]
+    pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
+        match self {
+            AnyPerKey::FixedWindow(l) => l.decide(key, now),
+            AnyPerKey::SlidingLog(l) => l.decide(key, now),
+            AnyPerKey::SlidingCounter(l) => l.decide(key, now),
+            AnyPerKey::TokenBucket(l) => l.decide(key, now),
+            AnyPerKey::Gcra(l) => l.decide(key, now),
+            AnyPerKey::LeakyQueue(l) => l.decide(key, now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::Limiter;
+    use crate::limiter::tests::{burst, secs};
+
+    #[test]
+    fn each_key_decides_as_its_own_limiter() {
+        // Two keys interleaved at 1/10s, burst 2: each is a GCRA of its own, so key 1's
+        // events do not use key 0's tokens.
+        let rate: Rate = "1/10s".parse().unwrap();
+        let events = [(0, 0), (1, 0), (0, 0), (1, 0), (0, 0), (1, 5), (0, 10), (1, 10)];
+        let times = secs(&events.map(|(_, t)| t));
+        for algorithm in Algorithm::ALL {
+            let mut many = AnyPerKey::new(algorithm, rate, burst(2));
+            let mut alone = [algorithm.build(rate, burst(2)), algorithm.build(rate, burst(2))];
+            for (&(key, _), &t) in events.iter().zip(&times) {
+                let want = alone[key].decide(t);
+                assert_eq!(many.decide(key, t), want, "{algorithm:?} key {key} at {t:?}");
+            }
+        }
+        let mut gcra = AnyPerKey::new(Algorithm::Gcra, rate, burst(2));
+        let passed: Vec<bool> =
+            events.iter().zip(&times).map(|(&(k, _), &t)| gcra.decide(k, t).passed).collect();
+        assert_eq!(passed, [true, true, true, true, false, false, true, true]);
+    }
+}
