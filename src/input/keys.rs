@@ -1,6 +1,8 @@
 //! Keys, interned: each distinct value of the key column stored once, numbered in the order
 //! it first appears, and found again by a fast hash of its bytes.
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
@@ -19,12 +21,35 @@ pub fn slot(key: Key) -> usize {
 /// The distinct values of a key column, each stored once as bytes, in order of first
 /// appearance. Looking a value up hashes it once (foldhash) and compares bytes; nothing is
 /// cloned per event, and a new key costs its bytes, one offset and one table slot.
+///
+/// A slot holds the key's number and the high half of its hash, so that growing the table
+/// never reads a key's bytes again: with millions of keys, those reads were a cache miss
+/// each, and took a third of a replay's time.
 #[derive(Clone, Default)]
 pub struct KeyTable {
     bytes: Vec<u8>,
     ends: Vec<usize>,
-    index: HashTable<Key>,
+    index: HashTable<u64>,
     hasher: FixedState,
+}
+
+/// A table slot: the key in the low 32 bits, the high half of its hash in the high.
+fn entry(key: Key, hash: u64) -> u64 {
+    hash & !u64::from(u32::MAX) | u64::from(key)
+}
+
+/// The key of a table slot.
+fn key_of(entry: u64) -> Key {
+    // The low 32 bits hold the key.
+    #[allow(clippy::cast_possible_truncation)]
+    let key = entry as Key;
+    key
+}
+
+/// The hash the table places a slot by: the stored half, spread over 64 bits, so that a
+/// slot can be placed again from itself alone.
+fn placed(entry: u64) -> u64 {
+    (entry >> 32).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 impl KeyTable {
@@ -53,15 +78,17 @@ impl KeyTable {
     #[inline]
     pub fn intern(&mut self, value: &[u8]) -> Option<Key> {
         let hash = self.hasher.hash_one(value);
+        let high = entry(0, hash);
         let (bytes, ends) = (&self.bytes, &self.ends);
-        if let Some(&key) = self.index.find(hash, |&k| stored(bytes, ends, k) == value) {
-            return Some(key);
+        let same =
+            |&e: &u64| e & !u64::from(u32::MAX) == high && stored(bytes, ends, key_of(e)) == value;
+        if let Some(&found) = self.index.find(placed(high), same) {
+            return Some(key_of(found));
         }
         let key = Key::try_from(self.ends.len()).ok()?;
         self.bytes.extend_from_slice(value);
         self.ends.push(self.bytes.len());
-        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        self.index.insert_unique(hash, key, |&k| hasher.hash_one(stored(bytes, ends, k)));
+        self.index.insert_unique(placed(high), entry(key, hash), |&e| placed(e));
         Some(key)
     }
 
@@ -96,6 +123,107 @@ impl std::fmt::Debug for KeyTable {
     }
 }
 
+/// The first `top` keys by a figure, the largest first and equal figures in the order of
+/// the keys' bytes; `top` 0 keeps every key. Offering a key costs one comparison unless it
+/// may enter, so ranking millions of keys for the top ten is a scan.
+pub struct Ranking<'a> {
+    table: &'a KeyTable,
+    top: usize,
+    kept: BinaryHeap<Ranked<'a>>,
+}
+
+/// A key with its figure, ordered so that the better ranked is the smaller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ranked<'a> {
+    figure: u64,
+    name: &'a [u8],
+    key: Key,
+}
+
+impl Ord for Ranked<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.figure.cmp(&self.figure).then_with(|| self.name.cmp(other.name))
+    }
+}
+
+impl PartialOrd for Ranked<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<'a> Ranking<'a> {
+    /// Returns a ranking of the keys of `table` that keeps the first `top`, or all for 0.
+    pub fn new(table: &'a KeyTable, top: usize) -> Ranking<'a> {
+        Ranking { table, top, kept: BinaryHeap::new() }
+    }
+
+    /// Offers key `key` with its figure.
+    #[inline]
+    pub fn offer(&mut self, key: Key, figure: u64) {
+        if self.top == 0 || self.kept.len() < self.top {
+            self.kept.push(Ranked { figure, name: self.table.get(key), key });
+            return;
+        }
+        // The last kept; the heap is full, so there is one.
+        let Some(last) = self.kept.peek() else { return };
+        if figure < last.figure {
+            return;
+        }
+        let offered = Ranked { figure, name: self.table.get(key), key };
+        if offered < *last {
+            self.kept.pop();
+            self.kept.push(offered);
+        }
+    }
+
+    /// Returns the keys kept, the first ranked first, each with its figure.
+    pub fn into_keys(self) -> Vec<(Key, u64)> {
+        self.kept.into_sorted_vec().into_iter().map(|r| (r.key, r.figure)).collect()
+    }
+}
+
+/// The most events kept to be grouped by key: they are numbered in 32 bits.
+pub const MAX_KEYED_EVENTS: usize = u32::MAX as usize;
+
+/// The events of each key, grouped by key and in time order within each: 4 bytes an event
+/// and 4 a key.
+pub struct Groups {
+    /// The end of each key's events in `order`; a key's start is the end of the one before.
+    ends: Vec<u32>,
+    /// Event numbers, by key.
+    order: Vec<u32>,
+}
+
+impl Groups {
+    /// Groups events, given by their keys in order, with a counting sort, which keeps their
+    /// order within a key; there are `count` keys, and at most [`MAX_KEYED_EVENTS`] events.
+    pub fn new(keys: &[Key], count: usize) -> Groups {
+        let mut next = vec![0u32; count];
+        for &key in keys {
+            next[slot(key)] += 1;
+        }
+        // Start positions; events number at most MAX_KEYED_EVENTS, so sums fit.
+        let mut start = 0;
+        for n in &mut next {
+            (start, *n) = (start + *n, start);
+        }
+        let mut order = vec![0u32; keys.len()];
+        for (event, &key) in (0u32..).zip(keys) {
+            let at = &mut next[slot(key)];
+            order[*at as usize] = event;
+            *at += 1;
+        }
+        Groups { ends: next, order }
+    }
+
+    /// Returns the numbers of key `key`'s events, in time order.
+    pub fn events(&self, key: usize) -> &[u32] {
+        let start = if key == 0 { 0 } else { self.ends[key - 1] as usize };
+        &self.order[start..self.ends[key] as usize]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +239,31 @@ mod tests {
         // A value that is not UTF-8 stays one key, and is named with a replacement.
         assert_eq!(keys.intern(b"\xff"), Some(3));
         assert_eq!(keys.names().collect::<Vec<_>>(), ["us", "ak", "", "\u{fffd}"]);
+    }
+
+    #[test]
+    fn groups_keep_time_order_within_each_key() {
+        let groups = Groups::new(&[2, 0, 2, 1, 0, 2], 4);
+        let found: Vec<&[u32]> = (0..4).map(|k| groups.events(k)).collect();
+        assert_eq!(found, [&[1, 4][..], &[3], &[0, 2, 5], &[]]);
+    }
+
+    #[test]
+    fn ranks_by_figure_then_by_name() {
+        let mut keys = KeyTable::new();
+        let figures = [("c", 5), ("a", 5), ("d", 9), ("b", 5), ("e", 1), ("f", 7)];
+        let offered: Vec<(Key, u64)> =
+            figures.iter().map(|&(name, f)| (keys.intern(name.as_bytes()).unwrap(), f)).collect();
+        let ranked = |top| {
+            let mut ranking = Ranking::new(&keys, top);
+            offered.iter().for_each(|&(key, figure)| ranking.offer(key, figure));
+            let found = ranking.into_keys().into_iter().map(|(k, f)| (keys.name(k), f));
+            found.collect::<Vec<_>>()
+        };
+        let all = ranked(0);
+        let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["d", "f", "a", "b", "c", "e"]);
+        assert_eq!(ranked(4), all[..4]);
+        assert_eq!(ranked(1), all[..1]);
     }
 }

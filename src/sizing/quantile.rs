@@ -1,7 +1,10 @@
 //! Shares and nearest-rank quantiles, exactly: what burst keeps 99% of the keys whole.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+
+use foldhash::fast::FixedState;
 
 /// A share of a whole, from just above 0 to 100%, kept as parts per million so that a
 /// quantile's rank is found without rounding. Its text form is a percentage with up to four
@@ -107,6 +110,111 @@ impl Quantiles {
     }
 }
 
+/// Values counted by size, each size with the weight its values carry: exact nearest-rank
+/// quantiles in memory that grows with the distinct values, not with the values. Two
+/// million keys needing buckets of a few sizes take a few entries, not two million.
+#[derive(Clone, Debug, Default)]
+pub struct Histogram {
+    /// The tallies of the small values, which are most of them, by value.
+    small: Vec<Tally>,
+    sizes: HashMap<u64, Tally, FixedState>,
+    count: u64,
+    weight: u64,
+}
+
+/// How many values there are of one size, or at most one size, and the weight they carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// How many values.
+    pub count: u64,
+    /// The sum of their weights.
+    pub weight: u64,
+}
+
+impl Histogram {
+    /// Returns a histogram of no values.
+    pub fn new() -> Histogram {
+        Histogram::default()
+    }
+
+    /// Counts a value carrying `weight`. Counts and weights are counts of events read, so
+    /// they cannot pass a `u64`.
+    #[inline]
+    pub fn add(&mut self, value: u64, weight: u64) {
+        let tally = match usize::try_from(value) {
+            Ok(small) if small < Histogram::SMALL => {
+                if self.small.is_empty() {
+                    self.small = vec![Tally::default(); Histogram::SMALL];
+                }
+                &mut self.small[small]
+            }
+            _ => self.sizes.entry(value).or_default(),
+        };
+        tally.count += 1;
+        tally.weight += weight;
+        self.count += 1;
+        self.weight += weight;
+    }
+
+    /// Values below this are counted in an array rather than a map.
+    const SMALL: usize = 64;
+
+    /// Returns how many values there are, and their whole weight.
+    pub fn total(&self) -> Tally {
+        Tally { count: self.count, weight: self.weight }
+    }
+
+    /// Returns the distinct values, smallest first, each with its tally.
+    fn sorted(&self) -> Vec<(u64, Tally)> {
+        let small = (0..).zip(self.small.iter().copied()).filter(|(_, t)| t.count > 0);
+        let mut sizes: Vec<(u64, Tally)> = self.sizes.iter().map(|(&v, &t)| (v, t)).collect();
+        sizes.sort_unstable_by_key(|&(value, _)| value);
+        small.chain(sizes).collect()
+    }
+
+    /// Returns the nearest-rank quantile: the smallest value v such that at least `share`
+    /// of the values are at most v. `None` for no values.
+    pub fn quantile(&self, share: Share) -> Option<u64> {
+        rank_in(&self.sorted(), self.count, share)
+    }
+
+    /// Returns the values at most `value`, and their weight.
+    pub fn at_most(&self, value: u64) -> Tally {
+        let mut sum = Tally::default();
+        for (_, tally) in self.sorted().iter().take_while(|&&(v, _)| v <= value) {
+            sum.count += tally.count;
+            sum.weight += tally.weight;
+        }
+        sum
+    }
+
+    /// Returns the quantiles a report gives; `None` for no values.
+    pub fn quantiles(&self) -> Option<Quantiles> {
+        let sorted = self.sorted();
+        let at = |ppm| rank_in(&sorted, self.count, Share(ppm));
+        Some(Quantiles {
+            p50: at(500_000)?,
+            p90: at(900_000)?,
+            p99: at(990_000)?,
+            p99_9: at(999_000)?,
+            max: sorted.last()?.0,
+        })
+    }
+}
+
+/// The value of nearest rank `share` among `count` values, sorted by size and counted.
+fn rank_in(sorted: &[(u64, Tally)], count: u64, share: Share) -> Option<u64> {
+    let rank = u64::try_from(share.rank(usize::try_from(count).ok()?)).ok()?;
+    let mut seen = 0;
+    for &(value, tally) in sorted {
+        seen += tally.count;
+        if seen >= rank.max(1) {
+            return Some(value);
+        }
+    }
+    None
+}
+
 impl fmt::Display for Quantiles {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Quantiles { p50, p90, p99, p99_9, max } = self;
@@ -148,5 +256,25 @@ mod tests {
         assert_eq!(nearest_rank(&more, "99%".parse().unwrap()), Some(991));
         assert_eq!(nearest_rank(&[], Share::ALL), None);
         assert_eq!(nearest_rank(&[7], "0.0001%".parse().unwrap()), Some(7));
+    }
+
+    proptest::proptest! {
+        /// A histogram finds the same quantiles as sorting every value.
+        #[test]
+        fn a_histogram_ranks_as_a_sort_does(
+            values in proptest::collection::vec(0u64..20, 0..300),
+            ppm in 1u32..=1_000_000,
+        ) {
+            let mut histogram = Histogram::new();
+            values.iter().for_each(|&v| histogram.add(v, v + 1));
+            let share = Share(ppm);
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            proptest::prop_assert_eq!(histogram.quantile(share), nearest_rank(&sorted, share));
+            proptest::prop_assert_eq!(histogram.quantiles(), Quantiles::of(values.clone()));
+            let at_most = values.iter().filter(|&&v| v <= 7);
+            let want = Tally { count: at_most.clone().count() as u64, weight: at_most.map(|v| v + 1).sum() };
+            proptest::prop_assert_eq!(histogram.at_most(7), want);
+        }
     }
 }

@@ -50,6 +50,12 @@ impl BusiestWindow {
         }
     }
 
+    /// Forgets every event, keeping the memory it took.
+    pub fn clear(&mut self) {
+        self.recent.clear();
+        self.best = None;
+    }
+
     /// Returns the busiest window so far.
     pub fn busiest(&self) -> Busiest {
         Busiest {
