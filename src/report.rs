@@ -117,6 +117,14 @@ pub struct LeftOut {
     pub top: Vec<KeyNeed>,
 }
 
+/// One key's drops by each limiter of a keyed compare, in the order of its reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeyDrops {
+    pub key: String,
+    pub events: u64,
+    pub dropped: Vec<u64>,
+}
+
 /// One key's need: its smallest lossless bucket, and its events.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KeyNeed {
@@ -219,49 +227,21 @@ pub struct KeyQuantiles {
     pub dropped: Option<Quantiles>,
 }
 
-impl KeyQuantiles {
-    /// Returns the quantiles of the keys' min buckets and, if given, their drops.
-    pub fn of(min_buckets: Vec<u64>, dropped: Option<Vec<u64>>) -> Option<KeyQuantiles> {
-        let min_bucket = Quantiles::of(min_buckets)?;
-        Some(KeyQuantiles { min_bucket, dropped: dropped.and_then(Quantiles::of) })
-    }
-}
-
 /// A report that, with `--key`, lists its keys, each a report of the same kind.
 pub trait Keyed: Sized {
     /// Returns the keys, if the report has them.
     fn by_key(&self) -> Option<&KeyList<Self>>;
-
-    /// Returns the keys to change, if the report has them.
-    fn by_key_mut(&mut self) -> Option<&mut KeyList<Self>>;
 }
 
 impl Keyed for LimiterReport {
     fn by_key(&self) -> Option<&KeyList<LimiterReport>> {
         self.by_key.as_ref()
     }
-
-    fn by_key_mut(&mut self) -> Option<&mut KeyList<LimiterReport>> {
-        self.by_key.as_mut()
-    }
 }
 
 impl Keyed for MinBucket {
     fn by_key(&self) -> Option<&KeyList<MinBucket>> {
         self.by_key.as_ref()
-    }
-
-    fn by_key_mut(&mut self) -> Option<&mut KeyList<MinBucket>> {
-        self.by_key.as_mut()
-    }
-}
-
-/// Keeps the first `top` keys of each report; 0 keeps all.
-pub fn keep_top<T: Keyed>(reports: &mut [T], top: usize) {
-    for list in reports.iter_mut().filter_map(Keyed::by_key_mut) {
-        if top > 0 {
-            list.keys.truncate(top);
-        }
     }
 }
 

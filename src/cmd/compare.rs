@@ -11,7 +11,7 @@ use crate::cli::config::Styles;
 use crate::engine::Backend;
 use crate::limiter::Algorithm;
 use crate::render::formats;
-use crate::report::{csv_rows, keep_top};
+use crate::report::csv_rows;
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(args.keys.key.as_deref())?;
@@ -21,12 +21,11 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);
-    let all = recorder.reports(&input.source.name(), names);
-    let mut reports = all.clone();
-    keep_top(&mut reports, args.keys.top);
+    let found = recorder.reports(&input.source.name(), names, args.keys.top);
+    let (reports, across) = (&found.lanes, &found.across);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::compare_table(w, &all, args.keys.top, styles.stdout);
-    write_result(&mut out, args.output.format, &reports, &csv_rows(&reports), table)?;
+    let table = |w: &mut dyn Write| formats::compare_table(w, reports, across, styles.stdout);
+    write_result(&mut out, args.output.format, reports, &csv_rows(reports), table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `ratelimit min-bucket`: the smallest lossless token bucket for each rate, or the curve.
 
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
@@ -9,19 +10,23 @@ use super::{key_names, notes, write_result};
 use crate::cli::args::MinBucketArgs;
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Key, Sink, slot};
+use crate::input::catalog::{self, Key, KeyTable, Sink, slot};
+use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking};
 use crate::render::curve_svg;
 use crate::render::formats;
 use crate::render::outfile::Output;
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, MinBucketFinders, Stretch};
-use crate::sizing::quantile::{Share, nearest_rank};
+use crate::sizing::quantile::Histogram;
+use crate::sizing::quantile::Share;
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
-/// The most memory the trackers of every rate and key may take, with their results: 1 GiB.
-pub const MAX_TRACKER_BYTES: usize = 1 << 30;
+/// The most key-rate pairs a keyed min-bucket sizes: 2^24, about 17 million. A pair costs
+/// 60 to 300 ns (more with many rates, which are made again for each key), so the bound
+/// keeps a run to seconds where it would take minutes.
+pub const MAX_KEY_RATES: usize = 1 << 24;
 
 /// One key's trackers: one finder per rate for a few rates, which is small; the blocked,
 /// vectorized finders for many, which are fast.
@@ -42,13 +47,13 @@ impl KeyFinders {
         }
     }
 
-    /// The most memory one key's trackers for `rates` take, with their results.
-    fn footprint(rates: usize) -> usize {
-        if rates < KeyFinders::MANY {
-            let per_rate = size_of::<MinBucketFinder>() + size_of::<Lossless>();
-            size_of::<KeyFinders>() + rates * per_rate
-        } else {
-            size_of::<KeyFinders>() + MinBucketFinders::footprint(rates)
+    /// Forgets every event, to size the next key.
+    fn clear(&mut self, rates: &[Rate]) {
+        match self {
+            KeyFinders::Few(finders) => {
+                finders.iter_mut().zip(rates).for_each(|(f, &r)| *f = MinBucketFinder::new(r));
+            }
+            KeyFinders::Many(finders) => **finders = MinBucketFinders::new(rates),
         }
     }
 
@@ -60,17 +65,10 @@ impl KeyFinders {
         }
     }
 
-    fn events(&self) -> u64 {
-        match self {
-            KeyFinders::Few(finders) => finders.first().map_or(0, MinBucketFinder::events),
-            KeyFinders::Many(finders) => finders.events(),
-        }
-    }
-
-    fn results(self) -> Vec<Lossless> {
+    fn results(&mut self) -> Vec<Lossless> {
         match self {
             KeyFinders::Few(finders) => finders.iter().map(MinBucketFinder::result).collect(),
-            KeyFinders::Many(mut finders) => finders.results(),
+            KeyFinders::Many(finders) => finders.results(),
         }
     }
 }
@@ -80,93 +78,167 @@ impl KeyFinders {
 /// gigabytes.
 pub const MAX_LISTED_ROWS: usize = 1_000_000;
 
-/// Trackers for every rate, one set per key, all fed in the same pass.
+/// The trackers of a min-bucket run: for one key, fed as events come; for many, every
+/// event kept (12 bytes) to be grouped by key, and each key sized alone at the end, so that
+/// a key costs a few bytes however many rates it is sized at.
+enum Sizing {
+    One(KeyFinders),
+    Keyed { times: Vec<Timestamp>, keys: Vec<Key> },
+}
+
+/// Trackers for every rate, fed in one pass.
 struct KeyedFinders {
     rates: Vec<Rate>,
-    keys: Vec<KeyFinders>,
+    sizing: Sizing,
     /// How many keys each rate lists; 0 lists all.
     top: usize,
+    /// The number of keys seen so far.
+    keys: usize,
 }
 
 impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
-        let key = slot(key);
-        while self.keys.len() <= key {
-            self.add_key()?;
+        if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
+            self.add_keys(slot(key) + 1)?;
         }
-        self.keys[key].push(time);
+        match &mut self.sizing {
+            Sizing::One(finders) => finders.push(time),
+            Sizing::Keyed { times, keys } => {
+                if times.len() >= MAX_KEYED_EVENTS {
+                    bail!(
+                        "more than {MAX_KEYED_EVENTS} events with --key; min-bucket numbers its events in 32 bits"
+                    );
+                }
+                times.push(time);
+                keys.push(key);
+            }
+        }
         Ok(())
     }
 }
 
 impl KeyedFinders {
-    /// Adds a key's trackers, if they fit in [`MAX_TRACKER_BYTES`] with the others.
+    fn new(rates: &[Rate], keyed: bool, top: usize) -> KeyedFinders {
+        let sizing = if keyed {
+            Sizing::Keyed { times: Vec::new(), keys: Vec::new() }
+        } else {
+            Sizing::One(KeyFinders::new(rates))
+        };
+        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0 }
+    }
+
+    /// Counts keys up to `keys` (keys come numbered in order of first appearance, but may
+    /// be met out of that order once events are sorted), if they keep the work within
+    /// [`MAX_KEY_RATES`] and the listing within [`MAX_LISTED_ROWS`].
     #[cold]
-    fn add_key(&mut self) -> Result<()> {
-        let each = KeyFinders::footprint(self.rates.len());
-        let keys = self.keys.len() + 1;
-        if keys.saturating_mul(each) > MAX_TRACKER_BYTES {
-            let rates = self.rates.len();
+    fn add_keys(&mut self, keys: usize) -> Result<()> {
+        let rates = self.rates.len();
+        if keys.saturating_mul(rates) > MAX_KEY_RATES {
             bail!(
-                "{rates} rates for each of more than {} keys need more than the {} GiB that \
-                 min-bucket may use (about {each} bytes a key); give fewer rates, or a --key \
-                 column with fewer values",
-                keys - 1,
-                MAX_TRACKER_BYTES >> 30
+                "{rates} rates for each of more than {} keys are more than the \
+                 {MAX_KEY_RATES} key-rate pairs min-bucket sizes; give fewer rates, or a \
+                 --key column with fewer values",
+                keys - 1
             );
         }
         let listed = if self.top == 0 { keys } else { keys.min(self.top) };
-        if self.rates.len().saturating_mul(listed) > MAX_LISTED_ROWS {
-            let rates = self.rates.len();
+        if rates.saturating_mul(listed) > MAX_LISTED_ROWS {
             bail!(
                 "listing {listed} keys for each of {rates} rates is more than the \
                  {MAX_LISTED_ROWS} rows min-bucket lists; give --top K, or fewer rates"
             );
         }
-        self.keys.push(KeyFinders::new(&self.rates));
+        self.keys = keys;
         Ok(())
     }
 
-    /// Returns one result per rate; with keys, the key needing the most, and every key,
-    /// the largest bucket first.
-    fn results(&mut self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
-        let events: Vec<u64> = self.keys.iter().map(KeyFinders::events).collect();
-        // Each key's trackers go as its results come, so that both are never held whole.
-        let results: Vec<Vec<Lossless>> =
-            std::mem::take(&mut self.keys).into_iter().map(KeyFinders::results).collect();
-        let per_key = |n: usize| results.iter().map(move |k| report::MinBucket::from(k[n]));
-        let Some(table) = names.names.filter(|t| !t.is_empty()) else {
-            return (0..self.rates.len()).filter_map(|n| per_key(n).next()).collect();
+    /// Returns one result per rate; with keys, the key needing the most, and the first keys
+    /// by need, the largest bucket first.
+    fn results(self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
+        let (times, keys) = match self.sizing {
+            Sizing::One(mut finders) => {
+                return finders.results().into_iter().map(report::MinBucket::from).collect();
+            }
+            Sizing::Keyed { times, keys } => (times, keys),
         };
-        let key_names: Vec<String> = table.names().collect();
+        let empty = KeyTable::new();
+        let table = names.names.unwrap_or(&empty);
+        let groups = Groups::new(&keys, table.len());
+        drop(keys);
+        let size = |finders: &mut KeyFinders, key: usize| {
+            finders.clear(&self.rates);
+            groups.events(key).iter().for_each(|&e| finders.push(times[e as usize]));
+            finders.results()
+        };
+        // A cover names the neediest keys it leaves out: rank at least that many.
+        let ranked_top = if self.top == 0 { 0 } else { self.top.max(LEFT_OUT_SHOWN) };
+        let mut needs = vec![Histogram::new(); self.rates.len()];
+        let mut rankings: Vec<Ranking> =
+            self.rates.iter().map(|_| Ranking::new(table, ranked_top)).collect();
+        let mut finders = KeyFinders::new(&self.rates);
+        for key in 0..table.len() {
+            let events = groups.events(key).len() as u64;
+            let number = Key::try_from(key).expect("keys are numbered in 32 bits");
+            for (n, found) in size(&mut finders, key).iter().enumerate() {
+                needs[n].add(found.min_bucket, events);
+                rankings[n].offer(number, found.min_bucket);
+            }
+        }
+        // The keys listed, sized again for their spans.
+        let ranked: Vec<Vec<(Key, u64)>> = rankings.into_iter().map(Ranking::into_keys).collect();
+        let mut listed: HashMap<Key, Vec<Lossless>> = HashMap::new();
+        for &(key, _) in ranked.iter().flatten() {
+            listed.entry(key).or_insert_with(|| size(&mut finders, slot(key)));
+        }
+        let need_of = |n: usize, key: Key| KeyNeed {
+            key: table.name(key),
+            min_bucket: listed[&key][n].min_bucket,
+            events: groups.events(slot(key)).len() as u64,
+        };
         (0..self.rates.len())
             .map(|n| {
-                let mut keys: Vec<report::MinBucket> = per_key(n)
-                    .zip(&key_names)
-                    .map(|(found, name)| report::MinBucket { key: Some(name.clone()), ..found })
+                let mut keys: Vec<report::MinBucket> = ranked[n]
+                    .iter()
+                    .map(|&(key, _)| report::MinBucket {
+                        key: Some(table.name(key)),
+                        ..listed[&key][n].into()
+                    })
                     .collect();
-                keys.sort_by(|a, b| {
-                    b.min_bucket.cmp(&a.min_bucket).then_with(|| a.key.cmp(&b.key))
+                let worst = keys.first().cloned().unwrap_or_else(|| {
+                    report::MinBucket::from(Lossless {
+                        rate: self.rates[n],
+                        min_bucket: 0,
+                        stretch: None,
+                    })
                 });
-                let worst = keys[0].clone();
-                let key_count = keys.len();
-                let key_quantiles =
-                    KeyQuantiles::of(keys.iter().map(|k| k.min_bucket).collect(), None);
-                // Only the keys shown are kept: all of them, for every rate, do not fit.
+                let cover = cover.map(|share| {
+                    let min_bucket = needs[n].quantile(share).unwrap_or(0);
+                    let covered = needs[n].at_most(min_bucket);
+                    let all = needs[n].total();
+                    let count = usize::try_from(all.count - covered.count).unwrap_or(usize::MAX);
+                    let shown = ranked[n].iter().take(count.min(LEFT_OUT_SHOWN));
+                    Box::new(Cover {
+                        share,
+                        min_bucket,
+                        keys_covered: usize::try_from(covered.count).unwrap_or(usize::MAX),
+                        events_covered: covered.weight,
+                        events: all.weight,
+                        left_out: LeftOut {
+                            count,
+                            top: shown.map(|&(key, _)| need_of(n, key)).collect(),
+                        },
+                    })
+                });
                 if self.top > 0 {
                     keys.truncate(self.top);
                 }
+                let key_quantiles = needs[n]
+                    .quantiles()
+                    .map(|min_bucket| KeyQuantiles { min_bucket, dropped: None });
                 let key_column = names.column.to_owned();
-                let needs = per_key(n).zip(&key_names).zip(&events);
-                let needs = needs.map(|((found, name), &events)| KeyNeed {
-                    key: name.clone(),
-                    min_bucket: found.min_bucket,
-                    events,
-                });
-                let cover = cover.map(|share| Box::new(cover_of(share, needs.collect())));
-                let by_key = KeyList { key_column, key_count, key_quantiles, keys };
+                let by_key = KeyList { key_column, key_count: table.len(), key_quantiles, keys };
                 report::MinBucket { by_key: Some(by_key), cover, ..worst }
             })
             .collect()
@@ -176,40 +248,17 @@ impl KeyedFinders {
 /// Keys a cover lists among those it leaves out.
 const LEFT_OUT_SHOWN: usize = 5;
 
-/// Returns the smallest burst that keeps `share` of the keys whole, with what it covers
-/// and the keys it leaves out, the neediest first.
-fn cover_of(share: Share, mut needs: Vec<KeyNeed>) -> Cover {
-    let mut buckets: Vec<u64> = needs.iter().map(|k| k.min_bucket).collect();
-    buckets.sort_unstable();
-    let min_bucket = nearest_rank(&buckets, share).unwrap_or(0);
-    let events = needs.iter().map(|k| k.events).sum();
-    needs.sort_by(|a, b| b.min_bucket.cmp(&a.min_bucket).then_with(|| a.key.cmp(&b.key)));
-    let count = needs.iter().take_while(|k| k.min_bucket > min_bucket).count();
-    let covered = &needs[count..];
-    Cover {
-        share,
-        min_bucket,
-        keys_covered: covered.len(),
-        events_covered: covered.iter().map(|k| k.events).sum(),
-        events,
-        left_out: LeftOut {
-            count,
-            top: needs.into_iter().take(count.min(LEFT_OUT_SHOWN)).collect(),
-        },
-    }
-}
-
 pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     let (rates, plot, input) = args.resolve()?;
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let fresh = || KeyedFinders { rates: rates.clone(), keys: Vec::new(), top: args.keys.top };
-    let (mut per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
+    let keyed = input.read.key_column.is_some();
+    let fresh = || KeyedFinders::new(&rates, keyed, args.keys.top);
+    let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);
-    let mut found = per_rate.results(names, args.cover);
-    report::keep_top(&mut found, args.keys.top);
+    let found = per_rate.results(names, args.cover);
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::min_bucket_table(w, &found, styles.stdout);
     write_result(&mut out, args.output.format, &found, &report::csv_rows(&found), table)?;

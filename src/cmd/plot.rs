@@ -30,7 +30,8 @@ pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     }
     let name = input.source.name();
     let lanes = recorder
-        .reports(&name, KeyNames::default())
+        .reports(&name, KeyNames::default(), 0)
+        .lanes
         .into_iter()
         .zip(bins)
         .map(|(report, bins)| LanePlot { report, bins });

@@ -13,7 +13,7 @@ use crate::engine::Backend;
 use crate::input::catalog;
 use crate::render::formats;
 use crate::render::outfile::Output;
-use crate::report::{csv_rows, keep_top};
+use crate::report::csv_rows;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(args.keys.key.as_deref())?;
@@ -56,8 +56,8 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         }
     };
     notes(&input, &stats);
-    let mut reports = recorder.reports(&name, key_names(input.read.key_column.as_deref(), &stats));
-    keep_top(&mut reports, args.keys.top);
+    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let reports = recorder.reports(&name, names, args.keys.top).lanes;
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
     write_result(&mut out, args.output.format, report, &csv_rows(&reports), table)?;

@@ -1,32 +1,25 @@
-//! The in-memory engine: every limiter runs in this process, one set per key.
+//! The in-memory engine: every limiter runs in this process, with a small state per key.
 
 use anyhow::Result;
 
 use super::Engine;
 use super::recorder::{Recorder, Settings};
 use crate::input::catalog::{Key, slot};
-use crate::limiter::{AnyLimiter, Limiter};
+use crate::limiter::AnyPerKey;
 use crate::units::time::Timestamp;
 
-/// Decides every event at once, with limiters held in memory: one per setting for each key.
+/// Decides every event at once, with limiters held in memory: one rule per setting, and
+/// each key's state for each, made as keys appear.
 #[derive(Clone, Debug)]
 pub struct Memory {
-    settings: Vec<Settings>,
-    keys: Vec<Vec<AnyLimiter>>,
+    lanes: Vec<AnyPerKey>,
 }
 
 impl Memory {
-    /// Returns an engine with one limiter per settings for each key, made as keys appear.
+    /// Returns an engine with one limiter per settings, for every key.
     pub fn new(settings: &[Settings]) -> Memory {
-        Memory { settings: settings.to_vec(), keys: Vec::new() }
-    }
-
-    #[cold]
-    fn add_keys(&mut self, key: usize) {
-        while self.keys.len() <= key {
-            let build = |s: &Settings| s.algorithm.build(s.rate, s.burst);
-            self.keys.push(self.settings.iter().map(build).collect());
-        }
+        let lanes = settings.iter().map(|s| AnyPerKey::new(s.algorithm, s.rate, s.burst));
+        Memory { lanes: lanes.collect() }
     }
 }
 
@@ -34,11 +27,7 @@ impl Engine for Memory {
     #[inline]
     fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
         let index = slot(key);
-        if index >= self.keys.len() {
-            self.add_keys(index);
-        }
-        recorder.record(time, key, self.keys[index].iter_mut().map(|l| l.decide(time)));
-        Ok(())
+        recorder.record(time, key, self.lanes.iter_mut().map(|l| l.decide(index, time)))
     }
 
     fn flush(&mut self, _recorder: &mut Recorder) -> Result<()> {

@@ -1,12 +1,18 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
+use std::collections::HashMap;
 use std::num::NonZeroU64;
 
+use anyhow::{Result, bail};
+
 use crate::input::catalog::{Key, KeyTable, slot};
+use crate::input::keys::MAX_KEYED_EVENTS;
+use crate::input::keys::{Groups, Ranking};
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, Decision, Waits};
+use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
 use crate::sizing::min_bucket::MinBucketFinder;
+use crate::sizing::quantile::Histogram;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -46,9 +52,23 @@ impl Demand {
     /// Counts an event at `time`, no earlier than the last.
     #[inline]
     pub fn push(&mut self, time: Timestamp) {
-        self.events += 1;
         self.window.push(time);
+        self.count(time);
+    }
+
+    /// Counts an event as [`push`](Demand::push) does, but for the busiest window, which
+    /// only a listed key needs.
+    #[inline]
+    fn count(&mut self, time: Timestamp) {
+        self.events += 1;
         self.lossless.push(time);
+    }
+
+    /// Forgets every event, keeping the memory it took.
+    fn clear(&mut self) {
+        self.events = 0;
+        self.window.clear();
+        self.lossless = MinBucketFinder::new(self.lossless.result().rate);
     }
 }
 
@@ -61,7 +81,7 @@ pub struct Lane {
     passed: u64,
     busiest: BusiestWindow,
     promise: PromiseCheck,
-    waits: Option<Waits>,
+    queue: Option<(Waits, LeakyQueue)>,
 }
 
 impl Lane {
@@ -73,23 +93,48 @@ impl Lane {
             passed: 0,
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst.get()),
-            waits: (algorithm == Algorithm::LeakyQueue).then(|| Waits::new(rate)),
+            queue: (algorithm == Algorithm::LeakyQueue)
+                .then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
         }
     }
 
-    /// Records the decision on an event at `time`, no earlier than the last, and returns
-    /// whether it passed.
+    /// Records whether an event at `time`, no earlier than the last, passed, and returns it.
+    /// A leaky queue's waits are found again from the admitted events' times, so that its
+    /// promise is checked apart from the engine that decided.
     #[inline]
-    pub fn record(&mut self, time: Timestamp, decision: Decision) -> bool {
-        if decision.passed {
-            self.passed += 1;
+    pub fn record(&mut self, time: Timestamp, passed: bool) -> bool {
+        if passed {
             self.busiest.push(time);
+        }
+        self.count(time, passed)
+    }
+
+    /// Records a decision as [`record`](Lane::record) does, but for the busiest window,
+    /// which only a listed key needs.
+    #[inline]
+    fn count(&mut self, time: Timestamp, passed: bool) -> bool {
+        if passed {
+            self.passed += 1;
             self.promise.passed(time);
-            if let Some(waits) = &mut self.waits {
-                waits.record(decision);
+            if let Some((waits, queue)) = &mut self.queue {
+                waits.record(queue.decide(time));
             }
         }
-        decision.passed
+        passed
+    }
+
+    /// Forgets every event, keeping the memory it took.
+    fn clear(&mut self) {
+        self.passed = 0;
+        self.busiest.clear();
+        self.promise.clear();
+        if let Some(queue) = &mut self.queue {
+            *queue = (Waits::new(self.settings.rate), LeakyQueue::unbounded(self.settings.rate));
+        }
+    }
+
+    fn waits(&self) -> Option<Waits> {
+        self.queue.as_ref().map(|(waits, _)| *waits)
     }
 
     /// Returns the report of this lane over `demand`, naming the input `input`.
@@ -107,21 +152,30 @@ impl Lane {
             busiest_window: self.busiest.busiest().into(),
             demand_busiest_window: demand.window.busiest().into(),
             min_bucket: demand.lossless.result().min_bucket,
-            queue: self.waits.map(Into::into),
-            promise: self.promise.result(self.waits),
+            queue: self.waits().map(Into::into),
+            promise: self.promise.result(self.waits()),
             by_key: None,
         }
     }
 }
 
-/// The record of a replay: for each key, its demand and one lane per limiter; with keys,
-/// totals over all of them as well. Optionally it keeps every decision, in event order.
+/// The record of a replay. Without keys, every figure is found as events come, in memory
+/// that does not grow with them. With keys, the totals over all keys are found as events
+/// come, and each event is kept, in 13 bytes, to be grouped by key at the end: then each
+/// key's figures are found from its own events alone, one key at a time, so that a key
+/// costs no more than a few bytes whatever its figures take. Optionally it keeps every
+/// decision, in event order.
 #[derive(Clone, Debug)]
 pub struct Recorder {
     settings: Vec<Settings>,
-    keys: Vec<PerKey>,
-    totals: Option<Totals>,
+    kept: Kept,
     trace: Option<Vec<bool>>,
+}
+
+#[derive(Clone, Debug)]
+enum Kept {
+    One(Box<PerKey>),
+    Keyed(Box<Keyed>),
 }
 
 /// One key's demand and its lanes.
@@ -129,6 +183,29 @@ pub struct Recorder {
 struct PerKey {
     demand: Demand,
     lanes: Vec<Lane>,
+}
+
+impl PerKey {
+    fn new(settings: &[Settings]) -> PerKey {
+        let first = settings[0];
+        let lanes = settings.iter().map(|&s| Lane::new(s)).collect();
+        PerKey { demand: Demand::new(first.rate, first.window), lanes }
+    }
+
+    fn clear(&mut self) {
+        self.demand.clear();
+        self.lanes.iter_mut().for_each(Lane::clear);
+    }
+}
+
+/// A keyed replay's events, kept to be grouped by key, and its totals.
+#[derive(Clone, Debug)]
+struct Keyed {
+    times: Vec<Timestamp>,
+    keys: Vec<Key>,
+    /// For each event, bit n set if lane n passed it.
+    passed: Vec<u8>,
+    totals: Totals,
 }
 
 /// Over all keys: the demand, and each lane's passed count and busiest window.
@@ -148,20 +225,41 @@ pub struct KeyNames<'a> {
     pub names: Option<&'a KeyTable>,
 }
 
+/// The reports of a replay, one per lane; with keys, also the keys with the most drops
+/// over all lanes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reports {
+    /// One report per lane.
+    pub lanes: Vec<report::LimiterReport>,
+    /// With keys, the first keys by their drops over all lanes.
+    pub across: Vec<report::KeyDrops>,
+}
+
+/// The most lanes a keyed replay records: each event keeps one bit per lane in a byte.
+pub const MAX_KEYED_LANES: usize = 8;
+
 impl Recorder {
-    /// Returns a record with one lane per settings, which must share a rate and a window;
-    /// `keyed` records each key apart, and their totals.
+    /// Returns a record with one lane per settings, which must share a rate and a window,
+    /// and number at most [`MAX_KEYED_LANES`] if `keyed`; `keyed` records each key apart,
+    /// and their totals.
     pub fn new(settings: &[Settings], keyed: bool) -> Recorder {
         let first = settings.first().expect("at least one limiter");
-        let totals = keyed.then(|| Totals {
-            demand: Demand::new(first.rate, first.window),
-            passed: vec![0; settings.len()],
-            busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
-        });
-        let mut recorder =
-            Recorder { settings: settings.to_vec(), keys: Vec::new(), totals, trace: None };
-        recorder.add_keys_to(0);
-        recorder
+        let kept = if keyed {
+            assert!(settings.len() <= MAX_KEYED_LANES, "at most 8 lanes with keys");
+            Kept::Keyed(Box::new(Keyed {
+                times: Vec::new(),
+                keys: Vec::new(),
+                passed: Vec::new(),
+                totals: Totals {
+                    demand: Demand::new(first.rate, first.window),
+                    passed: vec![0; settings.len()],
+                    busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
+                },
+            }))
+        } else {
+            Kept::One(Box::new(PerKey::new(settings)))
+        };
+        Recorder { settings: settings.to_vec(), kept, trace: None }
     }
 
     /// Keeps every decision from now on, lane by lane for each event in order; see
@@ -181,111 +279,193 @@ impl Recorder {
         self.settings.len()
     }
 
-    /// Makes sure key `key` has its state; keys arrive numbered in order.
-    #[inline]
-    fn add_keys_to(&mut self, key: usize) {
-        if key < self.keys.len() {
-            return;
-        }
-        self.add_keys(key);
-    }
-
-    #[cold]
-    fn add_keys(&mut self, key: usize) {
-        while self.keys.len() <= key {
-            let first = self.settings[0];
-            let lanes = self.settings.iter().map(|&s| Lane::new(s)).collect();
-            self.keys.push(PerKey { demand: Demand::new(first.rate, first.window), lanes });
-        }
-    }
-
     /// Records an event at `time` with its key, and each lane's decision on it, in lane
-    /// order; events must come in time order.
+    /// order; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`].
     #[inline]
     pub fn record(
         &mut self,
         time: Timestamp,
         key: Key,
         decisions: impl IntoIterator<Item = Decision>,
-    ) {
-        self.add_keys_to(slot(key));
-        let state = &mut self.keys[slot(key)];
-        state.demand.push(time);
-        let lanes = state.lanes.iter_mut().zip(decisions);
-        match &mut self.totals {
-            None => {
-                for (lane, decision) in lanes {
-                    let pass = lane.record(time, decision);
-                    if let Some(trace) = &mut self.trace {
-                        trace.push(pass);
-                    }
+    ) -> Result<()> {
+        let mut trace = |pass: bool| {
+            if let Some(trace) = &mut self.trace {
+                trace.push(pass);
+            }
+        };
+        match &mut self.kept {
+            Kept::One(only) => {
+                only.demand.push(time);
+                for (lane, decision) in only.lanes.iter_mut().zip(decisions) {
+                    trace(lane.record(time, decision.passed));
                 }
             }
-            Some(totals) => {
+            Kept::Keyed(keyed) => {
+                if keyed.times.len() >= MAX_KEYED_EVENTS {
+                    bail!(
+                        "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
+                    );
+                }
+                let totals = &mut keyed.totals;
                 totals.demand.push(time);
-                for (n, (lane, decision)) in lanes.enumerate() {
-                    let pass = lane.record(time, decision);
-                    if pass {
+                let mut bits = 0u8;
+                for (n, decision) in decisions.into_iter().enumerate() {
+                    if decision.passed {
+                        bits |= 1 << n;
                         totals.passed[n] += 1;
                         totals.busiest[n].push(time);
                     }
-                    if let Some(trace) = &mut self.trace {
-                        trace.push(pass);
-                    }
+                    trace(decision.passed);
                 }
+                keyed.times.push(time);
+                keyed.keys.push(key);
+                keyed.passed.push(bits);
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns one report per lane, naming the input `input`; with keys, each gives the
+    /// totals and the first `top` keys (all for 0), most dropped first.
+    pub fn reports(&self, input: &str, keys: KeyNames, top: usize) -> Reports {
+        match &self.kept {
+            Kept::One(only) => Reports {
+                lanes: only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect(),
+                across: Vec::new(),
+            },
+            Kept::Keyed(keyed) => keyed.reports(&self.settings, input, keys, top),
+        }
+    }
+}
+
+/// What a key's figures add to the totals, over all keys.
+struct Spread<'a> {
+    min_buckets: Histogram,
+    largest_bucket: u64,
+    dropped: Vec<Histogram>,
+    broken: Vec<usize>,
+    waits: Vec<Option<Waits>>,
+    ranked: Vec<Ranking<'a>>,
+    across: Ranking<'a>,
+}
+
+impl Keyed {
+    /// Replays one key's events into `state`, as recorded; with `windows`, their busiest
+    /// windows too.
+    fn replay(&self, groups: &Groups, key: usize, state: &mut PerKey, windows: bool) {
+        state.clear();
+        for &event in groups.events(key) {
+            let (time, bits) = (self.times[event as usize], self.passed[event as usize]);
+            let passed = |n: usize| bits >> n & 1 == 1;
+            if windows {
+                state.demand.push(time);
+                state.lanes.iter_mut().enumerate().for_each(|(n, l)| _ = l.record(time, passed(n)));
+            } else {
+                state.demand.count(time);
+                state.lanes.iter_mut().enumerate().for_each(|(n, l)| _ = l.count(time, passed(n)));
             }
         }
     }
 
-    /// Returns one report per lane, naming the input `input`; with keys, each gives the
-    /// totals and lists every key, most dropped first.
-    pub fn reports(&self, input: &str, keys: KeyNames) -> Vec<report::LimiterReport> {
-        let Some(totals) = &self.totals else {
-            let only = &self.keys[0];
-            return only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect();
+    fn reports(&self, settings: &[Settings], input: &str, names: KeyNames, top: usize) -> Reports {
+        let empty = KeyTable::new();
+        let table = names.names.unwrap_or(&empty);
+        let count = table.len();
+        let groups = Groups::new(&self.keys, count);
+        let lanes = settings.len();
+        let mut spread = Spread {
+            min_buckets: Histogram::new(),
+            largest_bucket: 0,
+            dropped: vec![Histogram::new(); lanes],
+            broken: vec![0; lanes],
+            waits: vec![None; lanes],
+            ranked: (0..lanes).map(|_| Ranking::new(table, top)).collect(),
+            across: Ranking::new(table, top),
         };
-        (0..self.settings.len())
+        // Pass one over the keys: what each adds to the totals, and which are listed.
+        let mut state = PerKey::new(settings);
+        for key in 0..count {
+            self.replay(&groups, key, &mut state, false);
+            let events = state.demand.events;
+            let need = state.demand.lossless.result().min_bucket;
+            spread.min_buckets.add(need, events);
+            spread.largest_bucket = spread.largest_bucket.max(need);
+            let number = Key::try_from(key).expect("keys are numbered in 32 bits");
+            let mut all_dropped = 0;
+            for (n, lane) in state.lanes.iter().enumerate() {
+                let dropped = events - lane.passed;
+                all_dropped += dropped;
+                spread.dropped[n].add(dropped, events);
+                spread.broken[n] += usize::from(!lane.promise.held(lane.waits()));
+                if let Some(waits) = lane.waits() {
+                    let merged = spread.waits[n].map_or(waits, |w| w.merge(&waits));
+                    spread.waits[n] = Some(merged);
+                }
+                spread.ranked[n].offer(number, dropped);
+            }
+            spread.across.offer(number, all_dropped);
+        }
+        // Pass two: the listed keys again, in full.
+        let ranked: Vec<Vec<(Key, u64)>> =
+            spread.ranked.into_iter().map(Ranking::into_keys).collect();
+        let across = spread.across.into_keys();
+        let mut listed: HashMap<Key, PerKey> = HashMap::new();
+        for &(key, _) in ranked.iter().flatten().chain(&across) {
+            listed.entry(key).or_insert_with(|| {
+                let mut state = PerKey::new(settings);
+                self.replay(&groups, slot(key), &mut state, true);
+                state
+            });
+        }
+        let lanes = (0..lanes)
             .map(|n| {
-                let mut per_key: Vec<report::LimiterReport> = self
-                    .keys
+                let keys = ranked[n]
                     .iter()
-                    .zip(keys.names.into_iter().flat_map(KeyTable::names))
-                    .map(|(state, name)| {
+                    .map(|&(key, _)| {
+                        let state = &listed[&key];
                         let mut report = state.lanes[n].report(&state.demand, input);
-                        report.key = Some(name);
+                        report.key = Some(table.name(key));
                         report
                     })
                     .collect();
-                let mut total = self.keys[0].lanes[n].report(&totals.demand, input);
-                total.passed = totals.passed[n];
+                let lane = Lane::new(settings[n]);
+                let mut total = lane.report(&self.totals.demand, input);
+                total.passed = self.totals.passed[n];
                 total.dropped = total.events - total.passed;
-                total.busiest_window = totals.busiest[n].busiest().into();
-                total.min_bucket = per_key.iter().map(|r| r.min_bucket).max().unwrap_or(0);
-                let waits = self.keys.iter().filter_map(|k| k.lanes[n].waits);
-                total.queue = waits.reduce(|a, b| a.merge(&b)).map(Into::into);
-                total.promise = promise_over_keys(&self.keys[0].lanes[n].promise, &per_key);
-                let key_count = per_key.len();
-                let key_quantiles = KeyQuantiles::of(
-                    per_key.iter().map(|r| r.min_bucket).collect(),
-                    Some(per_key.iter().map(|r| r.dropped).collect()),
-                );
-                per_key.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.key.cmp(&b.key)));
-                let key_column = keys.column.to_owned();
-                total.by_key =
-                    Some(KeyList { key_column, key_count, key_quantiles, keys: per_key });
+                total.busiest_window = self.totals.busiest[n].busiest().into();
+                total.min_bucket = spread.largest_bucket;
+                total.queue = spread.waits[n].map(Into::into);
+                total.promise = promise_over_keys(&lane.promise, spread.broken[n], count);
+                let key_quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
+                    min_bucket,
+                    dropped: spread.dropped[n].quantiles(),
+                });
+                let key_column = names.column.to_owned();
+                total.by_key = Some(KeyList { key_column, key_count: count, key_quantiles, keys });
                 total
             })
-            .collect()
+            .collect();
+        let across = across
+            .iter()
+            .map(|&(key, _)| {
+                let state = &listed[&key];
+                let events = state.demand.events;
+                report::KeyDrops {
+                    key: table.name(key),
+                    events,
+                    dropped: state.lanes.iter().map(|l| events - l.passed).collect(),
+                }
+            })
+            .collect();
+        Reports { lanes, across }
     }
 }
 
 /// The promise over all keys: held if every key's limiter kept it.
-fn promise_over_keys(check: &PromiseCheck, per_key: &[report::LimiterReport]) -> report::Promise {
-    let broken: Vec<&str> =
-        per_key.iter().filter(|r| !r.promise.held).filter_map(|r| r.key.as_deref()).collect();
-    let text = match broken.len() {
-        0 => format!("{}, for each key: held by all {}", check.statement(), per_key.len()),
-        n => format!("{}, for each key: broken by {n} of {}", check.statement(), per_key.len()),
+fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> report::Promise {
+    let text = match broken {
+        0 => format!("{}, for each key: held by all {keys}", check.statement()),
+        n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
     };
-    report::Promise { text, held: broken.is_empty() }
+    report::Promise { text, held: broken == 0 }
 }

@@ -72,6 +72,20 @@ impl PromiseCheck {
         }
     }
 
+    /// Forgets every event, as if none had passed.
+    pub fn clear(&mut self) {
+        if let Some(aligned) = &mut self.aligned {
+            aligned.windows = AlignedWindows::new(self.rate.period().as_micros());
+            (aligned.count, aligned.max) = (0, 0);
+        }
+        if let Some(period) = &mut self.period {
+            period.clear();
+        }
+        if let Some(bucket) = &mut self.bucket {
+            *bucket = MinBucketFinder::new(self.rate);
+        }
+    }
+
     /// Says what the limiter promises, without what was measured.
     pub fn statement(&self) -> String {
         let (n, p, b) = (self.rate.count(), self.rate.period(), self.burst);
@@ -101,31 +115,46 @@ impl PromiseCheck {
         self.longest_wait() / self.rate.n()
     }
 
+    /// What was measured: the most in one aligned window, the most in one period, and the
+    /// smallest bucket the passed events fit.
+    fn measured(&self) -> (u64, u64, u64) {
+        let aligned = self.aligned.as_ref().map_or(0, |a| a.max);
+        let worst = self.period.as_ref().map_or(0, |w| w.busiest().count);
+        let fit = self.bucket.as_ref().map_or(0, |b| b.result().min_bucket);
+        (aligned, worst, fit)
+    }
+
+    /// Returns whether the limiter kept its promise; `waits` are a leaky queue's.
+    pub fn held(&self, waits: Option<Waits>) -> bool {
+        let n = self.rate.count();
+        let (aligned, worst, fit) = self.measured();
+        match self.algorithm {
+            Algorithm::FixedWindow => aligned <= n && worst <= 2 * n,
+            Algorithm::SlidingLog => worst <= n,
+            Algorithm::SlidingCounter => aligned <= n,
+            Algorithm::TokenBucket | Algorithm::Gcra => fit <= self.burst,
+            Algorithm::LeakyQueue => waits.is_none_or(|w| w.longest <= self.longest_wait()),
+        }
+    }
+
     /// Says what the limiter promises, what was measured, and whether it held; `waits` are
     /// a leaky queue's.
     pub fn result(&self, waits: Option<Waits>) -> report::Promise {
-        let (n, p) = (self.rate.count(), self.rate.period());
-        let aligned = self.aligned.as_ref().map_or(0, |a| a.max);
-        let worst = self.period.as_ref().map_or(0, |w| w.busiest().count);
-        let (measured, held) = match self.algorithm {
-            Algorithm::FixedWindow => {
-                (format!(": saw {aligned} and {worst}"), aligned <= n && worst <= 2 * n)
-            }
-            Algorithm::SlidingLog => (format!(": saw {worst}"), worst <= n),
-            Algorithm::SlidingCounter => {
-                (format!(" (saw {aligned}); the worst {p} saw {worst}"), aligned <= n)
-            }
+        let p = self.rate.period();
+        let (aligned, worst, fit) = self.measured();
+        let measured = match self.algorithm {
+            Algorithm::FixedWindow => format!(": saw {aligned} and {worst}"),
+            Algorithm::SlidingLog => format!(": saw {worst}"),
+            Algorithm::SlidingCounter => format!(" (saw {aligned}); the worst {p} saw {worst}"),
             Algorithm::TokenBucket | Algorithm::Gcra => {
-                let fit = self.bucket.as_ref().map_or(0, |b| b.result().min_bucket);
-                (format!(": the passed events fit a bucket of {fit}"), fit <= self.burst)
+                format!(": the passed events fit a bucket of {fit}")
             }
             Algorithm::LeakyQueue => {
                 let waits = waits.expect("a leaky queue reports its waits");
-                let longest = human_duration(waits.longest_micros());
-                (format!(": the longest was {longest}"), waits.longest <= self.longest_wait())
+                format!(": the longest was {}", human_duration(waits.longest_micros()))
             }
         };
-        report::Promise { text: format!("{}{measured}", self.statement()), held }
+        report::Promise { text: format!("{}{measured}", self.statement()), held: self.held(waits) }
     }
 }
 

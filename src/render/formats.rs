@@ -1,6 +1,5 @@
 //! Writing results: JSON as it is, CSV flattened from it, and aligned tables for people.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -223,7 +222,7 @@ fn human_ms(micros: impl Into<i128>) -> String {
 pub fn compare_table(
     out: &mut dyn Write,
     reports: &[report::LimiterReport],
-    top: usize,
+    across: &[report::KeyDrops],
     style: Style,
 ) -> io::Result<()> {
     let Some(first) = reports.first() else { return Ok(()) };
@@ -272,7 +271,7 @@ pub fn compare_table(
         }
     }
     if reports.iter().any(|r| r.by_key.is_some()) {
-        compare_keys_table(out, reports, top, style)?;
+        compare_keys_table(out, reports, across, style)?;
     }
     Ok(())
 }
@@ -461,47 +460,17 @@ fn replay_keys_table(
 fn compare_keys_table(
     out: &mut dyn Write,
     reports: &[report::LimiterReport],
-    top: usize,
+    across: &[report::KeyDrops],
     style: Style,
 ) -> io::Result<()> {
-    // Each key's events and its drops over all limiters, found by a map: a search per key
-    // made this quadratic in the keys (31 s for 80 000 of them).
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut totals: Vec<(&str, u64, u64)> = Vec::new();
-    for r in reports {
-        for k in r.by_key.iter().flat_map(|l| &l.keys) {
-            let name = k.key.as_deref().unwrap_or_default();
-            let at = *index.entry(name).or_insert_with(|| {
-                totals.push((name, k.events, 0));
-                totals.len() - 1
-            });
-            totals[at].2 += k.dropped;
-        }
-    }
-    totals.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
-    let count = totals.len();
-    if top > 0 {
-        totals.truncate(top);
-    }
-    // Each limiter's drops by key, for the rows shown.
-    let dropped: Vec<HashMap<&str, u64>> = reports
-        .iter()
-        .map(|r| {
-            let keys = r.by_key.iter().flat_map(|l| &l.keys);
-            keys.map(|k| (k.key.as_deref().unwrap_or_default(), k.dropped)).collect()
-        })
-        .collect();
-    let list = reports.iter().find_map(|r| r.by_key.as_ref());
-    let column = list.map_or("", |l| l.key_column.as_str());
+    let Some(list) = reports.iter().find_map(|r| r.by_key.as_ref()) else { return Ok(()) };
     let order = "most dropped over all limiters first; dropped by each";
-    writeln!(out, "{}", keys_heading(column, totals.len(), count, order))?;
-    let rows: Vec<Vec<String>> = totals
+    writeln!(out, "{}", keys_heading(&list.key_column, across.len(), list.key_count, order))?;
+    let rows: Vec<Vec<String>> = across
         .iter()
-        .map(|&(name, events, _)| {
-            let mut row = vec![key_label(Some(name)), events.to_string()];
-            for by_key in &dropped {
-                row.push(by_key.get(name).map_or("-".to_owned(), u64::to_string));
-            }
+        .map(|k| {
+            let mut row = vec![key_label(Some(&k.key)), k.events.to_string()];
+            row.extend(k.dropped.iter().map(u64::to_string));
             row
         })
         .collect();

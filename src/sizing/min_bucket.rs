@@ -197,24 +197,12 @@ impl RateColumns {
 const BLOCK: usize = 512;
 
 /// How many events a block gathers for `rates` rates: a full block pays off only when many
-/// rates run over it; for a few, a short one keeps each key's trackers small (per-key
-/// sizing may hold hundreds of thousands of them).
+/// rates run over it; for a few, a short one is quicker to make, once a key.
 fn block_len(rates: usize) -> usize {
     if rates >= 8 { BLOCK } else { 16 }
 }
 
 impl MinBucketFinders {
-    /// The most memory one set of trackers for `rates` can take, in bytes: the per-rate
-    /// state in both its narrow and its wide form, its results, and the block of waiting
-    /// events.
-    pub fn footprint(rates: usize) -> usize {
-        let per_rate = size_of::<Rate>()
-            + 9 * size_of::<i64>()
-            + size_of::<MinBucketFinder>()
-            + size_of::<Lossless>();
-        size_of::<MinBucketFinders>() + 2 * block_len(rates) * size_of::<i64>() + rates * per_rate
-    }
-
     /// Returns trackers for `rates` with no events yet.
     pub fn new(rates: &[Rate]) -> MinBucketFinders {
         let counts = rates.iter().map(|r| r.n64());

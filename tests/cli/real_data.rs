@@ -20,7 +20,7 @@ fn times_ms(path: &Path, since: &str, until: &str) -> Vec<i64> {
     times
 }
 
-fn ms(text: &str) -> i64 {
+pub fn ms(text: &str) -> i64 {
     DateTime::parse_from_rfc3339(text).unwrap().timestamp_millis()
 }
 
@@ -43,7 +43,7 @@ fn gcra_and_token_bucket_agree_on_the_whole_catalog() {
 
 /// The smallest lossless bucket by definition: max over all pairs i ≤ j of
 /// ⌈(j − i + 1) − r·(t_j − t_i)⌉, in O(n²).
-fn brute_min_bucket(times: &[i64], n: i64, period_ms: i64) -> i64 {
+pub fn brute_min_bucket(times: &[i64], n: i64, period_ms: i64) -> i64 {
     let mut need = 0;
     for i in 0..times.len() {
         for j in i..times.len() {
@@ -183,7 +183,7 @@ fn newest_first_as_served_equals_sorted() {
 
 /// The nearest-rank quantile, by its definition: the smallest value v such that at least
 /// `per_mille / 1000` of the values are at most v.
-fn nearest_rank_by_definition(values: &[i64], per_mille: i64) -> i64 {
+pub fn nearest_rank_by_definition(values: &[i64], per_mille: i64) -> i64 {
     let mut candidates: Vec<i64> = values.to_vec();
     candidates.sort();
     let n = i64::try_from(values.len()).unwrap();
@@ -194,6 +194,34 @@ fn nearest_rank_by_definition(values: &[i64], per_mille: i64) -> i64 {
                 >= per_mille * n
         })
         .unwrap()
+}
+
+/// Checks a report's quantiles (`p50` … `max`) against the values, by definition.
+pub fn assert_quantiles(found: &serde_json::Value, values: &[i64]) {
+    for (name, per_mille) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
+        assert_eq!(found[name], nearest_rank_by_definition(values, per_mille), "{name}");
+    }
+    assert_eq!(found["max"], *values.iter().max().unwrap());
+}
+
+/// Checks a keyed min-bucket result's quantiles and its cover of `per_mille` / 1000 of the
+/// keys against each key's need and events, by definition; returns how many it leaves out.
+pub fn assert_cover(
+    found: &serde_json::Value,
+    needs: &[i64],
+    events: &[i64],
+    per_mille: i64,
+) -> usize {
+    assert_quantiles(&found["key_quantiles"]["min_bucket"], needs);
+    let cover = &found["cover"];
+    let burst = nearest_rank_by_definition(needs, per_mille);
+    assert_eq!(cover["min_bucket"], burst);
+    let covered: Vec<usize> = (0..needs.len()).filter(|&k| needs[k] <= burst).collect();
+    assert_eq!(cover["keys_covered"], covered.len());
+    assert_eq!(cover["events_covered"], covered.iter().map(|&k| events[k]).sum::<i64>());
+    assert_eq!(cover["events"], events.iter().sum::<i64>());
+    assert_eq!(cover["left_out"]["count"], needs.len() - covered.len());
+    needs.len() - covered.len()
 }
 
 #[test]
@@ -236,19 +264,7 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
         "json",
     ];
     let found = json(&run_with(&args, Stdin::Null).ok());
-    let q = &found[0]["key_quantiles"]["min_bucket"];
-    for (name, per_mille) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
-        assert_eq!(q[name], nearest_rank_by_definition(&needs, per_mille), "{name}");
-    }
-    assert_eq!(q["max"], *needs.iter().max().unwrap());
-    let cover = &found[0]["cover"];
-    let burst = nearest_rank_by_definition(&needs, 750);
-    assert_eq!(cover["min_bucket"], burst);
-    let covered: Vec<usize> = (0..needs.len()).filter(|&k| needs[k] <= burst).collect();
-    assert_eq!(cover["keys_covered"], covered.len());
-    assert_eq!(cover["events_covered"], covered.iter().map(|&k| events[k]).sum::<i64>());
-    assert_eq!(cover["events"], events.iter().sum::<i64>());
-    assert_eq!(cover["left_out"]["count"], needs.len() - covered.len());
+    assert_cover(&found[0], &needs, &events, 750);
     // The dropped events by key, for a replay, against the keys' own figures.
     let args = [
         "replay", file, "--algo", "gcra", "--rate", "5/h", "--burst", "2", "--key", "net", "--top",
@@ -257,8 +273,5 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
     let report = json(&run_with(&args, Stdin::Null).ok());
     let dropped: Vec<i64> =
         report["keys"].as_array().unwrap().iter().map(|k| k["dropped"].as_i64().unwrap()).collect();
-    let q = &report["key_quantiles"]["dropped"];
-    for (name, per_mille) in [("p50", 500), ("p90", 900), ("p99", 990), ("p99.9", 999)] {
-        assert_eq!(q[name], nearest_rank_by_definition(&dropped, per_mille), "dropped {name}");
-    }
+    assert_quantiles(&report["key_quantiles"]["dropped"], &dropped);
 }

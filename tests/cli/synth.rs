@@ -192,3 +192,87 @@ fn bad_request_log_options() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A GCRA at one event a second, by the token bucket's definition in whole milliseconds of
+/// credit: each millisecond adds one, an event takes 1000, and the bucket holds `burst`
+/// events' worth. Returns how many it drops.
+fn dropped_at_one_a_second(times: &[i64], burst: i64) -> i64 {
+    let (mut credit, mut last, mut dropped) = (burst * 1000, i64::MIN, 0);
+    for &t in times {
+        if last != i64::MIN {
+            credit = (credit + (t - last)).min(burst * 1000);
+        }
+        last = t;
+        if credit >= 1000 {
+            credit -= 1000;
+        } else {
+            dropped += 1;
+        }
+    }
+    dropped
+}
+
+#[test]
+fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
+    use crate::real_data::{assert_cover, assert_quantiles, brute_min_bucket, ms};
+    let args = ["synth", "requests", "--clients", "2000", "--requests", "30000", "--seed", "7"];
+    let log = run_with(&args, Stdin::Null).ok();
+    // Each client's times, read with the csv crate and chrono, not ratelimit's reader.
+    let mut by_client: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for record in csv::Reader::from_reader(log.as_bytes()).records() {
+        let record = record.unwrap();
+        by_client.entry(record[1].to_owned()).or_default().push(ms(&record[0]));
+    }
+    by_client.values_mut().for_each(|times| times.sort());
+    let clients: Vec<(&String, &Vec<i64>)> = by_client.iter().collect();
+    let needs: Vec<i64> = clients.iter().map(|(_, t)| brute_min_bucket(t, 60, 60_000)).collect();
+    let events: Vec<i64> = clients.iter().map(|(_, t)| i64::try_from(t.len()).unwrap()).collect();
+    assert!(needs.iter().any(|&n| n > 100), "the log has bots that need a large bucket");
+
+    let args = ["min-bucket", "--rate", "60/m", "--key", "client", "--cover", "99%"];
+    let found =
+        json(&run_with(&[&args[..], &["--format", "json"]].concat(), Stdin::Pipe(&log)).ok());
+    let found = &found[0];
+    assert_eq!(found["key_count"], clients.len());
+    let left_out = assert_cover(found, &needs, &events, 990);
+    // The neediest left out, by need and then by name.
+    let mut neediest: Vec<(i64, &str, i64)> =
+        (0..needs.len()).map(|k| (-needs[k], clients[k].0.as_str(), events[k])).collect();
+    neediest.sort();
+    let shown: Vec<(i64, &str, i64)> = found["cover"]["left_out"]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                -k["min_bucket"].as_i64().unwrap(),
+                k["key"].as_str().unwrap(),
+                k["events"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shown, neediest[..left_out.min(5)]);
+    // The listed keys are the neediest ten.
+    let listed: Vec<&str> =
+        found["keys"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    let want: Vec<&str> = neediest.iter().take(10).map(|&(_, name, _)| name).collect();
+    assert_eq!(listed, want);
+
+    // A replay by client: the drops of each, and their spread, against a bucket counted here.
+    let args = ["replay", "--algo", "gcra", "--rate", "60/m", "--burst", "5", "--key", "client"];
+    let report =
+        json(&run_with(&[&args[..], &["--format", "json"]].concat(), Stdin::Pipe(&log)).ok());
+    let dropped: Vec<i64> = clients.iter().map(|(_, t)| dropped_at_one_a_second(t, 5)).collect();
+    assert_eq!(report["dropped"], dropped.iter().sum::<i64>());
+    assert_quantiles(&report["key_quantiles"]["dropped"], &dropped);
+    let mut most: Vec<(i64, &str)> =
+        (0..dropped.len()).map(|k| (-dropped[k], clients[k].0.as_str())).collect();
+    most.sort();
+    for (listed, &(minus, name)) in report["keys"].as_array().unwrap().iter().zip(&most) {
+        assert_eq!(
+            (listed["key"].as_str().unwrap(), listed["dropped"].as_i64().unwrap()),
+            (name, -minus)
+        );
+    }
+    assert_eq!(report["keys"].as_array().unwrap().len(), 10);
+}

@@ -98,7 +98,7 @@ impl RedisEngine {
                 let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
                 decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
             }
-            recorder.record(time, key, decisions.iter().copied());
+            recorder.record(time, key, decisions.iter().copied())?;
         }
         Ok(())
     }
@@ -205,6 +205,6 @@ mod tests {
             memory.push(time, key, &mut in_memory).unwrap();
         }
         let names = KeyNames::default();
-        assert_eq!(in_redis.reports("x", names), in_memory.reports("x", names));
+        assert_eq!(in_redis.reports("x", names, 0), in_memory.reports("x", names, 0));
     }
 }
