@@ -1,10 +1,10 @@
 //! Epoch-aligned windows, as the window-counting limiters see time pass.
 
 /// Tracks which window `[k·P, (k+1)·P)` the latest time falls in. Windows are aligned to
-/// the Unix epoch, so hourly windows are UTC clock hours.
-#[derive(Clone, Debug)]
+/// the Unix epoch, so hourly windows are UTC clock hours. The period P is given with each
+/// time rather than kept, so that a limiter keeping one of these per key keeps 16 bytes.
+#[derive(Clone, Copy, Debug)]
 pub struct AlignedWindows {
-    period: i64,
     start: i64,
     end: i64,
 }
@@ -20,24 +20,31 @@ pub enum Step {
     Later,
 }
 
+impl Default for AlignedWindows {
+    fn default() -> AlignedWindows {
+        AlignedWindows::new()
+    }
+}
+
 impl AlignedWindows {
-    /// Returns a tracker of windows `period` microseconds long, which has seen no time.
-    pub fn new(period: i64) -> AlignedWindows {
-        AlignedWindows { period, start: i64::MIN, end: i64::MIN }
+    /// Returns a tracker that has seen no time.
+    pub fn new() -> AlignedWindows {
+        AlignedWindows { start: i64::MIN, end: i64::MIN }
     }
 
-    /// Moves to the window of `now`, no earlier than the last time, and says how far it went.
+    /// Moves to the window `period` microseconds long of `now`, no earlier than the last
+    /// time, and says how far it went. Every call must give the same period.
     #[inline]
-    pub fn advance(&mut self, now: i64) -> Step {
+    pub fn advance(&mut self, now: i64, period: i64) -> Step {
         // Times come in order, so the common case needs one comparison; the division runs
         // once per window.
         if now < self.end && now >= self.start {
             return Step::Same;
         }
-        let start = now - now.rem_euclid(self.period);
+        let start = now - now.rem_euclid(period);
         let step = if start == self.end { Step::Next } else { Step::Later };
         self.start = start;
-        self.end = start.saturating_add(self.period);
+        self.end = start.saturating_add(period);
         step
     }
 
@@ -54,14 +61,14 @@ mod tests {
 
     #[test]
     fn steps_through_windows() {
-        let mut w = AlignedWindows::new(10);
-        assert_eq!(w.advance(-3), Step::Later);
+        let mut w = AlignedWindows::new();
+        assert_eq!(w.advance(-3, 10), Step::Later);
         assert_eq!(w.elapsed(-3), 7);
-        assert_eq!(w.advance(-1), Step::Same);
-        assert_eq!(w.advance(0), Step::Next);
-        assert_eq!(w.advance(9), Step::Same);
-        assert_eq!(w.advance(25), Step::Later);
+        assert_eq!(w.advance(-1, 10), Step::Same);
+        assert_eq!(w.advance(0, 10), Step::Next);
+        assert_eq!(w.advance(9, 10), Step::Same);
+        assert_eq!(w.advance(25, 10), Step::Later);
         assert_eq!(w.elapsed(25), 5);
-        assert_eq!(w.advance(30), Step::Next);
+        assert_eq!(w.advance(30, 10), Step::Next);
     }
 }

@@ -13,6 +13,7 @@ use crate::units::time::Timestamp;
 #[derive(Clone, Debug)]
 pub struct FixedWindow {
     limit: u64,
+    period: i64,
     state: Counted,
 }
 
@@ -28,7 +29,8 @@ impl FixedWindow {
     pub fn new(rate: Rate) -> FixedWindow {
         FixedWindow {
             limit: rate.count(),
-            state: Counted { windows: AlignedWindows::new(rate.period().as_micros()), count: 0 },
+            period: rate.period().as_micros(),
+            state: Counted { windows: AlignedWindows::new(), count: 0 },
         }
     }
 }
@@ -36,7 +38,7 @@ impl FixedWindow {
 impl Limiter for FixedWindow {
     fn admit(&mut self, now: Timestamp) -> bool {
         let Counted { windows, count } = &mut self.state;
-        if windows.advance(now.as_micros()) != Step::Same {
+        if windows.advance(now.as_micros(), self.period) != Step::Same {
             *count = 0;
         }
         let pass = *count < self.limit;

@@ -18,7 +18,8 @@ pub struct LeakyQueue {
     n: i128,
     interval: i128,
     max_wait: i128,
-    last_departure: Option<i128>,
+    /// When the last admitted event leaves; [`LeakyQueue::EMPTY`] before the first.
+    last_departure: i128,
 }
 
 /// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs.
@@ -91,13 +92,18 @@ impl Waits {
 }
 
 impl LeakyQueue {
+    /// The departure of no event: no time is this early (times are years 0000 to 9999, at
+    /// most 2^58 µs from the epoch, and N at most 10^12, so departures stay within 2^99
+    /// units), so it marks a queue that has admitted nothing.
+    const EMPTY: i128 = i128::MIN;
+
     /// Returns an empty queue with room for `burst − 1` waiting events.
     pub fn new(rate: Rate, burst: NonZeroU64) -> LeakyQueue {
         LeakyQueue {
             n: rate.n(),
             interval: rate.p(),
             max_wait: i128::from(burst.get() - 1) * rate.p(),
-            last_departure: None,
+            last_departure: LeakyQueue::EMPTY,
         }
     }
 }
@@ -107,7 +113,12 @@ impl LeakyQueue {
     /// the events another queue at `rate` admitted, it finds again how long each waited:
     /// a wait depends on the admitted events alone.
     pub fn unbounded(rate: Rate) -> LeakyQueue {
-        LeakyQueue { n: rate.n(), interval: rate.p(), max_wait: i128::MAX, last_departure: None }
+        LeakyQueue {
+            n: rate.n(),
+            interval: rate.p(),
+            max_wait: i128::MAX,
+            last_departure: LeakyQueue::EMPTY,
+        }
     }
 }
 
@@ -119,22 +130,22 @@ impl Limiter for LeakyQueue {
     fn decide(&mut self, now: Timestamp) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;
         let departure = match self.last_departure {
-            Some(last) => arrival.max(last + self.interval),
-            None => arrival,
+            LeakyQueue::EMPTY => arrival,
+            last => arrival.max(last + self.interval),
         };
         let wait = departure - arrival;
         if wait > self.max_wait {
             return Decision { passed: false, wait: 0 };
         }
-        self.last_departure = Some(departure);
+        self.last_departure = departure;
         Decision { passed: true, wait }
     }
 }
 
 impl KeyedState for LeakyQueue {
-    type State = Option<i128>;
+    type State = i128;
 
-    fn state(&mut self) -> &mut Option<i128> {
+    fn state(&mut self) -> &mut i128 {
         &mut self.last_departure
     }
 }

@@ -44,7 +44,7 @@ impl PromiseCheck {
             rate,
             burst,
             aligned: matches!(algorithm, FixedWindow | SlidingCounter).then(|| AlignedMax {
-                windows: AlignedWindows::new(period.as_micros()),
+                windows: AlignedWindows::new(),
                 count: 0,
                 max: 0,
             }),
@@ -58,7 +58,9 @@ impl PromiseCheck {
     #[inline]
     pub fn passed(&mut self, time: Timestamp) {
         if let Some(aligned) = &mut self.aligned {
-            if aligned.windows.advance(time.as_micros()) != Step::Same {
+            if aligned.windows.advance(time.as_micros(), self.rate.period().as_micros())
+                != Step::Same
+            {
                 aligned.count = 0;
             }
             aligned.count += 1;
@@ -75,7 +77,7 @@ impl PromiseCheck {
     /// Forgets every event, as if none had passed.
     pub fn clear(&mut self) {
         if let Some(aligned) = &mut self.aligned {
-            aligned.windows = AlignedWindows::new(self.rate.period().as_micros());
+            aligned.windows = AlignedWindows::new();
             (aligned.count, aligned.max) = (0, 0);
         }
         if let Some(period) = &mut self.period {

@@ -34,11 +34,7 @@ impl SlidingCounter {
         SlidingCounter {
             limit: rate.n(),
             period: rate.period().as_micros(),
-            state: Counters {
-                windows: AlignedWindows::new(rate.period().as_micros()),
-                prev: 0,
-                cur: 0,
-            },
+            state: Counters { windows: AlignedWindows::new(), prev: 0, cur: 0 },
         }
     }
 }
@@ -47,7 +43,7 @@ impl Limiter for SlidingCounter {
     fn admit(&mut self, now: Timestamp) -> bool {
         let now = now.as_micros();
         let Counters { windows, prev, cur } = &mut self.state;
-        match windows.advance(now) {
+        match windows.advance(now, self.period) {
             Step::Same => {}
             Step::Next => (*prev, *cur) = (*cur, 0),
             Step::Later => (*prev, *cur) = (0, 0),

@@ -15,7 +15,42 @@ use crate::units::time::Timestamp;
 pub struct SlidingLog {
     limit: usize,
     period: i64,
-    log: VecDeque<i64>,
+    log: Log,
+}
+
+/// The times of the passed events still in the window, oldest first. The newest is kept
+/// apart, so that a key with at most one time in its window allocates nothing: with
+/// millions of keys, most have one.
+#[derive(Clone, Debug)]
+pub struct Log {
+    newest: i64,
+    older: VecDeque<i64>,
+}
+
+impl Log {
+    /// No time is this early (times are years 0000 to 9999), so it marks no newest time.
+    const NONE: i64 = i64::MIN;
+
+    fn front(&self) -> Option<i64> {
+        self.older.front().copied().or((self.newest != Log::NONE).then_some(self.newest))
+    }
+
+    fn pop_front(&mut self) {
+        if self.older.pop_front().is_none() {
+            self.newest = Log::NONE;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.older.len() + usize::from(self.newest != Log::NONE)
+    }
+
+    fn push_back(&mut self, time: i64) {
+        if self.newest != Log::NONE {
+            self.older.push_back(self.newest);
+        }
+        self.newest = time;
+    }
 }
 
 impl SlidingLog {
@@ -25,7 +60,7 @@ impl SlidingLog {
         SlidingLog {
             limit,
             period: rate.period().as_micros(),
-            log: VecDeque::with_capacity(limit.min(1 << 12)),
+            log: Log { newest: Log::NONE, older: VecDeque::with_capacity(limit.min(1 << 12)) },
         }
     }
 }
@@ -35,7 +70,7 @@ impl Limiter for SlidingLog {
         let now = now.as_micros();
         // An event at exactly t − P is a full period old and no longer counts.
         let oldest_kept = now.saturating_sub(self.period);
-        while self.log.front().is_some_and(|&t| t <= oldest_kept) {
+        while self.log.front().is_some_and(|t| t <= oldest_kept) {
             self.log.pop_front();
         }
         let pass = self.log.len() < self.limit;
@@ -47,9 +82,9 @@ impl Limiter for SlidingLog {
 }
 
 impl KeyedState for SlidingLog {
-    type State = VecDeque<i64>;
+    type State = Log;
 
-    fn state(&mut self) -> &mut VecDeque<i64> {
+    fn state(&mut self) -> &mut Log {
         &mut self.log
     }
 }
