@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use crate::input::catalog::{Key, KeyTable, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
-use crate::input::keys::{Groups, Ranking};
+use crate::input::keys::{Groups, Ranking, for_each_key};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
@@ -62,6 +62,14 @@ impl Demand {
     fn count(&mut self, time: Timestamp) {
         self.events += 1;
         self.lossless.push(time);
+    }
+
+    /// Counts an event as [`push`](Demand::push) does, but for the smallest bucket: over
+    /// many keys, that is the largest any key needs, found key by key.
+    #[inline]
+    fn push_total(&mut self, time: Timestamp) {
+        self.events += 1;
+        self.window.push(time);
     }
 
     /// Forgets every event, keeping the memory it took.
@@ -307,7 +315,7 @@ impl Recorder {
                     );
                 }
                 let totals = &mut keyed.totals;
-                totals.demand.push(time);
+                totals.demand.push_total(time);
                 let mut bits = 0u8;
                 for (n, decision) in decisions.into_iter().enumerate() {
                     if decision.passed {
@@ -349,6 +357,46 @@ struct Spread<'a> {
     across: Ranking<'a>,
 }
 
+impl<'a> Spread<'a> {
+    /// Adds what key `key`, replayed into `state`, adds to the totals.
+    fn add(&mut self, key: usize, state: &PerKey, table: &'a KeyTable) {
+        let events = state.demand.events;
+        let need = state.demand.lossless.result().min_bucket;
+        self.min_buckets.add(need, events);
+        self.largest_bucket = self.largest_bucket.max(need);
+        let number = Key::try_from(key).expect("keys are numbered in 32 bits");
+        let name = table.get(number);
+        let mut all_dropped = 0;
+        for (n, lane) in state.lanes.iter().enumerate() {
+            let dropped = events - lane.passed;
+            all_dropped += dropped;
+            self.dropped[n].add(dropped, events);
+            self.broken[n] += usize::from(!lane.promise.held(lane.waits()));
+            if let Some(waits) = lane.waits() {
+                self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
+            }
+            self.ranked[n].offer_named(number, name, dropped);
+        }
+        self.across.offer_named(number, name, all_dropped);
+    }
+
+    /// Adds what other keys added: the same totals as if this had seen them.
+    fn merge(&mut self, other: Spread<'a>) {
+        self.min_buckets.merge(&other.min_buckets);
+        self.largest_bucket = self.largest_bucket.max(other.largest_bucket);
+        let lanes = other.dropped.iter().zip(other.broken).zip(other.waits).zip(other.ranked);
+        for (n, (((dropped, broken), waits), ranked)) in lanes.enumerate() {
+            self.dropped[n].merge(dropped);
+            self.broken[n] += broken;
+            if let Some(waits) = waits {
+                self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
+            }
+            self.ranked[n].merge(ranked);
+        }
+        self.across.merge(other.across);
+    }
+}
+
 impl Keyed {
     /// Replays one key's events into `state`, as recorded; with `windows`, their busiest
     /// windows too.
@@ -373,38 +421,27 @@ impl Keyed {
         let count = table.len();
         let groups = Groups::new(&self.keys, count);
         let lanes = settings.len();
-        let mut spread = Spread {
-            min_buckets: Histogram::new(),
-            largest_bucket: 0,
-            dropped: vec![Histogram::new(); lanes],
-            broken: vec![0; lanes],
-            waits: vec![None; lanes],
-            ranked: (0..lanes).map(|_| Ranking::new(table, top)).collect(),
-            across: Ranking::new(table, top),
-        };
         // Pass one over the keys: what each adds to the totals, and which are listed.
-        let mut state = PerKey::new(settings);
-        for key in 0..count {
-            self.replay(&groups, key, &mut state, false);
-            let events = state.demand.events;
-            let need = state.demand.lossless.result().min_bucket;
-            spread.min_buckets.add(need, events);
-            spread.largest_bucket = spread.largest_bucket.max(need);
-            let number = Key::try_from(key).expect("keys are numbered in 32 bits");
-            let mut all_dropped = 0;
-            for (n, lane) in state.lanes.iter().enumerate() {
-                let dropped = events - lane.passed;
-                all_dropped += dropped;
-                spread.dropped[n].add(dropped, events);
-                spread.broken[n] += usize::from(!lane.promise.held(lane.waits()));
-                if let Some(waits) = lane.waits() {
-                    let merged = spread.waits[n].map_or(waits, |w| w.merge(&waits));
-                    spread.waits[n] = Some(merged);
-                }
-                spread.ranked[n].offer(number, dropped);
-            }
-            spread.across.offer(number, all_dropped);
-        }
+        let fresh = || {
+            let spread = Spread {
+                min_buckets: Histogram::new(),
+                largest_bucket: 0,
+                dropped: vec![Histogram::new(); lanes],
+                broken: vec![0; lanes],
+                waits: vec![None; lanes],
+                ranked: (0..lanes).map(|_| Ranking::new(table, top)).collect(),
+                across: Ranking::new(table, top),
+            };
+            (spread, PerKey::new(settings))
+        };
+        let each = |part: &mut _, key: usize| {
+            let (spread, state): &mut (Spread, PerKey) = part;
+            self.replay(&groups, key, state, false);
+            spread.add(key, state, table);
+        };
+        let mut parts = for_each_key(count, fresh, each).into_iter().map(|(spread, _)| spread);
+        let mut spread = parts.next().unwrap_or_else(|| fresh().0);
+        parts.for_each(|part| spread.merge(part));
         // Pass two: the listed keys again, in full.
         let ranked: Vec<Vec<(Key, u64)>> =
             spread.ranked.into_iter().map(Ranking::into_keys).collect();

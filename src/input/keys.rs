@@ -7,6 +7,7 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
 pub type Key = u32;
@@ -82,13 +83,15 @@ impl KeyTable {
         let (bytes, ends) = (&self.bytes, &self.ends);
         let same =
             |&e: &u64| e & !u64::from(u32::MAX) == high && stored(bytes, ends, key_of(e)) == value;
-        if let Some(&found) = self.index.find(placed(high), same) {
-            return Some(key_of(found));
-        }
+        // One probe finds the key or the place for it.
+        let vacant = match self.index.entry(placed(high), same, |&e| placed(e)) {
+            Entry::Occupied(found) => return Some(key_of(*found.get())),
+            Entry::Vacant(vacant) => vacant,
+        };
         let key = Key::try_from(self.ends.len()).ok()?;
+        vacant.insert(entry(key, hash));
         self.bytes.extend_from_slice(value);
         self.ends.push(self.bytes.len());
-        self.index.insert_unique(placed(high), entry(key, hash), |&e| placed(e));
         Some(key)
     }
 
@@ -161,19 +164,30 @@ impl<'a> Ranking<'a> {
     /// Offers key `key` with its figure.
     #[inline]
     pub fn offer(&mut self, key: Key, figure: u64) {
+        self.offer_named(key, self.table.get(key), figure);
+    }
+
+    /// Offers key `key`, whose bytes are `name`, with its figure: for a caller offering
+    /// one key to several rankings, which looks its name up once.
+    #[inline]
+    pub fn offer_named(&mut self, key: Key, name: &'a [u8], figure: u64) {
+        let offered = Ranked { figure, name, key };
         if self.top == 0 || self.kept.len() < self.top {
-            self.kept.push(Ranked { figure, name: self.table.get(key), key });
+            self.kept.push(offered);
             return;
         }
-        // The last kept; the heap is full, so there is one.
-        let Some(last) = self.kept.peek() else { return };
-        if figure < last.figure {
-            return;
-        }
-        let offered = Ranked { figure, name: self.table.get(key), key };
-        if offered < *last {
+        // The heap is full, so it has a last kept key; one comparison turns most away.
+        if self.kept.peek().is_some_and(|last| offered < *last) {
             self.kept.pop();
             self.kept.push(offered);
+        }
+    }
+
+    /// Offers every key another ranking kept: ranking keys apart and then together keeps
+    /// the same keys as ranking them all at once.
+    pub fn merge(&mut self, other: Ranking<'a>) {
+        for ranked in other.kept {
+            self.offer(ranked.key, ranked.figure);
         }
     }
 
@@ -224,6 +238,45 @@ impl Groups {
     }
 }
 
+/// Keys from which [`for_each_key`] shares them among threads.
+const KEYS_FOR_THREADS: usize = 1 << 14;
+
+/// Runs `each` on every key from 0 to `count`, on every core for many keys: each thread
+/// takes one run of keys with a state of its own from `fresh`, and the states are returned
+/// in key order, for the caller to merge. What the caller merges must not depend on how
+/// the keys were shared.
+pub fn for_each_key<S: Send>(
+    count: usize,
+    fresh: impl Fn() -> S + Sync,
+    each: impl Fn(&mut S, usize) + Sync,
+) -> Vec<S> {
+    let threads = if count < KEYS_FOR_THREADS {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
+    };
+    let run = |keys: std::ops::Range<usize>| {
+        let mut state = fresh();
+        keys.for_each(|key| each(&mut state, key));
+        state
+    };
+    if threads == 1 {
+        return vec![run(0..count)];
+    }
+    let per = count.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let run = &run;
+        let started: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || run(t * per..((t + 1) * per).min(count))))
+            .collect();
+        // A thread that panicked has hit a bug; its panic is passed on as it is.
+        started
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +317,16 @@ mod tests {
         let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["d", "f", "a", "b", "c", "e"]);
         assert_eq!(ranked(4), all[..4]);
+        // Ranked in two halves and merged, the same keys.
+        let mut halves = [Ranking::new(&keys, 3), Ranking::new(&keys, 3)];
+        for (n, &(key, figure)) in offered.iter().enumerate() {
+            halves[n % 2].offer(key, figure);
+        }
+        let [mut first, second] = halves;
+        first.merge(second);
+        let merged: Vec<(String, u64)> =
+            first.into_keys().into_iter().map(|(k, f)| (keys.name(k), f)).collect();
+        assert_eq!(merged, all[..3]);
         assert_eq!(ranked(1), all[..1]);
     }
 }

@@ -141,7 +141,13 @@ impl Histogram {
     /// they cannot pass a `u64`.
     #[inline]
     pub fn add(&mut self, value: u64, weight: u64) {
-        let tally = match usize::try_from(value) {
+        self.add_tally(value, Tally { count: 1, weight });
+    }
+
+    /// Counts `tally.count` values of one size, carrying `tally.weight` in all.
+    #[inline]
+    fn add_tally(&mut self, value: u64, tally: Tally) {
+        let mine = match usize::try_from(value) {
             Ok(small) if small < Histogram::SMALL => {
                 if self.small.is_empty() {
                     self.small = vec![Tally::default(); Histogram::SMALL];
@@ -150,14 +156,21 @@ impl Histogram {
             }
             _ => self.sizes.entry(value).or_default(),
         };
-        tally.count += 1;
-        tally.weight += weight;
-        self.count += 1;
-        self.weight += weight;
+        mine.count += tally.count;
+        mine.weight += tally.weight;
+        self.count += tally.count;
+        self.weight += tally.weight;
     }
 
     /// Values below this are counted in an array rather than a map.
     const SMALL: usize = 64;
+
+    /// Adds every value of another histogram.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (value, tally) in other.sorted() {
+            self.add_tally(value, tally);
+        }
+    }
 
     /// Returns how many values there are, and their whole weight.
     pub fn total(&self) -> Tally {
@@ -275,6 +288,14 @@ mod tests {
             let at_most = values.iter().filter(|&&v| v <= 7);
             let want = Tally { count: at_most.clone().count() as u64, weight: at_most.map(|v| v + 1).sum() };
             proptest::prop_assert_eq!(histogram.at_most(7), want);
+            // Counted in two halves and merged, the same histogram.
+            let (mut first, mut second) = (Histogram::new(), Histogram::new());
+            for (n, &v) in values.iter().enumerate() {
+                if n % 2 == 0 { first.add(v, v + 1) } else { second.add(v, v + 1) }
+            }
+            first.merge(&second);
+            proptest::prop_assert_eq!(first.sorted(), histogram.sorted());
+            proptest::prop_assert_eq!(first.total(), histogram.total());
         }
     }
 }
