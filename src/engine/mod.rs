@@ -184,4 +184,10 @@ impl<E: Engine> Sink for Run<E> {
     fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
         self.engine.push(time, key, &mut self.recorder)
     }
+
+    fn busy(&self) -> bool {
+        // Measured on 2 million keys: from three limiters, deciding and recording take
+        // longer than parsing, and numbering keys is best done by the reading thread.
+        self.recorder.lanes() >= 3
+    }
 }

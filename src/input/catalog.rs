@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
+use std::sync::mpsc;
 
 use csv::ByteRecord;
 
@@ -173,6 +174,12 @@ pub trait Sink {
     /// Takes the next event, no earlier than the one before, with its key. A sink that
     /// fails (Redis, say) stops the reading.
     fn event(&mut self, time: Timestamp, key: Key) -> Result<(), Self::Error>;
+
+    /// Returns true if the sink does much for each event (several limiters, say), so that
+    /// the thread that reads should also number the keys, sharing the work evenly.
+    fn busy(&self) -> bool {
+        false
+    }
 }
 
 /// Collecting the times is a sink too, at 8 bytes an event.
@@ -194,6 +201,10 @@ fn layout(name: &str, problem: String) -> ReadError {
 
 /// Feeds the events of `source` to a sink, in time order and stable for equal times, and
 /// returns it. `fresh` makes the sink; it is called again if streaming has to start over.
+///
+/// With two cores or more, a second thread reads: it parses the rows and numbers their
+/// keys, while this one feeds the sink, so that reading and deciding overlap. The events,
+/// the errors and their order are those of reading on one thread.
 pub fn read_events<S: Sink>(
     source: &Source,
     options: &ReadOptions,
@@ -203,45 +214,190 @@ pub fn read_events<S: Sink>(
     let size = input.size();
     if input.can_rewind() {
         let mut sink = fresh();
-        let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
+        let pass = Reading::new(input.reader(source)?, source, options, size)?;
         let mut last = None;
-        let mut in_order = true;
-        while let Some((time, key)) = pass.next_event()? {
+        let streamed = stream(pass, sink.busy(), |time, key| {
             if last.is_some_and(|last| time < last) {
-                in_order = false;
-                break;
+                return Ok(Flow::Stop);
             }
             last = Some(time);
             sink.event(time, key)?;
-        }
-        if in_order {
-            return Ok((sink, pass.stats));
+            Ok::<_, S::Error>(Flow::More)
+        })?;
+        if let Some(stats) = streamed {
+            return Ok((sink, stats));
         }
     }
-    let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
+    let pass = Reading::new(input.reader(source)?, source, options, size)?;
     let mut sink = fresh();
+    let keyed = pass.key.is_some();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
-    if pass.key.is_some() {
-        let mut events = Vec::new();
-        while let Some(event) = pass.next_event()? {
-            events.push(event);
-        }
-        events.sort_unstable();
-        for (time, key) in events {
-            sink.event(time, key)?;
-        }
-    } else {
-        let mut times = Vec::new();
-        while let Some((time, _)) = pass.next_event()? {
+    let mut events = Vec::new();
+    let mut times = Vec::new();
+    let stats = stream(pass, false, |time, key| {
+        if keyed {
+            events.push((time, key));
+        } else {
             times.push(time);
         }
-        times.sort_unstable();
-        for time in times {
-            sink.event(time, 0)?;
-        }
+        Ok::<_, S::Error>(Flow::More)
+    })?
+    .expect("a pass that is never stopped ends");
+    events.sort_unstable();
+    times.sort_unstable();
+    for (time, key) in events {
+        sink.event(time, key)?;
     }
-    Ok((sink, pass.stats))
+    for time in times {
+        sink.event(time, 0)?;
+    }
+    Ok((sink, stats))
+}
+
+/// Whether to go on reading.
+enum Flow {
+    More,
+    Stop,
+}
+
+/// Events handed from the reading thread at a time: enough that handing them over costs
+/// little, few enough (64 KiB) that the memory for them is reused, not mapped afresh.
+const BATCH: usize = 4096;
+
+/// Reads every event of a pass and gives it to `take`, in order, until `take` says stop;
+/// returns what reading found, or `None` if stopped. With two cores or more the pass runs
+/// on a thread of its own, a few batches ahead; it numbers the keys too if the taker is
+/// `busy`, else the taker does.
+fn stream<R: Read + Send, E: From<ReadError>>(
+    mut pass: Reading<'_, R>,
+    busy: bool,
+    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores < 2 {
+        while let Some((time, key)) = pass.next_event()? {
+            if let Flow::Stop = take(time, key)? {
+                return Ok(None);
+            }
+        }
+        return Ok(Some(pass.stats));
+    }
+    let (full, batches) = mpsc::sync_channel::<Result<Batch>>(4);
+    let (empty, spares) = mpsc::channel::<Batch>();
+    // Who numbers the keys: the reader, or (when keyed, and the taker not busy) the taker.
+    let taker_numbers = pass.key.is_some() && !busy;
+    let name = pass.name.clone();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            loop {
+                let mut batch = spares.try_recv().unwrap_or_default();
+                batch.clear();
+                let outcome = loop {
+                    let next = if taker_numbers {
+                        pass.next_kept().map(|kept| kept.map(|time| (time, None)))
+                    } else {
+                        pass.next_event().map(|event| event.map(|(time, key)| (time, Some(key))))
+                    };
+                    match next {
+                        Ok(Some((time, Some(key)))) => batch.push_numbered(time, key),
+                        Ok(Some((time, None))) => batch.push(time, pass.line(), pass.key_bytes()),
+                        Ok(None) => break Ok(true),
+                        Err(error) => break Err(error),
+                    }
+                    if batch.times.len() == BATCH {
+                        break Ok(false);
+                    }
+                };
+                // The events before an error go first, as they would on one thread; a
+                // closed channel means the taker has stopped.
+                let sent = full.send(Ok(batch));
+                match outcome {
+                    Ok(true) => return Some(pass.stats),
+                    Ok(false) if sent.is_ok() => {}
+                    Ok(false) => return None,
+                    Err(error) => {
+                        let _ = full.send(Err(error));
+                        return None;
+                    }
+                }
+            }
+        });
+        let mut keys = KeyTable::new();
+        let mut number = |batch: &Batch, event: usize| match taker_numbers {
+            true => keys_error(&name, batch.lines[event], keys.intern(batch.key(event))),
+            false => Ok(batch.keys[event]),
+        };
+        let taken = take_batches(batches, empty, &mut number, &mut take);
+        // The receiver is gone, so a reader still sending stops; a panic there is a bug,
+        // passed on.
+        let stats = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let stats = match taker_numbers {
+            true => stats.map(|stats| ReadStats { keys, ..stats }),
+            false => stats,
+        };
+        Ok(if taken? { stats } else { None })
+    })
+}
+
+/// Kept rows handed from the reading thread at once: their times, and their keys'
+/// numbers, or their lines and their keys' bytes for the taking thread to number.
+#[derive(Default)]
+struct Batch {
+    times: Vec<Timestamp>,
+    keys: Vec<Key>,
+    lines: Vec<u64>,
+    ends: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.times.clear();
+        self.keys.clear();
+        self.lines.clear();
+        self.ends.clear();
+        self.bytes.clear();
+    }
+
+    fn push(&mut self, time: Timestamp, line: u64, key: &[u8]) {
+        self.times.push(time);
+        self.lines.push(line);
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn push_numbered(&mut self, time: Timestamp, key: Key) {
+        self.times.push(time);
+        self.keys.push(key);
+    }
+
+    fn key(&self, event: usize) -> &[u8] {
+        let start = if event == 0 { 0 } else { self.ends[event - 1] };
+        &self.bytes[start..self.ends[event]]
+    }
+}
+
+/// Gives the events of each batch, numbered by `number`, to `take` until it says stop
+/// (then `false`), and sends each emptied batch back for reuse. It owns the receiver, so
+/// that returning, on any path, lets the reader stop.
+fn take_batches<E: From<ReadError>>(
+    batches: mpsc::Receiver<Result<Batch>>,
+    spares: mpsc::Sender<Batch>,
+    number: &mut impl FnMut(&Batch, usize) -> Result<Key>,
+    take: &mut impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<bool, E> {
+    for received in batches {
+        let batch = received?;
+        for (event, &time) in batch.times.iter().enumerate() {
+            if let Flow::Stop = take(time, number(&batch, event)?)? {
+                return Ok(false);
+            }
+        }
+        // The reader may have finished; then the batch is dropped.
+        let _ = spares.send(batch);
+    }
+    Ok(true)
 }
 
 /// A catalog's rows, kept whole in time order, for writing them out again.
@@ -323,7 +479,7 @@ fn trim_blank_lines(text: &[u8]) -> &[u8] {
 /// anything else (a pipe, a FIFO, `<(...)`, a device) is read once, as it comes.
 enum Opened {
     File { file: File, start: u64 },
-    Once(Option<Box<dyn Read>>),
+    Once(Option<Box<dyn Read + Send>>),
     Bytes(&'static [u8]),
 }
 
@@ -363,7 +519,7 @@ impl Opened {
     }
 
     /// Returns a reader from the start of the input; what cannot rewind is read only once.
-    fn reader(&mut self, source: &Source) -> Result<Box<dyn Read + '_>> {
+    fn reader(&mut self, source: &Source) -> Result<Box<dyn Read + Send + '_>> {
         Ok(match self {
             Opened::File { file, start } => {
                 file.seek(SeekFrom::Start(*start))
@@ -509,6 +665,20 @@ impl<'a, R: Read> Reading<'a, R> {
 
     /// Returns the time and key of the next row the filters keep.
     fn next_event(&mut self) -> Result<Option<(Timestamp, Key)>> {
+        let Some(time) = self.next_kept()? else { return Ok(None) };
+        let key = match self.key {
+            Some(index) => {
+                let bytes = self.record.get(index).unwrap_or_default();
+                keys_error(&self.name, self.line(), self.stats.keys.intern(bytes))?
+            }
+            None => 0,
+        };
+        Ok(Some((time, key)))
+    }
+
+    /// Reads up to the next row the filters keep, which stays in `record`, and returns its
+    /// time.
+    fn next_kept(&mut self) -> Result<Option<Timestamp>> {
         let options = self.options;
         loop {
             if !self.csv.read_byte_record(&mut self.record).map_err(|e| csv_error(&self.name, e))? {
@@ -537,13 +707,14 @@ impl<'a, R: Read> Reading<'a, R> {
                     continue;
                 }
             }
-            let key = match self.key {
-                Some(index) => self.intern(index)?,
-                None => 0,
-            };
             self.stats.events += 1;
-            return Ok(Some((time, key)));
+            return Ok(Some(time));
         }
+    }
+
+    /// The key of the row read last, as bytes; empty without a key column.
+    fn key_bytes(&self) -> &[u8] {
+        self.key.and_then(|index| self.record.get(index)).unwrap_or_default()
     }
 
     /// Returns the error for a field of the current record that cannot be read.
@@ -556,14 +727,11 @@ impl<'a, R: Read> Reading<'a, R> {
             reason,
         }
     }
+}
 
-    /// Returns the number of the key in column `index` of the current record.
-    fn intern(&mut self, index: usize) -> Result<Key> {
-        let value = self.record.get(index).unwrap_or_default();
-        self.stats.keys.intern(value).ok_or_else(|| {
-            layout(&self.name, format!("line {}: more than {} keys", self.line(), Key::MAX))
-        })
-    }
+/// Returns the key a table gave, or the error of a table with no number left for it.
+fn keys_error(name: &str, line: u64, key: Option<Key>) -> Result<Key> {
+    key.ok_or_else(|| layout(name, format!("line {line}: more than {} keys", Key::MAX)))
 }
 
 /// Turns a CSV error into one line that names the input and the line.
