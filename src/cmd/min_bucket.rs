@@ -11,7 +11,7 @@ use crate::cli::args::MinBucketArgs;
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Key, KeyTable, Sink, slot};
-use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking};
+use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
 use crate::render::curve_svg;
 use crate::render::formats;
 use crate::render::outfile::Output;
@@ -174,17 +174,28 @@ impl KeyedFinders {
         };
         // A cover names the neediest keys it leaves out: rank at least that many.
         let ranked_top = if self.top == 0 { 0 } else { self.top.max(LEFT_OUT_SHOWN) };
-        let mut needs = vec![Histogram::new(); self.rates.len()];
-        let mut rankings: Vec<Ranking> =
-            self.rates.iter().map(|_| Ranking::new(table, ranked_top)).collect();
-        let mut finders = KeyFinders::new(&self.rates);
-        for key in 0..table.len() {
+        // Each core sizes a run of keys, with histograms and rankings of its own.
+        let fresh = || {
+            let needs = vec![Histogram::new(); self.rates.len()];
+            let rankings: Vec<Ranking> =
+                self.rates.iter().map(|_| Ranking::new(table, ranked_top)).collect();
+            (needs, rankings, KeyFinders::new(&self.rates))
+        };
+        let each = |part: &mut _, key: usize| {
+            let (needs, rankings, finders): &mut (Vec<Histogram>, Vec<Ranking>, KeyFinders) = part;
             let events = groups.events(key).len() as u64;
             let number = Key::try_from(key).expect("keys are numbered in 32 bits");
-            for (n, found) in size(&mut finders, key).iter().enumerate() {
+            let name = table.get(number);
+            for (n, found) in size(finders, key).iter().enumerate() {
                 needs[n].add(found.min_bucket, events);
-                rankings[n].offer(number, found.min_bucket);
+                rankings[n].offer_named(number, name, found.min_bucket);
             }
+        };
+        let mut parts = for_each_key(table.len(), fresh, each).into_iter();
+        let (mut needs, mut rankings, mut finders) = parts.next().unwrap_or_else(fresh);
+        for (other_needs, other_rankings, _) in parts {
+            needs.iter_mut().zip(&other_needs).for_each(|(mine, other)| mine.merge(other));
+            rankings.iter_mut().zip(other_rankings).for_each(|(mine, other)| mine.merge(other));
         }
         // The keys listed, sized again for their spans.
         let ranked: Vec<Vec<(Key, u64)>> = rankings.into_iter().map(Ranking::into_keys).collect();
