@@ -270,6 +270,8 @@ pub enum TimeError {
     Rfc3339,
     /// Not a decimal number of epoch units.
     Unix,
+    /// Not a time in the `--time-format` pattern.
+    Pattern,
     /// A valid time outside the years 0000 to 9999.
     OutOfRange,
 }
@@ -281,6 +283,7 @@ impl fmt::Display for TimeError {
                 "not an RFC 3339 time with a UTC offset (like 2025-07-29T23:24:52.483Z) or a date (like 2025-07-29)"
             }
             TimeError::Unix => "not a Unix epoch number (see --time-format)",
+            TimeError::Pattern => "not a time in the --time-format pattern",
             TimeError::OutOfRange => "a time outside the years 0000 to 9999",
         })
     }

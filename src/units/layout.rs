@@ -1,0 +1,220 @@
+//! How a catalog writes its times: a named format, or any strftime pattern with a zone.
+
+use std::fmt;
+
+use chrono::format::{Fixed, Item, Numeric, StrftimeItems};
+use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime};
+
+use crate::units::time::{TimeError, TimeFormat, Timestamp};
+
+/// How times are written: one of the named formats, or a strftime pattern (chrono's
+/// syntax) read in the zone it names, or else in a fixed offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeLayout {
+    /// A named format: RFC 3339 or Unix epoch numbers.
+    Named(TimeFormat),
+    /// A pattern such as `%d/%b/%Y:%H:%M:%S %z`.
+    Pattern(TimePattern),
+}
+
+impl Default for TimeLayout {
+    fn default() -> TimeLayout {
+        TimeLayout::Named(TimeFormat::Rfc3339)
+    }
+}
+
+impl From<TimeFormat> for TimeLayout {
+    fn from(format: TimeFormat) -> TimeLayout {
+        TimeLayout::Named(format)
+    }
+}
+
+impl TimeLayout {
+    /// Reads a time written in this layout. A pattern's fractions finer than a
+    /// microsecond are rounded down, as the named formats' are.
+    pub fn parse(&self, text: &[u8]) -> Result<Timestamp, TimeError> {
+        match self {
+            TimeLayout::Named(format) => Timestamp::parse(text, *format),
+            TimeLayout::Pattern(pattern) => pattern.parse(text),
+        }
+    }
+}
+
+/// A strftime pattern, checked, with the offset its times are in if it names no zone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimePattern {
+    pattern: String,
+    /// `None` if the pattern names the zone (`%z`, `%:z`).
+    offset: Option<FixedOffset>,
+    /// Whether the pattern has a time of day; without one, a time is its date's midnight.
+    has_time: bool,
+}
+
+/// Why a pattern cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// chrono cannot read the pattern.
+    #[error("--time-format '{0}' is not a strftime pattern chrono can read")]
+    Invalid(String),
+    /// The pattern has no zone, and no offset was given.
+    #[error(
+        "--time-format '{0}' names no zone (%z): give the offset its times are in with \
+         --time-zone, like --time-zone +00:00"
+    )]
+    NoZone(String),
+    /// The pattern names its zone, and an offset was given as well.
+    #[error("--time-format '{0}' names its zone (%z), so --time-zone does not apply")]
+    TwoZones(String),
+}
+
+impl TimePattern {
+    /// Checks `pattern` and returns it, with `offset` for a pattern that names no zone.
+    pub fn new(pattern: &str, offset: Option<FixedOffset>) -> Result<TimePattern, PatternError> {
+        let items: Vec<Item> = StrftimeItems::new(pattern).collect();
+        if items.iter().any(|i| matches!(i, Item::Error)) {
+            return Err(PatternError::Invalid(pattern.to_owned()));
+        }
+        let zoned = items.iter().any(|i| {
+            matches!(
+                i,
+                Item::Fixed(
+                    Fixed::TimezoneOffset
+                        | Fixed::TimezoneOffsetColon
+                        | Fixed::TimezoneOffsetColonZ
+                        | Fixed::TimezoneOffsetZ
+                        | Fixed::RFC2822
+                        | Fixed::RFC3339
+                )
+            )
+        });
+        let has_time = items.iter().any(|i| {
+            matches!(
+                i,
+                Item::Numeric(Numeric::Hour | Numeric::Hour12 | Numeric::Timestamp, _)
+                    | Item::Fixed(Fixed::RFC2822 | Fixed::RFC3339)
+            )
+        });
+        let offset = match (zoned, offset) {
+            (true, Some(_)) => return Err(PatternError::TwoZones(pattern.to_owned())),
+            (true, None) => None,
+            (false, Some(offset)) => Some(offset),
+            (false, None) => return Err(PatternError::NoZone(pattern.to_owned())),
+        };
+        Ok(TimePattern { pattern: pattern.to_owned(), offset, has_time })
+    }
+
+    /// Reads a time in this pattern.
+    pub fn parse(&self, text: &[u8]) -> Result<Timestamp, TimeError> {
+        let text = std::str::from_utf8(text).map_err(|_| TimeError::Pattern)?;
+        let micros = match self.offset {
+            None => DateTime::parse_from_str(text, &self.pattern)
+                .map_err(|_| TimeError::Pattern)?
+                .timestamp_micros(),
+            Some(offset) => {
+                let local = if self.has_time {
+                    NaiveDateTime::parse_from_str(text, &self.pattern)
+                } else {
+                    NaiveDate::parse_from_str(text, &self.pattern)
+                        .map(|d| d.and_time(Default::default()))
+                };
+                let local = local.map_err(|_| TimeError::Pattern)?;
+                let utc = local.and_utc().timestamp_micros();
+                utc - i64::from(offset.local_minus_utc()) * 1_000_000
+            }
+        };
+        Timestamp::from_micros(micros).ok_or(TimeError::OutOfRange)
+    }
+}
+
+impl fmt::Display for TimePattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.pattern)
+    }
+}
+
+/// Reads a fixed offset from UTC: `Z`, `UTC`, `+09:00`, `-0700` or `+5`.
+pub fn parse_offset(text: &str) -> Option<FixedOffset> {
+    if matches!(text, "Z" | "z" | "UTC" | "utc") {
+        return FixedOffset::east_opt(0);
+    }
+    let (sign, rest) = match text.as_bytes().first()? {
+        b'+' => (1, &text[1..]),
+        b'-' => (-1, &text[1..]),
+        _ => return None,
+    };
+    let digits: String = rest.chars().filter(|&c| c != ':').collect();
+    if digits.is_empty() || digits.len() > 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (hours, minutes) = match digits.len() {
+        1 | 2 => (digits.parse::<i32>().ok()?, 0),
+        3 | 4 => {
+            let (h, m) = digits.split_at(digits.len() - 2);
+            (h.parse::<i32>().ok()?, m.parse::<i32>().ok()?)
+        }
+        _ => return None,
+    };
+    if hours > 23 || minutes > 59 {
+        return None;
+    }
+    FixedOffset::east_opt(sign * (hours * 3600 + minutes * 60))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn micros(layout: &TimeLayout, text: &str) -> Result<i64, TimeError> {
+        layout.parse(text.as_bytes()).map(Timestamp::as_micros)
+    }
+
+    #[test]
+    fn a_zoned_pattern_reads_its_own_offset() {
+        // nginx's $time_local: 10 Oct 2000 13:55:36 at -07:00 is 20:55:36 UTC.
+        let clf = TimeLayout::Pattern(TimePattern::new("%d/%b/%Y:%H:%M:%S %z", None).unwrap());
+        assert_eq!(micros(&clf, "10/Oct/2000:13:55:36 -0700"), Ok(971_211_336_000_000));
+        assert_eq!(micros(&clf, "10/Oct/2000:13:55:36"), Err(TimeError::Pattern));
+        let fraction = TimePattern::new("%Y-%m-%d %H:%M:%S%.f %z", None).unwrap();
+        assert_eq!(
+            fraction.parse(b"2025-07-29 23:24:52.483123999 +0000").map(Timestamp::as_micros),
+            Ok(1_753_831_492_483_123)
+        );
+    }
+
+    #[test]
+    fn a_pattern_without_a_zone_needs_one_given() {
+        let pattern = "%m/%d/%Y %H:%M:%S";
+        assert_eq!(TimePattern::new(pattern, None), Err(PatternError::NoZone(pattern.into())));
+        let utc = TimePattern::new(pattern, parse_offset("+00:00")).unwrap();
+        assert_eq!(
+            utc.parse(b"01/02/1965 13:44:18").map(Timestamp::as_micros),
+            Ok(-157_630_542_000_000)
+        );
+        // The same wall-clock time two hours east of UTC is two hours earlier.
+        let east = TimePattern::new(pattern, parse_offset("+02")).unwrap();
+        assert_eq!(
+            east.parse(b"01/02/1965 13:44:18").map(Timestamp::as_micros),
+            Ok(-157_637_742_000_000)
+        );
+        let day = TimePattern::new("%Y%m%d", parse_offset("Z")).unwrap();
+        assert_eq!(day.parse(b"19700102").map(Timestamp::as_micros), Ok(86_400_000_000));
+        assert_eq!(
+            TimePattern::new("%d/%b/%Y %z", parse_offset("Z")),
+            Err(PatternError::TwoZones("%d/%b/%Y %z".into()))
+        );
+        assert_eq!(
+            TimePattern::new("%Q", parse_offset("Z")),
+            Err(PatternError::Invalid("%Q".into()))
+        );
+    }
+
+    #[test]
+    fn offsets() {
+        for (text, seconds) in [("Z", 0), ("+09:00", 32_400), ("-0700", -25_200), ("+5", 18_000)] {
+            assert_eq!(parse_offset(text).map(|o| o.local_minus_utc()), Some(seconds), "{text}");
+        }
+        for bad in ["", "9", "+", "+24:00", "+05:60", "+12345", "EST"] {
+            assert_eq!(parse_offset(bad), None, "{bad}");
+        }
+    }
+}
