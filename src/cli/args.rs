@@ -6,11 +6,12 @@ use std::str::FromStr;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::sizing::quantile::Share;
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
-use crate::units::time::{Span, TimeFormat, Timestamp};
+use crate::units::time::{Span, Timestamp};
 
 const ABOUT: &str =
     "Replay a recorded event catalog through a rate limiter, on the events' own clock.";
@@ -116,8 +117,9 @@ Exit status: 0 on success, 2 on any error.";
 /// Where the catalog comes from and which of its rows to use.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// The catalog: a CSV file with a header, or - for standard input [default: standard
-    /// input; the bundled sample if standard input is a terminal].
+    /// The catalog: a file (CSV with a header unless --input-format or its extension says
+    /// otherwise), or - for standard input [default: standard input; the bundled sample if
+    /// standard input is a terminal].
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
 
@@ -125,13 +127,33 @@ pub struct InputArgs {
     #[arg(long, conflicts_with = "file")]
     pub sample: bool,
 
-    /// The column that holds each event's time.
-    #[arg(long, value_name = "NAME", default_value = "time")]
-    pub time_column: String,
+    /// How the catalog is written [default: what the file's extension says (.tsv, .jsonl or
+    /// .ndjson, .geojson, .log), else csv].
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub input_format: Option<InputFormat>,
 
-    /// How the time column is written.
-    #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
-    pub time_format: TimeFormat,
+    /// The column that holds each event's time: a name, a dotted path in JSON
+    /// (properties.time), or two names with a comma (Date,Time) for a time split over two
+    /// columns, joined with a space [default: time; properties.time for geojson;
+    /// time_local for clf].
+    #[arg(long, value_name = "NAME")]
+    pub time_column: Option<String>,
+
+    /// How the time is written: rfc3339, unix-s, unix-ms, unix-us, or a strftime pattern
+    /// such as '%d/%m/%Y %H:%M:%S' [default: rfc3339; unix-ms for geojson; the log's
+    /// '%d/%b/%Y:%H:%M:%S %z' for clf].
+    #[arg(long, value_name = "FORMAT")]
+    pub time_format: Option<String>,
+
+    /// The offset from UTC of times whose --time-format pattern names no zone: +00:00,
+    /// -0700, Z.
+    #[arg(long, value_name = "OFFSET", allow_hyphen_values = true)]
+    pub time_zone: Option<String>,
+
+    /// Skip up to N bad rows (a time or magnitude that cannot be read, a line that is not
+    /// the format), counting them on stderr, rather than stop at the first.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip_bad: u64,
 
     /// Use only events at or after this time.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]

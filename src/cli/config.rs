@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
+use clap::ValueEnum;
 
 use crate::cli::args::{
     CheckArgs, ColorChoice, Decimal, InputArgs, LimitArgs, MinBucketArgs, PlotArgs, RateArgs,
@@ -15,14 +16,16 @@ use crate::cli::args::{
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{ReadOptions, Source};
+use crate::input::format::InputFormat;
 use crate::input::sample;
 use crate::limiter::Algorithm;
 use crate::render::formats::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::synth::etas;
 use crate::synth::requests::RequestParams;
+use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
 use crate::units::rate::Rate;
-use crate::units::time::Span;
+use crate::units::time::{Span, TimeFormat};
 
 /// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
 pub const MAX_BURST: u64 = Rate::MAX_COUNT;
@@ -139,22 +142,67 @@ impl InputArgs {
         {
             bail!("--since ({since}) must be before --until ({until})");
         }
+        let format = match (&self.input_format, &source) {
+            (Some(format), _) => *format,
+            (None, Source::Path(path)) => InputFormat::of_path(path).unwrap_or_default(),
+            (None, _) => InputFormat::Csv,
+        };
+        let time_column = self.time_column.clone().unwrap_or_else(|| format.time_column().into());
+        if time_column.split(',').any(str::is_empty) {
+            bail!("--time-column '{time_column}' has an empty name");
+        }
         Ok(Input {
             source,
             read: ReadOptions {
-                time_column: self.time_column.clone(),
-                time_format: self.time_format,
+                format,
+                time_column,
+                time_format: self.time_layout(format)?,
                 since: self.since,
                 until,
                 min_mag: self.min_mag.map(|m| m.0),
                 key_column: key_column.map(str::to_owned),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: io::stderr().is_terminal(),
+                skip_bad: self.skip_bad,
             },
             note,
         })
     }
+
+    /// Settles how times are written: a named format or a pattern, else the format's own.
+    fn time_layout(&self, format: InputFormat) -> Result<TimeLayout> {
+        let offset = match &self.time_zone {
+            Some(text) => Some(parse_offset(text).ok_or_else(|| {
+                anyhow!("--time-zone '{text}' is not an offset from UTC like +00:00, -0700 or Z")
+            })?),
+            None => None,
+        };
+        let named = |text: &str| TimeFormat::from_str(text, true).ok();
+        let layout = match self.time_format.as_deref() {
+            Some(text) if text.contains('%') => {
+                TimeLayout::Pattern(TimePattern::new(text, offset)?)
+            }
+            Some(text) => TimeLayout::Named(named(text).ok_or_else(|| {
+                anyhow!(
+                    "--time-format '{text}' is neither rfc3339, unix-s, unix-ms, unix-us nor a \
+                     strftime pattern (with %)"
+                )
+            })?),
+            None if format == InputFormat::Clf => {
+                TimeLayout::Pattern(TimePattern::new(CLF_TIME, offset)?)
+            }
+            None if format == InputFormat::Geojson => TimeLayout::Named(TimeFormat::UnixMs),
+            None => TimeLayout::Named(TimeFormat::Rfc3339),
+        };
+        if offset.is_some() && matches!(layout, TimeLayout::Named(_)) {
+            bail!("--time-zone applies to a --time-format pattern that names no zone");
+        }
+        Ok(layout)
+    }
 }
+
+/// How nginx and Apache write `$time_local`: `10/Oct/2000:13:55:36 -0700`.
+const CLF_TIME: &str = "%d/%b/%Y:%H:%M:%S %z";
 
 impl Input {
     /// Refuses an output that would overwrite this input, before anything is read.

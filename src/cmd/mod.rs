@@ -132,6 +132,14 @@ fn notes(input: &Input, stats: &ReadStats) {
         let _ =
             writeln!(err, "ratelimit: note: {n} rows with no magnitude were left out by --min-mag");
     }
+    if let Some(first) = &stats.first_skipped {
+        let n = stats.skipped;
+        let rows = if n == 1 { "row" } else { "rows" };
+        let _ = writeln!(
+            err,
+            "ratelimit: note: skipped {n} bad {rows} (--skip-bad); the first: {first}"
+        );
+    }
 }
 
 /// The key names of a keyed read.

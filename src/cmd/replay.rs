@@ -3,7 +3,7 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::{key_names, notes, write_result};
 use crate::cli::args::Emit;
@@ -11,12 +11,21 @@ use crate::cli::args::ReplayArgs;
 use crate::cli::config::Styles;
 use crate::engine::Backend;
 use crate::input::catalog;
+use crate::input::format::InputFormat;
 use crate::render::formats;
 use crate::render::outfile::Output;
 use crate::report::csv_rows;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(args.keys.key.as_deref())?;
+    let format = input.read.format;
+    let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
+    if args.emit == Some(Emit::All) && !tabular {
+        bail!(
+            "--emit all adds a column, which {} has not: use --emit passed or --emit dropped",
+            format.name()
+        );
+    }
     if args.emit.is_some() {
         // The rows go to stdout: it must not be the file they are read from.
         input.check_output(&Output::Stdout)?;
@@ -37,17 +46,22 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let events = rows.iter().map(|(time, key, _)| (time, key));
             let recorder = backend.decide(&settings, keyed, events)?;
             let mut out = BufWriter::new(io::stdout().lock());
-            out.write_all(rows.header())?;
-            out.write_all(if emit == Emit::All { b",decision\n" } else { b"\n" })?;
+            // Rows go out as they came in: CSV and TSV with their header (and a column for
+            // the decision), the others line by line, GeoJSON as JSON Lines of features.
+            let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
+                InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
+                _ => (b",decision\n", b",passed", b",dropped"),
+            };
+            if tabular {
+                out.write_all(rows.header())?;
+                out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
+            }
             // One limiter: the trace holds one decision per row.
             for ((_, _, row), &pass) in rows.iter().zip(recorder.trace()) {
                 match emit {
                     Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
                     Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
-                    Emit::All => {
-                        let decision: &[u8] = if pass { b",passed" } else { b",dropped" };
-                        writeln_bytes(&mut out, row, decision)?
-                    }
+                    Emit::All => writeln_bytes(&mut out, row, if pass { passed } else { dropped })?,
                     _ => {}
                 }
             }

@@ -4,6 +4,7 @@
 //! input redirected from one): if a row turns out to be out of order, the input is read
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -11,11 +12,13 @@ use std::sync::mpsc;
 
 use csv::ByteRecord;
 
+use crate::input::format::{InputFormat, ReadFailure, Records};
 use crate::message::one_line;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
 use crate::units::decimal;
-use crate::units::time::{TimeFormat, Timestamp};
+use crate::units::layout::TimeLayout;
+use crate::units::time::Timestamp;
 
 /// Where a catalog comes from.
 #[derive(Clone, Debug)]
@@ -57,10 +60,13 @@ impl Source {
 /// What to read from each row, and which rows to keep.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
-    /// The name of the column holding each event's time.
+    /// The layout of the input.
+    pub format: InputFormat,
+    /// The name of the column holding each event's time; names separated by commas give
+    /// a time split over columns, joined with one space before it is read.
     pub time_column: String,
     /// How that column is written.
-    pub time_format: TimeFormat,
+    pub time_format: TimeLayout,
     /// Keep only events at or after this time.
     pub since: Option<Timestamp>,
     /// Keep only events before this time.
@@ -71,19 +77,23 @@ pub struct ReadOptions {
     pub key_column: Option<String>,
     /// Whether to show a progress bar on stderr when reading takes long.
     pub progress: bool,
+    /// How many bad rows may be skipped (and counted) rather than stop the reading.
+    pub skip_bad: u64,
 }
 
 impl ReadOptions {
     /// Returns options that read the `time` column in RFC 3339, keeping every row.
     pub fn new() -> ReadOptions {
         ReadOptions {
+            format: InputFormat::Csv,
             time_column: "time".into(),
-            time_format: TimeFormat::Rfc3339,
+            time_format: TimeLayout::default(),
             since: None,
             until: None,
             min_mag: None,
             key_column: None,
             progress: false,
+            skip_bad: 0,
         }
     }
 }
@@ -118,6 +128,10 @@ pub struct ReadStats {
     pub events: u64,
     /// Rows left out by `--min-mag` because their magnitude was empty.
     pub no_magnitude: u64,
+    /// Bad rows skipped by `--skip-bad`, and the first one's error.
+    pub skipped: u64,
+    /// The error of the first row skipped.
+    pub first_skipped: Option<String>,
     /// The keys, by number; empty without a key column.
     pub keys: KeyTable,
 }
@@ -443,22 +457,37 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
     let mut pass = Reading::new(capture, source, options, size)?;
     let mut rows = Rows { header: Vec::new(), store: Vec::new(), order: Vec::new() };
-    let header_end = pass.csv.position().byte();
-    rows.header = pass.csv.get_ref().slice(0, header_end).to_vec();
+    if let RowReader::Csv(csv) = &pass.rows {
+        rows.header = csv.get_ref().slice(0, csv.position().byte()).to_vec();
+    }
     while let Some((time, key)) = pass.next_event()? {
         let start = pass.record.position().expect("records have positions").byte();
-        let end = pass.csv.position().byte();
+        let end = pass.rows.byte();
         let line = pass.line();
-        let capture = pass.csv.get_mut();
-        let text = trim_blank_lines(capture.slice(start, end));
+        let text: Cow<[u8]> = match &pass.rows {
+            RowReader::Csv(csv) => Cow::Borrowed(trim_blank_lines(csv.get_ref().slice(start, end))),
+            // A feature may span lines; emitted, it is one line of JSON. JSON has no line
+            // breaks inside strings, so they are all white space.
+            RowReader::Other(records) if records.text().contains(&b'\n') => Cow::Owned(
+                records
+                    .text()
+                    .iter()
+                    .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                    .collect(),
+            ),
+            RowReader::Other(records) => Cow::Borrowed(records.text()),
+        };
         let len = u32::try_from(text.len()).map_err(|_| {
             layout(&pass.name, format!("line {line}: row too long to keep for --emit"))
         })?;
         rows.order.push((time, rows.store.len()));
         rows.store.extend_from_slice(&len.to_le_bytes());
         rows.store.extend_from_slice(&key.to_le_bytes());
-        rows.store.extend_from_slice(text);
-        capture.forget_before(end);
+        rows.store.extend_from_slice(&text);
+        match &mut pass.rows {
+            RowReader::Csv(csv) => csv.get_mut().forget_before(end),
+            RowReader::Other(records) => records.get_mut().forget_before(end),
+        }
     }
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
@@ -587,13 +616,55 @@ impl<R: Read> Read for Capture<R> {
     }
 }
 
+/// Where rows come from: the csv crate for CSV and TSV, records for the other formats.
+enum RowReader<R> {
+    Csv(csv::Reader<R>),
+    Other(Records<R>),
+}
+
+/// A row that cannot be read, or an input that cannot: only the first may be skipped.
+enum Bad {
+    Row(ReadError),
+    Input(ReadError),
+}
+
+impl<R: Read> RowReader<R> {
+    /// Reads the next row into `record`; false at the end.
+    fn read(&mut self, record: &mut ByteRecord, name: &str) -> Result<bool, Bad> {
+        match self {
+            RowReader::Csv(csv) => csv.read_byte_record(record).map_err(|e| match e.kind() {
+                csv::ErrorKind::UnequalLengths { .. } => Bad::Row(csv_error(name, e)),
+                _ => Bad::Input(csv_error(name, e)),
+            }),
+            RowReader::Other(records) => records.read(record).map_err(|failure| match failure {
+                ReadFailure::Io(error) => {
+                    Bad::Input(ReadError::Io { name: name.to_owned(), error })
+                }
+                ReadFailure::Record(e) => {
+                    Bad::Row(layout(name, format!("line {}: {}", e.line, e.problem)))
+                }
+            }),
+        }
+    }
+
+    /// Returns how far reading has come, in bytes.
+    fn byte(&self) -> u64 {
+        match self {
+            RowReader::Csv(csv) => csv.position().byte(),
+            RowReader::Other(records) => records.byte(),
+        }
+    }
+}
+
 /// One reading of the input, row by row.
 struct Reading<'a, R> {
-    csv: csv::Reader<R>,
+    rows: RowReader<R>,
     record: ByteRecord,
     name: String,
     options: &'a ReadOptions,
-    time: usize,
+    /// The time's columns: one, or several to join with spaces.
+    time: Vec<usize>,
+    joined: Vec<u8>,
     mag: Option<usize>,
     key: Option<usize>,
     stats: ReadStats,
@@ -608,8 +679,34 @@ impl<'a, R: Read> Reading<'a, R> {
         size: Option<u64>,
     ) -> Result<Reading<'a, R>> {
         let name = source.name();
-        let mut csv = csv::ReaderBuilder::new().buffer_capacity(1 << 16).from_reader(reader);
-        let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
+        let format = options.format;
+        let time_columns: Vec<&str> = options.time_column.split(',').collect();
+        let mag_column = format.mag_column();
+        let (rows, header) = match format {
+            InputFormat::Csv | InputFormat::Tsv => {
+                let delimiter = if format == InputFormat::Tsv { b'\t' } else { b',' };
+                let mut csv = csv::ReaderBuilder::new()
+                    .buffer_capacity(1 << 16)
+                    .delimiter(delimiter)
+                    .from_reader(reader);
+                let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
+                (RowReader::Csv(csv), header)
+            }
+            _ => {
+                // The fields asked for, each once, are the header.
+                let mut fields: Vec<String> = Vec::new();
+                let wanted = time_columns.iter().copied();
+                let wanted = wanted.chain(options.min_mag.map(|_| mag_column));
+                for field in wanted.chain(options.key_column.as_deref()) {
+                    if !fields.iter().any(|f| f == field) {
+                        fields.push(field.to_owned());
+                    }
+                }
+                let records = Records::new(reader, format, fields);
+                let header = records.header();
+                (RowReader::Other(records), header)
+            }
+        };
         let column = |wanted: &str, why: &str| {
             if header.is_empty() {
                 // An empty input is an empty catalog, not a missing column.
@@ -637,9 +734,10 @@ impl<'a, R: Read> Reading<'a, R> {
                 }
             }
         };
-        let time = column(&options.time_column, "(choose the time column with --time-column)")?;
+        let why = "(choose the time column with --time-column)";
+        let time = time_columns.iter().map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
         let mag = match options.min_mag {
-            Some(_) => Some(column("mag", "(needed by --min-mag)")?),
+            Some(_) => Some(column(mag_column, "(needed by --min-mag)")?),
             None => None,
         };
         let key = match &options.key_column {
@@ -647,11 +745,12 @@ impl<'a, R: Read> Reading<'a, R> {
             None => None,
         };
         Ok(Reading {
-            csv,
+            rows,
             record: ByteRecord::new(),
             name,
             options,
             time,
+            joined: Vec::new(),
             mag,
             key,
             stats: ReadStats::default(),
@@ -677,39 +776,84 @@ impl<'a, R: Read> Reading<'a, R> {
     }
 
     /// Reads up to the next row the filters keep, which stays in `record`, and returns its
-    /// time.
+    /// time. A bad row stops the reading, unless `--skip-bad` still allows one: then it is
+    /// counted, and the first one's error kept.
     fn next_kept(&mut self) -> Result<Option<Timestamp>> {
-        let options = self.options;
         loop {
-            if !self.csv.read_byte_record(&mut self.record).map_err(|e| csv_error(&self.name, e))? {
+            let more = match self.rows.read(&mut self.record, &self.name) {
+                Ok(more) => more,
+                Err(Bad::Input(error)) => return Err(error),
+                Err(Bad::Row(error)) => {
+                    self.stats.rows += 1;
+                    self.skip(error)?;
+                    continue;
+                }
+            };
+            if !more {
                 return Ok(None);
             }
             self.stats.rows += 1;
-            self.progress.tick(self.stats.rows, self.csv.position().byte());
-            let field = |index: usize| self.record.get(index).unwrap_or_default();
-            let text = field(self.time);
-            let time = Timestamp::parse(text, options.time_format)
-                .map_err(|e| self.field_error(&options.time_column, text, e.to_string()))?;
-            if options.since.is_some_and(|since| time < since)
-                || options.until.is_some_and(|until| time >= until)
-            {
-                continue;
-            }
-            if let (Some(index), Some(min)) = (self.mag, options.min_mag) {
-                let text = field(index);
-                if text.is_empty() {
-                    self.stats.no_magnitude += 1;
-                    continue;
+            self.progress.tick(self.stats.rows, self.rows.byte());
+            match self.keep() {
+                Ok(Some(time)) => {
+                    self.stats.events += 1;
+                    return Ok(Some(time));
                 }
-                let mag = decimal::parse_floor(text, 6)
-                    .map_err(|_| self.field_error("mag", text, "not a number".into()))?;
-                if mag < min {
-                    continue;
-                }
+                Ok(None) => {}
+                Err(error) => self.skip(error)?,
             }
-            self.stats.events += 1;
-            return Ok(Some(time));
         }
+    }
+
+    /// Skips a bad row if `--skip-bad` allows one more, else returns its error.
+    fn skip(&mut self, error: ReadError) -> Result<()> {
+        if self.stats.skipped >= self.options.skip_bad {
+            return Err(error);
+        }
+        self.stats.skipped += 1;
+        self.stats.first_skipped.get_or_insert_with(|| error.to_string());
+        Ok(())
+    }
+
+    /// Returns the time of the row read last if the filters keep it, `None` if not.
+    fn keep(&mut self) -> Result<Option<Timestamp>> {
+        let options = self.options;
+        let text: &[u8] = match self.time[..] {
+            [one] => self.record.get(one).unwrap_or_default(),
+            _ => {
+                self.joined.clear();
+                for (n, &index) in self.time.iter().enumerate() {
+                    if n > 0 {
+                        self.joined.push(b' ');
+                    }
+                    self.joined.extend_from_slice(self.record.get(index).unwrap_or_default());
+                }
+                &self.joined
+            }
+        };
+        let time = options
+            .time_format
+            .parse(text)
+            .map_err(|e| self.field_error(&options.time_column, text, e.to_string()))?;
+        if options.since.is_some_and(|since| time < since)
+            || options.until.is_some_and(|until| time >= until)
+        {
+            return Ok(None);
+        }
+        if let (Some(index), Some(min)) = (self.mag, options.min_mag) {
+            let text = self.record.get(index).unwrap_or_default();
+            if text.is_empty() {
+                self.stats.no_magnitude += 1;
+                return Ok(None);
+            }
+            let mag = decimal::parse_floor(text, 6).map_err(|_| {
+                self.field_error(options.format.mag_column(), text, "not a number".into())
+            })?;
+            if mag < min {
+                return Ok(None);
+            }
+        }
+        Ok(Some(time))
     }
 
     /// The key of the row read last, as bytes; empty without a key column.

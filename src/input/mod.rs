@@ -1,5 +1,6 @@
 //! Reading catalogs: CSV rows to event times and keys, and the bundled sample.
 
 pub mod catalog;
+pub mod format;
 pub mod keys;
 pub mod sample;

@@ -7,6 +7,7 @@ mod bad_input;
 mod compare;
 mod conventions;
 mod emit;
+mod formats;
 mod inputs;
 mod keys;
 mod min_bucket;

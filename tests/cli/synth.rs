@@ -196,7 +196,7 @@ fn bad_request_log_options() {
 /// A GCRA at one event a second, by the token bucket's definition in whole milliseconds of
 /// credit: each millisecond adds one, an event takes 1000, and the bucket holds `burst`
 /// events' worth. Returns how many it drops.
-fn dropped_at_one_a_second(times: &[i64], burst: i64) -> i64 {
+pub fn dropped_at_one_a_second(times: &[i64], burst: i64) -> i64 {
     let (mut credit, mut last, mut dropped) = (burst * 1000, i64::MIN, 0);
     for &t in times {
         if last != i64::MIN {

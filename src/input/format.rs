@@ -1,0 +1,616 @@
+//! The layouts a catalog comes in besides CSV: JSON Lines, GeoJSON and access logs.
+//!
+//! Each is read record by record into the fields a command asks for, in the order asked,
+//! so that everything after reading (times, filters, keys) is the same for every format.
+
+use std::io::{BufRead, BufReader, Read};
+
+use csv::{ByteRecord, Position};
+use serde_json::Value;
+
+/// The layouts a catalog can be read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum InputFormat {
+    /// Comma-separated values with a header row.
+    #[default]
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+    /// One JSON object per line; fields by name or dotted path (`properties.time`).
+    Jsonl,
+    /// A GeoJSON FeatureCollection, as the USGS feeds serve it; read feature by feature.
+    Geojson,
+    /// The combined log format of nginx and Apache.
+    Clf,
+}
+
+/// The fields of a line in the combined log format, in order.
+pub const CLF_FIELDS: [&str; 8] = [
+    "remote_addr",
+    "remote_user",
+    "time_local",
+    "request",
+    "status",
+    "body_bytes_sent",
+    "http_referer",
+    "http_user_agent",
+];
+
+impl InputFormat {
+    /// Returns the format a file's name says, if it says one: `.csv`, `.tsv`, `.jsonl` or
+    /// `.ndjson`, `.geojson`, `.log`.
+    pub fn of_path(path: &std::path::Path) -> Option<InputFormat> {
+        let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match extension.as_str() {
+            "csv" => InputFormat::Csv,
+            "tsv" => InputFormat::Tsv,
+            "jsonl" | "ndjson" => InputFormat::Jsonl,
+            "geojson" => InputFormat::Geojson,
+            "log" => InputFormat::Clf,
+            _ => return None,
+        })
+    }
+
+    /// Returns the field that holds each event's time unless told otherwise.
+    pub fn time_column(self) -> &'static str {
+        match self {
+            InputFormat::Geojson => "properties.time",
+            InputFormat::Clf => "time_local",
+            _ => "time",
+        }
+    }
+
+    /// Returns the field `--min-mag` reads.
+    pub fn mag_column(self) -> &'static str {
+        match self {
+            InputFormat::Geojson => "properties.mag",
+            _ => "mag",
+        }
+    }
+
+    /// Returns the name messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
+            InputFormat::Jsonl => "jsonl",
+            InputFormat::Geojson => "geojson",
+            InputFormat::Clf => "clf",
+        }
+    }
+}
+
+/// Why a record could not be read: on one line, without the input's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordError {
+    /// The line the record starts on.
+    pub line: u64,
+    /// What was expected.
+    pub problem: String,
+}
+
+/// Records read from a line-based or GeoJSON input, each as the fields asked for.
+pub struct Records<R> {
+    input: BufReader<R>,
+    format: InputFormat,
+    fields: Vec<String>,
+    /// The text of the record read last.
+    text: Vec<u8>,
+    /// Where the next record starts: its byte offset and its line.
+    byte: u64,
+    line: u64,
+    /// For GeoJSON: where reading is in the document.
+    collection: Collection,
+}
+
+/// How far reading a FeatureCollection has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Collection {
+    /// Before the `features` array.
+    Start,
+    /// Inside it: the next feature, or its end.
+    Features,
+    /// After it.
+    Done,
+}
+
+impl<R: Read> Records<R> {
+    /// Returns records of `format` (not CSV or TSV) with the named fields.
+    pub fn new(input: R, format: InputFormat, fields: Vec<String>) -> Records<R> {
+        Records {
+            input: BufReader::with_capacity(1 << 16, input),
+            format,
+            fields,
+            text: Vec::new(),
+            byte: 0,
+            line: 1,
+            collection: Collection::Start,
+        }
+    }
+
+    /// Returns the names of the fields each record holds, as a header.
+    pub fn header(&self) -> ByteRecord {
+        ByteRecord::from(self.fields.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Returns the input, to let go of what it kept.
+    pub fn get_mut(&mut self) -> &mut R {
+        self.input.get_mut()
+    }
+
+    /// Returns the byte offset reached.
+    pub fn byte(&self) -> u64 {
+        self.byte
+    }
+
+    /// Returns the text of the record read last, as it was written.
+    pub fn text(&self) -> &[u8] {
+        &self.text
+    }
+
+    /// Reads the next record into `record`, with its position; false at the end.
+    pub fn read(&mut self, record: &mut ByteRecord) -> Result<bool, ReadFailure> {
+        loop {
+            let start = (self.byte, self.line);
+            let found = match self.format {
+                InputFormat::Geojson => self.next_feature()?,
+                _ => self.next_line()?,
+            };
+            if !found {
+                return Ok(false);
+            }
+            // Blank lines between records are no records.
+            if self.text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let mut position = Position::new();
+            position.set_byte(start.0).set_line(start.1);
+            record.clear();
+            let fields = match self.format {
+                InputFormat::Clf => clf_fields(&self.text, &self.fields),
+                _ => json_fields(&self.text, &self.fields, self.format == InputFormat::Geojson),
+            };
+            match fields {
+                Ok(values) => values.iter().for_each(|v| record.push_field(v)),
+                Err(problem) => {
+                    return Err(ReadFailure::Record(RecordError { line: start.1, problem }));
+                }
+            }
+            record.set_position(Some(position));
+            return Ok(true);
+        }
+    }
+
+    /// Reads one line into `text`, without its ending.
+    fn next_line(&mut self) -> Result<bool, ReadFailure> {
+        self.text.clear();
+        let n = self.input.read_until(b'\n', &mut self.text).map_err(ReadFailure::Io)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.byte += n as u64;
+        self.line += 1;
+        while self.text.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+            self.text.pop();
+        }
+        Ok(true)
+    }
+
+    /// Reads the next feature of a FeatureCollection into `text`.
+    fn next_feature(&mut self) -> Result<bool, ReadFailure> {
+        let at = |line| {
+            move |problem: &str| {
+                ReadFailure::Record(RecordError { line, problem: problem.to_owned() })
+            }
+        };
+        if self.collection == Collection::Start {
+            self.open_collection()?;
+        }
+        if self.collection == Collection::Done {
+            return Ok(false);
+        }
+        // Between features: a comma, or the end of the array.
+        let byte = self.skip_space()?;
+        let byte = match byte {
+            Some(b',') => {
+                self.take(1);
+                self.skip_space()?
+            }
+            other => other,
+        };
+        match byte {
+            Some(b']') => {
+                self.take(1);
+                self.collection = Collection::Done;
+                self.close_collection()?;
+                return Ok(false);
+            }
+            Some(b'{') => {}
+            Some(_) => return Err(at(self.line)("expected a feature (a JSON object) or `]`")),
+            None => return Err(at(self.line)("the document ends inside `features`")),
+        }
+        self.text.clear();
+        self.value_into_text()?;
+        Ok(true)
+    }
+
+    /// Reads up to the first feature: a top-level object whose `features` is an array.
+    fn open_collection(&mut self) -> Result<(), ReadFailure> {
+        let fail = |line, problem: &str| {
+            ReadFailure::Record(RecordError { line, problem: problem.to_owned() })
+        };
+        if self.skip_space()? != Some(b'{') {
+            return Err(fail(self.line, "expected a GeoJSON FeatureCollection: a JSON object"));
+        }
+        self.take(1);
+        loop {
+            let Some(name) = self.member_name()? else {
+                return Err(fail(self.line, "a GeoJSON FeatureCollection needs `features`"));
+            };
+            if name == "features" {
+                if self.skip_space()? != Some(b'[') {
+                    return Err(fail(self.line, "`features` must be an array"));
+                }
+                self.take(1);
+                self.collection = Collection::Features;
+                return Ok(());
+            }
+            self.member_value(&name)?;
+        }
+    }
+
+    /// Reads what follows the features: other members, and the end of the object.
+    fn close_collection(&mut self) -> Result<(), ReadFailure> {
+        while let Some(name) = self.member_name()? {
+            self.member_value(&name)?;
+        }
+        Ok(())
+    }
+
+    /// Reads past the comma before a member (if any) and its name and colon; `None` at the
+    /// object's end.
+    fn member_name(&mut self) -> Result<Option<String>, ReadFailure> {
+        let line = self.line;
+        let fail =
+            |problem: &str| ReadFailure::Record(RecordError { line, problem: problem.to_owned() });
+        let mut byte = self.skip_space()?;
+        if byte == Some(b',') {
+            self.take(1);
+            byte = self.skip_space()?;
+        }
+        match byte {
+            Some(b'}') => {
+                self.take(1);
+                return Ok(None);
+            }
+            Some(b'"') => {}
+            _ => return Err(fail("expected a member of the FeatureCollection object")),
+        }
+        self.text.clear();
+        self.value_into_text()?;
+        let name: String =
+            serde_json::from_slice(&self.text).map_err(|_| fail("a bad member name"))?;
+        if self.skip_space()? != Some(b':') {
+            return Err(fail("expected `:` after a member name"));
+        }
+        self.take(1);
+        Ok(Some(name))
+    }
+
+    /// Reads a top-level member's value; `type` must say FeatureCollection.
+    fn member_value(&mut self, name: &str) -> Result<(), ReadFailure> {
+        let line = self.line;
+        self.skip_space()?;
+        self.text.clear();
+        self.value_into_text()?;
+        if name == "type"
+            && serde_json::from_slice::<String>(&self.text).ok().as_deref()
+                != Some("FeatureCollection")
+        {
+            let found = String::from_utf8_lossy(&self.text).into_owned();
+            let problem = format!(
+                "expected a GeoJSON FeatureCollection, found type {}",
+                crate::message::one_line(&found)
+            );
+            return Err(ReadFailure::Record(RecordError { line, problem }));
+        }
+        Ok(())
+    }
+
+    /// Appends one JSON value (object, array, string or scalar) to `text`, as written.
+    fn value_into_text(&mut self) -> Result<(), ReadFailure> {
+        let start_line = self.line;
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escaped = false;
+        loop {
+            let buffer = self.input.fill_buf().map_err(ReadFailure::Io)?;
+            if buffer.is_empty() {
+                let problem = "the document ends inside a value".to_owned();
+                return Err(ReadFailure::Record(RecordError { line: start_line, problem }));
+            }
+            let mut used = 0;
+            let mut done = false;
+            for &b in buffer {
+                used += 1;
+                if b == b'\n' {
+                    self.line += 1;
+                }
+                if in_string {
+                    match (escaped, b) {
+                        (true, _) => escaped = false,
+                        (false, b'\\') => escaped = true,
+                        (false, b'"') => {
+                            in_string = false;
+                            if depth == 0 {
+                                done = true;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' if depth > 0 => {
+                        depth -= 1;
+                        if depth == 0 {
+                            done = true;
+                            break;
+                        }
+                    }
+                    // A scalar ends before a delimiter, which is not part of it.
+                    b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n' if depth == 0 => {
+                        used -= 1;
+                        if b == b'\n' {
+                            self.line -= 1;
+                        }
+                        done = true;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            self.text.extend_from_slice(&buffer[..used]);
+            self.take(used);
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Skips white space and returns the next byte, without taking it.
+    fn skip_space(&mut self) -> Result<Option<u8>, ReadFailure> {
+        loop {
+            let buffer = self.input.fill_buf().map_err(ReadFailure::Io)?;
+            let Some(&first) = buffer.first() else { return Ok(None) };
+            if !first.is_ascii_whitespace() {
+                return Ok(Some(first));
+            }
+            if first == b'\n' {
+                self.line += 1;
+            }
+            self.take(1);
+        }
+    }
+
+    /// Takes `n` bytes that have been looked at.
+    fn take(&mut self, n: usize) {
+        self.input.consume(n);
+        self.byte += n as u64;
+    }
+}
+
+/// Why reading stopped: the input failed, or a record is not what the format says.
+#[derive(Debug)]
+pub enum ReadFailure {
+    /// The input could not be read.
+    Io(std::io::Error),
+    /// A record is malformed.
+    Record(RecordError),
+}
+
+/// Returns a JSON object's fields by name or dotted path; a missing field, or `null`, is
+/// empty. In a GeoJSON feature, a plain name not found on the feature is looked up in its
+/// `properties`, so that `--key net` means `properties.net`.
+fn json_fields(text: &[u8], fields: &[String], feature: bool) -> Result<Vec<Vec<u8>>, String> {
+    let value: Value = serde_json::from_slice(text).map_err(|e| {
+        format!("expected a JSON object: {}", crate::message::one_line(&e.to_string()))
+    })?;
+    if !value.is_object() {
+        return Err("expected a JSON object".into());
+    }
+    Ok(fields
+        .iter()
+        .map(|path| {
+            let mut found = lookup(&value, path);
+            if feature && found.is_none() && !path.contains('.') {
+                found = value.get("properties").and_then(|p| lookup(p, path));
+            }
+            match found {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::String(s)) => s.as_bytes().to_vec(),
+                Some(other) => other.to_string().into_bytes(),
+            }
+        })
+        .collect())
+}
+
+/// Follows a dotted path through objects.
+fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, name| v.get(name))
+}
+
+/// Returns a combined-log line's fields by name: `remote_addr - remote_user [time_local]
+/// "request" status body_bytes_sent "http_referer" "http_user_agent"`. The last two may be
+/// missing (the common log format); quoted fields may hold `\"`.
+fn clf_fields(line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, String> {
+    let all = split_clf(line).ok_or_else(|| {
+        "expected a combined log line: addr - user [time] \"request\" status bytes \"referer\" \"agent\"".to_owned()
+    })?;
+    fields
+        .iter()
+        .map(|name| match CLF_FIELDS.iter().position(|f| f == name) {
+            Some(index) => Ok(all[index].clone()),
+            None => Err(format!(
+                "the combined log format has no field `{}`; it has {}",
+                crate::message::one_line(name),
+                CLF_FIELDS.join(", ")
+            )),
+        })
+        .collect()
+}
+
+/// Splits a combined-log line into its eight fields, or `None` if it is not one.
+fn split_clf(line: &[u8]) -> Option<[Vec<u8>; 8]> {
+    let mut rest = line;
+    let word = |rest: &mut &[u8]| -> Option<Vec<u8>> {
+        let end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+        let found = rest[..end].to_vec();
+        *rest = rest.get(end + 1..).unwrap_or_default();
+        (!found.is_empty()).then_some(found)
+    };
+    let addr = word(&mut rest)?;
+    let _ident = word(&mut rest)?;
+    let user = word(&mut rest)?;
+    let time = {
+        let inner = rest.strip_prefix(b"[")?;
+        let end = inner.iter().position(|&b| b == b']')?;
+        let time = inner[..end].to_vec();
+        rest = inner[end + 1..].strip_prefix(b" ")?;
+        time
+    };
+    let request = quoted(&mut rest)?;
+    let status = word(&mut rest)?;
+    let bytes = word(&mut rest)?;
+    let (referer, agent) = if rest.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let referer = quoted(&mut rest)?;
+        let agent = quoted(&mut rest)?;
+        (referer, agent)
+    };
+    // Anything after the agent (nginx logs may add fields) is left alone.
+    Some([addr, user, time, request, status, bytes, referer, agent])
+}
+
+/// Reads a double-quoted field and the space after it, keeping `\"` and `\\` as written.
+fn quoted(rest: &mut &[u8]) -> Option<Vec<u8>> {
+    let inner = rest.strip_prefix(b"\"")?;
+    let mut escaped = false;
+    let end = inner.iter().position(|&b| {
+        let close = b == b'"' && !escaped;
+        escaped = b == b'\\' && !escaped;
+        close
+    })?;
+    let found = inner[..end].to_vec();
+    let after = &inner[end + 1..];
+    *rest = after.strip_prefix(b" ").unwrap_or(after);
+    Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(fields: &[&str]) -> Vec<String> {
+        fields.iter().map(|&f| f.to_owned()).collect()
+    }
+
+    fn read_all(
+        format: InputFormat,
+        text: &str,
+        fields: &[&str],
+    ) -> Result<Vec<Vec<String>>, String> {
+        let mut records = Records::new(text.as_bytes(), format, names(fields));
+        let mut record = ByteRecord::new();
+        let mut found = Vec::new();
+        loop {
+            match records.read(&mut record) {
+                Ok(true) => found
+                    .push(record.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect()),
+                Ok(false) => return Ok(found),
+                Err(ReadFailure::Record(e)) => {
+                    return Err(format!("line {}: {}", e.line, e.problem));
+                }
+                Err(ReadFailure::Io(e)) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    #[test]
+    fn combined_log_lines() {
+        let log = "203.0.113.9 - alice [10/Oct/2000:13:55:36 -0700] \"GET /a\\\"b HTTP/1.1\" 200 2326 \"http://x/\" \"curl/8.0\"\n\
+                   198.51.100.2 - - [10/Oct/2000:13:55:37 -0700] \"POST /login HTTP/1.1\" 401 0\n";
+        let found = read_all(
+            InputFormat::Clf,
+            log,
+            &["time_local", "remote_addr", "request", "http_user_agent"],
+        )
+        .unwrap();
+        assert_eq!(
+            found[0],
+            ["10/Oct/2000:13:55:36 -0700", "203.0.113.9", "GET /a\\\"b HTTP/1.1", "curl/8.0"]
+        );
+        assert_eq!(
+            found[1],
+            ["10/Oct/2000:13:55:37 -0700", "198.51.100.2", "POST /login HTTP/1.1", ""]
+        );
+        let err =
+            read_all(InputFormat::Clf, "a - - [x] \"y\" 200 1\nnot a log line\n", &["time_local"])
+                .unwrap_err();
+        assert!(err.starts_with("line 2: expected a combined log line"), "{err}");
+        let err = read_all(InputFormat::Clf, log, &["client"]).unwrap_err();
+        assert!(err.contains("no field `client`"), "{err}");
+    }
+
+    #[test]
+    fn json_lines_by_dotted_path() {
+        let text = "{\"t\": 1, \"who\": {\"ip\": \"a\"}}\n\n{\"t\": \"2025-01-01T00:00:00Z\", \"who\": null}\n";
+        let found = read_all(InputFormat::Jsonl, text, &["t", "who.ip"]).unwrap();
+        assert_eq!(found, [["1", "a"], ["2025-01-01T00:00:00Z", ""]]);
+        let err = read_all(InputFormat::Jsonl, "{\"t\": 1}\n{\"t\": 2\n", &["t"]).unwrap_err();
+        assert!(err.starts_with("line 2: expected a JSON object"), "{err}");
+        let err = read_all(InputFormat::Jsonl, "[1]\n", &["t"]).unwrap_err();
+        assert_eq!(err, "line 1: expected a JSON object");
+    }
+
+    #[test]
+    fn geojson_features_one_at_a_time() {
+        let doc = "{\"type\": \"FeatureCollection\", \"metadata\": {\"count\": 2, \"s\": \"]}\\\"\"},\n \"features\": [\n\
+                   {\"type\":\"Feature\",\"properties\":{\"mag\":5.1,\"time\":1753831492483,\"net\":\"us\"},\"id\":\"us1\"},\n\
+                   {\"type\":\"Feature\",\"properties\":{\"mag\":null,\"time\":1753831492484,\"net\":\"ak\"},\"id\":\"ak2\"}\n], \"bbox\": [1, 2]}";
+        let found = read_all(
+            InputFormat::Geojson,
+            doc,
+            &["properties.time", "properties.mag", "net", "id"],
+        )
+        .unwrap();
+        assert_eq!(
+            found,
+            [["1753831492483", "5.1", "us", "us1"], ["1753831492484", "", "ak", "ak2"]]
+        );
+        let empty = read_all(
+            InputFormat::Geojson,
+            "{\"type\":\"FeatureCollection\",\"features\":[]}",
+            &["id"],
+        );
+        assert_eq!(empty, Ok(vec![]));
+        for (doc, says) in [
+            (
+                "{\"type\":\"Feature\",\"features\":[]}",
+                "expected a GeoJSON FeatureCollection, found type \"Feature\"",
+            ),
+            ("[1, 2]", "expected a GeoJSON FeatureCollection: a JSON object"),
+            ("{\"type\":\"FeatureCollection\"}", "needs `features`"),
+            ("{\"features\":[{\"id\":1}", "the document ends inside `features`"),
+            ("{\"features\":[{\"id\":1},\n 7]}", "line 2: expected a feature"),
+        ] {
+            let err = read_all(InputFormat::Geojson, doc, &["id"]).unwrap_err();
+            assert!(err.contains(says), "{doc}: {err}");
+        }
+    }
+}
