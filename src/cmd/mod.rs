@@ -2,6 +2,7 @@
 
 mod check;
 mod compare;
+mod fetch;
 mod min_bucket;
 mod min_rate;
 mod plot;
@@ -38,6 +39,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::Synth(args) => synth::run(&args),
+        Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),
         Command::Completions(args) => {
             // clap_complete panics if it cannot write; a buffer it can always write.

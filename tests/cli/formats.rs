@@ -15,7 +15,7 @@ const ACCESS_LOG: &str = include_str!("../fixtures/access.log");
 
 /// Runs a command that must succeed and returns its JSON, with the input's name taken
 /// out, so that the same events read from different files compare equal.
-fn report(args: &[&str], file: &Path) -> serde_json::Value {
+pub fn report(args: &[&str], file: &Path) -> serde_json::Value {
     let out =
         run_with(&[args, &[file.to_str().unwrap(), "--format", "json"]].concat(), Stdin::Null).ok();
     json(&out.replace(&format!("\"{}\"", file.display()), "\"INPUT\""))

@@ -7,6 +7,8 @@ mod bad_input;
 mod compare;
 mod conventions;
 mod emit;
+mod fdsn;
+mod fetch;
 mod formats;
 mod inputs;
 mod keys;

@@ -1,0 +1,77 @@
+//! `fetch` against a local stand-in for the USGS event service.
+
+use crate::fdsn::Fdsn;
+use crate::formats::report;
+use crate::harness::{Stdin, real_catalog, run_with, temp_file};
+
+const M5: &str = "usgs_m5_2015_2025.csv";
+
+fn fetch(service: &Fdsn, extra: &[&str], out: &std::path::Path) -> crate::harness::Run {
+    let args = [
+        "fetch",
+        "--url",
+        &service.url,
+        "--since",
+        "2015-01-01",
+        "--until",
+        "2026-01-01",
+        "--min-mag",
+        "5",
+        "--limit",
+        "5000",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    run_with(&[&args[..], extra].concat(), Stdin::Null)
+}
+
+#[test]
+fn fetch_gets_a_catalog_past_the_limit_in_order_byte_for_byte() {
+    let Some(path) = real_catalog(M5) else { return };
+    let want = std::fs::read(&path).unwrap();
+    // With the count method, spans over the limit are halved before they are asked for;
+    // without it, when the service refuses them.
+    for counts in [true, false] {
+        let service = Fdsn::start(&path, 5000, counts);
+        let out = temp_file("quakes.csv", "");
+        let run = fetch(&service, &[], &out);
+        let requests = service.requests();
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let said = format!("fetched 19032 events in {requests} requests (1 tried again)");
+        assert!(run.stderr.contains(&said), "counts {counts}: {}", run.stderr);
+        assert!(std::fs::read(&out).unwrap() == want, "counts {counts}: not the catalog's bytes");
+    }
+}
+
+#[test]
+fn fetched_geojson_replays_as_the_csv_does() {
+    let Some(path) = real_catalog(M5) else { return };
+    let service = Fdsn::start(&path, 5000, true);
+    let out = temp_file("quakes.geojson", "");
+    assert_eq!(fetch(&service, &["--format", "geojson"], &out).code, 0);
+    let args = ["replay", "--algo", "gcra", "--rate", "5/h", "--key", "net"];
+    assert_eq!(report(&args, &out), report(&args, &path));
+}
+
+#[test]
+fn a_service_that_keeps_failing_ends_in_one_line() {
+    // Nothing listens on this port once the listener is dropped.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = temp_file("none.csv", "kept");
+    let args = [
+        "fetch",
+        "--url",
+        &format!("http://127.0.0.1:{port}/fdsnws/event/1"),
+        "--since",
+        "2025-01-01",
+        "--until",
+        "2025-02-01",
+        "--tries",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let err = run_with(&args, Stdin::Null).error();
+    assert!(err.contains("no good answer in 2 tries"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "the old file stays whole");
+}
