@@ -167,9 +167,10 @@ impl KeyedFinders {
         let table = names.names.unwrap_or(&empty);
         let groups = Groups::new(&keys, table.len());
         drop(keys);
+        let times = groups.gather(&times);
         let size = |finders: &mut KeyFinders, key: usize| {
             finders.clear(&self.rates);
-            groups.events(key).iter().for_each(|&e| finders.push(times[e as usize]));
+            times[groups.range(key)].iter().for_each(|&time| finders.push(time));
             finders.results()
         };
         // A cover names the neediest keys it leaves out: rank at least that many.
@@ -183,7 +184,7 @@ impl KeyedFinders {
         };
         let each = |part: &mut _, key: usize| {
             let (needs, rankings, finders): &mut (Vec<Histogram>, Vec<Ranking>, KeyFinders) = part;
-            let events = groups.events(key).len() as u64;
+            let events = groups.range(key).len() as u64;
             let number = Key::try_from(key).expect("keys are numbered in 32 bits");
             let name = table.get(number);
             for (n, found) in size(finders, key).iter().enumerate() {
@@ -206,7 +207,7 @@ impl KeyedFinders {
         let need_of = |n: usize, key: Key| KeyNeed {
             key: table.name(key),
             min_bucket: listed[&key][n].min_bucket,
-            events: groups.events(slot(key)).len() as u64,
+            events: groups.range(slot(key)).len() as u64,
         };
         (0..self.rates.len())
             .map(|n| {

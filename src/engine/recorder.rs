@@ -206,14 +206,14 @@ impl PerKey {
     }
 }
 
-/// A keyed replay's events, kept to be grouped by key, and its totals.
+/// A keyed replay's events, kept to be grouped by key; the totals over all keys are
+/// found from them too, at the end, while the keys are.
 #[derive(Clone, Debug)]
 struct Keyed {
     times: Vec<Timestamp>,
     keys: Vec<Key>,
     /// For each event, bit n set if lane n passed it.
     passed: Vec<u8>,
-    totals: Totals,
 }
 
 /// Over all keys: the demand, and each lane's passed count and busiest window.
@@ -251,19 +251,10 @@ impl Recorder {
     /// and number at most [`MAX_KEYED_LANES`] if `keyed`; `keyed` records each key apart,
     /// and their totals.
     pub fn new(settings: &[Settings], keyed: bool) -> Recorder {
-        let first = settings.first().expect("at least one limiter");
+        assert!(!settings.is_empty(), "at least one limiter");
         let kept = if keyed {
             assert!(settings.len() <= MAX_KEYED_LANES, "at most 8 lanes with keys");
-            Kept::Keyed(Box::new(Keyed {
-                times: Vec::new(),
-                keys: Vec::new(),
-                passed: Vec::new(),
-                totals: Totals {
-                    demand: Demand::new(first.rate, first.window),
-                    passed: vec![0; settings.len()],
-                    busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
-                },
-            }))
+            Kept::Keyed(Box::new(Keyed { times: Vec::new(), keys: Vec::new(), passed: Vec::new() }))
         } else {
             Kept::One(Box::new(PerKey::new(settings)))
         };
@@ -314,15 +305,9 @@ impl Recorder {
                         "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
                     );
                 }
-                let totals = &mut keyed.totals;
-                totals.demand.push_total(time);
                 let mut bits = 0u8;
                 for (n, decision) in decisions.into_iter().enumerate() {
-                    if decision.passed {
-                        bits |= 1 << n;
-                        totals.passed[n] += 1;
-                        totals.busiest[n].push(time);
-                    }
+                    bits |= u8::from(decision.passed) << n;
                     trace(decision.passed);
                 }
                 keyed.times.push(time);
@@ -397,13 +382,40 @@ impl<'a> Spread<'a> {
     }
 }
 
+/// The events of a keyed replay, grouped by key: their times and decisions in that order.
+struct Grouped {
+    groups: Groups,
+    times: Vec<Timestamp>,
+    passed: Vec<u8>,
+}
+
+impl Totals {
+    /// Finds the totals over all keys from the kept events, in their order.
+    fn of(keyed: &Keyed, settings: &[Settings]) -> Totals {
+        let first = settings[0];
+        let mut totals = Totals {
+            demand: Demand::new(first.rate, first.window),
+            passed: vec![0; settings.len()],
+            busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
+        };
+        for (&time, &bits) in keyed.times.iter().zip(&keyed.passed) {
+            totals.demand.push_total(time);
+            for n in (0..settings.len()).filter(|n| bits >> n & 1 == 1) {
+                totals.passed[n] += 1;
+                totals.busiest[n].push(time);
+            }
+        }
+        totals
+    }
+}
+
 impl Keyed {
     /// Replays one key's events into `state`, as recorded; with `windows`, their busiest
     /// windows too.
-    fn replay(&self, groups: &Groups, key: usize, state: &mut PerKey, windows: bool) {
+    fn replay(grouped: &Grouped, key: usize, state: &mut PerKey, windows: bool) {
         state.clear();
-        for &event in groups.events(key) {
-            let (time, bits) = (self.times[event as usize], self.passed[event as usize]);
+        let range = grouped.groups.range(key);
+        for (&time, &bits) in grouped.times[range.clone()].iter().zip(&grouped.passed[range]) {
             let passed = |n: usize| bits >> n & 1 == 1;
             if windows {
                 state.demand.push(time);
@@ -420,6 +432,11 @@ impl Keyed {
         let table = names.names.unwrap_or(&empty);
         let count = table.len();
         let groups = Groups::new(&self.keys, count);
+        let grouped = Grouped {
+            times: groups.gather(&self.times),
+            passed: groups.gather(&self.passed),
+            groups,
+        };
         let lanes = settings.len();
         // Pass one over the keys: what each adds to the totals, and which are listed.
         let fresh = || {
@@ -436,24 +453,34 @@ impl Keyed {
         };
         let each = |part: &mut _, key: usize| {
             let (spread, state): &mut (Spread, PerKey) = part;
-            self.replay(&groups, key, state, false);
+            Keyed::replay(&grouped, key, state, false);
             spread.add(key, state, table);
         };
-        let mut parts = for_each_key(count, fresh, each).into_iter().map(|(spread, _)| spread);
+        // The totals, in event order, on a thread of their own beside the keys'.
+        let (totals, parts) = std::thread::scope(|scope| {
+            let totals = scope.spawn(|| Totals::of(self, settings));
+            let parts = for_each_key(count, fresh, each);
+            (totals.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), parts)
+        });
+        let mut parts = parts.into_iter().map(|(spread, _)| spread);
         let mut spread = parts.next().unwrap_or_else(|| fresh().0);
         parts.for_each(|part| spread.merge(part));
         // Pass two: the listed keys again, in full.
         let ranked: Vec<Vec<(Key, u64)>> =
             spread.ranked.into_iter().map(Ranking::into_keys).collect();
         let across = spread.across.into_keys();
-        let mut listed: HashMap<Key, PerKey> = HashMap::new();
-        for &(key, _) in ranked.iter().flatten().chain(&across) {
-            listed.entry(key).or_insert_with(|| {
-                let mut state = PerKey::new(settings);
-                self.replay(&groups, slot(key), &mut state, true);
-                state
-            });
-        }
+        let mut keys: Vec<Key> = ranked.iter().flatten().chain(&across).map(|&(k, _)| k).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        // The listed keys are the busiest, and one may hold most events: the largest go
+        // first, dealt out to the cores in turn.
+        keys.sort_by_key(|&key| std::cmp::Reverse(grouped.groups.range(slot(key)).len()));
+        let replayed = for_each_listed(&keys, |key| {
+            let mut state = PerKey::new(settings);
+            Keyed::replay(&grouped, slot(key), &mut state, true);
+            state
+        });
+        let listed: HashMap<Key, PerKey> = keys.into_iter().zip(replayed).collect();
         let lanes = (0..lanes)
             .map(|n| {
                 let keys = ranked[n]
@@ -466,10 +493,10 @@ impl Keyed {
                     })
                     .collect();
                 let lane = Lane::new(settings[n]);
-                let mut total = lane.report(&self.totals.demand, input);
-                total.passed = self.totals.passed[n];
+                let mut total = lane.report(&totals.demand, input);
+                total.passed = totals.passed[n];
                 total.dropped = total.events - total.passed;
-                total.busiest_window = self.totals.busiest[n].busiest().into();
+                total.busiest_window = totals.busiest[n].busiest().into();
                 total.min_bucket = spread.largest_bucket;
                 total.queue = spread.waits[n].map(Into::into);
                 total.promise = promise_over_keys(&lane.promise, spread.broken[n], count);
@@ -496,6 +523,38 @@ impl Keyed {
             .collect();
         Reports { lanes, across }
     }
+}
+
+/// Returns `each` of every key, in order, found on every core: thread t takes keys t,
+/// t + threads, and so on.
+fn for_each_listed<T: Send>(keys: &[Key], each: impl Fn(Key) -> T + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let threads = cores.min(keys.len()).max(1);
+    let mut found: Vec<Option<T>> = std::thread::scope(|scope| {
+        let each = &each;
+        let started: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    keys.iter()
+                        .enumerate()
+                        .skip(t)
+                        .step_by(threads)
+                        .map(|(n, &k)| (n, each(k)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut found: Vec<Option<T>> = (0..keys.len()).map(|_| None).collect();
+        for thread in started {
+            // A thread that panicked has hit a bug; its panic is passed on as it is.
+            let done = thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            for (n, value) in done {
+                found[n] = Some(value);
+            }
+        }
+        found
+    });
+    found.iter_mut().map(|v| v.take().expect("every key was found")).collect()
 }
 
 /// The promise over all keys: held if every key's limiter kept it.

@@ -233,8 +233,19 @@ impl Groups {
 
     /// Returns the numbers of key `key`'s events, in time order.
     pub fn events(&self, key: usize) -> &[u32] {
+        &self.order[self.range(key)]
+    }
+
+    /// Returns where key `key`'s events are, in the grouped order.
+    pub fn range(&self, key: usize) -> std::ops::Range<usize> {
         let start = if key == 0 { 0 } else { self.ends[key - 1] as usize };
-        &self.order[start..self.ends[key] as usize]
+        start..self.ends[key] as usize
+    }
+
+    /// Returns `values`, one per event, in the grouped order: reading them so, key by key,
+    /// is reading in order, where by event number each would miss the cache.
+    pub fn gather<T: Copy>(&self, values: &[T]) -> Vec<T> {
+        self.order.iter().map(|&event| values[event as usize]).collect()
     }
 }
 
