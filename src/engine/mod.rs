@@ -187,7 +187,7 @@ impl<E: Engine> Sink for Run<E> {
 
     fn busy(&self) -> bool {
         // Measured on 2 million keys: from three limiters, deciding and recording take
-        // longer than parsing, and numbering keys is best done by the reading thread.
+        // as long as parsing, and numbering keys is best done by a thread of its own.
         self.recorder.lanes() >= 3
     }
 }

@@ -190,7 +190,7 @@ pub trait Sink {
     fn event(&mut self, time: Timestamp, key: Key) -> Result<(), Self::Error>;
 
     /// Returns true if the sink does much for each event (several limiters, say), so that
-    /// the thread that reads should also number the keys, sharing the work evenly.
+    /// keys are best numbered on a thread of their own, between reading and the sink.
     fn busy(&self) -> bool {
         false
     }
@@ -299,23 +299,18 @@ fn stream<R: Read + Send, E: From<ReadError>>(
     }
     let (full, batches) = mpsc::sync_channel::<Result<Batch>>(4);
     let (empty, spares) = mpsc::channel::<Batch>();
-    // Who numbers the keys: the reader, or (when keyed, and the taker not busy) the taker.
-    let taker_numbers = pass.key.is_some() && !busy;
+    let keyed = pass.key.is_some();
     let name = pass.name.clone();
+    // The table goes to the thread that numbers the keys.
+    let mut keys = KeyTable::new();
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
             loop {
                 let mut batch = spares.try_recv().unwrap_or_default();
                 batch.clear();
                 let outcome = loop {
-                    let next = if taker_numbers {
-                        pass.next_kept().map(|kept| kept.map(|time| (time, None)))
-                    } else {
-                        pass.next_event().map(|event| event.map(|(time, key)| (time, Some(key))))
-                    };
-                    match next {
-                        Ok(Some((time, Some(key)))) => batch.push_numbered(time, key),
-                        Ok(Some((time, None))) => batch.push(time, pass.line(), pass.key_bytes()),
+                    match pass.next_kept() {
+                        Ok(Some(time)) => batch.push(time, pass.line(), pass.key_bytes()),
                         Ok(None) => break Ok(true),
                         Err(error) => break Err(error),
                     }
@@ -337,25 +332,68 @@ fn stream<R: Read + Send, E: From<ReadError>>(
                 }
             }
         });
-        let mut keys = KeyTable::new();
-        let mut number = |batch: &Batch, event: usize| match taker_numbers {
-            true => keys_error(&name, batch.lines[event], keys.intern(batch.key(event))),
-            false => Ok(batch.keys[event]),
+        let (taken, keys) = if keyed && busy {
+            // A third thread numbers the keys, between reading and taking: numbering
+            // millions of new keys costs as much as parsing their rows.
+            let (out, numbered) = mpsc::sync_channel::<Result<Batch>>(4);
+            let numberer = scope.spawn(move || {
+                for received in batches {
+                    let mut batch = match received {
+                        Ok(batch) => batch,
+                        Err(error) => {
+                            let _ = out.send(Err(error));
+                            break;
+                        }
+                    };
+                    let failed = number_batch(&mut batch, &mut keys, &name).err();
+                    if out.send(Ok(batch)).is_err() {
+                        break;
+                    }
+                    if let Some(error) = failed {
+                        let _ = out.send(Err(error));
+                        break;
+                    }
+                }
+                keys
+            });
+            let taken = take_batches(numbered, empty, &mut take);
+            (taken, numberer.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+        } else {
+            let mut number = |batch: &mut Batch| match keyed {
+                true => number_batch(batch, &mut keys, &name),
+                false => {
+                    batch.keys.resize(batch.times.len(), 0);
+                    Ok(())
+                }
+            };
+            let taken = take_numbered(batches, empty, &mut number, &mut take);
+            (taken, keys)
         };
-        let taken = take_batches(batches, empty, &mut number, &mut take);
         // The receiver is gone, so a reader still sending stops; a panic there is a bug,
         // passed on.
         let stats = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let stats = match taker_numbers {
-            true => stats.map(|stats| ReadStats { keys, ..stats }),
-            false => stats,
-        };
-        Ok(if taken? { stats } else { None })
+        Ok(if taken? { stats.map(|stats| ReadStats { keys, ..stats }) } else { None })
     })
 }
 
-/// Kept rows handed from the reading thread at once: their times, and their keys'
-/// numbers, or their lines and their keys' bytes for the taking thread to number.
+/// Numbers the keys of a batch in `keys`. If a key gets no number, the batch keeps the
+/// events before it, and the error is returned.
+fn number_batch(batch: &mut Batch, keys: &mut KeyTable, name: &str) -> Result<()> {
+    batch.keys.clear();
+    for event in 0..batch.times.len() {
+        match keys_error(name, batch.lines[event], keys.intern(batch.key(event))) {
+            Ok(key) => batch.keys.push(key),
+            Err(error) => {
+                batch.times.truncate(event);
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Kept rows handed from the reading thread at once: their times, their lines and their
+/// keys' bytes, and the keys' numbers once a thread has numbered them.
 #[derive(Default)]
 struct Batch {
     times: Vec<Timestamp>,
@@ -381,33 +419,40 @@ impl Batch {
         self.ends.push(self.bytes.len());
     }
 
-    fn push_numbered(&mut self, time: Timestamp, key: Key) {
-        self.times.push(time);
-        self.keys.push(key);
-    }
-
     fn key(&self, event: usize) -> &[u8] {
         let start = if event == 0 { 0 } else { self.ends[event - 1] };
         &self.bytes[start..self.ends[event]]
     }
 }
 
-/// Gives the events of each batch, numbered by `number`, to `take` until it says stop
-/// (then `false`), and sends each emptied batch back for reuse. It owns the receiver, so
-/// that returning, on any path, lets the reader stop.
+/// Gives the events of each numbered batch to `take` until it says stop (then `false`),
+/// and sends each emptied batch back for reuse. It owns the receiver, so that returning,
+/// on any path, lets the threads before it stop.
 fn take_batches<E: From<ReadError>>(
     batches: mpsc::Receiver<Result<Batch>>,
     spares: mpsc::Sender<Batch>,
-    number: &mut impl FnMut(&Batch, usize) -> Result<Key>,
+    take: &mut impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<bool, E> {
+    take_numbered(batches, spares, &mut |_| Ok(()), take)
+}
+
+/// Gives the events of each batch, once `number` has numbered its keys, to `take`, as
+/// [`take_batches`] does. The events before a key that gets no number are taken first.
+fn take_numbered<E: From<ReadError>>(
+    batches: mpsc::Receiver<Result<Batch>>,
+    spares: mpsc::Sender<Batch>,
+    number: &mut impl FnMut(&mut Batch) -> Result<()>,
     take: &mut impl FnMut(Timestamp, Key) -> Result<Flow, E>,
 ) -> Result<bool, E> {
     for received in batches {
-        let batch = received?;
-        for (event, &time) in batch.times.iter().enumerate() {
-            if let Flow::Stop = take(time, number(&batch, event)?)? {
+        let mut batch = received?;
+        let numbered = number(&mut batch);
+        for (&time, &key) in batch.times.iter().zip(&batch.keys) {
+            if let Flow::Stop = take(time, key)? {
                 return Ok(false);
             }
         }
+        numbered?;
         // The reader may have finished; then the batch is dropped.
         let _ = spares.send(batch);
     }

@@ -295,3 +295,27 @@ fn cover_needs_keys_and_a_share_above_zero() {
     let err = run(&["min-bucket", "--curve", "--key", "net", "--cover", "99%"], QUAKES).error();
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+#[test]
+fn a_bad_row_past_the_first_batch_is_reported_by_every_reading_thread() {
+    // 5,000 good rows, more than one batch of the reading thread, then a bad time: every
+    // path (one limiter, keys numbered by the deciding thread; six, by a thread of their
+    // own; no keys) reports the same line, after the good rows were read.
+    let mut csv = String::from("time,net\n");
+    for i in 0..5_000 {
+        let (h, m, s) = (i / 3600, i / 60 % 60, i % 60);
+        csv.push_str(&format!("2025-01-01T{h:02}:{m:02}:{s:02}Z,n{}\n", i % 7));
+    }
+    csv.push_str("yesterday,n1\n");
+    let file = crate::harness::temp_file("bad.csv", &csv);
+    let path = file.to_str().unwrap();
+    for args in [
+        &["replay", path, "--algo", "gcra", "--rate", "5/h", "--key", "net"][..],
+        &["compare", path, "--rate", "5/h", "--key", "net"],
+        &["compare", path, "--rate", "5/h"],
+        &["min-bucket", path, "--rate", "5/h", "--key", "net"],
+    ] {
+        let err = crate::harness::run_with(args, crate::harness::Stdin::Null).error();
+        assert!(err.contains("line 5002, field `time`: \"yesterday\""), "{args:?}: {err}");
+    }
+}
