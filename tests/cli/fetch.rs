@@ -1,7 +1,7 @@
 //! `fetch` against a local stand-in for the USGS event service.
 
 use crate::fdsn::Fdsn;
-use crate::formats::report;
+use crate::formats::report_text;
 use crate::harness::{Stdin, real_catalog, run_with, temp_file};
 
 const M5: &str = "usgs_m5_2015_2025.csv";
@@ -50,7 +50,7 @@ fn fetched_geojson_replays_as_the_csv_does() {
     let out = temp_file("quakes.geojson", "");
     assert_eq!(fetch(&service, &["--format", "geojson"], &out).code, 0);
     let args = ["replay", "--algo", "gcra", "--rate", "5/h", "--key", "net"];
-    assert_eq!(report(&args, &out), report(&args, &path));
+    assert_eq!(report_text(&args, &out), report_text(&args, &path));
 }
 
 #[test]

@@ -13,12 +13,17 @@ use crate::synth::dropped_at_one_a_second;
 /// from `synth requests`.
 const ACCESS_LOG: &str = include_str!("../fixtures/access.log");
 
-/// Runs a command that must succeed and returns its JSON, with the input's name taken
-/// out, so that the same events read from different files compare equal.
-pub fn report(args: &[&str], file: &Path) -> serde_json::Value {
+/// Runs a command that must succeed and returns its JSON text, with the input's name taken
+/// out, so that the same events read from different files give the same bytes.
+pub fn report_text(args: &[&str], file: &Path) -> String {
     let out =
         run_with(&[args, &[file.to_str().unwrap(), "--format", "json"]].concat(), Stdin::Null).ok();
-    json(&out.replace(&format!("\"{}\"", file.display()), "\"INPUT\""))
+    out.replace(&format!("\"{}\"", file.display()), "\"INPUT\"")
+}
+
+/// Runs a command as [`report_text`] does and returns its JSON.
+pub fn report(args: &[&str], file: &Path) -> serde_json::Value {
+    json(&report_text(args, file))
 }
 
 #[test]
@@ -69,9 +74,9 @@ fn every_format_gives_the_reports_of_the_csv() {
             "2020-01-01",
         ],
     ] {
-        let want = report(args, &path);
+        let want = report_text(args, &path);
         for file in [&tsv, &jsonl, &geojson] {
-            assert_eq!(report(args, file), want, "{args:?} on {}", file.display());
+            assert_eq!(report_text(args, file), want, "{args:?} on {}", file.display());
         }
     }
     // --emit gives back what was read: the same lines, a feature on each for GeoJSON.
