@@ -158,6 +158,11 @@ pub struct InputArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip_bad: u64,
 
+    /// How many threads to use: 1 does everything on one; the output is the same for any
+    /// number [default: the number of cores].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+
     /// Use only events at or after this time.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub since: Option<Timestamp>,

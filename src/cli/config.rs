@@ -15,7 +15,7 @@ use crate::cli::args::{
 };
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
-use crate::input::catalog::{ReadOptions, Source};
+use crate::input::catalog::{self, ReadOptions, Source};
 use crate::input::format::InputFormat;
 use crate::input::sample;
 use crate::limiter::Algorithm;
@@ -164,6 +164,7 @@ impl InputArgs {
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: io::stderr().is_terminal(),
                 skip_bad: self.skip_bad,
+                threads: self.threads.map_or_else(catalog::available_threads, usize::from),
             },
             note,
         })

@@ -21,7 +21,8 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);
-    let found = recorder.reports(&input.source.name(), names, args.keys.top);
+    let threads = input.read.threads;
+    let found = recorder.reports(&input.source.name(), names, args.keys.top, threads);
     let (reports, across) = (&found.lanes, &found.across);
     let mut out = BufWriter::new(io::stdout().lock());
     let table = |w: &mut dyn Write| formats::compare_table(w, reports, across, styles.stdout);

@@ -94,6 +94,8 @@ struct KeyedFinders {
     top: usize,
     /// The number of keys seen so far.
     keys: usize,
+    /// How many threads size the keys.
+    threads: usize,
 }
 
 impl Sink for KeyedFinders {
@@ -120,13 +122,13 @@ impl Sink for KeyedFinders {
 }
 
 impl KeyedFinders {
-    fn new(rates: &[Rate], keyed: bool, top: usize) -> KeyedFinders {
+    fn new(rates: &[Rate], keyed: bool, top: usize, threads: usize) -> KeyedFinders {
         let sizing = if keyed {
             Sizing::Keyed { times: Vec::new(), keys: Vec::new() }
         } else {
             Sizing::One(KeyFinders::new(rates))
         };
-        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0 }
+        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads }
     }
 
     /// Counts keys up to `keys` (keys come numbered in order of first appearance, but may
@@ -192,7 +194,7 @@ impl KeyedFinders {
                 rankings[n].offer_named(number, name, found.min_bucket);
             }
         };
-        let mut parts = for_each_key(table.len(), fresh, each).into_iter();
+        let mut parts = for_each_key(table.len(), self.threads, fresh, each).into_iter();
         let (mut needs, mut rankings, mut finders) = parts.next().unwrap_or_else(fresh);
         for (other_needs, other_rankings, _) in parts {
             needs.iter_mut().zip(&other_needs).for_each(|(mine, other)| mine.merge(other));
@@ -266,7 +268,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
     let keyed = input.read.key_column.is_some();
-    let fresh = || KeyedFinders::new(&rates, keyed, args.keys.top);
+    let fresh = || KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
     let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);

@@ -30,7 +30,7 @@ pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     }
     let name = input.source.name();
     let lanes = recorder
-        .reports(&name, KeyNames::default(), 0)
+        .reports(&name, KeyNames::default(), 0, 1)
         .lanes
         .into_iter()
         .zip(bins)

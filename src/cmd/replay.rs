@@ -71,7 +71,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     notes(&input, &stats);
     let names = key_names(input.read.key_column.as_deref(), &stats);
-    let reports = recorder.reports(&name, names, args.keys.top).lanes;
+    let reports = recorder.reports(&name, names, args.keys.top, input.read.threads).lanes;
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
     write_result(&mut out, args.output.format, report, &csv_rows(&reports), table)?;

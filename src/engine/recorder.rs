@@ -319,14 +319,15 @@ impl Recorder {
     }
 
     /// Returns one report per lane, naming the input `input`; with keys, each gives the
-    /// totals and the first `top` keys (all for 0), most dropped first.
-    pub fn reports(&self, input: &str, keys: KeyNames, top: usize) -> Reports {
+    /// totals and the first `top` keys (all for 0), most dropped first, found on up to
+    /// `threads` threads. The reports are the same for any number of threads.
+    pub fn reports(&self, input: &str, keys: KeyNames, top: usize, threads: usize) -> Reports {
         match &self.kept {
             Kept::One(only) => Reports {
                 lanes: only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect(),
                 across: Vec::new(),
             },
-            Kept::Keyed(keyed) => keyed.reports(&self.settings, input, keys, top),
+            Kept::Keyed(keyed) => keyed.reports(&self.settings, input, keys, top, threads),
         }
     }
 }
@@ -427,7 +428,14 @@ impl Keyed {
         }
     }
 
-    fn reports(&self, settings: &[Settings], input: &str, names: KeyNames, top: usize) -> Reports {
+    fn reports(
+        &self,
+        settings: &[Settings],
+        input: &str,
+        names: KeyNames,
+        top: usize,
+        threads: usize,
+    ) -> Reports {
         let empty = KeyTable::new();
         let table = names.names.unwrap_or(&empty);
         let count = table.len();
@@ -459,7 +467,7 @@ impl Keyed {
         // The totals, in event order, on a thread of their own beside the keys'.
         let (totals, parts) = std::thread::scope(|scope| {
             let totals = scope.spawn(|| Totals::of(self, settings));
-            let parts = for_each_key(count, fresh, each);
+            let parts = for_each_key(count, threads, fresh, each);
             (totals.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), parts)
         });
         let mut parts = parts.into_iter().map(|(spread, _)| spread);
@@ -475,7 +483,7 @@ impl Keyed {
         // The listed keys are the busiest, and one may hold most events: the largest go
         // first, dealt out to the cores in turn.
         keys.sort_by_key(|&key| std::cmp::Reverse(grouped.groups.range(slot(key)).len()));
-        let replayed = for_each_listed(&keys, |key| {
+        let replayed = for_each_listed(&keys, threads, |key| {
             let mut state = PerKey::new(settings);
             Keyed::replay(&grouped, slot(key), &mut state, true);
             state
@@ -525,11 +533,14 @@ impl Keyed {
     }
 }
 
-/// Returns `each` of every key, in order, found on every core: thread t takes keys t,
-/// t + threads, and so on.
-fn for_each_listed<T: Send>(keys: &[Key], each: impl Fn(Key) -> T + Sync) -> Vec<T> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let threads = cores.min(keys.len()).max(1);
+/// Returns `each` of every key, in order, found on up to `threads` threads: thread t takes
+/// keys t, t + threads, and so on.
+fn for_each_listed<T: Send>(
+    keys: &[Key],
+    threads: usize,
+    each: impl Fn(Key) -> T + Sync,
+) -> Vec<T> {
+    let threads = threads.min(keys.len()).max(1);
     let mut found: Vec<Option<T>> = std::thread::scope(|scope| {
         let each = &each;
         let started: Vec<_> = (0..threads)

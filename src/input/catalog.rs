@@ -79,6 +79,9 @@ pub struct ReadOptions {
     pub progress: bool,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
     pub skip_bad: u64,
+    /// How many threads may read and work on the events: with 1, all is done on the
+    /// calling thread. The events and what is made of them are the same for any number.
+    pub threads: usize,
 }
 
 impl ReadOptions {
@@ -94,6 +97,7 @@ impl ReadOptions {
             key_column: None,
             progress: false,
             skip_bad: 0,
+            threads: available_threads(),
         }
     }
 }
@@ -269,6 +273,12 @@ pub fn read_events<S: Sink>(
     Ok((sink, stats))
 }
 
+/// Returns the number of threads the machine runs at once: its cores, or 1 if that
+/// cannot be told.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
 /// Whether to go on reading.
 enum Flow {
     More,
@@ -288,8 +298,7 @@ fn stream<R: Read + Send, E: From<ReadError>>(
     busy: bool,
     mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    if cores < 2 {
+    if pass.options.threads < 2 {
         while let Some((time, key)) = pass.next_event()? {
             if let Flow::Stop = take(time, key)? {
                 return Ok(None);

@@ -252,20 +252,17 @@ impl Groups {
 /// Keys from which [`for_each_key`] shares them among threads.
 const KEYS_FOR_THREADS: usize = 1 << 14;
 
-/// Runs `each` on every key from 0 to `count`, on every core for many keys: each thread
-/// takes one run of keys with a state of its own from `fresh`, and the states are returned
-/// in key order, for the caller to merge. What the caller merges must not depend on how
-/// the keys were shared.
+/// Runs `each` on every key from 0 to `count`, on up to `threads` threads for many keys:
+/// each thread takes one run of keys with a state of its own from `fresh`, and the states
+/// are returned in key order, for the caller to merge. What the caller merges must not
+/// depend on how the keys were shared.
 pub fn for_each_key<S: Send>(
     count: usize,
+    threads: usize,
     fresh: impl Fn() -> S + Sync,
     each: impl Fn(&mut S, usize) + Sync,
 ) -> Vec<S> {
-    let threads = if count < KEYS_FOR_THREADS {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
-    };
+    let threads = if count < KEYS_FOR_THREADS { 1 } else { threads.clamp(1, 16) };
     let run = |keys: std::ops::Range<usize>| {
         let mut state = fresh();
         keys.for_each(|key| each(&mut state, key));

@@ -275,3 +275,40 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
         report["keys"].as_array().unwrap().iter().map(|k| k["dropped"].as_i64().unwrap()).collect();
     assert_quantiles(&report["key_quantiles"]["dropped"], &dropped);
 }
+
+#[test]
+fn every_number_of_threads_gives_the_same_bytes() {
+    let Some(m5) = real_catalog(M5) else { return };
+    let Some(newest_first) = real_catalog("usgs_m4.5_2025.csv") else { return };
+    let (m5, newest_first) = (m5.to_str().unwrap(), newest_first.to_str().unwrap());
+    // By `id`, the 19,032 keys are enough for the per-key pass to be shared among threads.
+    let commands: [&[&str]; 7] = [
+        &["replay", m5, "--algo", "gcra", "--rate", "5/h", "--burst", "5"],
+        &["replay", m5, "--algo", "gcra", "--rate", "5/h", "--key", "id", "--format", "json"],
+        &["compare", m5, "--rate", "5/h", "--key", "net", "--format", "json"],
+        &["compare", m5, "--rate", "1/h", "--key", "id", "--top", "20"],
+        &[
+            "min-bucket",
+            m5,
+            "--rate",
+            "5/h,1/h",
+            "--key",
+            "id",
+            "--cover",
+            "99.9%",
+            "--format",
+            "json",
+        ],
+        &["compare", newest_first, "--rate", "5/h", "--key", "net"],
+        &["replay", newest_first, "--algo", "leaky-queue", "--rate", "5/h", "--format", "csv"],
+    ];
+    for args in commands {
+        let one = run_with(&[args, &["--threads", "1"]].concat(), Stdin::Null).ok();
+        for threads in ["2", "7"] {
+            let many = run_with(&[args, &["--threads", threads]].concat(), Stdin::Null).ok();
+            assert!(one == many, "{args:?}: --threads {threads} differs from --threads 1");
+        }
+    }
+    let err = run_with(&[commands[0], &["--threads", "0"]].concat(), Stdin::Null).error();
+    assert!(err.contains("--threads"), "{err}");
+}

@@ -205,6 +205,6 @@ mod tests {
             memory.push(time, key, &mut in_memory).unwrap();
         }
         let names = KeyNames::default();
-        assert_eq!(in_redis.reports("x", names, 0), in_memory.reports("x", names, 0));
+        assert_eq!(in_redis.reports("x", names, 0, 1), in_memory.reports("x", names, 0, 1));
     }
 }
