@@ -27,6 +27,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The largest answer read, so that a service that never stops cannot fill the memory.
 const MAX_ANSWER: u64 = 1 << 30;
 
+/// The progress bar: how much of the span is done, and the events so far.
+const BAR: &str = "{bar:40} {percent}% of the span, {msg}";
+
 /// One millisecond: the finest time the FDSN services give, and the step between spans.
 const MILLI: i64 = 1_000;
 
@@ -126,8 +129,8 @@ impl Service {
         let progress = io::stderr().is_terminal().then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(span), ProgressDrawTarget::stderr_with_hz(5));
-            let style = ProgressStyle::with_template("{bar:40} {percent}% of the span, {msg}")
-                .expect("a valid template");
+            // A constant, which a unit test reads.
+            let style = ProgressStyle::with_template(BAR).expect("a valid template");
             bar.set_style(style);
             bar
         });
@@ -160,20 +163,21 @@ impl Service {
         let mut spans = VecDeque::from([(since.as_micros(), until.as_micros())]);
         while let Some((start, end)) = spans.pop_front() {
             let fits = if self.counts { self.count(start, end)? } else { None };
-            let answer = match fits {
-                Some(0) => Answer::Body(Vec::new()),
-                Some(n) if n > self.limit => Answer::TooLarge,
+            // The span's events, or `None` if it holds too many for one answer.
+            let events = match fits {
+                Some(0) => Some(Vec::new()),
+                Some(n) if n > self.limit => None,
                 _ => self.query(start, end, format)?,
             };
-            match answer {
-                Answer::Body(body) => {
+            match events {
+                Some(body) => {
                     writer.add(&body, out)?;
                     if let Some(bar) = &self.progress {
                         bar.set_position((end - since.as_micros()).unsigned_abs());
                         bar.set_message(format!("{} events", writer.events));
                     }
                 }
-                Answer::TooLarge => {
+                None => {
                     // Halved on a millisecond, the finest time the service knows.
                     let middle = start + (end - start) / 2 / MILLI * MILLI;
                     if middle <= start {
@@ -186,7 +190,6 @@ impl Service {
                     spans.push_front((middle, end));
                     spans.push_front((start, middle));
                 }
-                Answer::NoSuchMethod => unreachable!("only count may be missing"),
             }
         }
         writer.finish(out)?;
@@ -220,12 +223,14 @@ impl Service {
         }
     }
 
-    /// Asks for a span's events, oldest first.
-    fn query(&mut self, start: i64, end: i64, format: FetchFormat) -> Result<Answer> {
+    /// Asks for a span's events, oldest first; `None` if the service refuses the span as
+    /// holding too many.
+    fn query(&mut self, start: i64, end: i64, format: FetchFormat) -> Result<Option<Vec<u8>>> {
         let url = self.request_url("query", start, end, Some(format));
         match self.get(&url)? {
+            Answer::Body(body) => Ok(Some(body)),
+            Answer::TooLarge => Ok(None),
             Answer::NoSuchMethod => bail!("{url}: the service has no query method (404)"),
-            answer => Ok(answer),
         }
     }
 
@@ -421,6 +426,11 @@ mod tests {
         assert_eq!(decimal_text(Decimal(5_000_000)), "5");
         assert_eq!(decimal_text(Decimal(-250_000)), "-0.25");
         assert_eq!(stamp(1_420_070_400_000_000 - MILLI), "2014-12-31T23:59:59.999");
+    }
+
+    #[test]
+    fn the_bar_template_reads() {
+        assert!(ProgressStyle::with_template(BAR).is_ok());
     }
 
     #[test]

@@ -186,7 +186,9 @@ impl KeyedFinders {
         };
         let each = |part: &mut _, key: usize| {
             let (needs, rankings, finders): &mut (Vec<Histogram>, Vec<Ranking>, KeyFinders) = part;
-            let events = groups.range(key).len() as u64;
+            let events = groups.count(key);
+            // Keys count up from 0 to the table's length, and the table numbers keys in 32
+            // bits.
             let number = Key::try_from(key).expect("keys are numbered in 32 bits");
             let name = table.get(number);
             for (n, found) in size(finders, key).iter().enumerate() {
@@ -209,7 +211,7 @@ impl KeyedFinders {
         let need_of = |n: usize, key: Key| KeyNeed {
             key: table.name(key),
             min_bucket: listed[&key][n].min_bucket,
-            events: groups.range(slot(key)).len() as u64,
+            events: groups.count(slot(key)),
         };
         (0..self.rates.len())
             .map(|n| {

@@ -350,6 +350,7 @@ impl<'a> Spread<'a> {
         let need = state.demand.lossless.result().min_bucket;
         self.min_buckets.add(need, events);
         self.largest_bucket = self.largest_bucket.max(need);
+        // Keys count up from 0 to the table's length, and the table numbers keys in 32 bits.
         let number = Key::try_from(key).expect("keys are numbered in 32 bits");
         let name = table.get(number);
         let mut all_dropped = 0;
@@ -541,31 +542,23 @@ fn for_each_listed<T: Send>(
     each: impl Fn(Key) -> T + Sync,
 ) -> Vec<T> {
     let threads = threads.min(keys.len()).max(1);
-    let mut found: Vec<Option<T>> = std::thread::scope(|scope| {
+    let mut found: Vec<(usize, T)> = std::thread::scope(|scope| {
         let each = &each;
         let started: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
-                    keys.iter()
-                        .enumerate()
-                        .skip(t)
-                        .step_by(threads)
-                        .map(|(n, &k)| (n, each(k)))
-                        .collect::<Vec<_>>()
+                    let mine = keys.iter().enumerate().skip(t).step_by(threads);
+                    mine.map(|(n, &key)| (n, each(key))).collect::<Vec<_>>()
                 })
             })
             .collect();
-        let mut found: Vec<Option<T>> = (0..keys.len()).map(|_| None).collect();
-        for thread in started {
-            // A thread that panicked has hit a bug; its panic is passed on as it is.
-            let done = thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            for (n, value) in done {
-                found[n] = Some(value);
-            }
-        }
-        found
+        // A thread that panicked has hit a bug; its panic is passed on as it is.
+        let joined =
+            started.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        joined.flatten().collect()
     });
-    found.iter_mut().map(|v| v.take().expect("every key was found")).collect()
+    found.sort_unstable_by_key(|&(n, _)| n);
+    found.into_iter().map(|(_, value)| value).collect()
 }
 
 /// The promise over all keys: held if every key's limiter kept it.

@@ -261,6 +261,7 @@ pub fn read_events<S: Sink>(
         }
         Ok::<_, S::Error>(Flow::More)
     })?
+    // `stream` gives `None` only when the taker says stop, and this one never does.
     .expect("a pass that is never stopped ends");
     events.sort_unstable();
     times.sort_unstable();
@@ -498,7 +499,8 @@ impl Rows {
         let word =
             |at: usize| u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
         self.order.iter().map(move |&(time, at)| {
-            let (len, key) = (word(at) as usize, word(at + 4));
+            // Widening: a u32 fits in a usize on the platforms this builds for (see `slot`).
+            let (len, key) = (slot(word(at)), word(at + 4));
             (time, key, trim_line_end(&self.store[at + 8..at + 8 + len]))
         })
     }

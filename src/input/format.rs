@@ -191,6 +191,7 @@ impl<R: Read> Records<R> {
         if n == 0 {
             return Ok(false);
         }
+        // Widening: a length in memory fits in 64 bits on every platform Rust supports.
         self.byte += n as u64;
         self.line += 1;
         while self.text.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
@@ -407,6 +408,7 @@ impl<R: Read> Records<R> {
     /// Takes `n` bytes that have been looked at.
     fn take(&mut self, n: usize) {
         self.input.consume(n);
+        // Widening, as in `next_line`.
         self.byte += n as u64;
     }
 }

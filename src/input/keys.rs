@@ -12,8 +12,9 @@ use hashbrown::hash_table::Entry;
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
 pub type Key = u32;
 
-/// Returns a key's place in a per-key vector. A `u32` always fits in a `usize` on the
-/// platforms this builds for (32 and 64 bits); `intern` refuses keys past `u32::MAX`.
+/// Returns a key's place in a per-key vector, or any 32-bit number's place in a vector. A
+/// `u32` always fits in a `usize` on the platforms this builds for (32 and 64 bits);
+/// `intern` refuses keys past `u32::MAX`.
 #[inline]
 pub fn slot(key: Key) -> usize {
     key as usize
@@ -187,7 +188,7 @@ impl<'a> Ranking<'a> {
     /// the same keys as ranking them all at once.
     pub fn merge(&mut self, other: Ranking<'a>) {
         for ranked in other.kept {
-            self.offer(ranked.key, ranked.figure);
+            self.offer_named(ranked.key, ranked.name, ranked.figure);
         }
     }
 
@@ -197,7 +198,8 @@ impl<'a> Ranking<'a> {
     }
 }
 
-/// The most events kept to be grouped by key: they are numbered in 32 bits.
+/// The most events kept to be grouped by key: they are numbered in 32 bits. (Widening: a
+/// `u32` fits in a `usize` here, as [`slot`] says.)
 pub const MAX_KEYED_EVENTS: usize = u32::MAX as usize;
 
 /// The events of each key, grouped by key and in time order within each: 4 bytes an event
@@ -225,27 +227,28 @@ impl Groups {
         let mut order = vec![0u32; keys.len()];
         for (event, &key) in (0u32..).zip(keys) {
             let at = &mut next[slot(key)];
-            order[*at as usize] = event;
+            order[slot(*at)] = event;
             *at += 1;
         }
         Groups { ends: next, order }
     }
 
-    /// Returns the numbers of key `key`'s events, in time order.
-    pub fn events(&self, key: usize) -> &[u32] {
-        &self.order[self.range(key)]
-    }
-
     /// Returns where key `key`'s events are, in the grouped order.
     pub fn range(&self, key: usize) -> std::ops::Range<usize> {
-        let start = if key == 0 { 0 } else { self.ends[key - 1] as usize };
-        start..self.ends[key] as usize
+        let start = if key == 0 { 0 } else { slot(self.ends[key - 1]) };
+        start..slot(self.ends[key])
+    }
+
+    /// Returns how many events key `key` has.
+    pub fn count(&self, key: usize) -> u64 {
+        let start = if key == 0 { 0 } else { self.ends[key - 1] };
+        u64::from(self.ends[key] - start)
     }
 
     /// Returns `values`, one per event, in the grouped order: reading them so, key by key,
     /// is reading in order, where by event number each would miss the cache.
     pub fn gather<T: Copy>(&self, values: &[T]) -> Vec<T> {
-        self.order.iter().map(|&event| values[event as usize]).collect()
+        self.order.iter().map(|&event| values[slot(event)]).collect()
     }
 }
 
@@ -305,8 +308,11 @@ mod tests {
     #[test]
     fn groups_keep_time_order_within_each_key() {
         let groups = Groups::new(&[2, 0, 2, 1, 0, 2], 4);
-        let found: Vec<&[u32]> = (0..4).map(|k| groups.events(k)).collect();
+        // Each event's number, gathered by key: key 0 has events 1 and 4, and so on.
+        let gathered = groups.gather(&[0, 1, 2, 3, 4, 5]);
+        let found: Vec<&[i32]> = (0..4).map(|k| &gathered[groups.range(k)]).collect();
         assert_eq!(found, [&[1, 4][..], &[3], &[0, 2, 5], &[]]);
+        assert_eq!((0..4).map(|k| groups.count(k)).collect::<Vec<_>>(), [2, 1, 3, 0]);
     }
 
     #[test]

@@ -71,13 +71,6 @@ impl serde::Serialize for Share {
     }
 }
 
-/// Returns the nearest-rank quantile of sorted values: the smallest value v such that at
-/// least `share` of the values are at most v. `None` for no values.
-pub fn nearest_rank(sorted: &[u64], share: Share) -> Option<u64> {
-    let rank = share.rank(sorted.len());
-    sorted.get(rank.checked_sub(1)?).copied()
-}
-
 /// The quantiles a report gives of a value across keys: the median, p90, p99, p99.9 and
 /// the largest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -93,21 +86,6 @@ pub struct Quantiles {
     pub p99_9: u64,
     /// The largest.
     pub max: u64,
-}
-
-impl Quantiles {
-    /// Returns the quantiles of the values, by nearest rank; `None` for no values.
-    pub fn of(mut values: Vec<u64>) -> Option<Quantiles> {
-        values.sort_unstable();
-        let at = |ppm| nearest_rank(&values, Share(ppm));
-        Some(Quantiles {
-            p50: at(500_000)?,
-            p90: at(900_000)?,
-            p99: at(990_000)?,
-            p99_9: at(999_000)?,
-            max: *values.last()?,
-        })
-    }
 }
 
 /// Values counted by size, each size with the weight its values carry: exact nearest-rank
@@ -238,6 +216,29 @@ impl fmt::Display for Quantiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference the histogram is checked against, from every value sorted: the
+    /// nearest-rank quantile, the smallest value v such that at least `share` of the values
+    /// are at most v. `None` for no values.
+    fn nearest_rank(sorted: &[u64], share: Share) -> Option<u64> {
+        let rank = share.rank(sorted.len());
+        sorted.get(rank.checked_sub(1)?).copied()
+    }
+
+    impl Quantiles {
+        /// Returns the quantiles of the values, by nearest rank; `None` for no values.
+        fn of(mut values: Vec<u64>) -> Option<Quantiles> {
+            values.sort_unstable();
+            let at = |ppm| nearest_rank(&values, Share(ppm));
+            Some(Quantiles {
+                p50: at(500_000)?,
+                p90: at(900_000)?,
+                p99: at(990_000)?,
+                p99_9: at(999_000)?,
+                max: *values.last()?,
+            })
+        }
+    }
 
     #[test]
     fn shares_read_and_print() {

@@ -122,6 +122,8 @@ impl Params {
                 self.k * boost * self.omori_integral()
             })
             .sum();
+        // A count of mainshocks given on the command line: exact in a float far beyond any.
+        #[allow(clippy::cast_precision_loss)]
         let planted = self.mainshocks.len() as f64;
         (self.background_per_day * days + direct) / (1.0 - n) + planted
     }
