@@ -12,7 +12,7 @@ use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 /// What one replay found. See README, "JSON output", for each field.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LimiterReport {
     pub input: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -29,9 +29,42 @@ pub struct LimiterReport {
     #[serde(flatten)]
     pub queue: Option<Queue>,
     pub promise: Promise,
+    /// With `--servers`: the fleet, and each server's share of the events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Box<Fleet>>,
     /// With `--key`: the keys, each with a report of the same kind.
     #[serde(flatten)]
     pub by_key: Option<KeyList<LimiterReport>>,
+}
+
+/// A fleet of servers that one limiter ran on (`--servers`): how it was shared, what each
+/// server saw, and what one limiter seeing every event would have passed. The report's
+/// own figures are the fleet's, over all its servers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fleet {
+    pub servers: u32,
+    pub route: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub share: &'static str,
+    #[serde(serialize_with = "optional_seconds")]
+    pub sync_s: Option<Span>,
+    /// The limit each server ran: the whole one, or its share with `split`.
+    pub server_rate: Rate,
+    pub server_burst: Option<u64>,
+    pub by_server: Vec<ServerCount>,
+    /// What one limiter, seeing every event, passed.
+    pub alone_passed: u64,
+    /// The fleet's passed events over `alone_passed`, to three decimals.
+    pub over_admission: Option<f64>,
+}
+
+/// One server's events, and what it passed and dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ServerCount {
+    pub events: u64,
+    pub passed: u64,
+    pub dropped: u64,
 }
 
 /// What a limiter promises, and whether the replay kept it.
@@ -149,6 +182,14 @@ impl From<Lossless> for MinBucket {
 /// Writes a span as a number of seconds: an integer when it is whole.
 fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
     wide_seconds(&i128::from(span.as_micros()), s)
+}
+
+/// Writes a span as [`seconds`] does, or null.
+fn optional_seconds<S: Serializer>(span: &Option<Span>, s: S) -> Result<S::Ok, S::Error> {
+    match span {
+        Some(span) => seconds(span, s),
+        None => s.serialize_none(),
+    }
 }
 
 /// Writes microseconds as a number of seconds: an integer when it is whole.

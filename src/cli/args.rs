@@ -274,6 +274,74 @@ pub struct RedisArgs {
     pub redis_timeout: Span,
 }
 
+/// A fleet of servers, simulated: each with its own limiter, the events routed among them.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Simulate K servers, each deciding on its own limiter, with the events routed among
+    /// them; the report gives each server's share and what the fleet let through over one
+    /// limiter that sees every event.
+    #[arg(long, value_name = "K", help_heading = "Fleet")]
+    pub servers: Option<u32>,
+
+    /// How events find their server: round-robin (event i to server i mod K), random
+    /// (drawn uniformly; see --seed) or hash:COLUMN (every row with one value of COLUMN on
+    /// one server) [default: round-robin].
+    #[arg(long, value_name = "ROUTE", help_heading = "Fleet")]
+    pub route: Option<RouteArg>,
+
+    /// The seed of --route random [default: 1].
+    #[arg(long, value_name = "S", help_heading = "Fleet")]
+    pub seed: Option<u64>,
+
+    /// How the servers share the limit: local (each runs all of it), split (each runs N per
+    /// K·P, burst ⌈b/K⌉) or synced (one shared limiter, seen by each server as it was at
+    /// the last --sync) [default: local].
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Fleet")]
+    pub share: Option<ShareMode>,
+
+    /// With --share synced: how often each server's copy is replaced by the shared state,
+    /// at multiples of DURATION since the epoch. compare takes it more than once.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, help_heading = "Fleet")]
+    pub sync: Vec<Span>,
+}
+
+/// `--route`: how a fleet's events find their server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RouteArg {
+    /// Event i to server i mod K.
+    RoundRobin,
+    /// Drawn uniformly.
+    Random,
+    /// By a column's value.
+    Hash(String),
+}
+
+impl FromStr for RouteArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RouteArg, String> {
+        match text {
+            "round-robin" => Ok(RouteArg::RoundRobin),
+            "random" => Ok(RouteArg::Random),
+            _ => match text.strip_prefix("hash:") {
+                Some(column) if !column.is_empty() => Ok(RouteArg::Hash(column.to_owned())),
+                _ => Err(format!("'{text}' is none of round-robin, random and hash:COLUMN")),
+            },
+        }
+    }
+}
+
+/// `--share`: how a fleet's servers share the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShareMode {
+    /// Each server runs the whole limit.
+    Local,
+    /// Each server runs its share: N per K·P, burst ⌈b/K⌉.
+    Split,
+    /// One shared limiter, each server seeing it as it was at the last sync.
+    Synced,
+}
+
 /// How to print the result.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -293,6 +361,9 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub remote: RedisArgs,
+
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 
     /// The limiter.
     #[arg(long, value_enum, value_name = "ALGO")]
@@ -321,6 +392,15 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub remote: RedisArgs,
+
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
+    /// The limiters to compare [default: all six]; repeat it, or separate names with
+    /// commas. With --servers and one limiter but no --share, the share modes are
+    /// compared instead: local, split, and synced at each --sync (default 1m).
+    #[arg(long, value_enum, value_name = "ALGO", value_delimiter = ',')]
+    pub algo: Vec<Algorithm>,
 
     #[command(flatten)]
     pub limit: LimitArgs,

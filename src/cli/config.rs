@@ -3,6 +3,7 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,15 +11,16 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 
 use crate::cli::args::{
-    CheckArgs, ColorChoice, Decimal, InputArgs, LimitArgs, MinBucketArgs, PlotArgs, RateArgs,
-    RedisArgs, RequestsArgs, SynthArgs, Until,
+    CheckArgs, ColorChoice, Decimal, FleetArgs, InputArgs, LimitArgs, MinBucketArgs, PlotArgs,
+    RateArgs, RedisArgs, RequestsArgs, RouteArg, ShareMode, SynthArgs, Until,
 };
-use crate::engine::recorder::Settings;
+use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
+use crate::engine::recorder::{MAX_KEYED_LANES, Settings};
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ReadOptions, Source};
 use crate::input::format::InputFormat;
 use crate::input::sample;
-use crate::limiter::Algorithm;
+use crate::limiter::{Algorithm, Share};
 use crate::render::formats::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::synth::etas;
@@ -161,6 +163,7 @@ impl InputArgs {
                 until,
                 min_mag: self.min_mag.map(|m| m.0),
                 key_column: key_column.map(str::to_owned),
+                key_flag: "--key",
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: io::stderr().is_terminal(),
                 skip_bad: self.skip_bad,
@@ -215,6 +218,89 @@ impl Input {
         };
         output.check_not_input(identity.as_ref(), &self.source.name())
     }
+}
+
+impl FleetArgs {
+    /// Returns the column to read as each event's key: `key` (--key's), else the column
+    /// that --route hash:COLUMN routes by.
+    pub fn key_column<'a>(&'a self, key: Option<&'a str>) -> Option<&'a str> {
+        match &self.route {
+            Some(RouteArg::Hash(column)) if self.servers.is_some() => key.or(Some(column)),
+            _ => key,
+        }
+    }
+
+    /// Settles the fleet for `lanes` limiters sharing their limits as --share says, or
+    /// `None` without --servers; `key` is --key's column.
+    pub fn one_share(&self, key: Option<&str>, lanes: usize) -> Result<Option<FleetPlan>> {
+        let Some((servers, route)) = self.route(key)? else { return Ok(None) };
+        let share = match (self.share.unwrap_or(ShareMode::Local), self.sync.as_slice()) {
+            (ShareMode::Synced, [every]) => Share::Synced(positive_sync(*every)?),
+            (ShareMode::Synced, []) => {
+                bail!(
+                    "--share synced needs --sync DURATION: how often servers see the shared state"
+                )
+            }
+            (ShareMode::Synced, _) => bail!("--share synced takes one --sync"),
+            (ShareMode::Local, []) => Share::Local,
+            (ShareMode::Split, []) => Share::Split,
+            (_, _) => bail!("--sync applies to --share synced"),
+        };
+        Ok(Some(FleetPlan { servers, route, shares: vec![share; lanes], keyed: key.is_some() }))
+    }
+
+    /// Settles the fleet for one limiter in every share mode side by side: local, split,
+    /// and synced at each --sync (1m if none), or `None` without --servers.
+    pub fn every_share(&self, key: Option<&str>) -> Result<Option<FleetPlan>> {
+        let Some((servers, route)) = self.route(key)? else { return Ok(None) };
+        let syncs = if self.sync.is_empty() { vec![Span::MINUTE] } else { self.sync.clone() };
+        let mut shares = vec![Share::Local, Share::Split];
+        for every in syncs {
+            shares.push(Share::Synced(positive_sync(every)?));
+        }
+        if key.is_some() && shares.len() > MAX_KEYED_LANES {
+            bail!("with --key, compare takes at most {} --sync", MAX_KEYED_LANES - 2);
+        }
+        Ok(Some(FleetPlan { servers, route, shares, keyed: key.is_some() }))
+    }
+
+    fn route(&self, key: Option<&str>) -> Result<Option<(NonZeroU32, Route)>> {
+        let Some(k) = self.servers else {
+            let fleet_only = self.route.is_some() || self.seed.is_some();
+            if fleet_only || self.share.is_some() || !self.sync.is_empty() {
+                bail!(
+                    "--route, --seed, --share and --sync shape a fleet: use them with --servers K"
+                );
+            }
+            return Ok(None);
+        };
+        let servers = NonZeroU32::new(k)
+            .filter(|k| k.get() <= MAX_SERVERS)
+            .ok_or_else(|| anyhow!("--servers must be from 1 to {MAX_SERVERS}, not {k}"))?;
+        let route = match &self.route {
+            None | Some(RouteArg::RoundRobin) => Route::RoundRobin,
+            Some(RouteArg::Random) => Route::Random(self.seed.unwrap_or(1)),
+            Some(RouteArg::Hash(column)) => match key {
+                Some(key) if key != column => bail!(
+                    "--route hash:{column} with --key {key}: a fleet routes by the key column \
+                     (use --route hash:{key})"
+                ),
+                _ => Route::Sticky(column.clone()),
+            },
+        };
+        if self.seed.is_some() && !matches!(route, Route::Random(_)) {
+            bail!("--seed draws the servers of --route random");
+        }
+        Ok(Some((servers, route)))
+    }
+}
+
+/// Refuses a sync period of zero.
+fn positive_sync(every: Span) -> Result<Span> {
+    if every.is_zero() {
+        bail!("--sync must be longer than zero");
+    }
+    Ok(every)
 }
 
 impl RedisArgs {

@@ -1,4 +1,5 @@
-//! `ratelimit compare`: all six limiters over the same events, in one read.
+//! `ratelimit compare`: limiters side by side over the same events, in one read; on a
+//! fleet, the ways of sharing a limit side by side too.
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -14,13 +15,38 @@ use crate::render::formats;
 use crate::report::csv_rows;
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
-    let input = args.input.resolve(args.keys.key.as_deref())?;
-    let settings = args.limit.side_by_side(&Algorithm::ALL)?;
-    let backend = Backend::new(&settings, args.remote.target()?.as_ref())?;
-    let keyed = input.read.key_column.is_some();
+    let key = args.keys.key.as_deref();
+    let mut input = args.input.resolve(args.fleet.key_column(key))?;
+    let mut algorithms: Vec<Algorithm> = Vec::new();
+    for &algorithm in &args.algo {
+        if !algorithms.contains(&algorithm) {
+            algorithms.push(algorithm);
+        }
+    }
+    if algorithms.is_empty() {
+        algorithms = Algorithm::ALL.to_vec();
+    }
+    // One limiter on a fleet, with no mode chosen: the modes side by side.
+    let (settings, fleet) = if let [one] = algorithms[..]
+        && args.fleet.servers.is_some()
+        && args.fleet.share.is_none()
+    {
+        let fleet = args.fleet.every_share(key)?;
+        let lanes = fleet.as_ref().map_or(1, |f| f.shares.len());
+        (vec![args.limit.side_by_side(&[one])?[0]; lanes], fleet)
+    } else {
+        let settings = args.limit.side_by_side(&algorithms)?;
+        let fleet = args.fleet.one_share(key, settings.len())?;
+        (settings, fleet)
+    };
+    let backend = Backend::new(&settings, args.remote.target()?.as_ref(), fleet)?;
+    let keyed = key.is_some();
+    if !keyed && input.read.key_column.is_some() {
+        input.read.key_flag = "--route";
+    }
     let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
     notes(&input, &stats);
-    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let names = key_names(key, &stats);
     let threads = input.read.threads;
     let found = recorder.reports(&input.source.name(), names, args.keys.top, threads);
     let (reports, across) = (&found.lanes, &found.across);

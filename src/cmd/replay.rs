@@ -17,7 +17,8 @@ use crate::render::outfile::Output;
 use crate::report::csv_rows;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
-    let input = args.input.resolve(args.keys.key.as_deref())?;
+    let key = args.keys.key.as_deref();
+    let mut input = args.input.resolve(args.fleet.key_column(key))?;
     let format = input.read.format;
     let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
     if args.emit == Some(Emit::All) && !tabular {
@@ -31,9 +32,13 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         input.check_output(&Output::Stdout)?;
     }
     let settings = [args.limit.settings(args.algo)?];
-    let backend = Backend::new(&settings, args.remote.target()?.as_ref())?;
+    let fleet = args.fleet.one_share(key, settings.len())?;
+    let backend = Backend::new(&settings, args.remote.target()?.as_ref(), fleet)?;
     let name = input.source.name();
-    let keyed = input.read.key_column.is_some();
+    let keyed = key.is_some();
+    if !keyed && input.read.key_column.is_some() {
+        input.read.key_flag = "--route";
+    }
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None => {
             let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
@@ -70,7 +75,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         }
     };
     notes(&input, &stats);
-    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let names = key_names(key, &stats);
     let reports = recorder.reports(&name, names, args.keys.top, input.read.threads).lanes;
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);

@@ -6,6 +6,7 @@
 //! every engine. A new engine is one file implementing [`Engine`], a variant of
 //! [`Backend`], and one arm in [`Backend::run`], where engines are chosen.
 
+pub mod fleet;
 pub mod memory;
 pub mod recorder;
 pub mod redis;
@@ -13,8 +14,9 @@ pub mod redis;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
+use self::fleet::{Fleet, FleetPlan};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use self::redis::{Redis, RedisEngine, RedisTarget, Remote};
@@ -35,6 +37,8 @@ pub trait Engine {
 pub enum Backend {
     /// In this process.
     Memory,
+    /// In this process, on a fleet of servers, simulated.
+    Fleet(FleetPlan),
     /// In Redis, connected and with its scripts loaded.
     Redis {
         /// The connection, shared by the replays a job starts.
@@ -48,8 +52,22 @@ pub enum Backend {
 
 impl Backend {
     /// Returns where limiters with `settings` run: in Redis if a target is given (then
-    /// connected, and checked to run them exactly), else in memory.
-    pub fn new(settings: &[Settings], redis: Option<&RedisTarget>) -> Result<Backend> {
+    /// connected, and checked to run them exactly), on a simulated fleet of servers if
+    /// `fleet` is given (never both), else in memory.
+    pub fn new(
+        settings: &[Settings],
+        redis: Option<&RedisTarget>,
+        fleet: Option<FleetPlan>,
+    ) -> Result<Backend> {
+        if let Some(plan) = fleet {
+            if redis.is_some() {
+                bail!(
+                    "--servers simulates a fleet in memory; with --redis, every process already shares one limit"
+                );
+            }
+            plan.check(settings)?;
+            return Ok(Backend::Fleet(plan));
+        }
         let Some(target) = redis else { return Ok(Backend::Memory) };
         let mut redis = Redis::connect(&target.url, target.timeout)?;
         let remotes = RedisEngine::prepare(&mut redis, settings)?;
@@ -66,6 +84,7 @@ impl Backend {
     pub fn run<J: UseEngine>(&self, settings: &[Settings], job: J) -> Result<J::Out> {
         match self {
             Backend::Memory => job.with(|| Memory::new(settings)),
+            Backend::Fleet(plan) => job.with(|| Fleet::new(settings, plan)),
             Backend::Redis { redis, remotes, prefix } => {
                 job.with(|| RedisEngine::new(redis.clone(), remotes.clone(), prefix))
             }

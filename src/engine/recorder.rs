@@ -162,6 +162,7 @@ impl Lane {
             min_bucket: demand.lossless.result().min_bucket,
             queue: self.waits().map(Into::into),
             promise: self.promise.result(self.waits()),
+            fleet: None,
             by_key: None,
         }
     }
@@ -178,6 +179,7 @@ pub struct Recorder {
     settings: Vec<Settings>,
     kept: Kept,
     trace: Option<Vec<bool>>,
+    fleets: Option<Vec<report::Fleet>>,
 }
 
 #[derive(Clone, Debug)]
@@ -235,7 +237,7 @@ pub struct KeyNames<'a> {
 
 /// The reports of a replay, one per lane; with keys, also the keys with the most drops
 /// over all lanes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Reports {
     /// One report per lane.
     pub lanes: Vec<report::LimiterReport>,
@@ -258,7 +260,7 @@ impl Recorder {
         } else {
             Kept::One(Box::new(PerKey::new(settings)))
         };
-        Recorder { settings: settings.to_vec(), kept, trace: None }
+        Recorder { settings: settings.to_vec(), kept, trace: None, fleets: None }
     }
 
     /// Keeps every decision from now on, lane by lane for each event in order; see
@@ -322,6 +324,20 @@ impl Recorder {
     /// totals and the first `top` keys (all for 0), most dropped first, found on up to
     /// `threads` threads. The reports are the same for any number of threads.
     pub fn reports(&self, input: &str, keys: KeyNames, top: usize, threads: usize) -> Reports {
+        let mut reports = self.lane_reports(input, keys, top, threads);
+        for (report, fleet) in reports.lanes.iter_mut().zip(self.fleets.iter().flatten()) {
+            report.fleet = Some(Box::new(fleet.clone()));
+        }
+        reports
+    }
+
+    /// Records that the lanes ran on fleets of servers, one per lane, in lane order; their
+    /// reports then say so.
+    pub fn set_fleets(&mut self, fleets: Vec<report::Fleet>) {
+        self.fleets = Some(fleets);
+    }
+
+    fn lane_reports(&self, input: &str, keys: KeyNames, top: usize, threads: usize) -> Reports {
         match &self.kept {
             Kept::One(only) => Reports {
                 lanes: only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect(),

@@ -75,6 +75,8 @@ pub struct ReadOptions {
     pub min_mag: Option<i64>,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
+    /// The option that named the key column, for messages: `--key` unless said.
+    pub key_flag: &'static str,
     /// Whether to show a progress bar on stderr when reading takes long.
     pub progress: bool,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
@@ -95,6 +97,7 @@ impl ReadOptions {
             until: None,
             min_mag: None,
             key_column: None,
+            key_flag: "--key",
             progress: false,
             skip_bad: 0,
             threads: available_threads(),
@@ -797,7 +800,7 @@ impl<'a, R: Read> Reading<'a, R> {
             None => None,
         };
         let key = match &options.key_column {
-            Some(name) => Some(column(name, "(named by --key)")?),
+            Some(name) => Some(column(name, &format!("(named by {})", options.key_flag))?),
             None => None,
         };
         Ok(Reading {

@@ -37,11 +37,23 @@ impl FixedWindow {
 
 impl Limiter for FixedWindow {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl FixedWindow {
+    /// Decides on an event at `now`, which passes anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> bool {
         let Counted { windows, count } = &mut self.state;
         if windows.advance(now.as_micros(), self.period) != Step::Same {
             *count = 0;
         }
-        let pass = *count < self.limit;
+        let pass = force || *count < self.limit;
         *count += u64::from(pass);
         pass
     }

@@ -37,8 +37,20 @@ impl Gcra {
 
 impl Limiter for Gcra {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl Gcra {
+    /// Decides on an event at `now`, which passes anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> bool {
         let t = i128::from(now.as_micros()) * self.n;
-        let pass = t >= self.tat - self.tolerance;
+        let pass = force || t >= self.tat - self.tolerance;
         if pass {
             self.tat = self.tat.max(t) + self.interval;
         }

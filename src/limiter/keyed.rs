@@ -42,6 +42,26 @@ impl<L: KeyedState> PerKey<L> {
         decision
     }
 
+    /// Records an event of key `key` at `now` as passed, as [`Limiter::charge`] does.
+    #[inline]
+    pub fn charge(&mut self, key: usize, now: Timestamp) {
+        if key >= self.states.len() {
+            self.add_keys(key);
+        }
+        let state = &mut self.states[key];
+        mem::swap(self.limiter.state(), state);
+        self.limiter.charge(now);
+        mem::swap(self.limiter.state(), state);
+    }
+
+    /// Gives key `to` the state that key `key` has in `from`.
+    pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
+        if to >= self.states.len() {
+            self.add_keys(to);
+        }
+        self.states[to].clone_from(from.states.get(key).unwrap_or(&from.fresh));
+    }
+
     #[cold]
     fn add_keys(&mut self, key: usize) {
         self.states.resize(key + 1, self.fresh.clone());

@@ -128,13 +128,25 @@ impl Limiter for LeakyQueue {
     }
 
     fn decide(&mut self, now: Timestamp) -> Decision {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl LeakyQueue {
+    /// Decides on an event at `now`, which joins the queue anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;
         let departure = match self.last_departure {
             LeakyQueue::EMPTY => arrival,
             last => arrival.max(last + self.interval),
         };
         let wait = departure - arrival;
-        if wait > self.max_wait {
+        if wait > self.max_wait && !force {
             return Decision { passed: false, wait: 0 };
         }
         self.last_departure = departure;

@@ -5,6 +5,7 @@
 
 mod aligned;
 mod fixed_window;
+mod fleet;
 mod gcra;
 mod keyed;
 mod leaky_queue;
@@ -19,6 +20,7 @@ mod tests;
 
 pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
+pub use fleet::{AnyFleet, Fleet, Share};
 pub use gcra::Gcra;
 pub use keyed::{AnyPerKey, PerKey};
 pub use leaky_queue::{LeakyQueue, Waits};
@@ -38,6 +40,12 @@ pub trait Limiter {
     /// Events must come in non-decreasing time order.
     fn admit(&mut self, now: Timestamp) -> bool;
 
+    /// Records an event at `now` as passed, whatever the limiter would decide. A limiter
+    /// that takes in what others admitted (the shared state of a fleet) can so be
+    /// overspent: a token bucket's level goes below zero, a counter past its limit, and
+    /// what comes next pays for it.
+    fn charge(&mut self, now: Timestamp);
+
     /// Decides on an event as [`admit`](Limiter::admit) does, with how long it waits, for a
     /// limiter that delays what it admits; the others never delay.
     #[inline]
@@ -48,9 +56,9 @@ pub trait Limiter {
 
 /// A limiter whose changing state can be taken out and put back, so that one limiter's
 /// rule can serve many keys, each with its own state; see [`PerKey`].
-pub trait KeyedState: Limiter {
+pub trait KeyedState: Limiter + Clone + std::fmt::Debug {
     /// What the limiter changes as events come; the rest is its rule.
-    type State: Clone;
+    type State: Clone + std::fmt::Debug;
 
     /// Returns the state, to be swapped with a key's own.
     fn state(&mut self) -> &mut Self::State;
@@ -157,6 +165,17 @@ impl Limiter for AnyLimiter {
             AnyLimiter::TokenBucket(l) => l.decide(now),
             AnyLimiter::Gcra(l) => l.decide(now),
             AnyLimiter::LeakyQueue(l) => l.decide(now),
+        }
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        match self {
+            AnyLimiter::FixedWindow(l) => l.charge(now),
+            AnyLimiter::SlidingLog(l) => l.charge(now),
+            AnyLimiter::SlidingCounter(l) => l.charge(now),
+            AnyLimiter::TokenBucket(l) => l.charge(now),
+            AnyLimiter::Gcra(l) => l.charge(now),
+            AnyLimiter::LeakyQueue(l) => l.charge(now),
         }
     }
 }

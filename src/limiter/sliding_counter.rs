@@ -41,6 +41,18 @@ impl SlidingCounter {
 
 impl Limiter for SlidingCounter {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl SlidingCounter {
+    /// Decides on an event at `now`, which passes anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> bool {
         let now = now.as_micros();
         let Counters { windows, prev, cur } = &mut self.state;
         match windows.advance(now, self.period) {
@@ -52,7 +64,7 @@ impl Limiter for SlidingCounter {
         let remaining = p - i128::from(windows.elapsed(now));
         // prev·(P − elapsed)/P + cur < N, multiplied through by P.
         let estimate = i128::from(*prev) * remaining + i128::from(*cur) * p;
-        let pass = estimate < self.limit * p;
+        let pass = force || estimate < self.limit * p;
         *cur += u64::from(pass);
         pass
     }

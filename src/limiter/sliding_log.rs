@@ -67,13 +67,25 @@ impl SlidingLog {
 
 impl Limiter for SlidingLog {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl SlidingLog {
+    /// Decides on an event at `now`, which passes anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> bool {
         let now = now.as_micros();
         // An event at exactly t − P is a full period old and no longer counts.
         let oldest_kept = now.saturating_sub(self.period);
         while self.log.front().is_some_and(|t| t <= oldest_kept) {
             self.log.pop_front();
         }
-        let pass = self.log.len() < self.limit;
+        let pass = force || self.log.len() < self.limit;
         if pass {
             self.log.push_back(now);
         }

@@ -144,3 +144,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_fleet_of_one_server_decides_as_one_limiter(
+        (rate, b, times) in scenario(), every in 1i64..=7_200_000_000
+    ) {
+        let sync = Share::Synced(Span::from_micros(every).unwrap());
+        for algorithm in Algorithm::ALL {
+            let alone = decisions(&mut algorithm.build(rate, burst(b)), &times);
+            for share in [Share::Local, Share::Split, sync] {
+                let (r, bb) = share.server_limit(rate, burst(b), 1).unwrap();
+                let mut fleet = AnyFleet::new(algorithm, r, bb, 1, share);
+                let decided: Vec<bool> = times.iter().map(|&t| fleet.decide(0, 0, t).passed).collect();
+                prop_assert_eq!(&decided, &alone, "{:?} {:?}", algorithm, share);
+            }
+        }
+    }
+
+    #[test]
+    fn split_token_buckets_pass_at_most_k_shares_of_the_burst_plus_rt(
+        (rate, b, times) in scenario(), servers in 2u32..=5
+    ) {
+        let (each, share) = Share::Split.server_limit(rate, burst(b), servers).unwrap();
+        let mut fleet = AnyFleet::new(Algorithm::TokenBucket, each, share, servers, Share::Split);
+        let decided: Vec<bool> = (0..times.len())
+            .map(|i| fleet.decide(i % servers as usize, 0, times[i]).passed)
+            .collect();
+        let passed = passed(&times, &decided);
+        let burst = i128::from(share.get()) * i128::from(servers);
+        for i in 0..passed.len() {
+            for j in i..passed.len() {
+                let count = (j - i + 1) as i128;
+                let allowed = burst * rate.p() + rate.n() * (passed[j] - passed[i]);
+                prop_assert!(count * rate.p() <= allowed, "{} events in [{}, {}]", count, i, j);
+            }
+        }
+    }
+}

@@ -38,12 +38,24 @@ impl TokenBucket {
 
 impl Limiter for TokenBucket {
     fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false)
+    }
+
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
+    }
+}
+
+impl TokenBucket {
+    /// Decides on an event at `now`, which passes anyway if `force`.
+    #[inline]
+    fn take(&mut self, now: Timestamp, force: bool) -> bool {
         let now = now.as_micros();
         let Level { level, last } = &mut self.state;
         let elapsed = (i128::from(now) - i128::from(*last)).max(0);
         *level = (*level + self.refill * elapsed).min(self.capacity);
         *last = now;
-        let pass = *level >= self.token;
+        let pass = force || *level >= self.token;
         if pass {
             *level -= self.token;
         }

@@ -150,9 +150,11 @@ pub fn replay_table(
     };
     let length = r.busiest_window.length_s;
     let dropped = count(r.dropped);
-    let mut lines = vec![
-        ("input".to_owned(), r.input.clone()),
-        ("limiter".to_owned(), limiter),
+    let mut lines = vec![("input".to_owned(), r.input.clone()), ("limiter".to_owned(), limiter)];
+    if let Some(fleet) = &r.fleet {
+        lines.push(("fleet".to_owned(), fleet_text(fleet, r.algorithm)));
+    }
+    lines.extend([
         ("events".to_owned(), r.events.to_string()),
         ("passed".to_owned(), count(r.passed)),
         ("dropped".to_owned(), if r.dropped > 0 { style.warn(&dropped) } else { dropped }),
@@ -162,7 +164,18 @@ pub fn replay_table(
             "min bucket".to_owned(),
             format!("{} (the smallest lossless token bucket at {})", r.min_bucket, r.rate),
         ),
-    ];
+    ]);
+    if let Some(fleet) = &r.fleet {
+        let over = fleet
+            .over_admission
+            .map_or(String::new(), |x| format!(": the fleet passed {x:.3}× as many"));
+        let text = format!(
+            "{} passed by one {} seeing every event{over}",
+            fleet.alone_passed,
+            r.algorithm.name()
+        );
+        lines.push(("one limiter".to_owned(), text));
+    }
     if let Some(q) = &r.queue {
         lines.push(("delayed".to_owned(), count(q.delayed)));
         lines.push(("longest wait".to_owned(), human_ms(q.max_wait_s)));
@@ -172,7 +185,53 @@ pub fn replay_table(
     lines.push(("promise".to_owned(), format!("{} ({verdict})", r.promise.text)));
     lines.extend(spread_lines(r.by_key.as_ref()));
     labeled(out, &lines, style)?;
+    if let Some(fleet) = &r.fleet {
+        servers_table(out, fleet, style)?;
+    }
     replay_keys_table(out, r, style)
+}
+
+/// The most servers a table lists one by one; the JSON lists all.
+const LISTED_SERVERS: usize = 32;
+
+/// Says how a fleet shared its limit, and what each server ran.
+fn fleet_text(fleet: &report::Fleet, algorithm: crate::limiter::Algorithm) -> String {
+    let route = match fleet.seed {
+        Some(seed) => format!("{} (seed {seed})", fleet.route),
+        None => fleet.route.clone(),
+    };
+    let burst = fleet.server_burst.map_or(String::new(), |b| format!(", burst {b}"));
+    format!(
+        "{} servers, {route}, {}: each runs {} at {}{burst}",
+        fleet.servers,
+        share_text(fleet),
+        algorithm.name(),
+        fleet.server_rate
+    )
+}
+
+/// Names a fleet's share mode, with its sync period.
+fn share_text(fleet: &report::Fleet) -> String {
+    match fleet.sync_s {
+        Some(every) => format!("{} every {every}", fleet.share),
+        None => fleet.share.to_owned(),
+    }
+}
+
+/// Writes each server's events, passed and dropped, for a fleet of a few servers.
+fn servers_table(out: &mut dyn Write, fleet: &report::Fleet, style: Style) -> io::Result<()> {
+    writeln!(out)?;
+    if fleet.by_server.len() > LISTED_SERVERS {
+        let n = fleet.by_server.len();
+        return writeln!(out, "{n} servers: each server's counts are in --format json");
+    }
+    let rows: Vec<Vec<String>> = (1..)
+        .zip(&fleet.by_server)
+        .map(|(n, s): (u32, _)| {
+            vec![n.to_string(), s.events.to_string(), s.passed.to_string(), s.dropped.to_string()]
+        })
+        .collect();
+    table(out, &["server", "events", "passed", "dropped"], &rows, style)
 }
 
 /// The lines that say how figures spread across keys, by nearest rank.
@@ -232,8 +291,15 @@ pub fn compare_table(
     let mut lines = vec![
         ("input".to_owned(), first.input.clone()),
         ("rate".to_owned(), format!("{}{burst}", first.rate)),
-        ("events".to_owned(), first.events.to_string()),
     ];
+    if let Some(fleet) = &first.fleet {
+        let route = match fleet.seed {
+            Some(seed) => format!("{} (seed {seed})", fleet.route),
+            None => fleet.route.clone(),
+        };
+        lines.push(("fleet".to_owned(), format!("{} servers, {route}", fleet.servers)));
+    }
+    lines.push(("events".to_owned(), first.events.to_string()));
     lines.extend(demand_lines(first));
     // The keys' buckets are the same for every limiter; their drops are in the JSON.
     let spread = spread_lines(first.by_key.as_ref());
@@ -244,7 +310,7 @@ pub fn compare_table(
         .iter()
         .map(|r| {
             let verdict = if r.promise.held { "held" } else { "BROKEN" };
-            vec![
+            let mut row = vec![
                 r.algorithm.name().to_owned(),
                 r.burst.map_or("-".to_owned(), |b| b.to_string()),
                 r.passed.to_string(),
@@ -252,11 +318,19 @@ pub fn compare_table(
                 r.busiest_window.count.to_string(),
                 r.busiest_window.start.map_or("-".to_owned(), |s| s.to_string()),
                 format!("{verdict}: {}", r.promise.text),
-            ]
+            ];
+            if let Some(fleet) = &r.fleet {
+                let over = fleet.over_admission.map_or("-".to_owned(), |x| format!("{x:.3}"));
+                row.splice(1..1, [share_text(fleet), fleet.alone_passed.to_string(), over]);
+            }
+            row
         })
         .collect();
     let busiest = format!("busiest {length}");
-    let header = ["limiter", "burst", "passed", "dropped", &busiest, "from", "promise"];
+    let mut header = vec!["limiter", "burst", "passed", "dropped", &busiest, "from", "promise"];
+    if first.fleet.is_some() {
+        header.splice(1..1, ["share", "alone", "over"]);
+    }
     table(out, &header, &rows, style)?;
     for r in reports {
         if let Some(q) = &r.queue {

@@ -309,6 +309,9 @@ const UNITS: [(&str, i64); 6] = [
 ];
 
 impl Span {
+    /// One minute.
+    pub const MINUTE: Span = Span(60 * MICROS_PER_SEC);
+
     /// The span of `micros` microseconds; `None` if negative.
     pub fn from_micros(micros: i64) -> Option<Span> {
         (micros >= 0).then_some(Span(micros))

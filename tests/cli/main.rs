@@ -9,6 +9,7 @@ mod conventions;
 mod emit;
 mod fdsn;
 mod fetch;
+mod fleet;
 mod formats;
 mod inputs;
 mod keys;

@@ -11,7 +11,7 @@ const M5: &str = "usgs_m5_2015_2025.csv";
 
 /// Reads the times of a USGS catalog in ms, sorted, with a plain CSV reader and chrono,
 /// not with ratelimit's own reading code.
-fn times_ms(path: &Path, since: &str, until: &str) -> Vec<i64> {
+pub fn times_ms(path: &Path, since: &str, until: &str) -> Vec<i64> {
     let mut reader = csv::Reader::from_path(path).unwrap();
     let (since, until) = (ms(since), ms(until));
     let mut times: Vec<i64> =

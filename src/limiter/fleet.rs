@@ -1,0 +1,244 @@
+//! One limit on a fleet of servers: each server decides on its own copy of the limiter.
+
+use std::num::NonZeroU64;
+
+use super::{
+    Algorithm, Decision, FixedWindow, Gcra, KeyedState, LeakyQueue, PerKey, SlidingCounter,
+    SlidingLog, TokenBucket,
+};
+use crate::units::rate::Rate;
+use crate::units::time::{Span, Timestamp};
+
+/// How a fleet's servers share one limit of N per P with burst b.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Share {
+    /// Every server runs the whole limit.
+    Local,
+    /// Every server runs N per K·P with burst ⌈b/K⌉, so that K servers add up to the limit.
+    Split,
+    /// One shared limiter, which every server sees as it was at the last multiple of the
+    /// span since the epoch; it has taken in every event any server passed.
+    Synced(Span),
+}
+
+impl Share {
+    /// Returns the name reports use: `local`, `split` or `synced`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Share::Local => "local",
+            Share::Split => "split",
+            Share::Synced(_) => "synced",
+        }
+    }
+
+    /// Returns the rate and burst each of `servers` servers runs for a limit of `rate` and
+    /// `burst`, or `None` if K·P is past the longest period a rate may have.
+    pub fn server_limit(
+        self,
+        rate: Rate,
+        burst: NonZeroU64,
+        servers: u32,
+    ) -> Option<(Rate, NonZeroU64)> {
+        match self {
+            Share::Split => {
+                let period = rate.period().as_micros().checked_mul(i64::from(servers))?;
+                let rate = Rate::new(rate.count(), Span::from_micros(period)?).ok()?;
+                let burst = burst.get().div_ceil(u64::from(servers));
+                Some((rate, NonZeroU64::new(burst)?))
+            }
+            Share::Local | Share::Synced(_) => Some((rate, burst)),
+        }
+    }
+}
+
+/// One limiter's copies on a fleet of servers, for every key: each server decides on its
+/// own copy; with [`Share::Synced`], the copies are replaced at every sync by a shared
+/// state that has taken in, in time order, every event any server passed.
+///
+/// A server's copy of a key is kept at `key · servers + server`, so that a key's copies sit
+/// side by side.
+#[derive(Clone, Debug)]
+pub struct Fleet<L: KeyedState> {
+    servers: usize,
+    each: PerKey<L>,
+    synced: Option<Synced<L>>,
+}
+
+/// The shared state of a synced fleet, and when each key's copies were last replaced.
+#[derive(Clone, Debug)]
+struct Synced<L: KeyedState> {
+    shared: PerKey<L>,
+    every: i64,
+    /// For each key, the number of the sync period its copies were last replaced in.
+    synced_in: Vec<i64>,
+}
+
+impl<L: KeyedState> Fleet<L> {
+    /// Returns `servers` servers, each with its own copy of `limiter` for every key; with
+    /// `sync`, the copies are replaced every `sync` by the shared state.
+    pub fn new(limiter: L, servers: u32, sync: Option<Span>) -> Fleet<L> {
+        let synced = sync.map(|every| Synced {
+            shared: PerKey::new(limiter.clone()),
+            every: every.as_micros().max(1),
+            synced_in: Vec::new(),
+        });
+        // A u32 always fits in a usize on the platforms this builds for.
+        Fleet { servers: servers as usize, each: PerKey::new(limiter), synced }
+    }
+
+    /// Decides on an event of key `key` at `now`, on server `server`; events must come in
+    /// time order.
+    #[inline]
+    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp) -> Decision {
+        let first = key * self.servers;
+        if let Some(synced) = &mut self.synced {
+            let period = now.as_micros().div_euclid(synced.every);
+            if key >= synced.synced_in.len() {
+                synced.synced_in.resize(key + 1, i64::MIN);
+            }
+            // The shared state changes only when an event passes, so a key's copies need
+            // replacing only at its first event in a new period, before anything passes.
+            if synced.synced_in[key] < period {
+                synced.synced_in[key] = period;
+                for copy in first..first + self.servers {
+                    self.each.copy_key(&synced.shared, key, copy);
+                }
+            }
+        }
+        let decision = self.each.decide(first + server, now);
+        if decision.passed
+            && let Some(synced) = &mut self.synced
+        {
+            synced.shared.charge(key, now);
+        }
+        decision
+    }
+}
+
+/// Any one of the limiters on a fleet, chosen at run time without dynamic dispatch.
+#[derive(Clone, Debug)]
+pub enum AnyFleet {
+    /// [`FixedWindow`]s.
+    FixedWindow(Fleet<FixedWindow>),
+    /// [`SlidingLog`]s.
+    SlidingLog(Fleet<SlidingLog>),
+    /// [`SlidingCounter`]s.
+    SlidingCounter(Fleet<SlidingCounter>),
+    /// [`TokenBucket`]s.
+    TokenBucket(Fleet<TokenBucket>),
+    /// [`Gcra`]s.
+    Gcra(Fleet<Gcra>),
+    /// [`LeakyQueue`]s.
+    LeakyQueue(Fleet<LeakyQueue>),
+}
+
+impl AnyFleet {
+    /// Returns `servers` servers of this kind, each running `rate` and `burst` (already
+    /// split, for [`Share::Split`]); a synced fleet syncs as `share` says.
+    pub fn new(
+        algorithm: Algorithm,
+        rate: Rate,
+        burst: NonZeroU64,
+        servers: u32,
+        share: Share,
+    ) -> AnyFleet {
+        use super::AnyLimiter as One;
+        let sync = match share {
+            Share::Synced(every) => Some(every),
+            Share::Local | Share::Split => None,
+        };
+        match algorithm.build(rate, burst) {
+            One::FixedWindow(l) => AnyFleet::FixedWindow(Fleet::new(l, servers, sync)),
+            One::SlidingLog(l) => AnyFleet::SlidingLog(Fleet::new(l, servers, sync)),
+            One::SlidingCounter(l) => AnyFleet::SlidingCounter(Fleet::new(l, servers, sync)),
+            One::TokenBucket(l) => AnyFleet::TokenBucket(Fleet::new(l, servers, sync)),
+            One::Gcra(l) => AnyFleet::Gcra(Fleet::new(l, servers, sync)),
+            One::LeakyQueue(l) => AnyFleet::LeakyQueue(Fleet::new(l, servers, sync)),
+        }
+    }
+
+    /// Decides on an event as [`Fleet::decide`] does.
+    #[inline]
+    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp) -> Decision {
+        match self {
+            AnyFleet::FixedWindow(f) => f.decide(server, key, now),
+            AnyFleet::SlidingLog(f) => f.decide(server, key, now),
+            AnyFleet::SlidingCounter(f) => f.decide(server, key, now),
+            AnyFleet::TokenBucket(f) => f.decide(server, key, now),
+            AnyFleet::Gcra(f) => f.decide(server, key, now),
+            AnyFleet::LeakyQueue(f) => f.decide(server, key, now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::Limiter;
+    use crate::limiter::tests::{burst, secs};
+
+    fn run(fleet: &mut AnyFleet, events: &[(usize, i64)]) -> Vec<bool> {
+        let times = secs(&events.iter().map(|&(_, t)| t).collect::<Vec<_>>());
+        events.iter().zip(times).map(|(&(s, _), t)| fleet.decide(s, 0, t).passed).collect()
+    }
+
+    #[test]
+    fn local_servers_each_run_the_whole_limit() {
+        // 1/10s, burst 1, two servers, round-robin at 1 s apart: each server sees an event
+        // every 2 s, so after its first each waits 10 s.
+        let rate: Rate = "1/10s".parse().unwrap();
+        let mut fleet = AnyFleet::new(Algorithm::Gcra, rate, burst(1), 2, Share::Local);
+        let events = [(0, 0), (1, 1), (0, 2), (1, 3), (0, 10), (1, 11)];
+        assert_eq!(run(&mut fleet, &events), [true, true, false, false, true, true]);
+    }
+
+    #[test]
+    fn split_limits_add_up_to_the_whole() {
+        let rate: Rate = "5/h".parse().unwrap();
+        let (each, b) = Share::Split.server_limit(rate, burst(5), 3).unwrap();
+        assert_eq!((each.to_string(), b.get()), ("5/3h".to_owned(), 2));
+        assert_eq!(Share::Local.server_limit(rate, burst(5), 3), Some((rate, burst(5))));
+        let week: Rate = "1/9000000000s".parse().unwrap();
+        assert_eq!(Share::Split.server_limit(week, burst(1), 1_000_000_000), None);
+    }
+
+    #[test]
+    fn a_synced_fleet_sees_the_shared_state_at_each_sync_and_pays_its_overspend() {
+        // GCRA 1/10s, burst 1, two servers, synced every 60 s. At 0 each server passes on
+        // its own copy; the shared tat takes both in: 10, then 20. At 5 server 0's copy
+        // (tat 10) drops. At 60 both copies become the shared state (tat 20): server 0
+        // passes (shared tat 70), and at 61 server 1, whose copy still says 20, passes
+        // too (shared tat 80), one more than a single limiter would pass.
+        let rate: Rate = "1/10s".parse().unwrap();
+        let every = Span::from_micros(60_000_000).unwrap();
+        let mut fleet = AnyFleet::new(Algorithm::Gcra, rate, burst(1), 2, Share::Synced(every));
+        let events = [(0, 0), (1, 0), (0, 5), (0, 60), (1, 61), (0, 62)];
+        assert_eq!(run(&mut fleet, &events), [true, true, false, true, true, false]);
+        // At 120 both copies get the shared tat, 80, which has paid for both passes.
+        let later = [(0, 120), (1, 120), (0, 121)];
+        assert_eq!(run(&mut fleet, &later), [true, true, false]);
+    }
+
+    #[test]
+    fn a_synced_token_bucket_can_go_below_empty_and_refills_from_there() {
+        // 1/10s, burst 1: both servers pass at 0 on a full copy; the shared bucket pays
+        // for two events with one token, so it stands at −1 and needs 20 s to reach 1.
+        let rate: Rate = "1/10s".parse().unwrap();
+        let every = Span::from_micros(1_000_000).unwrap();
+        let mut fleet =
+            AnyFleet::new(Algorithm::TokenBucket, rate, burst(1), 2, Share::Synced(every));
+        let events = [(0, 0), (1, 0), (0, 10), (1, 19), (0, 20)];
+        assert_eq!(run(&mut fleet, &events), [true, true, false, false, true]);
+    }
+
+    #[test]
+    fn charging_records_a_pass_whatever_the_limiter_would_decide() {
+        let rate: Rate = "1/10s".parse().unwrap();
+        let times = secs(&[0, 1]);
+        for algorithm in Algorithm::ALL {
+            let mut limiter = algorithm.build(rate, burst(1));
+            limiter.charge(times[0]);
+            assert!(!limiter.admit(times[1]), "{algorithm:?} forgot a charged event");
+        }
+    }
+}
