@@ -1,7 +1,7 @@
 //! Fixed window: at most N events in each period-long window aligned to the Unix epoch.
 
 use super::aligned::{AlignedWindows, Step};
-use super::{KeyedState, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -36,26 +36,15 @@ impl FixedWindow {
 }
 
 impl Limiter for FixedWindow {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl FixedWindow {
-    /// Decides on an event at `now`, which passes anyway if `force`.
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> bool {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let Counted { windows, count } = &mut self.state;
         if windows.advance(now.as_micros(), self.period) != Step::Same {
             *count = 0;
         }
         let pass = force || *count < self.limit;
         *count += u64::from(pass);
-        pass
+        Decision { passed: pass, wait: 0 }
     }
 }
 

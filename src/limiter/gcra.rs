@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{KeyedState, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -36,25 +36,14 @@ impl Gcra {
 }
 
 impl Limiter for Gcra {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl Gcra {
-    /// Decides on an event at `now`, which passes anyway if `force`.
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> bool {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let t = i128::from(now.as_micros()) * self.n;
         let pass = force || t >= self.tat - self.tolerance;
         if pass {
             self.tat = self.tat.max(t) + self.interval;
         }
-        pass
+        Decision { passed: pass, wait: 0 }
     }
 }
 

@@ -32,26 +32,26 @@ impl<L: KeyedState> PerKey<L> {
     /// Decides on an event of key `key` at `now`; events of each key must come in time order.
     #[inline]
     pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
-        if key >= self.states.len() {
-            self.add_keys(key);
-        }
-        let state = &mut self.states[key];
-        mem::swap(self.limiter.state(), state);
-        let decision = self.limiter.decide(now);
-        mem::swap(self.limiter.state(), state);
-        decision
+        self.take(key, now, false)
     }
 
-    /// Records an event of key `key` at `now` as passed, as [`Limiter::charge`] does.
+    /// Records an event of key `key` at `now` as passed, as [`Limiter::charge`](super::Limiter::charge) does.
     #[inline]
     pub fn charge(&mut self, key: usize, now: Timestamp) {
+        self.take(key, now, true);
+    }
+
+    /// Puts the key's state into the one limiter, has it decide, and takes the state out.
+    #[inline]
+    fn take(&mut self, key: usize, now: Timestamp, force: bool) -> Decision {
         if key >= self.states.len() {
             self.add_keys(key);
         }
         let state = &mut self.states[key];
         mem::swap(self.limiter.state(), state);
-        self.limiter.charge(now);
+        let decision = self.limiter.take(now, force);
         mem::swap(self.limiter.state(), state);
+        decision
     }
 
     /// Gives key `to` the state that key `key` has in `from`.

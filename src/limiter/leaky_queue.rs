@@ -123,21 +123,6 @@ impl LeakyQueue {
 }
 
 impl Limiter for LeakyQueue {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.decide(now).passed
-    }
-
-    fn decide(&mut self, now: Timestamp) -> Decision {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl LeakyQueue {
-    /// Decides on an event at `now`, which joins the queue anyway if `force`.
     #[inline]
     fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;

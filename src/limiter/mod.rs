@@ -35,22 +35,32 @@ use crate::units::time::Timestamp;
 
 /// A rate limiter that decides, one event at a time, whether the event passes.
 pub trait Limiter {
-    /// Decides whether an event at `now` passes, and records it if it does.
+    /// Decides on an event at `now`, records it if it passes, and says how long it waits
+    /// (only a leaky queue delays). With `force`, the event passes whatever the limiter
+    /// would decide; see [`charge`](Limiter::charge).
     ///
     /// Events must come in non-decreasing time order.
-    fn admit(&mut self, now: Timestamp) -> bool;
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision;
+
+    /// Decides whether an event at `now` passes, and records it if it does.
+    #[inline]
+    fn admit(&mut self, now: Timestamp) -> bool {
+        self.take(now, false).passed
+    }
+
+    /// Decides on an event as [`admit`](Limiter::admit) does, with how long it waits.
+    #[inline]
+    fn decide(&mut self, now: Timestamp) -> Decision {
+        self.take(now, false)
+    }
 
     /// Records an event at `now` as passed, whatever the limiter would decide. A limiter
     /// that takes in what others admitted (the shared state of a fleet) can so be
     /// overspent: a token bucket's level goes below zero, a counter past its limit, and
     /// what comes next pays for it.
-    fn charge(&mut self, now: Timestamp);
-
-    /// Decides on an event as [`admit`](Limiter::admit) does, with how long it waits, for a
-    /// limiter that delays what it admits; the others never delay.
     #[inline]
-    fn decide(&mut self, now: Timestamp) -> Decision {
-        Decision { passed: self.admit(now), wait: 0 }
+    fn charge(&mut self, now: Timestamp) {
+        self.take(now, true);
     }
 }
 
@@ -152,30 +162,14 @@ pub enum AnyLimiter {
 
 impl Limiter for AnyLimiter {
     #[inline]
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.decide(now).passed
-    }
-
-    #[inline]
-    fn decide(&mut self, now: Timestamp) -> Decision {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         match self {
-            AnyLimiter::FixedWindow(l) => l.decide(now),
-            AnyLimiter::SlidingLog(l) => l.decide(now),
-            AnyLimiter::SlidingCounter(l) => l.decide(now),
-            AnyLimiter::TokenBucket(l) => l.decide(now),
-            AnyLimiter::Gcra(l) => l.decide(now),
-            AnyLimiter::LeakyQueue(l) => l.decide(now),
-        }
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        match self {
-            AnyLimiter::FixedWindow(l) => l.charge(now),
-            AnyLimiter::SlidingLog(l) => l.charge(now),
-            AnyLimiter::SlidingCounter(l) => l.charge(now),
-            AnyLimiter::TokenBucket(l) => l.charge(now),
-            AnyLimiter::Gcra(l) => l.charge(now),
-            AnyLimiter::LeakyQueue(l) => l.charge(now),
+            AnyLimiter::FixedWindow(l) => l.take(now, force),
+            AnyLimiter::SlidingLog(l) => l.take(now, force),
+            AnyLimiter::SlidingCounter(l) => l.take(now, force),
+            AnyLimiter::TokenBucket(l) => l.take(now, force),
+            AnyLimiter::Gcra(l) => l.take(now, force),
+            AnyLimiter::LeakyQueue(l) => l.take(now, force),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Sliding-window counter: the previous window's count, weighted by its overlap.
 
 use super::aligned::{AlignedWindows, Step};
-use super::{KeyedState, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -40,19 +40,8 @@ impl SlidingCounter {
 }
 
 impl Limiter for SlidingCounter {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl SlidingCounter {
-    /// Decides on an event at `now`, which passes anyway if `force`.
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> bool {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let now = now.as_micros();
         let Counters { windows, prev, cur } = &mut self.state;
         match windows.advance(now, self.period) {
@@ -66,7 +55,7 @@ impl SlidingCounter {
         let estimate = i128::from(*prev) * remaining + i128::from(*cur) * p;
         let pass = force || estimate < self.limit * p;
         *cur += u64::from(pass);
-        pass
+        Decision { passed: pass, wait: 0 }
     }
 }
 

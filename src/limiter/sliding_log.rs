@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::{KeyedState, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -66,19 +66,8 @@ impl SlidingLog {
 }
 
 impl Limiter for SlidingLog {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl SlidingLog {
-    /// Decides on an event at `now`, which passes anyway if `force`.
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> bool {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let now = now.as_micros();
         // An event at exactly t − P is a full period old and no longer counts.
         let oldest_kept = now.saturating_sub(self.period);
@@ -89,7 +78,7 @@ impl SlidingLog {
         if pass {
             self.log.push_back(now);
         }
-        pass
+        Decision { passed: pass, wait: 0 }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{KeyedState, Limiter};
+use super::{Decision, KeyedState, Limiter};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -37,19 +37,8 @@ impl TokenBucket {
 }
 
 impl Limiter for TokenBucket {
-    fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false)
-    }
-
-    fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
-    }
-}
-
-impl TokenBucket {
-    /// Decides on an event at `now`, which passes anyway if `force`.
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> bool {
+    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
         let now = now.as_micros();
         let Level { level, last } = &mut self.state;
         let elapsed = (i128::from(now) - i128::from(*last)).max(0);
@@ -59,7 +48,7 @@ impl TokenBucket {
         if pass {
             *level -= self.token;
         }
-        pass
+        Decision { passed: pass, wait: 0 }
     }
 }
 
