@@ -261,8 +261,10 @@ pub enum FetchFormat {
 pub struct RedisArgs {
     /// Run every limiter in Redis (7 or later), at this URL, as atomic scripts, so that
     /// decisions are the ones many processes sharing a limit would get: redis://host:6379/0.
+    /// A node of a Redis Cluster is found to be one, and the cluster used; give --redis
+    /// again for more seed nodes.
     #[arg(long, value_name = "URL")]
-    pub redis: Option<String>,
+    pub redis: Vec<String>,
 
     /// The prefix of every Redis key ratelimit writes.
     #[arg(long, value_name = "PREFIX", default_value = crate::engine::redis::DEFAULT_PREFIX)]

@@ -312,8 +312,8 @@ impl RedisArgs {
         }
         let timeout = Duration::from_micros(micros);
         let prefix = &self.redis_prefix;
-        Ok(self.redis.as_ref().map(|url| RedisTarget {
-            url: url.clone(),
+        Ok((!self.redis.is_empty()).then(|| RedisTarget {
+            urls: self.redis.clone(),
             prefix: prefix.clone(),
             timeout,
         }))

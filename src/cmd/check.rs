@@ -8,7 +8,7 @@ use anyhow::Result;
 use super::write_result;
 use crate::cli::args::CheckArgs;
 use crate::cli::config::Styles;
-use crate::engine::redis::{Redis, Remote};
+use crate::engine::redis::{Remote, Server};
 use crate::render::formats;
 use crate::report;
 use crate::units::time::Span;
@@ -16,14 +16,14 @@ use crate::units::time::Span;
 pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let (settings, target) = args.resolve()?;
     let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), args.cost)?;
-    let mut redis = Redis::connect(&target.url, target.timeout)?;
+    let mut server = Server::connect(&target.urls, target.timeout)?;
     let base = format!("{}{{{}}}", target.prefix, args.key);
     // A sliding log's entries need names no other call uses.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let member = format!("{}:{nanos}", std::process::id());
-    let outcome = remote.check(&mut redis, &base, &member)?;
+    let outcome = remote.check(&mut server, &base, &member)?;
     let span = |micros: i64| Span::from_micros(micros.max(0)).expect("not negative");
     let limit =
         if settings.algorithm.uses_burst() { settings.burst.get() } else { settings.rate.count() };

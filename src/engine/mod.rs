@@ -19,7 +19,7 @@ use anyhow::{Result, bail};
 use self::fleet::{Fleet, FleetPlan};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
-use self::redis::{Redis, RedisEngine, RedisTarget, Remote};
+use self::redis::{RedisEngine, RedisTarget, Remote, Server};
 use crate::input::catalog::{self, Key, ReadOptions, ReadStats, Sink, Source};
 use crate::units::time::Timestamp;
 
@@ -42,7 +42,7 @@ pub enum Backend {
     /// In Redis, connected and with its scripts loaded.
     Redis {
         /// The connection, shared by the replays a job starts.
-        redis: Rc<RefCell<Redis>>,
+        redis: Rc<RefCell<Server>>,
         /// The limiters, as scripts.
         remotes: Vec<Remote>,
         /// The prefix of every key.
@@ -69,7 +69,7 @@ impl Backend {
             return Ok(Backend::Fleet(plan));
         }
         let Some(target) = redis else { return Ok(Backend::Memory) };
-        let mut redis = Redis::connect(&target.url, target.timeout)?;
+        let mut redis = Server::connect(&target.urls, target.timeout)?;
         let remotes = RedisEngine::prepare(&mut redis, settings)?;
         Ok(Backend::Redis {
             redis: Rc::new(RefCell::new(redis)),

@@ -153,4 +153,4 @@ pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-pub use crate::redis_server::RedisServer;
+pub use crate::redis_server::{RedisCluster, RedisServer};

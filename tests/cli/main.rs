@@ -4,6 +4,7 @@ mod harness;
 mod redis_server;
 
 mod bad_input;
+mod cluster;
 mod compare;
 mod conventions;
 mod emit;

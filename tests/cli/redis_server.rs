@@ -16,26 +16,19 @@ impl RedisServer {
     /// Starts a server, or returns `None` if `redis-server` is not installed. With `CI` set,
     /// a missing server fails the test instead: `.ci/run` installs it.
     pub fn start() -> Option<RedisServer> {
-        let found = Command::new("redis-server").arg("--version").stdout(Stdio::null()).status();
-        if found.is_err() {
-            if std::env::var_os("CI").is_some() {
-                panic!("redis-server is missing, and CI is set: the Redis tests must run");
-            }
-            eprintln!("skipped: redis-server is not installed");
+        if !installed("redis-server") {
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Some(RedisServer::start_on(port, &[]))
+    }
+
+    /// Starts a server on `port`, with more arguments.
+    fn start_on(port: u16, more: &[&str]) -> RedisServer {
         let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no"])
+            .args(more)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -46,7 +39,7 @@ impl RedisServer {
             assert!(std::time::Instant::now() < deadline, "redis-server did not start");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Some(server)
+        server
     }
 
     /// Returns the server's URL.
@@ -78,4 +71,94 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Returns true if `program` runs; if not, says the test is skipped, or with `CI` set fails
+/// it: `.ci/run` installs redis-server, and redis-cli with it.
+fn installed(program: &str) -> bool {
+    let found = Command::new(program).arg("--version").stdout(Stdio::null()).status();
+    if found.is_err() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{program} is missing, and CI is set: the Redis tests must run");
+        }
+        eprintln!("skipped: {program} is not installed");
+        return false;
+    }
+    true
+}
+
+/// A Redis Cluster of the test's own: three masters, no replicas, on free loopback ports
+/// whose cluster bus ports (each port + 10000) are free too; stopped by PID when dropped.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisCluster {
+    /// Starts three nodes, joins them with `redis-cli --cluster create`, and waits until
+    /// every node says `cluster_state:ok`; `None` if Redis is not installed.
+    pub fn start() -> Option<RedisCluster> {
+        if !installed("redis-server") || !installed("redis-cli") {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = Vec::new();
+        for port in free_ports(3) {
+            let conf = dir.path().join(format!("nodes-{port}.conf"));
+            let conf = conf.to_str().unwrap();
+            let dir = dir.path().to_str().unwrap();
+            let cluster = ["--cluster-enabled", "yes", "--cluster-config-file", conf, "--dir", dir];
+            nodes.push(RedisServer::start_on(port, &cluster));
+        }
+        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(created.success(), "redis-cli --cluster create failed");
+        let cluster = RedisCluster { nodes, _dir: dir };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !cluster.nodes.iter().all(|n| n.cluster_state() == "ok") {
+            assert!(std::time::Instant::now() < deadline, "the cluster did not come up");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(cluster)
+    }
+
+    /// Returns the URL of node `i`.
+    pub fn url(&self, i: usize) -> String {
+        self.nodes[i].url()
+    }
+}
+
+impl RedisServer {
+    /// Returns what `CLUSTER INFO` says of `cluster_state`, or "" if it cannot be read.
+    pub fn cluster_state(&self) -> String {
+        let info: Option<String> = self
+            .connection()
+            .and_then(|mut con| redis::cmd("CLUSTER").arg("INFO").query(&mut con).ok());
+        let info = info.unwrap_or_default();
+        let state = info.lines().find_map(|l| l.strip_prefix("cluster_state:"));
+        state.unwrap_or_default().trim().to_owned()
+    }
+}
+
+/// Returns `count` loopback ports that are free, each with its port + 10000 free too.
+fn free_ports(count: usize) -> Vec<u16> {
+    let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+    // Spread the first guess by process so that concurrent test runs rarely meet.
+    let mut port = 20_000 + u16::try_from(std::process::id() % 20_000).unwrap();
+    let mut ports = Vec::new();
+    while ports.len() < count {
+        port = if port >= 45_000 { 20_000 } else { port + 1 };
+        if free(port) && free(port + 10_000) {
+            ports.push(port);
+        }
+    }
+    ports
 }

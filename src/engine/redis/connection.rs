@@ -26,6 +26,7 @@ pub struct Redis {
     socket: Socket,
     parser: Parser,
     timeout: Duration,
+    cluster: bool,
 }
 
 impl Redis {
@@ -46,6 +47,7 @@ impl Redis {
             socket: Socket { stream, deadline, failure: None },
             parser: Parser::new(),
             timeout: budget,
+            cluster: false,
         };
         let settings = info.redis_settings();
         if let Some(password) = settings.password() {
@@ -59,15 +61,25 @@ impl Redis {
         if settings.db() != 0 {
             redis.expect_ok(redis::cmd("SELECT").arg(settings.db()), "SELECT")?;
         }
-        let info = redis.call(redis::cmd("INFO").arg("server"))?;
-        let info = match &info {
-            Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-            Value::VerbatimString { text, .. } => text.clone(),
-            other => bail!("Redis at {url} gave an unexpected reply to INFO: {other:?}"),
-        };
+        let info = redis.info("server")?;
         check_version(&info).map_err(|e| anyhow!("Redis at {url} {e}"))?;
+        redis.cluster = redis.info("cluster")?.lines().any(|l| l.trim() == "cluster_enabled:1");
         redis.timeout = timeout;
         Ok(redis)
+    }
+
+    /// Returns the text of one section of `INFO`.
+    fn info(&mut self, section: &str) -> Result<String> {
+        match self.call(redis::cmd("INFO").arg(section))? {
+            Value::BulkString(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Value::VerbatimString { text, .. } => Ok(text),
+            other => bail!("Redis at {} gave an unexpected reply to INFO: {other:?}", self.url),
+        }
+    }
+
+    /// Returns true if the server is a node of a Redis Cluster (`cluster_enabled:1`).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
     }
 
     /// Returns the URL, for messages.
@@ -98,12 +110,21 @@ impl Redis {
     /// among them as values. The whole exchange must finish within the timeout; if it
     /// does not, or the connection fails, the error says so and names the URL.
     pub fn round_trip(&mut self, packed: &[u8], count: usize) -> Result<Vec<Value>> {
+        self.send(packed)?;
+        self.receive(count)
+    }
+
+    /// Sends packed commands, and starts the time their replies must come within.
+    pub fn send(&mut self, packed: &[u8]) -> Result<()> {
         self.socket.deadline = Instant::now() + self.timeout;
         self.socket.failure = None;
         let sent = self.socket.write_all(packed).and_then(|()| self.socket.flush());
-        if let Err(e) = sent {
-            return Err(explain(&self.url, self.timeout, &e, "lost the connection to Redis at"));
-        }
+        sent.map_err(|e| explain(&self.url, self.timeout, &e, "lost the connection to Redis at"))
+    }
+
+    /// Reads the replies to `count` commands that [`send`](Redis::send) sent, by the time
+    /// it set.
+    pub fn receive(&mut self, count: usize) -> Result<Vec<Value>> {
         let mut replies = Vec::with_capacity(count);
         for _ in 0..count {
             match self.parser.parse_value(&mut self.socket) {

@@ -7,11 +7,15 @@
 //! refuse times outside 1970–2112 (below 2^52 µs), so every value stays exact and every
 //! decision equals the one made in memory.
 
+mod cluster;
 mod connection;
 mod pipeline;
+mod server;
 
+pub use cluster::slot_of;
 pub use connection::Redis;
 pub use pipeline::RedisEngine;
+pub use server::Server;
 
 use std::fmt::Display;
 use std::sync::LazyLock;
@@ -23,12 +27,12 @@ use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
-/// A Redis server to run limiters in: its URL, the prefix of every key, and the longest a
-/// round trip may take.
+/// A Redis server or cluster to run limiters in: its URLs, the prefix of every key, and the
+/// longest a round trip may take.
 #[derive(Clone, Debug)]
 pub struct RedisTarget {
-    /// The server's URL, as `redis://host:6379/0`.
-    pub url: String,
+    /// The server's URL, as `redis://host:6379/0`, or the seed nodes of a cluster.
+    pub urls: Vec<String>,
     /// The prefix of every key written.
     pub prefix: String,
     /// The longest a round trip may take.
@@ -197,14 +201,13 @@ impl Remote {
 
     /// Decides one call now, at the server's time, on the keys under `base`, loading the
     /// script if Redis does not have it.
-    pub fn check(&self, redis: &mut Redis, base: &str, member: &str) -> Result<Outcome> {
-        let command = self.command(&self.keys(base), None, 0, member).get_packed_command();
-        let mut reply = redis.round_trip(&command, 1)?.pop().unwrap_or(Value::Nil);
-        if is_noscript(&reply) {
-            redis.load(self.algorithm)?;
-            reply = redis.round_trip(&command, 1)?.pop().unwrap_or(Value::Nil);
-        }
-        self.outcome(&reply).map_err(|e| anyhow::anyhow!("Redis at {}: {e}", redis.url()))
+    pub fn check(&self, server: &mut Server, base: &str, member: &str) -> Result<Outcome> {
+        server.load(self.algorithm)?;
+        let keys = self.keys(base);
+        let slot = slot_of(keys[0].as_bytes());
+        let command = self.command(&keys, None, 0, member);
+        let reply = server.run(&[(slot, command)])?.pop().unwrap_or(Value::Nil);
+        self.outcome(&reply).map_err(|e| anyhow::anyhow!("Redis at {}: {e}", server.url()))
     }
 
     /// Reads a script's reply: an array of integers, or an error.

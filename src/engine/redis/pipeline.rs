@@ -6,7 +6,7 @@ use std::rc::Rc;
 use anyhow::{Result, anyhow};
 use redis::Value;
 
-use super::{REPLAY_TTL_MS, Redis, Remote, check_time, is_noscript};
+use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
 use crate::engine::recorder::{Recorder, Settings};
 use crate::input::catalog::{Key, slot};
@@ -23,18 +23,19 @@ const BATCH: usize = 512;
 /// prefix, a run of their own, and a hash tag per replay key:
 /// `ratelimit:replay:<run>:{k<key>}:<algorithm>`.
 pub struct RedisEngine {
-    redis: Rc<RefCell<Redis>>,
+    redis: Rc<RefCell<Server>>,
     remotes: Vec<Remote>,
     base: String,
     pending: Vec<(Timestamp, Key)>,
-    keys: Vec<Vec<Vec<String>>>,
+    /// For each replay key, each limiter's keys, and the hash slot they share.
+    keys: Vec<(Vec<Vec<String>>, u16)>,
     calls: u64,
 }
 
 impl RedisEngine {
     /// Checks that limiters with `settings` can run exactly in Redis, loads their scripts,
     /// and returns them, ready for `new`.
-    pub fn prepare(redis: &mut Redis, settings: &[Settings]) -> Result<Vec<Remote>> {
+    pub fn prepare(redis: &mut Server, settings: &[Settings]) -> Result<Vec<Remote>> {
         let remotes = settings
             .iter()
             .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
@@ -46,7 +47,7 @@ impl RedisEngine {
     }
 
     /// Returns an engine for the limiters `prepare` returned, under `prefix`.
-    pub fn new(redis: Rc<RefCell<Redis>>, remotes: Vec<Remote>, prefix: &str) -> RedisEngine {
+    pub fn new(redis: Rc<RefCell<Server>>, remotes: Vec<Remote>, prefix: &str) -> RedisEngine {
         // A run of its own, so that no key of an earlier replay is read.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -75,15 +76,19 @@ impl RedisEngine {
         for &(time, key) in events {
             check_time(time)?;
             while self.keys.len() <= slot(key) {
-                let base = format!("{}{{k{}}}", self.base, self.keys.len());
-                self.keys.push(self.remotes.iter().map(|r| r.keys(&base)).collect());
+                let tag = format!("k{}", self.keys.len());
+                let base = format!("{}{{{tag}}}", self.base);
+                let keys = self.remotes.iter().map(|r| r.keys(&base)).collect();
+                self.keys.push((keys, slot_of(tag.as_bytes())));
             }
         }
         let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
         for &(time, key) in events {
-            for (remote, keys) in self.remotes.iter().zip(&self.keys[slot(key)]) {
+            let (keys, hash_slot) = &self.keys[slot(key)];
+            for (remote, keys) in self.remotes.iter().zip(keys) {
                 self.calls += 1;
-                commands.push(remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls));
+                let command = remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls);
+                commands.push((*hash_slot, command));
             }
         }
         let replies = self.run(&commands)?;
@@ -103,32 +108,10 @@ impl RedisEngine {
         Ok(())
     }
 
-    /// Sends commands in one pipeline and returns their replies. Should Redis have lost its
-    /// scripts part way (`NOSCRIPT`), they are loaded again and the calls from the first
-    /// that failed are sent again: a call that failed so changed nothing.
-    fn run(&mut self, commands: &[redis::Cmd]) -> Result<Vec<Value>> {
-        let mut replies = Vec::with_capacity(commands.len());
-        let mut reloaded = false;
-        let mut packed = Vec::new();
-        while replies.len() < commands.len() {
-            let rest = &commands[replies.len()..];
-            packed.clear();
-            for cmd in rest {
-                cmd.write_packed_command(&mut packed);
-            }
-            let mut redis = self.redis.borrow_mut();
-            for reply in redis.round_trip(&packed, rest.len())? {
-                if is_noscript(&reply) && !reloaded {
-                    for remote in &self.remotes {
-                        redis.load(remote.algorithm)?;
-                    }
-                    reloaded = true;
-                    break;
-                }
-                replies.push(reply);
-            }
-        }
-        Ok(replies)
+    /// Sends commands in one pipeline (one per master of a cluster) and returns their
+    /// replies.
+    fn run(&mut self, commands: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
+        self.redis.borrow_mut().run(commands)
     }
 }
 
@@ -165,7 +148,7 @@ mod tests {
         use crate::engine::Engine;
         use crate::engine::memory::Memory;
         use crate::engine::recorder::{KeyNames, Recorder, Settings};
-        use crate::engine::redis::{Redis, RedisEngine};
+        use crate::engine::redis::{RedisEngine, Server};
         use crate::limiter::Algorithm;
         use std::cell::RefCell;
         use std::rc::Rc;
@@ -182,7 +165,7 @@ mod tests {
                 window,
             })
             .collect();
-        let mut redis = Redis::connect(&server.url(), Duration::from_secs(5)).unwrap();
+        let mut redis = Server::connect(&[server.url()], Duration::from_secs(5)).unwrap();
         let remotes = RedisEngine::prepare(&mut redis, &settings).unwrap();
         let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), remotes, "test:");
         let mut memory = Memory::new(&settings);

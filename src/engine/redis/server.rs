@@ -1,0 +1,105 @@
+//! Where the scripts run: one Redis server, or a Redis Cluster, behind one way of calling.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use redis::Value;
+
+use super::cluster::Cluster;
+use super::connection::Redis;
+use super::is_noscript;
+use crate::limiter::Algorithm;
+
+/// A Redis server or cluster, with the scripts it was asked to load, so that it can load
+/// them again where a server lost them.
+pub struct Server {
+    kind: Kind,
+    loaded: Vec<Algorithm>,
+}
+
+enum Kind {
+    One(Redis),
+    Cluster(Cluster),
+}
+
+impl Server {
+    /// Connects to the first of `urls` that answers; if it is a node of a Redis Cluster
+    /// (`cluster_enabled:1`), to every master of that cluster. Several URLs are seed nodes
+    /// of one cluster, so each must be in cluster mode.
+    pub fn connect(urls: &[String], timeout: Duration) -> Result<Server> {
+        let mut failure = None;
+        for url in urls {
+            match Redis::connect(url, timeout) {
+                Ok(redis) if redis.is_cluster() => {
+                    let kind = Kind::Cluster(Cluster::connect(redis, timeout)?);
+                    return Ok(Server { kind, loaded: Vec::new() });
+                }
+                Ok(_) if urls.len() > 1 => {
+                    bail!(
+                        "several --redis name the seed nodes of a cluster, and {url} is not in cluster mode"
+                    )
+                }
+                Ok(redis) => return Ok(Server { kind: Kind::One(redis), loaded: Vec::new() }),
+                Err(e) => failure = Some(e),
+            }
+        }
+        Err(failure.unwrap_or_else(|| anyhow::anyhow!("no Redis URL given")))
+    }
+
+    /// Returns the URL, of the server or of the seed node, for messages.
+    pub fn url(&self) -> &str {
+        match &self.kind {
+            Kind::One(redis) => redis.url(),
+            Kind::Cluster(cluster) => cluster.url(),
+        }
+    }
+
+    /// Loads a limiter's script, on every master of a cluster.
+    pub fn load(&mut self, algorithm: Algorithm) -> Result<()> {
+        match &mut self.kind {
+            Kind::One(redis) => redis.load(algorithm)?,
+            Kind::Cluster(cluster) => {
+                for redis in cluster.masters() {
+                    redis.load(algorithm)?;
+                }
+            }
+        }
+        if !self.loaded.contains(&algorithm) {
+            self.loaded.push(algorithm);
+        }
+        Ok(())
+    }
+
+    /// Sends calls, each with its key's hash slot, and returns their replies in order; the
+    /// whole exchange takes one round trip (one per master of a cluster, at once). Should a
+    /// server have lost its scripts part way (`NOSCRIPT`), they are loaded again and the
+    /// calls it refused are sent again: a call refused so changed nothing.
+    pub fn run(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
+        let loaded = &self.loaded;
+        let mut reload = |redis: &mut Redis| loaded.iter().try_for_each(|&a| redis.load(a));
+        match &mut self.kind {
+            Kind::Cluster(cluster) => cluster.run(calls, &mut reload),
+            Kind::One(redis) => {
+                let mut replies = Vec::with_capacity(calls.len());
+                let mut reloaded = false;
+                let mut packed = Vec::new();
+                while replies.len() < calls.len() {
+                    let rest = &calls[replies.len()..];
+                    packed.clear();
+                    for (_, cmd) in rest {
+                        cmd.write_packed_command(&mut packed);
+                    }
+                    for reply in redis.round_trip(&packed, rest.len())? {
+                        if is_noscript(&reply) && !reloaded {
+                            reload(redis)?;
+                            reloaded = true;
+                            break;
+                        }
+                        replies.push(reply);
+                    }
+                }
+                Ok(replies)
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Redis Cluster: a real three-master cluster decides as memory does, with keys on every
+//! master; a slot without a master and a master lost mid-run are one-line errors.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::harness::{RedisCluster, Stdin, command, finished, real_catalog, run, run_with};
+
+const ALGOS: [&str; 6] =
+    ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue"];
+
+/// Returns how many keys a node holds.
+fn keys_on(cluster: &RedisCluster, node: usize) -> i64 {
+    let mut con = cluster.nodes[node].connection().unwrap();
+    redis::cmd("DBSIZE").query(&mut con).unwrap()
+}
+
+#[test]
+fn a_redis_cluster_decides_as_memory_does_and_a_lost_master_ends_the_run() {
+    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let Some(mut cluster) = RedisCluster::start() else { return };
+    let file = path.to_str().unwrap();
+    let seed = cluster.url(0);
+
+    // Every limiter on the whole catalog, given one seed node.
+    for algo in ALGOS {
+        let burst: &[&str] = match algo {
+            "token-bucket" | "gcra" | "leaky-queue" => &["--burst", "5"],
+            _ => &[],
+        };
+        let args = [&["replay", file, "--algo", algo, "--rate", "5/h", "--format", "json"], burst]
+            .concat();
+        let memory = run_with(&args, Stdin::Null).ok();
+        let in_cluster = run_with(&[&args[..], &["--redis", &seed]].concat(), Stdin::Null).ok();
+        assert_eq!(memory, in_cluster, "{algo}");
+    }
+    // All six with a key per event, 19,032 keys, given two seed nodes: every master holds
+    // some of them.
+    let before: Vec<i64> = (0..3).map(|n| keys_on(&cluster, n)).collect();
+    let args =
+        ["compare", file, "--rate", "2/h", "--burst", "3", "--key", "id", "--format", "json"];
+    let memory = run_with(&args, Stdin::Null).ok();
+    let seeds = ["--redis", &cluster.url(1), "--redis", &cluster.url(2)];
+    assert_eq!(run_with(&[&args[..], &seeds].concat(), Stdin::Null).ok(), memory);
+    for (node, before) in before.into_iter().enumerate() {
+        assert!(keys_on(&cluster, node) > before + 1_000, "node {node} holds few keys");
+    }
+    // A live check, on whichever master holds the key.
+    let check = ["check", "alert:bob", "--rate", "5/h", "--burst", "5", "--redis", &seed];
+    let codes: Vec<i32> = (0..7).map(|_| run(&check, "").code).collect();
+    assert_eq!(codes, [0, 0, 0, 0, 0, 1, 1]);
+
+    // A slot that no master serves is refused before anything runs.
+    let mut con = cluster.nodes[0].connection().unwrap();
+    let () = redis::cmd("CLUSTER").arg("DELSLOTS").arg(0).query(&mut con).unwrap();
+    let want = format!("ratelimit: Redis Cluster at {seed}: slot 0 is served by no node");
+    assert_eq!(run(&check, "").error(), want);
+    let () = redis::cmd("CLUSTER").arg("ADDSLOTS").arg(0).query(&mut con).unwrap();
+
+    // A master killed mid-run: exit 2 at once, one line naming it, no report.
+    let lost = cluster.nodes[2].port;
+    let child = command()
+        .args(args)
+        .args(["--redis", &seed])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let keys = keys_on(&cluster, 2);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while keys_on(&cluster, 2) == keys {
+        assert!(Instant::now() < deadline, "the run wrote nothing to node 2");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cluster.nodes[2].kill();
+    let killed = Instant::now();
+    let out = finished(child.wait_with_output().unwrap());
+    assert!(killed.elapsed() < Duration::from_secs(5), "took {:?}", killed.elapsed());
+    let line = out.error();
+    assert!(line.contains(&format!("redis://127.0.0.1:{lost}")), "{line}");
+}
