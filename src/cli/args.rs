@@ -57,6 +57,9 @@ pub enum Command {
     /// Find the smallest rate at which a bucket of a given burst drops nothing.
     #[command(after_help = AFTER_HELP)]
     MinRate(MinRateArgs),
+    /// Limit a live stream: pass the lines of stdin that a limiter admits, as they arrive.
+    #[command(after_help = FILTER_AFTER_HELP)]
+    Filter(FilterArgs),
     /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
     #[command(after_help = SYNTH_AFTER_HELP)]
     Synth(SynthArgs),
@@ -491,6 +494,43 @@ pub struct MinBucketArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+const FILTER_AFTER_HELP: &str = "\
+Each line is decided at the time it arrives, and a passed line is written at once; a
+leaky-queue holds each admitted line until it leaves the queue, so the output is smoothed,
+not only thinned. With --redis, the decision is made in Redis at the server's time, so that
+any number of filters, on any number of machines, share one limit. At the end of input (or
+on SIGINT) it prints one line of summary on stderr and exits 0.
+
+Example:
+  tail -F alerts.log | ratelimit filter --lines --rate 5/h --burst 5 | while read -r l; do notify \"$l\"; done";
+
+/// `ratelimit filter`.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    pub algo: Algorithm,
+
+    #[command(flatten)]
+    pub size: RateArgs,
+
+    /// Read plain lines, rather than a CSV whose first line is its header.
+    #[arg(long)]
+    pub lines: bool,
+
+    /// Give each distinct value of this column its own limit; with --lines, `--key line`
+    /// makes each whole line its key.
+    #[arg(long, value_name = "COLUMN")]
+    pub key: Option<String>,
+
+    /// Append the dropped lines to FILE (a CSV's header first).
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: RedisArgs,
 }
 
 const CHECK_AFTER_HELP: &str = "\

@@ -3,6 +3,7 @@
 mod check;
 mod compare;
 mod fetch;
+mod filter;
 mod min_bucket;
 mod min_rate;
 mod plot;
@@ -38,6 +39,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Plot(args) => plot::run(&args),
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
+        Command::Filter(args) => filter::run(&args),
         Command::Synth(args) => synth::run(&args),
         Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),

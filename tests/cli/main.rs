@@ -10,6 +10,7 @@ mod conventions;
 mod emit;
 mod fdsn;
 mod fetch;
+mod filter;
 mod fleet;
 mod formats;
 mod inputs;

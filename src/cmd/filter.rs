@@ -1,0 +1,324 @@
+//! `ratelimit filter`: a limiter in a pipeline, deciding each line of stdin as it arrives.
+//!
+//! One thread reads stdin and stamps each line with the time it arrived; this one decides
+//! it at that time, writes the passed lines to stdout at once (flushed), holds a leaky
+//! queue's lines until they leave, and appends the dropped ones to `--dropped`. The clock
+//! is the wall clock at the start, carried on by a monotonic clock, so that it never runs
+//! backwards under a limiter; with Redis, the server's clock decides, shared by every
+//! process that uses it.
+
+use std::collections::VecDeque;
+use std::fs::OpenOptions;
+use std::io::{self, BufRead, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::cli::args::FilterArgs;
+use crate::engine::redis::{Remote, Server};
+use crate::input::keys::KeyTable;
+use crate::limiter::{Algorithm, AnyPerKey, Decision};
+use crate::render::outfile::Identity;
+use crate::units::rate::Rate;
+use crate::units::time::{Timestamp, human_duration};
+
+/// The most distinct keys a filter keeps a limiter for, in memory.
+pub const MAX_FILTER_KEYS: usize = 1 << 24;
+
+/// How often the filter looks for SIGINT while it waits.
+const TICK: Duration = Duration::from_millis(50);
+
+/// The key of every line when lines have no key of their own, in Redis.
+const ONE_KEY: &str = "filter";
+
+pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
+    let settings = args.size.settings(args.algo, None, true)?;
+    let key = match (&args.key, args.lines) {
+        (Some(key), true) if key != "line" => {
+            bail!("--lines has no columns: --key line makes each whole line its key")
+        }
+        (key, _) => key.clone(),
+    };
+    let mut decider = match args.remote.target()? {
+        Some(target) => {
+            let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), 1)?;
+            let mut server = Server::connect(&target.urls, target.timeout)?;
+            server.load(settings.algorithm)?;
+            Decider::Redis { server, remote, prefix: target.prefix, calls: 0 }
+        }
+        None => Decider::Memory {
+            limiter: AnyPerKey::new(settings.algorithm, settings.rate, settings.burst),
+            keys: KeyTable::new(),
+        },
+    };
+    let mut dropped = match &args.dropped {
+        Some(path) => {
+            let file = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .with_context(|| format!("cannot open {} for --dropped", path.display()))?;
+            let same = Identity::of_stdin().is_some_and(|stdin| {
+                file.metadata().ok().as_ref().and_then(Identity::of) == Some(stdin)
+            });
+            if same {
+                bail!(
+                    "--dropped {} is the input: it would be written as it is read",
+                    path.display()
+                );
+            }
+            Some(file)
+        }
+        None => None,
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
+    let lines = read_lines();
+    let clock = Clock::start();
+    let mut out = io::stdout().lock();
+    let mut tally = Tally::default();
+    let mut column = None;
+    let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    let delays = settings.algorithm == Algorithm::LeakyQueue;
+    let ended = loop {
+        if interrupted.load(Ordering::Relaxed) {
+            break false;
+        }
+        while let Some((due, line)) = queue.front() {
+            if *due > Instant::now() {
+                break;
+            }
+            write_line(&mut out, line)?;
+            queue.pop_front();
+        }
+        let wait =
+            queue.front().map_or(TICK, |(due, _)| due.saturating_duration_since(Instant::now()));
+        let (arrived, line) = match lines.recv_timeout(wait.min(TICK)) {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => return Err(anyhow!(e).context("cannot read stdin")),
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break true,
+        };
+        if !args.lines && column.is_none() {
+            // The header: it goes to both outputs, and names the key column.
+            column = Some(header_column(&line, key.as_deref())?);
+            write_line(&mut out, &line)?;
+            if let Some(file) = &mut dropped {
+                write_line(file, &line)?;
+            }
+            continue;
+        }
+        tally.lines += 1;
+        let key_bytes = match (&key, column) {
+            (None, _) => Vec::new(),
+            (Some(key), Some(index)) => field(&line, index, tally.lines + 1, key)?,
+            (Some(_), None) => line.clone(),
+        };
+        let decision = decider.decide(clock.at(arrived), &key_bytes)?;
+        if decision.passed {
+            tally.passed += 1;
+            let hold = if delays { micros_of(decision.wait, settings.rate) } else { 0 };
+            if hold > 0 {
+                tally.delayed += 1;
+                tally.longest = tally.longest.max(hold);
+            }
+            if hold == 0 && queue.is_empty() {
+                write_line(&mut out, &line)?;
+            } else {
+                queue.push_back((arrived + Duration::from_micros(hold), line));
+            }
+        } else if let Some(file) = &mut dropped {
+            write_line(file, &line)?;
+        }
+    };
+    if ended {
+        // The end of input: the queue leaves as it would have, unless SIGINT comes first.
+        while let Some((due, line)) = queue.front() {
+            if interrupted.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Instant::now();
+            if *due > now {
+                thread::sleep((*due - now).min(TICK));
+                continue;
+            }
+            write_line(&mut out, line)?;
+            queue.pop_front();
+        }
+    }
+    tally.summary(queue.len(), clock.started.elapsed(), delays);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the filter's decisions are made.
+enum Decider {
+    /// In this process: one limiter state per key.
+    Memory { limiter: AnyPerKey, keys: KeyTable },
+    /// In Redis, at its clock, shared with every process that uses the same keys.
+    Redis { server: Server, remote: Remote, prefix: String, calls: u64 },
+}
+
+impl Decider {
+    /// Decides on a line of key `key` (empty for no key) arriving at `now`.
+    fn decide(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
+        match self {
+            Decider::Memory { limiter, keys } => {
+                let number = keys.intern(key).filter(|_| keys.len() <= MAX_FILTER_KEYS);
+                let Some(number) = number else {
+                    bail!(
+                        "more than {MAX_FILTER_KEYS} distinct keys: filter keeps a limiter for each"
+                    )
+                };
+                Ok(limiter.decide(crate::input::catalog::slot(number), now))
+            }
+            Decider::Redis { server, remote, prefix, calls } => {
+                let key =
+                    if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
+                *calls += 1;
+                // A sliding log's entries need names no other call, of any process, uses.
+                let member = format!("{}:{}:{calls}", std::process::id(), now.as_micros());
+                let outcome = remote.check(server, &format!("{prefix}{{{key}}}"), &member)?;
+                Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
+            }
+        }
+    }
+}
+
+/// What the filter did, for the summary.
+#[derive(Default)]
+struct Tally {
+    lines: u64,
+    passed: u64,
+    delayed: u64,
+    longest: u64,
+}
+
+impl Tally {
+    /// Prints the one-line summary on stderr.
+    fn summary(&self, queued: usize, took: Duration, delays: bool) {
+        let dropped = self.lines - self.passed;
+        let micros = i64::try_from(took.as_micros()).unwrap_or(i64::MAX);
+        let lines = if self.lines == 1 { "line" } else { "lines" };
+        let mut line = format!(
+            "ratelimit: filter: {} {lines} in {}: {} passed, {dropped} dropped",
+            self.lines,
+            human_duration(micros / 1000 * 1000),
+            self.passed - queued as u64,
+        );
+        if delays {
+            let longest = i64::try_from(self.longest).unwrap_or(i64::MAX);
+            line += &format!(
+                ", {} delayed (longest {})",
+                self.delayed,
+                human_duration(longest / 1000 * 1000)
+            );
+        }
+        if queued > 0 {
+            line += &format!(", {queued} still queued at SIGINT, not written");
+        }
+        // A summary that stderr cannot take is lost; the exit code is not.
+        let _ = writeln!(io::stderr(), "{line}");
+    }
+}
+
+/// Starts a thread that reads stdin line by line and sends each line, without its line
+/// ending, with the time it arrived.
+fn read_lines() -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
+    let (send, lines) = mpsc::channel();
+    thread::spawn(move || {
+        let mut stdin = io::stdin().lock();
+        loop {
+            let mut line = Vec::new();
+            match stdin.read_until(b'\n', &mut line) {
+                Ok(0) => return,
+                Ok(_) => {
+                    let arrived = Instant::now();
+                    if line.last() == Some(&b'\n') {
+                        line.pop();
+                        if line.last() == Some(&b'\r') {
+                            line.pop();
+                        }
+                    }
+                    if send.send(Ok((arrived, line))).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = send.send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    lines
+}
+
+/// Writes a line and flushes it, so that whoever reads sees it at once.
+fn write_line(out: &mut impl Write, line: &[u8]) -> io::Result<()> {
+    out.write_all(line)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// The wall clock at the start, carried on by a monotonic clock.
+struct Clock {
+    wall: i64,
+    started: Instant,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        Clock { wall: i64::try_from(since.as_micros()).unwrap_or(0), started: Instant::now() }
+    }
+
+    /// Returns the time of an instant since the start.
+    fn at(&self, when: Instant) -> Timestamp {
+        let elapsed = i64::try_from(when.duration_since(self.started).as_micros()).unwrap_or(0);
+        Timestamp::from_micros(self.wall.saturating_add(elapsed)).unwrap_or(Timestamp::EPOCH)
+    }
+}
+
+/// Returns a leaky queue's wait, in units of 1/N µs, in whole microseconds, rounded up.
+fn micros_of(wait: i128, rate: Rate) -> u64 {
+    let n = rate.n();
+    u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
+}
+
+/// Finds the key column in a CSV header; 0 (unused) without a key.
+fn header_column(header: &[u8], key: Option<&str>) -> Result<usize> {
+    let Some(key) = key else { return Ok(0) };
+    let names = record(header).ok_or_else(|| anyhow!("<stdin>: line 1: the header is not CSV"))?;
+    names.iter().position(|name| name == key.as_bytes()).ok_or_else(|| {
+        let all: Vec<_> = names.iter().map(String::from_utf8_lossy).collect();
+        anyhow!(
+            "<stdin>: line 1: no column named `{key}` (named by --key); the header has: {}",
+            crate::message::one_line(&all.join(","))
+        )
+    })
+}
+
+/// Returns field `index` of CSV line `number`, the key column `key`.
+fn field(line: &[u8], index: usize, number: u64, key: &str) -> Result<Vec<u8>> {
+    let row = record(line).ok_or_else(|| anyhow!("<stdin>: line {number}: not a CSV row"))?;
+    match row.get(index) {
+        Some(value) => Ok(value.to_vec()),
+        None => bail!(
+            "<stdin>: line {number}: field `{key}`: the row has {} fields, and it is column {}",
+            row.len(),
+            index + 1
+        ),
+    }
+}
+
+/// Reads one line as a CSV record.
+fn record(line: &[u8]) -> Option<csv::ByteRecord> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(line);
+    let mut record = csv::ByteRecord::new();
+    reader.read_byte_record(&mut record).ok().filter(|&read| read).map(|_| record)
+}

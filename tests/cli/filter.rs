@@ -1,0 +1,186 @@
+//! `ratelimit filter`: lines fed with controlled timing, read back as they come out.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::harness::{RedisServer, command, finished, run};
+
+/// A filter under way: its stdin, and its stdout's lines as they arrive, with when.
+struct Filter {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<(Instant, String)>,
+    reader: thread::JoinHandle<()>,
+}
+
+impl Filter {
+    fn start(args: &[&str]) -> Filter {
+        let mut child = command()
+            .arg("filter")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        let reader = thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let _ = send.send((Instant::now(), line.unwrap()));
+            }
+        });
+        Filter { stdin: child.stdin.take(), child, lines, reader }
+    }
+
+    /// Writes lines in one write.
+    fn feed(&mut self, lines: &[&str]) {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        self.stdin.as_mut().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+
+    /// Returns the next line written, waiting at most 10 s.
+    fn next(&self) -> (Instant, String) {
+        self.lines.recv_timeout(Duration::from_secs(10)).expect("a line within 10 s")
+    }
+
+    /// Closes stdin and returns the exit code, the rest of stdout, and stderr.
+    fn end(mut self) -> (i32, Vec<String>, String) {
+        drop(self.stdin.take());
+        let out = finished(self.child.wait_with_output().unwrap());
+        self.reader.join().unwrap();
+        let rest = self.lines.try_iter().map(|(_, l)| l).collect();
+        (out.code, rest, out.stderr)
+    }
+}
+
+#[test]
+fn passed_lines_come_out_at_once_and_the_rest_after_the_bucket_refills() {
+    let dir = tempfile::tempdir().unwrap();
+    let dropped = dir.path().join("dropped.txt");
+    let args = ["--lines", "--rate", "1/s", "--burst", "2", "--dropped", dropped.to_str().unwrap()];
+    let mut filter = Filter::start(&args);
+    // A burst of five: the bucket holds two. They come out before stdin is closed.
+    filter.feed(&["a", "b", "c", "d", "e"]);
+    assert_eq!(filter.next().1, "a");
+    assert_eq!(filter.next().1, "b");
+    // 2.5 s later the bucket is full again, and holds two once more.
+    thread::sleep(Duration::from_millis(2_500));
+    filter.feed(&["f", "g", "h"]);
+    assert_eq!(filter.next().1, "f");
+    assert_eq!(filter.next().1, "g");
+    let (code, rest, stderr) = filter.end();
+    assert_eq!(code, 0);
+    assert!(rest.is_empty(), "{rest:?}");
+    assert!(stderr.starts_with("ratelimit: filter: 8 lines in "), "{stderr}");
+    assert!(stderr.ends_with(": 4 passed, 4 dropped\n"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&dropped).unwrap(), "c\nd\ne\nh\n");
+}
+
+#[test]
+fn a_csv_keeps_its_header_and_limits_each_key() {
+    let out = run(
+        &["filter", "--key", "user", "--rate", "1/h", "--burst", "1"],
+        "time,user\n1,a\n2,b\n3,a\n4,\"c\"\n5,b\n",
+    );
+    assert_eq!(out.stdout, "time,user\n1,a\n2,b\n4,\"c\"\n");
+    assert_eq!(out.code, 0);
+    let missing = run(&["filter", "--key", "who", "--rate", "1/h"], "time,user\n1,a\n");
+    assert_eq!(
+        missing.error(),
+        "ratelimit: <stdin>: line 1: no column named `who` (named by --key); the header has: time,user"
+    );
+    // A bad row ends a live filter with exit 2; what passed before it is out already.
+    let short = run(&["filter", "--key", "user", "--rate", "1/h"], "time,user\n1,a\n2\n");
+    assert_eq!((short.code, short.stdout.as_str()), (2, "time,user\n1,a\n"));
+    assert_eq!(
+        short.stderr,
+        "ratelimit: <stdin>: line 3: field `user`: the row has 1 fields, and it is column 2\n"
+    );
+}
+
+#[test]
+fn with_key_line_each_distinct_line_has_its_own_limit() {
+    let out = run(
+        &["filter", "--lines", "--key", "line", "--rate", "1/h", "--burst", "1"],
+        "x\ny\nx\nz\ny\n",
+    );
+    assert_eq!(out.stdout, "x\ny\nz\n");
+    let wrong = run(&["filter", "--lines", "--key", "user", "--rate", "1/h"], "x\n");
+    assert_eq!(
+        wrong.error(),
+        "ratelimit: --lines has no columns: --key line makes each whole line its key"
+    );
+}
+
+#[test]
+fn a_leaky_queue_spaces_the_lines_it_admits() {
+    // 4/s, burst 3: the queue holds up to 2 waiting (500 ms); of four at once, three leave
+    // 250 ms apart and the fourth, which would wait 750 ms, is dropped.
+    let mut filter =
+        Filter::start(&["--lines", "--algo", "leaky-queue", "--rate", "4/s", "--burst", "3"]);
+    filter.feed(&["1", "2", "3", "4"]);
+    let times: Vec<Instant> = (0..3).map(|_| filter.next().0).collect();
+    for pair in times.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(230), "{gap:?}");
+    }
+    let (code, rest, stderr) = filter.end();
+    assert_eq!((code, rest.len()), (0, 0));
+    assert!(stderr.contains(": 3 passed, 1 dropped, 2 delayed (longest "), "{stderr}");
+}
+
+#[test]
+fn sigint_ends_the_filter_with_its_summary_and_success() {
+    let mut filter = Filter::start(&["--lines", "--rate", "10/s"]);
+    filter.feed(&["one"]);
+    assert_eq!(filter.next().1, "one");
+    let pid = filter.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let out = finished(filter.child.wait_with_output().unwrap());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.starts_with("ratelimit: filter: 1 line in "), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1);
+}
+
+/// Runs `processes` filters at once, each fed `lines` lines 50 ms apart; returns how many
+/// lines they passed in all, and how long it took from the first line to the last exit.
+fn fleet_of_filters(processes: usize, lines: usize, extra: &[&str]) -> (usize, Duration) {
+    let args = [&["--lines", "--rate", "5/s", "--burst", "5"][..], extra].concat();
+    let start = Instant::now();
+    let feeders: Vec<_> = (0..processes)
+        .map(|p| {
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            thread::spawn(move || {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let mut filter = Filter::start(&args);
+                for i in 0..lines {
+                    filter.feed(&[&format!("process {p} line {i}")]);
+                    thread::sleep(Duration::from_millis(50));
+                }
+                let (code, rest, stderr) = filter.end();
+                assert_eq!(code, 0, "{stderr}");
+                rest.len()
+            })
+        })
+        .collect();
+    let passed = feeders.into_iter().map(|f| f.join().unwrap()).sum();
+    (passed, start.elapsed())
+}
+
+#[test]
+fn filters_sharing_redis_pass_at_most_b_plus_rt_together() {
+    let Some(server) = RedisServer::start() else { return };
+    let url = server.url();
+    // Four filters, 20 lines each over a second: 80 lines against 5/s, burst 5.
+    let (shared, took) = fleet_of_filters(4, 20, &["--redis", &url]);
+    let bound = 5.0 + 5.0 * took.as_secs_f64();
+    assert!((shared as f64) <= bound, "{shared} passed in {took:?}, over {bound}");
+    assert!(shared >= 5, "{shared}");
+    // Each on its own limit, they pass far more: the bound above is one that can fail.
+    let (alone, took) = fleet_of_filters(4, 20, &[]);
+    assert!(alone as f64 > 5.0 + 5.0 * took.as_secs_f64(), "{alone} passed in {took:?}");
+}
