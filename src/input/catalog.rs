@@ -115,15 +115,15 @@ pub use super::keys::{Key, KeyTable, slot};
 
 /// Without the command line there is no progress bar to show.
 #[cfg(not(feature = "cli"))]
-struct Progress;
+pub(super) struct Progress;
 
 #[cfg(not(feature = "cli"))]
 impl Progress {
-    fn new(_show: bool, _size: Option<u64>) -> Progress {
+    pub(super) fn new(_show: bool, _size: Option<u64>) -> Progress {
         Progress
     }
 
-    fn tick(&mut self, _rows: u64, _bytes: u64) {}
+    pub(super) fn tick(&mut self, _rows: u64, _bytes: u64) {}
 }
 
 /// What reading a catalog found, beside its events.
@@ -232,12 +232,11 @@ pub fn read_events<S: Sink>(
     mut fresh: impl FnMut() -> S,
 ) -> Result<(S, ReadStats), S::Error> {
     let mut input = Opened::open(source)?;
-    let size = input.size();
     if input.can_rewind() {
         let mut sink = fresh();
-        let pass = Reading::new(input.reader(source)?, source, options, size)?;
+        let busy = sink.busy();
         let mut last = None;
-        let streamed = stream(pass, sink.busy(), |time, key| {
+        let streamed = stream_input(&mut input, source, options, busy, |time, key| {
             if last.is_some_and(|last| time < last) {
                 return Ok(Flow::Stop);
             }
@@ -249,14 +248,13 @@ pub fn read_events<S: Sink>(
             return Ok((sink, stats));
         }
     }
-    let pass = Reading::new(input.reader(source)?, source, options, size)?;
     let mut sink = fresh();
-    let keyed = pass.key.is_some();
+    let keyed = options.key_column.is_some();
     // Equal times (with equal keys) cannot be told apart, so unstable sorts keep replay
     // stable. Without keys, a time is all there is to keep.
     let mut events = Vec::new();
     let mut times = Vec::new();
-    let stats = stream(pass, false, |time, key| {
+    let stats = stream_input(&mut input, source, options, false, |time, key| {
         if keyed {
             events.push((time, key));
         } else {
@@ -277,6 +275,29 @@ pub fn read_events<S: Sink>(
     Ok((sink, stats))
 }
 
+/// Reads the events of an input that can be read from its start, as [`stream`] does: a
+/// large CSV or TSV file in pieces on every thread, anything else as it comes.
+fn stream_input<E: From<ReadError>>(
+    input: &mut Opened,
+    source: &Source,
+    options: &ReadOptions,
+    busy: bool,
+    take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let size = input.size();
+    let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
+    #[cfg(unix)]
+    if options.threads >= 2 && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE) {
+        let header = pass.header();
+        drop(pass);
+        if let (Some(header), Opened::File { file, start }) = (header, &*input) {
+            return super::chunked::stream(file, *start, &header, options, take);
+        }
+        pass = Reading::new(input.reader(source)?, source, options, size)?;
+    }
+    stream(pass, busy, take)
+}
+
 /// Returns the number of threads the machine runs at once: its cores, or 1 if that
 /// cannot be told.
 pub fn available_threads() -> usize {
@@ -284,7 +305,7 @@ pub fn available_threads() -> usize {
 }
 
 /// Whether to go on reading.
-enum Flow {
+pub(super) enum Flow {
     More,
     Stop,
 }
@@ -408,10 +429,10 @@ fn number_batch(batch: &mut Batch, keys: &mut KeyTable, name: &str) -> Result<()
 /// Kept rows handed from the reading thread at once: their times, their lines and their
 /// keys' bytes, and the keys' numbers once a thread has numbered them.
 #[derive(Default)]
-struct Batch {
-    times: Vec<Timestamp>,
+pub(super) struct Batch {
+    pub(super) times: Vec<Timestamp>,
     keys: Vec<Key>,
-    lines: Vec<u64>,
+    pub(super) lines: Vec<u64>,
     ends: Vec<usize>,
     bytes: Vec<u8>,
 }
@@ -425,14 +446,14 @@ impl Batch {
         self.bytes.clear();
     }
 
-    fn push(&mut self, time: Timestamp, line: u64, key: &[u8]) {
+    pub(super) fn push(&mut self, time: Timestamp, line: u64, key: &[u8]) {
         self.times.push(time);
         self.lines.push(line);
         self.bytes.extend_from_slice(key);
         self.ends.push(self.bytes.len());
     }
 
-    fn key(&self, event: usize) -> &[u8] {
+    pub(super) fn key(&self, event: usize) -> &[u8] {
         let start = if event == 0 { 0 } else { self.ends[event - 1] };
         &self.bytes[start..self.ends[event]]
     }
@@ -716,7 +737,7 @@ impl<R: Read> RowReader<R> {
 }
 
 /// One reading of the input, row by row.
-struct Reading<'a, R> {
+pub(super) struct Reading<'a, R> {
     rows: RowReader<R>,
     record: ByteRecord,
     name: String,
@@ -726,6 +747,9 @@ struct Reading<'a, R> {
     joined: Vec<u8>,
     mag: Option<usize>,
     key: Option<usize>,
+    /// For a reading resumed past the header, the header's number of fields, which each
+    /// row must have; the csv crate checks it itself when it has read the header.
+    width: Option<usize>,
     stats: ReadStats,
     progress: Progress,
 }
@@ -812,6 +836,7 @@ impl<'a, R: Read> Reading<'a, R> {
             joined: Vec::new(),
             mag,
             key,
+            width: None,
             stats: ReadStats::default(),
             progress: Progress::new(options.progress, size),
         })
@@ -821,8 +846,29 @@ impl<'a, R: Read> Reading<'a, R> {
         self.record.position().map_or(0, |p| p.line())
     }
 
+    /// Returns what reading found, ending the reading.
+    pub(super) fn into_stats(self) -> ReadStats {
+        self.stats
+    }
+
+    /// Returns what the header settled, and where the rows after it start, for reading
+    /// them in pieces; `None` for a format that is not CSV or TSV.
+    fn header(&mut self) -> Option<Header> {
+        let RowReader::Csv(csv) = &mut self.rows else { return None };
+        let width = csv.byte_headers().ok()?.len();
+        let body = csv.position().clone();
+        Some(Header {
+            name: self.name.clone(),
+            time: self.time.clone(),
+            mag: self.mag,
+            key: self.key,
+            width,
+            body,
+        })
+    }
+
     /// Returns the time and key of the next row the filters keep.
-    fn next_event(&mut self) -> Result<Option<(Timestamp, Key)>> {
+    pub(super) fn next_event(&mut self) -> Result<Option<(Timestamp, Key)>> {
         let Some(time) = self.next_kept()? else { return Ok(None) };
         let key = match self.key {
             Some(index) => {
@@ -852,6 +898,13 @@ impl<'a, R: Read> Reading<'a, R> {
                 return Ok(None);
             }
             self.stats.rows += 1;
+            if let Some(width) = self.width
+                && self.record.len() != width
+            {
+                let (width, found) = (width as u64, self.record.len() as u64);
+                self.skip(unequal_lengths(&self.name, self.line(), width, found))?;
+                continue;
+            }
             self.progress.tick(self.stats.rows, self.rows.byte());
             match self.keep() {
                 Ok(Some(time)) => {
@@ -876,43 +929,9 @@ impl<'a, R: Read> Reading<'a, R> {
 
     /// Returns the time of the row read last if the filters keep it, `None` if not.
     fn keep(&mut self) -> Result<Option<Timestamp>> {
-        let options = self.options;
-        let text: &[u8] = match self.time[..] {
-            [one] => self.record.get(one).unwrap_or_default(),
-            _ => {
-                self.joined.clear();
-                for (n, &index) in self.time.iter().enumerate() {
-                    if n > 0 {
-                        self.joined.push(b' ');
-                    }
-                    self.joined.extend_from_slice(self.record.get(index).unwrap_or_default());
-                }
-                &self.joined
-            }
-        };
-        let time = options
-            .time_format
-            .parse(text)
-            .map_err(|e| self.field_error(&options.time_column, text, e.to_string()))?;
-        if options.since.is_some_and(|since| time < since)
-            || options.until.is_some_and(|until| time >= until)
-        {
-            return Ok(None);
-        }
-        if let (Some(index), Some(min)) = (self.mag, options.min_mag) {
-            let text = self.record.get(index).unwrap_or_default();
-            if text.is_empty() {
-                self.stats.no_magnitude += 1;
-                return Ok(None);
-            }
-            let mag = decimal::parse_floor(text, 6).map_err(|_| {
-                self.field_error(options.format.mag_column(), text, "not a number".into())
-            })?;
-            if mag < min {
-                return Ok(None);
-            }
-        }
-        Ok(Some(time))
+        let columns = Columns { time: &self.time, mag: self.mag };
+        let kept = keep_row(&self.record, columns, self.options, &mut self.joined, &mut self.stats);
+        kept.map_err(|p| self.field_error(p.field, &p.value, p.reason))
     }
 
     /// The key of the row read last, as bytes; empty without a key column.
@@ -922,19 +941,138 @@ impl<'a, R: Read> Reading<'a, R> {
 
     /// Returns the error for a field of the current record that cannot be read.
     fn field_error(&self, field: &str, text: &[u8], reason: String) -> ReadError {
-        ReadError::Field {
-            name: self.name.clone(),
-            line: self.line(),
-            field: field.to_owned(),
-            value: String::from_utf8_lossy(text).into_owned(),
-            reason,
-        }
+        field_error(&self.name, self.line(), field, text, reason)
     }
 }
 
+/// Returns the error for a field that cannot be read, on line `line` of input `name`.
+fn field_error(name: &str, line: u64, field: &str, text: &[u8], reason: String) -> ReadError {
+    ReadError::Field {
+        name: name.to_owned(),
+        line,
+        field: field.to_owned(),
+        value: String::from_utf8_lossy(text).into_owned(),
+        reason,
+    }
+}
+
+/// What a CSV's header settled: the columns to read, the number of fields each row has,
+/// and where the first row after it starts.
+pub(super) struct Header {
+    pub name: String,
+    pub time: Vec<usize>,
+    pub mag: Option<usize>,
+    pub key: Option<usize>,
+    pub width: usize,
+    pub body: csv::Position,
+}
+
+impl<'a> Reading<'a, &'a File> {
+    /// Returns a reading of `file` that goes on from `at` (the start of a row, and its
+    /// line), with what `header` settled and what reading found so far, `stats`.
+    pub(super) fn resume(
+        file: &'a File,
+        header: &Header,
+        options: &'a ReadOptions,
+        at: csv::Position,
+        stats: ReadStats,
+    ) -> Result<Reading<'a, &'a File>> {
+        let delimiter = if options.format == InputFormat::Tsv { b'\t' } else { b',' };
+        let mut csv = csv::ReaderBuilder::new()
+            .buffer_capacity(1 << 16)
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(file);
+        csv.seek(at).map_err(|e| csv_error(&header.name, e))?;
+        let size = file.metadata().ok().map(|m| m.len());
+        Ok(Reading {
+            rows: RowReader::Csv(csv),
+            record: ByteRecord::new(),
+            name: header.name.clone(),
+            options,
+            time: header.time.clone(),
+            joined: Vec::new(),
+            mag: header.mag,
+            key: header.key,
+            width: Some(header.width),
+            stats,
+            progress: Progress::new(options.progress, size),
+        })
+    }
+}
+
+/// The columns a row's time and magnitude are read from.
+#[derive(Clone, Copy)]
+pub(super) struct Columns<'c> {
+    /// The time's columns: one, or several to join with spaces.
+    pub time: &'c [usize],
+    /// The magnitude's, with `--min-mag`.
+    pub mag: Option<usize>,
+}
+
+/// Why a field of a row cannot be read: its column's name, its text and what it is not.
+pub(super) struct FieldProblem<'o> {
+    field: &'o str,
+    value: Vec<u8>,
+    reason: String,
+}
+
+/// Returns the time of a row if the filters keep it, `None` if not, counting a row left
+/// out for an empty magnitude in `stats`. `joined` is room to join a split time in.
+pub(super) fn keep_row<'o>(
+    record: &ByteRecord,
+    columns: Columns,
+    options: &'o ReadOptions,
+    joined: &mut Vec<u8>,
+    stats: &mut ReadStats,
+) -> Result<Option<Timestamp>, FieldProblem<'o>> {
+    let text: &[u8] = match columns.time {
+        [one] => record.get(*one).unwrap_or_default(),
+        several => {
+            joined.clear();
+            for (n, &index) in several.iter().enumerate() {
+                if n > 0 {
+                    joined.push(b' ');
+                }
+                joined.extend_from_slice(record.get(index).unwrap_or_default());
+            }
+            joined
+        }
+    };
+    let problem = |field, text: &[u8], reason| FieldProblem { field, value: text.to_vec(), reason };
+    let time = options
+        .time_format
+        .parse(text)
+        .map_err(|e| problem(&options.time_column, text, e.to_string()))?;
+    if options.since.is_some_and(|since| time < since)
+        || options.until.is_some_and(|until| time >= until)
+    {
+        return Ok(None);
+    }
+    if let (Some(index), Some(min)) = (columns.mag, options.min_mag) {
+        let text = record.get(index).unwrap_or_default();
+        if text.is_empty() {
+            stats.no_magnitude += 1;
+            return Ok(None);
+        }
+        let mag = decimal::parse_floor(text, 6)
+            .map_err(|_| problem(options.format.mag_column(), text, "not a number".into()))?;
+        if mag < min {
+            return Ok(None);
+        }
+    }
+    Ok(Some(time))
+}
+
 /// Returns the key a table gave, or the error of a table with no number left for it.
-fn keys_error(name: &str, line: u64, key: Option<Key>) -> Result<Key> {
+pub(super) fn keys_error(name: &str, line: u64, key: Option<Key>) -> Result<Key> {
     key.ok_or_else(|| layout(name, format!("line {line}: more than {} keys", Key::MAX)))
+}
+
+/// The error of a row whose fields the header's do not match in number.
+fn unequal_lengths(name: &str, line: u64, expected: u64, found: u64) -> ReadError {
+    layout(name, format!("line {line}: expected {expected} fields like the header, found {found}"))
 }
 
 /// Turns a CSV error into one line that names the input and the line.
@@ -946,9 +1084,7 @@ fn csv_error(name: &str, err: csv::Error) -> ReadError {
         }
         csv::ErrorKind::UnequalLengths { pos, expected_len, len } => {
             let line = pos.as_ref().map_or(0, |p| p.line());
-            let problem =
-                format!("line {line}: expected {expected_len} fields like the header, found {len}");
-            layout(name, problem)
+            unequal_lengths(name, line, *expected_len, *len)
         }
         _ => layout(name, one_line(&err.to_string())),
     }

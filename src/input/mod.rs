@@ -1,6 +1,8 @@
 //! Reading catalogs: CSV rows to event times and keys, and the bundled sample.
 
 pub mod catalog;
+#[cfg(unix)]
+mod chunked;
 pub mod format;
 pub mod keys;
 pub mod sample;

@@ -63,3 +63,47 @@ fn dev_stdin_is_read_as_standard_input() {
     // Before, this was "cannot rewind the input: Illegal seek", naming no file.
     assert!(piped.contains("2/h"), "{piped}");
 }
+
+/// A catalog of `rows` rows a minute apart, each with a quoted place that spans two lines,
+/// so that a line start is a row start only every other line, and a piece of the file read
+/// on its own thread most often starts inside a quoted field.
+fn quoted_line_breaks(rows: usize, bad: Option<usize>) -> String {
+    let mut csv = String::from("time,place,net\n");
+    for i in 0..rows {
+        let (h, m) = (i / 60 % 24, i % 60);
+        let day = 1 + i / 1440;
+        let time = if bad == Some(i) {
+            "never".to_owned()
+        } else {
+            format!("2025-01-{day:02}T{h:02}:{m:02}:00Z")
+        };
+        csv.push_str(&format!("{time},\"{i} km N of\n{time},Somewhere\",n{}\n", i % 5));
+    }
+    csv
+}
+
+#[test]
+fn a_file_read_in_pieces_gives_what_one_thread_gives_even_across_quoted_line_breaks() {
+    // 12,000 rows of about 70 bytes: enough for pieces on every thread.
+    let file = crate::harness::temp_file("quoted.csv", &quoted_line_breaks(12_000, None));
+    let path = file.to_str().unwrap();
+    let args = ["compare", path, "--rate", "20/h", "--key", "net", "--format", "json"];
+    let one = run_with(&[&args[..], &["--threads", "1"]].concat(), Stdin::Null).ok();
+    assert_eq!(json(&one)[0]["events"], 12_000);
+    for threads in ["2", "3", "7"] {
+        let many = run_with(&[&args[..], &["--threads", threads]].concat(), Stdin::Null).ok();
+        assert!(one == many, "--threads {threads} differs from --threads 1");
+    }
+    // A bad row far into the file: the same line, and with --skip-bad the same count.
+    let file = crate::harness::temp_file("bad.csv", &quoted_line_breaks(12_000, Some(9_000)));
+    let path = file.to_str().unwrap();
+    for threads in ["1", "2"] {
+        let args = ["replay", path, "--algo", "gcra", "--rate", "5/h", "--threads", threads];
+        let err = run_with(&args, Stdin::Null).error();
+        assert!(err.contains("line 18002, field `time`: \"never\""), "{threads}: {err}");
+        let skipped = [&args[..], &["--skip-bad", "1", "--format", "json"]].concat();
+        let out = finished(command().args(&skipped).stdin(Stdio::null()).output().unwrap());
+        assert_eq!(json(&out.stdout)["events"], 11_999, "{threads}");
+        assert!(out.stderr.contains("skipped 1 bad row"), "{}", out.stderr);
+    }
+}

@@ -1,0 +1,282 @@
+//! Reading a CSV file on every core: pieces parsed at once, taken in order, checked to join.
+//!
+//! The rows after the header are cut into pieces of [`PIECE`] bytes. A worker reads its
+//! piece with one `pread` (and a little past its end, for the row that crosses it), starts
+//! at the first line start in it, and parses rows with the csv crate until one starts past
+//! the piece: that row's start is where the next piece must begin. The guess that a line
+//! start is a row start is wrong only inside a quoted field that spans lines, so the taker,
+//! which takes the pieces in order, accepts a piece only if it began where the one before
+//! ended; one that does not is parsed again, there, from where the one before ended. A
+//! piece that holds a row the fast path does not take (a bad row, or one `--skip-bad` must
+//! count) hands the rest of the file to the reading of one thread, resumed there with the
+//! right line number: the events, the errors and their order are those of reading the
+//! file on one thread.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::mpsc;
+
+use csv::ByteRecord;
+
+#[cfg(not(feature = "cli"))]
+use super::catalog::Progress;
+use super::catalog::{
+    Batch, Columns, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading,
+    keep_row, keys_error,
+};
+#[cfg(feature = "cli")]
+use crate::render::progress::Progress;
+use crate::units::time::Timestamp;
+
+/// The most bytes of one piece: large enough that a piece's start costs nothing, small
+/// enough that the pieces in flight (two per worker) take little memory.
+const PIECE: u64 = 4 << 20;
+
+/// The fewest bytes of one piece; a file of less than two is read on one thread.
+pub(super) const SMALLEST_PIECE: u64 = 64 << 10;
+
+/// Returns the size of the pieces of `bytes` for `threads` workers: about eight pieces a
+/// worker, so that a slow piece holds no worker up for long, within the bounds above.
+fn piece_size(bytes: u64, threads: u64) -> u64 {
+    (bytes / (threads * 8)).clamp(SMALLEST_PIECE, PIECE)
+}
+
+/// How far past its end a worker reads at first, for the row that crosses it; a longer
+/// row has the piece read again with four times the room, up to [`MOST_MARGIN`].
+const MARGIN: u64 = 1 << 16;
+
+/// The most a worker reads past its piece; a row longer than that (or a file whose rows
+/// end in a lone CR) is left to the reading on one thread.
+const MOST_MARGIN: u64 = 16 << 20;
+
+/// One piece, parsed: where it began and ended, its line breaks, its kept rows, and what
+/// reading counted in it.
+struct Piece {
+    start: u64,
+    end: u64,
+    lines: u64,
+    batch: Batch,
+    rows: u64,
+    no_magnitude: u64,
+    /// A row the fast path does not take: the piece is read again on one thread.
+    stopped: bool,
+}
+
+impl Piece {
+    /// Returns a piece that starts and ends at `at`, with nothing in it.
+    fn empty(at: u64) -> Piece {
+        Piece {
+            start: at,
+            end: at,
+            lines: 0,
+            batch: Batch::default(),
+            rows: 0,
+            no_magnitude: 0,
+            stopped: false,
+        }
+    }
+}
+
+/// Reads the rows of `file` after `header` on `options.threads` workers and gives each
+/// event to `take` in order, until it says stop (then `None`). `origin` is where the input
+/// starts in the file.
+pub(super) fn stream<E: From<ReadError>>(
+    file: &File,
+    origin: u64,
+    header: &Header,
+    options: &ReadOptions,
+    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let size = file.metadata().map_err(|error| io(header, error))?.len();
+    let body = origin + header.body.byte();
+    let threads = u64::try_from(options.threads).unwrap_or(1).max(1);
+    let piece_bytes = piece_size(size.saturating_sub(body), threads);
+    let pieces = (size.saturating_sub(body)).div_ceil(piece_bytes);
+    let workers = threads.min(pieces.max(1));
+    let mut progress = Progress::new(options.progress, Some(size));
+    std::thread::scope(|scope| {
+        let mut receivers = Vec::new();
+        for worker in 0..workers {
+            let (send, receive) = mpsc::sync_channel::<std::io::Result<Piece>>(2);
+            receivers.push(receive);
+            scope.spawn(move || {
+                let mut buffer = Vec::new();
+                let mut piece = worker;
+                while piece < pieces {
+                    let start = body + piece * piece_bytes;
+                    let end = (start + piece_bytes).min(size);
+                    let parsed =
+                        parse(file, start, end, piece == 0, size, header, options, &mut buffer);
+                    if send.send(parsed).is_err() {
+                        return;
+                    }
+                    piece += workers;
+                }
+            });
+        }
+        let mut stats = ReadStats::default();
+        let mut keys = KeyTable::new();
+        let mut buffer = Vec::new();
+        let mut expected = body;
+        let mut line = header.body.line();
+        for piece in 0..pieces {
+            // Each worker sends its pieces in order and stops only when this one has.
+            let Some(index) = usize::try_from(piece % workers).ok() else { break };
+            let Ok(parsed) = receivers[index].recv() else { break };
+            let mut parsed = parsed.map_err(|error| io(header, error))?;
+            if !parsed.stopped && parsed.start != expected {
+                // The piece began inside a quoted field: it is parsed again from where the
+                // one before ended, here.
+                let end = (body + (piece + 1) * piece_bytes).min(size).max(expected);
+                parsed = parse(file, expected, end, true, size, header, options, &mut buffer)
+                    .map_err(|error| io(header, error))?;
+            }
+            if parsed.stopped {
+                break;
+            }
+            for event in 0..parsed.batch.times.len() {
+                let key = match header.key {
+                    Some(_) => {
+                        let at = line + parsed.batch.lines[event] - 1;
+                        keys_error(&header.name, at, keys.intern(parsed.batch.key(event)))?
+                    }
+                    None => 0,
+                };
+                if let Flow::Stop = take(parsed.batch.times[event], key)? {
+                    return Ok(None);
+                }
+            }
+            stats.rows += parsed.rows;
+            stats.events += parsed.batch.times.len() as u64;
+            stats.no_magnitude += parsed.no_magnitude;
+            expected = parsed.end;
+            line += parsed.lines;
+            progress.tick(stats.rows, expected);
+        }
+        // The workers stop when they next send.
+        drop(receivers);
+        if expected >= size {
+            return Ok(Some(ReadStats { keys, ..stats }));
+        }
+        // The rest, on this thread, from the last row start known.
+        let mut at = header.body.clone();
+        at.set_byte(expected).set_line(line);
+        let mut pass = Reading::resume(file, header, options, at, ReadStats { keys, ..stats })?;
+        while let Some((time, key)) = pass.next_event()? {
+            if let Flow::Stop = take(time, key)? {
+                return Ok(None);
+            }
+        }
+        Ok(Some(pass.into_stats()))
+    })
+}
+
+fn io(header: &Header, error: std::io::Error) -> ReadError {
+    ReadError::Io { name: header.name.clone(), error }
+}
+
+/// Parses the piece of `file` from `start` to `end`: from `start` itself if `first` (a row
+/// start known), else from the first line start at or after it, up to the first row that
+/// starts at or after `end`.
+#[allow(clippy::too_many_arguments)]
+fn parse(
+    file: &File,
+    start: u64,
+    end: u64,
+    first: bool,
+    size: u64,
+    header: &Header,
+    options: &ReadOptions,
+    buffer: &mut Vec<u8>,
+) -> std::io::Result<Piece> {
+    // From one byte before, to see whether the piece starts at a line start.
+    let from = if first { start } else { start - 1 };
+    let mut margin = MARGIN;
+    loop {
+        if margin > MOST_MARGIN {
+            return Ok(Piece { stopped: true, ..Piece::empty(start) });
+        }
+        let to = (end + margin).min(size);
+        buffer.resize(usize::try_from(to - from).unwrap_or(usize::MAX), 0);
+        file.read_exact_at(buffer, from)?;
+        let skip = if first {
+            0
+        } else {
+            match memchr::memchr(b'\n', buffer) {
+                Some(at) => at + 1,
+                None if to == size => buffer.len(),
+                None => {
+                    margin *= 4;
+                    continue;
+                }
+            }
+        };
+        let begin = from + skip as u64;
+        if let Some(piece) = rows(&buffer[skip..], begin, end, to == size, header, options) {
+            return Ok(piece);
+        }
+        margin *= 4;
+    }
+}
+
+/// Parses the rows of `bytes`, which start at `begin` in the file, up to the first that
+/// starts at or after `end`; `None` if `bytes` ends first (unless `last`, the file's end).
+fn rows(
+    bytes: &[u8],
+    begin: u64,
+    end: u64,
+    last: bool,
+    header: &Header,
+    options: &ReadOptions,
+) -> Option<Piece> {
+    let delimiter = if options.format == super::format::InputFormat::Tsv { b'\t' } else { b',' };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(delimiter)
+        .from_reader(bytes);
+    let mut piece = Piece::empty(begin);
+    let mut counted = ReadStats::default();
+    let columns = Columns { time: &header.time, mag: header.mag };
+    let mut record = ByteRecord::new();
+    let mut joined = Vec::new();
+    loop {
+        match reader.read_byte_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) if last => {
+                piece.end = begin + bytes.len() as u64;
+                piece.lines = reader.position().line() - 1;
+                break;
+            }
+            Ok(false) => return None,
+            Err(_) => {
+                piece.stopped = true;
+                break;
+            }
+        }
+        let position = record.position().map_or_else(csv::Position::new, Clone::clone);
+        if begin + position.byte() >= end {
+            piece.end = begin + position.byte();
+            piece.lines = position.line() - 1;
+            break;
+        }
+        piece.rows += 1;
+        if record.len() != header.width {
+            piece.stopped = true;
+            break;
+        }
+        match keep_row(&record, columns, options, &mut joined, &mut counted) {
+            Ok(Some(time)) => {
+                let key = header.key.and_then(|k| record.get(k)).unwrap_or_default();
+                piece.batch.push(time, position.line(), key);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                piece.stopped = true;
+                break;
+            }
+        }
+    }
+    piece.no_magnitude = counted.no_magnitude;
+    Some(piece)
+}
