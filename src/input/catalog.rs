@@ -929,8 +929,9 @@ impl<'a, R: Read> Reading<'a, R> {
 
     /// Returns the time of the row read last if the filters keep it, `None` if not.
     fn keep(&mut self) -> Result<Option<Timestamp>> {
-        let columns = Columns { time: &self.time, mag: self.mag };
-        let kept = keep_row(&self.record, columns, self.options, &mut self.joined, &mut self.stats);
+        let time = time_text(&self.record, &self.time, &mut self.joined);
+        let mag = self.mag.map(|index| self.record.get(index).unwrap_or_default());
+        let kept = keep_row(time, mag, self.options, &mut self.stats);
         kept.map_err(|p| self.field_error(p.field, &p.value, p.reason))
     }
 
@@ -1002,15 +1003,6 @@ impl<'a> Reading<'a, &'a File> {
     }
 }
 
-/// The columns a row's time and magnitude are read from.
-#[derive(Clone, Copy)]
-pub(super) struct Columns<'c> {
-    /// The time's columns: one, or several to join with spaces.
-    pub time: &'c [usize],
-    /// The magnitude's, with `--min-mag`.
-    pub mag: Option<usize>,
-}
-
 /// Why a field of a row cannot be read: its column's name, its text and what it is not.
 pub(super) struct FieldProblem<'o> {
     field: &'o str,
@@ -1018,16 +1010,14 @@ pub(super) struct FieldProblem<'o> {
     reason: String,
 }
 
-/// Returns the time of a row if the filters keep it, `None` if not, counting a row left
-/// out for an empty magnitude in `stats`. `joined` is room to join a split time in.
-pub(super) fn keep_row<'o>(
-    record: &ByteRecord,
-    columns: Columns,
-    options: &'o ReadOptions,
-    joined: &mut Vec<u8>,
-    stats: &mut ReadStats,
-) -> Result<Option<Timestamp>, FieldProblem<'o>> {
-    let text: &[u8] = match columns.time {
+/// Returns a row's time text: its one time field, or its several joined with spaces in
+/// `joined`.
+pub(super) fn time_text<'r>(
+    record: &'r ByteRecord,
+    time: &[usize],
+    joined: &'r mut Vec<u8>,
+) -> &'r [u8] {
+    match time {
         [one] => record.get(*one).unwrap_or_default(),
         several => {
             joined.clear();
@@ -1039,7 +1029,18 @@ pub(super) fn keep_row<'o>(
             }
             joined
         }
-    };
+    }
+}
+
+/// Returns the time of a row, from its time text and its magnitude's (if read), if the
+/// filters keep it, `None` if not, counting a row left out for an empty magnitude in
+/// `stats`.
+pub(super) fn keep_row<'o>(
+    text: &[u8],
+    mag: Option<&[u8]>,
+    options: &'o ReadOptions,
+    stats: &mut ReadStats,
+) -> Result<Option<Timestamp>, FieldProblem<'o>> {
     let problem = |field, text: &[u8], reason| FieldProblem { field, value: text.to_vec(), reason };
     let time = options
         .time_format
@@ -1050,8 +1051,7 @@ pub(super) fn keep_row<'o>(
     {
         return Ok(None);
     }
-    if let (Some(index), Some(min)) = (columns.mag, options.min_mag) {
-        let text = record.get(index).unwrap_or_default();
+    if let (Some(text), Some(min)) = (mag, options.min_mag) {
         if text.is_empty() {
             stats.no_magnitude += 1;
             return Ok(None);

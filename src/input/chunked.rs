@@ -21,9 +21,11 @@ use csv::ByteRecord;
 #[cfg(not(feature = "cli"))]
 use super::catalog::Progress;
 use super::catalog::{
-    Batch, Columns, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading,
-    keep_row, keys_error,
+    Batch, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading, keep_row,
+    keys_error, time_text,
 };
+use super::format::InputFormat;
+use super::scan::{Row, Unusual};
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
 use crate::units::time::Timestamp;
@@ -190,7 +192,9 @@ fn parse(
     buffer: &mut Vec<u8>,
 ) -> std::io::Result<Piece> {
     // From one byte before, to see whether the piece starts at a line start.
-    let from = if first { start } else { start - 1 };
+    // From two bytes before: to see whether the piece starts at a line start, and whether
+    // that line's break is a CRLF (the csv crate says a row after a CRLF starts at its LF).
+    let from = if first { start } else { start.saturating_sub(2) };
     let mut margin = MARGIN;
     loop {
         if margin > MOST_MARGIN {
@@ -202,7 +206,9 @@ fn parse(
         let skip = if first {
             0
         } else {
-            match memchr::memchr(b'\n', buffer) {
+            let look = usize::try_from(start - from).unwrap_or(0) - 1;
+            match memchr::memchr(b'\n', &buffer[look..]).map(|at| look + at) {
+                Some(at) if at > 0 && buffer[at - 1] == b'\r' => at,
                 Some(at) => at + 1,
                 None if to == size => buffer.len(),
                 None => {
@@ -212,7 +218,12 @@ fn parse(
             }
         };
         let begin = from + skip as u64;
-        if let Some(piece) = rows(&buffer[skip..], begin, end, to == size, header, options) {
+        let (bytes, last) = (&buffer[skip..], to == size);
+        let piece = match fast_rows(bytes, begin, end, last, header, options) {
+            Ok(piece) => piece,
+            Err(Unusual) => rows(bytes, begin, end, last, header, options),
+        };
+        if let Some(piece) = piece {
             return Ok(piece);
         }
         margin *= 4;
@@ -229,15 +240,13 @@ fn rows(
     header: &Header,
     options: &ReadOptions,
 ) -> Option<Piece> {
-    let delimiter = if options.format == super::format::InputFormat::Tsv { b'\t' } else { b',' };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .delimiter(delimiter)
+        .delimiter(delimiter(options))
         .from_reader(bytes);
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
-    let columns = Columns { time: &header.time, mag: header.mag };
     let mut record = ByteRecord::new();
     let mut joined = Vec::new();
     loop {
@@ -265,7 +274,9 @@ fn rows(
             piece.stopped = true;
             break;
         }
-        match keep_row(&record, columns, options, &mut joined, &mut counted) {
+        let time = time_text(&record, &header.time, &mut joined);
+        let mag = header.mag.map(|index| record.get(index).unwrap_or_default());
+        match keep_row(time, mag, options, &mut counted) {
             Ok(Some(time)) => {
                 let key = header.key.and_then(|k| record.get(k)).unwrap_or_default();
                 piece.batch.push(time, position.line(), key);
@@ -279,4 +290,95 @@ fn rows(
     }
     piece.no_magnitude = counted.no_magnitude;
     Some(piece)
+}
+
+/// Returns the field delimiter of the input's format.
+fn delimiter(options: &ReadOptions) -> u8 {
+    if options.format == InputFormat::Tsv { b'\t' } else { b',' }
+}
+
+/// Parses the rows of `bytes` as [`rows`] does, with the fast reading of [`Row`]; a row it
+/// does not take is `Unusual`, and the piece is read with the csv crate instead.
+fn fast_rows(
+    bytes: &[u8],
+    begin: u64,
+    end: u64,
+    last: bool,
+    header: &Header,
+    options: &ReadOptions,
+) -> Result<Option<Piece>, Unusual> {
+    let delimiter = delimiter(options);
+    let mut piece = Piece::empty(begin);
+    let mut counted = ReadStats::default();
+    let mut row = Row::default();
+    let (mut joined, mut scratch, mut mag_scratch, mut key_scratch) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // `at` and `line` are where the csv crate says the next row is: just past the byte
+    // that ended the row before, before any empty lines.
+    let (mut at, mut line) = (0, 1);
+    let carriage = memchr::memchr(b'\r', bytes).is_some();
+    loop {
+        if begin + at as u64 >= end {
+            piece.end = begin + at as u64;
+            piece.lines = line - 1;
+            break;
+        }
+        // Empty lines are no rows, as the csv crate skips them.
+        let (mut start, mut skipped) = (at, 0);
+        while let Some(&b) = bytes.get(start)
+            && (b == b'\n' || b == b'\r')
+        {
+            skipped += u64::from(b == b'\n');
+            start += 1;
+        }
+        if start == bytes.len() {
+            if !last {
+                return Ok(None);
+            }
+            piece.end = begin + bytes.len() as u64;
+            piece.lines = line - 1 + skipped;
+            break;
+        }
+        if row.read(bytes, start, delimiter, last, carriage)?.is_none() {
+            return Ok(None);
+        }
+        piece.rows += 1;
+        if row.width(bytes, delimiter) != header.width {
+            // The reading on one thread says which row, and how.
+            piece.stopped = true;
+            break;
+        }
+        let time = match header.time[..] {
+            [one] => row.field(bytes, one, delimiter, &mut scratch),
+            ref several => {
+                joined.clear();
+                for (n, &index) in several.iter().enumerate() {
+                    if n > 0 {
+                        joined.push(b' ');
+                    }
+                    joined.extend_from_slice(row.field(bytes, index, delimiter, &mut scratch));
+                }
+                &joined
+            }
+        };
+        let mag = header.mag.map(|index| row.field(bytes, index, delimiter, &mut mag_scratch));
+        match keep_row(time, mag, options, &mut counted) {
+            Ok(Some(time)) => {
+                let key = match header.key {
+                    Some(index) => row.field(bytes, index, delimiter, &mut key_scratch),
+                    None => &[],
+                };
+                piece.batch.push(time, line, key);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                piece.stopped = true;
+                break;
+            }
+        }
+        line += skipped + row.lines + u64::from(bytes.get(row.end) == Some(&b'\n'));
+        at = (row.end + 1).min(bytes.len());
+    }
+    piece.no_magnitude = counted.no_magnitude;
+    Ok(Some(piece))
 }

@@ -6,3 +6,5 @@ mod chunked;
 pub mod format;
 pub mod keys;
 pub mod sample;
+#[cfg(unix)]
+mod scan;

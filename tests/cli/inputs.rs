@@ -107,3 +107,34 @@ fn a_file_read_in_pieces_gives_what_one_thread_gives_even_across_quoted_line_bre
         assert!(out.stderr.contains("skipped 1 bad row"), "{}", out.stderr);
     }
 }
+
+#[test]
+fn pieces_count_lines_as_the_csv_crate_does_with_crlf_and_blank_lines() {
+    // The csv crate says a row is on the line where the row before it ended: with CRLF,
+    // one less than its own, and before blank lines, that of the first. Every thread count
+    // must say what one thread says, in its error and in what it reads.
+    let mut csv = String::from("time,net\r\n");
+    for i in 0..9_000 {
+        let (h, m) = (i / 60 % 24, i % 60);
+        let day = 1 + i / 1440;
+        let time = if i == 7_777 {
+            "never".to_owned()
+        } else {
+            format!("2025-01-{day:02}T{h:02}:{m:02}:00Z")
+        };
+        let blank = if i % 7 == 0 { "\r\n\n" } else { "" };
+        csv.push_str(&format!("{time},\"n{}\"\r\n{blank}", i % 3));
+    }
+    let file = crate::harness::temp_file("crlf.csv", &csv);
+    let path = file.to_str().unwrap();
+    let args = ["replay", path, "--algo", "gcra", "--rate", "5/h", "--key", "net"];
+    let one = run_with(&[&args[..], &["--threads", "1"]].concat(), Stdin::Null).error();
+    assert!(one.contains("field `time`: \"never\""), "{one}");
+    let two = run_with(&[&args[..], &["--threads", "2"]].concat(), Stdin::Null).error();
+    assert_eq!(one, two);
+    let skip = ["--skip-bad", "1", "--format", "json"];
+    let one = run_with(&[&args[..], &skip, &["--threads", "1"]].concat(), Stdin::Null).ok();
+    let two = run_with(&[&args[..], &skip, &["--threads", "2"]].concat(), Stdin::Null).ok();
+    assert_eq!(one, two);
+    assert_eq!(json(&one)["events"], 8_999);
+}
