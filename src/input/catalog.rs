@@ -287,11 +287,11 @@ fn stream_input<E: From<ReadError>>(
     let size = input.size();
     let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
     #[cfg(unix)]
-    if options.threads >= 2 && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE) {
+    if size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE) {
         let header = pass.header();
         drop(pass);
         if let (Some(header), Opened::File { file, start }) = (header, &*input) {
-            return super::chunked::stream(file, *start, &header, options, take);
+            return super::chunked::stream(file, *start, &header, options, busy, take);
         }
         pass = Reading::new(input.reader(source)?, source, options, size)?;
     }

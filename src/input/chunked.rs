@@ -79,14 +79,46 @@ impl Piece {
     }
 }
 
-/// Reads the rows of `file` after `header` on `options.threads` workers and gives each
+/// A file's rows after its header, cut into pieces.
+struct Plan<'a> {
+    file: &'a File,
+    header: &'a Header,
+    options: &'a ReadOptions,
+    size: u64,
+    body: u64,
+    piece_bytes: u64,
+    pieces: u64,
+}
+
+impl Plan<'_> {
+    /// Returns where piece `piece` starts and ends, as cut.
+    fn range(&self, piece: u64) -> (u64, u64) {
+        let start = self.body + piece * self.piece_bytes;
+        (start, (start + self.piece_bytes).min(self.size))
+    }
+
+    /// Parses piece `piece`, from its first line start (its first byte, for the first).
+    fn parse(&self, piece: u64, buffer: &mut Vec<u8>) -> std::io::Result<Piece> {
+        let (start, end) = self.range(piece);
+        let Plan { file, size, header, options, .. } = *self;
+        parse(file, start, end, piece == 0, size, header, options, buffer)
+    }
+}
+
+/// Events handed from the thread that numbers keys to the one that takes them, at a time.
+const BATCH: usize = 4096;
+
+/// Reads the rows of `file` after `header` on `options.threads` threads and gives each
 /// event to `take` in order, until it says stop (then `None`). `origin` is where the input
-/// starts in the file.
+/// starts in the file. With one thread, the pieces are read on this one, in order; with
+/// keys and a `busy` taker, a thread of its own numbers the keys between the readers and
+/// the taker.
 pub(super) fn stream<E: From<ReadError>>(
     file: &File,
     origin: u64,
     header: &Header,
     options: &ReadOptions,
+    busy: bool,
     mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let size = file.metadata().map_err(|error| io(header, error))?.len();
@@ -94,83 +126,146 @@ pub(super) fn stream<E: From<ReadError>>(
     let threads = u64::try_from(options.threads).unwrap_or(1).max(1);
     let piece_bytes = piece_size(size.saturating_sub(body), threads);
     let pieces = (size.saturating_sub(body)).div_ceil(piece_bytes);
+    let plan = Plan { file, header, options, size, body, piece_bytes, pieces };
+    if threads == 1 {
+        let (mut buffer, mut next) = (Vec::new(), 0);
+        let read = || {
+            let piece = (next < pieces).then(|| plan.parse(next, &mut buffer));
+            next += 1;
+            piece
+        };
+        return take_pieces(&plan, read, take);
+    }
     let workers = threads.min(pieces.max(1));
-    let mut progress = Progress::new(options.progress, Some(size));
     std::thread::scope(|scope| {
         let mut receivers = Vec::new();
         for worker in 0..workers {
             let (send, receive) = mpsc::sync_channel::<std::io::Result<Piece>>(2);
             receivers.push(receive);
+            let plan = &plan;
             scope.spawn(move || {
                 let mut buffer = Vec::new();
                 let mut piece = worker;
                 while piece < pieces {
-                    let start = body + piece * piece_bytes;
-                    let end = (start + piece_bytes).min(size);
-                    let parsed =
-                        parse(file, start, end, piece == 0, size, header, options, &mut buffer);
-                    if send.send(parsed).is_err() {
+                    if send.send(plan.parse(piece, &mut buffer)).is_err() {
                         return;
                     }
                     piece += workers;
                 }
             });
         }
-        let mut stats = ReadStats::default();
-        let mut keys = KeyTable::new();
-        let mut buffer = Vec::new();
-        let mut expected = body;
-        let mut line = header.body.line();
-        for piece in 0..pieces {
-            // Each worker sends its pieces in order and stops only when this one has.
-            let Some(index) = usize::try_from(piece % workers).ok() else { break };
-            let Ok(parsed) = receivers[index].recv() else { break };
-            let mut parsed = parsed.map_err(|error| io(header, error))?;
-            if !parsed.stopped && parsed.start != expected {
-                // The piece began inside a quoted field: it is parsed again from where the
-                // one before ended, here.
-                let end = (body + (piece + 1) * piece_bytes).min(size).max(expected);
-                parsed = parse(file, expected, end, true, size, header, options, &mut buffer)
-                    .map_err(|error| io(header, error))?;
-            }
-            if parsed.stopped {
-                break;
-            }
-            for event in 0..parsed.batch.times.len() {
-                let key = match header.key {
-                    Some(_) => {
-                        let at = line + parsed.batch.lines[event] - 1;
-                        keys_error(&header.name, at, keys.intern(parsed.batch.key(event)))?
+        // Each worker sends its pieces in order; a worker gone means the end.
+        let mut next = 0;
+        let received = move || {
+            let index = usize::try_from(next % workers).ok()?;
+            next += 1;
+            receivers[index].recv().ok()
+        };
+        if !(busy && header.key.is_some()) {
+            return take_pieces(&plan, received, take);
+        }
+        let (send, batches) = mpsc::sync_channel::<Result<Vec<(Timestamp, Key)>, ReadError>>(4);
+        let plan = &plan;
+        let numberer = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let numbered = take_pieces(plan, received, |time, key| {
+                batch.push((time, key));
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if send.send(Ok(full)).is_err() {
+                        return Ok(Flow::Stop);
                     }
-                    None => 0,
-                };
-                if let Flow::Stop = take(parsed.batch.times[event], key)? {
-                    return Ok(None);
+                }
+                Ok::<_, ReadError>(Flow::More)
+            });
+            match numbered {
+                Ok(stats) => {
+                    let _ = send.send(Ok(batch));
+                    stats
+                }
+                Err(error) => {
+                    let _ = send.send(Err(error));
+                    None
                 }
             }
-            stats.rows += parsed.rows;
-            stats.events += parsed.batch.times.len() as u64;
-            stats.no_magnitude += parsed.no_magnitude;
-            expected = parsed.end;
-            line += parsed.lines;
-            progress.tick(stats.rows, expected);
+        });
+        let mut stopped = false;
+        'batches: for received in batches.iter() {
+            for (time, key) in received? {
+                if let Flow::Stop = take(time, key)? {
+                    stopped = true;
+                    break 'batches;
+                }
+            }
         }
-        // The workers stop when they next send.
-        drop(receivers);
-        if expected >= size {
-            return Ok(Some(ReadStats { keys, ..stats }));
+        // The numberer stops when it next sends; a panic there is a bug, passed on.
+        drop(batches);
+        let stats = numberer.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        Ok(if stopped { None } else { stats })
+    })
+}
+
+/// Takes the pieces that `next` gives, in order, checks that each starts where the one
+/// before ended (parsing it again from there if not), numbers the keys and gives each
+/// event to `take`; from a piece with a row the fast path does not take, the rest is read
+/// on this thread, resumed at that piece's start.
+fn take_pieces<E: From<ReadError>>(
+    plan: &Plan,
+    mut next: impl FnMut() -> Option<std::io::Result<Piece>>,
+    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let Plan { file, header, options, size, body, .. } = *plan;
+    let mut progress = Progress::new(options.progress, Some(size));
+    let mut stats = ReadStats::default();
+    let mut keys = KeyTable::new();
+    let mut buffer = Vec::new();
+    let mut expected = body;
+    let mut line = header.body.line();
+    for piece in 0..plan.pieces {
+        let Some(parsed) = next() else { break };
+        let mut parsed = parsed.map_err(|error| io(header, error))?;
+        if !parsed.stopped && parsed.start != expected {
+            // The piece began inside a quoted field: it is parsed again from where the one
+            // before ended, here.
+            let end = plan.range(piece).1.max(expected);
+            parsed = parse(file, expected, end, true, size, header, options, &mut buffer)
+                .map_err(|error| io(header, error))?;
         }
-        // The rest, on this thread, from the last row start known.
-        let mut at = header.body.clone();
-        at.set_byte(expected).set_line(line);
-        let mut pass = Reading::resume(file, header, options, at, ReadStats { keys, ..stats })?;
-        while let Some((time, key)) = pass.next_event()? {
-            if let Flow::Stop = take(time, key)? {
+        if parsed.stopped {
+            break;
+        }
+        for event in 0..parsed.batch.times.len() {
+            let key = match header.key {
+                Some(_) => {
+                    let at = line + parsed.batch.lines[event] - 1;
+                    keys_error(&header.name, at, keys.intern(parsed.batch.key(event)))?
+                }
+                None => 0,
+            };
+            if let Flow::Stop = take(parsed.batch.times[event], key)? {
                 return Ok(None);
             }
         }
-        Ok(Some(pass.into_stats()))
-    })
+        stats.rows += parsed.rows;
+        stats.events += parsed.batch.times.len() as u64;
+        stats.no_magnitude += parsed.no_magnitude;
+        expected = parsed.end;
+        line += parsed.lines;
+        progress.tick(stats.rows, expected);
+    }
+    if expected >= size {
+        return Ok(Some(ReadStats { keys, ..stats }));
+    }
+    // The rest, on this thread, from the last row start known.
+    let mut at = header.body.clone();
+    at.set_byte(expected).set_line(line);
+    let mut pass = Reading::resume(file, header, options, at, ReadStats { keys, ..stats })?;
+    while let Some((time, key)) = pass.next_event()? {
+        if let Flow::Stop = take(time, key)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(pass.into_stats()))
 }
 
 fn io(header: &Header, error: std::io::Error) -> ReadError {
