@@ -282,9 +282,24 @@ fn stream_input<E: From<ReadError>>(
     source: &Source,
     options: &ReadOptions,
     busy: bool,
-    take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let size = input.size();
+    #[cfg(unix)]
+    if let Opened::Once(_) = input
+        && options.threads >= 2
+        && matches!(options.format, InputFormat::Csv | InputFormat::Tsv)
+    {
+        let reader = input.reader(source)?;
+        return match super::chunked::stream_pipe(reader, source, options, &mut take)? {
+            Ok(stats) => Ok(stats),
+            // A header the fast reading does not take: one thread reads it all.
+            Err((read, rest)) => {
+                let pass = Reading::new(io::Cursor::new(read).chain(rest), source, options, size)?;
+                stream(pass, busy, take)
+            }
+        };
+    }
     let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
     #[cfg(unix)]
     if size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE) {
@@ -755,7 +770,7 @@ pub(super) struct Reading<'a, R> {
 }
 
 impl<'a, R: Read> Reading<'a, R> {
-    fn new(
+    pub(super) fn new(
         reader: R,
         source: &Source,
         options: &'a ReadOptions,
@@ -853,7 +868,7 @@ impl<'a, R: Read> Reading<'a, R> {
 
     /// Returns what the header settled, and where the rows after it start, for reading
     /// them in pieces; `None` for a format that is not CSV or TSV.
-    fn header(&mut self) -> Option<Header> {
+    pub(super) fn header(&mut self) -> Option<Header> {
         let RowReader::Csv(csv) = &mut self.rows else { return None };
         let width = csv.byte_headers().ok()?.len();
         let body = csv.position().clone();
@@ -968,25 +983,26 @@ pub(super) struct Header {
     pub body: csv::Position,
 }
 
-impl<'a> Reading<'a, &'a File> {
-    /// Returns a reading of `file` that goes on from `at` (the start of a row, and its
-    /// line), with what `header` settled and what reading found so far, `stats`.
+impl<'a, R: Read + Seek> Reading<'a, R> {
+    /// Returns a reading of `input` (of `size` bytes) that goes on from `at` (the start of a
+    /// row, and its line), with what `header` settled and what reading found so far,
+    /// `stats`.
     pub(super) fn resume(
-        file: &'a File,
+        input: R,
+        size: Option<u64>,
         header: &Header,
         options: &'a ReadOptions,
         at: csv::Position,
         stats: ReadStats,
-    ) -> Result<Reading<'a, &'a File>> {
+    ) -> Result<Reading<'a, R>> {
         let delimiter = if options.format == InputFormat::Tsv { b'\t' } else { b',' };
         let mut csv = csv::ReaderBuilder::new()
             .buffer_capacity(1 << 16)
             .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
-            .from_reader(file);
+            .from_reader(input);
         csv.seek(at).map_err(|e| csv_error(&header.name, e))?;
-        let size = file.metadata().ok().map(|m| m.len());
         Ok(Reading {
             rows: RowReader::Csv(csv),
             record: ByteRecord::new(),

@@ -13,6 +13,7 @@
 //! file on one thread.
 
 use std::fs::File;
+use std::io::{Cursor, Read};
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc;
 
@@ -21,8 +22,8 @@ use csv::ByteRecord;
 #[cfg(not(feature = "cli"))]
 use super::catalog::Progress;
 use super::catalog::{
-    Batch, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading, keep_row,
-    keys_error, time_text,
+    Batch, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading, Source,
+    keep_row, keys_error, time_text,
 };
 use super::format::InputFormat;
 use super::scan::{Row, Unusual};
@@ -65,6 +66,35 @@ struct Piece {
 }
 
 impl Piece {
+    /// Numbers the keys of the piece's events in `keys` and gives each event to `take`, in
+    /// order, until it says stop; counts what the piece holds in `stats`. `line` is the line
+    /// the piece starts on, for a key that gets no number.
+    fn deliver<E: From<ReadError>>(
+        &self,
+        line: u64,
+        header: &Header,
+        keys: &mut KeyTable,
+        stats: &mut ReadStats,
+        take: &mut impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+    ) -> Result<Flow, E> {
+        for event in 0..self.batch.times.len() {
+            let key = match header.key {
+                Some(_) => {
+                    let at = line + self.batch.lines[event] - 1;
+                    keys_error(&header.name, at, keys.intern(self.batch.key(event)))?
+                }
+                None => 0,
+            };
+            if let Flow::Stop = take(self.batch.times[event], key)? {
+                return Ok(Flow::Stop);
+            }
+        }
+        stats.rows += self.rows;
+        stats.events += self.batch.times.len() as u64;
+        stats.no_magnitude += self.no_magnitude;
+        Ok(Flow::More)
+    }
+
     /// Returns a piece that starts and ends at `at`, with nothing in it.
     fn empty(at: u64) -> Piece {
         Piece {
@@ -234,21 +264,9 @@ fn take_pieces<E: From<ReadError>>(
         if parsed.stopped {
             break;
         }
-        for event in 0..parsed.batch.times.len() {
-            let key = match header.key {
-                Some(_) => {
-                    let at = line + parsed.batch.lines[event] - 1;
-                    keys_error(&header.name, at, keys.intern(parsed.batch.key(event)))?
-                }
-                None => 0,
-            };
-            if let Flow::Stop = take(parsed.batch.times[event], key)? {
-                return Ok(None);
-            }
+        if let Flow::Stop = parsed.deliver(line, header, &mut keys, &mut stats, &mut take)? {
+            return Ok(None);
         }
-        stats.rows += parsed.rows;
-        stats.events += parsed.batch.times.len() as u64;
-        stats.no_magnitude += parsed.no_magnitude;
         expected = parsed.end;
         line += parsed.lines;
         progress.tick(stats.rows, expected);
@@ -259,7 +277,8 @@ fn take_pieces<E: From<ReadError>>(
     // The rest, on this thread, from the last row start known.
     let mut at = header.body.clone();
     at.set_byte(expected).set_line(line);
-    let mut pass = Reading::resume(file, header, options, at, ReadStats { keys, ..stats })?;
+    let stats = ReadStats { keys, ..stats };
+    let mut pass = Reading::resume(file, Some(size), header, options, at, stats)?;
     while let Some((time, key)) = pass.next_event()? {
         if let Flow::Stop = take(time, key)? {
             return Ok(None);
@@ -476,4 +495,193 @@ fn fast_rows(
     }
     piece.no_magnitude = counted.no_magnitude;
     Ok(Some(piece))
+}
+
+/// The bytes of stdin read at a time, and about the size of a block of rows.
+const BLOCK: usize = 1 << 20;
+
+/// Reads a CSV or TSV stream that can be read only once (a pipe): a thread reads it and
+/// cuts it into blocks of whole rows, at the places the csv crate says rows start, the
+/// other threads parse the blocks, and this one takes them in order. A block with a row
+/// the fast path does not take is read again here with the csv crate, from its start and
+/// its line. `Ok(Err(bytes))` gives back what was read when the header is not a plain
+/// row, for the reading of one thread to start over with.
+#[allow(clippy::type_complexity)]
+pub(super) fn stream_pipe<'i, E: From<ReadError>>(
+    mut input: Box<dyn Read + Send + 'i>,
+    source: &Source,
+    options: &ReadOptions,
+    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+) -> Result<Result<Option<ReadStats>, (Vec<u8>, Box<dyn Read + Send + 'i>)>, E> {
+    let name = source.name();
+    let delimiter = delimiter(options);
+    let mut carry = Vec::new();
+    let mut eof = false;
+    // The header, whole.
+    let mut row = Row::default();
+    let header_end = loop {
+        let carriage = memchr::memchr(b'\r', &carry).is_some();
+        let found =
+            if carry.is_empty() { Ok(None) } else { row.read(&carry, 0, delimiter, eof, carriage) };
+        match found {
+            Ok(Some(())) => break (row.end + 1).min(carry.len()),
+            Err(Unusual) => return Ok(Err((carry, input))),
+            Ok(None) if eof => return Ok(Err((carry, input))),
+            Ok(None) => {
+                eof = fill(&mut input, &mut carry)
+                    .map_err(|error| ReadError::Io { name: name.clone(), error })?
+            }
+        }
+    };
+    let mut pass = Reading::new(Cursor::new(&carry[..header_end]), source, options, None)?;
+    let Some(header) = pass.header() else { return Ok(Err((carry, input))) };
+    drop(pass);
+    carry.drain(..header_end);
+    let threads = options.threads.max(2) - 1;
+    std::thread::scope(|scope| {
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for _ in 0..threads {
+            let (send, blocks) = mpsc::sync_channel::<Vec<u8>>(2);
+            let (done, parsed) = mpsc::sync_channel::<(Piece, Vec<u8>)>(2);
+            senders.push(send);
+            receivers.push(parsed);
+            let header = &header;
+            scope.spawn(move || {
+                for block in blocks {
+                    let end = block.len() as u64;
+                    let piece = match fast_rows(&block, 0, end, true, header, options) {
+                        Ok(piece) => piece,
+                        Err(Unusual) => rows(&block, 0, end, true, header, options),
+                    };
+                    // Whole rows are always there: the bytes end where a row ends.
+                    let piece = piece.unwrap_or_else(|| Piece { stopped: true, ..Piece::empty(0) });
+                    if done.send((piece, block)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let name = &name;
+        let splitter = scope.spawn(move || -> std::io::Result<()> {
+            let mut next = 0;
+            loop {
+                while !eof && carry.len() < BLOCK {
+                    eof = fill(&mut input, &mut carry)?;
+                }
+                if carry.is_empty() {
+                    return Ok(());
+                }
+                let cut = if eof { carry.len() } else { cut(&carry, delimiter, options) };
+                if cut == 0 {
+                    // One row longer than the block: read on until it ends.
+                    eof = fill(&mut input, &mut carry)?;
+                    continue;
+                }
+                let rest = carry.split_off(cut);
+                let block = std::mem::replace(&mut carry, rest);
+                if senders[next % senders.len()].send(block).is_err() {
+                    return Ok(());
+                }
+                next += 1;
+            }
+        });
+        let mut stats = ReadStats::default();
+        let mut keys = KeyTable::new();
+        let mut line = header.body.line();
+        let mut next = 0;
+        let mut progress = Progress::new(options.progress, None);
+        let mut bytes = header.body.byte();
+        while let Ok((piece, block)) = receivers[next % receivers.len()].recv() {
+            next += 1;
+            bytes += block.len() as u64;
+            progress.tick(stats.rows, bytes);
+            if piece.stopped {
+                // The block again, with the csv crate, from its first row and its line.
+                let mut at = csv::Position::new();
+                at.set_line(line);
+                let carried =
+                    ReadStats { keys: std::mem::take(&mut keys), ..std::mem::take(&mut stats) };
+                let size = Some(block.len() as u64);
+                let mut pass =
+                    Reading::resume(Cursor::new(&block[..]), size, &header, options, at, carried)?;
+                while let Some((time, key)) = pass.next_event()? {
+                    if let Flow::Stop = take(time, key)? {
+                        return Ok(Ok(None));
+                    }
+                }
+                stats = pass.into_stats();
+                keys = std::mem::take(&mut stats.keys);
+                line += memchr::memchr_iter(b'\n', &block).count() as u64;
+                continue;
+            }
+            if let Flow::Stop = piece.deliver(line, &header, &mut keys, &mut stats, &mut take)? {
+                return Ok(Ok(None));
+            }
+            line += piece.lines;
+        }
+        drop(receivers);
+        match splitter.join() {
+            Ok(Ok(())) => Ok(Ok(Some(ReadStats { keys, ..stats }))),
+            Ok(Err(error)) => Err(ReadError::Io { name: name.clone(), error }.into()),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// Reads up to [`BLOCK`] more bytes onto `carry`; true at the end of the input.
+fn fill(input: &mut dyn Read, carry: &mut Vec<u8>) -> std::io::Result<bool> {
+    let had = carry.len();
+    carry.resize(had + BLOCK, 0);
+    let read = loop {
+        match input.read(&mut carry[had..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => break other,
+        }
+    };
+    let n = read.inspect_err(|_| carry.truncate(had))?;
+    carry.truncate(had + n);
+    Ok(n == 0)
+}
+
+/// Returns where the last whole row in `bytes` ends, as the csv crate says (just past the
+/// byte that ends it), or 0 if none does. A row the fast reading does not take is read with
+/// the csv crate.
+fn cut(bytes: &[u8], delimiter: u8, options: &ReadOptions) -> usize {
+    let carriage = memchr::memchr(b'\r', bytes).is_some();
+    let mut row = Row::default();
+    let (mut at, mut whole) = (0, 0);
+    loop {
+        let mut start = at;
+        while let Some(b'\n' | b'\r') = bytes.get(start) {
+            start += 1;
+        }
+        if start >= bytes.len() {
+            return whole;
+        }
+        match row.read(bytes, start, delimiter, false, carriage) {
+            Ok(Some(())) => at = row.end + 1,
+            Ok(None) => return whole,
+            Err(Unusual) => {
+                let mut reader = csv::ReaderBuilder::new()
+                    .has_headers(false)
+                    .flexible(true)
+                    .delimiter(super::chunked::delimiter(options))
+                    .from_reader(&bytes[at..]);
+                let mut record = ByteRecord::new();
+                let next = match reader.read_byte_record(&mut record) {
+                    Ok(true) => {
+                        at + usize::try_from(reader.position().byte()).unwrap_or(usize::MAX)
+                    }
+                    _ => return whole,
+                };
+                // A row whose end is the end of the bytes may go on in what comes next.
+                if next >= bytes.len() {
+                    return whole;
+                }
+                at = next;
+            }
+        }
+        whole = at;
+    }
 }

@@ -94,6 +94,22 @@ fn a_file_read_in_pieces_gives_what_one_thread_gives_even_across_quoted_line_bre
         let many = run_with(&[&args[..], &["--threads", threads]].concat(), Stdin::Null).ok();
         assert!(one == many, "--threads {threads} differs from --threads 1");
     }
+    // Through a pipe, cut into blocks of 1 MiB by one thread and parsed by the others:
+    // 60,000 rows make five blocks; with a bad row far in, the same error.
+    for bad in [None, Some(50_000)] {
+        let text = quoted_line_breaks(60_000, bad);
+        let file = crate::harness::temp_file("big.csv", &text);
+        let path = file.to_str().unwrap();
+        let args = ["replay", path, "--algo", "gcra", "--rate", "20/h", "--key", "net"];
+        let one = run_with(&[&args[..], &["--threads", "1"]].concat(), Stdin::Null);
+        for threads in ["1", "2", "3"] {
+            let piped = ["replay", "-", "--algo", "gcra", "--rate", "20/h", "--key", "net"];
+            let out = run_with(&[&piped[..], &["--threads", threads]].concat(), Stdin::Pipe(&text));
+            assert_eq!(out.code, one.code, "{}", out.stderr);
+            assert_eq!(out.stdout.replace("<stdin>", path), one.stdout, "--threads {threads}");
+            assert_eq!(out.stderr.replace("<stdin>", path), one.stderr, "--threads {threads}");
+        }
+    }
     // A bad row far into the file: the same line, and with --skip-bad the same count.
     let file = crate::harness::temp_file("bad.csv", &quoted_line_breaks(12_000, Some(9_000)));
     let path = file.to_str().unwrap();
@@ -137,4 +153,14 @@ fn pieces_count_lines_as_the_csv_crate_does_with_crlf_and_blank_lines() {
     let two = run_with(&[&args[..], &skip, &["--threads", "2"]].concat(), Stdin::Null).ok();
     assert_eq!(one, two);
     assert_eq!(json(&one)["events"], 8_999);
+    // And through a pipe, in blocks.
+    let piped = ["replay", "-", "--algo", "gcra", "--rate", "5/h", "--key", "net"];
+    let error = run_with(&[&args[..], &["--threads", "1"]].concat(), Stdin::Null).error();
+    for threads in ["1", "2"] {
+        let with = [&piped[..], &["--threads", threads]].concat();
+        let err = run_with(&with, Stdin::Pipe(&csv)).error();
+        assert_eq!(err, error.replace(path, "<stdin>"), "--threads {threads}");
+        let out = run_with(&[&with[..], &skip].concat(), Stdin::Pipe(&csv)).ok();
+        assert_eq!(out.replace("<stdin>", path), one, "--threads {threads}");
+    }
 }
