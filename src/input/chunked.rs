@@ -1,16 +1,17 @@
-//! Reading a CSV file on every core: pieces parsed at once, taken in order, checked to join.
+//! Reading a CSV on every core: pieces parsed at once, taken in order, checked to join.
 //!
-//! The rows after the header are cut into pieces of [`PIECE`] bytes. A worker reads its
-//! piece with one `pread` (and a little past its end, for the row that crosses it), starts
-//! at the first line start in it, and parses rows with the csv crate until one starts past
-//! the piece: that row's start is where the next piece must begin. The guess that a line
-//! start is a row start is wrong only inside a quoted field that spans lines, so the taker,
-//! which takes the pieces in order, accepts a piece only if it began where the one before
-//! ended; one that does not is parsed again, there, from where the one before ended. A
-//! piece that holds a row the fast path does not take (a bad row, or one `--skip-bad` must
-//! count) hands the rest of the file to the reading of one thread, resumed there with the
-//! right line number: the events, the errors and their order are those of reading the
-//! file on one thread.
+//! A file's rows after the header are cut into pieces of up to [`PIECE`] bytes. A worker
+//! reads its piece with one `pread` (and a little past its end, for the row that crosses
+//! it), starts at the first line start in it, and parses rows (with [`Row`], or the csv
+//! crate for what that does not take) until one starts past the piece: that row's start is
+//! where the next piece must begin. The guess that a line start is a row start is wrong
+//! only inside a quoted field that spans lines, so the taker, which takes the pieces in
+//! order, accepts a piece only if it began where the one before ended; one that does not
+//! is parsed again, there, from where the one before ended. A piece that holds a row the
+//! fast path does not take (a bad row, or one `--skip-bad` must count) hands the rest of
+//! the file to the reading of one thread, resumed there with the right line number: the
+//! events, the errors and their order are those of reading the file on one thread. A pipe
+//! is cut into blocks of whole rows by one thread instead; see [`stream_pipe`].
 
 use std::fs::File;
 use std::io::{Cursor, Read};
