@@ -154,8 +154,39 @@ impl Row {
 }
 
 /// Counts a byte in a slice. A row is short, and a call to memchr's vector count costs
-/// more than counting it eight bytes at a time in a u64; a long slice goes to memchr. (The
-/// compiler's own loop, built for plain x86-64, took a third of the reading.)
+/// more than counting it 16 bytes at a time in SSE2 (which every x86-64 has); a long slice
+/// goes to memchr. (The compiler's own loop, built for plain x86-64, took a third of the
+/// reading, and a u64 eight bytes at a time a sixth: plain x86-64 has no popcount.)
+#[cfg(target_arch = "x86_64")]
+fn count(bytes: &[u8], byte: u8) -> usize {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_cvtsi128_si64, _mm_loadu_si128, _mm_sad_epu8, _mm_set1_epi8,
+        _mm_setzero_si128, _mm_sub_epi8, _mm_unpackhi_epi64,
+    };
+    if bytes.len() >= 256 {
+        return memchr::memchr_iter(byte, bytes).count();
+    }
+    let mut chunks = bytes.chunks_exact(16);
+    // SAFETY: SSE2 is part of every x86-64 processor, and each load reads the 16 bytes of
+    // one chunk of the slice, which an unaligned load may.
+    let sum = unsafe {
+        let needle = _mm_set1_epi8(i8::from_ne_bytes([byte]));
+        let mut sums = _mm_setzero_si128();
+        for chunk in &mut chunks {
+            let sixteen = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            // A match is -1 in its byte: subtracting it counts it.
+            sums = _mm_sub_epi8(sums, _mm_cmpeq_epi8(sixteen, needle));
+        }
+        // Under 256 bytes, at most 15 chunks: no byte of `sums` passes 15, and their sum,
+        // in the two halves `sad` leaves, fits anywhere.
+        let halves = _mm_sad_epu8(sums, _mm_setzero_si128());
+        _mm_cvtsi128_si64(halves) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(halves, halves))
+    };
+    usize::try_from(sum).unwrap_or(0) + chunks.remainder().iter().filter(|&&b| b == byte).count()
+}
+
+/// Counts a byte in a slice, eight bytes at a time in a u64, on other processors.
+#[cfg(not(target_arch = "x86_64"))]
 fn count(bytes: &[u8], byte: u8) -> usize {
     if bytes.len() >= 256 {
         return memchr::memchr_iter(byte, bytes).count();
