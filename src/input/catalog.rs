@@ -1002,7 +1002,9 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             .has_headers(false)
             .flexible(true)
             .from_reader(input);
-        csv.seek(at).map_err(|e| csv_error(&header.name, e))?;
+        // Not `seek`: it does nothing when the place asked for is where its reader thinks
+        // it is, and before it looks, it has read a row from wherever `input` stood.
+        csv.seek_raw(SeekFrom::Start(at.byte()), at).map_err(|e| csv_error(&header.name, e))?;
         Ok(Reading {
             rows: RowReader::Csv(csv),
             record: ByteRecord::new(),

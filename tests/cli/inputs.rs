@@ -164,3 +164,47 @@ fn pieces_count_lines_as_the_csv_crate_does_with_crlf_and_blank_lines() {
         assert_eq!(out.replace("<stdin>", path), one, "--threads {threads}");
     }
 }
+
+#[test]
+fn a_reading_resumed_at_a_bad_piece_keeps_its_line_numbers() {
+    // The rows after a bad row are read again on one thread from the piece's start. The
+    // csv crate's `seek` does nothing when the place asked for is where its reader thinks
+    // it is, which it decides after reading a row from where the file stood: here the
+    // header's 64 KiB read left it at byte 65536, and a line break at 65550 makes that row
+    // 15 bytes, the header's length, the piece's start. The error must still be on line 4.
+    let mut csv = String::from("time,net,place\n");
+    csv.push_str(
+        "2025-01-01T00:00:00Z,a,x\n2025-01-01T00:01:00Z,a,x\n2025-01-01T00:02:00Z,a,z\rw\n",
+    );
+    let mut minute = 3;
+    let row = |minute: usize, place: &str| {
+        format!(
+            "2025-01-{:02}T{:02}:{:02}:00Z,a,{place}\n",
+            1 + minute / 1440,
+            minute / 60 % 24,
+            minute % 60
+        )
+    };
+    while csv.len() + 2 * 25 < 65_550 {
+        csv.push_str(&row(minute, "x"));
+        minute += 1;
+    }
+    // The row whose line break falls at byte 65550.
+    let place = "x".repeat(65_550 - csv.len() - 23);
+    csv.push_str(&row(minute, &place));
+    assert_eq!(csv.as_bytes()[65_550], b'\n');
+    while csv.len() < 200_000 {
+        minute += 1;
+        csv.push_str(&row(minute, "x"));
+    }
+    let file = crate::harness::temp_file("resumed.csv", &csv);
+    let path = file.to_str().unwrap();
+    for threads in ["1", "2"] {
+        let args = ["replay", path, "--algo", "gcra", "--rate", "5/h", "--threads", threads];
+        let err = run_with(&args, Stdin::Null).error();
+        assert_eq!(
+            err,
+            format!("ratelimit: {path}: line 4: expected 3 fields like the header, found 1")
+        );
+    }
+}
