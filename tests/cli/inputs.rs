@@ -208,3 +208,64 @@ fn a_reading_resumed_at_a_bad_piece_keeps_its_line_numbers() {
         );
     }
 }
+
+/// A file of random rows, as a fuzzer would make them: quoted commas, quoted line breaks,
+/// doubled quotes, quotes inside fields, text after a closing quote, with LF or CRLF line
+/// ends; and unless `clean`, now and then a lone CR (which makes a short row), a short
+/// row or a bad time.
+fn random_catalog(seed: u64, clean: bool) -> String {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % n as u64).unwrap()
+    };
+    let places = ["x", "\"a, b\"", "\"multi\nline\"", "\"q\"\"q\"", "p\"q", "\"a\"b", ""];
+    let bad = move |next: &mut dyn FnMut(usize) -> usize| !clean && next(6000) == 0;
+    let nets = ["a", "b", "\"c\"", ""];
+    let end = if next(2) == 0 { "\n" } else { "\r\n" };
+    let mut csv = format!("time,net,place{end}");
+    for i in 0..7_000 {
+        let time = if bad(&mut next) {
+            "bad".to_owned()
+        } else {
+            format!("2025-01-{:02}T{:02}:{:02}:00Z", 1 + i / 1440, i / 60 % 24, i % 60)
+        };
+        let net = nets[next(nets.len())];
+        if bad(&mut next) {
+            csv.push_str(&format!("{time},{net}{end}"));
+        } else if bad(&mut next) {
+            csv.push_str(&format!("{time},{net},z\rw{end}"));
+        } else {
+            csv.push_str(&format!("{time},{net},{}{end}", places[next(places.len())]));
+        }
+    }
+    csv
+}
+
+#[test]
+fn random_files_read_alike_from_a_file_and_a_pipe_on_any_number_of_threads() {
+    // A pipe on one thread is the reading the csv crate does row by row: the reference.
+    let mut codes = Vec::new();
+    for seed in 1..=6 {
+        let text = random_catalog(seed, seed % 3 == 0);
+        let file = crate::harness::temp_file("random.csv", &text);
+        let path = file.to_str().unwrap();
+        let skip: &[&str] = if seed % 2 == 0 { &["--skip-bad", "3"] } else { &[] };
+        let run = |input: &str, threads: &str| {
+            let args = ["replay", input, "--algo", "gcra", "--rate", "20/h", "--key", "net"];
+            let args = [&args[..], &["--format", "json", "--top", "0", "--threads", threads], skip];
+            let stdin = if input == "-" { Stdin::Pipe(&text) } else { Stdin::Null };
+            let out = run_with(&args.concat(), stdin);
+            (out.code, out.stdout.replace("<stdin>", path), out.stderr.replace("<stdin>", path))
+        };
+        let reference = run("-", "1");
+        for (input, threads) in [(path, "1"), (path, "2"), (path, "3"), ("-", "2"), ("-", "3")] {
+            assert_eq!(run(input, threads), reference, "seed {seed}, {input} on {threads}");
+        }
+        codes.push(reference.0);
+    }
+    // Both whole readings and errors were compared.
+    assert!(codes.contains(&0) && codes.contains(&2), "{codes:?}");
+}
