@@ -21,7 +21,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::args::FilterArgs;
 use crate::engine::redis::{Remote, Server};
-use crate::input::keys::KeyTable;
+use crate::input::keys::{KeyTable, wide};
 use crate::limiter::{Algorithm, AnyPerKey, Decision};
 use crate::render::outfile::Identity;
 use crate::units::rate::Rate;
@@ -208,7 +208,7 @@ impl Tally {
             "ratelimit: filter: {} {lines} in {}: {} passed, {dropped} dropped",
             self.lines,
             human_duration(micros / 1000 * 1000),
-            self.passed - queued as u64,
+            self.passed - wide(queued),
         );
         if delays {
             let longest = i64::try_from(self.longest).unwrap_or(i64::MAX);

@@ -10,6 +10,7 @@ use rand_xoshiro::rand_core::SeedableRng;
 use super::Engine;
 use super::recorder::{Recorder, Settings};
 use crate::input::catalog::{Key, slot};
+use crate::input::keys::wide;
 use crate::limiter::{AnyFleet, AnyPerKey, Share};
 use crate::report::{self, ServerCount};
 use crate::units::time::Timestamp;
@@ -124,7 +125,7 @@ impl Fleet {
                 },
                 server_rate: rate,
                 server_burst: s.algorithm.uses_burst().then_some(burst.get()),
-                by_server: Vec::new(),
+                by_server: vec![ServerCount::default(); slot(k)],
                 alone_passed: 0,
                 over_admission: None,
             });
@@ -136,7 +137,7 @@ impl Fleet {
             lanes,
             alone: alone.collect(),
             tally,
-            events: vec![0; k as usize],
+            events: vec![0; slot(k)],
             keys: 0,
         }
     }
@@ -152,7 +153,7 @@ impl Fleet {
             Router::Random(rng, uniform) => uniform.sample(rng),
             Router::Sticky => key % k,
         };
-        server as usize
+        slot(server)
     }
 }
 
@@ -162,7 +163,8 @@ impl Engine for Fleet {
         let index = if self.plan.keyed { slot(key) } else { 0 };
         if index >= self.keys {
             self.keys = index + 1;
-            let copies = self.keys as u64 * u64::from(self.plan.servers.get());
+            // Under 2^46: at most 2^32 keys on at most 10 000 servers.
+            let copies = wide(self.keys) * u64::from(self.plan.servers.get());
             if copies > MAX_COPIES {
                 bail!(
                     "--servers {} with --key: {} keys on {} servers are more than the {MAX_COPIES} copies a fleet keeps",
@@ -178,9 +180,6 @@ impl Engine for Fleet {
             |((lane, alone), tally)| {
                 tally.alone_passed += u64::from(alone.decide(index, time).passed);
                 let decision = lane.decide(server, index, time);
-                if tally.by_server.len() <= server {
-                    tally.by_server.resize(server + 1, ServerCount::default());
-                }
                 tally.by_server[server].passed += u64::from(decision.passed);
                 decision
             },
@@ -189,10 +188,8 @@ impl Engine for Fleet {
     }
 
     fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
-        let servers = self.plan.servers.get() as usize;
         let mut fleets = self.tally.clone();
         for fleet in &mut fleets {
-            fleet.by_server.resize(servers, ServerCount::default());
             for (count, &events) in fleet.by_server.iter_mut().zip(&self.events) {
                 count.events = events;
                 count.dropped = events - count.passed;

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use crate::input::catalog::{Key, KeyTable, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
-use crate::input::keys::{Groups, Ranking, for_each_key};
+use crate::input::keys::{Groups, Ranking, for_each_key, joined};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
@@ -485,7 +485,7 @@ impl Keyed {
         let (totals, parts) = std::thread::scope(|scope| {
             let totals = scope.spawn(|| Totals::of(self, settings));
             let parts = for_each_key(count, threads, fresh, each);
-            (totals.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), parts)
+            (joined(totals), parts)
         });
         let mut parts = parts.into_iter().map(|(spread, _)| spread);
         let mut spread = parts.next().unwrap_or_else(|| fresh().0);
@@ -568,10 +568,7 @@ fn for_each_listed<T: Send>(
                 })
             })
             .collect();
-        // A thread that panicked has hit a bug; its panic is passed on as it is.
-        let joined =
-            started.into_iter().map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        joined.flatten().collect()
+        started.into_iter().flat_map(joined).collect()
     });
     found.sort_unstable_by_key(|&(n, _)| n);
     found.into_iter().map(|(_, value)| value).collect()

@@ -112,6 +112,7 @@ impl Default for ReadOptions {
 }
 
 pub use super::keys::{Key, KeyTable, slot};
+use super::keys::{joined, wide};
 
 /// Without the command line there is no progress bar to show.
 #[cfg(not(feature = "cli"))]
@@ -286,9 +287,15 @@ fn stream_input<E: From<ReadError>>(
 ) -> Result<Option<ReadStats>, E> {
     let size = input.size();
     #[cfg(unix)]
+    let tabular = matches!(options.format, InputFormat::Csv | InputFormat::Tsv);
+    #[cfg(unix)]
+    let in_pieces = tabular
+        && matches!(input, Opened::File { .. })
+        && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE);
+    #[cfg(unix)]
     if let Opened::Once(_) = input
         && options.threads >= 2
-        && matches!(options.format, InputFormat::Csv | InputFormat::Tsv)
+        && tabular
     {
         let reader = input.reader(source)?;
         return match super::chunked::stream_pipe(reader, source, options, &mut take)? {
@@ -302,12 +309,13 @@ fn stream_input<E: From<ReadError>>(
     }
     let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
     #[cfg(unix)]
-    if size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE) {
+    if in_pieces {
         let header = pass.header();
         drop(pass);
         if let (Some(header), Opened::File { file, start }) = (header, &*input) {
             return super::chunked::stream(file, *start, &header, options, busy, take);
         }
+        // The csv crate always has a header for a CSV it has read: not reached.
         pass = Reading::new(input.reader(source)?, source, options, size)?;
     }
     stream(pass, busy, take)
@@ -406,7 +414,7 @@ fn stream<R: Read + Send, E: From<ReadError>>(
                 keys
             });
             let taken = take_batches(numbered, empty, &mut take);
-            (taken, numberer.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            (taken, joined(numberer))
         } else {
             let mut number = |batch: &mut Batch| match keyed {
                 true => number_batch(batch, &mut keys, &name),
@@ -418,9 +426,8 @@ fn stream<R: Read + Send, E: From<ReadError>>(
             let taken = take_numbered(batches, empty, &mut number, &mut take);
             (taken, keys)
         };
-        // The receiver is gone, so a reader still sending stops; a panic there is a bug,
-        // passed on.
-        let stats = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        // The receiver is gone, so a reader still sending stops.
+        let stats = joined(reader);
         Ok(if taken? { stats.map(|stats| ReadStats { keys, ..stats }) } else { None })
     })
 }
@@ -916,7 +923,7 @@ impl<'a, R: Read> Reading<'a, R> {
             if let Some(width) = self.width
                 && self.record.len() != width
             {
-                let (width, found) = (width as u64, self.record.len() as u64);
+                let (width, found) = (wide(width), wide(self.record.len()));
                 self.skip(unequal_lengths(&self.name, self.line(), width, found))?;
                 continue;
             }

@@ -27,6 +27,7 @@ use super::catalog::{
     keep_row, keys_error, time_text,
 };
 use super::format::InputFormat;
+use super::keys::{joined, wide};
 use super::scan::{Row, Unusual};
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
@@ -91,7 +92,7 @@ impl Piece {
             }
         }
         stats.rows += self.rows;
-        stats.events += self.batch.times.len() as u64;
+        stats.events += wide(self.batch.times.len());
         stats.no_magnitude += self.no_magnitude;
         Ok(Flow::More)
     }
@@ -229,9 +230,9 @@ pub(super) fn stream<E: From<ReadError>>(
                 }
             }
         }
-        // The numberer stops when it next sends; a panic there is a bug, passed on.
+        // The numberer stops when it next sends.
         drop(batches);
-        let stats = numberer.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let stats = joined(numberer);
         Ok(if stopped { None } else { stats })
     })
 }
@@ -332,29 +333,38 @@ fn parse(
                 }
             }
         };
-        let begin = from + skip as u64;
+        let begin = from + wide(skip);
         let (bytes, last) = (&buffer[skip..], to == size);
-        let piece = match fast_rows(bytes, begin, end, last, header, options) {
-            Ok(piece) => piece,
-            Err(Unusual) => rows(bytes, begin, end, last, header, options),
-        };
-        if let Some(piece) = piece {
+        if let Some(piece) = read_rows(Span { bytes, begin, end, last }, header, options) {
             return Ok(piece);
         }
         margin *= 4;
     }
 }
 
-/// Parses the rows of `bytes`, which start at `begin` in the file, up to the first that
-/// starts at or after `end`; `None` if `bytes` ends first (unless `last`, the file's end).
-fn rows(
-    bytes: &[u8],
+/// Bytes to parse rows from: they start at `begin` in the input, the rows wanted start
+/// before `end`, and `last` says whether the input ends with them.
+#[derive(Clone, Copy)]
+struct Span<'b> {
+    bytes: &'b [u8],
     begin: u64,
     end: u64,
     last: bool,
-    header: &Header,
-    options: &ReadOptions,
-) -> Option<Piece> {
+}
+
+/// Parses the rows of a span up to the first that starts at or after its end, with the
+/// fast reading, or the csv crate if it does not take a row; `None` if the bytes end
+/// first (unless they are the last).
+fn read_rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
+    match fast_rows(span, header, options) {
+        Ok(piece) => piece,
+        Err(Unusual) => rows(span, header, options),
+    }
+}
+
+/// Parses the rows of a span as [`read_rows`] does, with the csv crate.
+fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
+    let Span { bytes, begin, end, last } = span;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -368,7 +378,7 @@ fn rows(
         match reader.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) if last => {
-                piece.end = begin + bytes.len() as u64;
+                piece.end = begin + wide(bytes.len());
                 piece.lines = reader.position().line() - 1;
                 break;
             }
@@ -412,16 +422,10 @@ fn delimiter(options: &ReadOptions) -> u8 {
     if options.format == InputFormat::Tsv { b'\t' } else { b',' }
 }
 
-/// Parses the rows of `bytes` as [`rows`] does, with the fast reading of [`Row`]; a row it
-/// does not take is `Unusual`, and the piece is read with the csv crate instead.
-fn fast_rows(
-    bytes: &[u8],
-    begin: u64,
-    end: u64,
-    last: bool,
-    header: &Header,
-    options: &ReadOptions,
-) -> Result<Option<Piece>, Unusual> {
+/// Parses the rows of a span as [`read_rows`] does, with the fast reading of [`Row`]; a row
+/// it does not take is `Unusual`, and the piece is read with the csv crate instead.
+fn fast_rows(span: Span, header: &Header, options: &ReadOptions) -> Result<Option<Piece>, Unusual> {
+    let Span { bytes, begin, end, last } = span;
     let delimiter = delimiter(options);
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
@@ -433,8 +437,8 @@ fn fast_rows(
     let (mut at, mut line) = (0, 1);
     let carriage = memchr::memchr(b'\r', bytes).is_some();
     loop {
-        if begin + at as u64 >= end {
-            piece.end = begin + at as u64;
+        if begin + wide(at) >= end {
+            piece.end = begin + wide(at);
             piece.lines = line - 1;
             break;
         }
@@ -450,7 +454,7 @@ fn fast_rows(
             if !last {
                 return Ok(None);
             }
-            piece.end = begin + bytes.len() as u64;
+            piece.end = begin + wide(bytes.len());
             piece.lines = line - 1 + skipped;
             break;
         }
@@ -550,13 +554,11 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             let header = &header;
             scope.spawn(move || {
                 for block in blocks {
-                    let end = block.len() as u64;
-                    let piece = match fast_rows(&block, 0, end, true, header, options) {
-                        Ok(piece) => piece,
-                        Err(Unusual) => rows(&block, 0, end, true, header, options),
-                    };
+                    let end = wide(block.len());
                     // Whole rows are always there: the bytes end where a row ends.
-                    let piece = piece.unwrap_or_else(|| Piece { stopped: true, ..Piece::empty(0) });
+                    let span = Span { bytes: &block, begin: 0, end, last: true };
+                    let piece = read_rows(span, header, options)
+                        .unwrap_or_else(|| Piece { stopped: true, ..Piece::empty(0) });
                     if done.send((piece, block)).is_err() {
                         return;
                     }
@@ -573,7 +575,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 if carry.is_empty() {
                     return Ok(());
                 }
-                let cut = if eof { carry.len() } else { cut(&carry, delimiter, options) };
+                let cut = if eof { carry.len() } else { cut(&carry, delimiter) };
                 if cut == 0 {
                     // One row longer than the block: read on until it ends.
                     eof = fill(&mut input, &mut carry)?;
@@ -595,7 +597,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut bytes = header.body.byte();
         while let Ok((piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;
-            bytes += block.len() as u64;
+            bytes += wide(block.len());
             progress.tick(stats.rows, bytes);
             if piece.stopped {
                 // The block again, with the csv crate, from its first row and its line.
@@ -603,7 +605,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 at.set_line(line);
                 let carried =
                     ReadStats { keys: std::mem::take(&mut keys), ..std::mem::take(&mut stats) };
-                let size = Some(block.len() as u64);
+                let size = Some(wide(block.len()));
                 let mut pass =
                     Reading::resume(Cursor::new(&block[..]), size, &header, options, at, carried)?;
                 while let Some((time, key)) = pass.next_event()? {
@@ -613,7 +615,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 }
                 stats = pass.into_stats();
                 keys = std::mem::take(&mut stats.keys);
-                line += memchr::memchr_iter(b'\n', &block).count() as u64;
+                line += wide(memchr::memchr_iter(b'\n', &block).count());
                 continue;
             }
             if let Flow::Stop = piece.deliver(line, &header, &mut keys, &mut stats, &mut take)? {
@@ -622,10 +624,9 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             line += piece.lines;
         }
         drop(receivers);
-        match splitter.join() {
-            Ok(Ok(())) => Ok(Ok(Some(ReadStats { keys, ..stats }))),
-            Ok(Err(error)) => Err(ReadError::Io { name: name.clone(), error }.into()),
-            Err(panic) => std::panic::resume_unwind(panic),
+        match joined(splitter) {
+            Ok(()) => Ok(Ok(Some(ReadStats { keys, ..stats }))),
+            Err(error) => Err(ReadError::Io { name: name.clone(), error }.into()),
         }
     })
 }
@@ -648,7 +649,7 @@ fn fill(input: &mut dyn Read, carry: &mut Vec<u8>) -> std::io::Result<bool> {
 /// Returns where the last whole row in `bytes` ends, as the csv crate says (just past the
 /// byte that ends it), or 0 if none does. A row the fast reading does not take is read with
 /// the csv crate.
-fn cut(bytes: &[u8], delimiter: u8, options: &ReadOptions) -> usize {
+fn cut(bytes: &[u8], delimiter: u8) -> usize {
     let carriage = memchr::memchr(b'\r', bytes).is_some();
     let mut row = Row::default();
     let (mut at, mut whole) = (0, 0);
@@ -667,7 +668,7 @@ fn cut(bytes: &[u8], delimiter: u8, options: &ReadOptions) -> usize {
                 let mut reader = csv::ReaderBuilder::new()
                     .has_headers(false)
                     .flexible(true)
-                    .delimiter(super::chunked::delimiter(options))
+                    .delimiter(delimiter)
                     .from_reader(&bytes[at..]);
                 let mut record = ByteRecord::new();
                 let next = match reader.read_byte_record(&mut record) {

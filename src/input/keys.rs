@@ -12,6 +12,19 @@ use hashbrown::hash_table::Entry;
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
 pub type Key = u32;
 
+/// Waits for a thread of a scope and returns what it returned. A panic there is a bug in
+/// this program, not bad input: it is passed on as it is.
+pub fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Returns a length or count of things in memory as a u64, without a cast: a usize is at
+/// most 64 bits on every platform Rust supports, so the `MAX` is never reached.
+#[inline]
+pub fn wide(len: usize) -> u64 {
+    u64::try_from(len).unwrap_or(u64::MAX)
+}
+
 /// Returns a key's place in a per-key vector, or any 32-bit number's place in a vector. A
 /// `u32` always fits in a `usize` on the platforms this builds for (32 and 64 bits);
 /// `intern` refuses keys past `u32::MAX`.
@@ -281,10 +294,7 @@ pub fn for_each_key<S: Send>(
             .map(|t| scope.spawn(move || run(t * per..((t + 1) * per).min(count))))
             .collect();
         // A thread that panicked has hit a bug; its panic is passed on as it is.
-        started
-            .into_iter()
-            .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+        started.into_iter().map(joined).collect()
     })
 }
 

@@ -10,6 +10,8 @@
 
 use memchr::{memchr, memchr2};
 
+use super::keys::wide;
+
 /// A row the fast reading does not take: the csv crate reads it.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Unusual;
@@ -83,7 +85,7 @@ impl Row {
                 None => {}
                 Some(_) => return Err(Unusual),
             }
-            self.lines += count(&bytes[i + 1..close], b'\n') as u64;
+            self.lines += wide(count(&bytes[i + 1..close], b'\n'));
             self.quoted.push((i + 1, close));
             at = close + 1;
         }
@@ -202,6 +204,7 @@ fn count(bytes: &[u8], byte: u8) -> usize {
         // and only then: no carry crosses bytes.
         let x = u64::from_ne_bytes(eight) ^ spread;
         let zero = !(((x & LOW) + LOW) | x | LOW);
+        // Widening: at most 8.
         total += zero.count_ones() as usize;
     }
     total + words.remainder().iter().filter(|&&b| b == byte).count()

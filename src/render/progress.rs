@@ -54,6 +54,7 @@ impl Progress {
                 (ProgressBar::with_draw_target(None, target), "{spinner} {human_pos} rows read")
             }
         };
+        // Both templates are constants of this file; indicatif refuses only a malformed one.
         bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
         bar
     }

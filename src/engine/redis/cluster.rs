@@ -77,7 +77,7 @@ impl Cluster {
             auth,
             timeout,
             nodes: Vec::new(),
-            slots: vec![usize::MAX; 16_384],
+            slots: vec![usize::MAX; usize::from(SLOTS)],
         };
         for (first, last, addr) in ranges {
             let node = cluster.node(&addr)?;

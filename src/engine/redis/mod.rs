@@ -202,7 +202,9 @@ impl Remote {
     /// Decides one call now, at the server's time, on the keys under `base`, loading the
     /// script if Redis does not have it.
     pub fn check(&self, server: &mut Server, base: &str, member: &str) -> Result<Outcome> {
-        server.load(self.algorithm)?;
+        // Loaded only if Redis says it has not the script: one round trip a check, as a
+        // filter makes one a line.
+        server.uses(self.algorithm);
         let keys = self.keys(base);
         let slot = slot_of(keys[0].as_bytes());
         let command = self.command(&keys, None, 0, member);

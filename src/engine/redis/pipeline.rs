@@ -4,7 +4,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use anyhow::{Result, anyhow};
-use redis::Value;
 
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
@@ -91,14 +90,15 @@ impl RedisEngine {
                 commands.push((*hash_slot, command));
             }
         }
-        let replies = self.run(&commands)?;
+        // One pipeline, or one per master of a cluster.
+        let replies = self.redis.borrow_mut().run(&commands)?;
         let url = self.redis.borrow().url().to_owned();
         let mut replies = replies.iter();
         let mut decisions = Vec::with_capacity(self.remotes.len());
         for &(time, key) in events {
             decisions.clear();
             for remote in &self.remotes {
-                // `run` returns one reply per command, or an error: never fewer.
+                // `Server::run` returns one reply per command, or an error: never fewer.
                 let reply = replies.next().expect("a reply per call");
                 let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
                 decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
@@ -106,12 +106,6 @@ impl RedisEngine {
             recorder.record(time, key, decisions.iter().copied())?;
         }
         Ok(())
-    }
-
-    /// Sends commands in one pipeline (one per master of a cluster) and returns their
-    /// replies.
-    fn run(&mut self, commands: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
-        self.redis.borrow_mut().run(commands)
     }
 }
 

@@ -54,6 +54,14 @@ impl Server {
         }
     }
 
+    /// Notes that calls will run a limiter's script, so that it is loaded where a server
+    /// answers that it has not got it.
+    pub fn uses(&mut self, algorithm: Algorithm) {
+        if !self.loaded.contains(&algorithm) {
+            self.loaded.push(algorithm);
+        }
+    }
+
     /// Loads a limiter's script, on every master of a cluster.
     pub fn load(&mut self, algorithm: Algorithm) -> Result<()> {
         match &mut self.kind {
@@ -64,9 +72,7 @@ impl Server {
                 }
             }
         }
-        if !self.loaded.contains(&algorithm) {
-            self.loaded.push(algorithm);
-        }
+        self.uses(algorithm);
         Ok(())
     }
 
