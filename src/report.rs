@@ -67,12 +67,7 @@ pub struct ServerCount {
     pub dropped: u64,
 }
 
-/// What a limiter promises, and whether the replay kept it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Promise {
-    pub text: String,
-    pub held: bool,
-}
+pub use crate::limiter::promise::Promise;
 
 /// The busiest window of a replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

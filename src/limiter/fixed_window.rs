@@ -1,7 +1,10 @@
 //! Fixed window: at most N events in each period-long window aligned to the Unix epoch.
 
 use super::aligned::{AlignedWindows, Step};
-use super::{Decision, KeyedState, Limiter};
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -45,6 +48,33 @@ impl Limiter for FixedWindow {
         let pass = force || *count < self.limit;
         *count += u64::from(pass);
         Decision { passed: pass, wait: 0 }
+    }
+}
+
+impl Rule for FixedWindow {
+    const NAME: &'static str = "fixed-window";
+    const HELP: &'static str =
+        "At most N events in each period-long window aligned to the Unix epoch";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> FixedWindow {
+        FixedWindow::new(rate)
+    }
+
+    /// At most N per aligned window, and so at most 2N in any period.
+    fn promise(limit: &Limit) -> String {
+        let (n, p) = (limit.rate.count(), limit.rate.period());
+        format!("at most {n} per aligned {p} window, so at most {} in any {p}", 2 * n)
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": saw {} and {}", seen.aligned, seen.period)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        let n = limit.rate.count();
+        seen.aligned <= n && seen.period <= 2 * n
     }
 }
 

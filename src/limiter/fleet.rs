@@ -2,10 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::{
-    Algorithm, Decision, FixedWindow, Gcra, KeyedState, LeakyQueue, PerKey, SlidingCounter,
-    SlidingLog, TokenBucket,
-};
+use super::{Algorithm, Any, Decision, KeyedState, PerKey, Rule, Store};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
@@ -115,22 +112,35 @@ impl<L: KeyedState> Fleet<L> {
     }
 }
 
-/// Any one of the limiters on a fleet, chosen at run time without dynamic dispatch.
-#[derive(Clone, Debug)]
-pub enum AnyFleet {
-    /// [`FixedWindow`]s.
-    FixedWindow(Fleet<FixedWindow>),
-    /// [`SlidingLog`]s.
-    SlidingLog(Fleet<SlidingLog>),
-    /// [`SlidingCounter`]s.
-    SlidingCounter(Fleet<SlidingCounter>),
-    /// [`TokenBucket`]s.
-    TokenBucket(Fleet<TokenBucket>),
-    /// [`Gcra`]s.
-    Gcra(Fleet<Gcra>),
-    /// [`LeakyQueue`]s.
-    LeakyQueue(Fleet<LeakyQueue>),
+/// Limiters on a fleet of servers: a copy per server and key, synced or not.
+#[derive(Clone, Copy, Debug)]
+pub struct Replicas;
+
+impl Store for Replicas {
+    type Of<L: Rule> = Fleet<L>;
+    /// How many servers, and how often their copies are synced, if they are.
+    type Setup = (u32, Option<Span>);
+    /// The server, and the key.
+    type At = (usize, usize);
+
+    fn make<L: Rule>(limiter: L, &(servers, sync): &(u32, Option<Span>)) -> Fleet<L> {
+        Fleet::new(limiter, servers, sync)
+    }
+
+    #[inline]
+    fn take<L: Rule>(
+        of: &mut Fleet<L>,
+        (server, key): (usize, usize),
+        now: Timestamp,
+        force: bool,
+    ) -> Decision {
+        debug_assert!(!force, "a fleet decides, and charges only its shared state");
+        of.decide(server, key, now)
+    }
 }
+
+/// Any one of the limiters on a fleet, chosen at run time without dynamic dispatch.
+pub type AnyFleet = Any<Replicas>;
 
 impl AnyFleet {
     /// Returns `servers` servers of this kind, each running `rate` and `burst` (already
@@ -142,32 +152,17 @@ impl AnyFleet {
         servers: u32,
         share: Share,
     ) -> AnyFleet {
-        use super::AnyLimiter as One;
         let sync = match share {
             Share::Synced(every) => Some(every),
             Share::Local | Share::Split => None,
         };
-        match algorithm.build(rate, burst) {
-            One::FixedWindow(l) => AnyFleet::FixedWindow(Fleet::new(l, servers, sync)),
-            One::SlidingLog(l) => AnyFleet::SlidingLog(Fleet::new(l, servers, sync)),
-            One::SlidingCounter(l) => AnyFleet::SlidingCounter(Fleet::new(l, servers, sync)),
-            One::TokenBucket(l) => AnyFleet::TokenBucket(Fleet::new(l, servers, sync)),
-            One::Gcra(l) => AnyFleet::Gcra(Fleet::new(l, servers, sync)),
-            One::LeakyQueue(l) => AnyFleet::LeakyQueue(Fleet::new(l, servers, sync)),
-        }
+        algorithm.make::<Replicas>(rate, burst, &(servers, sync))
     }
 
     /// Decides on an event as [`Fleet::decide`] does.
     #[inline]
     pub fn decide(&mut self, server: usize, key: usize, now: Timestamp) -> Decision {
-        match self {
-            AnyFleet::FixedWindow(f) => f.decide(server, key, now),
-            AnyFleet::SlidingLog(f) => f.decide(server, key, now),
-            AnyFleet::SlidingCounter(f) => f.decide(server, key, now),
-            AnyFleet::TokenBucket(f) => f.decide(server, key, now),
-            AnyFleet::Gcra(f) => f.decide(server, key, now),
-            AnyFleet::LeakyQueue(f) => f.decide(server, key, now),
-        }
+        self.take_at((server, key), now, false)
     }
 }
 

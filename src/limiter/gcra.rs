@@ -2,7 +2,8 @@
 
 use std::num::NonZeroU64;
 
-use super::{Decision, KeyedState, Limiter};
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -44,6 +45,31 @@ impl Limiter for Gcra {
             self.tat = self.tat.max(t) + self.interval;
         }
         Decision { passed: pass, wait: 0 }
+    }
+}
+
+impl Rule for Gcra {
+    const NAME: &'static str = "gcra";
+    const HELP: &'static str = "The token bucket's decisions from one number, tat";
+    const USES_BURST: bool = true;
+    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
+
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> Gcra {
+        Gcra::new(rate, burst)
+    }
+
+    /// At most b + r·T in any interval of length T, which holds if and only if the passed
+    /// events fit a bucket of b at rate r.
+    fn promise(limit: &Limit) -> String {
+        super::token_bucket::bucket_promise(limit)
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": the passed events fit a bucket of {}", seen.bucket)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.bucket <= limit.burst
     }
 }
 

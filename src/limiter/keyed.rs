@@ -2,10 +2,7 @@
 
 use std::mem;
 
-use super::{
-    Algorithm, Decision, FixedWindow, Gcra, KeyedState, LeakyQueue, SlidingCounter, SlidingLog,
-    TokenBucket,
-};
+use super::{Algorithm, Any, Decision, KeyedState, Rule, Store};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -68,48 +65,38 @@ impl<L: KeyedState> PerKey<L> {
     }
 }
 
-/// Any one of the limiters, for many keys, chosen at run time without dynamic dispatch.
-#[derive(Clone, Debug)]
-pub enum AnyPerKey {
-    /// [`FixedWindow`]s.
-    FixedWindow(PerKey<FixedWindow>),
-    /// [`SlidingLog`]s.
-    SlidingLog(PerKey<SlidingLog>),
-    /// [`SlidingCounter`]s.
-    SlidingCounter(PerKey<SlidingCounter>),
-    /// [`TokenBucket`]s.
-    TokenBucket(PerKey<TokenBucket>),
-    /// [`Gcra`]s.
-    Gcra(PerKey<Gcra>),
-    /// [`LeakyQueue`]s.
-    LeakyQueue(PerKey<LeakyQueue>),
+/// Limiters per key: each key's state kept apart, the rule kept once.
+#[derive(Clone, Copy, Debug)]
+pub struct Keys;
+
+impl Store for Keys {
+    type Of<L: Rule> = PerKey<L>;
+    type Setup = ();
+    type At = usize;
+
+    fn make<L: Rule>(limiter: L, _: &()) -> PerKey<L> {
+        PerKey::new(limiter)
+    }
+
+    #[inline]
+    fn take<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp, force: bool) -> Decision {
+        of.take(key, now, force)
+    }
 }
+
+/// Any one of the limiters, for many keys, chosen at run time without dynamic dispatch.
+pub type AnyPerKey = Any<Keys>;
 
 impl AnyPerKey {
     /// Returns limiters of this kind for every key. Algorithms without a burst ignore it.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: std::num::NonZeroU64) -> AnyPerKey {
-        use super::AnyLimiter as One;
-        match algorithm.build(rate, burst) {
-            One::FixedWindow(l) => AnyPerKey::FixedWindow(PerKey::new(l)),
-            One::SlidingLog(l) => AnyPerKey::SlidingLog(PerKey::new(l)),
-            One::SlidingCounter(l) => AnyPerKey::SlidingCounter(PerKey::new(l)),
-            One::TokenBucket(l) => AnyPerKey::TokenBucket(PerKey::new(l)),
-            One::Gcra(l) => AnyPerKey::Gcra(PerKey::new(l)),
-            One::LeakyQueue(l) => AnyPerKey::LeakyQueue(PerKey::new(l)),
-        }
+        algorithm.make::<Keys>(rate, burst, &())
     }
 
     /// Decides on an event of key `key` at `now`, as [`PerKey::decide`] does.
     #[inline]
     pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
-        match self {
-            AnyPerKey::FixedWindow(l) => l.decide(key, now),
-            AnyPerKey::SlidingLog(l) => l.decide(key, now),
-            AnyPerKey::SlidingCounter(l) => l.decide(key, now),
-            AnyPerKey::TokenBucket(l) => l.decide(key, now),
-            AnyPerKey::Gcra(l) => l.decide(key, now),
-            AnyPerKey::LeakyQueue(l) => l.decide(key, now),
-        }
+        self.take_at(key, now, false)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use std::num::NonZeroU64;
 
-use super::{Decision, KeyedState, Limiter};
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
-use crate::units::time::Timestamp;
+use crate::units::time::{Timestamp, human_duration};
 
 /// A queue drained at one event per interval I = P/N, as nginx's `limit_req` with `burst`
 /// and without `nodelay`. An admitted event leaves at `d = max(t, previous departure + I)`;
@@ -136,6 +137,33 @@ impl Limiter for LeakyQueue {
         }
         self.last_departure = departure;
         Decision { passed: true, wait }
+    }
+}
+
+impl Rule for LeakyQueue {
+    const NAME: &'static str = "leaky-queue";
+    const HELP: &'static str =
+        "A queue drained at N per P that drops what would wait over (b − 1)·P/N";
+    const USES_BURST: bool = true;
+    const WATCH: Watch = Watch { aligned: false, period: false, bucket: false };
+
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> LeakyQueue {
+        LeakyQueue::new(rate, burst)
+    }
+
+    /// No admitted event waits longer than (b − 1)·I.
+    fn promise(limit: &Limit) -> String {
+        let longest = limit.longest_wait() / limit.rate.n();
+        format!("no wait over (b - 1)·I = {}", human_duration(longest))
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        let waits = seen.waits.expect("a leaky queue reports its waits");
+        format!(": the longest was {}", human_duration(waits.longest_micros()))
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.waits.is_none_or(|w| w.longest <= limit.longest_wait())
     }
 }
 

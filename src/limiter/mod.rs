@@ -9,8 +9,8 @@ mod fleet;
 mod gcra;
 mod keyed;
 mod leaky_queue;
-#[cfg(feature = "cli")]
-pub(crate) mod promise;
+pub mod promise;
+mod registry;
 mod sliding_counter;
 mod sliding_log;
 mod token_bucket;
@@ -20,16 +20,18 @@ mod tests;
 
 pub use aligned::{AlignedWindows, Step};
 pub use fixed_window::FixedWindow;
-pub use fleet::{AnyFleet, Fleet, Share};
+pub use fleet::{AnyFleet, Fleet, Replicas, Share};
 pub use gcra::Gcra;
-pub use keyed::{AnyPerKey, PerKey};
+pub use keyed::{AnyPerKey, Keys, PerKey};
 pub use leaky_queue::{LeakyQueue, Waits};
+pub use registry::{Algorithm, Alone, Any, AnyLimiter, Store};
 pub use sliding_counter::SlidingCounter;
 pub use sliding_log::SlidingLog;
 pub use token_bucket::TokenBucket;
 
 use std::num::NonZeroU64;
 
+use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -83,93 +85,29 @@ pub struct Decision {
     pub wait: i128,
 }
 
-/// The limiting algorithms, by the names the command line and the JSON output use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// At most N events in each period-long window aligned to the Unix epoch.
-    FixedWindow,
-    /// At most N passed events in (t − P, t], remembering each one.
-    SlidingLog,
-    /// prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows.
-    SlidingCounter,
-    /// A bucket of b tokens that starts full and refills at N per P.
-    TokenBucket,
-    /// The token bucket's decisions from one number, tat.
-    Gcra,
-    /// A queue drained at N per P that drops what would wait over (b − 1)·P/N.
-    LeakyQueue,
-}
+/// A limiter's rule: its name, how it is made from a rate and a burst, and what it
+/// promises. Implementing it, and one line in the registry, makes a limiter run everywhere
+/// limiters run.
+pub trait Rule: KeyedState {
+    /// The name on the command line and in reports.
+    const NAME: &'static str;
+    /// One line that says what it does, for `--help`.
+    const HELP: &'static str;
+    /// Whether it has a burst, b.
+    const USES_BURST: bool;
+    /// Which measures of the passed events its promise needs.
+    const WATCH: Watch;
 
-impl Algorithm {
-    /// Every algorithm, in the order reports list them.
-    pub const ALL: [Algorithm; 6] = [
-        Algorithm::FixedWindow,
-        Algorithm::SlidingLog,
-        Algorithm::SlidingCounter,
-        Algorithm::TokenBucket,
-        Algorithm::Gcra,
-        Algorithm::LeakyQueue,
-    ];
+    /// Returns the limiter for N per P and burst b, as it starts; without a burst, `burst`
+    /// is ignored.
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> Self;
 
-    /// Returns the name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::FixedWindow => "fixed-window",
-            Algorithm::SlidingLog => "sliding-log",
-            Algorithm::SlidingCounter => "sliding-counter",
-            Algorithm::TokenBucket => "token-bucket",
-            Algorithm::Gcra => "gcra",
-            Algorithm::LeakyQueue => "leaky-queue",
-        }
-    }
+    /// Says what it promises.
+    fn promise(limit: &Limit) -> String;
 
-    /// Returns true if the algorithm has a burst, b.
-    pub fn uses_burst(self) -> bool {
-        matches!(self, Algorithm::TokenBucket | Algorithm::Gcra | Algorithm::LeakyQueue)
-    }
+    /// Says what was measured, as the statement of the promise goes on.
+    fn measured(limit: &Limit, seen: &Seen) -> String;
 
-    /// Returns a new limiter of this kind. Algorithms without a burst ignore `burst`.
-    pub fn build(self, rate: Rate, burst: NonZeroU64) -> AnyLimiter {
-        match self {
-            Algorithm::FixedWindow => AnyLimiter::FixedWindow(FixedWindow::new(rate)),
-            Algorithm::SlidingLog => AnyLimiter::SlidingLog(SlidingLog::new(rate)),
-            Algorithm::SlidingCounter => AnyLimiter::SlidingCounter(SlidingCounter::new(rate)),
-            Algorithm::TokenBucket => AnyLimiter::TokenBucket(TokenBucket::new(rate, burst)),
-            Algorithm::Gcra => AnyLimiter::Gcra(Gcra::new(rate, burst)),
-            Algorithm::LeakyQueue => AnyLimiter::LeakyQueue(LeakyQueue::new(rate, burst)),
-        }
-    }
-}
-
-/// Any one of the limiters, chosen at run time without dynamic dispatch.
-#[derive(Clone, Debug)]
-pub enum AnyLimiter {
-    /// A [`FixedWindow`].
-    FixedWindow(FixedWindow),
-    /// A [`SlidingLog`].
-    SlidingLog(SlidingLog),
-    /// A [`SlidingCounter`].
-    SlidingCounter(SlidingCounter),
-    /// A [`TokenBucket`].
-    TokenBucket(TokenBucket),
-    /// A [`Gcra`].
-    Gcra(Gcra),
-    /// A [`LeakyQueue`].
-    LeakyQueue(LeakyQueue),
-}
-
-impl Limiter for AnyLimiter {
-    #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
-        match self {
-            AnyLimiter::FixedWindow(l) => l.take(now, force),
-            AnyLimiter::SlidingLog(l) => l.take(now, force),
-            AnyLimiter::SlidingCounter(l) => l.take(now, force),
-            AnyLimiter::TokenBucket(l) => l.take(now, force),
-            AnyLimiter::Gcra(l) => l.take(now, force),
-            AnyLimiter::LeakyQueue(l) => l.take(now, force),
-        }
-    }
+    /// Returns whether what was measured kept the promise.
+    fn held(limit: &Limit, seen: &Seen) -> bool;
 }

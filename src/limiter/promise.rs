@@ -1,26 +1,70 @@
-//! What each limiter promises, and a check, on the events it passed, that it kept it.
+//! Checking a promise: what a limiter's passed events showed, measured as they come.
+//!
+//! What each limiter promises, and how the measures judge it, sits beside the limiter, in
+//! its [`Rule`](super::Rule); this module only measures.
 
-use crate::limiter::{Algorithm, AlignedWindows, Step, Waits};
-use crate::report;
+use serde::Serialize;
+
+use super::{Algorithm, AlignedWindows, Step, Waits};
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
-use crate::units::time::{Timestamp, human_duration};
+use crate::units::time::Timestamp;
+
+/// What a limiter promises, and whether the replay kept it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Promise {
+    /// The promise, and what was measured.
+    pub text: String,
+    /// Whether the passed events kept it.
+    pub held: bool,
+}
+
+/// A limit as a promise speaks of it: N per P, and the burst (ignored without one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// N per P.
+    pub rate: Rate,
+    /// b.
+    pub burst: u64,
+}
+
+impl Limit {
+    /// The longest wait a leaky queue allows, (b − 1)·I, in units of 1/N µs.
+    pub fn longest_wait(&self) -> i128 {
+        i128::from(self.burst - 1) * self.rate.p()
+    }
+}
+
+/// Which measures a promise needs of the passed events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watch {
+    /// The most in one epoch-aligned window of one period.
+    pub aligned: bool,
+    /// The most in any one period.
+    pub period: bool,
+    /// The smallest bucket at the rate that the passed events fit.
+    pub bucket: bool,
+}
+
+/// What was measured on the passed events; a measure not watched is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The most in one epoch-aligned window.
+    pub aligned: u64,
+    /// The most in any one period.
+    pub period: u64,
+    /// The smallest bucket the passed events fit.
+    pub bucket: u64,
+    /// A leaky queue's waits.
+    pub waits: Option<Waits>,
+}
 
 /// Watches the events one limiter passed and measures what its promise bounds.
-///
-/// - fixed-window: at most N per aligned window, and so at most 2N in any period;
-/// - sliding-log: at most N in any period;
-/// - sliding-counter: an approximation; at most N per aligned window, and the worst period
-///   is reported;
-/// - token-bucket and gcra: at most b + r·T in any interval of length T, which holds if and
-///   only if the passed events fit a bucket of b at rate r;
-/// - leaky-queue: no admitted event waits longer than (b − 1)·I.
 #[derive(Clone, Debug)]
 pub struct PromiseCheck {
     algorithm: Algorithm,
-    rate: Rate,
-    burst: u64,
+    limit: Limit,
     aligned: Option<AlignedMax>,
     period: Option<BusiestWindow>,
     bucket: Option<MinBucketFinder>,
@@ -37,20 +81,17 @@ struct AlignedMax {
 impl PromiseCheck {
     /// Returns a check for a limiter with this algorithm, rate and burst.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: u64) -> PromiseCheck {
-        use Algorithm::*;
-        let period = rate.period();
+        let watch = algorithm.watch();
         PromiseCheck {
             algorithm,
-            rate,
-            burst,
-            aligned: matches!(algorithm, FixedWindow | SlidingCounter).then(|| AlignedMax {
+            limit: Limit { rate, burst },
+            aligned: watch.aligned.then(|| AlignedMax {
                 windows: AlignedWindows::new(),
                 count: 0,
                 max: 0,
             }),
-            period: matches!(algorithm, FixedWindow | SlidingLog | SlidingCounter)
-                .then(|| BusiestWindow::new(period)),
-            bucket: matches!(algorithm, TokenBucket | Gcra).then(|| MinBucketFinder::new(rate)),
+            period: watch.period.then(|| BusiestWindow::new(rate.period())),
+            bucket: watch.bucket.then(|| MinBucketFinder::new(rate)),
         }
     }
 
@@ -58,9 +99,8 @@ impl PromiseCheck {
     #[inline]
     pub fn passed(&mut self, time: Timestamp) {
         if let Some(aligned) = &mut self.aligned {
-            if aligned.windows.advance(time.as_micros(), self.rate.period().as_micros())
-                != Step::Same
-            {
+            let period = self.limit.rate.period().as_micros();
+            if aligned.windows.advance(time.as_micros(), period) != Step::Same {
                 aligned.count = 0;
             }
             aligned.count += 1;
@@ -84,79 +124,37 @@ impl PromiseCheck {
             period.clear();
         }
         if let Some(bucket) = &mut self.bucket {
-            *bucket = MinBucketFinder::new(self.rate);
+            *bucket = MinBucketFinder::new(self.limit.rate);
         }
     }
 
     /// Says what the limiter promises, without what was measured.
     pub fn statement(&self) -> String {
-        let (n, p, b) = (self.rate.count(), self.rate.period(), self.burst);
-        match self.algorithm {
-            Algorithm::FixedWindow => {
-                format!("at most {n} per aligned {p} window, so at most {} in any {p}", 2 * n)
-            }
-            Algorithm::SlidingLog => format!("at most {n} in any {p}"),
-            Algorithm::SlidingCounter => {
-                format!("about {n} per {p}, approximate: at most {n} per aligned window")
-            }
-            Algorithm::TokenBucket | Algorithm::Gcra => {
-                format!("at most b + r·T = {b} + T·{} in any interval T", self.rate)
-            }
-            Algorithm::LeakyQueue => {
-                format!("no wait over (b - 1)·I = {}", human_duration(self.longest_wait_micros()))
-            }
+        self.algorithm.promise(&self.limit)
+    }
+
+    /// What was measured, with a leaky queue's `waits`.
+    fn seen(&self, waits: Option<Waits>) -> Seen {
+        Seen {
+            aligned: self.aligned.as_ref().map_or(0, |a| a.max),
+            period: self.period.as_ref().map_or(0, |w| w.busiest().count),
+            bucket: self.bucket.as_ref().map_or(0, |b| b.result().min_bucket),
+            waits,
         }
-    }
-
-    /// The longest wait a leaky queue allows, (b − 1)·I, in units of 1/N µs.
-    fn longest_wait(&self) -> i128 {
-        i128::from(self.burst - 1) * self.rate.p()
-    }
-
-    fn longest_wait_micros(&self) -> i128 {
-        self.longest_wait() / self.rate.n()
-    }
-
-    /// What was measured: the most in one aligned window, the most in one period, and the
-    /// smallest bucket the passed events fit.
-    fn measured(&self) -> (u64, u64, u64) {
-        let aligned = self.aligned.as_ref().map_or(0, |a| a.max);
-        let worst = self.period.as_ref().map_or(0, |w| w.busiest().count);
-        let fit = self.bucket.as_ref().map_or(0, |b| b.result().min_bucket);
-        (aligned, worst, fit)
     }
 
     /// Returns whether the limiter kept its promise; `waits` are a leaky queue's.
     pub fn held(&self, waits: Option<Waits>) -> bool {
-        let n = self.rate.count();
-        let (aligned, worst, fit) = self.measured();
-        match self.algorithm {
-            Algorithm::FixedWindow => aligned <= n && worst <= 2 * n,
-            Algorithm::SlidingLog => worst <= n,
-            Algorithm::SlidingCounter => aligned <= n,
-            Algorithm::TokenBucket | Algorithm::Gcra => fit <= self.burst,
-            Algorithm::LeakyQueue => waits.is_none_or(|w| w.longest <= self.longest_wait()),
-        }
+        self.algorithm.held(&self.limit, &self.seen(waits))
     }
 
     /// Says what the limiter promises, what was measured, and whether it held; `waits` are
     /// a leaky queue's.
-    pub fn result(&self, waits: Option<Waits>) -> report::Promise {
-        let p = self.rate.period();
-        let (aligned, worst, fit) = self.measured();
-        let measured = match self.algorithm {
-            Algorithm::FixedWindow => format!(": saw {aligned} and {worst}"),
-            Algorithm::SlidingLog => format!(": saw {worst}"),
-            Algorithm::SlidingCounter => format!(" (saw {aligned}); the worst {p} saw {worst}"),
-            Algorithm::TokenBucket | Algorithm::Gcra => {
-                format!(": the passed events fit a bucket of {fit}")
-            }
-            Algorithm::LeakyQueue => {
-                let waits = waits.expect("a leaky queue reports its waits");
-                format!(": the longest was {}", human_duration(waits.longest_micros()))
-            }
-        };
-        report::Promise { text: format!("{}{measured}", self.statement()), held: self.held(waits) }
+    pub fn result(&self, waits: Option<Waits>) -> Promise {
+        let seen = self.seen(waits);
+        let measured = self.algorithm.measured(&self.limit, &seen);
+        let held = self.algorithm.held(&self.limit, &seen);
+        Promise { text: format!("{}{measured}", self.statement()), held }
     }
 }
 
@@ -170,7 +168,7 @@ mod tests {
     }
 
     /// Checks a promise over `passed`, as if the limiter had passed exactly those.
-    fn check(algorithm: Algorithm, burst: u64, passed: &[Timestamp]) -> report::Promise {
+    fn check(algorithm: Algorithm, burst: u64, passed: &[Timestamp]) -> Promise {
         let mut check = PromiseCheck::new(algorithm, "2/h".parse().unwrap(), burst);
         passed.iter().for_each(|&t| check.passed(t));
         check.result(None)
@@ -180,10 +178,7 @@ mod tests {
     fn a_sliding_log_that_passed_three_in_an_hour_broke_it() {
         assert!(check(Algorithm::SlidingLog, 0, &at(&[0, 30, 60, 90])).held);
         let broken = check(Algorithm::SlidingLog, 0, &at(&[0, 30, 59]));
-        assert_eq!(
-            broken,
-            report::Promise { text: "at most 2 in any 1h: saw 3".into(), held: false }
-        );
+        assert_eq!(broken, Promise { text: "at most 2 in any 1h: saw 3".into(), held: false });
     }
 
     #[test]

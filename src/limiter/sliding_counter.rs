@@ -1,7 +1,10 @@
 //! Sliding-window counter: the previous window's count, weighted by its overlap.
 
 use super::aligned::{AlignedWindows, Step};
-use super::{Decision, KeyedState, Limiter};
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -56,6 +59,32 @@ impl Limiter for SlidingCounter {
         let pass = force || estimate < self.limit * p;
         *cur += u64::from(pass);
         Decision { passed: pass, wait: 0 }
+    }
+}
+
+impl Rule for SlidingCounter {
+    const NAME: &'static str = "sliding-counter";
+    const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingCounter {
+        SlidingCounter::new(rate)
+    }
+
+    /// An approximation: at most N per aligned window; the worst period is reported.
+    fn promise(limit: &Limit) -> String {
+        let (n, p) = (limit.rate.count(), limit.rate.period());
+        format!("about {n} per {p}, approximate: at most {n} per aligned window")
+    }
+
+    fn measured(limit: &Limit, seen: &Seen) -> String {
+        let p = limit.rate.period();
+        format!(" (saw {}); the worst {p} saw {}", seen.aligned, seen.period)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.aligned <= limit.rate.count()
     }
 }
 

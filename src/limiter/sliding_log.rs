@@ -2,7 +2,10 @@
 
 use std::collections::VecDeque;
 
-use super::{Decision, KeyedState, Limiter};
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -79,6 +82,30 @@ impl Limiter for SlidingLog {
             self.log.push_back(now);
         }
         Decision { passed: pass, wait: 0 }
+    }
+}
+
+impl Rule for SlidingLog {
+    const NAME: &'static str = "sliding-log";
+    const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingLog {
+        SlidingLog::new(rate)
+    }
+
+    /// At most N in any period.
+    fn promise(limit: &Limit) -> String {
+        format!("at most {} in any {}", limit.rate.count(), limit.rate.period())
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": saw {}", seen.period)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.period <= limit.rate.count()
     }
 }
 

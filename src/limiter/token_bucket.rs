@@ -2,7 +2,8 @@
 
 use std::num::NonZeroU64;
 
-use super::{Decision, KeyedState, Limiter};
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -50,6 +51,36 @@ impl Limiter for TokenBucket {
         }
         Decision { passed: pass, wait: 0 }
     }
+}
+
+impl Rule for TokenBucket {
+    const NAME: &'static str = "token-bucket";
+    const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
+    const USES_BURST: bool = true;
+    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
+
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> TokenBucket {
+        TokenBucket::new(rate, burst)
+    }
+
+    /// At most b + r·T in any interval of length T, which holds if and only if the passed
+    /// events fit a bucket of b at rate r.
+    fn promise(limit: &Limit) -> String {
+        bucket_promise(limit)
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": the passed events fit a bucket of {}", seen.bucket)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.bucket <= limit.burst
+    }
+}
+
+/// The promise of a token bucket, and of the limiters that decide as one does.
+pub(super) fn bucket_promise(limit: &Limit) -> String {
+    format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
 }
 
 impl KeyedState for TokenBucket {
