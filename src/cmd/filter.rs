@@ -174,7 +174,7 @@ impl Decider {
                         "more than {MAX_FILTER_KEYS} distinct keys: filter keeps a limiter for each"
                     )
                 };
-                Ok(limiter.decide(crate::input::catalog::slot(number), now))
+                Ok(limiter.decide(crate::input::catalog::slot(number), now, 1))
             }
             Decider::Redis { server, remote, prefix, calls } => {
                 let key =

@@ -10,7 +10,7 @@ use super::{key_names, notes, write_result};
 use crate::cli::args::MinBucketArgs;
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Key, KeyTable, Sink, slot};
+use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
 use crate::render::curve_svg;
 use crate::render::formats;
@@ -101,7 +101,7 @@ struct KeyedFinders {
 impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
+    fn event(&mut self, Event { time, key, .. }: Event) -> Result<()> {
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
             self.add_keys(slot(key) + 1)?;
         }

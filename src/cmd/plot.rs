@@ -9,7 +9,7 @@ use crate::cli::args::PlotArgs;
 use crate::cli::config::Input;
 use crate::engine::Backend;
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog;
+use crate::input::catalog::{self, Event};
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
@@ -18,7 +18,8 @@ pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
     notes(&input, &stats);
     let (start, end) = axis(&input, &times);
-    let recorder = Backend::Memory.decide(&settings, false, times.iter().map(|&t| (t, 0)))?;
+    let recorder =
+        Backend::Memory.decide(&settings, false, times.iter().map(|&t| Event::new(t, 0)))?;
     let lanes = recorder.lanes();
     let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; lanes];
     for (&time, decisions) in times.iter().zip(recorder.trace().chunks(lanes)) {

@@ -9,11 +9,10 @@ use rand_xoshiro::rand_core::SeedableRng;
 
 use super::Engine;
 use super::recorder::{Recorder, Settings};
-use crate::input::catalog::{Key, slot};
+use crate::input::catalog::{Event, Key, slot};
 use crate::input::keys::wide;
 use crate::limiter::{AnyFleet, AnyPerKey, Share};
 use crate::report::{self, ServerCount};
-use crate::units::time::Timestamp;
 
 /// The most servers a fleet may have.
 pub const MAX_SERVERS: u32 = 10_000;
@@ -158,7 +157,8 @@ impl Fleet {
 }
 
 impl Engine for Fleet {
-    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
+    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
+        let Event { time, key, cost } = event;
         let server = self.server(key);
         let index = if self.plan.keyed { slot(key) } else { 0 };
         if index >= self.keys {
@@ -178,13 +178,13 @@ impl Engine for Fleet {
         let Fleet { lanes, alone, tally, .. } = self;
         let decisions = lanes.iter_mut().zip(alone.iter_mut()).zip(tally.iter_mut()).map(
             |((lane, alone), tally)| {
-                tally.alone_passed += u64::from(alone.decide(index, time).passed);
-                let decision = lane.decide(server, index, time);
+                tally.alone_passed += u64::from(alone.decide(index, time, cost).passed);
+                let decision = lane.decide(server, index, time, cost);
                 tally.by_server[server].passed += u64::from(decision.passed);
                 decision
             },
         );
-        recorder.record(time, key, decisions)
+        recorder.record(event, decisions)
     }
 
     fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {

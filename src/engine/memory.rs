@@ -4,9 +4,8 @@ use anyhow::Result;
 
 use super::Engine;
 use super::recorder::{Recorder, Settings};
-use crate::input::catalog::{Key, slot};
+use crate::input::catalog::{Event, slot};
 use crate::limiter::AnyPerKey;
-use crate::units::time::Timestamp;
 
 /// Decides every event at once, with limiters held in memory: one rule per setting, and
 /// each key's state for each, made as keys appear.
@@ -25,9 +24,10 @@ impl Memory {
 
 impl Engine for Memory {
     #[inline]
-    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
+    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
+        let Event { time, key, cost } = event;
         let index = slot(key);
-        recorder.record(time, key, self.lanes.iter_mut().map(|l| l.decide(index, time)))
+        recorder.record(event, self.lanes.iter_mut().map(|l| l.decide(index, time, cost)))
     }
 
     fn flush(&mut self, _recorder: &mut Recorder) -> Result<()> {

@@ -20,14 +20,13 @@ use self::fleet::{Fleet, FleetPlan};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use self::redis::{RedisEngine, RedisTarget, Remote, Server};
-use crate::input::catalog::{self, Key, ReadOptions, ReadStats, Sink, Source};
-use crate::units::time::Timestamp;
+use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 
 /// Who decides: an engine runs the limiters of a replay, for every key.
 pub trait Engine {
-    /// Takes the next event, in time order, with its key, and hands every limiter's
-    /// decision on it to `recorder`: now, or later but in event order.
-    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()>;
+    /// Takes the next event, in time order, and hands every limiter's decision on it to
+    /// `recorder`: now, or later but in event order.
+    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()>;
 
     /// Decides every event still held, handing the decisions to `recorder`.
     fn flush(&mut self, recorder: &mut Recorder) -> Result<()>;
@@ -109,7 +108,7 @@ impl Backend {
         &self,
         settings: &[Settings],
         keyed: bool,
-        events: impl IntoIterator<Item = (Timestamp, Key)>,
+        events: impl IntoIterator<Item = Event>,
     ) -> Result<Recorder> {
         self.run(settings, Decide { settings, keyed, events })
     }
@@ -151,7 +150,7 @@ struct Decide<'a, I> {
     events: I,
 }
 
-impl<I: IntoIterator<Item = (Timestamp, Key)>> UseEngine for Decide<'_, I> {
+impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
     type Out = Recorder;
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Recorder> {
@@ -166,12 +165,9 @@ fn finish<E: Engine>(read: Result<(Run<E>, ReadStats)>) -> Result<(Recorder, Rea
     Ok((run.finish()?, stats))
 }
 
-fn feed<E: Engine>(
-    mut run: Run<E>,
-    events: impl IntoIterator<Item = (Timestamp, Key)>,
-) -> Result<Recorder> {
-    for (time, key) in events {
-        run.event(time, key)?;
+fn feed<E: Engine>(mut run: Run<E>, events: impl IntoIterator<Item = Event>) -> Result<Recorder> {
+    for event in events {
+        run.event(event)?;
     }
     run.finish()
 }
@@ -200,8 +196,8 @@ impl<E: Engine> Sink for Run<E> {
     type Error = anyhow::Error;
 
     #[inline]
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<()> {
-        self.engine.push(time, key, &mut self.recorder)
+    fn event(&mut self, event: Event) -> Result<()> {
+        self.engine.push(event, &mut self.recorder)
     }
 
     fn busy(&self) -> bool {

@@ -5,7 +5,7 @@ use std::num::NonZeroU64;
 
 use anyhow::{Result, bail};
 
-use crate::input::catalog::{Key, KeyTable, slot};
+use crate::input::catalog::{Event, Key, KeyTable, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
 use crate::input::keys::{Groups, Ranking, for_each_key, joined};
 use crate::limiter::promise::PromiseCheck;
@@ -280,13 +280,13 @@ impl Recorder {
         self.settings.len()
     }
 
-    /// Records an event at `time` with its key, and each lane's decision on it, in lane
-    /// order; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`].
+    /// Records an event and each lane's decision on it, in lane order; events must come in
+    /// time order. It fails only past [`MAX_KEYED_EVENTS`]. The figures count events: every
+    /// event read so far costs 1.
     #[inline]
     pub fn record(
         &mut self,
-        time: Timestamp,
-        key: Key,
+        Event { time, key, .. }: Event,
         decisions: impl IntoIterator<Item = Decision>,
     ) -> Result<()> {
         let mut trace = |pass: bool| {

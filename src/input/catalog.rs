@@ -111,6 +111,7 @@ impl Default for ReadOptions {
     }
 }
 
+pub use super::event::Event;
 pub use super::keys::{Key, KeyTable, slot};
 use super::keys::{joined, wide};
 
@@ -193,9 +194,9 @@ pub trait Sink {
     /// What the sink's own failure is; a failure to read converts into it.
     type Error: From<ReadError>;
 
-    /// Takes the next event, no earlier than the one before, with its key. A sink that
-    /// fails (Redis, say) stops the reading.
-    fn event(&mut self, time: Timestamp, key: Key) -> Result<(), Self::Error>;
+    /// Takes the next event, no earlier than the one before. A sink that fails (Redis, say)
+    /// stops the reading.
+    fn event(&mut self, event: Event) -> Result<(), Self::Error>;
 
     /// Returns true if the sink does much for each event (several limiters, say), so that
     /// keys are best numbered on a thread of their own, between reading and the sink.
@@ -208,8 +209,8 @@ pub trait Sink {
 impl Sink for Vec<Timestamp> {
     type Error = ReadError;
 
-    fn event(&mut self, time: Timestamp, _key: Key) -> Result<(), ReadError> {
-        self.push(time);
+    fn event(&mut self, event: Event) -> Result<(), ReadError> {
+        self.push(event.time);
         Ok(())
     }
 }
@@ -242,7 +243,7 @@ pub fn read_events<S: Sink>(
                 return Ok(Flow::Stop);
             }
             last = Some(time);
-            sink.event(time, key)?;
+            sink.event(Event::new(time, key))?;
             Ok::<_, S::Error>(Flow::More)
         })?;
         if let Some(stats) = streamed {
@@ -268,10 +269,10 @@ pub fn read_events<S: Sink>(
     events.sort_unstable();
     times.sort_unstable();
     for (time, key) in events {
-        sink.event(time, key)?;
+        sink.event(Event::new(time, key))?;
     }
     for time in times {
-        sink.event(time, 0)?;
+        sink.event(Event::new(time, 0))?;
     }
     Ok((sink, stats))
 }

@@ -3,6 +3,7 @@
 pub mod catalog;
 #[cfg(unix)]
 mod chunked;
+pub mod event;
 pub mod format;
 pub mod keys;
 pub mod sample;

@@ -40,13 +40,17 @@ impl FixedWindow {
 
 impl Limiter for FixedWindow {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let Counted { windows, count } = &mut self.state;
         if windows.advance(now.as_micros(), self.period) != Step::Same {
             *count = 0;
         }
-        let pass = force || *count < self.limit;
-        *count += u64::from(pass);
+        // used + c ≤ N; forced events may take the count past N, and it saturates there.
+        let after = count.saturating_add(cost);
+        let pass = force || after <= self.limit;
+        if pass {
+            *count = after;
+        }
         Decision { passed: pass, wait: 0 }
     }
 }
@@ -114,5 +118,16 @@ mod tests {
         let mut fw = FixedWindow::new("1/m".parse().unwrap());
         let times = secs(&[-61, -60, -1, 0]);
         assert_eq!(decisions(&mut fw, &times), [true, true, false, true]);
+    }
+
+    #[test]
+    fn a_weighted_event_passes_when_its_cost_still_fits_the_window() {
+        // 5 a minute: 2 + 2 fit, a third 2 would make 6, a 1 makes 5; the next window
+        // takes 5 at once, and 6 never fits.
+        let mut fw = FixedWindow::new("5/m".parse().unwrap());
+        let events = [(0, 2), (1, 2), (2, 2), (3, 1), (4, 0), (60, 5), (120, 6)];
+        let got: Vec<bool> =
+            events.iter().map(|&(s, c)| fw.take(secs(&[s])[0], c, false).passed).collect();
+        assert_eq!(got, [true, true, false, true, true, true, false]);
     }
 }

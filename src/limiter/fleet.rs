@@ -83,10 +83,10 @@ impl<L: KeyedState> Fleet<L> {
         Fleet { servers: servers as usize, each: PerKey::new(limiter), synced }
     }
 
-    /// Decides on an event of key `key` at `now`, on server `server`; events must come in
-    /// time order.
+    /// Decides on an event of key `key` at `now` that costs `cost`, on server `server`;
+    /// events must come in time order.
     #[inline]
-    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp) -> Decision {
+    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp, cost: u64) -> Decision {
         let first = key * self.servers;
         if let Some(synced) = &mut self.synced {
             let period = now.as_micros().div_euclid(synced.every);
@@ -102,11 +102,11 @@ impl<L: KeyedState> Fleet<L> {
                 }
             }
         }
-        let decision = self.each.decide(first + server, now);
+        let decision = self.each.decide(first + server, now, cost);
         if decision.passed
             && let Some(synced) = &mut self.synced
         {
-            synced.shared.charge(key, now);
+            synced.shared.charge(key, now, cost);
         }
         decision
     }
@@ -132,10 +132,11 @@ impl Store for Replicas {
         of: &mut Fleet<L>,
         (server, key): (usize, usize),
         now: Timestamp,
+        cost: u64,
         force: bool,
     ) -> Decision {
         debug_assert!(!force, "a fleet decides, and charges only its shared state");
-        of.decide(server, key, now)
+        of.decide(server, key, now, cost)
     }
 }
 
@@ -161,8 +162,8 @@ impl AnyFleet {
 
     /// Decides on an event as [`Fleet::decide`] does.
     #[inline]
-    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp) -> Decision {
-        self.take_at((server, key), now, false)
+    pub fn decide(&mut self, server: usize, key: usize, now: Timestamp, cost: u64) -> Decision {
+        self.take_at((server, key), now, cost, false)
     }
 }
 
@@ -174,7 +175,7 @@ mod tests {
 
     fn run(fleet: &mut AnyFleet, events: &[(usize, i64)]) -> Vec<bool> {
         let times = secs(&events.iter().map(|&(_, t)| t).collect::<Vec<_>>());
-        events.iter().zip(times).map(|(&(s, _), t)| fleet.decide(s, 0, t).passed).collect()
+        events.iter().zip(times).map(|(&(s, _), t)| fleet.decide(s, 0, t, 1).passed).collect()
     }
 
     #[test]

@@ -18,7 +18,8 @@ use crate::units::time::Timestamp;
 pub struct Gcra {
     n: i128,
     interval: i128,
-    tolerance: i128,
+    /// b·I: how far ahead of now tat may be after an event is taken.
+    capacity: i128,
     tat: i128,
 }
 
@@ -28,9 +29,9 @@ impl Gcra {
         Gcra {
             n: rate.n(),
             interval: rate.p(),
-            tolerance: i128::from(burst.get() - 1) * rate.p(),
+            capacity: i128::from(burst.get()) * rate.p(),
             // Far enough in the past to mean "a full bucket", far enough from i128::MIN
-            // that subtracting the tolerance cannot overflow.
+            // that nothing done to it can overflow.
             tat: i128::MIN / 2,
         }
     }
@@ -38,11 +39,13 @@ impl Gcra {
 
 impl Limiter for Gcra {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let t = i128::from(now.as_micros()) * self.n;
-        let pass = force || t >= self.tat - self.tolerance;
+        // max(tat, t) + c·I − t ≤ b·I: with c = 1 it is t ≥ tat − (b − 1)·I, as b ≥ 1.
+        let end = self.tat.max(t) + i128::from(cost) * self.interval;
+        let pass = force || end - t <= self.capacity;
         if pass {
-            self.tat = self.tat.max(t) + self.interval;
+            self.tat = end;
         }
         Decision { passed: pass, wait: 0 }
     }

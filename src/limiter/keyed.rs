@@ -26,27 +26,28 @@ impl<L: KeyedState> PerKey<L> {
         PerKey { limiter, fresh, states: Vec::new() }
     }
 
-    /// Decides on an event of key `key` at `now`; events of each key must come in time order.
+    /// Decides on an event of key `key` at `now` that costs `cost`; events of each key must
+    /// come in time order.
     #[inline]
-    pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
-        self.take(key, now, false)
+    pub fn decide(&mut self, key: usize, now: Timestamp, cost: u64) -> Decision {
+        self.take(key, now, cost, false)
     }
 
     /// Records an event of key `key` at `now` as passed, as [`Limiter::charge`](super::Limiter::charge) does.
     #[inline]
-    pub fn charge(&mut self, key: usize, now: Timestamp) {
-        self.take(key, now, true);
+    pub fn charge(&mut self, key: usize, now: Timestamp, cost: u64) {
+        self.take(key, now, cost, true);
     }
 
     /// Puts the key's state into the one limiter, has it decide, and takes the state out.
     #[inline]
-    fn take(&mut self, key: usize, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, key: usize, now: Timestamp, cost: u64, force: bool) -> Decision {
         if key >= self.states.len() {
             self.add_keys(key);
         }
         let state = &mut self.states[key];
         mem::swap(self.limiter.state(), state);
-        let decision = self.limiter.take(now, force);
+        let decision = self.limiter.take(now, cost, force);
         mem::swap(self.limiter.state(), state);
         decision
     }
@@ -79,8 +80,14 @@ impl Store for Keys {
     }
 
     #[inline]
-    fn take<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp, force: bool) -> Decision {
-        of.take(key, now, force)
+    fn take<L: Rule>(
+        of: &mut PerKey<L>,
+        key: usize,
+        now: Timestamp,
+        cost: u64,
+        force: bool,
+    ) -> Decision {
+        of.take(key, now, cost, force)
     }
 }
 
@@ -95,8 +102,8 @@ impl AnyPerKey {
 
     /// Decides on an event of key `key` at `now`, as [`PerKey::decide`] does.
     #[inline]
-    pub fn decide(&mut self, key: usize, now: Timestamp) -> Decision {
-        self.take_at(key, now, false)
+    pub fn decide(&mut self, key: usize, now: Timestamp, cost: u64) -> Decision {
+        self.take_at(key, now, cost, false)
     }
 }
 
@@ -118,12 +125,12 @@ mod tests {
             let mut alone = [algorithm.build(rate, burst(2)), algorithm.build(rate, burst(2))];
             for (&(key, _), &t) in events.iter().zip(&times) {
                 let want = alone[key].decide(t);
-                assert_eq!(many.decide(key, t), want, "{algorithm:?} key {key} at {t:?}");
+                assert_eq!(many.decide(key, t, 1), want, "{algorithm:?} key {key} at {t:?}");
             }
         }
         let mut gcra = AnyPerKey::new(Algorithm::Gcra, rate, burst(2));
         let passed: Vec<bool> =
-            events.iter().zip(&times).map(|(&(k, _), &t)| gcra.decide(k, t).passed).collect();
+            events.iter().zip(&times).map(|(&(k, _), &t)| gcra.decide(k, t, 1).passed).collect();
         assert_eq!(passed, [true, true, true, true, false, false, true, true]);
     }
 }

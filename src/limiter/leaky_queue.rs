@@ -18,9 +18,11 @@ use crate::units::time::{Timestamp, human_duration};
 pub struct LeakyQueue {
     n: i128,
     interval: i128,
-    max_wait: i128,
-    /// When the last admitted event leaves; [`LeakyQueue::EMPTY`] before the first.
-    last_departure: i128,
+    /// b·I: the most an admitted event's wait plus its cost in intervals may be.
+    capacity: i128,
+    /// When the queue is free for the next event: the last admitted event's departure plus
+    /// its cost in intervals; [`LeakyQueue::EMPTY`] before the first.
+    free_at: i128,
 }
 
 /// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs.
@@ -103,8 +105,8 @@ impl LeakyQueue {
         LeakyQueue {
             n: rate.n(),
             interval: rate.p(),
-            max_wait: i128::from(burst.get() - 1) * rate.p(),
-            last_departure: LeakyQueue::EMPTY,
+            capacity: i128::from(burst.get()) * rate.p(),
+            free_at: LeakyQueue::EMPTY,
         }
     }
 }
@@ -117,25 +119,25 @@ impl LeakyQueue {
         LeakyQueue {
             n: rate.n(),
             interval: rate.p(),
-            max_wait: i128::MAX,
-            last_departure: LeakyQueue::EMPTY,
+            capacity: i128::MAX,
+            free_at: LeakyQueue::EMPTY,
         }
     }
 }
 
 impl Limiter for LeakyQueue {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;
-        let departure = match self.last_departure {
-            LeakyQueue::EMPTY => arrival,
-            last => arrival.max(last + self.interval),
-        };
+        // EMPTY is below every arrival, so an empty queue lets the event leave at once.
+        let departure = arrival.max(self.free_at);
         let wait = departure - arrival;
-        if wait > self.max_wait && !force {
+        // It admits as GCRA does: wait + c·I ≤ b·I, so with c = 1 no wait over (b − 1)·I.
+        let spend = i128::from(cost) * self.interval;
+        if wait + spend > self.capacity && !force {
             return Decision { passed: false, wait: 0 };
         }
-        self.last_departure = departure;
+        self.free_at = departure + spend;
         Decision { passed: true, wait }
     }
 }
@@ -171,7 +173,7 @@ impl KeyedState for LeakyQueue {
     type State = i128;
 
     fn state(&mut self) -> &mut i128 {
-        &mut self.last_departure
+        &mut self.free_at
     }
 }
 

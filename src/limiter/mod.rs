@@ -35,34 +35,39 @@ use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
+/// The largest cost one event may have, as the largest burst: so that a cost times a
+/// period in units of 1/N µs stays far inside 128 bits.
+pub const MAX_COST: u64 = 1_000_000_000_000;
+
 /// A rate limiter that decides, one event at a time, whether the event passes.
 pub trait Limiter {
-    /// Decides on an event at `now`, records it if it passes, and says how long it waits
-    /// (only a leaky queue delays). With `force`, the event passes whatever the limiter
-    /// would decide; see [`charge`](Limiter::charge).
+    /// Decides on an event at `now` that costs `cost` units (at most [`MAX_COST`]), spends
+    /// them if it passes, and says how long it waits (only a leaky queue delays). With
+    /// `force`, the event passes whatever the limiter would decide; see
+    /// [`charge`](Limiter::charge).
     ///
     /// Events must come in non-decreasing time order.
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision;
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision;
 
-    /// Decides whether an event at `now` passes, and records it if it does.
+    /// Decides whether an event at `now`, of cost 1, passes, and records it if it does.
     #[inline]
     fn admit(&mut self, now: Timestamp) -> bool {
-        self.take(now, false).passed
+        self.take(now, 1, false).passed
     }
 
     /// Decides on an event as [`admit`](Limiter::admit) does, with how long it waits.
     #[inline]
     fn decide(&mut self, now: Timestamp) -> Decision {
-        self.take(now, false)
+        self.take(now, 1, false)
     }
 
-    /// Records an event at `now` as passed, whatever the limiter would decide. A limiter
-    /// that takes in what others admitted (the shared state of a fleet) can so be
+    /// Records an event at `now`, of cost 1, as passed, whatever the limiter would decide.
+    /// A limiter that takes in what others admitted (the shared state of a fleet) can so be
     /// overspent: a token bucket's level goes below zero, a counter past its limit, and
     /// what comes next pays for it.
     #[inline]
     fn charge(&mut self, now: Timestamp) {
-        self.take(now, true);
+        self.take(now, 1, true);
     }
 }
 

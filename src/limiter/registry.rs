@@ -26,7 +26,13 @@ pub trait Store {
     fn make<L: Rule>(limiter: L, setup: &Self::Setup) -> Self::Of<L>;
 
     /// Decides on an event at `now` in the state at `at`, as [`Limiter::take`](super::Limiter::take) does.
-    fn take<L: Rule>(of: &mut Self::Of<L>, at: Self::At, now: Timestamp, force: bool) -> Decision;
+    fn take<L: Rule>(
+        of: &mut Self::Of<L>,
+        at: Self::At,
+        now: Timestamp,
+        cost: u64,
+        force: bool,
+    ) -> Decision;
 }
 
 macro_rules! limiters {
@@ -104,8 +110,8 @@ macro_rules! limiters {
         impl<S: Store> Any<S> {
             /// Decides on an event at `now` in the state at `at`; see [`Store::take`].
             #[inline]
-            pub fn take_at(&mut self, at: S::At, now: Timestamp, force: bool) -> Decision {
-                match self { $(Any::$variant(of) => S::take(of, at, now, force),)* }
+            pub fn take_at(&mut self, at: S::At, now: Timestamp, cost: u64, force: bool) -> Decision {
+                match self { $(Any::$variant(of) => S::take(of, at, now, cost, force),)* }
             }
         }
     };
@@ -153,8 +159,8 @@ impl Store for Alone {
     }
 
     #[inline]
-    fn take<L: Rule>(of: &mut L, _: (), now: Timestamp, force: bool) -> Decision {
-        of.take(now, force)
+    fn take<L: Rule>(of: &mut L, _: (), now: Timestamp, cost: u64, force: bool) -> Decision {
+        of.take(now, cost, force)
     }
 }
 
@@ -170,7 +176,7 @@ impl Algorithm {
 
 impl super::Limiter for AnyLimiter {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
-        self.take_at((), now, force)
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+        self.take_at((), now, cost, force)
     }
 }

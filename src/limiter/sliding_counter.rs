@@ -44,7 +44,7 @@ impl SlidingCounter {
 
 impl Limiter for SlidingCounter {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
         let Counters { windows, prev, cur } = &mut self.state;
         match windows.advance(now, self.period) {
@@ -54,10 +54,14 @@ impl Limiter for SlidingCounter {
         }
         let p = i128::from(self.period);
         let remaining = p - i128::from(windows.elapsed(now));
-        // prev·(P − elapsed)/P + cur < N, multiplied through by P.
-        let estimate = i128::from(*prev) * remaining + i128::from(*cur) * p;
+        // prev·(P − elapsed)/P + cur + c − 1 < N, multiplied through by P: with c = 1, the
+        // estimate before the event is below N.
+        let used = i128::from(*cur) + i128::from(cost) - 1;
+        let estimate = i128::from(*prev) * remaining + used * p;
         let pass = force || estimate < self.limit * p;
-        *cur += u64::from(pass);
+        if pass {
+            *cur = cur.saturating_add(cost);
+        }
         Decision { passed: pass, wait: 0 }
     }
 }
@@ -126,5 +130,17 @@ mod tests {
         assert_eq!(decisions(&mut sc, &times), [true, false, true, true, false]);
         let times = secs(&[360, 420]);
         assert_eq!(decisions(&mut sc, &times), [true, false]);
+    }
+
+    #[test]
+    fn a_weighted_event_passes_when_the_estimate_plus_its_cost_less_one_is_below_n() {
+        // 10 a minute. In [0, 60): 4 passes (0 + 4 − 1 < 10), 7 does not (4 + 7 − 1 = 10),
+        // 6 does (4 + 6 − 1 = 9). At 90 s the previous window's 10 weigh 10·30/60 = 5, so
+        // a cost of 6 reaches 10 and a cost of 5 passes.
+        let mut sc = SlidingCounter::new("10/m".parse().unwrap());
+        let events = [(0, 4), (1, 7), (2, 6), (90, 6), (90, 5)];
+        let got: Vec<bool> =
+            events.iter().map(|&(s, c)| sc.take(secs(&[s])[0], c, false).passed).collect();
+        assert_eq!(got, [true, false, true, false, true]);
     }
 }

@@ -9,25 +9,35 @@ use super::{Decision, KeyedState, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
-/// Keeps the times of passed events and passes an event at t if and only if fewer than
-/// N events passed in `(t − P, t]`.
+/// Keeps the times of passed events and passes an event at t of cost c if and only if the
+/// costs of the events passed in `(t − P, t]`, plus c, are at most N: with costs of 1, if
+/// fewer than N events passed.
 ///
 /// It promises at most N passed events in any interval of one period. The price is memory:
 /// it keeps up to N times.
 #[derive(Clone, Debug)]
 pub struct SlidingLog {
-    limit: usize,
+    limit: u64,
     period: i64,
     log: Log,
 }
 
 /// The times of the passed events still in the window, oldest first. The newest is kept
 /// apart, so that a key with at most one time in its window allocates nothing: with
-/// millions of keys, most have one.
+/// millions of keys, most have one. Their costs are kept only once an event costs other
+/// than 1, so that a log of events that cost 1 costs no more than their times.
 #[derive(Clone, Debug)]
 pub struct Log {
     newest: i64,
     older: VecDeque<i64>,
+    weighted: Option<Box<Costs>>,
+}
+
+/// The costs of a log's events, in the same order as their times, and their sum.
+#[derive(Clone, Debug)]
+struct Costs {
+    each: VecDeque<u64>,
+    total: u64,
 }
 
 impl Log {
@@ -42,13 +52,31 @@ impl Log {
         if self.older.pop_front().is_none() {
             self.newest = Log::NONE;
         }
+        if let Some(costs) = &mut self.weighted {
+            let cost = costs.each.pop_front().expect("a cost for every time");
+            costs.total -= cost;
+        }
     }
 
     fn len(&self) -> usize {
         self.older.len() + usize::from(self.newest != Log::NONE)
     }
 
-    fn push_back(&mut self, time: i64) {
+    /// The sum of the costs in the log.
+    fn used(&self) -> u64 {
+        // A usize count always fits in a u64 on the platforms this builds for.
+        self.weighted.as_ref().map_or(self.len() as u64, |costs| costs.total)
+    }
+
+    fn push_back(&mut self, time: i64, cost: u64) {
+        if cost != 1 && self.weighted.is_none() {
+            let each = std::iter::repeat_n(1, self.len()).collect();
+            self.weighted = Some(Box::new(Costs { each, total: self.used() }));
+        }
+        if let Some(costs) = &mut self.weighted {
+            costs.each.push_back(cost);
+            costs.total = costs.total.saturating_add(cost);
+        }
         if self.newest != Log::NONE {
             self.older.push_back(self.newest);
         }
@@ -59,27 +87,29 @@ impl Log {
 impl SlidingLog {
     /// Returns a limiter with an empty log.
     pub fn new(rate: Rate) -> SlidingLog {
-        let limit = usize::try_from(rate.count()).unwrap_or(usize::MAX);
+        let limit = rate.count();
+        let room = usize::try_from(limit).unwrap_or(usize::MAX).min(1 << 12);
         SlidingLog {
             limit,
             period: rate.period().as_micros(),
-            log: Log { newest: Log::NONE, older: VecDeque::with_capacity(limit.min(1 << 12)) },
+            log: Log { newest: Log::NONE, older: VecDeque::with_capacity(room), weighted: None },
         }
     }
 }
 
 impl Limiter for SlidingLog {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
         // An event at exactly t − P is a full period old and no longer counts.
         let oldest_kept = now.saturating_sub(self.period);
         while self.log.front().is_some_and(|t| t <= oldest_kept) {
             self.log.pop_front();
         }
-        let pass = force || self.log.len() < self.limit;
-        if pass {
-            self.log.push_back(now);
+        let pass = force || self.log.used().saturating_add(cost) <= self.limit;
+        // An event that costs nothing changes nothing, and takes no room in the log.
+        if pass && cost > 0 {
+            self.log.push_back(now, cost);
         }
         Decision { passed: pass, wait: 0 }
     }
@@ -145,5 +175,22 @@ mod tests {
         let times = secs(&[0, 1, 2, 3, 60, 61, 62]);
         let want = [true, true, false, false, true, true, false];
         assert_eq!(decisions(&mut log, &times), want);
+    }
+
+    #[test]
+    fn a_weighted_event_passes_when_the_costs_in_the_last_period_leave_room() {
+        // 5 a minute. At 60 s the 3 from 0 s has left, leaving the 2 from 20 s; at 70 s the
+        // log holds 2 + 3, so a 1 does not fit; at 81 s the 2 from 20 s has left too.
+        let mut log = SlidingLog::new("5/m".parse().unwrap());
+        let events = [(0, 3), (10, 3), (20, 2), (60, 3), (61, 0), (70, 1), (81, 1)];
+        let got: Vec<bool> =
+            events.iter().map(|&(s, c)| log.take(secs(&[s])[0], c, false).passed).collect();
+        assert_eq!(got, [true, false, true, true, true, false, true]);
+        // Costs of 1 after weighted ones are counted as 1 each.
+        let mut log = SlidingLog::new("3/m".parse().unwrap());
+        let events = [(0, 1), (1, 1), (2, 2), (3, 1), (4, 1)];
+        let got: Vec<bool> =
+            events.iter().map(|&(s, c)| log.take(secs(&[s])[0], c, false).passed).collect();
+        assert_eq!(got, [true, true, false, true, false]);
     }
 }

@@ -158,7 +158,7 @@ proptest! {
             for share in [Share::Local, Share::Split, sync] {
                 let (r, bb) = share.server_limit(rate, burst(b), 1).unwrap();
                 let mut fleet = AnyFleet::new(algorithm, r, bb, 1, share);
-                let decided: Vec<bool> = times.iter().map(|&t| fleet.decide(0, 0, t).passed).collect();
+                let decided: Vec<bool> = times.iter().map(|&t| fleet.decide(0, 0, t, 1).passed).collect();
                 prop_assert_eq!(&decided, &alone, "{:?} {:?}", algorithm, share);
             }
         }
@@ -171,7 +171,7 @@ proptest! {
         let (each, share) = Share::Split.server_limit(rate, burst(b), servers).unwrap();
         let mut fleet = AnyFleet::new(Algorithm::TokenBucket, each, share, servers, Share::Split);
         let decided: Vec<bool> = (0..times.len())
-            .map(|i| fleet.decide(i % servers as usize, 0, times[i]).passed)
+            .map(|i| fleet.decide(i % servers as usize, 0, times[i], 1).passed)
             .collect();
         let passed = passed(&times, &decided);
         let burst = i128::from(share.get()) * i128::from(servers);
@@ -181,6 +181,53 @@ proptest! {
                 let allowed = burst * rate.p() + rate.n() * (passed[j] - passed[i]);
                 prop_assert!(count * rate.p() <= allowed, "{} events in [{}, {}]", count, i, j);
             }
+        }
+    }
+}
+
+/// A weighted run through the three bucket limiters at 1/10s, burst 5: the token bucket's
+/// level, worked by hand, and GCRA and the leaky queue deciding alike.
+#[test]
+fn weighted_bucket_limiters_spend_their_cost_and_decide_alike() {
+    let rate: Rate = "1/10s".parse().unwrap();
+    // (second, cost, passes, the leaky queue's wait in seconds). The bucket: 5 − 3 = 2;
+    // 3 > 2; at 10 s, 2 + 1 = 3, spent; at 20 s, 1 ≥ 0; at 30 s, 2 < 6; 6 > 5 ever.
+    let events = [
+        (0, 3, true, 0),
+        (0, 3, false, 0),
+        (10, 3, true, 20),
+        (20, 0, true, 40),
+        (30, 6, false, 0),
+    ];
+    for algorithm in [Algorithm::TokenBucket, Algorithm::Gcra, Algorithm::LeakyQueue] {
+        let mut limiter = algorithm.build(rate, burst(5));
+        for &(s, cost, passes, wait) in &events {
+            let decision = limiter.take(secs(&[s])[0], cost, false);
+            assert_eq!(decision.passed, passes, "{algorithm:?} at {s} s, cost {cost}");
+            if algorithm == Algorithm::LeakyQueue {
+                assert_eq!(decision.wait, wait * 1_000_000, "the wait at {s} s, in µs (N = 1)");
+            }
+        }
+    }
+}
+
+proptest! {
+    /// Weighted, GCRA still makes exactly the token bucket's decisions, and the leaky queue
+    /// admits exactly what GCRA passes, whatever the costs (some never fit).
+    #[test]
+    fn weighted_gcra_and_leaky_queue_decide_as_a_weighted_token_bucket(
+        ((rate, b, times), costs) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 1);
+            (Just(s), prop::collection::vec(0..=most, len))
+        })
+    ) {
+        let mut bucket = TokenBucket::new(rate, burst(b));
+        let mut gcra = Gcra::new(rate, burst(b));
+        let mut queue = LeakyQueue::new(rate, burst(b));
+        for (&t, &cost) in times.iter().zip(&costs) {
+            let want = bucket.take(t, cost, false).passed;
+            prop_assert_eq!(gcra.take(t, cost, false).passed, want, "gcra at {:?}", t);
+            prop_assert_eq!(queue.take(t, cost, false).passed, want, "queue at {:?}", t);
         }
     }
 }

@@ -39,15 +39,17 @@ impl TokenBucket {
 
 impl Limiter for TokenBucket {
     #[inline]
-    fn take(&mut self, now: Timestamp, force: bool) -> Decision {
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
         let Level { level, last } = &mut self.state;
         let elapsed = (i128::from(now) - i128::from(*last)).max(0);
         *level = (*level + self.refill * elapsed).min(self.capacity);
         *last = now;
-        let pass = force || *level >= self.token;
+        // c tokens, each P units; c ≤ MAX_COST keeps this far inside 128 bits.
+        let tokens = i128::from(cost) * self.token;
+        let pass = force || *level >= tokens;
         if pass {
-            *level -= self.token;
+            *level -= tokens;
         }
         Decision { passed: pass, wait: 0 }
     }

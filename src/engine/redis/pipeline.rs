@@ -3,14 +3,13 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
 use crate::engine::recorder::{Recorder, Settings};
-use crate::input::catalog::{Key, slot};
+use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
-use crate::units::time::Timestamp;
 
 /// Events sent to Redis in one pipeline.
 const BATCH: usize = 512;
@@ -25,7 +24,7 @@ pub struct RedisEngine {
     redis: Rc<RefCell<Server>>,
     remotes: Vec<Remote>,
     base: String,
-    pending: Vec<(Timestamp, Key)>,
+    pending: Vec<Event>,
     /// For each replay key, each limiter's keys, and the hash slot they share.
     keys: Vec<(Vec<Vec<String>>, u16)>,
     calls: u64,
@@ -64,16 +63,20 @@ impl RedisEngine {
 
     /// Has Redis decide a run of events, in time order, and records the decisions. Runs of
     /// any length go `BATCH` events to a pipeline.
-    pub fn decide(&mut self, events: &[(Timestamp, Key)], recorder: &mut Recorder) -> Result<()> {
+    pub fn decide(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
         for batch in events.chunks(BATCH) {
             self.decide_batch(batch, recorder)?;
         }
         Ok(())
     }
 
-    fn decide_batch(&mut self, events: &[(Timestamp, Key)], recorder: &mut Recorder) -> Result<()> {
-        for &(time, key) in events {
+    fn decide_batch(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
+        for &Event { time, key, cost } in events {
             check_time(time)?;
+            // The scripts are loaded with a cost of 1 (`prepare`).
+            if cost != 1 {
+                bail!("Redis replays take events of cost 1 only; this one costs {cost}");
+            }
             while self.keys.len() <= slot(key) {
                 let tag = format!("k{}", self.keys.len());
                 let base = format!("{}{{{tag}}}", self.base);
@@ -82,7 +85,7 @@ impl RedisEngine {
             }
         }
         let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
-        for &(time, key) in events {
+        for &Event { time, key, .. } in events {
             let (keys, hash_slot) = &self.keys[slot(key)];
             for (remote, keys) in self.remotes.iter().zip(keys) {
                 self.calls += 1;
@@ -95,7 +98,7 @@ impl RedisEngine {
         let url = self.redis.borrow().url().to_owned();
         let mut replies = replies.iter();
         let mut decisions = Vec::with_capacity(self.remotes.len());
-        for &(time, key) in events {
+        for &event in events {
             decisions.clear();
             for remote in &self.remotes {
                 // `Server::run` returns one reply per command, or an error: never fewer.
@@ -103,15 +106,15 @@ impl RedisEngine {
                 let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
                 decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
             }
-            recorder.record(time, key, decisions.iter().copied())?;
+            recorder.record(event, decisions.iter().copied())?;
         }
         Ok(())
     }
 }
 
 impl Engine for RedisEngine {
-    fn push(&mut self, time: Timestamp, key: Key, recorder: &mut Recorder) -> Result<()> {
-        self.pending.push((time, key));
+    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
+        self.pending.push(event);
         if self.pending.len() == BATCH {
             self.flush(recorder)?;
         }
@@ -136,6 +139,7 @@ mod tests {
     use std::time::Duration;
 
     use super::redis_server::RedisServer;
+    use crate::input::catalog::Event;
 
     #[test]
     fn a_replay_reloads_scripts_the_server_lost_part_way() {
@@ -171,15 +175,15 @@ mod tests {
         };
         let events: Vec<_> = [0, 0, 1, 2, 3, 20, 21, 40, 41, 42, 43, 90, 90, 90]
             .iter()
-            .map(|&m| (at(m), 0))
+            .map(|&m| Event::new(at(m), 0))
             .collect();
         let (first, second) = events.split_at(6);
         remote.decide(first, &mut in_redis).unwrap();
         let mut con = server.connection().unwrap();
         let _: String = redis::cmd("SCRIPT").arg("FLUSH").query(&mut con).unwrap();
         remote.decide(second, &mut in_redis).unwrap();
-        for &(time, key) in &events {
-            memory.push(time, key, &mut in_memory).unwrap();
+        for &event in &events {
+            memory.push(event, &mut in_memory).unwrap();
         }
         let names = KeyNames::default();
         assert_eq!(in_redis.reports("x", names, 0, 1), in_memory.reports("x", names, 0, 1));

@@ -1,0 +1,25 @@
+//! An event: when it came, whose it is, and what it costs.
+
+use super::keys::Key;
+use crate::units::time::Timestamp;
+
+/// One event of a catalog or log, as every reader gives it and every engine, limiter and
+/// sizing routine takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Event {
+    /// When it came: the clock a replay runs on.
+    pub time: Timestamp,
+    /// Its key's number; 0 when events are not keyed.
+    pub key: Key,
+    /// The units it spends, at most [`MAX_COST`](crate::limiter::MAX_COST); 1 for an event
+    /// that is one request.
+    pub cost: u64,
+}
+
+impl Event {
+    /// Returns an event of cost 1, the cost of every event that is one request.
+    #[inline]
+    pub fn new(time: Timestamp, key: Key) -> Event {
+        Event { time, key, cost: 1 }
+    }
+}
