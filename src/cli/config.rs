@@ -17,7 +17,7 @@ use crate::cli::args::{
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::recorder::{MAX_KEYED_LANES, Settings};
 use crate::engine::redis::RedisTarget;
-use crate::input::catalog::{self, ReadOptions, Source};
+use crate::input::catalog::{self, ColumnFilter, ReadOptions, Source};
 use crate::input::format::InputFormat;
 use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
@@ -161,7 +161,14 @@ impl InputArgs {
                 time_format: self.time_layout(format)?,
                 since: self.since,
                 until,
-                min_mag: self.min_mag.map(|m| m.0),
+                // The magnitude is a column like any other to the reader.
+                filters: (self.min_mag.iter())
+                    .map(|m| ColumnFilter {
+                        column: format.mag_column().to_owned(),
+                        at_least: m.0,
+                        asked_by: "--min-mag",
+                    })
+                    .collect(),
                 key_column: key_column.map(str::to_owned),
                 key_flag: "--key",
                 // Only a person at a terminal wants to see a bar; it goes to stderr.

@@ -131,8 +131,8 @@ fn notes(input: &Input, stats: &ReadStats) {
     if let Some(note) = input.note {
         let _ = writeln!(err, "ratelimit: note: {note}");
     }
-    if stats.no_magnitude > 0 {
-        let n = stats.no_magnitude;
+    if stats.left_out_empty > 0 {
+        let n = stats.left_out_empty;
         let _ =
             writeln!(err, "ratelimit: note: {n} rows with no magnitude were left out by --min-mag");
     }

@@ -10,7 +10,7 @@ use crate::cli::args::Emit;
 use crate::cli::args::ReplayArgs;
 use crate::cli::config::Styles;
 use crate::engine::Backend;
-use crate::input::catalog::{self, Event};
+use crate::input::catalog;
 use crate::input::format::InputFormat;
 use crate::render::formats;
 use crate::render::outfile::Output;
@@ -48,7 +48,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
             let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-            let events = rows.iter().map(|(time, key, _)| Event::new(time, key));
+            let events = rows.iter().map(|(event, _)| event);
             let recorder = backend.decide(&settings, keyed, events)?;
             let mut out = BufWriter::new(io::stdout().lock());
             // Rows go out as they came in: CSV and TSV with their header (and a column for
@@ -62,7 +62,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
                 out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
             }
             // One limiter: the trace holds one decision per row.
-            for ((_, _, row), &pass) in rows.iter().zip(recorder.trace()) {
+            for ((_, row), &pass) in rows.iter().zip(recorder.trace()) {
                 match emit {
                     Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
                     Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,

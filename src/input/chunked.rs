@@ -20,18 +20,21 @@ use std::sync::mpsc;
 
 use csv::ByteRecord;
 
-#[cfg(not(feature = "cli"))]
-use super::catalog::Progress;
-use super::catalog::{
-    Batch, Flow, Header, Key, KeyTable, ReadError, ReadOptions, ReadStats, Reading, Source,
-    keep_row, keys_error, time_text,
-};
+use super::error::{ReadError, keys_error};
+use super::event::Event;
 use super::format::InputFormat;
+use super::keys::KeyTable;
 use super::keys::{joined, wide};
+use super::options::ReadOptions;
+use super::pipeline::{Batch, Flow};
+#[cfg(not(feature = "cli"))]
+use super::reading::Progress;
+use super::reading::{Header, ReadStats, Reading};
+use super::row::{Fields, Scratch, row_event};
 use super::scan::{Row, Unusual};
+use super::source::Source;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
-use crate::units::time::Timestamp;
 
 /// The most bytes of one piece: large enough that a piece's start costs nothing, small
 /// enough that the pieces in flight (two per worker) take little memory.
@@ -62,7 +65,7 @@ struct Piece {
     lines: u64,
     batch: Batch,
     rows: u64,
-    no_magnitude: u64,
+    left_out_empty: u64,
     /// A row the fast path does not take: the piece is read again on one thread.
     stopped: bool,
 }
@@ -77,23 +80,23 @@ impl Piece {
         header: &Header,
         keys: &mut KeyTable,
         stats: &mut ReadStats,
-        take: &mut impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+        take: &mut impl FnMut(Event) -> Result<Flow, E>,
     ) -> Result<Flow, E> {
         for event in 0..self.batch.times.len() {
-            let key = match header.key {
+            let key = match header.columns.key {
                 Some(_) => {
                     let at = line + self.batch.lines[event] - 1;
                     keys_error(&header.name, at, keys.intern(self.batch.key(event)))?
                 }
                 None => 0,
             };
-            if let Flow::Stop = take(self.batch.times[event], key)? {
+            if let Flow::Stop = take(self.batch.event_keyed(event, key))? {
                 return Ok(Flow::Stop);
             }
         }
         stats.rows += self.rows;
         stats.events += wide(self.batch.times.len());
-        stats.no_magnitude += self.no_magnitude;
+        stats.left_out_empty += self.left_out_empty;
         Ok(Flow::More)
     }
 
@@ -105,7 +108,7 @@ impl Piece {
             lines: 0,
             batch: Batch::default(),
             rows: 0,
-            no_magnitude: 0,
+            left_out_empty: 0,
             stopped: false,
         }
     }
@@ -151,7 +154,7 @@ pub(super) fn stream<E: From<ReadError>>(
     header: &Header,
     options: &ReadOptions,
     busy: bool,
-    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+    mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let size = file.metadata().map_err(|error| io(header, error))?.len();
     let body = origin + header.body.byte();
@@ -193,15 +196,15 @@ pub(super) fn stream<E: From<ReadError>>(
             next += 1;
             receivers[index].recv().ok()
         };
-        if !(busy && header.key.is_some()) {
+        if !(busy && header.columns.key.is_some()) {
             return take_pieces(&plan, received, take);
         }
-        let (send, batches) = mpsc::sync_channel::<Result<Vec<(Timestamp, Key)>, ReadError>>(4);
+        let (send, batches) = mpsc::sync_channel::<Result<Vec<Event>, ReadError>>(4);
         let plan = &plan;
         let numberer = scope.spawn(move || {
             let mut batch = Vec::with_capacity(BATCH);
-            let numbered = take_pieces(plan, received, |time, key| {
-                batch.push((time, key));
+            let numbered = take_pieces(plan, received, |event| {
+                batch.push(event);
                 if batch.len() == BATCH {
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                     if send.send(Ok(full)).is_err() {
@@ -223,8 +226,8 @@ pub(super) fn stream<E: From<ReadError>>(
         });
         let mut stopped = false;
         'batches: for received in batches.iter() {
-            for (time, key) in received? {
-                if let Flow::Stop = take(time, key)? {
+            for event in received? {
+                if let Flow::Stop = take(event)? {
                     stopped = true;
                     break 'batches;
                 }
@@ -244,7 +247,7 @@ pub(super) fn stream<E: From<ReadError>>(
 fn take_pieces<E: From<ReadError>>(
     plan: &Plan,
     mut next: impl FnMut() -> Option<std::io::Result<Piece>>,
-    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+    mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let Plan { file, header, options, size, body, .. } = *plan;
     let mut progress = Progress::new(options.progress, Some(size));
@@ -281,8 +284,8 @@ fn take_pieces<E: From<ReadError>>(
     at.set_byte(expected).set_line(line);
     let stats = ReadStats { keys, ..stats };
     let mut pass = Reading::resume(file, Some(size), header, options, at, stats)?;
-    while let Some((time, key)) = pass.next_event()? {
-        if let Flow::Stop = take(time, key)? {
+    while let Some(event) = pass.next_event()? {
+        if let Flow::Stop = take(event)? {
             return Ok(None);
         }
     }
@@ -373,7 +376,7 @@ fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
     let mut record = ByteRecord::new();
-    let mut joined = Vec::new();
+    let mut scratch = Scratch::default();
     loop {
         match reader.read_byte_record(&mut record) {
             Ok(true) => {}
@@ -399,13 +402,8 @@ fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
             piece.stopped = true;
             break;
         }
-        let time = time_text(&record, &header.time, &mut joined);
-        let mag = header.mag.map(|index| record.get(index).unwrap_or_default());
-        match keep_row(time, mag, options, &mut counted) {
-            Ok(Some(time)) => {
-                let key = header.key.and_then(|k| record.get(k)).unwrap_or_default();
-                piece.batch.push(time, position.line(), key);
-            }
+        match row_event(&record, &header.columns, options, &mut scratch, &mut counted) {
+            Ok(Some(event)) => piece.batch.push(event.time, event.cost, position.line(), event.key),
             Ok(None) => {}
             Err(_) => {
                 piece.stopped = true;
@@ -413,7 +411,7 @@ fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
             }
         }
     }
-    piece.no_magnitude = counted.no_magnitude;
+    piece.left_out_empty = counted.left_out_empty;
     Some(piece)
 }
 
@@ -430,8 +428,7 @@ fn fast_rows(span: Span, header: &Header, options: &ReadOptions) -> Result<Optio
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
     let mut row = Row::default();
-    let (mut joined, mut scratch, mut mag_scratch, mut key_scratch) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut scratch = Scratch::default();
     // `at` and `line` are where the csv crate says the next row is: just past the byte
     // that ended the row before, before any empty lines.
     let (mut at, mut line) = (0, 1);
@@ -467,28 +464,9 @@ fn fast_rows(span: Span, header: &Header, options: &ReadOptions) -> Result<Optio
             piece.stopped = true;
             break;
         }
-        let time = match header.time[..] {
-            [one] => row.field(bytes, one, delimiter, &mut scratch),
-            ref several => {
-                joined.clear();
-                for (n, &index) in several.iter().enumerate() {
-                    if n > 0 {
-                        joined.push(b' ');
-                    }
-                    joined.extend_from_slice(row.field(bytes, index, delimiter, &mut scratch));
-                }
-                &joined
-            }
-        };
-        let mag = header.mag.map(|index| row.field(bytes, index, delimiter, &mut mag_scratch));
-        match keep_row(time, mag, options, &mut counted) {
-            Ok(Some(time)) => {
-                let key = match header.key {
-                    Some(index) => row.field(bytes, index, delimiter, &mut key_scratch),
-                    None => &[],
-                };
-                piece.batch.push(time, line, key);
-            }
+        let fields = Scanned { row: &row, bytes, delimiter };
+        match row_event(&fields, &header.columns, options, &mut scratch, &mut counted) {
+            Ok(Some(event)) => piece.batch.push(event.time, event.cost, line, event.key),
             Ok(None) => {}
             Err(_) => {
                 piece.stopped = true;
@@ -498,8 +476,22 @@ fn fast_rows(span: Span, header: &Header, options: &ReadOptions) -> Result<Optio
         line += skipped + row.lines + u64::from(bytes.get(row.end) == Some(&b'\n'));
         at = (row.end + 1).min(bytes.len());
     }
-    piece.no_magnitude = counted.no_magnitude;
+    piece.left_out_empty = counted.left_out_empty;
     Ok(Some(piece))
+}
+
+/// A row the fast reading found, with the bytes it lies in: its fields, for [`row_event`].
+struct Scanned<'r, 'b> {
+    row: &'r Row,
+    bytes: &'b [u8],
+    delimiter: u8,
+}
+
+impl Fields for Scanned<'_, '_> {
+    #[inline]
+    fn field<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        self.row.field(self.bytes, index, self.delimiter, scratch)
+    }
 }
 
 /// The bytes of stdin read at a time, and about the size of a block of rows.
@@ -516,7 +508,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
     mut input: Box<dyn Read + Send + 'i>,
     source: &Source,
     options: &ReadOptions,
-    mut take: impl FnMut(Timestamp, Key) -> Result<Flow, E>,
+    mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Result<Option<ReadStats>, (Vec<u8>, Box<dyn Read + Send + 'i>)>, E> {
     let name = source.name();
     let delimiter = delimiter(options);
@@ -608,8 +600,8 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 let size = Some(wide(block.len()));
                 let mut pass =
                     Reading::resume(Cursor::new(&block[..]), size, &header, options, at, carried)?;
-                while let Some((time, key)) = pass.next_event()? {
-                    if let Flow::Stop = take(time, key)? {
+                while let Some(event) = pass.next_event()? {
+                    if let Flow::Stop = take(event)? {
                         return Ok(Ok(None));
                     }
                 }

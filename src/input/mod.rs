@@ -3,9 +3,19 @@
 pub mod catalog;
 #[cfg(unix)]
 mod chunked;
+mod emit;
+mod error;
 pub mod event;
 pub mod format;
 pub mod keys;
+mod options;
+mod pipeline;
+mod reading;
+mod row;
 pub mod sample;
 #[cfg(unix)]
 mod scan;
+mod sink;
+mod sorted;
+mod source;
+mod streaming;

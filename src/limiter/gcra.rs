@@ -42,13 +42,20 @@ impl Limiter for Gcra {
     fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
         let t = i128::from(now.as_micros()) * self.n;
         // max(tat, t) + c·I − t ≤ b·I: with c = 1 it is t ≥ tat − (b − 1)·I, as b ≥ 1.
-        let end = self.tat.max(t) + i128::from(cost) * self.interval;
+        let end = self.tat.max(t) + spend(cost, self.interval);
         let pass = force || end - t <= self.capacity;
         if pass {
             self.tat = end;
         }
         Decision { passed: pass, wait: 0 }
     }
+}
+
+/// Returns c·I, the time an event of cost `cost` takes up; most events cost 1, and then
+/// no multiplication is needed.
+#[inline]
+pub(super) fn spend(cost: u64, interval: i128) -> i128 {
+    if cost == 1 { interval } else { i128::from(cost) * interval }
 }
 
 impl Rule for Gcra {

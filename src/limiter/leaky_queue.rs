@@ -133,7 +133,7 @@ impl Limiter for LeakyQueue {
         let departure = arrival.max(self.free_at);
         let wait = departure - arrival;
         // It admits as GCRA does: wait + c·I ≤ b·I, so with c = 1 no wait over (b − 1)·I.
-        let spend = i128::from(cost) * self.interval;
+        let spend = super::gcra::spend(cost, self.interval);
         if wait + spend > self.capacity && !force {
             return Decision { passed: false, wait: 0 };
         }

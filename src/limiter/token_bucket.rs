@@ -46,7 +46,7 @@ impl Limiter for TokenBucket {
         *level = (*level + self.refill * elapsed).min(self.capacity);
         *last = now;
         // c tokens, each P units; c ≤ MAX_COST keeps this far inside 128 bits.
-        let tokens = i128::from(cost) * self.token;
+        let tokens = super::gcra::spend(cost, self.token);
         let pass = force || *level >= tokens;
         if pass {
             *level -= tokens;

@@ -1,0 +1,150 @@
+//! Keeping every row whole, in time order, for `--emit` to write out again.
+
+use std::borrow::Cow;
+use std::io::{self, Read};
+
+use super::error::{Result, layout};
+use super::event::Event;
+use super::keys::slot;
+use super::options::ReadOptions;
+use super::reading::{ReadStats, Reading, RowReader};
+use super::source::{Opened, Source};
+use crate::units::time::Timestamp;
+
+/// A catalog's rows, kept whole in time order, for writing them out again.
+pub struct Rows {
+    header: Vec<u8>,
+    store: Vec<u8>,
+    order: Vec<(Timestamp, usize)>,
+    /// The costs other than 1, by where their row is stored, in that order: events that
+    /// cost 1 cost nothing here.
+    costs: Vec<(usize, u64)>,
+}
+
+impl Rows {
+    /// Returns the number of rows.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Returns true if there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Returns the header line, without its line ending.
+    pub fn header(&self) -> &[u8] {
+        trim_line_end(&self.header)
+    }
+
+    /// Returns each event and its row text (without its line ending), in time order.
+    pub fn iter(&self) -> impl Iterator<Item = (Event, &[u8])> {
+        // Each row is stored as its length, its key, and its text.
+        let word =
+            |at: usize| u32::from_le_bytes(self.store[at..at + 4].try_into().expect("4 bytes"));
+        self.order.iter().map(move |&(time, at)| {
+            // Widening: a u32 fits in a usize on the platforms this builds for (see `slot`).
+            let (len, key) = (slot(word(at)), word(at + 4));
+            let cost = match self.costs.binary_search_by_key(&at, |&(row, _)| row) {
+                Ok(found) => self.costs[found].1,
+                Err(_) => 1,
+            };
+            (Event { time, key, cost }, trim_line_end(&self.store[at + 8..at + 8 + len]))
+        })
+    }
+}
+
+/// Reads every kept row of `source` with its text, sorted by time, stable for equal times.
+pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
+    let mut input = Opened::open(source)?;
+    let size = input.size();
+    let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
+    let mut pass = Reading::new(capture, source, options, size)?;
+    let mut rows =
+        Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+    if let RowReader::Csv(csv) = &pass.rows {
+        rows.header = csv.get_ref().slice(0, csv.position().byte()).to_vec();
+    }
+    while let Some(Event { time, key, cost }) = pass.next_event()? {
+        let start = pass.record.position().expect("records have positions").byte();
+        let end = pass.rows.byte();
+        let line = pass.line();
+        let text: Cow<[u8]> = match &pass.rows {
+            RowReader::Csv(csv) => Cow::Borrowed(trim_blank_lines(csv.get_ref().slice(start, end))),
+            // A feature may span lines; emitted, it is one line of JSON. JSON has no line
+            // breaks inside strings, so they are all white space.
+            RowReader::Other(records) if records.text().contains(&b'\n') => Cow::Owned(
+                records
+                    .text()
+                    .iter()
+                    .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                    .collect(),
+            ),
+            RowReader::Other(records) => Cow::Borrowed(records.text()),
+        };
+        let len = u32::try_from(text.len()).map_err(|_| {
+            layout(&pass.name, format!("line {line}: row too long to keep for --emit"))
+        })?;
+        if cost != 1 {
+            rows.costs.push((rows.store.len(), cost));
+        }
+        rows.order.push((time, rows.store.len()));
+        rows.store.extend_from_slice(&len.to_le_bytes());
+        rows.store.extend_from_slice(&key.to_le_bytes());
+        rows.store.extend_from_slice(&text);
+        match &mut pass.rows {
+            RowReader::Csv(csv) => csv.get_mut().forget_before(end),
+            RowReader::Other(records) => records.get_mut().forget_before(end),
+        }
+    }
+    // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
+    rows.order.sort_unstable();
+    Ok((rows, pass.stats))
+}
+
+fn trim_line_end(line: &[u8]) -> &[u8] {
+    let end = line.iter().rposition(|&b| b != b'\n' && b != b'\r').map_or(0, |i| i + 1);
+    &line[..end]
+}
+
+fn trim_blank_lines(text: &[u8]) -> &[u8] {
+    let start = text.iter().position(|&b| b != b'\n' && b != b'\r').unwrap_or(text.len());
+    &text[start..]
+}
+
+/// A reader that keeps what passes through it, so that rows can be copied out whole.
+struct Capture<R> {
+    inner: R,
+    seen: Vec<u8>,
+    base: u64,
+}
+
+impl<R> Capture<R> {
+    fn slice(&self, start: u64, end: u64) -> &[u8] {
+        &self.seen[self.index(start)..self.index(end)]
+    }
+
+    /// Returns where an offset of the input lies in what is kept.
+    #[allow(clippy::cast_possible_truncation)]
+    fn index(&self, offset: u64) -> usize {
+        // The offset lies within `seen`, which is in memory: it fits in a usize.
+        (offset - self.base) as usize
+    }
+
+    /// Lets go of the bytes before `offset`, in large steps so that the copying is cheap.
+    fn forget_before(&mut self, offset: u64) {
+        let done = self.index(offset);
+        if done >= 1 << 16 {
+            self.seen.drain(..done);
+            self.base = offset;
+        }
+    }
+}
+
+impl<R: Read> Read for Capture<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}

@@ -1,0 +1,77 @@
+//! What to read from each row, and which rows to keep.
+
+use super::format::InputFormat;
+use crate::units::layout::TimeLayout;
+use crate::units::time::Timestamp;
+
+/// Keeps only the rows whose column holds a decimal number of at least a value; a row
+/// where it is empty is left out, and counted apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnFilter {
+    /// The column's name.
+    pub column: String,
+    /// The least value kept, in millionths, rounded down: six decimal places.
+    pub at_least: i64,
+    /// What asked for the filter, for messages: `--min-mag`, say.
+    pub asked_by: &'static str,
+}
+
+/// What to read from each row, and which rows to keep.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// The layout of the input.
+    pub format: InputFormat,
+    /// The name of the column holding each event's time; names separated by commas give
+    /// a time split over columns, joined with one space before it is read.
+    pub time_column: String,
+    /// How that column is written.
+    pub time_format: TimeLayout,
+    /// Keep only events at or after this time.
+    pub since: Option<Timestamp>,
+    /// Keep only events before this time.
+    pub until: Option<Timestamp>,
+    /// Keep only rows whose columns hold numbers of at least these values.
+    pub filters: Vec<ColumnFilter>,
+    /// The column whose values give each event its key, for limits per key.
+    pub key_column: Option<String>,
+    /// The option that named the key column, for messages: `--key` unless said.
+    pub key_flag: &'static str,
+    /// Whether to show a progress bar on stderr when reading takes long.
+    pub progress: bool,
+    /// How many bad rows may be skipped (and counted) rather than stop the reading.
+    pub skip_bad: u64,
+    /// How many threads may read and work on the events: with 1, all is done on the
+    /// calling thread. The events and what is made of them are the same for any number.
+    pub threads: usize,
+}
+
+impl ReadOptions {
+    /// Returns options that read the `time` column in RFC 3339, keeping every row.
+    pub fn new() -> ReadOptions {
+        ReadOptions {
+            format: InputFormat::Csv,
+            time_column: "time".into(),
+            time_format: TimeLayout::default(),
+            since: None,
+            until: None,
+            filters: Vec::new(),
+            key_column: None,
+            key_flag: "--key",
+            progress: false,
+            skip_bad: 0,
+            threads: available_threads(),
+        }
+    }
+}
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions::new()
+    }
+}
+
+/// Returns the number of threads the machine runs at once: its cores, or 1 if that
+/// cannot be told.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}

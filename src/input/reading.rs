@@ -1,0 +1,327 @@
+//! Reading an input row by row on one thread: the header, the rows, the bad rows skipped.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use csv::ByteRecord;
+
+use super::error::{
+    ReadError, Result, csv_error, field_error, keys_error, layout, unequal_lengths,
+};
+use super::event::Event;
+use super::format::{InputFormat, ReadFailure, Records};
+use super::keys::{KeyTable, wide};
+use super::options::ReadOptions;
+use super::row::{Columns, Scratch, row_event};
+use super::source::Source;
+use crate::message::one_line;
+#[cfg(feature = "cli")]
+use crate::render::progress::Progress;
+use crate::units::time::Timestamp;
+
+/// Without the command line there is no progress bar to show.
+#[cfg(not(feature = "cli"))]
+pub(super) struct Progress;
+
+#[cfg(not(feature = "cli"))]
+impl Progress {
+    pub(super) fn new(_show: bool, _size: Option<u64>) -> Progress {
+        Progress
+    }
+
+    pub(super) fn tick(&mut self, _rows: u64, _bytes: u64) {}
+}
+
+/// What reading a catalog found, beside its events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data rows read, before any filter.
+    pub rows: u64,
+    /// Rows kept by the filters: the events.
+    pub events: u64,
+    /// Rows left out by a column filter because their field was empty.
+    pub left_out_empty: u64,
+    /// Bad rows skipped by `--skip-bad`, and the first one's error.
+    pub skipped: u64,
+    /// The error of the first row skipped.
+    pub first_skipped: Option<String>,
+    /// The keys, by number; empty without a key column.
+    pub keys: KeyTable,
+}
+
+/// Where rows come from: the csv crate for CSV and TSV, records for the other formats.
+pub(super) enum RowReader<R> {
+    Csv(csv::Reader<R>),
+    Other(Records<R>),
+}
+
+/// A row that cannot be read, or an input that cannot: only the first may be skipped.
+enum Bad {
+    Row(ReadError),
+    Input(ReadError),
+}
+
+impl<R: Read> RowReader<R> {
+    /// Reads the next row into `record`; false at the end.
+    fn read(&mut self, record: &mut ByteRecord, name: &str) -> Result<bool, Bad> {
+        match self {
+            RowReader::Csv(csv) => csv.read_byte_record(record).map_err(|e| match e.kind() {
+                csv::ErrorKind::UnequalLengths { .. } => Bad::Row(csv_error(name, e)),
+                _ => Bad::Input(csv_error(name, e)),
+            }),
+            RowReader::Other(records) => records.read(record).map_err(|failure| match failure {
+                ReadFailure::Io(error) => {
+                    Bad::Input(ReadError::Io { name: name.to_owned(), error })
+                }
+                ReadFailure::Record(e) => {
+                    Bad::Row(layout(name, format!("line {}: {}", e.line, e.problem)))
+                }
+            }),
+        }
+    }
+
+    /// Returns how far reading has come, in bytes.
+    pub(super) fn byte(&self) -> u64 {
+        match self {
+            RowReader::Csv(csv) => csv.position().byte(),
+            RowReader::Other(records) => records.byte(),
+        }
+    }
+}
+
+/// One reading of the input, row by row.
+pub(super) struct Reading<'a, R> {
+    pub(super) rows: RowReader<R>,
+    pub(super) record: ByteRecord,
+    pub(super) name: String,
+    pub(super) options: &'a ReadOptions,
+    pub(super) columns: Columns,
+    scratch: Scratch,
+    /// For a reading resumed past the header, the header's number of fields, which each
+    /// row must have; the csv crate checks it itself when it has read the header.
+    width: Option<usize>,
+    pub(super) stats: ReadStats,
+    progress: Progress,
+}
+
+impl<'a, R: Read> Reading<'a, R> {
+    pub(super) fn new(
+        reader: R,
+        source: &Source,
+        options: &'a ReadOptions,
+        size: Option<u64>,
+    ) -> Result<Reading<'a, R>> {
+        let name = source.name();
+        let format = options.format;
+        let time_columns: Vec<&str> = options.time_column.split(',').collect();
+        let (rows, header) = match format {
+            InputFormat::Csv | InputFormat::Tsv => {
+                let delimiter = if format == InputFormat::Tsv { b'\t' } else { b',' };
+                let mut csv = csv::ReaderBuilder::new()
+                    .buffer_capacity(1 << 16)
+                    .delimiter(delimiter)
+                    .from_reader(reader);
+                let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
+                (RowReader::Csv(csv), header)
+            }
+            _ => {
+                // The fields asked for, each once, are the header.
+                let mut fields: Vec<String> = Vec::new();
+                let wanted = time_columns.iter().copied();
+                let wanted = wanted.chain(options.filters.iter().map(|f| f.column.as_str()));
+                for field in wanted.chain(options.key_column.as_deref()) {
+                    if !fields.iter().any(|f| f == field) {
+                        fields.push(field.to_owned());
+                    }
+                }
+                let records = Records::new(reader, format, fields);
+                let header = records.header();
+                (RowReader::Other(records), header)
+            }
+        };
+        let column = |wanted: &str, why: &str| {
+            if header.is_empty() {
+                // An empty input is an empty catalog, not a missing column.
+                return Ok(0);
+            }
+            let mut found = header.iter().enumerate().filter(|(_, h)| *h == wanted.as_bytes());
+            let wanted = one_line(wanted);
+            match (found.next(), found.next()) {
+                (Some((index, _)), None) => Ok(index),
+                (Some((first, _)), Some((second, _))) => Err(layout(
+                    &name,
+                    format!(
+                        "the header names `{wanted}` twice, as columns {} and {}; which one \
+                         is meant cannot be told",
+                        first + 1,
+                        second + 1
+                    ),
+                )),
+                (None, _) => {
+                    let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
+                    let names = one_line(&names.join(","));
+                    let problem =
+                        format!("no column named `{wanted}` {why}; the header has: {names}");
+                    Err(layout(&name, problem))
+                }
+            }
+        };
+        let why = "(choose the time column with --time-column)";
+        let time = time_columns.iter().map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
+        let filters = (options.filters.iter())
+            .map(|f| column(&f.column, &format!("(needed by {})", f.asked_by)))
+            .collect::<Result<Vec<_>>>()?;
+        let key = match &options.key_column {
+            Some(name) => Some(column(name, &format!("(named by {})", options.key_flag))?),
+            None => None,
+        };
+        Ok(Reading {
+            rows,
+            record: ByteRecord::new(),
+            name,
+            options,
+            columns: Columns { time, filters, key },
+            scratch: Scratch::default(),
+            width: None,
+            stats: ReadStats::default(),
+            progress: Progress::new(options.progress, size),
+        })
+    }
+
+    pub(super) fn line(&self) -> u64 {
+        self.record.position().map_or(0, |p| p.line())
+    }
+
+    /// Returns what reading found, ending the reading.
+    pub(super) fn into_stats(self) -> ReadStats {
+        self.stats
+    }
+
+    /// Returns what the header settled, and where the rows after it start, for reading
+    /// them in pieces; `None` for a format that is not CSV or TSV.
+    pub(super) fn header(&mut self) -> Option<Header> {
+        let RowReader::Csv(csv) = &mut self.rows else { return None };
+        let width = csv.byte_headers().ok()?.len();
+        let body = csv.position().clone();
+        Some(Header { name: self.name.clone(), columns: self.columns.clone(), width, body })
+    }
+
+    /// Returns the event of the next row the filters keep.
+    pub(super) fn next_event(&mut self) -> Result<Option<Event>> {
+        let Some((time, cost)) = self.next_kept()? else { return Ok(None) };
+        let key = match self.columns.key {
+            Some(index) => {
+                let bytes = self.record.get(index).unwrap_or_default();
+                keys_error(&self.name, self.line(), self.stats.keys.intern(bytes))?
+            }
+            None => 0,
+        };
+        Ok(Some(Event { time, key, cost }))
+    }
+
+    /// Reads up to the next row the filters keep, which stays in `record`, and returns its
+    /// time and cost. A bad row stops the reading, unless `--skip-bad` still allows one: then it is
+    /// counted, and the first one's error kept.
+    pub(super) fn next_kept(&mut self) -> Result<Option<(Timestamp, u64)>> {
+        loop {
+            let more = match self.rows.read(&mut self.record, &self.name) {
+                Ok(more) => more,
+                Err(Bad::Input(error)) => return Err(error),
+                Err(Bad::Row(error)) => {
+                    self.stats.rows += 1;
+                    self.skip(error)?;
+                    continue;
+                }
+            };
+            if !more {
+                return Ok(None);
+            }
+            self.stats.rows += 1;
+            if let Some(width) = self.width
+                && self.record.len() != width
+            {
+                let (width, found) = (wide(width), wide(self.record.len()));
+                self.skip(unequal_lengths(&self.name, self.line(), width, found))?;
+                continue;
+            }
+            self.progress.tick(self.stats.rows, self.rows.byte());
+            match self.keep() {
+                Ok(Some(kept)) => {
+                    self.stats.events += 1;
+                    return Ok(Some(kept));
+                }
+                Ok(None) => {}
+                Err(error) => self.skip(error)?,
+            }
+        }
+    }
+
+    /// Skips a bad row if `--skip-bad` allows one more, else returns its error.
+    fn skip(&mut self, error: ReadError) -> Result<()> {
+        if self.stats.skipped >= self.options.skip_bad {
+            return Err(error);
+        }
+        self.stats.skipped += 1;
+        self.stats.first_skipped.get_or_insert_with(|| error.to_string());
+        Ok(())
+    }
+
+    /// Returns the time and cost of the row read last if the filters keep it, `None` if not.
+    fn keep(&mut self) -> Result<Option<(Timestamp, u64)>> {
+        let (record, scratch) = (&self.record, &mut self.scratch);
+        match row_event(record, &self.columns, self.options, scratch, &mut self.stats) {
+            Ok(kept) => Ok(kept.map(|event| (event.time, event.cost))),
+            Err(p) => Err(field_error(&self.name, self.line(), p.field, &p.value, p.reason)),
+        }
+    }
+
+    /// The key of the row read last, as bytes; empty without a key column: the key
+    /// [`row_event`] gave, as a record's fields need no scratch.
+    pub(super) fn key_bytes(&self) -> &[u8] {
+        self.columns.key.and_then(|index| self.record.get(index)).unwrap_or_default()
+    }
+}
+
+/// What a CSV's header settled: the columns to read, the number of fields each row has,
+/// and where the first row after it starts.
+pub(super) struct Header {
+    pub name: String,
+    pub columns: Columns,
+    pub width: usize,
+    pub body: csv::Position,
+}
+
+impl<'a, R: Read + Seek> Reading<'a, R> {
+    /// Returns a reading of `input` (of `size` bytes) that goes on from `at` (the start of a
+    /// row, and its line), with what `header` settled and what reading found so far,
+    /// `stats`.
+    pub(super) fn resume(
+        input: R,
+        size: Option<u64>,
+        header: &Header,
+        options: &'a ReadOptions,
+        at: csv::Position,
+        stats: ReadStats,
+    ) -> Result<Reading<'a, R>> {
+        let delimiter = if options.format == InputFormat::Tsv { b'\t' } else { b',' };
+        let mut csv = csv::ReaderBuilder::new()
+            .buffer_capacity(1 << 16)
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(input);
+        // Not `seek`: it does nothing when the place asked for is where its reader thinks
+        // it is, and before it looks, it has read a row from wherever `input` stood.
+        csv.seek_raw(SeekFrom::Start(at.byte()), at).map_err(|e| csv_error(&header.name, e))?;
+        Ok(Reading {
+            rows: RowReader::Csv(csv),
+            record: ByteRecord::new(),
+            name: header.name.clone(),
+            options,
+            columns: header.columns.clone(),
+            scratch: Scratch::default(),
+            width: Some(header.width),
+            stats,
+            progress: Progress::new(options.progress, size),
+        })
+    }
+}

@@ -1,0 +1,113 @@
+//! From a row to an event: its time, whether the filters keep it, its key and its cost.
+//!
+//! Every reader (one thread's, the pieces' and the fast scanner's) parses rows its own way
+//! and hands them here through [`Fields`], so that what a row makes is decided once.
+
+use csv::ByteRecord;
+
+use super::options::ReadOptions;
+use super::reading::ReadStats;
+use crate::units::decimal;
+use crate::units::time::Timestamp;
+
+/// The fields of one row, however it was parsed.
+pub(super) trait Fields {
+    /// Returns field `index`, unquoted, or nothing if the row has no such field; a reader
+    /// that must unquote it into new bytes does so in `scratch`.
+    fn field<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> &'a [u8];
+}
+
+impl Fields for ByteRecord {
+    #[inline]
+    fn field<'a>(&'a self, index: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
+        self.get(index).unwrap_or_default()
+    }
+}
+
+/// Which columns make an event, as the header settled them.
+#[derive(Clone, Debug)]
+pub(super) struct Columns {
+    /// The time's columns: one, or several to join with spaces.
+    pub time: Vec<usize>,
+    /// The column of each of the options' column filters, in their order.
+    pub filters: Vec<usize>,
+    /// The key's column, if events are keyed.
+    pub key: Option<usize>,
+}
+
+/// Room for a row's fields while it is turned into an event, kept from row to row.
+#[derive(Default)]
+pub(super) struct Scratch {
+    field: Vec<u8>,
+    joined: Vec<u8>,
+    filter: Vec<u8>,
+    key: Vec<u8>,
+}
+
+/// What a kept row makes: its event's time, its key's bytes and its cost.
+pub(super) struct RowEvent<'a> {
+    pub time: Timestamp,
+    pub key: &'a [u8],
+    pub cost: u64,
+}
+
+/// Why a field of a row cannot be read: its column's name, its text and what it is not.
+pub(super) struct FieldProblem<'o> {
+    pub(super) field: &'o str,
+    pub(super) value: Vec<u8>,
+    pub(super) reason: String,
+}
+
+/// Turns a row into its event if the filters keep it (`None` if not), counting in `stats`
+/// a row left out for an empty filtered field. Every reader calls it, so that a row makes
+/// the same event whichever reads it.
+#[inline]
+pub(super) fn row_event<'a, 'o>(
+    row: &'a impl Fields,
+    columns: &Columns,
+    options: &'o ReadOptions,
+    scratch: &'a mut Scratch,
+    stats: &mut ReadStats,
+) -> Result<Option<RowEvent<'a>>, FieldProblem<'o>> {
+    let Scratch { field, joined, filter, key } = scratch;
+    let problem = |field, text: &[u8], reason| FieldProblem { field, value: text.to_vec(), reason };
+    let text = match columns.time[..] {
+        [one] => row.field(one, field),
+        ref several => {
+            joined.clear();
+            for (n, &index) in several.iter().enumerate() {
+                if n > 0 {
+                    joined.push(b' ');
+                }
+                joined.extend_from_slice(row.field(index, field));
+            }
+            joined
+        }
+    };
+    let time = options
+        .time_format
+        .parse(text)
+        .map_err(|e| problem(&options.time_column, text, e.to_string()))?;
+    if options.since.is_some_and(|since| time < since)
+        || options.until.is_some_and(|until| time >= until)
+    {
+        return Ok(None);
+    }
+    for (rule, &index) in options.filters.iter().zip(&columns.filters) {
+        let text = row.field(index, filter);
+        if text.is_empty() {
+            stats.left_out_empty += 1;
+            return Ok(None);
+        }
+        let value = decimal::parse_floor(text, 6)
+            .map_err(|_| problem(&rule.column, text, "not a number".into()))?;
+        if value < rule.at_least {
+            return Ok(None);
+        }
+    }
+    let key = match columns.key {
+        Some(index) => row.field(index, key),
+        None => &[],
+    };
+    Ok(Some(RowEvent { time, key, cost: 1 }))
+}

@@ -1,0 +1,108 @@
+//! Reading an input out of time order: every event kept, sorted, then fed to the sink.
+
+use super::event::Event;
+use super::keys::Key;
+use super::options::ReadOptions;
+use super::pipeline::Flow;
+use super::reading::ReadStats;
+use super::sink::Sink;
+use super::source::{Opened, Source};
+use super::streaming::stream_input;
+use crate::units::time::Timestamp;
+
+/// Reads every kept event of `input`, sorts them by time (and key), stable for equal ones,
+/// and feeds them to `sink`, which is returned with what reading found.
+pub(super) fn read_sorted<S: Sink>(
+    input: &mut Opened,
+    source: &Source,
+    options: &ReadOptions,
+    mut sink: S,
+) -> Result<(S, ReadStats), S::Error> {
+    let mut kept = Kept::new(options.key_column.is_some());
+    let stats = stream_input(input, source, options, false, |event| {
+        kept.push(event);
+        Ok::<_, S::Error>(Flow::More)
+    })?
+    // `stream` gives `None` only when the taker says stop, and this one never does.
+    .expect("a pass that is never stopped ends");
+    for event in kept.sorted() {
+        sink.event(event)?;
+    }
+    Ok((sink, stats))
+}
+
+/// Events kept to be sorted, in as few bytes as tell them apart: without keys and costs a
+/// time is all there is to keep (8 bytes), with keys a time and a key (16); only once an
+/// event costs other than 1 is each kept whole.
+#[derive(Debug, PartialEq, Eq)]
+enum Kept {
+    Times(Vec<Timestamp>),
+    Keyed(Vec<(Timestamp, Key)>),
+    Weighted(Vec<Event>),
+}
+
+impl Kept {
+    fn new(keyed: bool) -> Kept {
+        if keyed { Kept::Keyed(Vec::new()) } else { Kept::Times(Vec::new()) }
+    }
+
+    fn push(&mut self, event: Event) {
+        if event.cost != 1 && !matches!(self, Kept::Weighted(_)) {
+            *self = Kept::Weighted(std::mem::replace(self, Kept::Times(Vec::new())).sorted());
+        }
+        match self {
+            Kept::Times(times) => times.push(event.time),
+            Kept::Keyed(events) => events.push((event.time, event.key)),
+            Kept::Weighted(events) => events.push(event),
+        }
+    }
+
+    /// Returns the events in time order (and key order for equal times), stable for equal
+    /// times and keys. Events that cost 1 and share a time and key cannot be told apart,
+    /// so unstable sorts keep replay stable; weighted ones can, and keep their order.
+    fn sorted(self) -> Vec<Event> {
+        match self {
+            Kept::Times(mut times) => {
+                times.sort_unstable();
+                times.into_iter().map(|time| Event::new(time, 0)).collect()
+            }
+            Kept::Keyed(mut events) => {
+                events.sort_unstable();
+                events.into_iter().map(|(time, key)| Event::new(time, key)).collect()
+            }
+            Kept::Weighted(mut events) => {
+                events.sort_by_key(|event| (event.time, event.key));
+                events
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weighted_events_sort_by_time_and_key_and_keep_their_order_when_equal() {
+        let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+        let event = |s, key, cost| Event { time: at(s), key, cost };
+        let mut kept = Kept::new(true);
+        // Unit events first, kept small; the first weighted one makes every one whole.
+        for e in [event(5, 1, 1), event(2, 0, 1), event(5, 0, 1)] {
+            kept.push(e);
+        }
+        assert!(matches!(kept, Kept::Keyed(_)));
+        for e in [event(5, 0, 7), event(1, 3, 1), event(5, 0, 2)] {
+            kept.push(e);
+        }
+        let want = [
+            event(1, 3, 1),
+            event(2, 0, 1),
+            event(5, 0, 1),
+            event(5, 0, 7),
+            event(5, 0, 2),
+            event(5, 1, 1),
+        ];
+        assert_eq!(kept.sorted(), want);
+    }
+}

@@ -1,0 +1,119 @@
+//! Where a catalog comes from, and opening it: once, or again from its start.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use super::error::{ReadError, Result, layout};
+
+/// Where a catalog comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Standard input.
+    Stdin,
+    /// A file.
+    Path(PathBuf),
+    /// Bytes built into the program.
+    Embedded {
+        /// The name reports and messages use.
+        name: &'static str,
+        /// The catalog.
+        bytes: &'static [u8],
+    },
+}
+
+impl Source {
+    /// Returns the name that messages and reports give the input.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Stdin => "<stdin>".into(),
+            Source::Path(path) => path.display().to_string(),
+            Source::Embedded { name, .. } => (*name).into(),
+        }
+    }
+
+    /// Returns the name for a picture's title: a file's name without its directories.
+    pub fn title(&self) -> String {
+        match self {
+            Source::Path(path) => {
+                path.file_name().map_or_else(|| self.name(), |n| n.to_string_lossy().into())
+            }
+            _ => self.name(),
+        }
+    }
+}
+
+/// An opened input. Regular files and built-in bytes can be read again from the start;
+/// anything else (a pipe, a FIFO, `<(...)`, a device) is read once, as it comes.
+pub(super) enum Opened {
+    File { file: File, start: u64 },
+    Once(Option<Box<dyn Read + Send>>),
+    Bytes(&'static [u8]),
+}
+
+impl Opened {
+    pub(super) fn open(source: &Source) -> Result<Opened> {
+        Ok(match source {
+            Source::Path(path) => {
+                let file = File::open(path)
+                    .map_err(|error| ReadError::Io { name: source.name(), error })?;
+                match file.metadata() {
+                    Ok(meta) if meta.is_file() => Opened::File { file, start: 0 },
+                    _ => Opened::Once(Some(Box::new(file))),
+                }
+            }
+            Source::Stdin => match stdin_file() {
+                Some((file, start)) => Opened::File { file, start },
+                None => Opened::Once(Some(Box::new(io::stdin()))),
+            },
+            Source::Embedded { bytes, .. } => Opened::Bytes(bytes),
+        })
+    }
+
+    /// Returns the number of bytes to read, if it is known.
+    pub(super) fn size(&self) -> Option<u64> {
+        match self {
+            Opened::File { file, start } => {
+                file.metadata().ok().map(|m| m.len().saturating_sub(*start))
+            }
+            Opened::Once(_) => None,
+            // A slice's length fits in 64 bits on every platform Rust supports.
+            Opened::Bytes(bytes) => Some(bytes.len() as u64),
+        }
+    }
+
+    pub(super) fn can_rewind(&self) -> bool {
+        !matches!(self, Opened::Once(_))
+    }
+
+    /// Returns a reader from the start of the input; what cannot rewind is read only once.
+    pub(super) fn reader(&mut self, source: &Source) -> Result<Box<dyn Read + Send + '_>> {
+        Ok(match self {
+            Opened::File { file, start } => {
+                file.seek(SeekFrom::Start(*start))
+                    .map_err(|error| ReadError::Rewind { name: source.name(), error })?;
+                Box::new(&*file)
+            }
+            Opened::Once(reader) => reader
+                .take()
+                .ok_or_else(|| layout(&source.name(), "cannot be read a second time".into()))?,
+            Opened::Bytes(bytes) => Box::new(*bytes),
+        })
+    }
+}
+
+/// Returns standard input as a file and its current offset, if it is a regular file.
+fn stdin_file() -> Option<(File, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let mut file = File::from(io::stdin().as_fd().try_clone_to_owned().ok()?);
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let start = file.stream_position().ok()?;
+        Some((file, start))
+    }
+    #[cfg(not(unix))]
+    None
+}

@@ -1,0 +1,57 @@
+//! Which reading an input gets: a file in pieces on every thread, a pipe in blocks, or one
+//! thread's reading, with another thread ahead of the taker.
+
+use std::io::{self, Read};
+
+use super::error::ReadError;
+use super::event::Event;
+use super::format::InputFormat;
+use super::options::ReadOptions;
+use super::pipeline::{Flow, stream};
+use super::reading::{ReadStats, Reading};
+use super::source::{Opened, Source};
+
+/// Reads the events of an input that can be read from its start, as [`stream`] does: a
+/// large CSV or TSV file in pieces on every thread, anything else as it comes.
+pub(super) fn stream_input<E: From<ReadError>>(
+    input: &mut Opened,
+    source: &Source,
+    options: &ReadOptions,
+    busy: bool,
+    mut take: impl FnMut(Event) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let size = input.size();
+    #[cfg(unix)]
+    let tabular = matches!(options.format, InputFormat::Csv | InputFormat::Tsv);
+    #[cfg(unix)]
+    let in_pieces = tabular
+        && matches!(input, Opened::File { .. })
+        && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE);
+    #[cfg(unix)]
+    if let Opened::Once(_) = input
+        && options.threads >= 2
+        && tabular
+    {
+        let reader = input.reader(source)?;
+        return match super::chunked::stream_pipe(reader, source, options, &mut take)? {
+            Ok(stats) => Ok(stats),
+            // A header the fast reading does not take: one thread reads it all.
+            Err((read, rest)) => {
+                let pass = Reading::new(io::Cursor::new(read).chain(rest), source, options, size)?;
+                stream(pass, busy, take)
+            }
+        };
+    }
+    let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
+    #[cfg(unix)]
+    if in_pieces {
+        let header = pass.header();
+        drop(pass);
+        if let (Some(header), Opened::File { file, start }) = (header, &*input) {
+            return super::chunked::stream(file, *start, &header, options, busy, take);
+        }
+        // The csv crate always has a header for a CSV it has read: not reached.
+        pass = Reading::new(input.reader(source)?, source, options, size)?;
+    }
+    stream(pass, busy, take)
+}
