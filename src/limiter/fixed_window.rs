@@ -4,7 +4,7 @@ use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -21,7 +21,7 @@ pub struct FixedWindow {
 }
 
 /// What a window counter changes as events come: the window, and what passed in it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Counted {
     windows: AlignedWindows,
     count: u64,
@@ -38,10 +38,12 @@ impl FixedWindow {
     }
 }
 
-impl Limiter for FixedWindow {
+impl KeyedState for FixedWindow {
+    type State = Counted;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
-        let Counted { windows, count } = &mut self.state;
+    fn step(&self, state: &mut Counted, now: Timestamp, cost: u64, force: bool) -> Decision {
+        let Counted { windows, count } = state;
         if windows.advance(now.as_micros(), self.period) != Step::Same {
             *count = 0;
         }
@@ -52,6 +54,10 @@ impl Limiter for FixedWindow {
             *count = after;
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Counted {
+        &mut self.state
     }
 }
 
@@ -82,18 +88,11 @@ impl Rule for FixedWindow {
     }
 }
 
-impl KeyedState for FixedWindow {
-    type State = Counted;
-
-    fn state(&mut self) -> &mut Counted {
-        &mut self.state
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{decisions, secs};
     use super::*;
+    use crate::limiter::Limiter;
 
     #[test]
     fn counts_within_epoch_aligned_windows() {

@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -37,17 +37,23 @@ impl Gcra {
     }
 }
 
-impl Limiter for Gcra {
+impl KeyedState for Gcra {
+    type State = i128;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+    fn step(&self, state: &mut i128, now: Timestamp, cost: u64, force: bool) -> Decision {
         let t = i128::from(now.as_micros()) * self.n;
         // max(tat, t) + c·I − t ≤ b·I: with c = 1 it is t ≥ tat − (b − 1)·I, as b ≥ 1.
-        let end = self.tat.max(t) + spend(cost, self.interval);
+        let end = (*state).max(t) + spend(cost, self.interval);
         let pass = force || end - t <= self.capacity;
         if pass {
-            self.tat = end;
+            *state = end;
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut i128 {
+        &mut self.tat
     }
 }
 
@@ -80,14 +86,6 @@ impl Rule for Gcra {
 
     fn held(limit: &Limit, seen: &Seen) -> bool {
         seen.bucket <= limit.burst
-    }
-}
-
-impl KeyedState for Gcra {
-    type State = i128;
-
-    fn state(&mut self) -> &mut i128 {
-        &mut self.tat
     }
 }
 

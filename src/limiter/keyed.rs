@@ -1,7 +1,5 @@
 //! One limiter for many keys: the rule kept once, each key's state kept apart and small.
 
-use std::mem;
-
 use super::{Algorithm, Any, Decision, KeyedState, Rule, Store};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -10,8 +8,8 @@ use crate::units::time::Timestamp;
 /// a key costs only its state: 16 bytes for GCRA, 32 for a token bucket, a fixed window or a
 /// leaky queue, 40 for a sliding-window counter, and 32 plus the times for a sliding log.
 ///
-/// Each key decides exactly as its own limiter would: the key's state is put into the one
-/// limiter, the limiter decides, and the state is taken out again.
+/// Each key decides exactly as its own limiter would: the one rule steps in the key's own
+/// state.
 #[derive(Clone, Debug)]
 pub struct PerKey<L: KeyedState> {
     limiter: L,
@@ -22,7 +20,7 @@ pub struct PerKey<L: KeyedState> {
 impl<L: KeyedState> PerKey<L> {
     /// Returns the limiter for every key, each starting as `limiter` is now.
     pub fn new(mut limiter: L) -> PerKey<L> {
-        let fresh = limiter.state().clone();
+        let fresh = limiter.state_mut().clone();
         PerKey { limiter, fresh, states: Vec::new() }
     }
 
@@ -39,17 +37,13 @@ impl<L: KeyedState> PerKey<L> {
         self.take(key, now, cost, true);
     }
 
-    /// Puts the key's state into the one limiter, has it decide, and takes the state out.
+    /// Has the one rule decide in the key's state.
     #[inline]
     fn take(&mut self, key: usize, now: Timestamp, cost: u64, force: bool) -> Decision {
         if key >= self.states.len() {
             self.add_keys(key);
         }
-        let state = &mut self.states[key];
-        mem::swap(self.limiter.state(), state);
-        let decision = self.limiter.take(now, cost, force);
-        mem::swap(self.limiter.state(), state);
-        decision
+        self.limiter.step(&mut self.states[key], now, cost, force)
     }
 
     /// Gives key `to` the state that key `key` has in `from`.

@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
 
@@ -125,20 +125,26 @@ impl LeakyQueue {
     }
 }
 
-impl Limiter for LeakyQueue {
+impl KeyedState for LeakyQueue {
+    type State = i128;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+    fn step(&self, state: &mut i128, now: Timestamp, cost: u64, force: bool) -> Decision {
         let arrival = i128::from(now.as_micros()) * self.n;
         // EMPTY is below every arrival, so an empty queue lets the event leave at once.
-        let departure = arrival.max(self.free_at);
+        let departure = arrival.max(*state);
         let wait = departure - arrival;
         // It admits as GCRA does: wait + c·I ≤ b·I, so with c = 1 no wait over (b − 1)·I.
         let spend = super::gcra::spend(cost, self.interval);
         if wait + spend > self.capacity && !force {
             return Decision { passed: false, wait: 0 };
         }
-        self.free_at = departure + spend;
+        *state = departure + spend;
         Decision { passed: true, wait }
+    }
+
+    fn state_mut(&mut self) -> &mut i128 {
+        &mut self.free_at
     }
 }
 
@@ -169,19 +175,12 @@ impl Rule for LeakyQueue {
     }
 }
 
-impl KeyedState for LeakyQueue {
-    type State = i128;
-
-    fn state(&mut self) -> &mut i128 {
-        &mut self.free_at
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::burst;
     use super::super::tests::secs;
     use super::*;
+    use crate::limiter::Limiter;
 
     /// Runs the queue over the times; returns its decisions and the waits it recorded.
     fn decisions(q: &mut LeakyQueue, rate: Rate, times: &[Timestamp]) -> (Vec<bool>, Waits) {

@@ -71,14 +71,30 @@ pub trait Limiter {
     }
 }
 
-/// A limiter whose changing state can be taken out and put back, so that one limiter's
-/// rule can serve many keys, each with its own state; see [`PerKey`].
-pub trait KeyedState: Limiter + Clone + std::fmt::Debug {
-    /// What the limiter changes as events come; the rest is its rule.
-    type State: Clone + std::fmt::Debug;
+/// A limiter split into its rule and its state, as governor splits GCRA from its state
+/// store: the rule is a pure step over a state it is handed, so that one rule serves any
+/// number of states (one per key, or per key and server; see [`PerKey`]). Every
+/// `KeyedState` is a [`Limiter`] over the state it holds.
+pub trait KeyedState: Clone + std::fmt::Debug {
+    /// What the limiter changes as events come; the rest is its rule. The default is only
+    /// a placeholder, never decided on.
+    type State: Clone + std::fmt::Debug + Default;
 
-    /// Returns the state, to be swapped with a key's own.
-    fn state(&mut self) -> &mut Self::State;
+    /// Decides on an event in `state`, as [`Limiter::take`] does with the limiter's own.
+    fn step(&self, state: &mut Self::State, now: Timestamp, cost: u64, force: bool) -> Decision;
+
+    /// Returns the limiter's own state: at first, a fresh key's.
+    fn state_mut(&mut self) -> &mut Self::State;
+}
+
+impl<L: KeyedState> Limiter for L {
+    #[inline]
+    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+        let mut state = std::mem::take(self.state_mut());
+        let decision = self.step(&mut state, now, cost, force);
+        *self.state_mut() = state;
+        decision
+    }
 }
 
 /// One limiter's decision on one event.

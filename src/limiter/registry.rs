@@ -8,7 +8,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, Rule};
+use super::{Decision, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 

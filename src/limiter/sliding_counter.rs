@@ -4,7 +4,7 @@ use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -24,7 +24,7 @@ pub struct SlidingCounter {
 
 /// What a sliding-window counter changes as events come: the current window, and what
 /// passed in it and in the one before.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Counters {
     windows: AlignedWindows,
     prev: u64,
@@ -42,11 +42,13 @@ impl SlidingCounter {
     }
 }
 
-impl Limiter for SlidingCounter {
+impl KeyedState for SlidingCounter {
+    type State = Counters;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+    fn step(&self, state: &mut Counters, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
-        let Counters { windows, prev, cur } = &mut self.state;
+        let Counters { windows, prev, cur } = state;
         match windows.advance(now, self.period) {
             Step::Same => {}
             Step::Next => (*prev, *cur) = (*cur, 0),
@@ -63,6 +65,10 @@ impl Limiter for SlidingCounter {
             *cur = cur.saturating_add(cost);
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Counters {
+        &mut self.state
     }
 }
 
@@ -92,18 +98,11 @@ impl Rule for SlidingCounter {
     }
 }
 
-impl KeyedState for SlidingCounter {
-    type State = Counters;
-
-    fn state(&mut self) -> &mut Counters {
-        &mut self.state
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{decisions, secs};
     use super::*;
+    use crate::limiter::Limiter;
 
     #[test]
     fn the_weighted_estimate_reaching_n_rejects() {

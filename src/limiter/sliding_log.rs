@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -38,6 +38,13 @@ pub struct Log {
 struct Costs {
     each: VecDeque<u64>,
     total: u64,
+}
+
+impl Default for Log {
+    /// An empty log, which allocates nothing.
+    fn default() -> Log {
+        Log { newest: Log::NONE, older: VecDeque::new(), weighted: None }
+    }
 }
 
 impl Log {
@@ -97,21 +104,27 @@ impl SlidingLog {
     }
 }
 
-impl Limiter for SlidingLog {
+impl KeyedState for SlidingLog {
+    type State = Log;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+    fn step(&self, state: &mut Log, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
         // An event at exactly t − P is a full period old and no longer counts.
         let oldest_kept = now.saturating_sub(self.period);
-        while self.log.front().is_some_and(|t| t <= oldest_kept) {
-            self.log.pop_front();
+        while state.front().is_some_and(|t| t <= oldest_kept) {
+            state.pop_front();
         }
-        let pass = force || self.log.used().saturating_add(cost) <= self.limit;
+        let pass = force || state.used().saturating_add(cost) <= self.limit;
         // An event that costs nothing changes nothing, and takes no room in the log.
         if pass && cost > 0 {
-            self.log.push_back(now, cost);
+            state.push_back(now, cost);
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Log {
+        &mut self.log
     }
 }
 
@@ -139,18 +152,11 @@ impl Rule for SlidingLog {
     }
 }
 
-impl KeyedState for SlidingLog {
-    type State = Log;
-
-    fn state(&mut self) -> &mut Log {
-        &mut self.log
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::{decisions, secs};
     use super::*;
+    use crate::limiter::Limiter;
 
     #[test]
     fn three_per_minute() {

@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Limiter, Rule};
+use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -22,7 +22,7 @@ pub struct TokenBucket {
 }
 
 /// What a token bucket changes as events come: its level, and when it was last filled.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Level {
     level: i128,
     last: i64,
@@ -37,11 +37,13 @@ impl TokenBucket {
     }
 }
 
-impl Limiter for TokenBucket {
+impl KeyedState for TokenBucket {
+    type State = Level;
+
     #[inline]
-    fn take(&mut self, now: Timestamp, cost: u64, force: bool) -> Decision {
+    fn step(&self, state: &mut Level, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros();
-        let Level { level, last } = &mut self.state;
+        let Level { level, last } = state;
         let elapsed = (i128::from(now) - i128::from(*last)).max(0);
         *level = (*level + self.refill * elapsed).min(self.capacity);
         *last = now;
@@ -52,6 +54,10 @@ impl Limiter for TokenBucket {
             *level -= tokens;
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Level {
+        &mut self.state
     }
 }
 
@@ -83,14 +89,6 @@ impl Rule for TokenBucket {
 /// The promise of a token bucket, and of the limiters that decide as one does.
 pub(super) fn bucket_promise(limit: &Limit) -> String {
     format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
-}
-
-impl KeyedState for TokenBucket {
-    type State = Level;
-
-    fn state(&mut self) -> &mut Level {
-        &mut self.state
-    }
 }
 
 #[cfg(test)]
