@@ -330,7 +330,7 @@ impl RedisArgs {
 impl CheckArgs {
     /// Settles the one limiter `check` runs, and the server it runs in.
     pub fn resolve(&self) -> Result<(Settings, RedisTarget)> {
-        if self.algo == Algorithm::LeakyQueue {
+        if self.algo.delays() {
             bail!(
                 "check decides at once; a leaky queue delays instead: use gcra, which admits \
                  the same"

@@ -22,7 +22,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cli::args::FilterArgs;
 use crate::engine::redis::{Remote, Server};
 use crate::input::keys::{KeyTable, wide};
-use crate::limiter::{Algorithm, AnyPerKey, Decision};
+use crate::limiter::{AnyPerKey, Decision};
 use crate::render::outfile::Identity;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
@@ -48,7 +48,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         Some(target) => {
             let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), 1)?;
             let mut server = Server::connect(&target.urls, target.timeout)?;
-            server.load(settings.algorithm)?;
+            server.load(remote.script())?;
             Decider::Redis { server, remote, prefix: target.prefix, calls: 0 }
         }
         None => Decider::Memory {
@@ -84,7 +84,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let mut tally = Tally::default();
     let mut column = None;
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
-    let delays = settings.algorithm == Algorithm::LeakyQueue;
+    let delays = settings.algorithm.delays();
     let ended = loop {
         if interrupted.load(Ordering::Relaxed) {
             break false;

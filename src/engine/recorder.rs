@@ -101,8 +101,7 @@ impl Lane {
             passed: 0,
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst.get()),
-            queue: (algorithm == Algorithm::LeakyQueue)
-                .then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
+            queue: algorithm.delays().then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
         }
     }
 

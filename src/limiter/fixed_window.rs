@@ -4,7 +4,7 @@ use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -67,6 +67,7 @@ impl Rule for FixedWindow {
         "At most N events in each period-long window aligned to the Unix epoch";
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
+    const REDIS: Option<RedisScript> = Some(RedisScript::FixedWindow);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> FixedWindow {
         FixedWindow::new(rate)

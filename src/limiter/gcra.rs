@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -69,6 +69,7 @@ impl Rule for Gcra {
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;
     const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
+    const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Gcra {
         Gcra::new(rate, burst)

@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
 
@@ -154,6 +154,8 @@ impl Rule for LeakyQueue {
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";
     const USES_BURST: bool = true;
     const WATCH: Watch = Watch { aligned: false, period: false, bucket: false };
+    const DELAYS: bool = true;
+    const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> LeakyQueue {
         LeakyQueue::new(rate, burst)

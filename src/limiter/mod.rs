@@ -4,30 +4,30 @@
 //! own time, and the same code could run on a live clock.
 
 mod aligned;
-mod fixed_window;
 mod fleet;
-mod gcra;
 mod keyed;
-mod leaky_queue;
 pub mod promise;
+#[macro_use]
 mod registry;
-mod sliding_counter;
-mod sliding_log;
-mod token_bucket;
 
 #[cfg(test)]
 mod tests;
 
 pub use aligned::{AlignedWindows, Step};
-pub use fixed_window::FixedWindow;
 pub use fleet::{AnyFleet, Fleet, Replicas, Share};
-pub use gcra::Gcra;
 pub use keyed::{AnyPerKey, Keys, PerKey};
-pub use leaky_queue::{LeakyQueue, Waits};
-pub use registry::{Algorithm, Alone, Any, AnyLimiter, Store};
-pub use sliding_counter::SlidingCounter;
-pub use sliding_log::SlidingLog;
-pub use token_bucket::TokenBucket;
+pub use leaky_queue::Waits;
+pub use registry::{Alone, AnyLimiter, RedisScript, Store};
+
+// The limiters, each `module::Type`: a new limiter is its file and one line here.
+limiters! {
+    fixed_window::FixedWindow,
+    sliding_log::SlidingLog,
+    sliding_counter::SlidingCounter,
+    token_bucket::TokenBucket,
+    gcra::Gcra,
+    leaky_queue::LeakyQueue,
+}
 
 use std::num::NonZeroU64;
 
@@ -118,6 +118,11 @@ pub trait Rule: KeyedState {
     const USES_BURST: bool;
     /// Which measures of the passed events its promise needs.
     const WATCH: Watch;
+    /// Whether it delays the events it admits (and reports their waits) rather than
+    /// passing them at once.
+    const DELAYS: bool = false;
+    /// The Redis script it runs as; `None` if it cannot run in Redis.
+    const REDIS: Option<RedisScript> = None;
 
     /// Returns the limiter for N per P and burst b, as it starts; without a burst, `burst`
     /// is ignored.

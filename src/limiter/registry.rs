@@ -1,14 +1,14 @@
 //! The one list of limiters: each line makes its `Algorithm` entry and every dispatch.
 //!
-//! A new limiter is a file that implements [`Rule`] and one line in the list at the end of
-//! this file. The line gives it its variant of [`Algorithm`] (with the name, help and
-//! promise its `Rule` states) and its variant of [`Any`], which holds it in any [`Store`]:
-//! alone, per key, or on a fleet of servers.
+//! A new limiter is a file that implements [`Rule`] and one line in the list that
+//! `limiter/mod.rs` gives `limiters!`. The line declares its module and gives it its
+//! variant of [`Algorithm`] (with the name, help, promise and Redis script its `Rule`
+//! states) and its variant of [`Any`], which holds it in any [`Store`]: alone, per key, or
+//! on a fleet of servers.
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
-use super::{Decision, Limiter, Rule};
+use super::{Algorithm, Any, Decision, Limiter, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -35,65 +35,95 @@ pub trait Store {
     ) -> Decision;
 }
 
+/// Makes, from the list of limiters (each `module::Type`), their modules, [`Algorithm`] and
+/// [`Any`]: the one place that lists limiters.
 macro_rules! limiters {
-    ($($variant:ident => $rule:ty,)*) => {
+    ($($module:ident :: $rule:ident,)*) => {
+        $(
+            mod $module;
+            pub use self::$module::$rule;
+        )*
+
         /// The limiting algorithms, by the names the command line and the JSON output use.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Algorithm {
             $(
                 #[doc = concat!("[`", stringify!($rule), "`]")]
-                $variant,
+                $rule,
             )*
         }
 
         impl Algorithm {
             /// Every algorithm, in the order reports list them.
-            pub const ALL: [Algorithm; [$(Algorithm::$variant),*].len()] =
-                [$(Algorithm::$variant),*];
+            pub const ALL: [Algorithm; [$(Algorithm::$rule),*].len()] = [$(Algorithm::$rule),*];
 
             /// Returns the name used on the command line and in reports.
             pub fn name(self) -> &'static str {
-                match self { $(Algorithm::$variant => <$rule as Rule>::NAME,)* }
+                match self { $(Algorithm::$rule => <$rule as Rule>::NAME,)* }
             }
 
             /// Returns one line that says what the algorithm does.
             pub fn help(self) -> &'static str {
-                match self { $(Algorithm::$variant => <$rule as Rule>::HELP,)* }
+                match self { $(Algorithm::$rule => <$rule as Rule>::HELP,)* }
             }
 
             /// Returns true if the algorithm has a burst, b.
             pub fn uses_burst(self) -> bool {
-                match self { $(Algorithm::$variant => <$rule as Rule>::USES_BURST,)* }
+                match self { $(Algorithm::$rule => <$rule as Rule>::USES_BURST,)* }
+            }
+
+            /// Returns true if the algorithm delays the events it admits, rather than
+            /// passing them at once.
+            pub fn delays(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::DELAYS,)* }
+            }
+
+            /// Returns the Redis script it runs as, if it can run in Redis.
+            pub fn redis_script(self) -> Option<$crate::limiter::RedisScript> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }
             }
 
             /// Returns a new limiter of this kind, held in store `S`. Algorithms without a
             /// burst ignore `burst`.
-            pub fn make<S: Store>(self, rate: Rate, burst: NonZeroU64, setup: &S::Setup) -> Any<S> {
+            pub fn make<S: Store>(
+                self,
+                rate: $crate::units::rate::Rate,
+                burst: std::num::NonZeroU64,
+                setup: &S::Setup,
+            ) -> Any<S> {
                 match self {
-                    $(Algorithm::$variant => {
-                        Any::$variant(S::make(<$rule as Rule>::new_limit(rate, burst), setup))
+                    $(Algorithm::$rule => {
+                        Any::$rule(S::make(<$rule as Rule>::new_limit(rate, burst), setup))
                     })*
                 }
             }
 
             /// Which measures its promise needs.
-            pub(crate) fn watch(self) -> Watch {
-                match self { $(Algorithm::$variant => <$rule as Rule>::WATCH,)* }
+            pub(crate) fn watch(self) -> $crate::limiter::promise::Watch {
+                match self { $(Algorithm::$rule => <$rule as Rule>::WATCH,)* }
             }
 
             /// Says what it promises for `limit`.
-            pub(crate) fn promise(self, limit: &Limit) -> String {
-                match self { $(Algorithm::$variant => <$rule as Rule>::promise(limit),)* }
+            pub(crate) fn promise(self, limit: &$crate::limiter::promise::Limit) -> String {
+                match self { $(Algorithm::$rule => <$rule as Rule>::promise(limit),)* }
             }
 
             /// Says what was measured, as the promise's statement goes on.
-            pub(crate) fn measured(self, limit: &Limit, seen: &Seen) -> String {
-                match self { $(Algorithm::$variant => <$rule as Rule>::measured(limit, seen),)* }
+            pub(crate) fn measured(
+                self,
+                limit: &$crate::limiter::promise::Limit,
+                seen: &$crate::limiter::promise::Seen,
+            ) -> String {
+                match self { $(Algorithm::$rule => <$rule as Rule>::measured(limit, seen),)* }
             }
 
             /// Returns whether what was measured kept the promise.
-            pub(crate) fn held(self, limit: &Limit, seen: &Seen) -> bool {
-                match self { $(Algorithm::$variant => <$rule as Rule>::held(limit, seen),)* }
+            pub(crate) fn held(
+                self,
+                limit: &$crate::limiter::promise::Limit,
+                seen: &$crate::limiter::promise::Seen,
+            ) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::held(limit, seen),)* }
             }
         }
 
@@ -103,29 +133,40 @@ macro_rules! limiters {
         pub enum Any<S: Store> {
             $(
                 #[doc = concat!("A [`", stringify!($rule), "`].")]
-                $variant(S::Of<$rule>),
+                $rule(S::Of<$rule>),
             )*
         }
 
         impl<S: Store> Any<S> {
             /// Decides on an event at `now` in the state at `at`; see [`Store::take`].
             #[inline]
-            pub fn take_at(&mut self, at: S::At, now: Timestamp, cost: u64, force: bool) -> Decision {
-                match self { $(Any::$variant(of) => S::take(of, at, now, cost, force),)* }
+            pub fn take_at(
+                &mut self,
+                at: S::At,
+                now: $crate::units::time::Timestamp,
+                cost: u64,
+                force: bool,
+            ) -> Decision {
+                match self { $(Any::$rule(of) => S::take(of, at, now, cost, force),)* }
             }
         }
     };
 }
 
-use super::{FixedWindow, Gcra, LeakyQueue, SlidingCounter, SlidingLog, TokenBucket};
-
-limiters! {
-    FixedWindow => FixedWindow,
-    SlidingLog => SlidingLog,
-    SlidingCounter => SlidingCounter,
-    TokenBucket => TokenBucket,
-    Gcra => Gcra,
-    LeakyQueue => LeakyQueue,
+/// The Redis scripts limiters run as (the scripts live with the Redis engine); the leaky
+/// queue runs GCRA's, which gives each event's wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedisScript {
+    /// The fixed window's counter.
+    FixedWindow,
+    /// The sliding log's sorted set.
+    SlidingLog,
+    /// The sliding-window counter's two counters.
+    SlidingCounter,
+    /// The token bucket's level and time.
+    TokenBucket,
+    /// GCRA's tat.
+    Gcra,
 }
 
 impl serde::Serialize for Algorithm {

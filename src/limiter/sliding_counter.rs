@@ -4,7 +4,7 @@ use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -77,6 +77,7 @@ impl Rule for SlidingCounter {
     const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
+    const REDIS: Option<RedisScript> = Some(RedisScript::SlidingCounter);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingCounter {
         SlidingCounter::new(rate)

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -133,6 +133,7 @@ impl Rule for SlidingLog {
     const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
+    const REDIS: Option<RedisScript> = Some(RedisScript::SlidingLog);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingLog {
         SlidingLog::new(rate)

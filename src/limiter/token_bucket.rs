@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use super::promise::{Limit, Seen, Watch};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -66,6 +66,7 @@ impl Rule for TokenBucket {
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;
     const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
+    const REDIS: Option<RedisScript> = Some(RedisScript::TokenBucket);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> TokenBucket {
         TokenBucket::new(rate, burst)

@@ -278,16 +278,15 @@ impl Scene {
     }
 }
 
-/// Each limiter's color, from the Okabe–Ito palette, which color-blind readers can tell apart.
+/// The Okabe–Ito palette, which color-blind readers can tell apart, in the order limiters
+/// take it.
+const PALETTE: [&str; 8] =
+    ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#CC79A7", "#D55E00", "#F0E442", "#000000"];
+
+/// Each limiter's color: the palette's, in the order limiters are listed.
 fn color(algorithm: Algorithm) -> &'static str {
-    match algorithm {
-        Algorithm::FixedWindow => "#E69F00",
-        Algorithm::SlidingLog => "#56B4E9",
-        Algorithm::SlidingCounter => "#009E73",
-        Algorithm::TokenBucket => "#0072B2",
-        Algorithm::Gcra => "#CC79A7",
-        Algorithm::LeakyQueue => "#D55E00",
-    }
+    let index = Algorithm::ALL.iter().position(|&a| a == algorithm).unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
 }
 
 /// Returns the axis labels: at most about ten, at a round step for the span (hours for two

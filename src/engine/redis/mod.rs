@@ -23,7 +23,7 @@ use std::sync::LazyLock;
 use anyhow::{Result, bail};
 use redis::{ServerErrorKind, Value};
 
-use crate::limiter::Algorithm;
+use crate::limiter::{Algorithm, RedisScript};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -51,8 +51,8 @@ pub const EXACT: i128 = 1 << 52;
 
 impl Redis {
     /// Loads a limiter's script into the server's cache.
-    pub fn load(&mut self, algorithm: Algorithm) -> Result<()> {
-        let script = script(algorithm);
+    pub fn load(&mut self, kind: RedisScript) -> Result<()> {
+        let script = script(kind);
         match self.call(redis::cmd("SCRIPT").arg("LOAD").arg(&script.code))? {
             Value::BulkString(hash) if hash == script.hash.as_bytes() => Ok(()),
             other => {
@@ -91,14 +91,14 @@ static SCRIPTS: LazyLock<[Script; 5]> = LazyLock::new(|| {
     })
 });
 
-/// Returns the script of an algorithm; the leaky queue runs GCRA's, which gives the wait.
-pub fn script(algorithm: Algorithm) -> &'static Script {
-    let index = match algorithm {
-        Algorithm::FixedWindow => 0,
-        Algorithm::SlidingLog => 1,
-        Algorithm::SlidingCounter => 2,
-        Algorithm::TokenBucket => 3,
-        Algorithm::Gcra | Algorithm::LeakyQueue => 4,
+/// Returns a script; the leaky queue runs GCRA's, which gives the wait.
+pub fn script(kind: RedisScript) -> &'static Script {
+    let index = match kind {
+        RedisScript::FixedWindow => 0,
+        RedisScript::SlidingLog => 1,
+        RedisScript::SlidingCounter => 2,
+        RedisScript::TokenBucket => 3,
+        RedisScript::Gcra => 4,
     };
     &SCRIPTS[index]
 }
@@ -107,6 +107,7 @@ pub fn script(algorithm: Algorithm) -> &'static Script {
 #[derive(Clone, Debug)]
 pub struct Remote {
     algorithm: Algorithm,
+    script: RedisScript,
     n: i64,
     /// The arguments after the time, written once rather than on every call.
     args: Vec<String>,
@@ -131,6 +132,9 @@ impl Remote {
     /// Returns the limiter at `rate` with `burst` (N for limiters without one), taking `cost`
     /// units a call, if every value its script forms stays exact.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: u64, cost: u64) -> Result<Remote> {
+        let Some(script) = algorithm.redis_script() else {
+            bail!("{} cannot run in Redis", algorithm.name());
+        };
         let (n, p) = (rate.n(), rate.p());
         let b = if algorithm.uses_burst() { i128::from(burst) } else { n };
         let c = i128::from(cost);
@@ -145,26 +149,31 @@ impl Remote {
                 rate
             );
         }
-        let args = match algorithm {
-            Algorithm::Gcra | Algorithm::LeakyQueue => {
+        let args = match script {
+            RedisScript::Gcra => {
                 let (cp, bp) = (c * p, b * p);
                 vec![n, p / n, p % n, cp / n, cp % n, bp / n, bp % n]
             }
-            Algorithm::TokenBucket => vec![n, p, b * p, c * p],
-            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingCounter => {
+            RedisScript::TokenBucket => vec![n, p, b * p, c * p],
+            RedisScript::FixedWindow | RedisScript::SlidingLog | RedisScript::SlidingCounter => {
                 vec![n, p, c]
             }
         };
         let args = args.into_iter().map(|a| a.to_string()).collect();
-        Ok(Remote { algorithm, n: rate.n64(), args })
+        Ok(Remote { algorithm, script, n: rate.n64(), args })
+    }
+
+    /// Returns the script this limiter runs.
+    pub fn script(&self) -> RedisScript {
+        self.script
     }
 
     /// Returns the keys of this limiter under `base`, which should hold a hash tag such as
     /// `ratelimit:{alert:bob}`, so that all of a limiter's keys share a slot.
     pub fn keys(&self, base: &str) -> Vec<String> {
         let name = self.algorithm.name();
-        match self.algorithm {
-            Algorithm::SlidingCounter => {
+        match self.script {
+            RedisScript::SlidingCounter => {
                 vec![format!("{base}:{name}:0"), format!("{base}:{name}:1")]
             }
             _ => vec![format!("{base}:{name}")],
@@ -179,7 +188,7 @@ impl Remote {
         args.push(now.map_or(String::new(), |now| now.as_micros().to_string()));
         args.extend(self.args.iter().cloned());
         args.push(ttl_ms.to_string());
-        if self.algorithm == Algorithm::SlidingLog {
+        if self.script == RedisScript::SlidingLog {
             args.push(member.to_string());
         }
         args
@@ -194,7 +203,7 @@ impl Remote {
         member: impl Display,
     ) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&script(self.algorithm).hash).arg(keys.len()).arg(keys);
+        cmd.arg(&script(self.script).hash).arg(keys.len()).arg(keys);
         cmd.arg(self.args(now, ttl_ms, member));
         cmd
     }
@@ -204,7 +213,7 @@ impl Remote {
     pub fn check(&self, server: &mut Server, base: &str, member: &str) -> Result<Outcome> {
         // Loaded only if Redis says it has not the script: one round trip a check, as a
         // filter makes one a line.
-        server.uses(self.algorithm);
+        server.uses(self.script);
         let keys = self.keys(base);
         let slot = slot_of(keys[0].as_bytes());
         let command = self.command(&keys, None, 0, member);

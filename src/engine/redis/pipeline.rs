@@ -38,8 +38,8 @@ impl RedisEngine {
             .iter()
             .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
             .collect::<Result<Vec<_>>>()?;
-        for s in settings {
-            redis.load(s.algorithm)?;
+        for remote in &remotes {
+            redis.load(remote.script())?;
         }
         Ok(remotes)
     }

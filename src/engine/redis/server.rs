@@ -8,13 +8,13 @@ use redis::Value;
 use super::cluster::Cluster;
 use super::connection::Redis;
 use super::is_noscript;
-use crate::limiter::Algorithm;
+use crate::limiter::RedisScript;
 
 /// A Redis server or cluster, with the scripts it was asked to load, so that it can load
 /// them again where a server lost them.
 pub struct Server {
     kind: Kind,
-    loaded: Vec<Algorithm>,
+    loaded: Vec<RedisScript>,
 }
 
 enum Kind {
@@ -56,23 +56,23 @@ impl Server {
 
     /// Notes that calls will run a limiter's script, so that it is loaded where a server
     /// answers that it has not got it.
-    pub fn uses(&mut self, algorithm: Algorithm) {
-        if !self.loaded.contains(&algorithm) {
-            self.loaded.push(algorithm);
+    pub fn uses(&mut self, kind: RedisScript) {
+        if !self.loaded.contains(&kind) {
+            self.loaded.push(kind);
         }
     }
 
     /// Loads a limiter's script, on every master of a cluster.
-    pub fn load(&mut self, algorithm: Algorithm) -> Result<()> {
+    pub fn load(&mut self, kind: RedisScript) -> Result<()> {
         match &mut self.kind {
-            Kind::One(redis) => redis.load(algorithm)?,
+            Kind::One(redis) => redis.load(kind)?,
             Kind::Cluster(cluster) => {
                 for redis in cluster.masters() {
-                    redis.load(algorithm)?;
+                    redis.load(kind)?;
                 }
             }
         }
-        self.uses(algorithm);
+        self.uses(kind);
         Ok(())
     }
 
