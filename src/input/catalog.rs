@@ -11,11 +11,11 @@ pub use super::event::Event;
 pub use super::keys::{Key, KeyTable, slot};
 pub use super::options::{ColumnFilter, ReadOptions, available_threads};
 use super::pipeline::Flow;
-pub use super::reading::ReadStats;
 pub use super::sink::Sink;
 use super::sorted::read_sorted;
 use super::source::Opened;
 pub use super::source::Source;
+pub use super::stats::ReadStats;
 use super::streaming::stream_input;
 
 /// Feeds the events of `source` to a sink, in time order and stable for equal times, and

@@ -29,10 +29,11 @@ use super::options::ReadOptions;
 use super::pipeline::{Batch, Flow};
 #[cfg(not(feature = "cli"))]
 use super::reading::Progress;
-use super::reading::{Header, ReadStats, Reading};
+use super::reading::{Header, Reading};
 use super::row::{Fields, Scratch, row_event};
 use super::scan::{Row, Unusual};
 use super::source::Source;
+use super::stats::ReadStats;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
 

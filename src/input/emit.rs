@@ -7,8 +7,9 @@ use super::error::{Result, layout};
 use super::event::Event;
 use super::keys::slot;
 use super::options::ReadOptions;
-use super::reading::{ReadStats, Reading, RowReader};
+use super::reading::{Reading, RowReader};
 use super::source::{Opened, Source};
+use super::stats::ReadStats;
 use crate::units::time::Timestamp;
 
 /// A catalog's rows, kept whole in time order, for writing them out again.

@@ -18,4 +18,5 @@ mod scan;
 mod sink;
 mod sorted;
 mod source;
+mod stats;
 mod streaming;

@@ -6,7 +6,8 @@ use std::sync::mpsc;
 use super::error::{ReadError, Result, keys_error};
 use super::event::Event;
 use super::keys::{Key, KeyTable, joined};
-use super::reading::{ReadStats, Reading};
+use super::reading::Reading;
+use super::stats::ReadStats;
 use crate::units::time::Timestamp;
 
 /// Whether to go on reading.

@@ -9,10 +9,11 @@ use super::error::{
 };
 use super::event::Event;
 use super::format::{InputFormat, ReadFailure, Records};
-use super::keys::{KeyTable, wide};
+use super::keys::wide;
 use super::options::ReadOptions;
 use super::row::{Columns, Scratch, row_event};
 use super::source::Source;
+use super::stats::ReadStats;
 use crate::message::one_line;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
@@ -29,23 +30,6 @@ impl Progress {
     }
 
     pub(super) fn tick(&mut self, _rows: u64, _bytes: u64) {}
-}
-
-/// What reading a catalog found, beside its events.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReadStats {
-    /// Data rows read, before any filter.
-    pub rows: u64,
-    /// Rows kept by the filters: the events.
-    pub events: u64,
-    /// Rows left out by a column filter because their field was empty.
-    pub left_out_empty: u64,
-    /// Bad rows skipped by `--skip-bad`, and the first one's error.
-    pub skipped: u64,
-    /// The error of the first row skipped.
-    pub first_skipped: Option<String>,
-    /// The keys, by number; empty without a key column.
-    pub keys: KeyTable,
 }
 
 /// Where rows come from: the csv crate for CSV and TSV, records for the other formats.

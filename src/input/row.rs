@@ -6,7 +6,7 @@
 use csv::ByteRecord;
 
 use super::options::ReadOptions;
-use super::reading::ReadStats;
+use super::stats::ReadStats;
 use crate::units::decimal;
 use crate::units::time::Timestamp;
 

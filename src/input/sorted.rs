@@ -4,9 +4,9 @@ use super::event::Event;
 use super::keys::Key;
 use super::options::ReadOptions;
 use super::pipeline::Flow;
-use super::reading::ReadStats;
 use super::sink::Sink;
 use super::source::{Opened, Source};
+use super::stats::ReadStats;
 use super::streaming::stream_input;
 use crate::units::time::Timestamp;
 

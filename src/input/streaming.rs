@@ -8,8 +8,9 @@ use super::event::Event;
 use super::format::InputFormat;
 use super::options::ReadOptions;
 use super::pipeline::{Flow, stream};
-use super::reading::{ReadStats, Reading};
+use super::reading::Reading;
 use super::source::{Opened, Source};
+use super::stats::ReadStats;
 
 /// Reads the events of an input that can be read from its start, as [`stream`] does: a
 /// large CSV or TSV file in pieces on every thread, anything else as it comes.

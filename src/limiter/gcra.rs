@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Limit, Seen, Watch, bucket_promise};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -44,7 +44,7 @@ impl KeyedState for Gcra {
     fn step(&self, state: &mut i128, now: Timestamp, cost: u64, force: bool) -> Decision {
         let t = i128::from(now.as_micros()) * self.n;
         // max(tat, t) + c·I − t ≤ b·I: with c = 1 it is t ≥ tat − (b − 1)·I, as b ≥ 1.
-        let end = (*state).max(t) + spend(cost, self.interval);
+        let end = (*state).max(t) + super::spend(cost, self.interval);
         let pass = force || end - t <= self.capacity;
         if pass {
             *state = end;
@@ -55,13 +55,6 @@ impl KeyedState for Gcra {
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.tat
     }
-}
-
-/// Returns c·I, the time an event of cost `cost` takes up; most events cost 1, and then
-/// no multiplication is needed.
-#[inline]
-pub(super) fn spend(cost: u64, interval: i128) -> i128 {
-    if cost == 1 { interval } else { i128::from(cost) * interval }
 }
 
 impl Rule for Gcra {
@@ -78,7 +71,7 @@ impl Rule for Gcra {
     /// At most b + r·T in any interval of length T, which holds if and only if the passed
     /// events fit a bucket of b at rate r.
     fn promise(limit: &Limit) -> String {
-        super::token_bucket::bucket_promise(limit)
+        bucket_promise(limit)
     }
 
     fn measured(_: &Limit, seen: &Seen) -> String {

@@ -135,7 +135,7 @@ impl KeyedState for LeakyQueue {
         let departure = arrival.max(*state);
         let wait = departure - arrival;
         // It admits as GCRA does: wait + c·I ≤ b·I, so with c = 1 no wait over (b − 1)·I.
-        let spend = super::gcra::spend(cost, self.interval);
+        let spend = super::spend(cost, self.interval);
         if wait + spend > self.capacity && !force {
             return Decision { passed: false, wait: 0 };
         }

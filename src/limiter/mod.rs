@@ -39,6 +39,13 @@ use crate::units::time::Timestamp;
 /// period in units of 1/N µs stays far inside 128 bits.
 pub const MAX_COST: u64 = 1_000_000_000_000;
 
+/// Returns c·I, the time an event of cost `cost` takes up; most events cost 1, and then
+/// no multiplication is needed.
+#[inline]
+fn spend(cost: u64, interval: i128) -> i128 {
+    if cost == 1 { interval } else { i128::from(cost) * interval }
+}
+
 /// A rate limiter that decides, one event at a time, whether the event passes.
 pub trait Limiter {
     /// Decides on an event at `now` that costs `cost` units (at most [`MAX_COST`]), spends

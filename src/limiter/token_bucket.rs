@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Limit, Seen, Watch, bucket_promise};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -48,7 +48,7 @@ impl KeyedState for TokenBucket {
         *level = (*level + self.refill * elapsed).min(self.capacity);
         *last = now;
         // c tokens, each P units; c ≤ MAX_COST keeps this far inside 128 bits.
-        let tokens = super::gcra::spend(cost, self.token);
+        let tokens = super::spend(cost, self.token);
         let pass = force || *level >= tokens;
         if pass {
             *level -= tokens;
@@ -85,11 +85,6 @@ impl Rule for TokenBucket {
     fn held(limit: &Limit, seen: &Seen) -> bool {
         seen.bucket <= limit.burst
     }
-}
-
-/// The promise of a token bucket, and of the limiters that decide as one does.
-pub(super) fn bucket_promise(limit: &Limit) -> String {
-    format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
 }
 
 #[cfg(test)]

@@ -1,0 +1,20 @@
+//! What reading found, beside the events: rows, skipped rows, keys.
+
+use super::keys::KeyTable;
+
+/// What reading a catalog found, beside its events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data rows read, before any filter.
+    pub rows: u64,
+    /// Rows kept by the filters: the events.
+    pub events: u64,
+    /// Rows left out by a column filter because their field was empty.
+    pub left_out_empty: u64,
+    /// Bad rows skipped by `--skip-bad`, and the first one's error.
+    pub skipped: u64,
+    /// The error of the first row skipped.
+    pub first_skipped: Option<String>,
+    /// The keys, by number; empty without a key column.
+    pub keys: KeyTable,
+}
