@@ -11,8 +11,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 
 use crate::cli::args::{
-    CheckArgs, ColorChoice, Decimal, FleetArgs, InputArgs, LimitArgs, MinBucketArgs, PlotArgs,
-    RateArgs, RedisArgs, RequestsArgs, RouteArg, ShareMode, SynthArgs, Until,
+    ColorChoice, FleetArgs, InputArgs, LimitArgs, RateArgs, RedisArgs, RouteArg, ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::recorder::{MAX_KEYED_LANES, Settings};
@@ -23,8 +22,6 @@ use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
 use crate::render::formats::Style;
 use crate::render::outfile::{Identity, Output};
-use crate::synth::etas;
-use crate::synth::requests::RequestParams;
 use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, TimeFormat};
@@ -324,176 +321,5 @@ impl RedisArgs {
             prefix: prefix.clone(),
             timeout,
         }))
-    }
-}
-
-impl CheckArgs {
-    /// Settles the one limiter `check` runs, and the server it runs in.
-    pub fn resolve(&self) -> Result<(Settings, RedisTarget)> {
-        if self.algo.delays() {
-            bail!(
-                "check decides at once; a leaky queue delays instead: use gcra, which admits \
-                 the same"
-            );
-        }
-        let settings = self.size.settings(self.algo, None, true)?;
-        let target = self.remote.target()?.ok_or_else(|| {
-            anyhow!("check needs --redis URL: it decides in the Redis server its callers share")
-        })?;
-        Ok((settings, target))
-    }
-}
-
-impl PlotArgs {
-    /// Settles the lanes to draw, where the SVG goes, and the input, which it must not be.
-    pub fn resolve(&self) -> Result<(Vec<Settings>, Output, Input)> {
-        let algorithms =
-            if self.algo.is_empty() { Algorithm::ALL.to_vec() } else { self.algo.clone() };
-        let settings = self.limit.side_by_side(&algorithms)?;
-        let output = match &self.output {
-            Some(path) => Output::new(path.clone()),
-            None if io::stdout().is_terminal() => {
-                bail!("refusing to write SVG to a terminal: give -o FILE, or -o - for stdout")
-            }
-            None => Output::Stdout,
-        };
-        let input = self.input.resolve(None)?;
-        input.check_output(&output)?;
-        Ok((settings, output, input))
-    }
-}
-
-impl MinBucketArgs {
-    /// Settles the rates, the curve's picture if any, and the input, which it must not be.
-    pub fn resolve(&self) -> Result<(Vec<Rate>, Option<Output>, Input)> {
-        if self.plot.is_some() && !self.curve {
-            bail!("--plot draws the curve: use it with --curve");
-        }
-        if self.cover.is_some() && self.keys.key.is_none() {
-            bail!("--cover is a share of keys: use it with --key COLUMN");
-        }
-        let input = self.input.resolve(self.keys.key.as_deref())?;
-        let plot = self.plot.clone().map(Output::new);
-        if let Some(plot) = &plot {
-            input.check_output(plot)?;
-        }
-        let rates: Vec<Rate> = self.rate.iter().flatten().copied().collect();
-        if rates.len() > MAX_RATES {
-            bail!("--rate gives {} rates; at most {MAX_RATES} are allowed", rates.len());
-        }
-        Ok((rates, plot, input))
-    }
-}
-
-impl RequestsArgs {
-    /// Settles the request log's parameters, refusing those it cannot honor, and the output.
-    pub fn resolve(&self) -> Result<(RequestParams, Output)> {
-        let span = self
-            .days
-            .0
-            .checked_mul(86_400)
-            .and_then(Span::from_micros)
-            .filter(|span| !span.is_zero())
-            .ok_or_else(|| anyhow!("--days must be more than 0"))?;
-        let end = self
-            .start
-            .checked_add(span)
-            .ok_or_else(|| anyhow!("--start plus --days is past the year 9999"))?;
-        if self.clients == 0 {
-            bail!("--clients must be at least 1");
-        }
-        // The Zipf sampler ranks clients in a double, exact to 2^53.
-        if self.clients > 1 << 53 {
-            bail!("--clients may be at most 2^53, past which the ranks are not exact");
-        }
-        // Requests are events like any others: the same bound holds.
-        #[allow(clippy::cast_precision_loss)]
-        if self.requests as f64 > etas::Params::MAX_EVENTS {
-            bail!("--requests may be at most {:.0e}", etas::Params::MAX_EVENTS);
-        }
-        if self.bots > 1_000 {
-            bail!("--bots may be at most 1000: a few clients misbehave, not most");
-        }
-        let mut params =
-            RequestParams::new(self.seed, self.start, end, self.clients, self.requests);
-        params.bots = self.bots;
-        Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
-    }
-}
-
-impl SynthArgs {
-    /// Settles the model's parameters, refusing those it cannot honor, and the output.
-    pub fn resolve(&self) -> Result<(etas::Params, Output)> {
-        let start = self.start;
-        let end = match (self.until, self.days) {
-            (Some(until), _) => until,
-            (None, days) => {
-                // A millionth of a day is exactly 86 400 µs.
-                let micro_days = days.map_or(365_000_000, |d| d.0);
-                micro_days
-                    .checked_mul(86_400)
-                    .and_then(Span::from_micros)
-                    .and_then(|span| start.checked_add(span))
-                    .ok_or_else(|| anyhow!("--start plus --days is past the year 9999"))?
-            }
-        };
-        if end < start {
-            bail!("--until ({end}) must not be before --start ({start})");
-        }
-        let in_range = |m: Decimal| (0..=10_000_000).contains(&m.0);
-        if !(0.0..etas::Params::MAX_MAG).contains(&self.min_mag.as_f64()) {
-            bail!(
-                "--min-mag must be from 0 to below {}, the largest magnitude the model makes",
-                etas::Params::MAX_MAG
-            );
-        }
-        if self.b_value.0 <= 0 {
-            bail!("--b-value must be more than 0");
-        }
-        if self.scale.0 <= 0 {
-            bail!("--scale must be more than 0: a zero rate makes no catalog");
-        }
-        let mut params = etas::Params::new(self.seed, start, end);
-        params.min_mag = self.min_mag.as_f64();
-        params.b_value = self.b_value.as_f64();
-        // The background rate is set for M≥5; Gutenberg–Richter carries it to another Mc.
-        params.background_per_day = etas::Params::BACKGROUND_M5_PER_DAY
-            * libm::pow(10.0, params.b_value * (5.0 - params.min_mag))
-            * self.scale.as_f64();
-        if !params.background_per_day.is_finite() {
-            bail!(
-                "the background rate, 2.7 × 10^(b(5 - Mc)) × --scale a day, overflows with \
-                 --b-value {} and --min-mag {}",
-                self.b_value.as_f64(),
-                self.min_mag.as_f64()
-            );
-        }
-        let n = params.branching_ratio();
-        if n >= 1.0 {
-            bail!(
-                "with --b-value {} and --min-mag {}, each event triggers {n:.2} aftershocks on \
-                 average: sequences would grow without end; raise --b-value",
-                self.b_value.as_f64(),
-                self.min_mag.as_f64()
-            );
-        }
-        for shock in &self.mainshock {
-            if !in_range(shock.mag) || shock.mag.0 < self.min_mag.0 {
-                bail!("--mainshock magnitude must be from --min-mag to 10");
-            }
-            if shock.time < start || shock.time >= end {
-                bail!("--mainshock at {} is outside the catalog, [{start}, {end})", shock.time);
-            }
-            params.mainshocks.push((shock.mag.as_f64(), shock.time));
-        }
-        let expected = params.expected_events();
-        if expected.is_nan() || expected > etas::Params::MAX_EVENTS {
-            bail!(
-                "these settings make about {expected:.1e} events, more than the {:.0e} synth \
-                 makes at most; shorten --days, lower --scale, raise --min-mag or plant a smaller --mainshock",
-                etas::Params::MAX_EVENTS
-            );
-        }
-        Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
     }
 }

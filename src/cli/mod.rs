@@ -1,4 +1,6 @@
-//! The command line: what the user typed (args), and its one resolution (config).
+//! The command line's shared parts: the flag groups every command takes (args), and their one
+//! resolution (config). Each command's own flags live with it, in `cmd/`.
 
 pub mod args;
 pub mod config;
+pub mod job;

@@ -3,12 +3,15 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow, bail};
+use clap::Args;
 
 use super::write_result;
-use crate::cli::args::CheckArgs;
+use crate::cli::args::{OutputArgs, RateArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
-use crate::engine::redis::{Remote, Server};
+use crate::engine::recorder::Settings;
+use crate::engine::redis::{RedisTarget, Remote, Server};
+use crate::limiter::Algorithm;
 use crate::render::formats;
 use crate::report;
 use crate::units::time::Span;
@@ -44,4 +47,57 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     out.flush()?;
     // 1 is the answer "limited", not an error.
     Ok(if found.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub(super) const CHECK_AFTER_HELP: &str = "\
+The decision is made atomically in Redis, at the server's time, so that every process
+checking the same KEY shares one limit. It prints the capacity remaining, when a call of
+this cost could pass (retry after) and when the limiter is back to full (reset after), as
+redis-cell's CL.THROTTLE does.
+
+Example: ratelimit check \"alert:$user\" --rate 5/h --burst 5 --redis \"$REDIS_URL\" && send_alert
+
+Exit status: 0 allowed, 1 limited, 2 error (a cost larger than the burst is an error: it
+could never pass).";
+
+/// `ratelimit check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The key to limit, such as alert:bob; it is stored as PREFIX{KEY}:ALGO.
+    #[arg(value_name = "KEY")]
+    pub key: String,
+
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    pub algo: Algorithm,
+
+    #[command(flatten)]
+    pub size: RateArgs,
+
+    /// How many units to take at once, all or nothing.
+    #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_cost)]
+    pub cost: u64,
+
+    #[command(flatten)]
+    pub remote: RedisArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl CheckArgs {
+    /// Settles the one limiter `check` runs, and the server it runs in.
+    pub fn resolve(&self) -> Result<(Settings, RedisTarget)> {
+        if self.algo.delays() {
+            bail!(
+                "check decides at once; a leaky queue delays instead: use gcra, which admits \
+                 the same"
+            );
+        }
+        let settings = self.size.settings(self.algo, None, true)?;
+        let target = self.remote.target()?.ok_or_else(|| {
+            anyhow!("check needs --redis URL: it decides in the Redis server its callers share")
+        })?;
+        Ok((settings, target))
+    }
 }

@@ -2,18 +2,20 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 
-use crate::cli::args::{Decimal, FetchArgs, FetchFormat};
+use crate::cli::args::Decimal;
 use crate::message::one_line;
 use crate::render::outfile::Output;
-use crate::units::time::Timestamp;
+use crate::units::time::{Span, Timestamp};
 
 /// The longest wait a `Retry-After` may ask for; a longer one is cut to this.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
@@ -439,4 +441,70 @@ mod tests {
         assert!(too_large(usgs));
         assert!(!too_large(b"Error 400: Bad Request\n\nBad starttime"));
     }
+}
+
+pub(super) const FETCH_AFTER_HELP: &str = "\
+The span is split into requests the service accepts: its count method says how many events \
+a span holds, and a span over --limit (or one the service refuses as too large) is halved. \
+Answers 429 and 503, and timeouts, are tried again up to --tries times, after a wait that \
+grows exponentially with full jitter, and at least what Retry-After says (at most 2 minutes). \
+The file is written whole, in time order, with one header, or not at all.
+
+Example: ratelimit fetch --since 2015-01-01 --until 2026-01-01 --min-mag 4.5 -o quakes.csv";
+
+/// A query to an FDSN event service.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The first instant to fetch.
+    #[arg(long, value_name = "TIME")]
+    pub since: Timestamp,
+
+    /// Fetch events before this instant.
+    #[arg(long, value_name = "TIME")]
+    pub until: Timestamp,
+
+    /// Only events of at least this magnitude.
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
+    pub min_mag: Option<Decimal>,
+
+    /// Only events of at most this magnitude.
+    #[arg(long, value_name = "M", allow_hyphen_values = true)]
+    pub max_mag: Option<Decimal>,
+
+    /// Only events in this box, in degrees: west, south, east, north.
+    #[arg(long, value_name = "W,S,E,N", allow_hyphen_values = true)]
+    pub bbox: Option<String>,
+
+    /// The format to write.
+    #[arg(long, value_enum, default_value_t = FetchFormat::Csv)]
+    pub format: FetchFormat,
+
+    /// Where to write; - for standard output.
+    #[arg(short, long, value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
+
+    /// The FDSN event service: USGS, or another that speaks the protocol (EMSC, IRIS).
+    #[arg(long, value_name = "URL", default_value = "https://earthquake.usgs.gov/fdsnws/event/1")]
+    pub url: String,
+
+    /// The most events the service gives in one answer.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub limit: u64,
+
+    /// How many times to try a request before giving up.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub tries: u32,
+
+    /// Give up on a request, and try it again, after this long.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub timeout: Span,
+}
+
+/// What `fetch` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FetchFormat {
+    /// The USGS CSV layout, one header.
+    Csv,
+    /// One GeoJSON FeatureCollection.
+    Geojson,
 }

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,11 +19,12 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
 
-use crate::cli::args::FilterArgs;
+use crate::cli::args::{RateArgs, RedisArgs};
 use crate::engine::redis::{Remote, Server};
 use crate::input::keys::{KeyTable, wide};
-use crate::limiter::{AnyPerKey, Decision};
+use crate::limiter::{Algorithm, AnyPerKey, Decision};
 use crate::render::outfile::Identity;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
@@ -321,4 +323,41 @@ fn record(line: &[u8]) -> Option<csv::ByteRecord> {
     let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(line);
     let mut record = csv::ByteRecord::new();
     reader.read_byte_record(&mut record).ok().filter(|&read| read).map(|_| record)
+}
+
+pub(super) const FILTER_AFTER_HELP: &str = "\
+Each line is decided at the time it arrives, and a passed line is written at once; a
+leaky-queue holds each admitted line until it leaves the queue, so the output is smoothed,
+not only thinned. With --redis, the decision is made in Redis at the server's time, so that
+any number of filters, on any number of machines, share one limit. At the end of input (or
+on SIGINT) it prints one line of summary on stderr and exits 0.
+
+Example:
+  tail -F alerts.log | ratelimit filter --lines --rate 5/h --burst 5 | while read -r l; do notify \"$l\"; done";
+
+/// `ratelimit filter`.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    pub algo: Algorithm,
+
+    #[command(flatten)]
+    pub size: RateArgs,
+
+    /// Read plain lines, rather than a CSV whose first line is its header.
+    #[arg(long)]
+    pub lines: bool,
+
+    /// Give each distinct value of this column its own limit; with --lines, `--key line`
+    /// makes each whole line its key.
+    #[arg(long, value_name = "COLUMN")]
+    pub key: Option<String>,
+
+    /// Append the dropped lines to FILE (a CSV's header first).
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: RedisArgs,
 }

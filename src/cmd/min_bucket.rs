@@ -2,24 +2,24 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use clap::Args;
 
 use super::{key_names, notes, write_result};
-use crate::cli::args::MinBucketArgs;
-use crate::cli::config::{Input, Styles};
+use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
+use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
-use crate::render::curve_svg;
-use crate::render::formats;
 use crate::render::outfile::Output;
+use crate::render::{curve_svg, formats};
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, MinBucketFinders, Stretch};
-use crate::sizing::quantile::Histogram;
-use crate::sizing::quantile::Share;
+use crate::sizing::quantile::{Histogram, Share};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
@@ -325,4 +325,69 @@ fn run_curve(
     write_result(&mut out, args.output.format, &segments, &segments, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ratelimit min-bucket`.
+#[derive(Debug, Args)]
+pub struct MinBucketArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    /// The rates to size a bucket for; repeat it, separate rates with commas, or give a
+    /// range with one period: 1/h..20/h, or 1/h..20/h:2/h for a step.
+    #[arg(
+        long,
+        value_name = "RATE",
+        required_unless_present = "curve",
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        value_parser = parse_rate_list
+    )]
+    pub rate: Vec<Vec<Rate>>,
+
+    /// Print the whole burst-rate curve instead: its breakpoints, with the stretch of
+    /// events that needs the most between each.
+    #[arg(long, conflicts_with = "rate")]
+    pub curve: bool,
+
+    /// With --key, also find the smallest burst with which at least this share of the keys
+    /// loses nothing, for each rate: --cover 99%.
+    #[arg(long, value_name = "SHARE", conflicts_with = "curve", allow_hyphen_values = true)]
+    pub cover: Option<Share>,
+
+    /// With --curve, also draw it as an SVG: burst against rate, on log axes.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {
+    Ok(crate::units::rate::parse_rates(text)?)
+}
+
+impl MinBucketArgs {
+    /// Settles the rates, the curve's picture if any, and the input, which it must not be.
+    pub fn resolve(&self) -> Result<(Vec<Rate>, Option<Output>, Input)> {
+        if self.plot.is_some() && !self.curve {
+            bail!("--plot draws the curve: use it with --curve");
+        }
+        if self.cover.is_some() && self.keys.key.is_none() {
+            bail!("--cover is a share of keys: use it with --key COLUMN");
+        }
+        let input = self.input.resolve(self.keys.key.as_deref())?;
+        let plot = self.plot.clone().map(Output::new);
+        if let Some(plot) = &plot {
+            input.check_output(plot)?;
+        }
+        let rates: Vec<Rate> = self.rate.iter().flatten().copied().collect();
+        if rates.len() > MAX_RATES {
+            bail!("--rate gives {} rates; at most {MAX_RATES} are allowed", rates.len());
+        }
+        Ok((rates, plot, input))
+    }
 }

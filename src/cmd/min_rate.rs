@@ -1,12 +1,14 @@
 //! `ratelimit min-rate`: the smallest rate at which a bucket of a given burst loses nothing.
 
 use std::io::{self, BufWriter, Write};
+use std::num::NonZeroU64;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::Args;
 
 use super::{notes, write_result};
-use crate::cli::args::MinRateArgs;
+use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
 use crate::input::catalog;
 use crate::render::formats;
@@ -41,4 +43,25 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
     write_result(&mut out, args.output.format, &found, &found, table)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ratelimit min-rate`.
+#[derive(Debug, Args)]
+pub struct MinRateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// The bucket's capacity; repeat it, or separate bursts with commas.
+    #[arg(
+        long,
+        value_name = "B",
+        required = true,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        value_parser = parse_burst
+    )]
+    pub burst: Vec<NonZeroU64>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

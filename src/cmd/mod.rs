@@ -16,9 +16,9 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::cli::args::{Cli, Command, Format};
+use crate::cli::args::{AFTER_HELP, ColorChoice, Format};
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::ReadStats;
@@ -149,4 +149,70 @@ fn notes(input: &Input, stats: &ReadStats) {
 /// The key names of a keyed read.
 fn key_names<'a>(job_key: Option<&'a str>, stats: &'a ReadStats) -> KeyNames<'a> {
     KeyNames { column: job_key.unwrap_or_default(), names: job_key.map(|_| &stats.keys) }
+}
+
+pub(super) const ABOUT: &str =
+    "Replay a recorded event catalog through a rate limiter, on the events' own clock.";
+
+/// ratelimit: replay a recorded event catalog through rate limiters.
+#[derive(Debug, Parser)]
+#[command(name = "ratelimit", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// When to color the table output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay a catalog through one limiter and report what passed.
+    #[command(after_help = replay::REPLAY_AFTER_HELP)]
+    Replay(replay::ReplayArgs),
+    /// Replay a catalog through all six limiters at once, side by side.
+    #[command(after_help = replay::REPLAY_AFTER_HELP)]
+    Compare(compare::CompareArgs),
+    /// Draw a replay as an SVG timeline: one lane per limiter, each event a tick.
+    #[command(after_help = AFTER_HELP)]
+    Plot(plot::PlotArgs),
+    /// Find the smallest token bucket that drops nothing, for one or more rates.
+    #[command(after_help = AFTER_HELP)]
+    MinBucket(min_bucket::MinBucketArgs),
+    /// Decide one event now, in Redis, for a script: exit 0 if allowed, 1 if limited.
+    #[command(after_help = check::CHECK_AFTER_HELP)]
+    Check(check::CheckArgs),
+    /// Find the smallest rate at which a bucket of a given burst drops nothing.
+    #[command(after_help = AFTER_HELP)]
+    MinRate(min_rate::MinRateArgs),
+    /// Limit a live stream: pass the lines of stdin that a limiter admits, as they arrive.
+    #[command(after_help = filter::FILTER_AFTER_HELP)]
+    Filter(filter::FilterArgs),
+    /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
+    #[command(after_help = synth::SYNTH_AFTER_HELP)]
+    Synth(synth::SynthArgs),
+    /// Download a USGS (FDSN) event query of any length, in requests under its limit.
+    #[command(after_help = fetch::FETCH_AFTER_HELP)]
+    Fetch(fetch::FetchArgs),
+    /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
+    #[command(after_help = COMPLETIONS_AFTER_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the manual page, in roff: ratelimit man > ratelimit.1
+    Man,
+}
+
+pub(super) const COMPLETIONS_AFTER_HELP: &str = "\
+Install, for example:
+  ratelimit completions bash > ~/.local/share/bash-completion/completions/ratelimit
+  ratelimit completions zsh > ~/.zfunc/_ratelimit        # with fpath+=~/.zfunc
+  ratelimit completions fish > ~/.config/fish/completions/ratelimit.fish";
+
+/// `ratelimit completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

@@ -1,15 +1,20 @@
 //! `ratelimit plot`: the replay of every chosen limiter, drawn as one SVG.
 
+use std::io::{self, IsTerminal};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
+use clap::Args;
 
 use super::notes;
-use crate::cli::args::PlotArgs;
+use crate::cli::args::{InputArgs, LimitArgs};
 use crate::cli::config::Input;
 use crate::engine::Backend;
-use crate::engine::recorder::KeyNames;
+use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Event};
+use crate::limiter::Algorithm;
+use crate::render::outfile::Output;
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
@@ -54,4 +59,43 @@ fn axis(input: &Input, times: &[Timestamp]) -> (Timestamp, Timestamp) {
     let end = read.until.or(times.last().copied()).unwrap_or(start);
     let minute = Span::from_micros(60 * MICROS_PER_SEC).expect("positive");
     if end > start { (start, end) } else { (start, start.checked_add(minute).unwrap_or(start)) }
+}
+
+/// `ratelimit plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    #[command(flatten)]
+    pub limit: LimitArgs,
+
+    /// The limiters to draw, top to bottom [default: all six]; repeat it, or separate
+    /// names with commas.
+    #[arg(long, value_enum, value_name = "ALGO", value_delimiter = ',')]
+    pub algo: Vec<Algorithm>,
+
+    /// Write the SVG to FILE, which appears whole or not at all, or to stdout with `-o -`
+    /// [default: stdout, unless it is a terminal].
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl PlotArgs {
+    /// Settles the lanes to draw, where the SVG goes, and the input, which it must not be.
+    pub fn resolve(&self) -> Result<(Vec<Settings>, Output, Input)> {
+        let algorithms =
+            if self.algo.is_empty() { Algorithm::ALL.to_vec() } else { self.algo.clone() };
+        let settings = self.limit.side_by_side(&algorithms)?;
+        let output = match &self.output {
+            Some(path) => Output::new(path.clone()),
+            None if io::stdout().is_terminal() => {
+                bail!("refusing to write SVG to a terminal: give -o FILE, or -o - for stdout")
+            }
+            None => Output::Stdout,
+        };
+        let input = self.input.resolve(None)?;
+        input.check_output(&output)?;
+        Ok((settings, output, input))
+    }
 }

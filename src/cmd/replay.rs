@@ -4,21 +4,20 @@ use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
 
-use super::{key_names, notes, write_result};
-use crate::cli::args::Emit;
-use crate::cli::args::ReplayArgs;
+use super::{notes, write_result};
+use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
 use crate::cli::config::Styles;
-use crate::engine::Backend;
 use crate::input::catalog;
 use crate::input::format::InputFormat;
+use crate::limiter::Algorithm;
 use crate::render::formats;
 use crate::render::outfile::Output;
 use crate::report::csv_rows;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
-    let key = args.keys.key.as_deref();
-    let mut input = args.input.resolve(args.fleet.key_column(key))?;
+    let input = args.job.input()?;
     let format = input.read.format;
     let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
     if args.emit == Some(Emit::All) && !tabular {
@@ -31,25 +30,19 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         // The rows go to stdout: it must not be the file they are read from.
         input.check_output(&Output::Stdout)?;
     }
-    let settings = [args.limit.settings(args.algo)?];
-    let fleet = args.fleet.one_share(key, settings.len())?;
-    let backend = Backend::new(&settings, args.remote.target()?.as_ref(), fleet)?;
-    let name = input.source.name();
-    let keyed = key.is_some();
-    if !keyed && input.read.key_column.is_some() {
-        input.read.key_flag = "--route";
-    }
+    let settings = vec![args.limit.settings(args.algo)?];
+    let job = args.job.job(input, settings, false)?;
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None => {
-            let (recorder, stats) = backend.replay(&settings, keyed, &input.source, &input.read)?;
+            let (recorder, stats) = job.replay()?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
         }
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
-            let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             let events = rows.iter().map(|(event, _)| event);
-            let recorder = backend.decide(&settings, keyed, events)?;
+            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
             let mut out = BufWriter::new(io::stdout().lock());
             // Rows go out as they came in: CSV and TSV with their header (and a column for
             // the decision), the others line by line, GeoJSON as JSON Lines of features.
@@ -74,9 +67,8 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
-    notes(&input, &stats);
-    let names = key_names(key, &stats);
-    let reports = recorder.reports(&name, names, args.keys.top, input.read.threads).lanes;
+    notes(&job.input, &stats);
+    let reports = job.reports(&recorder, &stats).lanes;
     let report = &reports[0];
     let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
     write_result(&mut out, args.output.format, report, &csv_rows(&reports), table)?;
@@ -88,4 +80,55 @@ fn writeln_bytes(out: &mut impl Write, row: &[u8], suffix: &[u8]) -> io::Result<
     out.write_all(row)?;
     out.write_all(suffix)?;
     out.write_all(b"\n")
+}
+
+pub(super) const REPLAY_AFTER_HELP: &str = "\
+Limiters, for a rate of N per period P and a burst b:
+  fixed-window     passes an event iff fewer than N passed in its window; windows are P \
+long and aligned to the Unix epoch (so /h windows are UTC clock hours).
+  sliding-log      passes iff fewer than N passed in (t - P, t].
+  sliding-counter  passes iff prev*(P - elapsed)/P + cur < N, counting passed events in the \
+previous and current aligned windows.
+  token-bucket     a bucket of b tokens (default N), starting full, refilled continuously at N \
+per P; an event passes if a whole token is there, and takes it.
+  gcra             with I = P/N, passes iff t >= tat - (b - 1)*I, then tat = max(tat, t) + I; \
+exactly the token bucket's decisions.
+  leaky-queue      nginx limit_req with burst=b-1 and without nodelay: an event leaves at \
+max(t, last departure + I), and is dropped if it would wait over (b - 1)*I.
+
+Every decision is made with integers: times in microseconds, rates as N per P.
+
+Exit status: 0 on success, 2 on any error.";
+
+/// `ratelimit replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO")]
+    pub algo: Algorithm,
+
+    #[command(flatten)]
+    pub limit: LimitArgs,
+
+    /// Write the input rows that passed, that were dropped, or all of them with a
+    /// `decision` column, in time order, to stdout; the report goes to stderr.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub emit: Option<Emit>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which rows `--emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// The rows the limiter passed.
+    Passed,
+    /// The rows the limiter dropped.
+    Dropped,
+    /// Every row, with a `decision` column: passed or dropped.
+    All,
 }

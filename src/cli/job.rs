@@ -1,0 +1,77 @@
+//! A replay job, resolved once: its input, its limiters, where they run, and how its
+//! reports name keys. `replay` and `compare` run one.
+
+use anyhow::Result;
+
+use super::args::JobArgs;
+use super::config::Input;
+use crate::engine::Backend;
+use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
+use crate::input::catalog::ReadStats;
+
+/// A replay job: what the flags settled, ready to run.
+pub struct Job {
+    /// The input, and what to read from it.
+    pub input: Input,
+    /// The key column, if limits are per key.
+    pub key: Option<String>,
+    /// The limiters, one per lane.
+    pub settings: Vec<Settings>,
+    /// Where they run.
+    pub backend: Backend,
+    /// How many keys reports list (0 for all).
+    pub top: usize,
+}
+
+impl JobArgs {
+    /// Settles the input: with a key column if limits are per key or a fleet routes by one.
+    pub fn input(&self) -> Result<Input> {
+        let key = self.keys.key.as_deref();
+        self.input.resolve(self.fleet.key_column(key))
+    }
+
+    /// Settles the job of limiters with `settings` over `input`. With `modes`, one
+    /// limiter on a fleet with no `--share` runs in every share mode side by side.
+    pub fn job(&self, mut input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
+        let key = self.keys.key.as_deref();
+        let (settings, fleet) = match settings[..] {
+            [one] if modes && self.fleet.servers.is_some() && self.fleet.share.is_none() => {
+                let fleet = self.fleet.every_share(key)?;
+                let lanes = fleet.as_ref().map_or(1, |f| f.shares.len());
+                (vec![one; lanes], fleet)
+            }
+            _ => {
+                let fleet = self.fleet.one_share(key, settings.len())?;
+                (settings, fleet)
+            }
+        };
+        let backend = Backend::new(&settings, self.remote.target()?.as_ref(), fleet)?;
+        // A column read only to route events is named by the flag that asked for it.
+        if key.is_none() && input.read.key_column.is_some() {
+            input.read.key_flag = "--route";
+        }
+        Ok(Job { input, key: key.map(str::to_owned), settings, backend, top: self.keys.top })
+    }
+}
+
+impl Job {
+    /// Whether limits are per key.
+    pub fn keyed(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// Reads the input and replays it; returns the record and what reading found.
+    pub fn replay(&self) -> Result<(Recorder, ReadStats)> {
+        self.backend.replay(&self.settings, self.keyed(), &self.input.source, &self.input.read)
+    }
+
+    /// Returns the reports of a replay's record, with keys named from `stats`.
+    pub fn reports(&self, recorder: &Recorder, stats: &ReadStats) -> Reports {
+        let names = KeyNames {
+            column: self.key.as_deref().unwrap_or_default(),
+            names: self.key.as_ref().map(|_| &stats.keys),
+        };
+        let name = self.input.source.name();
+        recorder.reports(&name, names, self.top, self.input.read.threads)
+    }
+}
