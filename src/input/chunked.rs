@@ -14,7 +14,6 @@
 //! is cut into blocks of whole rows by one thread instead; see [`stream_pipe`].
 
 use std::fs::File;
-use std::io::{Cursor, Read};
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc;
 
@@ -32,7 +31,6 @@ use super::reading::Progress;
 use super::reading::{Header, Reading};
 use super::row::{Fields, Scratch, row_event};
 use super::scan::{Row, Unusual};
-use super::source::Source;
 use super::stats::ReadStats;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
@@ -60,22 +58,22 @@ const MOST_MARGIN: u64 = 16 << 20;
 
 /// One piece, parsed: where it began and ended, its line breaks, its kept rows, and what
 /// reading counted in it.
-struct Piece {
-    start: u64,
-    end: u64,
-    lines: u64,
-    batch: Batch,
-    rows: u64,
-    left_out_empty: u64,
+pub(super) struct Piece {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) lines: u64,
+    pub(super) batch: Batch,
+    pub(super) rows: u64,
+    pub(super) left_out_empty: u64,
     /// A row the fast path does not take: the piece is read again on one thread.
-    stopped: bool,
+    pub(super) stopped: bool,
 }
 
 impl Piece {
     /// Numbers the keys of the piece's events in `keys` and gives each event to `take`, in
     /// order, until it says stop; counts what the piece holds in `stats`. `line` is the line
     /// the piece starts on, for a key that gets no number.
-    fn deliver<E: From<ReadError>>(
+    pub(super) fn deliver<E: From<ReadError>>(
         &self,
         line: u64,
         header: &Header,
@@ -102,7 +100,7 @@ impl Piece {
     }
 
     /// Returns a piece that starts and ends at `at`, with nothing in it.
-    fn empty(at: u64) -> Piece {
+    pub(super) fn empty(at: u64) -> Piece {
         Piece {
             start: at,
             end: at,
@@ -339,7 +337,7 @@ fn parse(
         };
         let begin = from + wide(skip);
         let (bytes, last) = (&buffer[skip..], to == size);
-        if let Some(piece) = read_rows(Span { bytes, begin, end, last }, header, options) {
+        if let Some(piece) = read_rows(PieceBytes { bytes, begin, end, last }, header, options) {
             return Ok(piece);
         }
         margin *= 4;
@@ -349,17 +347,17 @@ fn parse(
 /// Bytes to parse rows from: they start at `begin` in the input, the rows wanted start
 /// before `end`, and `last` says whether the input ends with them.
 #[derive(Clone, Copy)]
-struct Span<'b> {
-    bytes: &'b [u8],
-    begin: u64,
-    end: u64,
-    last: bool,
+pub(super) struct PieceBytes<'b> {
+    pub(super) bytes: &'b [u8],
+    pub(super) begin: u64,
+    pub(super) end: u64,
+    pub(super) last: bool,
 }
 
 /// Parses the rows of a span up to the first that starts at or after its end, with the
 /// fast reading, or the csv crate if it does not take a row; `None` if the bytes end
 /// first (unless they are the last).
-fn read_rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
+pub(super) fn read_rows(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option<Piece> {
     match fast_rows(span, header, options) {
         Ok(piece) => piece,
         Err(Unusual) => rows(span, header, options),
@@ -367,8 +365,8 @@ fn read_rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece
 }
 
 /// Parses the rows of a span as [`read_rows`] does, with the csv crate.
-fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
-    let Span { bytes, begin, end, last } = span;
+fn rows(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option<Piece> {
+    let PieceBytes { bytes, begin, end, last } = span;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -417,14 +415,18 @@ fn rows(span: Span, header: &Header, options: &ReadOptions) -> Option<Piece> {
 }
 
 /// Returns the field delimiter of the input's format.
-fn delimiter(options: &ReadOptions) -> u8 {
+pub(super) fn delimiter(options: &ReadOptions) -> u8 {
     if options.format == InputFormat::Tsv { b'\t' } else { b',' }
 }
 
 /// Parses the rows of a span as [`read_rows`] does, with the fast reading of [`Row`]; a row
 /// it does not take is `Unusual`, and the piece is read with the csv crate instead.
-fn fast_rows(span: Span, header: &Header, options: &ReadOptions) -> Result<Option<Piece>, Unusual> {
-    let Span { bytes, begin, end, last } = span;
+fn fast_rows(
+    span: PieceBytes,
+    header: &Header,
+    options: &ReadOptions,
+) -> Result<Option<Piece>, Unusual> {
+    let PieceBytes { bytes, begin, end, last } = span;
     let delimiter = delimiter(options);
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
@@ -492,191 +494,5 @@ impl Fields for Scanned<'_, '_> {
     #[inline]
     fn field<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
         self.row.field(self.bytes, index, self.delimiter, scratch)
-    }
-}
-
-/// The bytes of stdin read at a time, and about the size of a block of rows.
-const BLOCK: usize = 1 << 20;
-
-/// Reads a CSV or TSV stream that can be read only once (a pipe): a thread reads it and
-/// cuts it into blocks of whole rows, at the places the csv crate says rows start, the
-/// other threads parse the blocks, and this one takes them in order. A block with a row
-/// the fast path does not take is read again here with the csv crate, from its start and
-/// its line. `Ok(Err(bytes))` gives back what was read when the header is not a plain
-/// row, for the reading of one thread to start over with.
-#[allow(clippy::type_complexity)]
-pub(super) fn stream_pipe<'i, E: From<ReadError>>(
-    mut input: Box<dyn Read + Send + 'i>,
-    source: &Source,
-    options: &ReadOptions,
-    mut take: impl FnMut(Event) -> Result<Flow, E>,
-) -> Result<Result<Option<ReadStats>, (Vec<u8>, Box<dyn Read + Send + 'i>)>, E> {
-    let name = source.name();
-    let delimiter = delimiter(options);
-    let mut carry = Vec::new();
-    let mut eof = false;
-    // The header, whole.
-    let mut row = Row::default();
-    let header_end = loop {
-        let carriage = memchr::memchr(b'\r', &carry).is_some();
-        let found =
-            if carry.is_empty() { Ok(None) } else { row.read(&carry, 0, delimiter, eof, carriage) };
-        match found {
-            Ok(Some(())) => break (row.end + 1).min(carry.len()),
-            Err(Unusual) => return Ok(Err((carry, input))),
-            Ok(None) if eof => return Ok(Err((carry, input))),
-            Ok(None) => {
-                eof = fill(&mut input, &mut carry)
-                    .map_err(|error| ReadError::Io { name: name.clone(), error })?
-            }
-        }
-    };
-    let mut pass = Reading::new(Cursor::new(&carry[..header_end]), source, options, None)?;
-    let Some(header) = pass.header() else { return Ok(Err((carry, input))) };
-    drop(pass);
-    carry.drain(..header_end);
-    let threads = options.threads.max(2) - 1;
-    std::thread::scope(|scope| {
-        let mut senders = Vec::new();
-        let mut receivers = Vec::new();
-        for _ in 0..threads {
-            let (send, blocks) = mpsc::sync_channel::<Vec<u8>>(2);
-            let (done, parsed) = mpsc::sync_channel::<(Piece, Vec<u8>)>(2);
-            senders.push(send);
-            receivers.push(parsed);
-            let header = &header;
-            scope.spawn(move || {
-                for block in blocks {
-                    let end = wide(block.len());
-                    // Whole rows are always there: the bytes end where a row ends.
-                    let span = Span { bytes: &block, begin: 0, end, last: true };
-                    let piece = read_rows(span, header, options)
-                        .unwrap_or_else(|| Piece { stopped: true, ..Piece::empty(0) });
-                    if done.send((piece, block)).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        let name = &name;
-        let splitter = scope.spawn(move || -> std::io::Result<()> {
-            let mut next = 0;
-            loop {
-                while !eof && carry.len() < BLOCK {
-                    eof = fill(&mut input, &mut carry)?;
-                }
-                if carry.is_empty() {
-                    return Ok(());
-                }
-                let cut = if eof { carry.len() } else { cut(&carry, delimiter) };
-                if cut == 0 {
-                    // One row longer than the block: read on until it ends.
-                    eof = fill(&mut input, &mut carry)?;
-                    continue;
-                }
-                let rest = carry.split_off(cut);
-                let block = std::mem::replace(&mut carry, rest);
-                if senders[next % senders.len()].send(block).is_err() {
-                    return Ok(());
-                }
-                next += 1;
-            }
-        });
-        let mut stats = ReadStats::default();
-        let mut keys = KeyTable::new();
-        let mut line = header.body.line();
-        let mut next = 0;
-        let mut progress = Progress::new(options.progress, None);
-        let mut bytes = header.body.byte();
-        while let Ok((piece, block)) = receivers[next % receivers.len()].recv() {
-            next += 1;
-            bytes += wide(block.len());
-            progress.tick(stats.rows, bytes);
-            if piece.stopped {
-                // The block again, with the csv crate, from its first row and its line.
-                let mut at = csv::Position::new();
-                at.set_line(line);
-                let carried =
-                    ReadStats { keys: std::mem::take(&mut keys), ..std::mem::take(&mut stats) };
-                let size = Some(wide(block.len()));
-                let mut pass =
-                    Reading::resume(Cursor::new(&block[..]), size, &header, options, at, carried)?;
-                while let Some(event) = pass.next_event()? {
-                    if let Flow::Stop = take(event)? {
-                        return Ok(Ok(None));
-                    }
-                }
-                stats = pass.into_stats();
-                keys = std::mem::take(&mut stats.keys);
-                line += wide(memchr::memchr_iter(b'\n', &block).count());
-                continue;
-            }
-            if let Flow::Stop = piece.deliver(line, &header, &mut keys, &mut stats, &mut take)? {
-                return Ok(Ok(None));
-            }
-            line += piece.lines;
-        }
-        drop(receivers);
-        match joined(splitter) {
-            Ok(()) => Ok(Ok(Some(ReadStats { keys, ..stats }))),
-            Err(error) => Err(ReadError::Io { name: name.clone(), error }.into()),
-        }
-    })
-}
-
-/// Reads up to [`BLOCK`] more bytes onto `carry`; true at the end of the input.
-fn fill(input: &mut dyn Read, carry: &mut Vec<u8>) -> std::io::Result<bool> {
-    let had = carry.len();
-    carry.resize(had + BLOCK, 0);
-    let read = loop {
-        match input.read(&mut carry[had..]) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            other => break other,
-        }
-    };
-    let n = read.inspect_err(|_| carry.truncate(had))?;
-    carry.truncate(had + n);
-    Ok(n == 0)
-}
-
-/// Returns where the last whole row in `bytes` ends, as the csv crate says (just past the
-/// byte that ends it), or 0 if none does. A row the fast reading does not take is read with
-/// the csv crate.
-fn cut(bytes: &[u8], delimiter: u8) -> usize {
-    let carriage = memchr::memchr(b'\r', bytes).is_some();
-    let mut row = Row::default();
-    let (mut at, mut whole) = (0, 0);
-    loop {
-        let mut start = at;
-        while let Some(b'\n' | b'\r') = bytes.get(start) {
-            start += 1;
-        }
-        if start >= bytes.len() {
-            return whole;
-        }
-        match row.read(bytes, start, delimiter, false, carriage) {
-            Ok(Some(())) => at = row.end + 1,
-            Ok(None) => return whole,
-            Err(Unusual) => {
-                let mut reader = csv::ReaderBuilder::new()
-                    .has_headers(false)
-                    .flexible(true)
-                    .delimiter(delimiter)
-                    .from_reader(&bytes[at..]);
-                let mut record = ByteRecord::new();
-                let next = match reader.read_byte_record(&mut record) {
-                    Ok(true) => {
-                        at + usize::try_from(reader.position().byte()).unwrap_or(usize::MAX)
-                    }
-                    _ => return whole,
-                };
-                // A row whose end is the end of the bytes may go on in what comes next.
-                if next >= bytes.len() {
-                    return whole;
-                }
-                at = next;
-            }
-        }
-        whole = at;
     }
 }

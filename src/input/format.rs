@@ -5,10 +5,11 @@
 
 use std::io::{BufRead, BufReader, Read};
 
-use std::borrow::Cow;
-
 use csv::{ByteRecord, Position};
-use serde_json::value::RawValue;
+
+pub use super::clf::CLF_FIELDS;
+use super::clf::clf_fields;
+use super::json::json_fields;
 
 /// The layouts a catalog can be read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -26,18 +27,6 @@ pub enum InputFormat {
     /// The combined log format of nginx and Apache.
     Clf,
 }
-
-/// The fields of a line in the combined log format, in order.
-pub const CLF_FIELDS: [&str; 8] = [
-    "remote_addr",
-    "remote_user",
-    "time_local",
-    "request",
-    "status",
-    "body_bytes_sent",
-    "http_referer",
-    "http_user_agent",
-];
 
 impl InputFormat {
     /// Returns the format a file's name says, if it says one: `.csv`, `.tsv`, `.jsonl` or
@@ -420,177 +409,6 @@ pub enum ReadFailure {
     Io(std::io::Error),
     /// A record is malformed.
     Record(RecordError),
-}
-
-/// A JSON object read without copying: each member's name (borrowed from the text unless
-/// it has escapes) and its value as written, in order. A few fields are looked up in a few
-/// dozen members, so a list, searched, is quicker than a map, hashed.
-struct Object<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'a> Object<'a> {
-    /// Returns the value of the member `name`; the last, if the name is given twice.
-    fn get(&self, name: &str) -> Option<&'a RawValue> {
-        self.0.iter().rev().find(|(n, _)| n == name).map(|&(_, v)| v)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Object<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(Members)
-    }
-}
-
-/// Reads an object's members into an [`Object`].
-struct Members;
-
-/// A member's name, borrowed when it can be.
-#[derive(serde::Deserialize)]
-struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
-
-impl<'de> serde::de::Visitor<'de> for Members {
-    type Value = Object<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Object<'de>, A::Error> {
-        let mut members = Vec::with_capacity(32);
-        while let Some((Name(name), value)) = map.next_entry::<Name<'de>, &'de RawValue>()? {
-            members.push((name, value));
-        }
-        Ok(Object(members))
-    }
-}
-
-/// Returns a JSON object's fields by name or dotted path; a missing field, or `null`, is
-/// empty; a string is its text; a number is as written. In a GeoJSON feature, a plain name
-/// not found on the feature is looked up in its `properties`, so that `--key net` means
-/// `properties.net`. Only the members on the paths asked for are read beyond their bounds.
-fn json_fields(text: &[u8], fields: &[String], feature: bool) -> Result<Vec<Vec<u8>>, String> {
-    let bad = |e: serde_json::Error| {
-        format!("expected a JSON object: {}", crate::message::one_line(&e.to_string()))
-    };
-    if text.trim_ascii_start().first() != Some(&b'{') {
-        return Err("expected a JSON object".into());
-    }
-    let top: Object = serde_json::from_slice(text).map_err(bad)?;
-    // Objects inside, read once for every field under them.
-    let mut inner: Vec<(&str, Object)> = Vec::new();
-    let mut values = Vec::with_capacity(fields.len());
-    for path in fields {
-        let mut found = lookup(&top, path, &mut inner).map_err(bad)?;
-        if feature && found.is_none() && !path.contains('.') {
-            found = lookup(&top, &format!("properties.{path}"), &mut inner).map_err(bad)?;
-        }
-        values.push(match found.map(RawValue::get) {
-            None | Some("null") => Vec::new(),
-            Some(raw) if raw.starts_with('"') => {
-                let text: Cow<str> = serde_json::from_str(raw).map_err(bad)?;
-                text.into_owned().into_bytes()
-            }
-            Some(raw) => raw.as_bytes().to_vec(),
-        });
-    }
-    Ok(values)
-}
-
-/// Follows a dotted path through objects, reading each object on the way once: the
-/// objects read are kept in `inner`, found again by where their text is.
-fn lookup<'a>(
-    top: &Object<'a>,
-    path: &str,
-    inner: &mut Vec<(&'a str, Object<'a>)>,
-) -> Result<Option<&'a RawValue>, serde_json::Error> {
-    let mut at: Option<usize> = None;
-    let mut names = path.split('.').peekable();
-    while let Some(name) = names.next() {
-        let object = at.map_or(top, |at| &inner[at].1);
-        let Some(value) = object.get(name) else { return Ok(None) };
-        if names.peek().is_none() {
-            return Ok(Some(value));
-        }
-        let text = value.get();
-        if !text.starts_with('{') {
-            return Ok(None);
-        }
-        at = Some(match inner.iter().position(|&(seen, _)| std::ptr::eq(seen, text)) {
-            Some(at) => at,
-            None => {
-                inner.push((text, serde_json::from_str(text)?));
-                inner.len() - 1
-            }
-        });
-    }
-    Ok(None)
-}
-
-/// Returns a combined-log line's fields by name: `remote_addr - remote_user [time_local]
-/// "request" status body_bytes_sent "http_referer" "http_user_agent"`. The last two may be
-/// missing (the common log format); quoted fields may hold `\"`.
-fn clf_fields(line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, String> {
-    let all = split_clf(line).ok_or_else(|| {
-        "expected a combined log line: addr - user [time] \"request\" status bytes \"referer\" \"agent\"".to_owned()
-    })?;
-    fields
-        .iter()
-        .map(|name| match CLF_FIELDS.iter().position(|f| f == name) {
-            Some(index) => Ok(all[index].clone()),
-            None => Err(format!(
-                "the combined log format has no field `{}`; it has {}",
-                crate::message::one_line(name),
-                CLF_FIELDS.join(", ")
-            )),
-        })
-        .collect()
-}
-
-/// Splits a combined-log line into its eight fields, or `None` if it is not one.
-fn split_clf(line: &[u8]) -> Option<[Vec<u8>; 8]> {
-    let mut rest = line;
-    let word = |rest: &mut &[u8]| -> Option<Vec<u8>> {
-        let end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
-        let found = rest[..end].to_vec();
-        *rest = rest.get(end + 1..).unwrap_or_default();
-        (!found.is_empty()).then_some(found)
-    };
-    let addr = word(&mut rest)?;
-    let _ident = word(&mut rest)?;
-    let user = word(&mut rest)?;
-    let time = {
-        let inner = rest.strip_prefix(b"[")?;
-        let end = inner.iter().position(|&b| b == b']')?;
-        let time = inner[..end].to_vec();
-        rest = inner[end + 1..].strip_prefix(b" ")?;
-        time
-    };
-    let request = quoted(&mut rest)?;
-    let status = word(&mut rest)?;
-    let bytes = word(&mut rest)?;
-    let (referer, agent) = if rest.is_empty() {
-        (Vec::new(), Vec::new())
-    } else {
-        let referer = quoted(&mut rest)?;
-        let agent = quoted(&mut rest)?;
-        (referer, agent)
-    };
-    // Anything after the agent (nginx logs may add fields) is left alone.
-    Some([addr, user, time, request, status, bytes, referer, agent])
-}
-
-/// Reads a double-quoted field and the space after it, keeping `\"` and `\\` as written.
-fn quoted(rest: &mut &[u8]) -> Option<Vec<u8>> {
-    let inner = rest.strip_prefix(b"\"")?;
-    let mut escaped = false;
-    let end = inner.iter().position(|&b| {
-        let close = b == b'"' && !escaped;
-        escaped = b == b'\\' && !escaped;
-        close
-    })?;
-    let found = inner[..end].to_vec();
-    let after = &inner[end + 1..];
-    *rest = after.strip_prefix(b" ").unwrap_or(after);
-    Some(found)
 }
 
 #[cfg(test)]

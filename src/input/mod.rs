@@ -3,12 +3,16 @@
 pub mod catalog;
 #[cfg(unix)]
 mod chunked;
+mod clf;
 mod emit;
 mod error;
 pub mod event;
 pub mod format;
+mod json;
 pub mod keys;
 mod options;
+#[cfg(unix)]
+mod pipe;
 mod pipeline;
 mod reading;
 mod row;

@@ -34,7 +34,7 @@ pub(super) fn stream_input<E: From<ReadError>>(
         && tabular
     {
         let reader = input.reader(source)?;
-        return match super::chunked::stream_pipe(reader, source, options, &mut take)? {
+        return match super::pipe::stream_pipe(reader, source, options, &mut take)? {
             Ok(stats) => Ok(stats),
             // A header the fast reading does not take: one thread reads it all.
             Err((read, rest)) => {

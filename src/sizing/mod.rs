@@ -1,6 +1,7 @@
 //! Sizing figures: the busiest window, the smallest lossless bucket and the burst-rate curve.
 
 pub mod curve;
+pub mod many_rates;
 pub mod min_bucket;
 pub mod quantile;
 pub mod window;

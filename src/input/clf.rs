@@ -1,0 +1,81 @@
+//! Reading the fields of a line in the combined log format of nginx and Apache.
+
+/// The fields of a line in the combined log format, in order.
+pub const CLF_FIELDS: [&str; 8] = [
+    "remote_addr",
+    "remote_user",
+    "time_local",
+    "request",
+    "status",
+    "body_bytes_sent",
+    "http_referer",
+    "http_user_agent",
+];
+
+/// Returns a combined-log line's fields by name: `remote_addr - remote_user [time_local]
+/// "request" status body_bytes_sent "http_referer" "http_user_agent"`. The last two may be
+/// missing (the common log format); quoted fields may hold `\"`.
+pub(super) fn clf_fields(line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, String> {
+    let all = split_clf(line).ok_or_else(|| {
+        "expected a combined log line: addr - user [time] \"request\" status bytes \"referer\" \"agent\"".to_owned()
+    })?;
+    fields
+        .iter()
+        .map(|name| match CLF_FIELDS.iter().position(|f| f == name) {
+            Some(index) => Ok(all[index].clone()),
+            None => Err(format!(
+                "the combined log format has no field `{}`; it has {}",
+                crate::message::one_line(name),
+                CLF_FIELDS.join(", ")
+            )),
+        })
+        .collect()
+}
+
+/// Splits a combined-log line into its eight fields, or `None` if it is not one.
+fn split_clf(line: &[u8]) -> Option<[Vec<u8>; 8]> {
+    let mut rest = line;
+    let word = |rest: &mut &[u8]| -> Option<Vec<u8>> {
+        let end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+        let found = rest[..end].to_vec();
+        *rest = rest.get(end + 1..).unwrap_or_default();
+        (!found.is_empty()).then_some(found)
+    };
+    let addr = word(&mut rest)?;
+    let _ident = word(&mut rest)?;
+    let user = word(&mut rest)?;
+    let time = {
+        let inner = rest.strip_prefix(b"[")?;
+        let end = inner.iter().position(|&b| b == b']')?;
+        let time = inner[..end].to_vec();
+        rest = inner[end + 1..].strip_prefix(b" ")?;
+        time
+    };
+    let request = quoted(&mut rest)?;
+    let status = word(&mut rest)?;
+    let bytes = word(&mut rest)?;
+    let (referer, agent) = if rest.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        let referer = quoted(&mut rest)?;
+        let agent = quoted(&mut rest)?;
+        (referer, agent)
+    };
+    // Anything after the agent (nginx logs may add fields) is left alone.
+    Some([addr, user, time, request, status, bytes, referer, agent])
+}
+
+/// Reads a double-quoted field and the space after it, keeping `\"` and `\\` as written.
+fn quoted(rest: &mut &[u8]) -> Option<Vec<u8>> {
+    let inner = rest.strip_prefix(b"\"")?;
+    let mut escaped = false;
+    let end = inner.iter().position(|&b| {
+        let close = b == b'"' && !escaped;
+        escaped = b == b'\\' && !escaped;
+        close
+    })?;
+    let found = inner[..end].to_vec();
+    let after = &inner[end + 1..];
+    *rest = after.strip_prefix(b" ").unwrap_or(after);
+    Some(found)
+}
