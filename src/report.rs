@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer};
 use crate::limiter::{Algorithm, Waits};
 use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
-use crate::sizing::quantile::{Quantiles, Share};
+use crate::sizing::quantile::{Percent, Quantiles};
 use crate::sizing::window::Busiest;
 use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
@@ -31,7 +31,7 @@ pub struct LimiterReport {
     pub promise: Promise,
     /// With `--servers`: the fleet, and each server's share of the events.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fleet: Option<Box<Fleet>>,
+    pub fleet: Option<Box<FleetReport>>,
     /// With `--key`: the keys, each with a report of the same kind.
     #[serde(flatten)]
     pub by_key: Option<KeyList<LimiterReport>>,
@@ -41,7 +41,7 @@ pub struct LimiterReport {
 /// server saw, and what one limiter seeing every event would have passed. The report's
 /// own figures are the fleet's, over all its servers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Fleet {
+pub struct FleetReport {
     pub servers: u32,
     pub route: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,7 +127,7 @@ pub struct MinBucket {
 /// nearest-rank quantile of the keys' own smallest buckets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Cover {
-    pub share: Share,
+    pub share: Percent,
     pub min_bucket: u64,
     /// The keys that lose nothing with that burst, and the events they carry.
     pub keys_covered: usize,

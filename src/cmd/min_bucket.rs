@@ -20,7 +20,7 @@ use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
-use crate::sizing::quantile::{Histogram, Share};
+use crate::sizing::quantile::{Histogram, Percent};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
@@ -159,7 +159,7 @@ impl KeyedFinders {
 
     /// Returns one result per rate; with keys, the key needing the most, and the first keys
     /// by need, the largest bucket first.
-    fn results(self, names: KeyNames, cover: Option<Share>) -> Vec<report::MinBucket> {
+    fn results(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
         let (times, keys) = match self.sizing {
             Sizing::One(mut finders) => {
                 return finders.results().into_iter().map(report::MinBucket::from).collect();
@@ -357,7 +357,7 @@ pub struct MinBucketArgs {
     /// With --key, also find the smallest burst with which at least this share of the keys
     /// loses nothing, for each rate: --cover 99%.
     #[arg(long, value_name = "SHARE", conflicts_with = "curve", allow_hyphen_values = true)]
-    pub cover: Option<Share>,
+    pub cover: Option<Percent>,
 
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]

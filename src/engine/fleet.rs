@@ -11,7 +11,7 @@ use super::Engine;
 use super::recorder::{Recorder, Settings};
 use crate::input::catalog::{Event, Key, slot};
 use crate::input::keys::wide;
-use crate::limiter::{AnyFleet, AnyPerKey, Share};
+use crate::limiter::{AnyPerKey, AnyReplicated, Share};
 use crate::report::{self, ServerCount};
 
 /// The most servers a fleet may have.
@@ -74,12 +74,12 @@ impl FleetPlan {
 /// Decides every event on the server it is routed to, and beside the fleet, on one
 /// limiter that sees every event, to measure what the fleet lets through over it.
 #[derive(Clone, Debug)]
-pub struct Fleet {
+pub struct FleetEngine {
     plan: FleetPlan,
     router: Router,
-    lanes: Vec<AnyFleet>,
+    lanes: Vec<AnyReplicated>,
     alone: Vec<AnyPerKey>,
-    tally: Vec<report::Fleet>,
+    tally: Vec<report::FleetReport>,
     events: Vec<u64>,
     keys: usize,
 }
@@ -91,10 +91,10 @@ enum Router {
     Sticky,
 }
 
-impl Fleet {
+impl FleetEngine {
     /// Returns a fleet running limiters with `settings`, as `plan` says; the plan must
     /// have passed [`FleetPlan::check`].
-    pub fn new(settings: &[Settings], plan: &FleetPlan) -> Fleet {
+    pub fn new(settings: &[Settings], plan: &FleetPlan) -> FleetEngine {
         let k = plan.servers.get();
         let router = match plan.route {
             Route::RoundRobin => Router::Turns(0),
@@ -109,8 +109,8 @@ impl Fleet {
         let mut tally = Vec::new();
         for (s, &share) in settings.iter().zip(&plan.shares) {
             let (rate, burst) = share.server_limit(s.rate, s.burst, k).unwrap_or((s.rate, s.burst));
-            lanes.push(AnyFleet::new(s.algorithm, rate, burst, k, share));
-            tally.push(report::Fleet {
+            lanes.push(AnyReplicated::new(s.algorithm, rate, burst, k, share));
+            tally.push(report::FleetReport {
                 servers: k,
                 route: plan.route.name(),
                 seed: match plan.route {
@@ -130,7 +130,7 @@ impl Fleet {
             });
         }
         let alone = settings.iter().map(|s| AnyPerKey::new(s.algorithm, s.rate, s.burst));
-        Fleet {
+        FleetEngine {
             plan: plan.clone(),
             router,
             lanes,
@@ -156,7 +156,7 @@ impl Fleet {
     }
 }
 
-impl Engine for Fleet {
+impl Engine for FleetEngine {
     fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
         let Event { time, key, cost } = event;
         let server = self.server(key);
@@ -175,7 +175,7 @@ impl Engine for Fleet {
             }
         }
         self.events[server] += 1;
-        let Fleet { lanes, alone, tally, .. } = self;
+        let FleetEngine { lanes, alone, tally, .. } = self;
         let decisions = lanes.iter_mut().zip(alone.iter_mut()).zip(tally.iter_mut()).map(
             |((lane, alone), tally)| {
                 tally.alone_passed += u64::from(alone.decide(index, time, cost).passed);

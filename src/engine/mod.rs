@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
-use self::fleet::{Fleet, FleetPlan};
+use self::fleet::{FleetEngine, FleetPlan};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use self::redis::{RedisEngine, RedisTarget, Remote, Server};
@@ -83,7 +83,7 @@ impl Backend {
     pub fn run<J: UseEngine>(&self, settings: &[Settings], job: J) -> Result<J::Out> {
         match self {
             Backend::Memory => job.with(|| Memory::new(settings)),
-            Backend::Fleet(plan) => job.with(|| Fleet::new(settings, plan)),
+            Backend::Fleet(plan) => job.with(|| FleetEngine::new(settings, plan)),
             Backend::Redis { redis, remotes, prefix } => {
                 job.with(|| RedisEngine::new(redis.clone(), remotes.clone(), prefix))
             }

@@ -178,27 +178,27 @@ pub struct Recorder {
     settings: Vec<Settings>,
     kept: Kept,
     trace: Option<Vec<bool>>,
-    fleets: Option<Vec<report::Fleet>>,
+    fleets: Option<Vec<report::FleetReport>>,
 }
 
 #[derive(Clone, Debug)]
 enum Kept {
-    One(Box<PerKey>),
-    Keyed(Box<Keyed>),
+    One(Box<KeyRecord>),
+    KeyedEvents(Box<KeyedEvents>),
 }
 
 /// One key's demand and its lanes.
 #[derive(Clone, Debug)]
-struct PerKey {
+struct KeyRecord {
     demand: Demand,
     lanes: Vec<Lane>,
 }
 
-impl PerKey {
-    fn new(settings: &[Settings]) -> PerKey {
+impl KeyRecord {
+    fn new(settings: &[Settings]) -> KeyRecord {
         let first = settings[0];
         let lanes = settings.iter().map(|&s| Lane::new(s)).collect();
-        PerKey { demand: Demand::new(first.rate, first.window), lanes }
+        KeyRecord { demand: Demand::new(first.rate, first.window), lanes }
     }
 
     fn clear(&mut self) {
@@ -210,7 +210,7 @@ impl PerKey {
 /// A keyed replay's events, kept to be grouped by key; the totals over all keys are
 /// found from them too, at the end, while the keys are.
 #[derive(Clone, Debug)]
-struct Keyed {
+struct KeyedEvents {
     times: Vec<Timestamp>,
     keys: Vec<Key>,
     /// For each event, bit n set if lane n passed it.
@@ -255,9 +255,13 @@ impl Recorder {
         assert!(!settings.is_empty(), "at least one limiter");
         let kept = if keyed {
             assert!(settings.len() <= MAX_KEYED_LANES, "at most 8 lanes with keys");
-            Kept::Keyed(Box::new(Keyed { times: Vec::new(), keys: Vec::new(), passed: Vec::new() }))
+            Kept::KeyedEvents(Box::new(KeyedEvents {
+                times: Vec::new(),
+                keys: Vec::new(),
+                passed: Vec::new(),
+            }))
         } else {
-            Kept::One(Box::new(PerKey::new(settings)))
+            Kept::One(Box::new(KeyRecord::new(settings)))
         };
         Recorder { settings: settings.to_vec(), kept, trace: None, fleets: None }
     }
@@ -300,7 +304,7 @@ impl Recorder {
                     trace(lane.record(time, decision.passed));
                 }
             }
-            Kept::Keyed(keyed) => {
+            Kept::KeyedEvents(keyed) => {
                 if keyed.times.len() >= MAX_KEYED_EVENTS {
                     bail!(
                         "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
@@ -332,7 +336,7 @@ impl Recorder {
 
     /// Records that the lanes ran on fleets of servers, one per lane, in lane order; their
     /// reports then say so.
-    pub fn set_fleets(&mut self, fleets: Vec<report::Fleet>) {
+    pub fn set_fleets(&mut self, fleets: Vec<report::FleetReport>) {
         self.fleets = Some(fleets);
     }
 
@@ -342,7 +346,7 @@ impl Recorder {
                 lanes: only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect(),
                 across: Vec::new(),
             },
-            Kept::Keyed(keyed) => keyed.reports(&self.settings, input, keys, top, threads),
+            Kept::KeyedEvents(keyed) => keyed.reports(&self.settings, input, keys, top, threads),
         }
     }
 }
@@ -360,7 +364,7 @@ struct Spread<'a> {
 
 impl<'a> Spread<'a> {
     /// Adds what key `key`, replayed into `state`, adds to the totals.
-    fn add(&mut self, key: usize, state: &PerKey, table: &'a KeyTable) {
+    fn add(&mut self, key: usize, state: &KeyRecord, table: &'a KeyTable) {
         let events = state.demand.events;
         let need = state.demand.lossless.result().min_bucket;
         self.min_buckets.add(need, events);
@@ -408,7 +412,7 @@ struct Grouped {
 
 impl Totals {
     /// Finds the totals over all keys from the kept events, in their order.
-    fn of(keyed: &Keyed, settings: &[Settings]) -> Totals {
+    fn of(keyed: &KeyedEvents, settings: &[Settings]) -> Totals {
         let first = settings[0];
         let mut totals = Totals {
             demand: Demand::new(first.rate, first.window),
@@ -426,10 +430,10 @@ impl Totals {
     }
 }
 
-impl Keyed {
+impl KeyedEvents {
     /// Replays one key's events into `state`, as recorded; with `windows`, their busiest
     /// windows too.
-    fn replay(grouped: &Grouped, key: usize, state: &mut PerKey, windows: bool) {
+    fn replay(grouped: &Grouped, key: usize, state: &mut KeyRecord, windows: bool) {
         state.clear();
         let range = grouped.groups.range(key);
         for (&time, &bits) in grouped.times[range.clone()].iter().zip(&grouped.passed[range]) {
@@ -473,11 +477,11 @@ impl Keyed {
                 ranked: (0..lanes).map(|_| Ranking::new(table, top)).collect(),
                 across: Ranking::new(table, top),
             };
-            (spread, PerKey::new(settings))
+            (spread, KeyRecord::new(settings))
         };
         let each = |part: &mut _, key: usize| {
-            let (spread, state): &mut (Spread, PerKey) = part;
-            Keyed::replay(&grouped, key, state, false);
+            let (spread, state): &mut (Spread, KeyRecord) = part;
+            KeyedEvents::replay(&grouped, key, state, false);
             spread.add(key, state, table);
         };
         // The totals, in event order, on a thread of their own beside the keys'.
@@ -500,11 +504,11 @@ impl Keyed {
         // first, dealt out to the cores in turn.
         keys.sort_by_key(|&key| std::cmp::Reverse(grouped.groups.range(slot(key)).len()));
         let replayed = for_each_listed(&keys, threads, |key| {
-            let mut state = PerKey::new(settings);
-            Keyed::replay(&grouped, slot(key), &mut state, true);
+            let mut state = KeyRecord::new(settings);
+            KeyedEvents::replay(&grouped, slot(key), &mut state, true);
             state
         });
-        let listed: HashMap<Key, PerKey> = keys.into_iter().zip(replayed).collect();
+        let listed: HashMap<Key, KeyRecord> = keys.into_iter().zip(replayed).collect();
         let lanes = (0..lanes)
             .map(|n| {
                 let keys = ranked[n]

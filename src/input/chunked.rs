@@ -337,7 +337,7 @@ fn parse(
         };
         let begin = from + wide(skip);
         let (bytes, last) = (&buffer[skip..], to == size);
-        if let Some(piece) = read_rows(PieceBytes { bytes, begin, end, last }, header, options) {
+        if let Some(piece) = parse_piece(PieceBytes { bytes, begin, end, last }, header, options) {
             return Ok(piece);
         }
         margin *= 4;
@@ -357,15 +357,19 @@ pub(super) struct PieceBytes<'b> {
 /// Parses the rows of a span up to the first that starts at or after its end, with the
 /// fast reading, or the csv crate if it does not take a row; `None` if the bytes end
 /// first (unless they are the last).
-pub(super) fn read_rows(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option<Piece> {
-    match fast_rows(span, header, options) {
+pub(super) fn parse_piece(
+    span: PieceBytes,
+    header: &Header,
+    options: &ReadOptions,
+) -> Option<Piece> {
+    match parse_fast(span, header, options) {
         Ok(piece) => piece,
-        Err(Unusual) => rows(span, header, options),
+        Err(Unusual) => parse_csv(span, header, options),
     }
 }
 
-/// Parses the rows of a span as [`read_rows`] does, with the csv crate.
-fn rows(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option<Piece> {
+/// Parses the rows of a span as [`parse_piece`] does, with the csv crate.
+fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option<Piece> {
     let PieceBytes { bytes, begin, end, last } = span;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -419,9 +423,9 @@ pub(super) fn delimiter(options: &ReadOptions) -> u8 {
     if options.format == InputFormat::Tsv { b'\t' } else { b',' }
 }
 
-/// Parses the rows of a span as [`read_rows`] does, with the fast reading of [`Row`]; a row
+/// Parses the rows of a span as [`parse_piece`] does, with the fast reading of [`Row`]; a row
 /// it does not take is `Unusual`, and the piece is read with the csv crate instead.
-fn fast_rows(
+fn parse_fast(
     span: PieceBytes,
     header: &Header,
     options: &ReadOptions,

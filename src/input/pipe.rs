@@ -6,7 +6,7 @@ use std::sync::mpsc;
 
 use csv::ByteRecord;
 
-use super::chunked::{Piece, PieceBytes, delimiter, read_rows};
+use super::chunked::{Piece, PieceBytes, delimiter, parse_piece};
 use super::error::ReadError;
 use super::event::Event;
 use super::keys::{KeyTable, joined, wide};
@@ -76,7 +76,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                     let end = wide(block.len());
                     // Whole rows are always there: the bytes end where a row ends.
                     let span = PieceBytes { bytes: &block, begin: 0, end, last: true };
-                    let piece = read_rows(span, header, options)
+                    let piece = parse_piece(span, header, options)
                         .unwrap_or_else(|| Piece { stopped: true, ..Piece::empty(0) });
                     if done.send((piece, block)).is_err() {
                         return;

@@ -4,9 +4,9 @@
 //! own time, and the same code could run on a live clock.
 
 mod aligned;
-mod fleet;
 mod keyed;
 pub mod promise;
+mod replicated;
 #[macro_use]
 mod registry;
 
@@ -14,10 +14,10 @@ mod registry;
 mod tests;
 
 pub use aligned::{AlignedWindows, Step};
-pub use fleet::{AnyFleet, Fleet, Replicas, Share};
 pub use keyed::{AnyPerKey, Keys, PerKey};
 pub use leaky_queue::Waits;
 pub use registry::{Alone, AnyLimiter, RedisScript, Store};
+pub use replicated::{AnyReplicated, Replicas, Replicated, Share};
 
 // The limiters, each `module::Type`: a new limiter is its file and one line here.
 limiters! {

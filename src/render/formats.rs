@@ -195,7 +195,7 @@ pub fn replay_table(
 const LISTED_SERVERS: usize = 32;
 
 /// Says how a fleet shared its limit, and what each server ran.
-fn fleet_text(fleet: &report::Fleet, algorithm: crate::limiter::Algorithm) -> String {
+fn fleet_text(fleet: &report::FleetReport, algorithm: crate::limiter::Algorithm) -> String {
     let route = match fleet.seed {
         Some(seed) => format!("{} (seed {seed})", fleet.route),
         None => fleet.route.clone(),
@@ -211,7 +211,7 @@ fn fleet_text(fleet: &report::Fleet, algorithm: crate::limiter::Algorithm) -> St
 }
 
 /// Names a fleet's share mode, with its sync period.
-fn share_text(fleet: &report::Fleet) -> String {
+fn share_text(fleet: &report::FleetReport) -> String {
     match fleet.sync_s {
         Some(every) => format!("{} every {every}", fleet.share),
         None => fleet.share.to_owned(),
@@ -219,7 +219,7 @@ fn share_text(fleet: &report::Fleet) -> String {
 }
 
 /// Writes each server's events, passed and dropped, for a fleet of a few servers.
-fn servers_table(out: &mut dyn Write, fleet: &report::Fleet, style: Style) -> io::Result<()> {
+fn servers_table(out: &mut dyn Write, fleet: &report::FleetReport, style: Style) -> io::Result<()> {
     writeln!(out)?;
     if fleet.by_server.len() > LISTED_SERVERS {
         let n = fleet.by_server.len();

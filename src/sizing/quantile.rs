@@ -10,20 +10,20 @@ use foldhash::fast::FixedState;
 /// quantile's rank is found without rounding. Its text form is a percentage with up to four
 /// decimals: `99%`, `99.9%`, `0.5%`, `100%` (the `%` may be left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Share(u32);
+pub struct Percent(u32);
 
 /// Why a share could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("'{0}' is not a share above 0% and at most 100%, with at most 4 decimals, like 99%")]
-pub struct ShareError(String);
+pub struct PercentError(String);
 
-impl Share {
+impl Percent {
     /// The whole: 100%.
-    pub const ALL: Share = Share(1_000_000);
+    pub const ALL: Percent = Percent(1_000_000);
 
     /// Returns the share of `ppm` parts per million, if it is above 0 and at most a million.
-    pub fn from_ppm(ppm: u32) -> Option<Share> {
-        (1..=1_000_000).contains(&ppm).then_some(Share(ppm))
+    pub fn from_ppm(ppm: u32) -> Option<Percent> {
+        (1..=1_000_000).contains(&ppm).then_some(Percent(ppm))
     }
 
     /// Returns the share in parts per million.
@@ -42,18 +42,18 @@ impl Share {
     }
 }
 
-impl FromStr for Share {
-    type Err = ShareError;
+impl FromStr for Percent {
+    type Err = PercentError;
 
-    fn from_str(text: &str) -> Result<Share, ShareError> {
-        let fail = || ShareError(text.to_owned());
+    fn from_str(text: &str) -> Result<Percent, PercentError> {
+        let fail = || PercentError(text.to_owned());
         let number = text.strip_suffix('%').unwrap_or(text);
         let ppm = crate::units::decimal::parse_exact(number.as_bytes(), 4).map_err(|_| fail())?;
-        u32::try_from(ppm).ok().and_then(Share::from_ppm).ok_or_else(fail)
+        u32::try_from(ppm).ok().and_then(Percent::from_ppm).ok_or_else(fail)
     }
 }
 
-impl fmt::Display for Share {
+impl fmt::Display for Percent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (whole, rest) = (self.0 / 10_000, self.0 % 10_000);
         if rest == 0 {
@@ -65,7 +65,7 @@ impl fmt::Display for Share {
     }
 }
 
-impl serde::Serialize for Share {
+impl serde::Serialize for Percent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
@@ -165,7 +165,7 @@ impl Histogram {
 
     /// Returns the nearest-rank quantile: the smallest value v such that at least `share`
     /// of the values are at most v. `None` for no values.
-    pub fn quantile(&self, share: Share) -> Option<u64> {
+    pub fn quantile(&self, share: Percent) -> Option<u64> {
         rank_in(&self.sorted(), self.count, share)
     }
 
@@ -182,7 +182,7 @@ impl Histogram {
     /// Returns the quantiles a report gives; `None` for no values.
     pub fn quantiles(&self) -> Option<Quantiles> {
         let sorted = self.sorted();
-        let at = |ppm| rank_in(&sorted, self.count, Share(ppm));
+        let at = |ppm| rank_in(&sorted, self.count, Percent(ppm));
         Some(Quantiles {
             p50: at(500_000)?,
             p90: at(900_000)?,
@@ -194,7 +194,7 @@ impl Histogram {
 }
 
 /// The value of nearest rank `share` among `count` values, sorted by size and counted.
-fn rank_in(sorted: &[(u64, Tally)], count: u64, share: Share) -> Option<u64> {
+fn rank_in(sorted: &[(u64, Tally)], count: u64, share: Percent) -> Option<u64> {
     let rank = u64::try_from(share.rank(usize::try_from(count).ok()?)).ok()?;
     let mut seen = 0;
     for &(value, tally) in sorted {
@@ -220,7 +220,7 @@ mod tests {
     /// The reference the histogram is checked against, from every value sorted: the
     /// nearest-rank quantile, the smallest value v such that at least `share` of the values
     /// are at most v. `None` for no values.
-    fn nearest_rank(sorted: &[u64], share: Share) -> Option<u64> {
+    fn nearest_rank(sorted: &[u64], share: Percent) -> Option<u64> {
         let rank = share.rank(sorted.len());
         sorted.get(rank.checked_sub(1)?).copied()
     }
@@ -229,7 +229,7 @@ mod tests {
         /// Returns the quantiles of the values, by nearest rank; `None` for no values.
         fn of(mut values: Vec<u64>) -> Option<Quantiles> {
             values.sort_unstable();
-            let at = |ppm| nearest_rank(&values, Share(ppm));
+            let at = |ppm| nearest_rank(&values, Percent(ppm));
             Some(Quantiles {
                 p50: at(500_000)?,
                 p90: at(900_000)?,
@@ -249,11 +249,11 @@ mod tests {
             ("100", 1_000_000, "100%"),
             ("50.25%", 502_500, "50.25%"),
         ] {
-            let share: Share = text.parse().unwrap();
+            let share: Percent = text.parse().unwrap();
             assert_eq!((share.ppm(), share.to_string()), (ppm, printed.to_owned()));
         }
         for bad in ["0%", "0", "100.0001%", "-5%", "99.12345%", "x", "", "%", "1e2%"] {
-            assert!(bad.parse::<Share>().is_err(), "{bad}");
+            assert!(bad.parse::<Percent>().is_err(), "{bad}");
         }
     }
 
@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(nearest_rank(&thousand, "99%".parse().unwrap()), Some(990));
         let more: Vec<u64> = (1..=1001).collect();
         assert_eq!(nearest_rank(&more, "99%".parse().unwrap()), Some(991));
-        assert_eq!(nearest_rank(&[], Share::ALL), None);
+        assert_eq!(nearest_rank(&[], Percent::ALL), None);
         assert_eq!(nearest_rank(&[7], "0.0001%".parse().unwrap()), Some(7));
     }
 
@@ -281,7 +281,7 @@ mod tests {
         ) {
             let mut histogram = Histogram::new();
             values.iter().for_each(|&v| histogram.add(v, v + 1));
-            let share = Share(ppm);
+            let share = Percent(ppm);
             let mut sorted = values.clone();
             sorted.sort_unstable();
             proptest::prop_assert_eq!(histogram.quantile(share), nearest_rank(&sorted, share));

@@ -1,4 +1,4 @@
-//! One limit on a fleet of servers: each server decides on its own copy of the limiter.
+//! One limit replicated on a fleet of servers: each server decides on its own copy.
 
 use std::num::NonZeroU64;
 
@@ -55,7 +55,7 @@ impl Share {
 /// A server's copy of a key is kept at `key · servers + server`, so that a key's copies sit
 /// side by side.
 #[derive(Clone, Debug)]
-pub struct Fleet<L: KeyedState> {
+pub struct Replicated<L: KeyedState> {
     servers: usize,
     each: PerKey<L>,
     synced: Option<Synced<L>>,
@@ -70,17 +70,17 @@ struct Synced<L: KeyedState> {
     synced_in: Vec<i64>,
 }
 
-impl<L: KeyedState> Fleet<L> {
+impl<L: KeyedState> Replicated<L> {
     /// Returns `servers` servers, each with its own copy of `limiter` for every key; with
     /// `sync`, the copies are replaced every `sync` by the shared state.
-    pub fn new(limiter: L, servers: u32, sync: Option<Span>) -> Fleet<L> {
+    pub fn new(limiter: L, servers: u32, sync: Option<Span>) -> Replicated<L> {
         let synced = sync.map(|every| Synced {
             shared: PerKey::new(limiter.clone()),
             every: every.as_micros().max(1),
             synced_in: Vec::new(),
         });
         // A u32 always fits in a usize on the platforms this builds for.
-        Fleet { servers: servers as usize, each: PerKey::new(limiter), synced }
+        Replicated { servers: servers as usize, each: PerKey::new(limiter), synced }
     }
 
     /// Decides on an event of key `key` at `now` that costs `cost`, on server `server`;
@@ -117,19 +117,19 @@ impl<L: KeyedState> Fleet<L> {
 pub struct Replicas;
 
 impl Store for Replicas {
-    type Of<L: Rule> = Fleet<L>;
+    type Of<L: Rule> = Replicated<L>;
     /// How many servers, and how often their copies are synced, if they are.
     type Setup = (u32, Option<Span>);
     /// The server, and the key.
     type At = (usize, usize);
 
-    fn make<L: Rule>(limiter: L, &(servers, sync): &(u32, Option<Span>)) -> Fleet<L> {
-        Fleet::new(limiter, servers, sync)
+    fn make<L: Rule>(limiter: L, &(servers, sync): &(u32, Option<Span>)) -> Replicated<L> {
+        Replicated::new(limiter, servers, sync)
     }
 
     #[inline]
     fn take<L: Rule>(
-        of: &mut Fleet<L>,
+        of: &mut Replicated<L>,
         (server, key): (usize, usize),
         now: Timestamp,
         cost: u64,
@@ -141,9 +141,9 @@ impl Store for Replicas {
 }
 
 /// Any one of the limiters on a fleet, chosen at run time without dynamic dispatch.
-pub type AnyFleet = Any<Replicas>;
+pub type AnyReplicated = Any<Replicas>;
 
-impl AnyFleet {
+impl AnyReplicated {
     /// Returns `servers` servers of this kind, each running `rate` and `burst` (already
     /// split, for [`Share::Split`]); a synced fleet syncs as `share` says.
     pub fn new(
@@ -152,7 +152,7 @@ impl AnyFleet {
         burst: NonZeroU64,
         servers: u32,
         share: Share,
-    ) -> AnyFleet {
+    ) -> AnyReplicated {
         let sync = match share {
             Share::Synced(every) => Some(every),
             Share::Local | Share::Split => None,
@@ -160,7 +160,7 @@ impl AnyFleet {
         algorithm.make::<Replicas>(rate, burst, &(servers, sync))
     }
 
-    /// Decides on an event as [`Fleet::decide`] does.
+    /// Decides on an event as [`Replicated::decide`] does.
     #[inline]
     pub fn decide(&mut self, server: usize, key: usize, now: Timestamp, cost: u64) -> Decision {
         self.take_at((server, key), now, cost, false)
@@ -173,7 +173,7 @@ mod tests {
     use crate::limiter::Limiter;
     use crate::limiter::tests::{burst, secs};
 
-    fn run(fleet: &mut AnyFleet, events: &[(usize, i64)]) -> Vec<bool> {
+    fn run(fleet: &mut AnyReplicated, events: &[(usize, i64)]) -> Vec<bool> {
         let times = secs(&events.iter().map(|&(_, t)| t).collect::<Vec<_>>());
         events.iter().zip(times).map(|(&(s, _), t)| fleet.decide(s, 0, t, 1).passed).collect()
     }
@@ -183,7 +183,7 @@ mod tests {
         // 1/10s, burst 1, two servers, round-robin at 1 s apart: each server sees an event
         // every 2 s, so after its first each waits 10 s.
         let rate: Rate = "1/10s".parse().unwrap();
-        let mut fleet = AnyFleet::new(Algorithm::Gcra, rate, burst(1), 2, Share::Local);
+        let mut fleet = AnyReplicated::new(Algorithm::Gcra, rate, burst(1), 2, Share::Local);
         let events = [(0, 0), (1, 1), (0, 2), (1, 3), (0, 10), (1, 11)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true, true]);
     }
@@ -207,7 +207,8 @@ mod tests {
         // too (shared tat 80), one more than a single limiter would pass.
         let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(60_000_000).unwrap();
-        let mut fleet = AnyFleet::new(Algorithm::Gcra, rate, burst(1), 2, Share::Synced(every));
+        let mut fleet =
+            AnyReplicated::new(Algorithm::Gcra, rate, burst(1), 2, Share::Synced(every));
         let events = [(0, 0), (1, 0), (0, 5), (0, 60), (1, 61), (0, 62)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, true, true, false]);
         // At 120 both copies get the shared tat, 80, which has paid for both passes.
@@ -222,7 +223,7 @@ mod tests {
         let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(1_000_000).unwrap();
         let mut fleet =
-            AnyFleet::new(Algorithm::TokenBucket, rate, burst(1), 2, Share::Synced(every));
+            AnyReplicated::new(Algorithm::TokenBucket, rate, burst(1), 2, Share::Synced(every));
         let events = [(0, 0), (1, 0), (0, 10), (1, 19), (0, 20)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true]);
     }
