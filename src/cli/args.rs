@@ -228,16 +228,7 @@ pub struct LimitArgs {
     pub window: Option<Span>,
 }
 
-/// Output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Aligned text for people.
-    Table,
-    /// JSON, whose field names are a stable contract.
-    Json,
-    /// CSV with a header row; nested fields are joined with `_`.
-    Csv,
-}
+pub use crate::render::export::Format;
 
 /// When to use color.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -20,7 +20,7 @@ use crate::input::catalog::{self, ColumnFilter, ReadOptions, Source};
 use crate::input::format::InputFormat;
 use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
-use crate::render::formats::Style;
+use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
 use crate::units::rate::Rate;

@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
-use super::write_result;
 use crate::cli::args::{OutputArgs, RateArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{RedisTarget, Remote, Server};
 use crate::limiter::Algorithm;
-use crate::render::formats;
+use crate::render::export;
 use crate::report;
 use crate::units::time::Span;
 
@@ -42,8 +41,7 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
         reset_after_s: span(outcome.reset_after_us),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::check_line(w, &found, styles.stdout);
-    write_result(&mut out, args.output.format, &found, std::slice::from_ref(&found), table)?;
+    export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     // 1 is the answer "limited", not an error.
     Ok(if found.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })

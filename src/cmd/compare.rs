@@ -7,12 +7,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{notes, write_result};
+use super::notes;
 use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
 use crate::cli::config::Styles;
 use crate::limiter::Algorithm;
-use crate::render::formats;
-use crate::report::csv_rows;
+use crate::render::export::{self, Compared};
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
@@ -33,8 +32,8 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let found = job.reports(&recorder, &stats);
     let (reports, across) = (&found.lanes, &found.across);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::compare_table(w, reports, across, styles.stdout);
-    write_result(&mut out, args.output.format, reports, &csv_rows(reports), table)?;
+    let compared = Compared { lanes: reports, across };
+    export::write(&mut out, args.output.format, styles.stdout, &compared)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,14 +8,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{key_names, notes, write_result};
+use super::{key_names, notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
 use crate::render::outfile::Output;
-use crate::render::{curve_svg, formats};
+use crate::render::{curve_svg, export};
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
@@ -277,8 +277,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     let names = key_names(input.read.key_column.as_deref(), &stats);
     let found = per_rate.results(names, args.cover);
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::min_bucket_table(w, &found, styles.stdout);
-    write_result(&mut out, args.output.format, &found, &report::csv_rows(&found), table)?;
+    export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -322,8 +321,7 @@ fn run_curve(
             style = styles.stderr;
         }
     }
-    let table = |w: &mut dyn Write| formats::curve_table(w, &segments, style);
-    write_result(&mut out, args.output.format, &segments, &segments, table)?;
+    export::write(&mut out, args.output.format, style, &segments)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

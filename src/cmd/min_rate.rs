@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{notes, write_result};
+use super::notes;
 use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
 use crate::input::catalog;
-use crate::render::formats;
+use crate::render::export;
 use crate::report;
 use crate::sizing::curve::{Curve, Line};
 use crate::units::time::Timestamp;
@@ -39,8 +39,7 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
         })
         .collect();
     let mut out = BufWriter::new(io::stdout().lock());
-    let table = |w: &mut dyn Write| formats::min_rate_table(w, &found, styles.stdout);
-    write_result(&mut out, args.output.format, &found, &found, table)?;
+    export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,12 +18,11 @@ use anyhow::{Result, anyhow};
 use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::cli::args::{AFTER_HELP, ColorChoice, Format};
+use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::ReadStats;
 use crate::message::one_line;
-use crate::render::formats;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -105,22 +104,6 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
                 _ => Err(anyhow!("{first} (see --help)")),
             }
         }
-    }
-}
-
-/// Writes a result in the chosen format: the JSON value as it is, the CSV as one row per
-/// element of `rows`, and the table by `table`.
-fn write_result<T: serde::Serialize>(
-    out: &mut dyn Write,
-    format: Format,
-    json: &impl serde::Serialize,
-    rows: &[T],
-    table: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    match format {
-        Format::Table => table(out),
-        Format::Json => formats::json(out, json),
-        Format::Csv => formats::csv(out, rows),
     }
 }
 

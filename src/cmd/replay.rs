@@ -6,15 +6,14 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::{notes, write_result};
+use super::notes;
 use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
 use crate::cli::config::Styles;
 use crate::input::catalog;
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
-use crate::render::formats;
+use crate::render::export;
 use crate::render::outfile::Output;
-use crate::report::csv_rows;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
@@ -69,9 +68,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     notes(&job.input, &stats);
     let reports = job.reports(&recorder, &stats).lanes;
-    let report = &reports[0];
-    let table = |w: &mut dyn Write| formats::replay_table(w, report, style);
-    write_result(&mut out, args.output.format, report, &csv_rows(&reports), table)?;
+    export::write(&mut out, args.output.format, style, &reports[0])?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

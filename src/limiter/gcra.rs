@@ -2,7 +2,6 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch, bucket_promise};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -61,25 +60,10 @@ impl Rule for Gcra {
     const NAME: &'static str = "gcra";
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;
-    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
     const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Gcra {
         Gcra::new(rate, burst)
-    }
-
-    /// At most b + r·T in any interval of length T, which holds if and only if the passed
-    /// events fit a bucket of b at rate r.
-    fn promise(limit: &Limit) -> String {
-        bucket_promise(limit)
-    }
-
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": the passed events fit a bucket of {}", seen.bucket)
-    }
-
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.bucket <= limit.burst
     }
 }
 

@@ -123,8 +123,9 @@ pub trait Rule: KeyedState {
     const HELP: &'static str;
     /// Whether it has a burst, b.
     const USES_BURST: bool;
-    /// Which measures of the passed events its promise needs.
-    const WATCH: Watch;
+    /// Which measures of the passed events its promise needs; by default the smallest
+    /// bucket they fit, for the token bucket's promise.
+    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
     /// Whether it delays the events it admits (and reports their waits) rather than
     /// passing them at once.
     const DELAYS: bool = false;
@@ -135,12 +136,20 @@ pub trait Rule: KeyedState {
     /// is ignored.
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Self;
 
-    /// Says what it promises.
-    fn promise(limit: &Limit) -> String;
+    /// Says what it promises: by default the token bucket's promise, at most b + r·T in
+    /// any interval of length T, which holds if and only if the passed events fit a
+    /// bucket of b at rate r; GCRA, which decides as a token bucket does, keeps it.
+    fn promise(limit: &Limit) -> String {
+        format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
+    }
 
     /// Says what was measured, as the statement of the promise goes on.
-    fn measured(limit: &Limit, seen: &Seen) -> String;
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": the passed events fit a bucket of {}", seen.bucket)
+    }
 
     /// Returns whether what was measured kept the promise.
-    fn held(limit: &Limit, seen: &Seen) -> bool;
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.bucket <= limit.burst
+    }
 }

@@ -60,11 +60,6 @@ pub struct Seen {
     pub waits: Option<Waits>,
 }
 
-/// The promise of a token bucket, and of the limiters that decide as one does.
-pub(super) fn bucket_promise(limit: &Limit) -> String {
-    format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
-}
-
 /// Watches the events one limiter passed and measures what its promise bounds.
 #[derive(Clone, Debug)]
 pub struct PromiseCheck {

@@ -2,7 +2,6 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch, bucket_promise};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -65,25 +64,10 @@ impl Rule for TokenBucket {
     const NAME: &'static str = "token-bucket";
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;
-    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
     const REDIS: Option<RedisScript> = Some(RedisScript::TokenBucket);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> TokenBucket {
         TokenBucket::new(rate, burst)
-    }
-
-    /// At most b + r·T in any interval of length T, which holds if and only if the passed
-    /// events fit a bucket of b at rate r.
-    fn promise(limit: &Limit) -> String {
-        bucket_promise(limit)
-    }
-
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": the passed events fit a bucket of {}", seen.bucket)
-    }
-
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.bucket <= limit.burst
     }
 }
 

@@ -1,7 +1,8 @@
-//! Rendering results: tables, JSON and CSV, SVG pictures, output files and progress.
+//! Rendering results: their exporters (table, JSON, CSV), SVG pictures, output files and
+//! progress.
 
 pub mod curve_svg;
-pub mod formats;
+pub mod export;
 pub mod outfile;
 pub mod plot;
 pub mod progress;

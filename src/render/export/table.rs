@@ -1,12 +1,19 @@
-//! Writing results: JSON as it is, CSV flattened from it, and aligned tables for people.
+//! The table exporter: aligned text for people, each table a view of a result.
 
 use std::io::{self, Write};
 
-use serde::Serialize;
-use serde_json::Value;
-
+use super::{Exporter, Report};
 use crate::report;
 use crate::units::time::human_duration;
+
+/// Writes a result's table: aligned text for people.
+pub struct Table(pub Style);
+
+impl Exporter for Table {
+    fn export<R: Report>(&self, out: &mut dyn Write, result: &R) -> io::Result<()> {
+        result.table(out, self.0)
+    }
+}
 
 /// Whether a table may use color.
 #[derive(Clone, Copy, Debug)]
@@ -42,53 +49,6 @@ impl Style {
 
     fn good(self, text: &str) -> String {
         self.paint(anstyle::AnsiColor::Green.on_default(), text)
-    }
-}
-
-/// Writes a value as pretty JSON, with a final newline.
-pub fn json(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value)?;
-    writeln!(out)
-}
-
-/// Writes values as CSV: one row each, with a header. Nested objects become columns named
-/// by their path joined with `_` (`busiest_window_count`); a null is an empty cell, and a
-/// field some values lack is empty in their rows.
-pub fn csv<T: Serialize>(out: &mut dyn Write, values: &[T]) -> io::Result<()> {
-    let rows: Vec<Vec<(String, String)>> = values
-        .iter()
-        .map(|v| {
-            let mut cells = Vec::new();
-            flatten("", &serde_json::to_value(v).map_err(io::Error::other)?, &mut cells);
-            Ok(cells)
-        })
-        .collect::<io::Result<_>>()?;
-    let mut columns: Vec<&str> = Vec::new();
-    for (name, _) in rows.iter().flatten() {
-        if !columns.contains(&name.as_str()) {
-            columns.push(name);
-        }
-    }
-    let mut writer = ::csv::Writer::from_writer(out);
-    writer.write_record(&columns)?;
-    for row in &rows {
-        let cell = |c: &&str| row.iter().find(|(n, _)| n == c).map_or("", |(_, v)| v.as_str());
-        writer.write_record(columns.iter().map(cell))?;
-    }
-    writer.flush()
-}
-
-fn flatten(prefix: &str, value: &Value, cells: &mut Vec<(String, String)>) {
-    match value {
-        Value::Object(map) => {
-            for (key, value) in map {
-                let name = if prefix.is_empty() { key.clone() } else { format!("{prefix}_{key}") };
-                flatten(&name, value, cells);
-            }
-        }
-        Value::Null => cells.push((prefix.to_owned(), String::new())),
-        Value::String(s) => cells.push((prefix.to_owned(), s.clone())),
-        other => cells.push((prefix.to_owned(), other.to_string())),
     }
 }
 

@@ -1,0 +1,98 @@
+//! What each command's result is to the exporters: its CSV rows and its table.
+
+use std::io::{self, Write};
+
+use serde::{Serialize, Serializer};
+
+use super::table::{
+    check_line, compare_table, curve_table, min_bucket_table, min_rate_table, replay_table,
+};
+use super::{Report, Style};
+use crate::report::{self, csv_rows};
+
+impl Report for report::LimiterReport {
+    type Row = serde_json::Value;
+
+    fn rows(&self) -> Vec<serde_json::Value> {
+        csv_rows(std::slice::from_ref(self))
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        replay_table(out, self, style)
+    }
+}
+
+/// Limiters side by side: their reports, and the keys with the most drops over all of
+/// them, which only the table shows.
+pub struct Compared<'a> {
+    /// One report per limiter: the JSON.
+    pub lanes: &'a [report::LimiterReport],
+    /// With keys, the keys with the most drops over all limiters.
+    pub across: &'a [report::KeyDrops],
+}
+
+impl Serialize for Compared<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.lanes.serialize(serializer)
+    }
+}
+
+impl Report for Compared<'_> {
+    type Row = serde_json::Value;
+
+    fn rows(&self) -> Vec<serde_json::Value> {
+        csv_rows(self.lanes)
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        compare_table(out, self.lanes, self.across, style)
+    }
+}
+
+impl Report for Vec<report::MinBucket> {
+    type Row = serde_json::Value;
+
+    fn rows(&self) -> Vec<serde_json::Value> {
+        csv_rows(self)
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        min_bucket_table(out, self, style)
+    }
+}
+
+impl Report for Vec<report::CurveSegment> {
+    type Row = report::CurveSegment;
+
+    fn rows(&self) -> Vec<report::CurveSegment> {
+        self.clone()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        curve_table(out, self, style)
+    }
+}
+
+impl Report for Vec<report::MinRate> {
+    type Row = report::MinRate;
+
+    fn rows(&self) -> Vec<report::MinRate> {
+        self.clone()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        min_rate_table(out, self, style)
+    }
+}
+
+impl Report for report::Check {
+    type Row = report::Check;
+
+    fn rows(&self) -> Vec<report::Check> {
+        vec![self.clone()]
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        check_line(out, self, style)
+    }
+}
