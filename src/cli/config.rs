@@ -14,7 +14,7 @@ use crate::cli::args::{
     ColorChoice, FleetArgs, InputArgs, LimitArgs, RateArgs, RedisArgs, RouteArg, ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
-use crate::engine::recorder::{MAX_KEYED_LANES, Settings};
+use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, Source};
 use crate::input::format::InputFormat;
@@ -28,6 +28,10 @@ use crate::units::time::{Span, TimeFormat};
 
 /// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
 pub const MAX_BURST: u64 = Rate::MAX_COUNT;
+
+/// The most share modes `compare --servers` puts side by side: local, split, and synced at
+/// up to 62 periods. Each is a lane, with its own copies of every key's state.
+const MAX_SHARES: usize = 64;
 
 /// The most rates `min-bucket` takes, in all its `--rate` lists and ranges.
 pub const MAX_RATES: usize = crate::units::rate::MAX_RANGE;
@@ -262,8 +266,8 @@ impl FleetArgs {
         for every in syncs {
             shares.push(Share::Synced(positive_sync(every)?));
         }
-        if key.is_some() && shares.len() > MAX_KEYED_LANES {
-            bail!("with --key, compare takes at most {} --sync", MAX_KEYED_LANES - 2);
+        if shares.len() > MAX_SHARES {
+            bail!("compare takes at most {} --sync", MAX_SHARES - 2);
         }
         Ok(Some(FleetPlan { servers, route, shares, keyed: key.is_some() }))
     }

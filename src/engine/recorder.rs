@@ -213,8 +213,15 @@ impl KeyRecord {
 struct KeyedEvents {
     times: Vec<Timestamp>,
     keys: Vec<Key>,
-    /// For each event, bit n set if lane n passed it.
+    /// For each event, `stride` bytes: bit n % 8 of byte n / 8 set if lane n passed it.
     passed: Vec<u8>,
+    stride: usize,
+}
+
+/// Returns whether lane `n` passed an event, from the event's bytes of decisions.
+#[inline]
+fn lane_passed(bits: &[u8], n: usize) -> bool {
+    bits[n / 8] >> (n % 8) & 1 == 1
 }
 
 /// Over all keys: the demand, and each lane's passed count and busiest window.
@@ -244,21 +251,18 @@ pub struct Reports {
     pub across: Vec<report::KeyDrops>,
 }
 
-/// The most lanes a keyed replay records: each event keeps one bit per lane in a byte.
-pub const MAX_KEYED_LANES: usize = 8;
-
 impl Recorder {
-    /// Returns a record with one lane per settings, which must share a rate and a window,
-    /// and number at most [`MAX_KEYED_LANES`] if `keyed`; `keyed` records each key apart,
-    /// and their totals.
+    /// Returns a record with one lane per settings, which must share a rate and a window;
+    /// `keyed` records each key apart, and their totals, keeping each event's decisions in
+    /// one bit a lane (a byte for up to 8 lanes).
     pub fn new(settings: &[Settings], keyed: bool) -> Recorder {
         assert!(!settings.is_empty(), "at least one limiter");
         let kept = if keyed {
-            assert!(settings.len() <= MAX_KEYED_LANES, "at most 8 lanes with keys");
             Kept::KeyedEvents(Box::new(KeyedEvents {
                 times: Vec::new(),
                 keys: Vec::new(),
                 passed: Vec::new(),
+                stride: settings.len().div_ceil(8),
             }))
         } else {
             Kept::One(Box::new(KeyRecord::new(settings)))
@@ -310,14 +314,14 @@ impl Recorder {
                         "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
                     );
                 }
-                let mut bits = 0u8;
+                let at = keyed.passed.len();
+                keyed.passed.resize(at + keyed.stride, 0);
                 for (n, decision) in decisions.into_iter().enumerate() {
-                    bits |= u8::from(decision.passed) << n;
+                    keyed.passed[at + n / 8] |= u8::from(decision.passed) << (n % 8);
                     trace(decision.passed);
                 }
                 keyed.times.push(time);
                 keyed.keys.push(key);
-                keyed.passed.push(bits);
             }
         }
         Ok(())
@@ -408,6 +412,7 @@ struct Grouped {
     groups: Groups,
     times: Vec<Timestamp>,
     passed: Vec<u8>,
+    stride: usize,
 }
 
 impl Totals {
@@ -419,9 +424,9 @@ impl Totals {
             passed: vec![0; settings.len()],
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         };
-        for (&time, &bits) in keyed.times.iter().zip(&keyed.passed) {
+        for (&time, bits) in keyed.times.iter().zip(keyed.passed.chunks_exact(keyed.stride)) {
             totals.demand.push_total(time);
-            for n in (0..settings.len()).filter(|n| bits >> n & 1 == 1) {
+            for n in (0..settings.len()).filter(|&n| lane_passed(bits, n)) {
                 totals.passed[n] += 1;
                 totals.busiest[n].push(time);
             }
@@ -436,8 +441,11 @@ impl KeyedEvents {
     fn replay(grouped: &Grouped, key: usize, state: &mut KeyRecord, windows: bool) {
         state.clear();
         let range = grouped.groups.range(key);
-        for (&time, &bits) in grouped.times[range.clone()].iter().zip(&grouped.passed[range]) {
-            let passed = |n: usize| bits >> n & 1 == 1;
+        let stride = grouped.stride;
+        let decisions =
+            grouped.passed[range.start * stride..range.end * stride].chunks_exact(stride);
+        for (&time, bits) in grouped.times[range].iter().zip(decisions) {
+            let passed = |n: usize| lane_passed(bits, n);
             if windows {
                 state.demand.push(time);
                 state.lanes.iter_mut().enumerate().for_each(|(n, l)| _ = l.record(time, passed(n)));
@@ -462,7 +470,8 @@ impl KeyedEvents {
         let groups = Groups::new(&self.keys, count);
         let grouped = Grouped {
             times: groups.gather(&self.times),
-            passed: groups.gather(&self.passed),
+            passed: groups.gather_chunks(&self.passed, self.stride),
+            stride: self.stride,
             groups,
         };
         let lanes = settings.len();

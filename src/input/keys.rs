@@ -263,6 +263,20 @@ impl Groups {
     pub fn gather<T: Copy>(&self, values: &[T]) -> Vec<T> {
         self.order.iter().map(|&event| values[slot(event)]).collect()
     }
+
+    /// Returns runs of `stride` values, one run an event, in the grouped order, as
+    /// [`gather`](Groups::gather) does for one value an event.
+    pub fn gather_chunks<T: Copy>(&self, values: &[T], stride: usize) -> Vec<T> {
+        if stride == 1 {
+            return self.gather(values);
+        }
+        let mut out = Vec::with_capacity(values.len());
+        for &event in &self.order {
+            let at = slot(event) * stride;
+            out.extend_from_slice(&values[at..at + stride]);
+        }
+        out
+    }
 }
 
 /// Keys from which [`for_each_key`] shares them among threads.

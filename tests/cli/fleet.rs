@@ -137,6 +137,27 @@ fn with_a_key_each_server_keeps_a_limit_per_key() {
     assert_eq!(got["key_count"], 3);
 }
 
+/// A keyed compare of more share modes than a byte has bits: each event keeps one bit a
+/// lane, in as many bytes as the lanes need, and each lane decides as it does alone.
+#[test]
+fn keyed_lanes_past_eight_each_decide_as_they_do_alone() {
+    let syncs = ["1m", "2m", "3m", "5m", "7m", "11m", "13m", "17m", "19m"];
+    let args = ["compare", "-", "--format", "json", "--algo", "gcra", "--rate", "2/h"];
+    let keyed = ["--burst", "1", "--servers", "2", "--key", "net"];
+    let sync_flags: Vec<&str> = syncs.iter().flat_map(|s| ["--sync", *s]).collect();
+    let all = json(&run(&[&args[..], &keyed, &sync_flags].concat(), QUAKES).ok());
+    let lanes = all.as_array().unwrap();
+    assert_eq!(lanes.len(), 2 + syncs.len(), "local, split and one lane a sync");
+    for (lane, sync) in lanes[2..].iter().zip(syncs) {
+        let alone = ["--share", "synced", "--sync", sync];
+        let replay = ["replay", "-", "--format", "json", "--algo", "gcra", "--rate", "2/h"];
+        let one = json(&run(&[&replay[..], &keyed, &alone].concat(), QUAKES).ok());
+        for field in ["passed", "dropped", "busiest_window", "keys", "key_quantiles"] {
+            assert_eq!(lane[field], one[field], "--sync {sync}: {field}");
+        }
+    }
+}
+
 #[test]
 fn a_fleet_of_one_server_decides_as_one_limiter() {
     for algo in
