@@ -25,16 +25,39 @@ pub struct LimiterReport {
     pub dropped: u64,
     pub busiest_window: Window,
     pub demand_busiest_window: Window,
-    pub min_bucket: u64,
+    /// The smallest lossless bucket at the rate; with `--key`, `worst_key` has the largest
+    /// any key needs, and which key needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_bucket: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_key: Option<WorstKey>,
     #[serde(flatten)]
     pub queue: Option<Queue>,
     pub promise: Promise,
     /// With `--servers`: the fleet, and each server's share of the events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fleet: Option<Box<FleetReport>>,
-    /// With `--key`: the keys, each with a report of the same kind.
-    #[serde(flatten)]
+    /// With `--key`: the keys, and the first of them ranked, each as a row.
+    #[serde(rename = "keys", skip_serializing_if = "Option::is_none")]
     pub by_key: Option<KeyList<LimiterReport>>,
+}
+
+impl LimiterReport {
+    /// The smallest lossless bucket: the report's own, or with keys the worst key's.
+    pub fn lossless(&self) -> u64 {
+        self.min_bucket.or(self.worst_key.as_ref().map(|w| w.min_bucket)).unwrap_or(0)
+    }
+}
+
+/// With `--key`, the key that needs the largest lossless bucket (the first by name of
+/// those that need as much), and its need.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorstKey {
+    pub key: String,
+    pub min_bucket: u64,
+    /// For `min-bucket`: the stretch of its events that needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<Stretch>,
 }
 
 /// A fleet of servers that one limiter ran on (`--servers`): how it was shared, what each
@@ -113,14 +136,37 @@ pub struct MinBucket {
     pub rate: Rate,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    pub min_bucket: u64,
-    pub span: Option<Stretch>,
+    /// Without `--key` (and for each key): the smallest lossless bucket and its stretch.
+    #[serde(flatten)]
+    pub need: Option<Need>,
+    /// With `--key`: the key that needs the largest bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_key: Option<WorstKey>,
     /// With `--cover`: the burst that keeps that share of the keys whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cover: Option<Box<Cover>>,
-    /// With `--key`: the keys, each with a report of the same kind.
-    #[serde(flatten)]
+    /// With `--key`: the keys, and the first of them ranked, each as a row.
+    #[serde(rename = "keys", skip_serializing_if = "Option::is_none")]
     pub by_key: Option<KeyList<MinBucket>>,
+}
+
+/// The smallest lossless bucket at a rate, and a stretch of events that needs it (`None`
+/// for no events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Need {
+    pub min_bucket: u64,
+    pub span: Option<Stretch>,
+}
+
+impl MinBucket {
+    /// The need a table shows: the report's own, or with keys the worst key's.
+    pub fn shown(&self) -> Need {
+        match (&self.need, &self.worst_key) {
+            (Some(need), _) => *need,
+            (None, Some(w)) => Need { min_bucket: w.min_bucket, span: w.span },
+            (None, None) => Need { min_bucket: 0, span: None },
+        }
+    }
 }
 
 /// The smallest burst with which at least `share` of the keys lose nothing at a rate: the
@@ -166,8 +212,8 @@ impl From<Lossless> for MinBucket {
         MinBucket {
             rate: found.rate,
             key: None,
-            min_bucket: found.min_bucket,
-            span: found.stretch,
+            need: Some(Need { min_bucket: found.min_bucket, span: found.stretch }),
+            worst_key: None,
             cover: None,
             by_key: None,
         }
@@ -241,17 +287,16 @@ pub struct Check {
     pub reset_after_s: Span,
 }
 
-/// The keys of a keyed report (`--key`): the column they come from, how many there are,
-/// how a figure is spread across all of them, and a report of the same kind for each,
-/// ranked; `--top` may keep only the first few. In JSON its fields sit beside the report's
-/// own: `key_column`, `key_count`, `key_quantiles`, `keys`.
+/// The keys of a keyed report (`--key`), in JSON its `keys`: the column they come from,
+/// how many there are, how figures spread across all of them, and the first of them
+/// ranked, each a row with its `key` (`--top` keeps how many).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KeyList<T> {
-    pub key_column: String,
-    pub key_count: usize,
+    pub column: String,
+    pub count: usize,
     /// `None` for no keys.
-    pub key_quantiles: Option<KeyQuantiles>,
-    pub keys: Vec<T>,
+    pub quantiles: Option<KeyQuantiles>,
+    pub top: Vec<T>,
 }
 
 /// Across all keys, by nearest rank: each key's smallest lossless bucket and, for a
@@ -281,19 +326,19 @@ impl Keyed for MinBucket {
     }
 }
 
-/// Returns the CSV rows of reports: each report without its list of keys (but with the
-/// key column and count), then each of its keys.
+/// Returns the CSV rows of reports: each report without its ranked keys (but with the key
+/// column, count and quantiles), then each of those keys.
 pub fn csv_rows<T: Keyed + Serialize>(reports: &[T]) -> Vec<serde_json::Value> {
     // Our reports have string keys only, so they always become JSON values.
     let value = |r: &T| serde_json::to_value(r).unwrap_or_default();
     let mut rows = Vec::new();
     for report in reports {
         let mut row = value(report);
-        if let Some(fields) = row.as_object_mut() {
-            fields.shift_remove("keys");
+        if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
+            keys.shift_remove("top");
         }
         rows.push(row);
-        rows.extend(report.by_key().into_iter().flat_map(|l| &l.keys).map(value));
+        rows.extend(report.by_key().into_iter().flat_map(|l| &l.top).map(value));
     }
     rows
 }

@@ -16,7 +16,7 @@ use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
 use crate::render::outfile::Output;
 use crate::render::{curve_svg, export};
-use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut};
+use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, WorstKey};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
@@ -223,12 +223,13 @@ impl KeyedFinders {
                         ..listed[&key][n].into()
                     })
                     .collect();
-                let worst = keys.first().cloned().unwrap_or_else(|| {
-                    report::MinBucket::from(Lossless {
-                        rate: self.rates[n],
-                        min_bucket: 0,
-                        stretch: None,
-                    })
+                let worst_key = keys.first().map(|worst| {
+                    let need = worst.shown();
+                    WorstKey {
+                        key: worst.key.clone().unwrap_or_default(),
+                        min_bucket: need.min_bucket,
+                        span: need.span,
+                    }
                 });
                 let cover = cover.map(|share| {
                     let min_bucket = needs[n].quantile(share).unwrap_or(0);
@@ -251,12 +252,19 @@ impl KeyedFinders {
                 if self.top > 0 {
                     keys.truncate(self.top);
                 }
-                let key_quantiles = needs[n]
+                let quantiles = needs[n]
                     .quantiles()
                     .map(|min_bucket| KeyQuantiles { min_bucket, dropped: None });
-                let key_column = names.column.to_owned();
-                let by_key = KeyList { key_column, key_count: table.len(), key_quantiles, keys };
-                report::MinBucket { by_key: Some(by_key), cover, ..worst }
+                let column = names.column.to_owned();
+                let by_key = KeyList { column, count: table.len(), quantiles, top: keys };
+                report::MinBucket {
+                    rate: self.rates[n],
+                    key: None,
+                    need: None,
+                    worst_key,
+                    cover,
+                    by_key: Some(by_key),
+                }
             })
             .collect()
     }

@@ -158,7 +158,8 @@ impl Lane {
             dropped: demand.events - self.passed,
             busiest_window: self.busiest.busiest().into(),
             demand_busiest_window: demand.window.busiest().into(),
-            min_bucket: demand.lossless.result().min_bucket,
+            min_bucket: Some(demand.lossless.result().min_bucket),
+            worst_key: None,
             queue: self.waits().map(Into::into),
             promise: self.promise.result(self.waits()),
             fleet: None,
@@ -358,7 +359,8 @@ impl Recorder {
 /// What a key's figures add to the totals, over all keys.
 struct Spread<'a> {
     min_buckets: Histogram,
-    largest_bucket: u64,
+    /// The key that needs the largest bucket, the first by name of those that need as much.
+    worst: Ranking<'a>,
     dropped: Vec<Histogram>,
     broken: Vec<usize>,
     waits: Vec<Option<Waits>>,
@@ -372,10 +374,10 @@ impl<'a> Spread<'a> {
         let events = state.demand.events;
         let need = state.demand.lossless.result().min_bucket;
         self.min_buckets.add(need, events);
-        self.largest_bucket = self.largest_bucket.max(need);
         // Keys count up from 0 to the table's length, and the table numbers keys in 32 bits.
         let number = Key::try_from(key).expect("keys are numbered in 32 bits");
         let name = table.get(number);
+        self.worst.offer_named(number, name, need);
         let mut all_dropped = 0;
         for (n, lane) in state.lanes.iter().enumerate() {
             let dropped = events - lane.passed;
@@ -393,7 +395,7 @@ impl<'a> Spread<'a> {
     /// Adds what other keys added: the same totals as if this had seen them.
     fn merge(&mut self, other: Spread<'a>) {
         self.min_buckets.merge(&other.min_buckets);
-        self.largest_bucket = self.largest_bucket.max(other.largest_bucket);
+        self.worst.merge(other.worst);
         let lanes = other.dropped.iter().zip(other.broken).zip(other.waits).zip(other.ranked);
         for (n, (((dropped, broken), waits), ranked)) in lanes.enumerate() {
             self.dropped[n].merge(dropped);
@@ -479,7 +481,7 @@ impl KeyedEvents {
         let fresh = || {
             let spread = Spread {
                 min_buckets: Histogram::new(),
-                largest_bucket: 0,
+                worst: Ranking::new(table, 1),
                 dropped: vec![Histogram::new(); lanes],
                 broken: vec![0; lanes],
                 waits: vec![None; lanes],
@@ -503,6 +505,11 @@ impl KeyedEvents {
         let mut spread = parts.next().unwrap_or_else(|| fresh().0);
         parts.for_each(|part| spread.merge(part));
         // Pass two: the listed keys again, in full.
+        let worst_key = spread.worst.into_keys().first().map(|&(key, need)| report::WorstKey {
+            key: table.name(key),
+            min_bucket: need,
+            span: None,
+        });
         let ranked: Vec<Vec<(Key, u64)>> =
             spread.ranked.into_iter().map(Ranking::into_keys).collect();
         let across = spread.across.into_keys();
@@ -534,15 +541,16 @@ impl KeyedEvents {
                 total.passed = totals.passed[n];
                 total.dropped = total.events - total.passed;
                 total.busiest_window = totals.busiest[n].busiest().into();
-                total.min_bucket = spread.largest_bucket;
+                total.min_bucket = None;
+                total.worst_key.clone_from(&worst_key);
                 total.queue = spread.waits[n].map(Into::into);
                 total.promise = promise_over_keys(&lane.promise, spread.broken[n], count);
-                let key_quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
+                let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
                     min_bucket,
                     dropped: spread.dropped[n].quantiles(),
                 });
-                let key_column = names.column.to_owned();
-                total.by_key = Some(KeyList { key_column, key_count: count, key_quantiles, keys });
+                let column = names.column.to_owned();
+                total.by_key = Some(KeyList { column, count, quantiles, top: keys });
                 total
             })
             .collect();

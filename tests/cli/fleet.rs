@@ -134,7 +134,7 @@ fn with_a_key_each_server_keeps_a_limit_per_key() {
     assert_eq!(got["passed"], 6);
     assert_eq!(got["fleet"]["alone_passed"], 3);
     assert_eq!(got["fleet"]["over_admission"], 2.0);
-    assert_eq!(got["key_count"], 3);
+    assert_eq!(got["keys"]["count"], 3);
 }
 
 /// A keyed compare of more share modes than a byte has bits: each event keeps one bit a
@@ -152,7 +152,7 @@ fn keyed_lanes_past_eight_each_decide_as_they_do_alone() {
         let alone = ["--share", "synced", "--sync", sync];
         let replay = ["replay", "-", "--format", "json", "--algo", "gcra", "--rate", "2/h"];
         let one = json(&run(&[&replay[..], &keyed, &alone].concat(), QUAKES).ok());
-        for field in ["passed", "dropped", "busiest_window", "keys", "key_quantiles"] {
+        for field in ["passed", "dropped", "busiest_window", "keys", "worst_key"] {
             assert_eq!(lane[field], one[field], "--sync {sync}: {field}");
         }
     }

@@ -120,8 +120,8 @@ fn an_access_log_by_client_matches_brute_force() {
     // The .log extension says clf; the time is $time_local, the key the client's address.
     let found =
         report(&["min-bucket", "--rate", "60/m", "--key", "remote_addr", "--cover", "95%"], &log);
-    assert_eq!(found[0]["key_count"], by_client.len());
-    assert_eq!(found[0]["key"], "192.0.2.1", "the bot needs the largest bucket");
+    assert_eq!(found[0]["keys"]["count"], by_client.len());
+    assert_eq!(found[0]["worst_key"]["key"], "192.0.2.1", "the bot needs the largest bucket");
     assert_cover(&found[0], &needs, &events, 950);
     let found = report(
         &["replay", "--algo", "gcra", "--rate", "60/m", "--burst", "5", "--key", "remote_addr"],

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use crate::harness::{Stdin, json, real_catalog, run, run_with};
 
 /// Two clients: `a` sends five at once, `b` one an hour.
-const CLIENTS: &str = "\
+pub const CLIENTS: &str = "\
 time,client
 2025-01-01T00:00:00Z,a
 2025-01-01T00:00:00Z,b
@@ -26,11 +26,12 @@ fn each_key_has_its_own_bucket() {
     ];
     let report = json(&run(&args, CLIENTS).ok());
     assert_eq!((report["events"].as_u64(), report["passed"].as_u64()), (Some(8), Some(5)));
-    assert_eq!(report["key_column"], "client");
-    assert_eq!(report["key_count"], 3);
+    assert_eq!(report["keys"]["column"], "client");
+    assert_eq!(report["keys"]["count"], 3);
     // The largest bucket any key needs: a's five at once.
-    assert_eq!(report["min_bucket"], 5);
-    let keys: Vec<(&str, u64)> = report["keys"]
+    assert_eq!(report["worst_key"], serde_json::json!({"key": "a", "min_bucket": 5}));
+    assert_eq!(report.get("min_bucket"), None, "a keyed report's own is its worst key's");
+    let keys: Vec<(&str, u64)> = report["keys"]["top"]
         .as_array()
         .unwrap()
         .iter()
@@ -71,9 +72,10 @@ fn a_missing_key_column() {
 fn min_bucket_per_key_is_the_largest_any_key_needs() {
     let args = ["min-bucket", "--rate", "1/h", "--key", "client", "--format", "json"];
     let found = json(&run(&args, CLIENTS).ok());
-    assert_eq!(found[0]["key"], "a");
-    assert_eq!(found[0]["min_bucket"], 5);
-    let keys: Vec<u64> = found[0]["keys"]
+    assert_eq!(found[0]["worst_key"]["key"], "a");
+    assert_eq!(found[0]["worst_key"]["min_bucket"], 5);
+    assert_eq!(found[0]["worst_key"]["span"], found[0]["keys"]["top"][0]["span"]);
+    let keys: Vec<u64> = found[0]["keys"]["top"]
         .as_array()
         .unwrap()
         .iter()
@@ -130,8 +132,12 @@ fn per_key_results_equal_each_keys_rows_alone() {
     for (net, rows) in &parts {
         let alone = json(&run(&[&["compare"], &settings[..]].concat(), rows).ok());
         for (lane, alone) in keyed.as_array().unwrap().iter().zip(alone.as_array().unwrap()) {
-            let key =
-                lane["keys"].as_array().unwrap().iter().find(|k| k["key"] == net.as_str()).unwrap();
+            let key = lane["keys"]["top"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["key"] == net.as_str())
+                .unwrap();
             assert_eq!(
                 without_names(key.clone()),
                 without_names(alone.clone()),
@@ -161,8 +167,12 @@ fn per_key_results_equal_each_keys_rows_alone() {
     );
     for (net, rows) in &parts {
         let alone = json(&run(&["min-bucket", "--rate", "2/h", "--format", "json"], rows).ok());
-        let key =
-            keyed[0]["keys"].as_array().unwrap().iter().find(|k| k["key"] == net.as_str()).unwrap();
+        let key = keyed[0]["keys"]["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["key"] == net.as_str())
+            .unwrap();
         assert_eq!(key["min_bucket"], alone[0]["min_bucket"], "{net}");
         assert_eq!(key["span"], alone[0]["span"], "{net}");
     }

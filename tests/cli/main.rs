@@ -14,6 +14,7 @@ mod filter;
 mod fleet;
 mod formats;
 mod inputs;
+mod json;
 mod keys;
 mod min_bucket;
 mod outputs;

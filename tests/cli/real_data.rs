@@ -212,7 +212,7 @@ pub fn assert_cover(
     events: &[i64],
     per_mille: i64,
 ) -> usize {
-    assert_quantiles(&found["key_quantiles"]["min_bucket"], needs);
+    assert_quantiles(&found["keys"]["quantiles"]["min_bucket"], needs);
     let cover = &found["cover"];
     let burst = nearest_rank_by_definition(needs, per_mille);
     assert_eq!(cover["min_bucket"], burst);
@@ -271,9 +271,13 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
         "0", "--format", "json",
     ];
     let report = json(&run_with(&args, Stdin::Null).ok());
-    let dropped: Vec<i64> =
-        report["keys"].as_array().unwrap().iter().map(|k| k["dropped"].as_i64().unwrap()).collect();
-    assert_quantiles(&report["key_quantiles"]["dropped"], &dropped);
+    let dropped: Vec<i64> = report["keys"]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["dropped"].as_i64().unwrap())
+        .collect();
+    assert_quantiles(&report["keys"]["quantiles"]["dropped"], &dropped);
 }
 
 #[test]

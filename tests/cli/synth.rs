@@ -174,8 +174,8 @@ fn a_request_log_is_deterministic_and_reads_back_by_client() {
         )
         .ok(),
     );
-    assert_eq!(found[0]["key_column"], "client");
-    assert!(found[0]["key_count"].as_u64().unwrap() > 100);
+    assert_eq!(found[0]["keys"]["column"], "client");
+    assert!(found[0]["keys"]["count"].as_u64().unwrap() > 100);
 }
 
 #[test]
@@ -233,7 +233,7 @@ fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
     let found =
         json(&run_with(&[&args[..], &["--format", "json"]].concat(), Stdin::Pipe(&log)).ok());
     let found = &found[0];
-    assert_eq!(found["key_count"], clients.len());
+    assert_eq!(found["keys"]["count"], clients.len());
     let left_out = assert_cover(found, &needs, &events, 990);
     // The neediest left out, by need and then by name.
     let mut neediest: Vec<(i64, &str, i64)> =
@@ -253,8 +253,12 @@ fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
         .collect();
     assert_eq!(shown, neediest[..left_out.min(5)]);
     // The listed keys are the neediest ten.
-    let listed: Vec<&str> =
-        found["keys"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    let listed: Vec<&str> = found["keys"]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
     let want: Vec<&str> = neediest.iter().take(10).map(|&(_, name, _)| name).collect();
     assert_eq!(listed, want);
 
@@ -264,15 +268,15 @@ fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
         json(&run_with(&[&args[..], &["--format", "json"]].concat(), Stdin::Pipe(&log)).ok());
     let dropped: Vec<i64> = clients.iter().map(|(_, t)| dropped_at_one_a_second(t, 5)).collect();
     assert_eq!(report["dropped"], dropped.iter().sum::<i64>());
-    assert_quantiles(&report["key_quantiles"]["dropped"], &dropped);
+    assert_quantiles(&report["keys"]["quantiles"]["dropped"], &dropped);
     let mut most: Vec<(i64, &str)> =
         (0..dropped.len()).map(|k| (-dropped[k], clients[k].0.as_str())).collect();
     most.sort();
-    for (listed, &(minus, name)) in report["keys"].as_array().unwrap().iter().zip(&most) {
+    for (listed, &(minus, name)) in report["keys"]["top"].as_array().unwrap().iter().zip(&most) {
         assert_eq!(
             (listed["key"].as_str().unwrap(), listed["dropped"].as_i64().unwrap()),
             (name, -minus)
         );
     }
-    assert_eq!(report["keys"].as_array().unwrap().len(), 10);
+    assert_eq!(report["keys"]["top"].as_array().unwrap().len(), 10);
 }

@@ -122,7 +122,7 @@ pub fn replay_table(
         (format!("demand {length}"), window(&r.demand_busiest_window, "events")),
         (
             "min bucket".to_owned(),
-            format!("{} (the smallest lossless token bucket at {})", r.min_bucket, r.rate),
+            format!("{} (the smallest lossless token bucket at {})", r.lossless(), r.rate),
         ),
     ]);
     if let Some(fleet) = &r.fleet {
@@ -196,7 +196,7 @@ fn servers_table(out: &mut dyn Write, fleet: &report::FleetReport, style: Style)
 
 /// The lines that say how figures spread across keys, by nearest rank.
 fn spread_lines<T>(list: Option<&report::KeyList<T>>) -> Vec<(String, String)> {
-    let Some(q) = list.and_then(|l| l.key_quantiles) else { return Vec::new() };
+    let Some(q) = list.and_then(|l| l.quantiles) else { return Vec::new() };
     let mut lines = vec![("min bucket by key".to_owned(), q.min_bucket.to_string())];
     if let Some(dropped) = q.dropped {
         lines.push(("dropped by key".to_owned(), dropped.to_string()));
@@ -227,7 +227,7 @@ fn demand_lines(r: &report::LimiterReport) -> [(String, String); 2] {
         (format!("demand {length}"), busiest),
         (
             "min bucket".to_owned(),
-            format!("{} (the smallest lossless token bucket{per_key} at {})", r.min_bucket, r.rate),
+            format!("{} (the smallest lossless token bucket{per_key} at {})", r.lossless(), r.rate),
         ),
     ]
 }
@@ -319,10 +319,11 @@ pub fn min_bucket_table(
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|m| {
-            let [events, start, end] = stretch_cells(m.span);
-            let mut row = vec![m.rate.to_string(), m.min_bucket.to_string(), events, start, end];
+            let need = m.shown();
+            let [events, start, end] = stretch_cells(need.span);
+            let mut row = vec![m.rate.to_string(), need.min_bucket.to_string(), events, start, end];
             if m.by_key.is_some() {
-                row.insert(2, key_label(m.key.as_deref()));
+                row.insert(2, key_label(m.worst_key.as_ref().map(|w| w.key.as_str())));
             }
             row
         })
@@ -339,17 +340,18 @@ pub fn min_bucket_table(
     }
     for m in found {
         let Some(list) = &m.by_key else { continue };
-        let (keys, count) = (&list.keys, list.key_count);
+        let (keys, count) = (&list.top, list.count);
         let order = format!("at {}, the largest bucket first", m.rate);
-        writeln!(out, "{}", keys_heading(&list.key_column, keys.len(), count, &order))?;
-        if let Some(q) = list.key_quantiles {
+        writeln!(out, "{}", keys_heading(&list.column, keys.len(), count, &order))?;
+        if let Some(q) = list.quantiles {
             writeln!(out, "min bucket by key: {}", q.min_bucket)?;
         }
         let rows: Vec<Vec<String>> = keys
             .iter()
             .map(|k| {
-                let [events, start, end] = stretch_cells(k.span);
-                vec![key_label(k.key.as_deref()), k.min_bucket.to_string(), events, start, end]
+                let need = k.shown();
+                let [events, start, end] = stretch_cells(need.span);
+                vec![key_label(k.key.as_deref()), need.min_bucket.to_string(), events, start, end]
             })
             .collect();
         table(out, &["key", "min_bucket", "span_events", "span_start", "span_end"], &rows, style)?;
@@ -467,8 +469,8 @@ fn replay_keys_table(
     style: Style,
 ) -> io::Result<()> {
     let Some(list) = &r.by_key else { return Ok(()) };
-    let (keys, count) = (&list.keys, list.key_count);
-    writeln!(out, "{}", keys_heading(&list.key_column, keys.len(), count, "most dropped first"))?;
+    let (keys, count) = (&list.top, list.count);
+    writeln!(out, "{}", keys_heading(&list.column, keys.len(), count, "most dropped first"))?;
     let length = r.busiest_window.length_s;
     let rows: Vec<Vec<String>> = keys
         .iter()
@@ -479,7 +481,7 @@ fn replay_keys_table(
                 k.passed.to_string(),
                 k.dropped.to_string(),
                 k.busiest_window.count.to_string(),
-                k.min_bucket.to_string(),
+                k.lossless().to_string(),
                 (if k.promise.held { "held" } else { "BROKEN" }).to_owned(),
             ]
         })
@@ -499,7 +501,7 @@ fn compare_keys_table(
 ) -> io::Result<()> {
     let Some(list) = reports.iter().find_map(|r| r.by_key.as_ref()) else { return Ok(()) };
     let order = "most dropped over all limiters first; dropped by each";
-    writeln!(out, "{}", keys_heading(&list.key_column, across.len(), list.key_count, order))?;
+    writeln!(out, "{}", keys_heading(&list.column, across.len(), list.count, order))?;
     let rows: Vec<Vec<String>> = across
         .iter()
         .map(|k| {
