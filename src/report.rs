@@ -1,6 +1,7 @@
 //! The results commands print. Their JSON form is a documented contract; the table and the
 //! CSV are views of the same values.
 
+use schemars::JsonSchema;
 use serde::{Serialize, Serializer};
 
 use crate::limiter::{Algorithm, Waits};
@@ -12,7 +13,7 @@ use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 /// What one replay found. See README, "JSON output", for each field.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct LimiterReport {
     pub input: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,7 +52,7 @@ impl LimiterReport {
 
 /// With `--key`, the key that needs the largest lossless bucket (the first by name of
 /// those that need as much), and its need.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct WorstKey {
     pub key: String,
     pub min_bucket: u64,
@@ -63,7 +64,7 @@ pub struct WorstKey {
 /// A fleet of servers that one limiter ran on (`--servers`): how it was shared, what each
 /// server saw, and what one limiter seeing every event would have passed. The report's
 /// own figures are the fleet's, over all its servers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct FleetReport {
     pub servers: u32,
     pub route: String,
@@ -71,6 +72,7 @@ pub struct FleetReport {
     pub seed: Option<u64>,
     pub share: &'static str,
     #[serde(serialize_with = "optional_seconds")]
+    #[schemars(with = "Option<f64>")]
     pub sync_s: Option<Span>,
     /// The limit each server ran: the whole one, or its share with `split`.
     pub server_rate: Rate,
@@ -83,7 +85,7 @@ pub struct FleetReport {
 }
 
 /// One server's events, and what it passed and dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ServerCount {
     pub events: u64,
     pub passed: u64,
@@ -93,9 +95,10 @@ pub struct ServerCount {
 pub use crate::limiter::promise::Promise;
 
 /// The busiest window of a replay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Window {
     #[serde(serialize_with = "seconds")]
+    #[schemars(with = "f64")]
     pub length_s: Span,
     pub start: Option<Timestamp>,
     pub count: u64,
@@ -108,14 +111,16 @@ impl From<Busiest> for Window {
 }
 
 /// How long a leaky queue's admitted events waited, to the nearest microsecond.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Queue {
     pub delayed: u64,
     /// The longest wait in microseconds; waits can pass what a [`Span`] holds.
     #[serde(serialize_with = "wide_seconds")]
+    #[schemars(with = "f64")]
     pub max_wait_s: i128,
     /// The mean wait in microseconds.
     #[serde(serialize_with = "wide_seconds")]
+    #[schemars(with = "f64")]
     pub mean_wait_s: i128,
 }
 
@@ -131,7 +136,7 @@ impl From<Waits> for Queue {
 
 /// The smallest lossless bucket at one rate. With keys, it is the largest any key needs,
 /// `key` names that key, and `keys` lists them, the largest first.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct MinBucket {
     pub rate: Rate,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,7 +157,7 @@ pub struct MinBucket {
 
 /// The smallest lossless bucket at a rate, and a stretch of events that needs it (`None`
 /// for no events).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Need {
     pub min_bucket: u64,
     pub span: Option<Stretch>,
@@ -171,7 +176,7 @@ impl MinBucket {
 
 /// The smallest burst with which at least `share` of the keys lose nothing at a rate: the
 /// nearest-rank quantile of the keys' own smallest buckets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Cover {
     pub share: Percent,
     pub min_bucket: u64,
@@ -185,14 +190,14 @@ pub struct Cover {
 }
 
 /// The keys a cover leaves out: how many, and the first few by need.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LeftOut {
     pub count: usize,
     pub top: Vec<KeyNeed>,
 }
 
 /// One key's drops by each limiter of a keyed compare, in the order of its reports.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyDrops {
     pub key: String,
     pub events: u64,
@@ -200,7 +205,7 @@ pub struct KeyDrops {
 }
 
 /// One key's need: its smallest lossless bucket, and its events.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyNeed {
     pub key: String,
     pub min_bucket: u64,
@@ -247,7 +252,7 @@ fn wide_seconds<S: Serializer>(micros: &i128, s: S) -> Result<S::Ok, S::Error> {
 
 /// One piece of the burst–rate curve: from rate `from` up to `to`, the stretch of `events`
 /// events spanning `span_s` needs the most burst, `events − r·span_s`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct CurveSegment {
     pub from: ExactRate,
     pub from_per_hour: f64,
@@ -255,13 +260,14 @@ pub struct CurveSegment {
     pub to_per_hour: Option<f64>,
     pub events: u64,
     #[serde(serialize_with = "seconds")]
+    #[schemars(with = "f64")]
     pub span_s: Span,
     pub start: Timestamp,
     pub end: Timestamp,
 }
 
 /// The smallest lossless rate for one burst.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct MinRate {
     pub burst: u64,
     /// `None` when no rate will do: more than `burst` events share one instant.
@@ -272,7 +278,7 @@ pub struct MinRate {
 }
 
 /// One live decision, with what redis-cell's `CL.THROTTLE` reports.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Check {
     pub key: String,
     pub algorithm: Algorithm,
@@ -282,15 +288,17 @@ pub struct Check {
     pub limit: u64,
     pub remaining: u64,
     #[serde(serialize_with = "seconds")]
+    #[schemars(with = "f64")]
     pub retry_after_s: Span,
     #[serde(serialize_with = "seconds")]
+    #[schemars(with = "f64")]
     pub reset_after_s: Span,
 }
 
 /// The keys of a keyed report (`--key`), in JSON its `keys`: the column they come from,
 /// how many there are, how figures spread across all of them, and the first of them
 /// ranked, each a row with its `key` (`--top` keeps how many).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyList<T> {
     pub column: String,
     pub count: usize,
@@ -301,7 +309,7 @@ pub struct KeyList<T> {
 
 /// Across all keys, by nearest rank: each key's smallest lossless bucket and, for a
 /// limiter's replay, each key's dropped events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyQuantiles {
     pub min_bucket: Quantiles,
     #[serde(skip_serializing_if = "Option::is_none")]

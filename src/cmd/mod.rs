@@ -8,6 +8,7 @@ mod min_bucket;
 mod min_rate;
 mod plot;
 mod replay;
+mod schema;
 mod synth;
 
 use std::ffi::OsString;
@@ -42,6 +43,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Synth(args) => synth::run(&args),
         Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),
+        Command::Schema(args) => schema::run(&args),
         Command::Completions(args) => {
             // clap_complete panics if it cannot write; a buffer it can always write.
             let mut script = Vec::new();
@@ -179,6 +181,8 @@ pub enum Command {
     /// Download a USGS (FDSN) event query of any length, in requests under its limit.
     #[command(after_help = fetch::FETCH_AFTER_HELP)]
     Fetch(fetch::FetchArgs),
+    /// Print the JSON Schema of a command's --format json output.
+    Schema(schema::SchemaArgs),
     /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
     #[command(after_help = COMPLETIONS_AFTER_HELP)]
     Completions(CompletionsArgs),

@@ -13,6 +13,7 @@ use crate::units::time::Timestamp;
 
 /// What a limiter promises, and whether the replay kept it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
 pub struct Promise {
     /// The promise, and what was measured.
     pub text: String,

@@ -169,6 +169,18 @@ pub enum RedisScript {
     Gcra,
 }
 
+#[cfg(feature = "cli")]
+impl schemars::JsonSchema for Algorithm {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Algorithm".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        schemars::json_schema!({ "type": "string", "enum": names, "description": "A limiter's name" })
+    }
+}
+
 impl serde::Serialize for Algorithm {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())

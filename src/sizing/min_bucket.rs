@@ -43,6 +43,7 @@ pub struct MinBucketFinder {
 
 /// A run of consecutive events, from the `start` of its first to the `end` of its last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
 pub struct Stretch {
     /// The time of the first event.
     pub start: Timestamp,

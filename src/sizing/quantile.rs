@@ -65,6 +65,17 @@ impl fmt::Display for Percent {
     }
 }
 
+#[cfg(feature = "cli")]
+impl schemars::JsonSchema for Percent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Percent".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "description": "A share, as a percentage: 99%, 99.9%" })
+    }
+}
+
 impl serde::Serialize for Percent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -74,6 +85,7 @@ impl serde::Serialize for Percent {
 /// The quantiles a report gives of a value across keys: the median, p90, p99, p99.9 and
 /// the largest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
 pub struct Quantiles {
     /// The median.
     pub p50: u64,

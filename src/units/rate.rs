@@ -185,6 +185,17 @@ pub fn parse_rates(text: &str) -> Result<Vec<Rate>, RateError> {
     (0..len).map(|k| Rate::new(from_count + k * step, period)).collect()
 }
 
+#[cfg(feature = "cli")]
+impl schemars::JsonSchema for Rate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rate".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "description": "A rate: N events per period, as 5/h or 1/30s" })
+    }
+}
+
 impl serde::Serialize for Rate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

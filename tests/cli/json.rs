@@ -3,7 +3,7 @@
 //! place shows as a diff here and in README's "JSON fields".
 
 use crate::QUAKES;
-use crate::harness::run;
+use crate::harness::{json, run};
 use crate::keys::CLIENTS;
 
 #[test]
@@ -33,4 +33,60 @@ fn min_bucket_curve_json() {
 #[test]
 fn min_rate_json() {
     insta::assert_snapshot!(run(&["min-rate", "--burst", "1,3", "--format", "json"], QUAKES).ok());
+}
+
+/// The published schema of an output, as `ratelimit schema` prints it.
+fn schema(output: &str) -> serde_json::Value {
+    let path = format!("{}/docs/schema/{output}.json", env!("CARGO_MANIFEST_DIR"));
+    let published = std::fs::read_to_string(&path).unwrap();
+    let printed = run(&["schema", output], "").ok();
+    assert_eq!(printed, published, "{path} is not what `ratelimit schema {output}` prints");
+    json(&printed)
+}
+
+/// Checks that `instance` is valid under the published schema of `output`.
+pub fn assert_valid(output: &str, instance: &serde_json::Value, what: &str) {
+    let validator = jsonschema::validator_for(&schema(output)).unwrap();
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{what} breaks the {output} schema: {errors:?}");
+}
+
+/// Every command's JSON, keyed and not, on a fleet, with a queue and a cover, is what its
+/// published schema says: no field missing, none of another type, none undeclared.
+#[test]
+fn every_json_output_keeps_its_published_schema() {
+    let quakes = |args: &[&str]| json(&run(&[args, &["--format", "json"]].concat(), QUAKES).ok());
+    let clients = |args: &[&str]| json(&run(&[args, &["--format", "json"]].concat(), CLIENTS).ok());
+    let replay = ["replay", "--algo", "gcra", "--rate", "1/h", "--burst", "2"];
+    assert_valid("replay", &quakes(&replay), "replay");
+    assert_valid("replay", &clients(&[&replay[..], &["--key", "client"]].concat()), "replay --key");
+    let queue = ["replay", "--algo", "leaky-queue", "--rate", "2/h", "--burst", "2"];
+    assert_valid("replay", &quakes(&queue), "a leaky queue's replay");
+    let fleet = ["--servers", "2", "--share", "synced", "--sync", "1m"];
+    assert_valid("replay", &quakes(&[&replay[..], &fleet].concat()), "replay --servers");
+    let compare = ["compare", "--rate", "1/h", "--burst", "2"];
+    assert_valid("compare", &quakes(&compare), "compare");
+    assert_valid("compare", &clients(&[&compare[..], &["--key", "client"]].concat()), "keyed");
+    let min_bucket = ["min-bucket", "--rate", "1/h,4/h"];
+    assert_valid("min-bucket", &quakes(&min_bucket), "min-bucket");
+    let cover = ["--key", "client", "--cover", "50%", "--top", "1"];
+    assert_valid("min-bucket", &clients(&[&min_bucket[..], &cover].concat()), "with a cover");
+    assert_valid("curve", &quakes(&["min-bucket", "--curve"]), "min-bucket --curve");
+    assert_valid("min-rate", &quakes(&["min-rate", "--burst", "1,3"]), "min-rate");
+    // check needs Redis: `check_answers_with_its_exit_code` checks its output.
+}
+
+/// A field an output gains that its schema does not declare is caught: the test above
+/// can fail.
+#[test]
+fn a_field_the_schema_does_not_declare_breaks_it() {
+    let mut report =
+        json(&run(&["replay", "--algo", "gcra", "--rate", "1/h", "--format", "json"], QUAKES).ok());
+    assert_valid("replay", &report, "replay");
+    report.as_object_mut().unwrap().insert("surprise".into(), 1.into());
+    let validator = jsonschema::validator_for(&schema("replay")).unwrap();
+    assert!(!validator.is_valid(&report), "an undeclared field passed");
+    report.as_object_mut().unwrap().remove("surprise");
+    report.as_object_mut().unwrap().remove("passed");
+    assert!(!validator.is_valid(&report), "a missing field passed");
 }

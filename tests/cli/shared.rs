@@ -82,6 +82,7 @@ fn check_answers_with_its_exit_code() {
     let (code, out) = check(&server, "alert:bob", &[&five[..], &["--format", "json"]].concat());
     assert_eq!(code, 1);
     let found = json(&out);
+    crate::json::assert_valid("check", &found, "check");
     assert_eq!(
         (found["allowed"].as_bool(), found["limit"].as_u64(), found["remaining"].as_u64()),
         (Some(false), Some(5), Some(0))
