@@ -65,15 +65,7 @@ impl std::fmt::Display for ExactRate {
 }
 
 #[cfg(feature = "cli")]
-impl schemars::JsonSchema for ExactRate {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ExactRate".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "description": "An exact rate: N events per period, as 74/3h, or 0" })
-    }
-}
+string_schema!(ExactRate, "description": "An exact rate: N events per period, as 74/3h, or 0");
 
 impl serde::Serialize for ExactRate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -66,15 +66,7 @@ impl fmt::Display for Percent {
 }
 
 #[cfg(feature = "cli")]
-impl schemars::JsonSchema for Percent {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Percent".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "description": "A share, as a percentage: 99%, 99.9%" })
-    }
-}
+string_schema!(Percent, "description": "A share, as a percentage: 99%, 99.9%");
 
 impl serde::Serialize for Percent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

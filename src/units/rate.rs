@@ -186,15 +186,7 @@ pub fn parse_rates(text: &str) -> Result<Vec<Rate>, RateError> {
 }
 
 #[cfg(feature = "cli")]
-impl schemars::JsonSchema for Rate {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Rate".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "description": "A rate: N events per period, as 5/h or 1/30s" })
-    }
-}
+string_schema!(Rate, "description": "A rate: N events per period, as 5/h or 1/30s");
 
 impl serde::Serialize for Rate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

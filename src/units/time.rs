@@ -243,15 +243,7 @@ impl FromStr for Timestamp {
 }
 
 #[cfg(feature = "cli")]
-impl schemars::JsonSchema for Timestamp {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Timestamp".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "format": "date-time", "description": "A time in RFC 3339, UTC, to the microsecond" })
-    }
-}
+string_schema!(Timestamp, "format": "date-time", "description": "A time in RFC 3339, UTC, to the microsecond");
 
 impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
