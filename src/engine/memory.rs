@@ -27,6 +27,10 @@ impl Engine for Memory {
     fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
         let Event { time, key, cost } = event;
         let index = slot(key);
+        // One limiter is the common case (replay): its one decision needs no iterator.
+        if let [lane] = &mut self.lanes[..] {
+            return recorder.record(event, [lane.decide(index, time, cost)]);
+        }
         recorder.record(event, self.lanes.iter_mut().map(|l| l.decide(index, time, cost)))
     }
 
