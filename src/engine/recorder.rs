@@ -144,12 +144,19 @@ impl Lane {
         self.queue.as_ref().map(|(waits, _)| *waits)
     }
 
-    /// Returns the report of this lane over `demand`, naming the input `input`.
-    pub fn report(&self, demand: &Demand, input: &str) -> report::LimiterReport {
+    /// Returns the report of this lane over `demand`, naming the input, and the key if it is
+    /// one key's; `fleet` says what fleet it ran on, if any.
+    pub fn report(
+        &self,
+        demand: &Demand,
+        input: &str,
+        key: Option<String>,
+        fleet: Option<&report::FleetReport>,
+    ) -> report::LimiterReport {
         let Settings { algorithm, rate, burst, .. } = self.settings;
         report::LimiterReport {
             input: input.to_owned(),
-            key: None,
+            key,
             algorithm,
             rate,
             burst: algorithm.uses_burst().then_some(burst.get()),
@@ -162,7 +169,7 @@ impl Lane {
             worst_key: None,
             queue: self.waits().map(Into::into),
             promise: self.promise.result(self.waits()),
-            fleet: None,
+            fleet: fleet.cloned().map(Box::new),
             by_key: None,
         }
     }
@@ -332,27 +339,24 @@ impl Recorder {
     /// totals and the first `top` keys (all for 0), most dropped first, found on up to
     /// `threads` threads. The reports are the same for any number of threads.
     pub fn reports(&self, input: &str, keys: KeyNames, top: usize, threads: usize) -> Reports {
-        let mut reports = self.lane_reports(input, keys, top, threads);
-        for (report, fleet) in reports.lanes.iter_mut().zip(self.fleets.iter().flatten()) {
-            report.fleet = Some(Box::new(fleet.clone()));
+        let fleet = |n: usize| self.fleets.as_ref().and_then(|fleets| fleets.get(n));
+        match &self.kept {
+            Kept::One(only) => Reports {
+                lanes: (only.lanes.iter().enumerate())
+                    .map(|(n, lane)| lane.report(&only.demand, input, None, fleet(n)))
+                    .collect(),
+                across: Vec::new(),
+            },
+            Kept::KeyedEvents(keyed) => {
+                keyed.reports(&self.settings, input, keys, (top, threads), fleet)
+            }
         }
-        reports
     }
 
     /// Records that the lanes ran on fleets of servers, one per lane, in lane order; their
     /// reports then say so.
     pub fn set_fleets(&mut self, fleets: Vec<report::FleetReport>) {
         self.fleets = Some(fleets);
-    }
-
-    fn lane_reports(&self, input: &str, keys: KeyNames, top: usize, threads: usize) -> Reports {
-        match &self.kept {
-            Kept::One(only) => Reports {
-                lanes: only.lanes.iter().map(|lane| lane.report(&only.demand, input)).collect(),
-                across: Vec::new(),
-            },
-            Kept::KeyedEvents(keyed) => keyed.reports(&self.settings, input, keys, top, threads),
-        }
     }
 }
 
@@ -458,13 +462,13 @@ impl KeyedEvents {
         }
     }
 
-    fn reports(
+    fn reports<'f>(
         &self,
         settings: &[Settings],
         input: &str,
         names: KeyNames,
-        top: usize,
-        threads: usize,
+        (top, threads): (usize, usize),
+        fleet: impl Fn(usize) -> Option<&'f report::FleetReport>,
     ) -> Reports {
         let empty = KeyTable::new();
         let table = names.names.unwrap_or(&empty);
@@ -531,27 +535,40 @@ impl KeyedEvents {
                     .iter()
                     .map(|&(key, _)| {
                         let state = &listed[&key];
-                        let mut report = state.lanes[n].report(&state.demand, input);
-                        report.key = Some(table.name(key));
-                        report
+                        state.lanes[n].report(&state.demand, input, Some(table.name(key)), None)
                     })
                     .collect();
-                let lane = Lane::new(settings[n]);
-                let mut total = lane.report(&totals.demand, input);
-                total.passed = totals.passed[n];
-                total.dropped = total.events - total.passed;
-                total.busiest_window = totals.busiest[n].busiest().into();
-                total.min_bucket = None;
-                total.worst_key.clone_from(&worst_key);
-                total.queue = spread.waits[n].map(Into::into);
-                total.promise = promise_over_keys(&lane.promise, spread.broken[n], count);
+                let Settings { algorithm, rate, burst, .. } = settings[n];
+                let (events, passed) = (totals.demand.events, totals.passed[n]);
                 let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
                     min_bucket,
                     dropped: spread.dropped[n].quantiles(),
                 });
-                let column = names.column.to_owned();
-                total.by_key = Some(KeyList { column, count, quantiles, top: keys });
-                total
+                let check = PromiseCheck::new(algorithm, rate, burst.get());
+                report::LimiterReport {
+                    input: input.to_owned(),
+                    key: None,
+                    algorithm,
+                    rate,
+                    burst: algorithm.uses_burst().then_some(burst.get()),
+                    events,
+                    passed,
+                    dropped: events - passed,
+                    busiest_window: totals.busiest[n].busiest().into(),
+                    demand_busiest_window: totals.demand.window.busiest().into(),
+                    // Over keys, the need is the worst key's, and it is named there.
+                    min_bucket: None,
+                    worst_key: worst_key.clone(),
+                    queue: spread.waits[n].map(Into::into),
+                    promise: promise_over_keys(&check, spread.broken[n], count),
+                    fleet: fleet(n).cloned().map(Box::new),
+                    by_key: Some(KeyList {
+                        column: names.column.to_owned(),
+                        count,
+                        quantiles,
+                        top: keys,
+                    }),
+                }
             })
             .collect();
         let across = across
