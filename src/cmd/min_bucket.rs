@@ -13,7 +13,7 @@ use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
-use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, for_each_key};
+use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
 use crate::render::outfile::Output;
 use crate::render::{curve_svg, export};
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, WorstKey};
@@ -197,18 +197,22 @@ impl KeyedFinders {
                 rankings[n].offer_named(number, name, found.min_bucket);
             }
         };
-        let mut parts = for_each_key(table.len(), self.threads, fresh, each).into_iter();
-        let (mut needs, mut rankings, mut finders) = parts.next().unwrap_or_else(fresh);
-        for (other_needs, other_rankings, _) in parts {
-            needs.iter_mut().zip(&other_needs).for_each(|(mine, other)| mine.merge(other));
-            rankings.iter_mut().zip(other_rankings).for_each(|(mine, other)| mine.merge(other));
-        }
-        // The keys listed, sized again for their spans.
+        let (needs, rankings, _) =
+            fold_keys(table.len(), self.threads, fresh, each, |all, (needs, rankings, _)| {
+                let (all_needs, all_rankings, _): &mut (Vec<Histogram>, Vec<Ranking>, _) = all;
+                all_needs.iter_mut().zip(&needs).for_each(|(mine, other)| mine.merge(other));
+                all_rankings.iter_mut().zip(rankings).for_each(|(mine, other)| mine.merge(other));
+            });
+        // The keys listed, sized again for their spans, the largest first, on every core.
         let ranked: Vec<Vec<(Key, u64)>> = rankings.into_iter().map(Ranking::into_keys).collect();
-        let mut listed: HashMap<Key, Vec<Lossless>> = HashMap::new();
-        for &(key, _) in ranked.iter().flatten() {
-            listed.entry(key).or_insert_with(|| size(&mut finders, slot(key)));
-        }
+        let mut keys: Vec<Key> = ranked.iter().flatten().map(|&(key, _)| key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.sort_by_key(|&key| std::cmp::Reverse(groups.count(slot(key))));
+        let sized = for_each_listed(&keys, self.threads, |key| {
+            size(&mut KeyFinders::new(&self.rates), slot(key))
+        });
+        let listed: HashMap<Key, Vec<Lossless>> = keys.into_iter().zip(sized).collect();
         let need_of = |n: usize, key: Key| KeyNeed {
             key: table.name(key),
             min_bucket: listed[&key][n].min_bucket,

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 
 use crate::input::catalog::{Event, Key, KeyTable, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
-use crate::input::keys::{Groups, Ranking, for_each_key, joined};
+use crate::input::keys::{Groups, Ranking, fold_keys, for_each_listed, joined};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
@@ -500,14 +500,14 @@ impl KeyedEvents {
             spread.add(key, state, table);
         };
         // The totals, in event order, on a thread of their own beside the keys'.
-        let (totals, parts) = std::thread::scope(|scope| {
+        let (totals, (spread, _)) = std::thread::scope(|scope| {
             let totals = scope.spawn(|| Totals::of(self, settings));
-            let parts = for_each_key(count, threads, fresh, each);
-            (joined(totals), parts)
+            let spread = fold_keys(count, threads, fresh, each, |all, part| {
+                let (all, _): &mut (Spread, KeyRecord) = all;
+                all.merge(part.0);
+            });
+            (joined(totals), spread)
         });
-        let mut parts = parts.into_iter().map(|(spread, _)| spread);
-        let mut spread = parts.next().unwrap_or_else(|| fresh().0);
-        parts.for_each(|part| spread.merge(part));
         // Pass two: the listed keys again, in full.
         let worst_key = spread.worst.into_keys().first().map(|&(key, need)| report::WorstKey {
             key: table.name(key),
@@ -585,30 +585,6 @@ impl KeyedEvents {
             .collect();
         Reports { lanes, across }
     }
-}
-
-/// Returns `each` of every key, in order, found on up to `threads` threads: thread t takes
-/// keys t, t + threads, and so on.
-fn for_each_listed<T: Send>(
-    keys: &[Key],
-    threads: usize,
-    each: impl Fn(Key) -> T + Sync,
-) -> Vec<T> {
-    let threads = threads.min(keys.len()).max(1);
-    let mut found: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let each = &each;
-        let started: Vec<_> = (0..threads)
-            .map(|t| {
-                scope.spawn(move || {
-                    let mine = keys.iter().enumerate().skip(t).step_by(threads);
-                    mine.map(|(n, &key)| (n, each(key))).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        started.into_iter().flat_map(joined).collect()
-    });
-    found.sort_unstable_by_key(|&(n, _)| n);
-    found.into_iter().map(|(_, value)| value).collect()
 }
 
 /// The promise over all keys: held if every key's limiter kept it.

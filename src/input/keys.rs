@@ -312,6 +312,47 @@ pub fn for_each_key<S: Send>(
     })
 }
 
+/// Folds every key from 0 to `count` into one part, as [`for_each_key`] runs them: each run
+/// of keys into a part of its own from `fresh`, by `each`; then the parts, in key order,
+/// into the first by `merge`. This is the first of the two passes every keyed figure takes;
+/// [`for_each_listed`] is the second, over the keys the parts ranked, in full.
+pub fn fold_keys<P: Send>(
+    count: usize,
+    threads: usize,
+    fresh: impl Fn() -> P + Sync,
+    each: impl Fn(&mut P, usize) + Sync,
+    mut merge: impl FnMut(&mut P, P),
+) -> P {
+    let mut parts = for_each_key(count, threads, &fresh, each).into_iter();
+    let mut all = parts.next().unwrap_or_else(&fresh);
+    parts.for_each(|part| merge(&mut all, part));
+    all
+}
+
+/// Returns `each` of every key, in order, found on up to `threads` threads: thread t takes
+/// keys t, t + threads, and so on.
+pub fn for_each_listed<T: Send>(
+    keys: &[Key],
+    threads: usize,
+    each: impl Fn(Key) -> T + Sync,
+) -> Vec<T> {
+    let threads = threads.min(keys.len()).max(1);
+    let mut found: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let each = &each;
+        let started: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    let mine = keys.iter().enumerate().skip(t).step_by(threads);
+                    mine.map(|(n, &key)| (n, each(key))).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        started.into_iter().flat_map(joined).collect()
+    });
+    found.sort_unstable_by_key(|&(n, _)| n);
+    found.into_iter().map(|(_, value)| value).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
