@@ -25,9 +25,7 @@ pub(super) fn read_sorted<S: Sink>(
     })?
     // `stream` gives `None` only when the taker says stop, and this one never does.
     .expect("a pass that is never stopped ends");
-    for event in kept.sorted() {
-        sink.event(event)?;
-    }
+    kept.for_each_sorted(|event| sink.event(event))?;
     Ok((sink, stats))
 }
 
@@ -61,18 +59,29 @@ impl Kept {
     /// times and keys. Events that cost 1 and share a time and key cannot be told apart,
     /// so unstable sorts keep replay stable; weighted ones can, and keep their order.
     fn sorted(self) -> Vec<Event> {
+        let mut all = Vec::new();
+        let _ = self.for_each_sorted(|event| {
+            all.push(event);
+            Ok::<_, ()>(())
+        });
+        all
+    }
+
+    /// Gives each event to `take` in the order [`sorted`](Kept::sorted) returns them,
+    /// without keeping them whole, until `take` fails.
+    fn for_each_sorted<E>(self, mut take: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
         match self {
             Kept::Times(mut times) => {
                 times.sort_unstable();
-                times.into_iter().map(|time| Event::new(time, 0)).collect()
+                times.into_iter().try_for_each(|time| take(Event::new(time, 0)))
             }
             Kept::Keyed(mut events) => {
                 events.sort_unstable();
-                events.into_iter().map(|(time, key)| Event::new(time, key)).collect()
+                events.into_iter().try_for_each(|(time, key)| take(Event::new(time, key)))
             }
             Kept::Weighted(mut events) => {
                 events.sort_by_key(|event| (event.time, event.key));
-                events
+                events.into_iter().try_for_each(take)
             }
         }
     }
