@@ -22,21 +22,15 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use crate::cli::args::{RateArgs, RedisArgs};
-use crate::engine::redis::{Remote, Server};
-use crate::input::keys::{KeyTable, wide};
-use crate::limiter::{Algorithm, AnyPerKey, Decision};
+use crate::engine::live::live;
+use crate::input::keys::wide;
+use crate::limiter::Algorithm;
 use crate::render::outfile::Identity;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
 
-/// The most distinct keys a filter keeps a limiter for, in memory.
-pub const MAX_FILTER_KEYS: usize = 1 << 24;
-
 /// How often the filter looks for SIGINT while it waits.
 const TICK: Duration = Duration::from_millis(50);
-
-/// The key of every line when lines have no key of their own, in Redis.
-const ONE_KEY: &str = "filter";
 
 pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let settings = args.size.settings(args.algo, None, true)?;
@@ -46,18 +40,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         }
         (key, _) => key.clone(),
     };
-    let mut decider = match args.remote.target()? {
-        Some(target) => {
-            let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), 1)?;
-            let mut server = Server::connect(&target.urls, target.timeout)?;
-            server.load(remote.script())?;
-            Decider::Redis { server, remote, prefix: target.prefix, calls: 0 }
-        }
-        None => Decider::Memory {
-            limiter: AnyPerKey::new(settings.algorithm, settings.rate, settings.burst),
-            keys: KeyTable::new(),
-        },
-    };
+    let mut decider = live(&settings, args.remote.target()?)?;
     let mut dropped = match &args.dropped {
         Some(path) => {
             let file = OpenOptions::new()
@@ -121,7 +104,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             (Some(key), Some(index)) => field(&line, index, tally.lines + 1, key)?,
             (Some(_), None) => line.clone(),
         };
-        let decision = decider.decide(clock.at(arrived), &key_bytes)?;
+        let decision = decider.decide_now(clock.at(arrived), &key_bytes)?;
         if decision.passed {
             tally.passed += 1;
             let hold = if delays { micros_of(decision.wait, settings.rate) } else { 0 };
@@ -155,40 +138,6 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     }
     tally.summary(queue.len(), clock.started.elapsed(), delays);
     Ok(ExitCode::SUCCESS)
-}
-
-/// Where the filter's decisions are made.
-enum Decider {
-    /// In this process: one limiter state per key.
-    Memory { limiter: AnyPerKey, keys: KeyTable },
-    /// In Redis, at its clock, shared with every process that uses the same keys.
-    Redis { server: Server, remote: Remote, prefix: String, calls: u64 },
-}
-
-impl Decider {
-    /// Decides on a line of key `key` (empty for no key) arriving at `now`.
-    fn decide(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
-        match self {
-            Decider::Memory { limiter, keys } => {
-                let number = keys.intern(key).filter(|_| keys.len() <= MAX_FILTER_KEYS);
-                let Some(number) = number else {
-                    bail!(
-                        "more than {MAX_FILTER_KEYS} distinct keys: filter keeps a limiter for each"
-                    )
-                };
-                Ok(limiter.decide(crate::input::catalog::slot(number), now, 1))
-            }
-            Decider::Redis { server, remote, prefix, calls } => {
-                let key =
-                    if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
-                *calls += 1;
-                // A sliding log's entries need names no other call, of any process, uses.
-                let member = format!("{}:{}:{calls}", std::process::id(), now.as_micros());
-                let outcome = remote.check(server, &format!("{prefix}{{{key}}}"), &member)?;
-                Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
-            }
-        }
-    }
 }
 
 /// What the filter did, for the summary.

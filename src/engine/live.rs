@@ -1,0 +1,80 @@
+//! Deciding live: each event at once, as it arrives, for a pipeline (`filter`).
+//!
+//! A replay's engines ([`Engine`](super::Engine)) may hold events and decide them later, in
+//! batches; a pipeline needs each decision before it reads on. A [`Live`] engine decides one
+//! event at a time: in memory at the time it is given, or in Redis at the server's clock,
+//! shared with every process that uses the same keys.
+
+use anyhow::{Result, bail};
+
+use super::recorder::Settings;
+use super::redis::{RedisTarget, Remote, Server};
+use crate::input::keys::{KeyTable, slot};
+use crate::limiter::{AnyPerKey, Decision};
+use crate::units::time::Timestamp;
+
+/// The most distinct keys a live engine keeps a limiter for, in memory.
+pub const MAX_LIVE_KEYS: usize = 1 << 24;
+
+/// The Redis key of every event when events have no key of their own.
+const ONE_KEY: &str = "filter";
+
+/// An engine that decides each event as it arrives.
+pub trait Live {
+    /// Decides on an event of key `key` (empty for no key) arriving at `now`, at once.
+    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision>;
+}
+
+/// Returns the live engine for a limiter with `settings`: in Redis if a target is given
+/// (connected, with its script loaded), else in memory.
+pub fn live(settings: &Settings, redis: Option<RedisTarget>) -> Result<Box<dyn Live>> {
+    let Settings { algorithm, rate, burst, .. } = *settings;
+    Ok(match redis {
+        Some(target) => {
+            let remote = Remote::new(algorithm, rate, burst.get(), 1)?;
+            let mut server = Server::connect(&target.urls, target.timeout)?;
+            server.load(remote.script())?;
+            Box::new(LiveRedis { server, remote, prefix: target.prefix, calls: 0 })
+        }
+        None => Box::new(LiveMemory {
+            limiter: AnyPerKey::new(algorithm, rate, burst),
+            keys: KeyTable::new(),
+        }),
+    })
+}
+
+/// In this process: one limiter state per key.
+struct LiveMemory {
+    limiter: AnyPerKey,
+    keys: KeyTable,
+}
+
+impl Live for LiveMemory {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
+        let number = self.keys.intern(key).filter(|_| self.keys.len() <= MAX_LIVE_KEYS);
+        let Some(number) = number else {
+            bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
+        };
+        Ok(self.limiter.decide(slot(number), now, 1))
+    }
+}
+
+/// In Redis, at its clock, shared with every process that uses the same keys.
+struct LiveRedis {
+    server: Server,
+    remote: Remote,
+    prefix: String,
+    calls: u64,
+}
+
+impl Live for LiveRedis {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
+        let key = if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
+        self.calls += 1;
+        // A sliding log's entries need names no other call, of any process, uses.
+        let member = format!("{}:{}:{}", std::process::id(), now.as_micros(), self.calls);
+        let base = format!("{}{{{key}}}", self.prefix);
+        let outcome = self.remote.check(&mut self.server, &base, &member)?;
+        Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
+    }
+}
