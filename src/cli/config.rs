@@ -118,8 +118,8 @@ impl LimitArgs {
 
 impl InputArgs {
     /// Settles the input: the file, stdin or the sample, and the rows to keep, with keys
-    /// from `key_column` if given.
-    pub fn resolve(&self, key_column: Option<&str>) -> Result<Input> {
+    /// from `key_column` if given, with the flag that asked for it.
+    pub fn resolve(&self, key_column: Option<(&str, &'static str)>) -> Result<Input> {
         let mut note = None;
         let source = match self.file.as_deref() {
             _ if self.sample => sample::source(),
@@ -170,8 +170,8 @@ impl InputArgs {
                         asked_by: "--min-mag",
                     })
                     .collect(),
-                key_column: key_column.map(str::to_owned),
-                key_flag: "--key",
+                key_column: key_column.map(|(column, _)| column.to_owned()),
+                key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: io::stderr().is_terminal(),
                 skip_bad: self.skip_bad,
@@ -231,10 +231,14 @@ impl Input {
 impl FleetArgs {
     /// Returns the column to read as each event's key: `key` (--key's), else the column
     /// that --route hash:COLUMN routes by.
-    pub fn key_column<'a>(&'a self, key: Option<&'a str>) -> Option<&'a str> {
-        match &self.route {
-            Some(RouteArg::Hash(column)) if self.servers.is_some() => key.or(Some(column)),
-            _ => key,
+    /// With the column, the flag that asked for it, for messages.
+    pub fn key_column<'a>(&'a self, key: Option<&'a str>) -> Option<(&'a str, &'static str)> {
+        match (key, &self.route) {
+            (Some(key), _) => Some((key, "--key")),
+            (None, Some(RouteArg::Hash(column))) if self.servers.is_some() => {
+                Some((column, "--route"))
+            }
+            (None, _) => None,
         }
     }
 

@@ -32,7 +32,7 @@ impl JobArgs {
 
     /// Settles the job of limiters with `settings` over `input`. With `modes`, one
     /// limiter on a fleet with no `--share` runs in every share mode side by side.
-    pub fn job(&self, mut input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
+    pub fn job(&self, input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
         let key = self.keys.key.as_deref();
         let (settings, fleet) = match settings[..] {
             [one] if modes && self.fleet.servers.is_some() && self.fleet.share.is_none() => {
@@ -46,10 +46,6 @@ impl JobArgs {
             }
         };
         let backend = Backend::new(&settings, self.remote.target()?.as_ref(), fleet)?;
-        // A column read only to route events is named by the flag that asked for it.
-        if key.is_none() && input.read.key_column.is_some() {
-            input.read.key_flag = "--route";
-        }
         Ok(Job { input, key: key.map(str::to_owned), settings, backend, top: self.keys.top })
     }
 }

@@ -390,7 +390,7 @@ impl MinBucketArgs {
         if self.cover.is_some() && self.keys.key.is_none() {
             bail!("--cover is a share of keys: use it with --key COLUMN");
         }
-        let input = self.input.resolve(self.keys.key.as_deref())?;
+        let input = self.input.resolve(self.keys.key.as_deref().map(|key| (key, "--key")))?;
         let plot = self.plot.clone().map(Output::new);
         if let Some(plot) = &plot {
             input.check_output(plot)?;

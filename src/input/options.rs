@@ -34,8 +34,9 @@ pub struct ReadOptions {
     pub filters: Vec<ColumnFilter>,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
-    /// The option that named the key column, for messages: `--key` unless said.
-    pub key_flag: &'static str,
+    /// What asked for the key column, for messages: `--key` unless said, as a column
+    /// filter says what asked for it.
+    pub key_asked_by: &'static str,
     /// Whether to show a progress bar on stderr when reading takes long.
     pub progress: bool,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
@@ -56,7 +57,7 @@ impl ReadOptions {
             until: None,
             filters: Vec::new(),
             key_column: None,
-            key_flag: "--key",
+            key_asked_by: "--key",
             progress: false,
             skip_bad: 0,
             threads: available_threads(),

@@ -155,7 +155,7 @@ impl<'a, R: Read> Reading<'a, R> {
             .map(|f| column(&f.column, &format!("(needed by {})", f.asked_by)))
             .collect::<Result<Vec<_>>>()?;
         let key = match &options.key_column {
-            Some(name) => Some(column(name, &format!("(named by {})", options.key_flag))?),
+            Some(name) => Some(column(name, &format!("(named by {})", options.key_asked_by))?),
             None => None,
         };
         Ok(Reading {
