@@ -107,6 +107,22 @@ impl MinBucketFinders {
         }
     }
 
+    /// Counts an event at `time` that costs `cost` units: events that cost 1 go through the
+    /// vector kernel; the first that costs other than 1 hands every rate to a
+    /// [`MinBucketFinder`], as a value past 64 bits does, which weighs it and the rest.
+    pub fn push_cost(&mut self, time: Timestamp, cost: u64) {
+        if cost == 1 {
+            return self.push(time);
+        }
+        self.flush();
+        if self.wide.is_none() {
+            self.widen();
+        }
+        if let Some(wide) = &mut self.wide {
+            wide.iter_mut().for_each(|m| m.push_cost(time, cost));
+        }
+    }
+
     /// Runs the waiting events through every rate.
     fn flush(&mut self) {
         if self.block.is_empty() {
@@ -169,6 +185,8 @@ impl MinBucketFinders {
                 events: self.events,
                 last: self.last,
                 excess: i128::from(l.excess[k]),
+                // Events that reach the vector kernel cost 1.
+                spent: i128::from(l.p[k]),
                 low_at: (l.low_j[k].unsigned_abs(), at(l.low_t[k])),
                 worst: i128::from(l.worst[k]),
                 stretch: (self.events > 0).then(|| self.stretch(k)),

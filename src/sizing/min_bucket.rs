@@ -36,6 +36,8 @@ pub struct MinBucketFinder {
     pub(super) events: u64,
     pub(super) last: i64,
     pub(super) excess: i128,
+    /// c·P of the last event: what it added to the excess of the next.
+    pub(super) spent: i128,
     pub(super) low_at: (u64, Timestamp),
     pub(super) worst: i128,
     pub(super) stretch: Option<Stretch>,
@@ -75,6 +77,7 @@ impl MinBucketFinder {
             events: 0,
             last: i64::MIN,
             excess: 0,
+            spent: 0,
             low_at: (0, Timestamp::EPOCH),
             worst: -1,
             stretch: None,
@@ -84,13 +87,25 @@ impl MinBucketFinder {
     /// Counts an event at `time`, which is no earlier than the last one.
     #[inline]
     pub fn push(&mut self, time: Timestamp) {
+        self.push_cost(time, 1);
+    }
+
+    /// Counts an event at `time` that costs `cost` units (at most
+    /// [`MAX_COST`](crate::limiter::MAX_COST)). Weighted, a bucket passes every event if
+    /// and only if `c_i + … + c_j ≤ b + r·(t_j − t_i)` for every `i ≤ j`: the excess
+    /// carried to the next event is `max(0, e + c·P − N·Δt)`, and the event needs
+    /// `c·P + e` units, so `worst` keeps the largest `e + (c − 1)·P`. With costs of 1 it is
+    /// the unweighted recursion exactly.
+    #[inline]
+    pub fn push_cost(&mut self, time: Timestamp, cost: u64) {
         let j = self.events;
         let now = time.as_micros();
+        let spent = if cost == 1 { self.p } else { i128::from(cost) * self.p };
         // The first event starts with the minimum at itself.
         let excess = match j {
             0 => 0,
             // One 64 × 64 → 128-bit multiplication.
-            _ => self.excess + self.p - i128::from(self.n) * i128::from(now - self.last),
+            _ => self.excess + self.spent - i128::from(self.n) * i128::from(now - self.last),
         };
         // `<= 0`: a new minimum, or one equal to the old; the latest gives the shortest
         // stretch.
@@ -100,11 +115,13 @@ impl MinBucketFinder {
         } else {
             self.excess = excess;
         }
-        if self.excess > self.worst {
-            self.worst = self.excess;
+        let need = self.excess + spent - self.p;
+        if need > self.worst {
+            self.worst = need;
             let (i, start) = self.low_at;
             self.stretch = Some(Stretch { start, end: time, events: j - i + 1 });
         }
+        self.spent = spent;
         self.last = now;
         self.events += 1;
     }
@@ -126,8 +143,8 @@ impl MinBucketFinder {
 pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
     match events {
         0 => 0,
-        // With events, the worst excess is at least 0 and at most the events' count times
-        // P: the quotient is a count of events.
+        // With events, the worst is at least −P (an event of cost 0 with no excess) and at
+        // most the events' costs times P: the quotient is at least 0 and a count of units.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         _ => 1 + ((worst + p - 1) / p) as u64,
     }
@@ -204,6 +221,33 @@ mod tests {
             let s = found.stretch.unwrap();
             let need = i128::from(s.events) * rate.p() - rate.n() * i128::from(s.end.since(s.start));
             prop_assert!(need > i128::from(found.min_bucket - 1) * rate.p());
+        }
+
+        #[test]
+        fn the_weighted_minimum_is_lossless_and_one_less_is_not(
+            n in 1u64..6,
+            p in 1i64..5_000,
+            mut events in prop::collection::vec((-3_000i64..3_000, 0u64..5), 1..50),
+        ) {
+            events.sort_by_key(|&(t, _)| t);
+            let rate = Rate::new(n, Span::from_micros(p).unwrap()).unwrap();
+            let at = |t: i64| Timestamp::from_micros(t).unwrap();
+            let mut min = MinBucketFinder::new(rate);
+            events.iter().for_each(|&(t, c)| min.push_cost(at(t), c));
+            let need = min.result().min_bucket;
+            let drops = |burst: u64| {
+                let mut bucket =
+                    crate::limiter::TokenBucket::new(rate, std::num::NonZeroU64::new(burst).unwrap());
+                events.iter().filter(|&&(t, c)| !bucket.take(at(t), c, false).passed).count()
+            };
+            prop_assert_eq!(drops(need), 0, "a bucket of {} drops", need);
+            if need > 1 {
+                prop_assert!(drops(need - 1) > 0, "a bucket of {} is enough", need - 1);
+            }
+            // Many rates at once give the same, weighted or not.
+            let mut many = crate::sizing::many_rates::MinBucketFinders::new(&[rate]);
+            events.iter().for_each(|&(t, c)| many.push_cost(at(t), c));
+            prop_assert_eq!(many.results()[0].min_bucket, need);
         }
     }
 }
