@@ -63,10 +63,7 @@ impl Job {
 
     /// Returns the reports of a replay's record, with keys named from `stats`.
     pub fn reports(&self, recorder: &Recorder, stats: &ReadStats) -> Reports {
-        let names = KeyNames {
-            column: self.key.as_deref().unwrap_or_default(),
-            names: self.key.as_ref().map(|_| &stats.keys),
-        };
+        let names = KeyNames::of(self.key.as_deref(), stats);
         let name = self.input.source.name();
         recorder.reports(&name, names, self.top, self.input.read.threads)
     }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{key_names, notes};
+use super::notes;
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::engine::recorder::KeyNames;
@@ -286,7 +286,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     let fresh = || KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
     let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
-    let names = key_names(input.read.key_column.as_deref(), &stats);
+    let names = KeyNames::of(input.read.key_column.as_deref(), &stats);
     let found = per_rate.results(names, args.cover);
     let mut out = BufWriter::new(io::stdout().lock());
     export::write(&mut out, args.output.format, styles.stdout, &found)?;

@@ -21,7 +21,6 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
-use crate::engine::recorder::KeyNames;
 use crate::input::catalog::ReadStats;
 use crate::message::one_line;
 
@@ -129,11 +128,6 @@ fn notes(input: &Input, stats: &ReadStats) {
             "ratelimit: note: skipped {n} bad {rows} (--skip-bad); the first: {first}"
         );
     }
-}
-
-/// The key names of a keyed read.
-fn key_names<'a>(job_key: Option<&'a str>, stats: &'a ReadStats) -> KeyNames<'a> {
-    KeyNames { column: job_key.unwrap_or_default(), names: job_key.map(|_| &stats.keys) }
 }
 
 pub(super) const ABOUT: &str =

@@ -249,6 +249,14 @@ pub struct KeyNames<'a> {
     pub names: Option<&'a KeyTable>,
 }
 
+impl<'a> KeyNames<'a> {
+    /// Returns the names of a read's keys: from the table reading filled, if events were
+    /// keyed by `column`.
+    pub fn of(column: Option<&'a str>, stats: &'a crate::input::catalog::ReadStats) -> Self {
+        KeyNames { column: column.unwrap_or_default(), names: column.map(|_| &stats.keys) }
+    }
+}
+
 /// The reports of a replay, one per lane; with keys, also the keys with the most drops
 /// over all lanes.
 #[derive(Clone, Debug, PartialEq)]

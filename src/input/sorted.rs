@@ -46,7 +46,7 @@ impl Kept {
 
     fn push(&mut self, event: Event) {
         if event.cost != 1 && !matches!(self, Kept::Weighted(_)) {
-            *self = Kept::Weighted(std::mem::replace(self, Kept::Times(Vec::new())).sorted());
+            *self = Kept::Weighted(std::mem::replace(self, Kept::Times(Vec::new())).whole());
         }
         match self {
             Kept::Times(times) => times.push(event.time),
@@ -55,20 +55,20 @@ impl Kept {
         }
     }
 
-    /// Returns the events in time order (and key order for equal times), stable for equal
-    /// times and keys. Events that cost 1 and share a time and key cannot be told apart,
-    /// so unstable sorts keep replay stable; weighted ones can, and keep their order.
-    fn sorted(self) -> Vec<Event> {
-        let mut all = Vec::new();
-        let _ = self.for_each_sorted(|event| {
-            all.push(event);
-            Ok::<_, ()>(())
-        });
-        all
+    /// Returns the events kept so far, whole, in the order they came: the weighted ones
+    /// are sorted once, at the end, with the rest.
+    fn whole(self) -> Vec<Event> {
+        match self {
+            Kept::Times(times) => times.into_iter().map(|time| Event::new(time, 0)).collect(),
+            Kept::Keyed(events) => events.into_iter().map(|(t, key)| Event::new(t, key)).collect(),
+            Kept::Weighted(events) => events,
+        }
     }
 
-    /// Gives each event to `take` in the order [`sorted`](Kept::sorted) returns them,
-    /// without keeping them whole, until `take` fails.
+    /// Gives each event to `take` in time order (and key order for equal times), stable
+    /// for equal times and keys, until `take` fails. Events that cost 1 and share a time
+    /// and key cannot be told apart, so unstable sorts keep replay stable; weighted ones
+    /// can, and keep their order.
     fn for_each_sorted<E>(self, mut take: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
         match self {
             Kept::Times(mut times) => {
@@ -112,6 +112,11 @@ mod tests {
             event(5, 0, 2),
             event(5, 1, 1),
         ];
-        assert_eq!(kept.sorted(), want);
+        let mut sorted = Vec::new();
+        let _ = kept.for_each_sorted(|event| {
+            sorted.push(event);
+            Ok::<_, ()>(())
+        });
+        assert_eq!(sorted, want);
     }
 }

@@ -168,6 +168,8 @@ impl Rule for LeakyQueue {
     }
 
     fn measured(_: &Limit, seen: &Seen) -> String {
+        // The recorder measures waits for every limiter that delays (`Rule::DELAYS`), and
+        // only for those; no input reaches here without them.
         let waits = seen.waits.expect("a leaky queue reports its waits");
         format!(": the longest was {}", human_duration(waits.longest_micros()))
     }

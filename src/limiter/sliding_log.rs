@@ -60,6 +60,8 @@ impl Log {
             self.newest = Log::NONE;
         }
         if let Some(costs) = &mut self.weighted {
+            // Costs are pushed with every time once they are kept (and filled in for the
+            // times before), and popped with every time: the two queues have one length.
             let cost = costs.each.pop_front().expect("a cost for every time");
             costs.total -= cost;
         }
@@ -155,9 +157,8 @@ impl Rule for SlidingLog {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{decisions, secs};
+    use super::super::tests::{decisions, secs, weighted};
     use super::*;
-    use crate::limiter::Limiter;
 
     #[test]
     fn three_per_minute() {
@@ -190,14 +191,10 @@ mod tests {
         // log holds 2 + 3, so a 1 does not fit; at 81 s the 2 from 20 s has left too.
         let mut log = SlidingLog::new("5/m".parse().unwrap());
         let events = [(0, 3), (10, 3), (20, 2), (60, 3), (61, 0), (70, 1), (81, 1)];
-        let got: Vec<bool> =
-            events.iter().map(|&(s, c)| log.take(secs(&[s])[0], c, false).passed).collect();
-        assert_eq!(got, [true, false, true, true, true, false, true]);
+        assert_eq!(weighted(&mut log, &events), [true, false, true, true, true, false, true]);
         // Costs of 1 after weighted ones are counted as 1 each.
         let mut log = SlidingLog::new("3/m".parse().unwrap());
         let events = [(0, 1), (1, 1), (2, 2), (3, 1), (4, 1)];
-        let got: Vec<bool> =
-            events.iter().map(|&(s, c)| log.take(secs(&[s])[0], c, false).passed).collect();
-        assert_eq!(got, [true, true, false, true, false]);
+        assert_eq!(weighted(&mut log, &events), [true, true, false, true, false]);
     }
 }

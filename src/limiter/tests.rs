@@ -15,6 +15,11 @@ pub fn secs(secs: &[i64]) -> Vec<Timestamp> {
     secs.iter().map(|s| Timestamp::from_micros(s * 1_000_000).unwrap()).collect()
 }
 
+/// Runs a limiter over events given as (whole second, cost) and returns its decisions.
+pub fn weighted(limiter: &mut impl Limiter, events: &[(i64, u64)]) -> Vec<bool> {
+    events.iter().map(|&(s, cost)| limiter.take(secs(&[s])[0], cost, false).passed).collect()
+}
+
 /// Runs a limiter over the times and returns its decisions.
 pub fn decisions(limiter: &mut impl Limiter, times: &[Timestamp]) -> Vec<bool> {
     times.iter().map(|&t| limiter.admit(t)).collect()
