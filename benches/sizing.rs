@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ratelimit_replay::input::catalog::{self, ReadOptions, Source};
+use ratelimit_replay::input::catalog::{self, ReadOptions, Source, Timeline};
 use ratelimit_replay::sizing::curve::Curve;
 use ratelimit_replay::sizing::many_rates::MinBucketFinders;
 use ratelimit_replay::sizing::min_bucket::MinBucketFinder;
@@ -20,9 +20,9 @@ fn catalog_times() -> Option<Vec<Timestamp>> {
         eprintln!("skipped: {} is missing", path.display());
         return None;
     }
-    let (times, _) =
-        catalog::read_events(&Source::Path(path), &ReadOptions::new(), Vec::new).unwrap();
-    Some(times)
+    let (events, _) =
+        catalog::read_events(&Source::Path(path), &ReadOptions::new(), Timeline::new).unwrap();
+    Some(events.times().to_vec())
 }
 
 /// A hundred rates over a million synthetic events, about 100 an hour: the work of

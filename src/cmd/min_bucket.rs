@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::notes;
+use super::{curve_of, notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Event, Key, KeyTable, Sink, slot};
+use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
 use crate::render::outfile::Output;
 use crate::render::{curve_svg, export};
@@ -59,10 +59,10 @@ impl KeyFinders {
     }
 
     #[inline]
-    fn push(&mut self, time: Timestamp) {
+    fn push(&mut self, time: Timestamp, cost: u64) {
         match self {
-            KeyFinders::Few(finders) => finders.iter_mut().for_each(|f| f.push(time)),
-            KeyFinders::Many(finders) => finders.push(time),
+            KeyFinders::Few(finders) => finders.iter_mut().for_each(|f| f.push_cost(time, cost)),
+            KeyFinders::Many(finders) => finders.push_cost(time, cost),
         }
     }
 
@@ -80,11 +80,12 @@ impl KeyFinders {
 pub const MAX_LISTED_ROWS: usize = 1_000_000;
 
 /// The trackers of a min-bucket run: for one key, fed as events come; for many, every
-/// event kept (12 bytes) to be grouped by key, and each key sized alone at the end, so that
-/// a key costs a few bytes however many rates it is sized at.
+/// event kept (12 bytes, 20 once an event costs other than 1) to be grouped by key, and
+/// each key sized alone at the end, so that a key costs a few bytes however many rates it
+/// is sized at.
 enum Sizing {
     One(KeyFinders),
-    Keyed { times: Vec<Timestamp>, keys: Vec<Key> },
+    Keyed { events: Timeline, keys: Vec<Key> },
 }
 
 /// Trackers for every rate, fed in one pass.
@@ -102,19 +103,19 @@ struct KeyedFinders {
 impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
-    fn event(&mut self, Event { time, key, .. }: Event) -> Result<()> {
+    fn event(&mut self, Event { time, key, cost }: Event) -> Result<()> {
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
             self.add_keys(slot(key) + 1)?;
         }
         match &mut self.sizing {
-            Sizing::One(finders) => finders.push(time),
-            Sizing::Keyed { times, keys } => {
-                if times.len() >= MAX_KEYED_EVENTS {
+            Sizing::One(finders) => finders.push(time, cost),
+            Sizing::Keyed { events, keys } => {
+                if events.len() >= MAX_KEYED_EVENTS {
                     bail!(
                         "more than {MAX_KEYED_EVENTS} events with --key; min-bucket numbers its events in 32 bits"
                     );
                 }
-                times.push(time);
+                events.push(time, cost);
                 keys.push(key);
             }
         }
@@ -125,7 +126,7 @@ impl Sink for KeyedFinders {
 impl KeyedFinders {
     fn new(rates: &[Rate], keyed: bool, top: usize, threads: usize) -> KeyedFinders {
         let sizing = if keyed {
-            Sizing::Keyed { times: Vec::new(), keys: Vec::new() }
+            Sizing::Keyed { events: Timeline::new(), keys: Vec::new() }
         } else {
             Sizing::One(KeyFinders::new(rates))
         };
@@ -160,20 +161,20 @@ impl KeyedFinders {
     /// Returns one result per rate; with keys, the key needing the most, and the first keys
     /// by need, the largest bucket first.
     fn results(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
-        let (times, keys) = match self.sizing {
+        let (events, keys) = match self.sizing {
             Sizing::One(mut finders) => {
                 return finders.results().into_iter().map(report::MinBucket::from).collect();
             }
-            Sizing::Keyed { times, keys } => (times, keys),
+            Sizing::Keyed { events, keys } => (events, keys),
         };
         let empty = KeyTable::new();
         let table = names.names.unwrap_or(&empty);
         let groups = Groups::new(&keys, table.len());
         drop(keys);
-        let times = groups.gather(&times);
+        let events = events.gather(&groups);
         let size = |finders: &mut KeyFinders, key: usize| {
             finders.clear(&self.rates);
-            times[groups.range(key)].iter().for_each(|&time| finders.push(time));
+            events.each(groups.range(key)).for_each(|(time, cost)| finders.push(time, cost));
             finders.results()
         };
         // A cover names the neediest keys it leaves out: rank at least that many.
@@ -300,22 +301,23 @@ fn run_curve(
     plot: Option<&Output>,
     styles: &Styles,
 ) -> Result<ExitCode> {
-    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (events, stats) = catalog::read_events(&input.source, &input.read, Timeline::new)?;
     notes(input, &stats);
-    let curve = Curve::new(&times);
+    let curve = curve_of(&events)?;
+    let times = events.times();
     let segments: Vec<report::CurveSegment> = curve
         .lines
         .iter()
         .enumerate()
         .map(|(m, line)| {
-            let Stretch { start, end, .. } = Curve::stretch(line, &times);
+            let Stretch { start, end, events } = Curve::stretch(line, times);
             let to = curve.starts.get(m + 1).copied();
             report::CurveSegment {
                 from: curve.starts[m],
                 from_per_hour: curve.starts[m].per_hour(),
                 to,
                 to_per_hour: to.map(|t| t.per_hour()),
-                events: line.events.unsigned_abs(),
+                events,
                 span_s: Span::from_micros(line.span).expect("times are sorted"),
                 start,
                 end,

@@ -7,21 +7,20 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::notes;
+use super::{curve_of, notes};
 use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
-use crate::input::catalog;
+use crate::input::catalog::{self, Timeline};
 use crate::render::export;
 use crate::report;
 use crate::sizing::curve::{Curve, Line};
-use crate::units::time::Timestamp;
 
 pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(None)?;
-    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (events, stats) = catalog::read_events(&input.source, &input.read, Timeline::new)?;
     notes(&input, &stats);
-    let curve = Curve::new(&times);
-    let stretch = |line: &Line| Curve::stretch(line, &times);
+    let curve = curve_of(&events)?;
+    let stretch = |line: &Line| Curve::stretch(line, events.times());
     let found: Vec<report::MinRate> = args
         .burst
         .iter()

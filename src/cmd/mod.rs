@@ -21,8 +21,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
-use crate::input::catalog::ReadStats;
+use crate::input::catalog::{ReadStats, Timeline};
 use crate::message::one_line;
+use crate::sizing::curve::Curve;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -127,6 +128,15 @@ fn notes(input: &Input, stats: &ReadStats) {
             err,
             "ratelimit: note: skipped {n} bad {rows} (--skip-bad); the first: {first}"
         );
+    }
+}
+
+/// Returns the burst–rate curve of a whole read's events, weighed by their costs.
+fn curve_of(events: &Timeline) -> Result<Curve> {
+    match events.costs() {
+        None => Ok(Curve::new(events.times())),
+        Some(costs) => Curve::weighted(events.times(), costs)
+            .ok_or_else(|| anyhow!("the events' costs sum past 2^63 units; no curve is drawn")),
     }
 }
 

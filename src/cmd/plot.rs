@@ -12,7 +12,7 @@ use crate::cli::args::{InputArgs, LimitArgs};
 use crate::cli::config::Input;
 use crate::engine::Backend;
 use crate::engine::recorder::{KeyNames, Settings};
-use crate::input::catalog::{self, Event};
+use crate::input::catalog::{self, Timeline};
 use crate::limiter::Algorithm;
 use crate::render::outfile::Output;
 use crate::render::plot::{COLUMNS, LanePlot, Scene};
@@ -20,11 +20,11 @@ use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     let (settings, output, input) = args.resolve()?;
-    let (times, stats) = catalog::read_events(&input.source, &input.read, Vec::<Timestamp>::new)?;
+    let (events, stats) = catalog::read_events(&input.source, &input.read, Timeline::new)?;
     notes(&input, &stats);
-    let (start, end) = axis(&input, &times);
-    let recorder =
-        Backend::Memory.decide(&settings, false, times.iter().map(|&t| Event::new(t, 0)))?;
+    let times = events.times();
+    let (start, end) = axis(&input, times);
+    let recorder = Backend::Memory.decide(&settings, false, events.events())?;
     let lanes = recorder.lanes();
     let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; lanes];
     for (&time, decisions) in times.iter().zip(recorder.trace().chunks(lanes)) {

@@ -7,6 +7,7 @@
 //! [`Backend`], and one arm in [`Backend::run`], where engines are chosen.
 
 pub mod fleet;
+pub mod lane;
 pub mod live;
 pub mod memory;
 pub mod recorder;

@@ -1,186 +1,26 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
 use std::collections::HashMap;
-use std::num::NonZeroU64;
 
 use anyhow::{Result, bail};
 
-use crate::input::catalog::{Event, Key, KeyTable, slot};
+pub use super::lane::Settings;
+use super::lane::{Demand, Lane};
+use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
 use crate::input::keys::{Groups, Ranking, fold_keys, for_each_listed, joined};
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Waits};
+use crate::limiter::{Decision, Waits};
 use crate::report::{self, KeyList, KeyQuantiles};
-use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::quantile::Histogram;
 use crate::sizing::window::BusiestWindow;
-use crate::units::rate::Rate;
-use crate::units::time::{Span, Timestamp};
-
-/// The settings of one replay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// The limiter.
-    pub algorithm: Algorithm,
-    /// Its rate.
-    pub rate: Rate,
-    /// Its burst; ignored by limiters without one.
-    pub burst: NonZeroU64,
-    /// The length of the busiest window to report.
-    pub window: Span,
-}
-
-/// What all the events show, whatever the limiter: their count, the busiest window of
-/// demand, and the smallest lossless bucket at the rate.
-#[derive(Clone, Debug)]
-pub struct Demand {
-    events: u64,
-    window: BusiestWindow,
-    lossless: MinBucketFinder,
-}
-
-impl Demand {
-    /// Returns a tally of no events, for windows of `window` and buckets at `rate`.
-    pub fn new(rate: Rate, window: Span) -> Demand {
-        Demand {
-            events: 0,
-            window: BusiestWindow::new(window),
-            lossless: MinBucketFinder::new(rate),
-        }
-    }
-
-    /// Counts an event at `time`, no earlier than the last.
-    #[inline]
-    pub fn push(&mut self, time: Timestamp) {
-        self.window.push(time);
-        self.count(time);
-    }
-
-    /// Counts an event as [`push`](Demand::push) does, but for the busiest window, which
-    /// only a listed key needs.
-    #[inline]
-    fn count(&mut self, time: Timestamp) {
-        self.events += 1;
-        self.lossless.push(time);
-    }
-
-    /// Counts an event as [`push`](Demand::push) does, but for the smallest bucket: over
-    /// many keys, that is the largest any key needs, found key by key.
-    #[inline]
-    fn push_total(&mut self, time: Timestamp) {
-        self.events += 1;
-        self.window.push(time);
-    }
-
-    /// Forgets every event, keeping the memory it took.
-    fn clear(&mut self) {
-        self.events = 0;
-        self.window.clear();
-        self.lossless = MinBucketFinder::new(self.lossless.result().rate);
-    }
-}
-
-/// What one limiter decided on one key's events: what passed, its busiest window, its
-/// promise and, for a leaky queue, the waits. It records decisions made elsewhere, by an
-/// [`Engine`](super::Engine), and never decides.
-#[derive(Clone, Debug)]
-pub struct Lane {
-    settings: Settings,
-    passed: u64,
-    busiest: BusiestWindow,
-    promise: PromiseCheck,
-    queue: Option<(Waits, LeakyQueue)>,
-}
-
-impl Lane {
-    /// Returns a lane that has seen no events.
-    pub fn new(settings: Settings) -> Lane {
-        let Settings { algorithm, rate, burst, window } = settings;
-        Lane {
-            settings,
-            passed: 0,
-            busiest: BusiestWindow::new(window),
-            promise: PromiseCheck::new(algorithm, rate, burst.get()),
-            queue: algorithm.delays().then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
-        }
-    }
-
-    /// Records whether an event at `time`, no earlier than the last, passed, and returns it.
-    /// A leaky queue's waits are found again from the admitted events' times, so that its
-    /// promise is checked apart from the engine that decided.
-    #[inline]
-    pub fn record(&mut self, time: Timestamp, passed: bool) -> bool {
-        if passed {
-            self.busiest.push(time);
-        }
-        self.count(time, passed)
-    }
-
-    /// Records a decision as [`record`](Lane::record) does, but for the busiest window,
-    /// which only a listed key needs.
-    #[inline]
-    fn count(&mut self, time: Timestamp, passed: bool) -> bool {
-        if passed {
-            self.passed += 1;
-            self.promise.passed(time);
-            if let Some((waits, queue)) = &mut self.queue {
-                waits.record(queue.decide(time));
-            }
-        }
-        passed
-    }
-
-    /// Forgets every event, keeping the memory it took.
-    fn clear(&mut self) {
-        self.passed = 0;
-        self.busiest.clear();
-        self.promise.clear();
-        if let Some(queue) = &mut self.queue {
-            *queue = (Waits::new(self.settings.rate), LeakyQueue::unbounded(self.settings.rate));
-        }
-    }
-
-    fn waits(&self) -> Option<Waits> {
-        self.queue.as_ref().map(|(waits, _)| *waits)
-    }
-
-    /// Returns the report of this lane over `demand`, naming the input, and the key if it is
-    /// one key's; `fleet` says what fleet it ran on, if any.
-    pub fn report(
-        &self,
-        demand: &Demand,
-        input: &str,
-        key: Option<String>,
-        fleet: Option<&report::FleetReport>,
-    ) -> report::LimiterReport {
-        let Settings { algorithm, rate, burst, .. } = self.settings;
-        report::LimiterReport {
-            input: input.to_owned(),
-            key,
-            algorithm,
-            rate,
-            burst: algorithm.uses_burst().then_some(burst.get()),
-            events: demand.events,
-            passed: self.passed,
-            dropped: demand.events - self.passed,
-            busiest_window: self.busiest.busiest().into(),
-            demand_busiest_window: demand.window.busiest().into(),
-            min_bucket: Some(demand.lossless.result().min_bucket),
-            worst_key: None,
-            queue: self.waits().map(Into::into),
-            promise: self.promise.result(self.waits()),
-            fleet: fleet.cloned().map(Box::new),
-            by_key: None,
-        }
-    }
-}
 
 /// The record of a replay. Without keys, every figure is found as events come, in memory
 /// that does not grow with them. With keys, the totals over all keys are found as events
-/// come, and each event is kept, in 13 bytes, to be grouped by key at the end: then each
-/// key's figures are found from its own events alone, one key at a time, so that a key
-/// costs no more than a few bytes whatever its figures take. Optionally it keeps every
-/// decision, in event order.
+/// come, and each event is kept, in 13 bytes (21 once an event costs other than 1), to be
+/// grouped by key at the end: then each key's figures are found from its own events alone,
+/// one key at a time, so that a key costs no more than a few bytes whatever its figures
+/// take. Optionally it keeps every decision, in event order.
 #[derive(Clone, Debug)]
 pub struct Recorder {
     settings: Vec<Settings>,
@@ -219,7 +59,7 @@ impl KeyRecord {
 /// found from them too, at the end, while the keys are.
 #[derive(Clone, Debug)]
 struct KeyedEvents {
-    times: Vec<Timestamp>,
+    events: Timeline,
     keys: Vec<Key>,
     /// For each event, `stride` bytes: bit n % 8 of byte n / 8 set if lane n passed it.
     passed: Vec<u8>,
@@ -275,7 +115,7 @@ impl Recorder {
         assert!(!settings.is_empty(), "at least one limiter");
         let kept = if keyed {
             Kept::KeyedEvents(Box::new(KeyedEvents {
-                times: Vec::new(),
+                events: Timeline::new(),
                 keys: Vec::new(),
                 passed: Vec::new(),
                 stride: settings.len().div_ceil(8),
@@ -304,12 +144,11 @@ impl Recorder {
     }
 
     /// Records an event and each lane's decision on it, in lane order; events must come in
-    /// time order. It fails only past [`MAX_KEYED_EVENTS`]. The figures count events: every
-    /// event read so far costs 1.
+    /// time order. It fails only past [`MAX_KEYED_EVENTS`].
     #[inline]
     pub fn record(
         &mut self,
-        Event { time, key, .. }: Event,
+        Event { time, key, cost }: Event,
         decisions: impl IntoIterator<Item = Decision>,
     ) -> Result<()> {
         let mut trace = |pass: bool| {
@@ -319,13 +158,13 @@ impl Recorder {
         };
         match &mut self.kept {
             Kept::One(only) => {
-                only.demand.push(time);
+                only.demand.push(time, cost);
                 for (lane, decision) in only.lanes.iter_mut().zip(decisions) {
-                    trace(lane.record(time, decision.passed));
+                    trace(lane.record(time, cost, decision.passed));
                 }
             }
             Kept::KeyedEvents(keyed) => {
-                if keyed.times.len() >= MAX_KEYED_EVENTS {
+                if keyed.events.len() >= MAX_KEYED_EVENTS {
                     bail!(
                         "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
                     );
@@ -336,7 +175,7 @@ impl Recorder {
                     keyed.passed[at + n / 8] |= u8::from(decision.passed) << (n % 8);
                     trace(decision.passed);
                 }
-                keyed.times.push(time);
+                keyed.events.push(time, cost);
                 keyed.keys.push(key);
             }
         }
@@ -421,10 +260,11 @@ impl<'a> Spread<'a> {
     }
 }
 
-/// The events of a keyed replay, grouped by key: their times and decisions in that order.
+/// The events of a keyed replay, grouped by key: their times, costs and decisions in that
+/// order.
 struct Grouped {
     groups: Groups,
-    times: Vec<Timestamp>,
+    events: Timeline,
     passed: Vec<u8>,
     stride: usize,
 }
@@ -438,11 +278,12 @@ impl Totals {
             passed: vec![0; settings.len()],
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         };
-        for (&time, bits) in keyed.times.iter().zip(keyed.passed.chunks_exact(keyed.stride)) {
-            totals.demand.push_total(time);
+        let decisions = keyed.passed.chunks_exact(keyed.stride);
+        for ((time, cost), bits) in keyed.events.each(0..keyed.events.len()).zip(decisions) {
+            totals.demand.push_total(time, cost);
             for n in (0..settings.len()).filter(|&n| lane_passed(bits, n)) {
                 totals.passed[n] += 1;
-                totals.busiest[n].push(time);
+                totals.busiest[n].push_cost(time, cost);
             }
         }
         totals
@@ -458,14 +299,15 @@ impl KeyedEvents {
         let stride = grouped.stride;
         let decisions =
             grouped.passed[range.start * stride..range.end * stride].chunks_exact(stride);
-        for (&time, bits) in grouped.times[range].iter().zip(decisions) {
+        for ((time, cost), bits) in grouped.events.each(range).zip(decisions) {
             let passed = |n: usize| lane_passed(bits, n);
+            let lanes = state.lanes.iter_mut().enumerate();
             if windows {
-                state.demand.push(time);
-                state.lanes.iter_mut().enumerate().for_each(|(n, l)| _ = l.record(time, passed(n)));
+                state.demand.push(time, cost);
+                lanes.for_each(|(n, l)| _ = l.record(time, cost, passed(n)));
             } else {
-                state.demand.count(time);
-                state.lanes.iter_mut().enumerate().for_each(|(n, l)| _ = l.count(time, passed(n)));
+                state.demand.count(time, cost);
+                lanes.for_each(|(n, l)| _ = l.count(time, cost, passed(n)));
             }
         }
     }
@@ -483,7 +325,7 @@ impl KeyedEvents {
         let count = table.len();
         let groups = Groups::new(&self.keys, count);
         let grouped = Grouped {
-            times: groups.gather(&self.times),
+            events: self.events.gather(&groups),
             passed: groups.gather_chunks(&self.passed, self.stride),
             stride: self.stride,
             groups,
@@ -602,4 +444,54 @@ fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> report
         n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
     };
     report::Promise { text, held: broken == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::engine::Backend;
+    use crate::limiter::Algorithm;
+    use crate::report::LimiterReport;
+    use crate::units::time::{Span, Timestamp};
+
+    fn event(millis: i64, key: Key, cost: u64) -> Event {
+        Event { cost, ..Event::new(Timestamp::from_micros(millis * 1_000).unwrap(), key) }
+    }
+
+    #[test]
+    fn a_keyed_record_weighs_each_keys_events_by_their_costs() {
+        let settings = [Settings {
+            algorithm: Algorithm::TokenBucket,
+            rate: "1/10s".parse().unwrap(),
+            burst: NonZeroU64::new(3).unwrap(),
+            window: Span::from_micros(10_000_000).unwrap(),
+        }];
+        let mut table = KeyTable::new();
+        let (a, b) = (table.intern(b"a").unwrap(), table.intern(b"b").unwrap());
+        // Key a, by hand: 3 units at 0 s empty the bucket of 3; 1 unit at 1 s finds 0.1
+        // token and is dropped; 2 units at 20 s find 2. Losing nothing needs 4: the first
+        // two events, 4 units in 1 s (4 − 0.1, rounded up), and all three, 6 units in 20 s.
+        let a_events = [event(0, a, 3), event(1_000, a, 1), event(20_000, a, 2)];
+        let events = [a_events[0], event(500, b, 1), a_events[1], a_events[2]];
+        let keyed = Backend::Memory.decide(&settings, true, events).unwrap();
+        let names = KeyNames { column: "k", names: Some(&table) };
+        let reports = keyed.reports("test", names, 0, 1);
+        let over_keys = &reports.lanes[0];
+        assert_eq!((over_keys.events, over_keys.passed), (4, 3));
+        let top = &over_keys.by_key.as_ref().unwrap().top;
+        let key_a = top.iter().find(|r| r.key.as_deref() == Some("a")).unwrap();
+        assert_eq!((key_a.events, key_a.passed, key_a.min_bucket), (3, 2, Some(4)));
+        // The busiest 10 s passed 3 units in one event; demand had 4 units in two there.
+        assert_eq!((key_a.busiest_window.count, key_a.demand_busiest_window.count), (1, 2));
+        assert_eq!(
+            over_keys.worst_key.as_ref().map(|w| (w.key.as_str(), w.min_bucket)),
+            Some(("a", 4))
+        );
+        // The same events alone, unkeyed, give the same figures.
+        let alone = Backend::Memory.decide(&settings, false, a_events).unwrap();
+        let alone = &alone.reports("test", KeyNames::default(), 0, 1).lanes[0];
+        assert_eq!(LimiterReport { key: Some("a".into()), ..alone.clone() }, *key_a);
+    }
 }

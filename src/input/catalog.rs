@@ -17,6 +17,7 @@ use super::source::Opened;
 pub use super::source::Source;
 pub use super::stats::ReadStats;
 use super::streaming::stream_input;
+pub use super::timeline::Timeline;
 
 /// Feeds the events of `source` to a sink, in time order and stable for equal times, and
 /// returns it. `fresh` makes the sink; it is called again if streaming has to start over.

@@ -1,4 +1,4 @@
-//! Reading catalogs: CSV rows to event times and keys, and the bundled sample.
+//! Reading catalogs: rows to events (a time, a key and a cost), and the bundled sample.
 
 pub mod catalog;
 #[cfg(unix)]
@@ -24,3 +24,4 @@ mod sorted;
 mod source;
 mod stats;
 mod streaming;
+mod timeline;

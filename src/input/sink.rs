@@ -2,7 +2,6 @@
 
 use super::error::ReadError;
 use super::event::Event;
-use crate::units::time::Timestamp;
 
 /// Something that takes a catalog's events one at a time, in time order.
 pub trait Sink {
@@ -17,15 +16,5 @@ pub trait Sink {
     /// keys are best numbered on a thread of their own, between reading and the sink.
     fn busy(&self) -> bool {
         false
-    }
-}
-
-/// Collecting the times is a sink too, at 8 bytes an event.
-impl Sink for Vec<Timestamp> {
-    type Error = ReadError;
-
-    fn event(&mut self, event: Event) -> Result<(), ReadError> {
-        self.push(event.time);
-        Ok(())
     }
 }

@@ -96,22 +96,23 @@ impl PromiseCheck {
         }
     }
 
-    /// Counts a passed event.
+    /// Counts a passed event that cost `cost` units (at most [`MAX_COST`](super::MAX_COST)).
     #[inline]
-    pub fn passed(&mut self, time: Timestamp) {
+    pub fn passed(&mut self, time: Timestamp, cost: u64) {
         if let Some(aligned) = &mut self.aligned {
             let period = self.limit.rate.period().as_micros();
             if aligned.windows.advance(time.as_micros(), period) != Step::Same {
                 aligned.count = 0;
             }
-            aligned.count += 1;
+            // Past u64::MAX only far past any limit: the promise is broken either way.
+            aligned.count = aligned.count.saturating_add(cost);
             aligned.max = aligned.max.max(aligned.count);
         }
         if let Some(period) = &mut self.period {
-            period.push(time);
+            period.push_cost(time, cost);
         }
         if let Some(bucket) = &mut self.bucket {
-            bucket.push(time);
+            bucket.push_cost(time, cost);
         }
     }
 
@@ -138,7 +139,11 @@ impl PromiseCheck {
     fn seen(&self, waits: Option<Waits>) -> Seen {
         Seen {
             aligned: self.aligned.as_ref().map_or(0, |a| a.max),
-            period: self.period.as_ref().map_or(0, |w| w.busiest().count),
+            // Past u64::MAX only far past any limit: the promise is broken either way.
+            period: self
+                .period
+                .as_ref()
+                .map_or(0, |w| u64::try_from(w.busiest().units).unwrap_or(u64::MAX)),
             bucket: self.bucket.as_ref().map_or(0, |b| b.result().min_bucket),
             waits,
         }
@@ -171,7 +176,7 @@ mod tests {
     /// Checks a promise over `passed`, as if the limiter had passed exactly those.
     fn check(algorithm: Algorithm, burst: u64, passed: &[Timestamp]) -> Promise {
         let mut check = PromiseCheck::new(algorithm, "2/h".parse().unwrap(), burst);
-        passed.iter().for_each(|&t| check.passed(t));
+        passed.iter().for_each(|&t| check.passed(t, 1));
         check.result(None)
     }
 

@@ -33,7 +33,7 @@ pub fn draw(curve: &Curve, input: &str, events: usize) -> String {
         curve
             .lines
             .iter()
-            .map(|l| l.events as f64 - per_micro * l.span as f64)
+            .map(|l| l.units as f64 - per_micro * l.span as f64)
             .fold(f64::MIN, f64::max)
     };
     let (x_lo, x_hi) = (lo.log10().floor(), hi.log10().ceil());

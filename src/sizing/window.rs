@@ -1,23 +1,42 @@
-//! The busiest window: the most events in any half-open window of a given length.
+//! The busiest window: the most units (events, when each costs 1) in any half-open window
+//! of a given length.
 
 use std::collections::VecDeque;
 
 use crate::units::time::{Span, Timestamp};
 
-/// Finds, over events given in time order, the largest number that fall in one half-open
-/// window `[s, s + length)`, and the earliest such window.
+/// Finds, over events given in time order, the largest sum of costs that fall in one
+/// half-open window `[s, s + length)`, and the earliest such window.
 ///
 /// It keeps only the times inside the current window, so memory grows with the busiest
-/// window's count, not with the number of events.
+/// window's count, not with the number of events; costs are kept beside them only once an
+/// event costs other than 1.
 #[derive(Clone, Debug)]
 pub struct BusiestWindow {
     length: Span,
     recent: VecDeque<Timestamp>,
-    best: Option<(Timestamp, u64)>,
+    /// Once an event costs other than 1: the cost of each event in `recent`, and their sum.
+    weighted: Option<Box<Costs>>,
+    best: Option<Best>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Costs {
+    each: VecDeque<u64>,
+    /// In 128 bits: a window may hold more events than 2^64 / [`MAX_COST`](crate::limiter::MAX_COST).
+    sum: u128,
+}
+
+/// The busiest window so far: where it starts, its units and its events.
+#[derive(Clone, Copy, Debug)]
+struct Best {
+    start: Timestamp,
+    units: u128,
+    events: u64,
 }
 
 /// The busiest window found: its length, where it starts (the time of its first event;
-/// `None` if there were no events) and how many events it holds.
+/// `None` if there were no events), the units it holds and how many events they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Busiest {
     /// The length of the window.
@@ -26,33 +45,62 @@ pub struct Busiest {
     pub start: Option<Timestamp>,
     /// The number of events in it.
     pub count: u64,
+    /// The sum of their costs: `count` when each costs 1.
+    pub units: u128,
 }
 
 impl BusiestWindow {
     /// Returns a tracker for windows of `length`, which must be positive.
     pub fn new(length: Span) -> BusiestWindow {
         debug_assert!(!length.is_zero());
-        BusiestWindow { length, recent: VecDeque::new(), best: None }
+        BusiestWindow { length, recent: VecDeque::new(), weighted: None, best: None }
     }
 
     /// Counts an event at `time`, which is no earlier than the last one.
     #[inline]
     pub fn push(&mut self, time: Timestamp) {
+        self.push_cost(time, 1);
+    }
+
+    /// Counts an event at `time`, no earlier than the last one, that costs `cost` units (at
+    /// most [`MAX_COST`](crate::limiter::MAX_COST)).
+    #[inline]
+    pub fn push_cost(&mut self, time: Timestamp, cost: u64) {
+        if cost != 1 && self.weighted.is_none() {
+            let each = VecDeque::from(vec![1; self.recent.len()]);
+            self.weighted = Some(Box::new(Costs { each, sum: self.recent.len() as u128 }));
+        }
         let length = self.length.as_micros();
         // An event exactly `length` after the window's first is outside it: half-open.
         while self.recent.front().is_some_and(|&first| time.since(first) >= length) {
             self.recent.pop_front();
+            if let Some(costs) = &mut self.weighted {
+                // Costs are pushed and popped with times, so one is there for each time.
+                costs.sum -= u128::from(costs.each.pop_front().expect("a cost for each time"));
+            }
         }
         self.recent.push_back(time);
-        let count = self.recent.len() as u64;
-        if self.best.is_none_or(|(_, best)| count > best) {
-            self.best = Some((self.recent[0], count));
+        let events = self.recent.len() as u64;
+        let units = match &mut self.weighted {
+            None => u128::from(events),
+            Some(costs) => {
+                costs.each.push_back(cost);
+                costs.sum += u128::from(cost);
+                costs.sum
+            }
+        };
+        if self.best.is_none_or(|best| units > best.units) {
+            self.best = Some(Best { start: self.recent[0], units, events });
         }
     }
 
     /// Forgets every event, keeping the memory it took.
     pub fn clear(&mut self) {
         self.recent.clear();
+        if let Some(costs) = &mut self.weighted {
+            costs.each.clear();
+            costs.sum = 0;
+        }
         self.best = None;
     }
 
@@ -60,8 +108,9 @@ impl BusiestWindow {
     pub fn busiest(&self) -> Busiest {
         Busiest {
             length: self.length,
-            start: self.best.map(|(start, _)| start),
-            count: self.best.map_or(0, |(_, count)| count),
+            start: self.best.map(|best| best.start),
+            count: self.best.map_or(0, |best| best.events),
+            units: self.best.map_or(0, |best| best.units),
         }
     }
 }
@@ -103,7 +152,43 @@ mod tests {
         assert_eq!((found.start, found.count), (None, 0));
     }
 
+    #[test]
+    fn weighs_each_event_by_its_cost() {
+        // Costs 1, 5, 1, 1 at 0, 5, 9, 14: [0, 10) holds 7 units in 3 events, [5, 15) 7 in 3
+        // too but later; [9, 19) only 2. The earliest wins.
+        let mut window = BusiestWindow::new(Span::from_micros(10).unwrap());
+        for (t, c) in [(0, 1), (5, 5), (9, 1), (14, 1)] {
+            window.push_cost(at(t), c);
+        }
+        let found = window.busiest();
+        assert_eq!((found.start, found.count, found.units), (Some(at(0)), 3, 7));
+        // One heavy event outweighs many light ones.
+        let mut window = BusiestWindow::new(Span::from_micros(10).unwrap());
+        for (t, c) in [(0, 1), (1, 1), (2, 1), (50, 9)] {
+            window.push_cost(at(t), c);
+        }
+        let found = window.busiest();
+        assert_eq!((found.start, found.count, found.units), (Some(at(50)), 1, 9));
+    }
+
     proptest! {
+        #[test]
+        fn weighted_matches_brute_force(
+            length in 1i64..50,
+            mut events in prop::collection::vec((-100i64..100, 0u64..5), 0..60),
+        ) {
+            events.sort_by_key(|&(t, _)| t);
+            let mut window = BusiestWindow::new(Span::from_micros(length).unwrap());
+            events.iter().for_each(|&(t, c)| window.push_cost(at(t), c));
+            let found = window.busiest();
+            let inside = |s: i64| events.iter().filter(move |&&(t, _)| t >= s && t < s + length);
+            let brute = events
+                .iter()
+                .map(|&(s, _)| (inside(s).map(|&(_, c)| u128::from(c)).sum::<u128>(), s))
+                .fold((0, None), |best, (units, s)| if units > best.0 || best.1.is_none() { (units, Some(at(s))) } else { best });
+            prop_assert_eq!((found.units, found.start), brute);
+        }
+
         #[test]
         fn matches_brute_force(length in 1i64..50, mut times in prop::collection::vec(-100i64..100, 0..60)) {
             times.sort();
