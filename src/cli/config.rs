@@ -16,7 +16,7 @@ use crate::cli::args::{
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
-use crate::input::catalog::{self, ColumnFilter, ReadOptions, Source};
+use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
 use crate::input::format::InputFormat;
 use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
@@ -160,15 +160,17 @@ impl InputArgs {
                 format,
                 time_column,
                 time_format: self.time_layout(format)?,
-                since: self.since,
-                until,
-                // The magnitude is a column like any other to the reader.
-                filters: (self.min_mag.iter())
-                    .map(|m| ColumnFilter {
-                        column: format.mag_column().to_owned(),
-                        at_least: m.0,
-                        asked_by: "--min-mag",
-                    })
+                filters: (self.since.map(|t| RowFilter::Time(TimeFilter::Since(t))))
+                    .into_iter()
+                    .chain(until.map(|t| RowFilter::Time(TimeFilter::Until(t))))
+                    // The magnitude is a column like any other to the reader.
+                    .chain(self.min_mag.iter().map(|m| {
+                        RowFilter::Column(ColumnFilter {
+                            column: format.mag_column().to_owned(),
+                            at_least: m.0,
+                            asked_by: "--min-mag",
+                        })
+                    }))
                     .collect(),
                 key_column: key_column.map(|(column, _)| column.to_owned()),
                 key_asked_by: key_column.map_or("--key", |(_, flag)| flag),

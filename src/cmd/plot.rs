@@ -54,9 +54,9 @@ pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
 /// The time axis: the --since/--until range where given, else the events' own, and never
 /// empty.
 fn axis(input: &Input, times: &[Timestamp]) -> (Timestamp, Timestamp) {
-    let read = &input.read;
-    let start = read.since.or(times.first().copied()).unwrap_or(Timestamp::EPOCH);
-    let end = read.until.or(times.last().copied()).unwrap_or(start);
+    let (since, until) = input.read.time_range();
+    let start = since.or(times.first().copied()).unwrap_or(Timestamp::EPOCH);
+    let end = until.or(times.last().copied()).unwrap_or(start);
     let minute = Span::from_micros(60 * MICROS_PER_SEC).expect("positive");
     if end > start { (start, end) } else { (start, start.checked_add(minute).unwrap_or(start)) }
 }

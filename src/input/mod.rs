@@ -7,6 +7,7 @@ mod clf;
 mod emit;
 mod error;
 pub mod event;
+pub mod filter;
 pub mod format;
 mod json;
 pub mod keys;

@@ -1,20 +1,9 @@
 //! What to read from each row, and which rows to keep.
 
+use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
-
-/// Keeps only the rows whose column holds a decimal number of at least a value; a row
-/// where it is empty is left out, and counted apart.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ColumnFilter {
-    /// The column's name.
-    pub column: String,
-    /// The least value kept, in millionths, rounded down: six decimal places.
-    pub at_least: i64,
-    /// What asked for the filter, for messages: `--min-mag`, say.
-    pub asked_by: &'static str,
-}
 
 /// What to read from each row, and which rows to keep.
 #[derive(Clone, Debug)]
@@ -26,12 +15,8 @@ pub struct ReadOptions {
     pub time_column: String,
     /// How that column is written.
     pub time_format: TimeLayout,
-    /// Keep only events at or after this time.
-    pub since: Option<Timestamp>,
-    /// Keep only events before this time.
-    pub until: Option<Timestamp>,
-    /// Keep only rows whose columns hold numbers of at least these values.
-    pub filters: Vec<ColumnFilter>,
+    /// Keep only the rows that all these keep, on their times or their columns.
+    pub filters: Vec<RowFilter>,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
     /// What asked for the key column, for messages: `--key` unless said, as a column
@@ -53,8 +38,6 @@ impl ReadOptions {
             format: InputFormat::Csv,
             time_column: "time".into(),
             time_format: TimeLayout::default(),
-            since: None,
-            until: None,
             filters: Vec::new(),
             key_column: None,
             key_asked_by: "--key",
@@ -62,6 +45,19 @@ impl ReadOptions {
             skip_bad: 0,
             threads: available_threads(),
         }
+    }
+}
+
+impl ReadOptions {
+    /// Returns the range of times the filters keep: from the latest `--since`, before the
+    /// earliest `--until`, each `None` where none bounds it.
+    pub fn time_range(&self) -> (Option<Timestamp>, Option<Timestamp>) {
+        filter::time_range(&self.filters)
+    }
+
+    /// Returns the filters that read a column, in their order.
+    pub fn column_filters(&self) -> impl Iterator<Item = &ColumnFilter> {
+        self.filters.iter().filter_map(RowFilter::column)
     }
 }
 

@@ -111,7 +111,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 // The fields asked for, each once, are the header.
                 let mut fields: Vec<String> = Vec::new();
                 let wanted = time_columns.iter().copied();
-                let wanted = wanted.chain(options.filters.iter().map(|f| f.column.as_str()));
+                let wanted = wanted.chain(options.column_filters().map(|f| f.column.as_str()));
                 for field in wanted.chain(options.key_column.as_deref()) {
                     if !fields.iter().any(|f| f == field) {
                         fields.push(field.to_owned());
@@ -151,7 +151,7 @@ impl<'a, R: Read> Reading<'a, R> {
         };
         let why = "(choose the time column with --time-column)";
         let time = time_columns.iter().map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
-        let filters = (options.filters.iter())
+        let filters = (options.column_filters())
             .map(|f| column(&f.column, &format!("(needed by {})", f.asked_by)))
             .collect::<Result<Vec<_>>>()?;
         let key = match &options.key_column {

@@ -5,9 +5,9 @@
 
 use csv::ByteRecord;
 
+use super::filter::{ColumnTest, RowFilter};
 use super::options::ReadOptions;
 use super::stats::ReadStats;
-use crate::units::decimal;
 use crate::units::time::Timestamp;
 
 /// The fields of one row, however it was parsed.
@@ -29,7 +29,8 @@ impl Fields for ByteRecord {
 pub(super) struct Columns {
     /// The time's columns: one, or several to join with spaces.
     pub time: Vec<usize>,
-    /// The column of each of the options' column filters, in their order.
+    /// The column of each of the options' column filters, in their order (time filters
+    /// read no column).
     pub filters: Vec<usize>,
     /// The key's column, if events are keyed.
     pub key: Option<usize>,
@@ -88,21 +89,23 @@ pub(super) fn row_event<'a, 'o>(
         .time_format
         .parse(text)
         .map_err(|e| problem(&options.time_column, text, e.to_string()))?;
-    if options.since.is_some_and(|since| time < since)
-        || options.until.is_some_and(|until| time >= until)
-    {
-        return Ok(None);
-    }
-    for (rule, &index) in options.filters.iter().zip(&columns.filters) {
-        let text = row.field(index, filter);
-        if text.is_empty() {
-            stats.left_out_empty += 1;
-            return Ok(None);
-        }
-        let value = decimal::parse_floor(text, 6)
-            .map_err(|_| problem(&rule.column, text, "not a number".into()))?;
-        if value < rule.at_least {
-            return Ok(None);
+    let mut column_index = columns.filters.iter();
+    for rule in &options.filters {
+        let rule = match rule {
+            RowFilter::Time(rule) if rule.keeps(time) => continue,
+            RowFilter::Time(_) => return Ok(None),
+            RowFilter::Column(rule) => rule,
+        };
+        // Reading found one column for each column filter, in their order.
+        let text = row.field(*column_index.next().expect("a column for each filter"), filter);
+        match rule.test(text) {
+            Ok(ColumnTest::Keep) => {}
+            Ok(ColumnTest::Drop) => return Ok(None),
+            Ok(ColumnTest::Empty) => {
+                stats.left_out_empty += 1;
+                return Ok(None);
+            }
+            Err(_) => return Err(problem(&rule.column, text, "not a number".into())),
         }
     }
     let key = match columns.key {
