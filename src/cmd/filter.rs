@@ -22,7 +22,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use crate::cli::args::{RateArgs, RedisArgs};
-use crate::engine::live::live;
+use crate::cli::job::Job;
+use crate::input::header::find_column;
 use crate::input::keys::wide;
 use crate::limiter::Algorithm;
 use crate::render::outfile::Identity;
@@ -40,7 +41,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         }
         (key, _) => key.clone(),
     };
-    let mut decider = live(&settings, args.remote.target()?)?;
+    let job = Job::live(settings, key, &args.remote)?;
+    let key = job.key.as_deref();
+    let mut decider = job.decider()?;
     let mut dropped = match &args.dropped {
         Some(path) => {
             let file = OpenOptions::new()
@@ -91,7 +94,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         };
         if !args.lines && column.is_none() {
             // The header: it goes to both outputs, and names the key column.
-            column = Some(header_column(&line, key.as_deref())?);
+            column = Some(header_column(&line, key)?);
             write_line(&mut out, &line)?;
             if let Some(file) = &mut dropped {
                 write_line(file, &line)?;
@@ -99,7 +102,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             continue;
         }
         tally.lines += 1;
-        let key_bytes = match (&key, column) {
+        let key_bytes = match (key, column) {
             (None, _) => Vec::new(),
             (Some(key), Some(index)) => field(&line, index, tally.lines + 1, key)?,
             (Some(_), None) => line.clone(),
@@ -241,17 +244,12 @@ fn micros_of(wait: i128, rate: Rate) -> u64 {
     u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }
 
-/// Finds the key column in a CSV header; 0 (unused) without a key.
+/// Finds the key column in a CSV header, as every reader does; 0 (unused) without a key.
 fn header_column(header: &[u8], key: Option<&str>) -> Result<usize> {
     let Some(key) = key else { return Ok(0) };
     let names = record(header).ok_or_else(|| anyhow!("<stdin>: line 1: the header is not CSV"))?;
-    names.iter().position(|name| name == key.as_bytes()).ok_or_else(|| {
-        let all: Vec<_> = names.iter().map(String::from_utf8_lossy).collect();
-        anyhow!(
-            "<stdin>: line 1: no column named `{key}` (named by --key); the header has: {}",
-            crate::message::one_line(&all.join(","))
-        )
-    })
+    find_column(&names, key, "(named by --key)")
+        .map_err(|problem| anyhow!("<stdin>: line 1: {problem}"))
 }
 
 /// Returns field `index` of CSV line `number`, the key column `key`.

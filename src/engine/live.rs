@@ -5,10 +5,14 @@
 //! event at a time: in memory at the time it is given, or in Redis at the server's clock,
 //! shared with every process that uses the same keys.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use anyhow::{Result, bail};
 
+use super::Backend;
 use super::recorder::Settings;
-use super::redis::{RedisTarget, Remote, Server};
+use super::redis::{Remote, Server};
 use crate::input::keys::{KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
@@ -25,22 +29,26 @@ pub trait Live {
     fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision>;
 }
 
-/// Returns the live engine for a limiter with `settings`: in Redis if a target is given
-/// (connected, with its script loaded), else in memory.
-pub fn live(settings: &Settings, redis: Option<RedisTarget>) -> Result<Box<dyn Live>> {
-    let Settings { algorithm, rate, burst, .. } = *settings;
-    Ok(match redis {
-        Some(target) => {
-            let remote = Remote::new(algorithm, rate, burst.get(), 1)?;
-            let mut server = Server::connect(&target.urls, target.timeout)?;
-            server.load(remote.script())?;
-            Box::new(LiveRedis { server, remote, prefix: target.prefix, calls: 0 })
-        }
-        None => Box::new(LiveMemory {
-            limiter: AnyPerKey::new(algorithm, rate, burst),
-            keys: KeyTable::new(),
-        }),
-    })
+impl Backend {
+    /// Returns a live engine for this backend's one limiter, with `settings`: in memory,
+    /// or in Redis (its script loaded when the backend was made). A fleet is simulated
+    /// only in a replay.
+    pub fn live(&self, settings: &Settings) -> Result<Box<dyn Live>> {
+        let Settings { algorithm, rate, burst, .. } = *settings;
+        Ok(match self {
+            Backend::Memory => Box::new(LiveMemory {
+                limiter: AnyPerKey::new(algorithm, rate, burst),
+                keys: KeyTable::new(),
+            }),
+            Backend::Redis { redis, remotes, prefix } => Box::new(LiveRedis {
+                server: redis.clone(),
+                remote: remotes[0].clone(),
+                prefix: prefix.clone(),
+                calls: 0,
+            }),
+            Backend::Fleet(_) => bail!("a fleet of servers is simulated in a replay, not live"),
+        })
+    }
 }
 
 /// In this process: one limiter state per key.
@@ -61,7 +69,7 @@ impl Live for LiveMemory {
 
 /// In Redis, at its clock, shared with every process that uses the same keys.
 struct LiveRedis {
-    server: Server,
+    server: Rc<RefCell<Server>>,
     remote: Remote,
     prefix: String,
     calls: u64,
@@ -74,7 +82,7 @@ impl Live for LiveRedis {
         // A sliding log's entries need names no other call, of any process, uses.
         let member = format!("{}:{}:{}", std::process::id(), now.as_micros(), self.calls);
         let base = format!("{}{{{key}}}", self.prefix);
-        let outcome = self.remote.check(&mut self.server, &base, &member)?;
+        let outcome = self.remote.check(&mut self.server.borrow_mut(), &base, &member)?;
         Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
     }
 }

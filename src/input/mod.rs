@@ -9,6 +9,7 @@ mod error;
 pub mod event;
 pub mod filter;
 pub mod format;
+pub mod header;
 mod json;
 pub mod keys;
 mod options;

@@ -9,12 +9,12 @@ use super::error::{
 };
 use super::event::Event;
 use super::format::{InputFormat, ReadFailure, Records};
+use super::header::find_column;
 use super::keys::wide;
 use super::options::ReadOptions;
 use super::row::{Columns, Scratch, row_event};
 use super::source::Source;
 use super::stats::ReadStats;
-use crate::message::one_line;
 #[cfg(feature = "cli")]
 use crate::render::progress::Progress;
 use crate::units::time::Timestamp;
@@ -127,27 +127,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 // An empty input is an empty catalog, not a missing column.
                 return Ok(0);
             }
-            let mut found = header.iter().enumerate().filter(|(_, h)| *h == wanted.as_bytes());
-            let wanted = one_line(wanted);
-            match (found.next(), found.next()) {
-                (Some((index, _)), None) => Ok(index),
-                (Some((first, _)), Some((second, _))) => Err(layout(
-                    &name,
-                    format!(
-                        "the header names `{wanted}` twice, as columns {} and {}; which one \
-                         is meant cannot be told",
-                        first + 1,
-                        second + 1
-                    ),
-                )),
-                (None, _) => {
-                    let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
-                    let names = one_line(&names.join(","));
-                    let problem =
-                        format!("no column named `{wanted}` {why}; the header has: {names}");
-                    Err(layout(&name, problem))
-                }
-            }
+            find_column(&header, wanted, why).map_err(|problem| layout(&name, problem))
         };
         let why = "(choose the time column with --time-column)";
         let time = time_columns.iter().map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;

@@ -93,6 +93,12 @@ fn a_csv_keeps_its_header_and_limits_each_key() {
         missing.error(),
         "ratelimit: <stdin>: line 1: no column named `who` (named by --key); the header has: time,user"
     );
+    // The header is read as every reader reads one: a key named twice is not guessed at.
+    let twice = run(&["filter", "--key", "user", "--rate", "1/h"], "user,time,user\n1,a,b\n");
+    assert_eq!(
+        (twice.code, twice.error()),
+        (2, "ratelimit: <stdin>: line 1: the header names `user` twice, as columns 1 and 3; which one is meant cannot be told".into())
+    );
     // A bad row ends a live filter with exit 2; what passed before it is out already.
     let short = run(&["filter", "--key", "user", "--rate", "1/h"], "time,user\n1,a\n2\n");
     assert_eq!((short.code, short.stdout.as_str()), (2, "time,user\n1,a\n"));
