@@ -81,7 +81,7 @@ impl Piece {
         stats: &mut ReadStats,
         take: &mut impl FnMut(Event) -> Result<Flow, E>,
     ) -> Result<Flow, E> {
-        for event in 0..self.batch.times.len() {
+        for event in 0..self.batch.len() {
             let key = match header.columns.key {
                 Some(_) => {
                     let at = line + self.batch.lines[event] - 1;
@@ -94,7 +94,7 @@ impl Piece {
             }
         }
         stats.rows += self.rows;
-        stats.events += wide(self.batch.times.len());
+        stats.events += wide(self.batch.len());
         stats.left_out_empty += self.left_out_empty;
         Ok(Flow::More)
     }

@@ -8,6 +8,7 @@ use super::event::Event;
 use super::keys::{Key, KeyTable, joined};
 use super::reading::Reading;
 use super::stats::ReadStats;
+use super::timeline::Timeline;
 use crate::units::time::Timestamp;
 
 /// Whether to go on reading.
@@ -56,7 +57,7 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
                         Ok(None) => break Ok(true),
                         Err(error) => break Err(error),
                     }
-                    if batch.times.len() == BATCH {
+                    if batch.len() == BATCH {
                         break Ok(false);
                     }
                 };
@@ -104,7 +105,7 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
             let mut number = |batch: &mut Batch| match keyed {
                 true => number_batch(batch, &mut keys, &name),
                 false => {
-                    batch.keys.resize(batch.times.len(), 0);
+                    batch.keys.resize(batch.len(), 0);
                     Ok(())
                 }
             };
@@ -121,11 +122,11 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
 /// events before it, and the error is returned.
 fn number_batch(batch: &mut Batch, keys: &mut KeyTable, name: &str) -> Result<()> {
     batch.keys.clear();
-    for event in 0..batch.times.len() {
+    for event in 0..batch.len() {
         match keys_error(name, batch.lines[event], keys.intern(batch.key(event))) {
             Ok(key) => batch.keys.push(key),
             Err(error) => {
-                batch.times.truncate(event);
+                batch.events.truncate(event);
                 return Err(error);
             }
         }
@@ -133,12 +134,11 @@ fn number_batch(batch: &mut Batch, keys: &mut KeyTable, name: &str) -> Result<()
     Ok(())
 }
 
-/// Kept rows handed from the reading thread at once: their times, their lines and their
-/// keys' bytes, and the keys' numbers once a thread has numbered them.
+/// Kept rows handed from the reading thread at once: their times and costs, their lines
+/// and their keys' bytes, and the keys' numbers once a thread has numbered them.
 #[derive(Default)]
 pub(super) struct Batch {
-    pub(super) times: Vec<Timestamp>,
-    costs: Vec<u64>,
+    events: Timeline,
     keys: Vec<Key>,
     pub(super) lines: Vec<u64>,
     ends: Vec<usize>,
@@ -147,8 +147,7 @@ pub(super) struct Batch {
 
 impl Batch {
     fn clear(&mut self) {
-        self.times.clear();
-        self.costs.clear();
+        self.events.clear();
         self.keys.clear();
         self.lines.clear();
         self.ends.clear();
@@ -156,8 +155,7 @@ impl Batch {
     }
 
     pub(super) fn push(&mut self, time: Timestamp, cost: u64, line: u64, key: &[u8]) {
-        self.times.push(time);
-        self.costs.push(cost);
+        self.events.push(time, cost);
         self.lines.push(line);
         self.bytes.extend_from_slice(key);
         self.ends.push(self.bytes.len());
@@ -166,13 +164,19 @@ impl Batch {
     /// Returns event `event` of the batch, once its key is numbered.
     #[inline]
     pub(super) fn event(&self, event: usize) -> Event {
-        Event { time: self.times[event], key: self.keys[event], cost: self.costs[event] }
+        self.event_keyed(event, self.keys[event])
     }
 
     /// Returns event `event`, with `key` for its key.
     #[inline]
     pub(super) fn event_keyed(&self, event: usize, key: Key) -> Event {
-        Event { time: self.times[event], key, cost: self.costs[event] }
+        Event { time: self.events.times()[event], key, cost: self.events.cost(event) }
+    }
+
+    /// Returns the number of events.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.events.len()
     }
 
     pub(super) fn key(&self, event: usize) -> &[u8] {
@@ -203,7 +207,7 @@ fn take_numbered<E: From<ReadError>>(
     for received in batches {
         let mut batch = received?;
         let numbered = number(&mut batch);
-        for event in 0..batch.times.len() {
+        for event in 0..batch.len() {
             if let Flow::Stop = take(batch.event(event))? {
                 return Ok(false);
             }

@@ -44,6 +44,25 @@ impl Timeline {
         self.times.is_empty()
     }
 
+    /// Returns the cost of event `n`.
+    #[inline]
+    pub fn cost(&self, n: usize) -> u64 {
+        self.costs.as_ref().map_or(1, |costs| costs[n])
+    }
+
+    /// Keeps the first `len` events and forgets the rest, keeping the memory they took.
+    pub fn truncate(&mut self, len: usize) {
+        self.times.truncate(len);
+        if let Some(costs) = &mut self.costs {
+            costs.truncate(len);
+        }
+    }
+
+    /// Forgets every event, keeping the memory they took.
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+
     /// Returns the events' times, in order.
     pub fn times(&self) -> &[Timestamp] {
         &self.times
@@ -58,8 +77,7 @@ impl Timeline {
     #[inline]
     pub fn each(&self, range: Range<usize>) -> impl Iterator<Item = (Timestamp, u64)> + '_ {
         let start = range.start;
-        let cost = move |k: usize| self.costs.as_ref().map_or(1, |costs| costs[start + k]);
-        self.times[range].iter().enumerate().map(move |(k, &time)| (time, cost(k)))
+        self.times[range].iter().enumerate().map(move |(k, &time)| (time, self.cost(start + k)))
     }
 
     /// Returns the events, in order, each under key 0.
