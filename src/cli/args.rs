@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use clap::{Args, ValueEnum};
 
+use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
@@ -93,6 +94,13 @@ pub struct InputArgs {
     /// Use only events whose `mag` column is at least M.
     #[arg(long, value_name = "M", allow_hyphen_values = true)]
     pub min_mag: Option<Decimal>,
+
+    /// What each event costs: a whole number for every event (--cost 3), or the column
+    /// that holds each event's cost in units, such as tokens or bytes (--cost
+    /// total_tokens). A limiter spends an event's cost; the sizing figures weigh it
+    /// [default: 1].
+    #[arg(long, value_name = "COLUMN|N")]
+    pub cost: Option<Cost>,
 }
 
 /// Limits per key.

@@ -172,6 +172,7 @@ impl InputArgs {
                         })
                     }))
                     .collect(),
+                cost: self.cost.clone().unwrap_or_default(),
                 key_column: key_column.map(|(column, _)| column.to_owned()),
                 key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.

@@ -4,6 +4,7 @@
 //! input redirected from one): if a row turns out to be out of order, the input is read
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
+pub use super::cost::Cost;
 pub use super::emit::{Rows, read_rows};
 pub use super::error::ReadError;
 use super::error::Result;

@@ -4,6 +4,7 @@ pub mod catalog;
 #[cfg(unix)]
 mod chunked;
 mod clf;
+pub mod cost;
 mod emit;
 mod error;
 pub mod event;

@@ -1,5 +1,6 @@
 //! What to read from each row, and which rows to keep.
 
+use super::cost::Cost;
 use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
 use crate::units::layout::TimeLayout;
@@ -17,6 +18,8 @@ pub struct ReadOptions {
     pub time_format: TimeLayout,
     /// Keep only the rows that all these keep, on their times or their columns.
     pub filters: Vec<RowFilter>,
+    /// What each event costs: 1, the same number for all, or a column's.
+    pub cost: Cost,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
     /// What asked for the key column, for messages: `--key` unless said, as a column
@@ -39,6 +42,7 @@ impl ReadOptions {
             time_column: "time".into(),
             time_format: TimeLayout::default(),
             filters: Vec::new(),
+            cost: Cost::default(),
             key_column: None,
             key_asked_by: "--key",
             progress: false,
@@ -53,6 +57,14 @@ impl ReadOptions {
     /// earliest `--until`, each `None` where none bounds it.
     pub fn time_range(&self) -> (Option<Timestamp>, Option<Timestamp>) {
         filter::time_range(&self.filters)
+    }
+
+    /// Returns the column each event's cost is read from, if any.
+    pub fn cost_column(&self) -> Option<&str> {
+        match &self.cost {
+            Cost::Column(name) => Some(name),
+            Cost::Each(_) => None,
+        }
     }
 
     /// Returns the filters that read a column, in their order.

@@ -4,6 +4,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use csv::ByteRecord;
 
+use super::cost::Cost;
 use super::error::{
     ReadError, Result, csv_error, field_error, keys_error, layout, unequal_lengths,
 };
@@ -12,7 +13,7 @@ use super::format::{InputFormat, ReadFailure, Records};
 use super::header::find_column;
 use super::keys::wide;
 use super::options::ReadOptions;
-use super::row::{Columns, Scratch, row_event};
+use super::row::{Columns, CostAt, Scratch, row_event};
 use super::source::Source;
 use super::stats::ReadStats;
 #[cfg(feature = "cli")]
@@ -112,6 +113,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 let mut fields: Vec<String> = Vec::new();
                 let wanted = time_columns.iter().copied();
                 let wanted = wanted.chain(options.column_filters().map(|f| f.column.as_str()));
+                let wanted = wanted.chain(options.cost_column());
                 for field in wanted.chain(options.key_column.as_deref()) {
                     if !fields.iter().any(|f| f == field) {
                         fields.push(field.to_owned());
@@ -138,12 +140,16 @@ impl<'a, R: Read> Reading<'a, R> {
             Some(name) => Some(column(name, &format!("(named by {})", options.key_asked_by))?),
             None => None,
         };
+        let cost = match &options.cost {
+            Cost::Each(units) => CostAt::Each(*units),
+            Cost::Column(name) => CostAt::Column(column(name, "(named by --cost)")?),
+        };
         Ok(Reading {
             rows,
             record: ByteRecord::new(),
             name,
             options,
-            columns: Columns { time, filters, key },
+            columns: Columns { time, filters, key, cost },
             scratch: Scratch::default(),
             width: None,
             stats: ReadStats::default(),

@@ -5,6 +5,7 @@
 
 use csv::ByteRecord;
 
+use super::cost::parse_cost;
 use super::filter::{ColumnTest, RowFilter};
 use super::options::ReadOptions;
 use super::stats::ReadStats;
@@ -34,6 +35,17 @@ pub(super) struct Columns {
     pub filters: Vec<usize>,
     /// The key's column, if events are keyed.
     pub key: Option<usize>,
+    /// What each event costs.
+    pub cost: CostAt,
+}
+
+/// Where a row's cost is, as the header settled it.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CostAt {
+    /// Every event costs this.
+    Each(u64),
+    /// In the column at this index.
+    Column(usize),
 }
 
 /// Room for a row's fields while it is turned into an event, kept from row to row.
@@ -108,9 +120,17 @@ pub(super) fn row_event<'a, 'o>(
             Err(_) => return Err(problem(&rule.column, text, "not a number".into())),
         }
     }
+    let cost = match columns.cost {
+        CostAt::Each(units) => units,
+        CostAt::Column(index) => {
+            let text = row.field(index, filter);
+            let name = options.cost_column().unwrap_or("cost");
+            parse_cost(text).map_err(|reason| problem(name, text, reason))?
+        }
+    };
     let key = match columns.key {
         Some(index) => row.field(index, key),
         None => &[],
     };
-    Ok(Some(RowEvent { time, key, cost: 1 }))
+    Ok(Some(RowEvent { time, key, cost }))
 }

@@ -25,6 +25,7 @@ mod replay;
 mod shared;
 mod sizing;
 mod synth;
+mod weighted;
 
 /// A small USGS-layout catalog, newest first as USGS serves it. Sorted, at 2/h:
 ///

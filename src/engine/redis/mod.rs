@@ -107,6 +107,8 @@ pub fn script(kind: RedisScript) -> &'static Script {
 #[derive(Clone, Debug)]
 pub struct Remote {
     algorithm: Algorithm,
+    rate: Rate,
+    burst: u64,
     script: RedisScript,
     n: i64,
     /// The arguments after the time, written once rather than on every call.
@@ -160,7 +162,14 @@ impl Remote {
             }
         };
         let args = args.into_iter().map(|a| a.to_string()).collect();
-        Ok(Remote { algorithm, script, n: rate.n64(), args })
+        Ok(Remote { algorithm, rate, burst, script, n: rate.n64(), args })
+    }
+
+    /// Returns this limiter taking `cost` units a call, or `None` if a call of that cost
+    /// can never pass (more than the burst, or N): then it would change nothing, and need
+    /// not be sent. Its values stay exact: a cost that can pass is at most the burst.
+    pub fn costing(&self, cost: u64) -> Option<Remote> {
+        Remote::new(self.algorithm, self.rate, self.burst, cost).ok()
     }
 
     /// Returns the script this limiter runs.

@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
@@ -71,12 +71,8 @@ impl RedisEngine {
     }
 
     fn decide_batch(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
-        for &Event { time, key, cost } in events {
+        for &Event { time, key, .. } in events {
             check_time(time)?;
-            // The scripts are loaded with a cost of 1 (`prepare`).
-            if cost != 1 {
-                bail!("Redis replays take events of cost 1 only; this one costs {cost}");
-            }
             while self.keys.len() <= slot(key) {
                 let tag = format!("k{}", self.keys.len());
                 let base = format!("{}{{{tag}}}", self.base);
@@ -84,23 +80,42 @@ impl RedisEngine {
                 self.keys.push((keys, slot_of(tag.as_bytes())));
             }
         }
+        // The scripts are loaded with a cost of 1 (`prepare`); an event of another cost
+        // calls them with its own, and one that can never pass is refused here, unsent,
+        // as a limiter in memory refuses it without a change.
         let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
-        for &Event { time, key, .. } in events {
+        let mut sent = Vec::with_capacity(events.len() * self.remotes.len());
+        for &Event { time, key, cost } in events {
             let (keys, hash_slot) = &self.keys[slot(key)];
             for (remote, keys) in self.remotes.iter().zip(keys) {
+                let costing = if cost == 1 { None } else { Some(remote.costing(cost)) };
+                let remote = match &costing {
+                    None => remote,
+                    Some(Some(costing)) => costing,
+                    Some(None) => {
+                        sent.push(false);
+                        continue;
+                    }
+                };
                 self.calls += 1;
                 let command = remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls);
                 commands.push((*hash_slot, command));
+                sent.push(true);
             }
         }
         // One pipeline, or one per master of a cluster.
         let replies = self.redis.borrow_mut().run(&commands)?;
         let url = self.redis.borrow().url().to_owned();
         let mut replies = replies.iter();
+        let mut sent = sent.into_iter();
         let mut decisions = Vec::with_capacity(self.remotes.len());
         for &event in events {
             decisions.clear();
             for remote in &self.remotes {
+                if sent.next() != Some(true) {
+                    decisions.push(Decision { passed: false, wait: 0 });
+                    continue;
+                }
                 // `Server::run` returns one reply per command, or an error: never fewer.
                 let reply = replies.next().expect("a reply per call");
                 let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;

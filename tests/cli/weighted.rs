@@ -1,0 +1,250 @@
+//! Weighted events (`--cost`): every limiter and the lossless bucket against brute force.
+
+use crate::harness::{RedisServer, Stdin, json, run, run_with};
+
+/// A token log: (time in ms, user, tokens), in time order, with ties, heavy-tailed costs
+/// (most small, a few past the limit's N), and some of cost 0. Made by a fixed LCG, so the
+/// test is the same on every run.
+fn token_log() -> Vec<(i64, usize, u64)> {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        x >> 33
+    };
+    let mut t = 0i64;
+    (0..400)
+        .map(|_| {
+            // Gaps of 0 to 2 s, a tenth of them 0: events that share an instant.
+            let gap = next() % 2_000;
+            t += if gap < 200 { 0 } else { i64::try_from(gap).unwrap() };
+            let user = usize::try_from(next() % 3).unwrap();
+            let tokens = match next() % 20 {
+                0 => 0,
+                1 => 150 + next() % 300,
+                _ => 1 + next() % 40,
+            };
+            (t, user, tokens)
+        })
+        .collect()
+}
+
+fn csv(log: &[(i64, usize, u64)]) -> String {
+    let mut text = String::from("time,user,tokens\n");
+    for &(ms, user, tokens) in log {
+        let (s, ms) = (ms / 1000, ms % 1000);
+        text += &format!("2025-01-01T00:{:02}:{:02}.{ms:03}Z,u{user},{tokens}\n", s / 60, s % 60);
+    }
+    text
+}
+
+/// The rate of every limiter here: N units a P µs, with a burst of B.
+const N: i128 = 100;
+const P: i128 = 60_000_000;
+const B: i128 = 250;
+
+/// What each limiter passes of `events` (time in µs, cost), by the rules the issue gives,
+/// written out plainly: the index of each passed event.
+fn brute(algo: &str, events: &[(i128, i128)]) -> Vec<bool> {
+    let mut passed = vec![false; events.len()];
+    // GCRA and the leaky queue: tat in units of 1/N µs. The token bucket: its level in
+    // units of 1/P token.
+    let (mut tat, mut level, mut last) = (i128::MIN, B * P, None::<i128>);
+    for (k, &(t, c)) in events.iter().enumerate() {
+        let window = t.div_euclid(P);
+        let ok = match algo {
+            "fixed-window" => {
+                let used: i128 = (0..k)
+                    .filter(|&j| passed[j] && events[j].0.div_euclid(P) == window)
+                    .map(|j| events[j].1)
+                    .sum();
+                used + c <= N
+            }
+            "sliding-log" => {
+                let used: i128 =
+                    (0..k).filter(|&j| passed[j] && events[j].0 > t - P).map(|j| events[j].1).sum();
+                used + c <= N
+            }
+            "sliding-counter" => {
+                let in_window = |w: i128| -> i128 {
+                    (0..k)
+                        .filter(|&j| passed[j] && events[j].0.div_euclid(P) == w)
+                        .map(|j| events[j].1)
+                        .sum()
+                };
+                let (prev, cur) = (in_window(window - 1), in_window(window));
+                let elapsed = t - window * P;
+                // prev·(P − elapsed)/P + cur + c − 1 < N, times P.
+                prev * (P - elapsed) + (cur + c - 1) * P < N * P
+            }
+            "token-bucket" => {
+                if let Some(last) = last {
+                    level = (level + (t - last) * N).min(B * P);
+                }
+                last = Some(t);
+                let ok = level >= c * P;
+                if ok {
+                    level -= c * P;
+                }
+                ok
+            }
+            "gcra" | "leaky-queue" => {
+                let from = tat.max(t * N);
+                // max(tat, t) + c·I − t ≤ b·I, times N.
+                let ok = from + c * P - t * N <= B * P;
+                if ok {
+                    tat = from + c * P;
+                }
+                ok
+            }
+            _ => unreachable!(),
+        };
+        passed[k] = ok;
+    }
+    passed
+}
+
+/// The smallest lossless bucket of `events` at N/P, by every stretch: the largest
+/// ⌈(c_i + … + c_j − r·(t_j − t_i))⌉, and at least 1.
+fn brute_bucket(events: &[(i128, i128)]) -> i128 {
+    let mut worst = 1;
+    for i in 0..events.len() {
+        let mut units = 0;
+        for j in i..events.len() {
+            units += events[j].1;
+            let need = units * P - N * (events[j].0 - events[i].0);
+            worst = worst.max((need + P - 1).div_euclid(P));
+        }
+    }
+    worst
+}
+
+fn micros(log: &[(i64, usize, u64)], user: Option<usize>) -> Vec<(i128, i128)> {
+    log.iter()
+        .filter(|&&(_, u, _)| user.is_none_or(|want| want == u))
+        .map(|&(ms, _, c)| (i128::from(ms) * 1000, i128::from(c)))
+        .collect()
+}
+
+const ALGOS: [&str; 6] =
+    ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue"];
+
+#[test]
+fn every_limiter_spends_each_events_cost_as_brute_force_does() {
+    let log = token_log();
+    let text = csv(&log);
+    let all = micros(&log, None);
+    for algo in ALGOS {
+        let mut args = vec!["replay", "--algo", algo, "--rate", "100/m", "--cost", "tokens"];
+        if matches!(algo, "token-bucket" | "gcra" | "leaky-queue") {
+            args.extend(["--burst", "250"]);
+        }
+        let report = json(&run(&[&args[..], &["--format", "json"]].concat(), &text).ok());
+        let passed = brute(algo, &all).iter().filter(|&&p| p).count() as u64;
+        assert_eq!(report["passed"].as_u64(), Some(passed), "{algo}");
+        assert!(passed > 0 && passed < 400, "{algo}: {passed} passed; the test must bite");
+        // By key: each user's limiter sees that user's events alone.
+        let keyed = [&args[..], &["--key", "user", "--top", "0", "--format", "json"]].concat();
+        let report = json(&run(&keyed, &text).ok());
+        for row in report["keys"]["top"].as_array().unwrap() {
+            let user: usize = row["key"].as_str().unwrap()[1..].parse().unwrap();
+            let own = brute(algo, &micros(&log, Some(user))).iter().filter(|&&p| p).count();
+            assert_eq!(row["passed"].as_u64(), Some(own as u64), "{algo}, u{user}");
+        }
+    }
+}
+
+#[test]
+fn the_weighted_lossless_bucket_by_key_matches_every_stretch() {
+    let log = token_log();
+    let text = csv(&log);
+    let args = ["min-bucket", "--rate", "100/m", "--cost", "tokens", "--format", "json"];
+    let report = json(&run(&args, &text).ok());
+    let whole = brute_bucket(&micros(&log, None));
+    assert_eq!(report[0]["min_bucket"].as_i64(), Some(i64::try_from(whole).unwrap()));
+    // A bucket that counted events would need far less: the costs are weighed.
+    let counted = json(&run(&["min-bucket", "--rate", "100/m", "--format", "json"], &text).ok());
+    assert!(counted[0]["min_bucket"].as_i64().unwrap() * 5 < i64::try_from(whole).unwrap());
+    let keyed = [&args[..], &["--key", "user", "--top", "0"]].concat();
+    let report = json(&run(&keyed, &text).ok());
+    let rows = report[0]["keys"]["top"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        let user: usize = row["key"].as_str().unwrap()[1..].parse().unwrap();
+        let need = brute_bucket(&micros(&log, Some(user)));
+        assert_eq!(row["min_bucket"].as_i64(), Some(i64::try_from(need).unwrap()), "u{user}");
+    }
+    // The curve and the minimum rate weigh the same costs: at 100/m the curve needs what
+    // the one-pass bucket does, and min-rate at that burst gives a rate of at most 100/m.
+    let curve =
+        json(&run(&["min-bucket", "--curve", "--cost", "tokens", "--format", "json"], &text).ok());
+    assert!(curve.as_array().is_some_and(|pieces| !pieces.is_empty()));
+    let burst = whole.to_string();
+    let rate = json(
+        &run(&["min-rate", "--burst", &burst, "--cost", "tokens", "--format", "json"], &text).ok(),
+    );
+    let found = rate[0]["rate"].as_str().unwrap().to_owned();
+    let again = json(
+        &run(&["min-bucket", "--rate", &found, "--cost", "tokens", "--format", "json"], &text).ok(),
+    );
+    assert!(again[0]["min_bucket"].as_i64().unwrap() <= i64::try_from(whole).unwrap(), "{found}");
+}
+
+#[test]
+fn a_cost_that_is_not_a_whole_number_names_its_line_and_column() {
+    for (field, reason) in [
+        ("", "empty"),
+        ("-3", "negative"),
+        ("2.5", "fractional"),
+        ("many", "not a number"),
+        ("1000000000001", "more than 1000000000000"),
+    ] {
+        let text = format!("time,tokens\n2025-01-01T00:00:00Z,1\n2025-01-01T00:00:01Z,{field}\n");
+        let args = ["replay", "--algo", "gcra", "--rate", "5/h", "--cost", "tokens"];
+        let out = run(&args, &text);
+        assert_eq!(out.code, 2, "{field}");
+        let err = out.error();
+        assert!(
+            err.contains("line 3") && err.contains("`tokens`") && err.contains(reason),
+            "{err}"
+        );
+        // --skip-bad counts it as a bad row, and reads on.
+        let skip = ["--skip-bad", "1", "--format", "json"];
+        let skip = run(&[&args[..], &skip[..]].concat(), &text);
+        assert_eq!(json(&skip.ok())["events"].as_u64(), Some(1), "{field}");
+    }
+    let missing =
+        run(&["replay", "--algo", "gcra", "--rate", "5/h", "--cost", "bytes"], "time,tokens\n");
+    assert_eq!(
+        missing.error(),
+        "ratelimit: <stdin>: no column named `bytes` (named by --cost); the header has: time,tokens"
+    );
+}
+
+#[test]
+fn a_cost_of_n_is_n_events_at_once() {
+    // Every event costs 2: a burst of 4 passes two of three that share an instant.
+    let text = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00Z\n";
+    let args = [
+        "replay", "--algo", "gcra", "--rate", "1/h", "--burst", "4", "--cost", "2", "--format",
+        "json",
+    ];
+    let report = json(&run(&args, text).ok());
+    assert_eq!((report["passed"].as_u64(), report["min_bucket"].as_u64()), (Some(2), Some(6)));
+}
+
+#[test]
+fn redis_spends_each_events_cost_as_memory_does() {
+    let Some(server) = RedisServer::start() else { return };
+    let url = server.url();
+    let text = csv(&token_log());
+    for algo in ALGOS {
+        let mut args = vec!["replay", "--algo", algo, "--rate", "100/m", "--cost", "tokens"];
+        if matches!(algo, "token-bucket" | "gcra" | "leaky-queue") {
+            args.extend(["--burst", "250"]);
+        }
+        args.extend(["--key", "user", "--top", "0", "--format", "json"]);
+        let memory = run(&args, &text).ok();
+        let redis = run_with(&[&args[..], &["--redis", &url]].concat(), Stdin::Pipe(&text)).ok();
+        assert_eq!(memory, redis, "{algo}");
+    }
+}
