@@ -24,6 +24,12 @@ pub struct LimiterReport {
     pub events: u64,
     pub passed: u64,
     pub dropped: u64,
+    /// With costs (some event costs other than 1): what the events cost, in units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<Units>,
+    /// With costs: the events that cost more than the limiter ever holds, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub too_big: Option<TooBig>,
     pub busiest_window: Window,
     pub demand_busiest_window: Window,
     /// The smallest lossless bucket at the rate; with `--key`, `worst_key` has the largest
@@ -102,12 +108,44 @@ pub struct Window {
     pub length_s: Span,
     pub start: Option<Timestamp>,
     pub count: u64,
+    /// With costs: the units in the window, which is the one that holds the most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<u128>,
 }
 
-impl From<Busiest> for Window {
-    fn from(busiest: Busiest) -> Window {
-        Window { length_s: busiest.length, start: busiest.start, count: busiest.count }
+impl Window {
+    /// Returns the report of a busiest window; `weighted`, with its units.
+    pub fn of(busiest: Busiest, weighted: bool) -> Window {
+        Window {
+            length_s: busiest.length,
+            start: busiest.start,
+            count: busiest.count,
+            units: weighted.then_some(busiest.units),
+        }
     }
+}
+
+/// What a weighted run's events cost, in units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Units {
+    pub events: u128,
+    pub passed: u128,
+    pub dropped: u128,
+}
+
+/// The events that cost more than a limiter ever holds (its burst, or N): they never pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct TooBig {
+    pub events: u64,
+    /// The first of them.
+    pub first: Heavy,
+}
+
+/// One event and its cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Heavy {
+    pub time: Timestamp,
+    pub cost: u64,
 }
 
 /// How long a leaky queue's admitted events waited, to the nearest microsecond.

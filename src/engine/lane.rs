@@ -23,11 +23,67 @@ pub struct Settings {
     pub window: Span,
 }
 
+impl Settings {
+    /// Returns the most units the limiter ever holds at once: its burst, or N for the
+    /// windows. An event that costs more never passes.
+    pub fn capacity(&self) -> u64 {
+        if self.algorithm.uses_burst() { self.burst.get() } else { self.rate.count() }
+    }
+}
+
+/// What a limiter's events cost, in units: what it passed, and the events that cost more
+/// than it ever holds (which never pass), with the first of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// The units it passed.
+    pub passed: u128,
+    /// How many events cost more than its capacity.
+    pub too_big: u64,
+    /// The first of them: its time and its cost.
+    pub first_too_big: Option<(Timestamp, u64)>,
+}
+
+impl Spent {
+    /// Counts an event at `time` that costs `cost`, and whether it passed a limiter that
+    /// holds at most `capacity` units.
+    #[inline(always)]
+    pub fn add(&mut self, time: Timestamp, cost: u64, passed: bool, capacity: u64) {
+        if passed {
+            self.passed += u128::from(cost);
+        } else if cost > capacity {
+            self.too_big += 1;
+            self.first_too_big = self.first_too_big.or(Some((time, cost)));
+        }
+    }
+
+    /// Returns what a report says of them, over demand's `units`; `None` unless `weighted`.
+    pub fn report(
+        &self,
+        units: u128,
+        weighted: bool,
+    ) -> (Option<report::Units>, Option<report::TooBig>) {
+        if !weighted {
+            return (None, None);
+        }
+        let spent =
+            report::Units { events: units, passed: self.passed, dropped: units - self.passed };
+        let too_big = self.first_too_big.map(|(time, cost)| report::TooBig {
+            events: self.too_big,
+            first: report::Heavy { time, cost },
+        });
+        (Some(spent), too_big)
+    }
+}
+
 /// What all the events show, whatever the limiter: their count, the busiest window of
 /// demand, and the smallest lossless bucket at the rate.
 #[derive(Clone, Debug)]
 pub struct Demand {
     pub(super) events: u64,
+    /// What the events cost together.
+    pub(super) units: u128,
+    /// Whether any event cost other than 1.
+    pub(super) weighted: bool,
     pub(super) window: BusiestWindow,
     pub(super) lossless: MinBucketFinder,
 }
@@ -37,6 +93,8 @@ impl Demand {
     pub fn new(rate: Rate, window: Span) -> Demand {
         Demand {
             events: 0,
+            units: 0,
+            weighted: false,
             window: BusiestWindow::new(window),
             lossless: MinBucketFinder::new(rate),
         }
@@ -54,6 +112,8 @@ impl Demand {
     #[inline]
     pub(super) fn count(&mut self, time: Timestamp, cost: u64) {
         self.events += 1;
+        self.units += u128::from(cost);
+        self.weighted |= cost != 1;
         self.lossless.push_cost(time, cost);
     }
 
@@ -62,12 +122,16 @@ impl Demand {
     #[inline]
     pub(super) fn push_total(&mut self, time: Timestamp, cost: u64) {
         self.events += 1;
+        self.units += u128::from(cost);
+        self.weighted |= cost != 1;
         self.window.push_cost(time, cost);
     }
 
     /// Forgets every event, keeping the memory it took.
     pub(super) fn clear(&mut self) {
         self.events = 0;
+        self.units = 0;
+        self.weighted = false;
         self.window.clear();
         self.lossless = MinBucketFinder::new(self.lossless.result().rate);
     }
@@ -80,6 +144,8 @@ impl Demand {
 pub struct Lane {
     settings: Settings,
     pub(super) passed: u64,
+    pub(super) spent: Spent,
+    capacity: u64,
     busiest: BusiestWindow,
     pub(super) promise: PromiseCheck,
     queue: Option<(Waits, LeakyQueue)>,
@@ -92,6 +158,8 @@ impl Lane {
         Lane {
             settings,
             passed: 0,
+            spent: Spent::default(),
+            capacity: settings.capacity(),
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst.get()),
             queue: algorithm.delays().then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
@@ -115,6 +183,7 @@ impl Lane {
     // lane.
     #[inline(always)]
     pub(super) fn count(&mut self, time: Timestamp, cost: u64, passed: bool) -> bool {
+        self.spent.add(time, cost, passed, self.capacity);
         if passed {
             self.passed += 1;
             self.promise.passed(time, cost);
@@ -128,6 +197,7 @@ impl Lane {
     /// Forgets every event, keeping the memory it took.
     pub(super) fn clear(&mut self) {
         self.passed = 0;
+        self.spent = Spent::default();
         self.busiest.clear();
         self.promise.clear();
         if let Some(queue) = &mut self.queue {
@@ -140,15 +210,18 @@ impl Lane {
     }
 
     /// Returns the report of this lane over `demand`, naming the input, and the key if it is
-    /// one key's; `fleet` says what fleet it ran on, if any.
+    /// one key's; `fleet` says what fleet it ran on, if any. A `weighted` report (some
+    /// event of the run cost other than 1) gives units too.
     pub fn report(
         &self,
         demand: &Demand,
         input: &str,
         key: Option<String>,
         fleet: Option<&report::FleetReport>,
+        weighted: bool,
     ) -> report::LimiterReport {
         let Settings { algorithm, rate, burst, .. } = self.settings;
+        let (units, too_big) = self.spent.report(demand.units, weighted);
         report::LimiterReport {
             input: input.to_owned(),
             key,
@@ -158,8 +231,10 @@ impl Lane {
             events: demand.events,
             passed: self.passed,
             dropped: demand.events - self.passed,
-            busiest_window: self.busiest.busiest().into(),
-            demand_busiest_window: demand.window.busiest().into(),
+            units,
+            too_big,
+            busiest_window: report::Window::of(self.busiest.busiest(), weighted),
+            demand_busiest_window: report::Window::of(demand.window.busiest(), weighted),
             min_bucket: Some(demand.lossless.result().min_bucket),
             worst_key: None,
             queue: self.waits().map(Into::into),
@@ -167,5 +242,27 @@ impl Lane {
             fleet: fleet.cloned().map(Box::new),
             by_key: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spent_counts_passed_units_and_the_events_too_big_to_pass() {
+        let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+        let mut spent = Spent::default();
+        // A limiter that holds 5: 3 passes, 4 is refused (not too big), 7 and 9 are too big.
+        spent.add(at(0), 3, true, 5);
+        spent.add(at(1), 4, false, 5);
+        spent.add(at(2), 7, false, 5);
+        spent.add(at(3), 9, false, 5);
+        assert_eq!((spent.passed, spent.too_big, spent.first_too_big), (3, 2, Some((at(2), 7))));
+        let (units, too_big) = spent.report(23, true);
+        let units = units.unwrap();
+        assert_eq!((units.events, units.passed, units.dropped), (23, 3, 20));
+        assert_eq!(too_big.map(|t| (t.events, t.first.cost)), Some((2, 7)));
+        assert_eq!(spent.report(23, false), (None, None), "units only for a weighted run");
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{Result, bail};
 
 pub use super::lane::Settings;
-use super::lane::{Demand, Lane};
+use super::lane::{Demand, Lane, Spent};
 use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
 use crate::input::keys::MAX_KEYED_EVENTS;
 use crate::input::keys::{Groups, Ranking, fold_keys, for_each_listed, joined};
@@ -77,6 +77,7 @@ fn lane_passed(bits: &[u8], n: usize) -> bool {
 struct Totals {
     demand: Demand,
     passed: Vec<u64>,
+    spent: Vec<Spent>,
     busiest: Vec<BusiestWindow>,
 }
 
@@ -190,7 +191,9 @@ impl Recorder {
         match &self.kept {
             Kept::One(only) => Reports {
                 lanes: (only.lanes.iter().enumerate())
-                    .map(|(n, lane)| lane.report(&only.demand, input, None, fleet(n)))
+                    .map(|(n, lane)| {
+                        lane.report(&only.demand, input, None, fleet(n), only.demand.weighted)
+                    })
                     .collect(),
                 across: Vec::new(),
             },
@@ -276,14 +279,20 @@ impl Totals {
         let mut totals = Totals {
             demand: Demand::new(first.rate, first.window),
             passed: vec![0; settings.len()],
+            spent: vec![Spent::default(); settings.len()],
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         };
+        let capacity: Vec<u64> = settings.iter().map(Settings::capacity).collect();
         let decisions = keyed.passed.chunks_exact(keyed.stride);
         for ((time, cost), bits) in keyed.events.each(0..keyed.events.len()).zip(decisions) {
             totals.demand.push_total(time, cost);
-            for n in (0..settings.len()).filter(|&n| lane_passed(bits, n)) {
-                totals.passed[n] += 1;
-                totals.busiest[n].push_cost(time, cost);
+            for (n, spent) in totals.spent.iter_mut().enumerate() {
+                let passed = lane_passed(bits, n);
+                spent.add(time, cost, passed, capacity[n]);
+                if passed {
+                    totals.passed[n] += 1;
+                    totals.busiest[n].push_cost(time, cost);
+                }
             }
         }
         totals
@@ -331,6 +340,8 @@ impl KeyedEvents {
             groups,
         };
         let lanes = settings.len();
+        // Units are reported when any event of the run cost other than 1.
+        let weighted = self.events.costs().is_some();
         // Pass one over the keys: what each adds to the totals, and which are listed.
         let fresh = || {
             let spread = Spread {
@@ -385,7 +396,8 @@ impl KeyedEvents {
                     .iter()
                     .map(|&(key, _)| {
                         let state = &listed[&key];
-                        state.lanes[n].report(&state.demand, input, Some(table.name(key)), None)
+                        let name = Some(table.name(key));
+                        state.lanes[n].report(&state.demand, input, name, None, weighted)
                     })
                     .collect();
                 let Settings { algorithm, rate, burst, .. } = settings[n];
@@ -395,6 +407,7 @@ impl KeyedEvents {
                     dropped: spread.dropped[n].quantiles(),
                 });
                 let check = PromiseCheck::new(algorithm, rate, burst.get());
+                let (units, too_big) = totals.spent[n].report(totals.demand.units, weighted);
                 report::LimiterReport {
                     input: input.to_owned(),
                     key: None,
@@ -404,8 +417,13 @@ impl KeyedEvents {
                     events,
                     passed,
                     dropped: events - passed,
-                    busiest_window: totals.busiest[n].busiest().into(),
-                    demand_busiest_window: totals.demand.window.busiest().into(),
+                    units,
+                    too_big,
+                    busiest_window: report::Window::of(totals.busiest[n].busiest(), weighted),
+                    demand_busiest_window: report::Window::of(
+                        totals.demand.window.busiest(),
+                        weighted,
+                    ),
                     // Over keys, the need is the worst key's, and it is named there.
                     min_bucket: None,
                     worst_key: worst_key.clone(),

@@ -31,6 +31,13 @@ fn min_bucket_curve_json() {
 }
 
 #[test]
+fn weighted_replay_json() {
+    // Each event costs its depth: units beside events, and the events past the burst.
+    let args = ["replay", "--algo", "gcra", "--rate", "30/h", "--burst", "25", "--cost", "depth"];
+    insta::assert_snapshot!(run(&[&args[..], &["--format", "json"]].concat(), QUAKES).ok());
+}
+
+#[test]
 fn min_rate_json() {
     insta::assert_snapshot!(run(&["min-rate", "--burst", "1,3", "--format", "json"], QUAKES).ok());
 }
@@ -64,8 +71,13 @@ fn every_json_output_keeps_its_published_schema() {
     assert_valid("replay", &quakes(&queue), "a leaky queue's replay");
     let fleet = ["--servers", "2", "--share", "synced", "--sync", "1m"];
     assert_valid("replay", &quakes(&[&replay[..], &fleet].concat()), "replay --servers");
+    let weighted = ["--cost", "depth", "--burst", "25"];
+    let weighted = [&replay[..5], &weighted].concat();
+    assert_valid("replay", &quakes(&weighted), "replay --cost, with events too big");
     let compare = ["compare", "--rate", "1/h", "--burst", "2"];
     assert_valid("compare", &quakes(&compare), "compare");
+    let by_net = ["--cost", "depth", "--key", "net"];
+    assert_valid("compare", &quakes(&[&compare[..], &by_net].concat()), "weighted, keyed");
     assert_valid("compare", &clients(&[&compare[..], &["--key", "client"]].concat()), "keyed");
     let min_bucket = ["min-bucket", "--rate", "1/h,4/h"];
     assert_valid("min-bucket", &quakes(&min_bucket), "min-bucket");

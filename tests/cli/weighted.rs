@@ -139,12 +139,26 @@ fn every_limiter_spends_each_events_cost_as_brute_force_does() {
             args.extend(["--burst", "250"]);
         }
         let report = json(&run(&[&args[..], &["--format", "json"]].concat(), &text).ok());
-        let passed = brute(algo, &all).iter().filter(|&&p| p).count() as u64;
+        let decided = brute(algo, &all);
+        let passed = decided.iter().filter(|&&p| p).count() as u64;
         assert_eq!(report["passed"].as_u64(), Some(passed), "{algo}");
         assert!(passed > 0 && passed < 400, "{algo}: {passed} passed; the test must bite");
+        let units: i128 = all.iter().zip(&decided).filter(|(_, p)| **p).map(|(e, _)| e.1).sum();
+        assert_eq!(report["units"]["passed"].as_i64(), Some(i64::try_from(units).unwrap()));
+        // What the limiter ever holds: its burst, or N for the windows.
+        let capacity = if args.contains(&"--burst") { B } else { N };
+        let too_big = all.iter().filter(|e| e.1 > capacity).count() as u64;
+        assert!(too_big > 0, "the log has events too big for every limiter");
+        assert_eq!(report["too_big"]["events"].as_u64(), Some(too_big), "{algo}");
+        let first = all.iter().position(|e| e.1 > capacity).unwrap();
+        assert_eq!(
+            report["too_big"]["first"]["cost"].as_i64(),
+            Some(i64::try_from(all[first].1).unwrap())
+        );
         // By key: each user's limiter sees that user's events alone.
         let keyed = [&args[..], &["--key", "user", "--top", "0", "--format", "json"]].concat();
         let report = json(&run(&keyed, &text).ok());
+        assert_eq!(report["too_big"]["events"].as_u64(), Some(too_big), "{algo}, over keys");
         for row in report["keys"]["top"].as_array().unwrap() {
             let user: usize = row["key"].as_str().unwrap()[1..].parse().unwrap();
             let own = brute(algo, &micros(&log, Some(user))).iter().filter(|&&p| p).count();

@@ -100,9 +100,12 @@ pub fn replay_table(
         };
         format!("{n:>digits$}{share}")
     };
-    let window = |w: &report::Window, what: &str| match w.start {
-        Some(start) => format!("{} {what}, from {start}", w.count),
-        None => format!("0 {what}"),
+    let window = |w: &report::Window, what: &str| {
+        let units = w.units.map_or(String::new(), |units| format!(" ({units} units)"));
+        match w.start {
+            Some(start) => format!("{} {what}{units}, from {start}", w.count),
+            None => format!("0 {what}"),
+        }
     };
     let limiter = match r.burst {
         Some(burst) => format!("{} at {}, burst {burst}", r.algorithm.name(), r.rate),
@@ -118,6 +121,21 @@ pub fn replay_table(
         ("events".to_owned(), r.events.to_string()),
         ("passed".to_owned(), count(r.passed)),
         ("dropped".to_owned(), if r.dropped > 0 { style.warn(&dropped) } else { dropped }),
+    ]);
+    if let Some(units) = &r.units {
+        let text =
+            format!("{} in all: {} passed, {} dropped", units.events, units.passed, units.dropped);
+        lines.push(("units".to_owned(), text));
+    }
+    if let Some(too_big) = &r.too_big {
+        let report::Heavy { time, cost } = too_big.first;
+        let text = format!(
+            "{} events cost more than the limiter ever holds, and never pass; the first, at {time}, costs {cost}",
+            too_big.events
+        );
+        lines.push(("too big".to_owned(), style.warn(&text)));
+    }
+    lines.extend([
         (format!("busiest {length}"), window(&r.busiest_window, "passed")),
         (format!("demand {length}"), window(&r.demand_busiest_window, "events")),
         (
