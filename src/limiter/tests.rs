@@ -236,3 +236,73 @@ proptest! {
         }
     }
 }
+
+/// What each limiter passes of `events` (time in µs, cost), by the rule README and the
+/// weighted-limits issue write for it, computed plainly from every passed event so far:
+/// the reference the limiters are held to, with costs of 1 and with any others.
+fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+    let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+    let mut passed: Vec<(i128, i128)> = Vec::new();
+    let (mut tat, mut level, mut last) = (i128::MIN, b * p, None::<i128>);
+    let mut out = Vec::with_capacity(events.len());
+    for &(t, c) in events {
+        let c = i128::from(c);
+        let used = |keep: &dyn Fn(i128) -> bool| -> i128 {
+            passed.iter().filter(|&&(s, _)| keep(s)).map(|&(_, c)| c).sum()
+        };
+        let window = t.div_euclid(p);
+        let ok = match algorithm {
+            Algorithm::FixedWindow => used(&|s| s.div_euclid(p) == window) + c <= n,
+            Algorithm::SlidingLog => used(&|s| s > t - p) + c <= n,
+            Algorithm::SlidingCounter => {
+                let prev = used(&|s| s.div_euclid(p) == window - 1);
+                let cur = used(&|s| s.div_euclid(p) == window);
+                prev * (p - (t - window * p)) + (cur + c - 1) * p < n * p
+            }
+            Algorithm::TokenBucket => {
+                if let Some(last) = last {
+                    level = (level + (t - last) * n).min(b * p);
+                }
+                last = Some(t);
+                let ok = level >= c * p;
+                level -= if ok { c * p } else { 0 };
+                ok
+            }
+            Algorithm::Gcra | Algorithm::LeakyQueue => {
+                let from = tat.max(t * n);
+                let ok = from + c * p - t * n <= b * p;
+                tat = if ok { from + c * p } else { tat };
+                ok
+            }
+        };
+        if ok {
+            passed.push((t, c));
+        }
+        out.push(ok);
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Every limiter decides by its written rule: with every cost 1 (the unweighted rule,
+    /// as before costs), and with costs from 0 to past the burst.
+    #[test]
+    fn every_limiter_decides_by_its_written_rule(
+        ((rate, b, times), costs, ones) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 2);
+            (Just(s), prop::collection::vec(0..=most, len), any::<bool>())
+        })
+    ) {
+        let costs = if ones { vec![1; costs.len()] } else { costs };
+        let events: Vec<(i128, u64)> =
+            times.iter().zip(&costs).map(|(t, &c)| (i128::from(t.as_micros()), c)).collect();
+        for algorithm in Algorithm::ALL {
+            let mut limiter = algorithm.build(rate, burst(b));
+            let got: Vec<bool> =
+                times.iter().zip(&costs).map(|(&t, &c)| limiter.take(t, c, false).passed).collect();
+            prop_assert_eq!(got, by_the_rule(algorithm, rate, b, &events), "{:?}", algorithm);
+        }
+    }
+}
