@@ -46,6 +46,16 @@ impl<L: KeyedState> PerKey<L> {
         self.limiter.step(&mut self.states[key], now, cost, force)
     }
 
+    /// Returns whether an event of key `key` at `now` that costs `cost` would pass,
+    /// spending nothing.
+    #[inline]
+    pub fn admits(&mut self, key: usize, now: Timestamp, cost: u64) -> bool {
+        match self.states.get_mut(key) {
+            Some(state) => self.limiter.admits(state, now, cost),
+            None => self.limiter.admits(&mut self.fresh.clone(), now, cost),
+        }
+    }
+
     /// Gives key `to` the state that key `key` has in `from`.
     pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
         if to >= self.states.len() {
@@ -83,6 +93,11 @@ impl Store for Keys {
     ) -> Decision {
         of.take(key, now, cost, force)
     }
+
+    #[inline]
+    fn admits<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp, cost: u64) -> bool {
+        of.admits(key, now, cost)
+    }
 }
 
 /// Any one of the limiters, for many keys, chosen at run time without dynamic dispatch.
@@ -98,6 +113,18 @@ impl AnyPerKey {
     #[inline]
     pub fn decide(&mut self, key: usize, now: Timestamp, cost: u64) -> Decision {
         self.take_at(key, now, cost, false)
+    }
+
+    /// Returns whether an event of key `key` at `now` would pass, spending nothing.
+    #[inline]
+    pub fn admits(&mut self, key: usize, now: Timestamp, cost: u64) -> bool {
+        self.admits_at(key, now, cost)
+    }
+
+    /// Records an event of key `key` at `now` as passed, whatever the limiter would say.
+    #[inline]
+    pub fn charge(&mut self, key: usize, now: Timestamp, cost: u64) {
+        self.take_at(key, now, cost, true);
     }
 }
 

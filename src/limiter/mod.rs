@@ -90,6 +90,15 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// Decides on an event in `state`, as [`Limiter::take`] does with the limiter's own.
     fn step(&self, state: &mut Self::State, now: Timestamp, cost: u64, force: bool) -> Decision;
 
+    /// Returns whether an event would pass in `state`, as [`step`](KeyedState::step)
+    /// would decide, without spending anything: no later decision changes. It may tidy
+    /// `state` (forget what no later event can see). The default steps on a copy, which
+    /// is cheap for every limiter whose state is a few numbers.
+    #[inline]
+    fn admits(&self, state: &mut Self::State, now: Timestamp, cost: u64) -> bool {
+        self.step(&mut state.clone(), now, cost, false).passed
+    }
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }

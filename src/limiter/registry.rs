@@ -33,6 +33,13 @@ pub trait Store {
         cost: u64,
         force: bool,
     ) -> Decision;
+
+    /// Returns whether an event at `now` would pass in the state at `at`, spending
+    /// nothing, as [`KeyedState::admits`] says. The default decides on a copy of the whole
+    /// store: right, but for stores that do better.
+    fn admits<L: Rule>(of: &mut Self::Of<L>, at: Self::At, now: Timestamp, cost: u64) -> bool {
+        Self::take(&mut of.clone(), at, now, cost, false).passed
+    }
 }
 
 /// Makes, from the list of limiters (each `module::Type`), their modules, [`Algorithm`] and
@@ -149,6 +156,18 @@ macro_rules! limiters {
             ) -> Decision {
                 match self { $(Any::$rule(of) => S::take(of, at, now, cost, force),)* }
             }
+
+            /// Returns whether an event at `now` would pass in the state at `at`,
+            /// spending nothing; see [`Store::admits`].
+            #[inline]
+            pub fn admits_at(
+                &mut self,
+                at: S::At,
+                now: $crate::units::time::Timestamp,
+                cost: u64,
+            ) -> bool {
+                match self { $(Any::$rule(of) => S::admits(of, at, now, cost),)* }
+            }
         }
     };
 }
@@ -214,6 +233,14 @@ impl Store for Alone {
     #[inline]
     fn take<L: Rule>(of: &mut L, _: (), now: Timestamp, cost: u64, force: bool) -> Decision {
         of.take(now, cost, force)
+    }
+
+    #[inline]
+    fn admits<L: Rule>(of: &mut L, _: (), now: Timestamp, cost: u64) -> bool {
+        let mut state = std::mem::take(of.state_mut());
+        let admits = of.admits(&mut state, now, cost);
+        *of.state_mut() = state;
+        admits
     }
 }
 

@@ -111,18 +111,27 @@ impl KeyedState for SlidingLog {
 
     #[inline]
     fn step(&self, state: &mut Log, now: Timestamp, cost: u64, force: bool) -> Decision {
+        // Tidied first, forced or not, so that the log keeps only its window.
+        let fits = self.admits(state, now, cost);
+        let pass = force || fits;
         let now = now.as_micros();
-        // An event at exactly t − P is a full period old and no longer counts.
-        let oldest_kept = now.saturating_sub(self.period);
-        while state.front().is_some_and(|t| t <= oldest_kept) {
-            state.pop_front();
-        }
-        let pass = force || state.used().saturating_add(cost) <= self.limit;
         // An event that costs nothing changes nothing, and takes no room in the log.
         if pass && cost > 0 {
             state.push_back(now, cost);
         }
         Decision { passed: pass, wait: 0 }
+    }
+
+    /// Forgets the times that have left the window (no later event sees them), and says
+    /// whether the event fits: no copy of the log.
+    #[inline]
+    fn admits(&self, state: &mut Log, now: Timestamp, cost: u64) -> bool {
+        // An event at exactly t − P is a full period old and no longer counts.
+        let oldest_kept = now.as_micros().saturating_sub(self.period);
+        while state.front().is_some_and(|t| t <= oldest_kept) {
+            state.pop_front();
+        }
+        state.used().saturating_add(cost) <= self.limit
     }
 
     fn state_mut(&mut self) -> &mut Log {

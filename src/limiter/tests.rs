@@ -306,3 +306,33 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// `admits` says what the next decision is, and asking it changes no decision: a
+    /// refused layer of a layered limit leaves every other layer as it was.
+    #[test]
+    fn admits_foretells_the_decision_and_spends_nothing(
+        ((rate, b, times), costs, asks) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 2);
+            (Just(s), prop::collection::vec(0..=most, len), prop::collection::vec(0usize..3, len))
+        })
+    ) {
+        for algorithm in Algorithm::ALL {
+            let mut asked = AnyPerKey::new(algorithm, rate, burst(b));
+            let mut plain = AnyPerKey::new(algorithm, rate, burst(b));
+            for ((&t, &c), &n) in times.iter().zip(&costs).zip(&asks) {
+                // Ask about this event, and about one ten times as costly, n times over.
+                let foretold = asked.admits(0, t, c);
+                for _ in 0..n {
+                    prop_assert_eq!(asked.admits(0, t, c), foretold);
+                    asked.admits(0, t, c * 10);
+                }
+                let decided = asked.decide(0, t, c).passed;
+                prop_assert_eq!(decided, foretold, "{:?}", algorithm);
+                prop_assert_eq!(plain.decide(0, t, c).passed, decided, "{:?}", algorithm);
+            }
+        }
+    }
+}
