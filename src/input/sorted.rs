@@ -65,10 +65,10 @@ impl Kept {
         }
     }
 
-    /// Gives each event to `take` in time order (and key order for equal times), stable
-    /// for equal times and keys, until `take` fails. Events that cost 1 and share a time
-    /// and key cannot be told apart, so unstable sorts keep replay stable; weighted ones
-    /// can, and keep their order.
+    /// Gives each event to `take` in time order, stable for equal times, until `take`
+    /// fails: events that share a time keep the order they came in, whatever their keys,
+    /// as limits over several keys at once (layers, one keyed and one not) need. Times
+    /// alone cannot be told apart, so an unstable sort keeps those stable.
     fn for_each_sorted<E>(self, mut take: impl FnMut(Event) -> Result<(), E>) -> Result<(), E> {
         match self {
             Kept::Times(mut times) => {
@@ -76,11 +76,11 @@ impl Kept {
                 times.into_iter().try_for_each(|time| take(Event::new(time, 0)))
             }
             Kept::Keyed(mut events) => {
-                events.sort_unstable();
+                events.sort_by_key(|&(time, _)| time);
                 events.into_iter().try_for_each(|(time, key)| take(Event::new(time, key)))
             }
             Kept::Weighted(mut events) => {
-                events.sort_by_key(|event| (event.time, event.key));
+                events.sort_by_key(|event| event.time);
                 events.into_iter().try_for_each(take)
             }
         }
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn weighted_events_sort_by_time_and_key_and_keep_their_order_when_equal() {
+    fn events_sort_by_time_and_keep_their_order_when_equal_whatever_their_keys() {
         let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
         let event = |s, key, cost| Event { time: at(s), key, cost };
         let mut kept = Kept::new(true);
@@ -104,13 +104,14 @@ mod tests {
         for e in [event(5, 0, 7), event(1, 3, 1), event(5, 0, 2)] {
             kept.push(e);
         }
+        // Equal times keep the order they came in, whatever their keys.
         let want = [
             event(1, 3, 1),
             event(2, 0, 1),
+            event(5, 1, 1),
             event(5, 0, 1),
             event(5, 0, 7),
             event(5, 0, 2),
-            event(5, 1, 1),
         ];
         let mut sorted = Vec::new();
         let _ = kept.for_each_sorted(|event| {
