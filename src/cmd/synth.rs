@@ -20,9 +20,10 @@ use crate::units::time::{Span, Timestamp};
 pub(super) fn run(args: &SynthArgs) -> Result<ExitCode> {
     if let Some(SynthModel::Requests(requests)) = &args.model {
         let (params, output) = requests.resolve()?;
+        let tokens = params.tokens;
         let log = RequestLog::new(params)
             .ok_or_else(|| anyhow::anyhow!("the request model cannot be made from these"))?;
-        output.write(|out| write_log(log, out))?;
+        output.write(|out| write_log(log, tokens, out))?;
         return Ok(ExitCode::SUCCESS);
     }
     let (params, output) = args.resolve()?;
@@ -143,6 +144,11 @@ pub struct RequestsArgs {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub bots: u64,
 
+    /// Make each request an LLM call, with prompt_tokens (heavy-tailed), max_tokens and
+    /// total_tokens columns: a log to size limits of requests and tokens on (--cost).
+    #[arg(long)]
+    pub tokens: bool,
+
     /// Write the log to FILE, which appears whole or not at all, or to stdout with -o -.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -221,6 +227,7 @@ impl RequestsArgs {
         let mut params =
             RequestParams::new(self.seed, self.start, end, self.clients, self.requests);
         params.bots = self.bots;
+        params.tokens = self.tokens;
         Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
     }
 }

@@ -47,6 +47,8 @@ pub struct RequestParams {
     pub bot_run_requests: u64,
     /// The time between a run's requests, in seconds.
     pub bot_step_s: f64,
+    /// Whether each request is an LLM call with token counts (see [`Tokens`]).
+    pub tokens: bool,
 }
 
 impl RequestParams {
@@ -66,6 +68,7 @@ impl RequestParams {
             bot_runs_per_day: 1.0,
             bot_run_requests: 3_000,
             bot_step_s: 0.2,
+            tokens: false,
         }
     }
 }
@@ -81,6 +84,21 @@ pub struct Request {
     pub route: usize,
     /// The HTTP status it got.
     pub status: u16,
+    /// As an LLM call, its tokens, if the log has them.
+    pub tokens: Option<Tokens>,
+}
+
+/// An LLM call's tokens: the prompt's, heavy-tailed (Pareto, α = 1.5, from 50, at most
+/// 100,000); the most the reply may take (`max_tokens`: 256, 512, 1,024 or 4,096); and in
+/// all, the prompt and a reply of up to that many, uniform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tokens {
+    /// The prompt's tokens.
+    pub prompt: u64,
+    /// The most the reply may take.
+    pub max: u64,
+    /// The prompt's and the reply's.
+    pub total: u64,
 }
 
 /// Who sent a request.
@@ -244,7 +262,8 @@ impl RequestLog {
             self.push(at + pause, Next::Click { client, left: left - 1 });
         }
         let (route, status) = (self.route(), self.status());
-        Some(Request { time: self.time(at), client: Client::Person(client), route, status })
+        let tokens = self.tokens();
+        Some(Request { time: self.time(at), client: Client::Person(client), route, status, tokens })
     }
 
     /// A bot's request at `at`, scheduling its run's next one, or its next run.
@@ -255,7 +274,29 @@ impl RequestLog {
             self.schedule_run(at, bot);
         }
         let status = if self.uniform() < 0.5 { 200 } else { 429 };
-        Some(Request { time: self.time(at), client: Client::Bot(bot), route: BOT_ROUTE, status })
+        let (time, client, tokens) = (self.time(at), Client::Bot(bot), self.tokens());
+        Some(Request { time, client, route: BOT_ROUTE, status, tokens })
+    }
+
+    /// Draws a call's tokens, if the log has them; a log without draws nothing, so that it
+    /// is the same byte for byte as before tokens were drawn.
+    fn tokens(&mut self) -> Option<Tokens> {
+        if !self.params.tokens {
+            return None;
+        }
+        // Pareto by inversion: 50·(1 − u)^(−1/1.5), a count of tokens, capped.
+        let prompt = 50.0 * libm::pow(1.0 - self.uniform(), -1.0 / 1.5);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let prompt = libm::floor(prompt.min(100_000.0)) as u64;
+        // The top two bits pick one of four; a uniform fraction of it is the reply.
+        let max = [256, 512, 1_024, 4_096][usize::try_from(self.rng.next_u64() >> 62).unwrap_or(0)];
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let reply = libm::floor(self.uniform() * (max as f64 + 1.0)).min(max as f64) as u64;
+        Some(Tokens { prompt, max, total: prompt + reply })
     }
 
     fn time(&self, at: f64) -> Timestamp {
@@ -267,16 +308,21 @@ impl RequestLog {
     }
 }
 
-/// The request log's CSV header.
+/// The request log's CSV header, and the columns a log with tokens adds.
 const HEADER: &[u8] = b"time,client,method,path,status\n";
+const TOKENS_HEADER: &[u8] =
+    b"time,client,method,path,status,prompt_tokens,max_tokens,total_tokens\n";
 
 /// Writes requests as CSV with a header, streaming.
+/// With `tokens`, each row ends with its call's tokens.
 pub fn write_log(
     requests: impl IntoIterator<Item = Request>,
+    tokens: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut numbers = itoa::Buffer::new();
-    super::write_rows(out, HEADER, requests, |row, request| {
+    let header = if tokens { TOKENS_HEADER } else { HEADER };
+    super::write_rows(out, header, requests, |row, request| {
         request.time.write_rfc3339(row, Subsecond::Millis);
         row.push(b',');
         let (prefix, id) = match request.client {
@@ -290,6 +336,12 @@ pub fn write_log(
         {
             row.push(b',');
             row.extend_from_slice(field);
+        }
+        if let Some(Tokens { prompt, max, total }) = request.tokens.filter(|_| tokens) {
+            for count in [prompt, max, total] {
+                row.push(b',');
+                row.extend_from_slice(numbers.format(count).as_bytes());
+            }
         }
         row.push(b'\n');
     })
