@@ -56,6 +56,29 @@ impl LimiterReport {
     }
 }
 
+/// What a layered replay (`--limit`, given again for each layer) found: every event, those
+/// every layer admitted, and each layer. See README, "Several limits at once".
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct LayeredReport {
+    pub input: String,
+    pub events: u64,
+    pub passed: u64,
+    pub dropped: u64,
+    pub layers: Vec<LayerReport>,
+}
+
+/// One layer of a layered replay: its spec, the events it refused (counting each it would
+/// refuse, whatever the others said), those only it refused, and its limiter's report over
+/// the events every layer admitted.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct LayerReport {
+    pub spec: String,
+    pub refused: u64,
+    pub only: u64,
+    #[serde(flatten)]
+    pub limiter: LimiterReport,
+}
+
 /// With `--key`, the key that needs the largest lossless bucket (the first by name of
 /// those that need as much), and its need.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]

@@ -104,11 +104,6 @@ impl RateArgs {
 }
 
 impl LimitArgs {
-    /// Settles the named limiter's settings: a burst it has no use for is an error.
-    pub fn settings(&self, algorithm: Algorithm) -> Result<Settings> {
-        self.size.settings(algorithm, self.window, true)
-    }
-
     /// Settles the settings of several limiters side by side, in order: a burst goes to
     /// those that have one.
     pub fn side_by_side(&self, algorithms: &[Algorithm]) -> Result<Vec<Settings>> {

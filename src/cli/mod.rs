@@ -4,3 +4,4 @@
 pub mod args;
 pub mod config;
 pub mod job;
+pub mod layer;

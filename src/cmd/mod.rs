@@ -4,6 +4,7 @@ mod check;
 mod compare;
 mod fetch;
 mod filter;
+mod layered;
 mod min_bucket;
 mod min_rate;
 mod plot;
@@ -34,6 +35,8 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
     };
     let styles = Styles::resolve(cli.color);
     match cli.command {
+        // Several --limit layers are a replay of their own kind.
+        Command::Replay(args) if !args.limits.is_empty() => layered::run(&args, &styles),
         Command::Replay(args) => replay::run(&args, &styles),
         Command::Compare(args) => compare::run(&args, &styles),
         Command::Plot(args) => plot::run(&args),

@@ -1,19 +1,23 @@
 //! `ratelimit replay`: one limiter over a catalog, as a report or as a filter.
 
 use std::io::{self, BufWriter, Write};
+use std::num::NonZeroU64;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
 use super::notes;
-use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
+use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
 use crate::cli::config::Styles;
+use crate::cli::layer::LayerSpec;
 use crate::input::catalog;
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::Output;
+use crate::units::rate::Rate;
+use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
@@ -29,7 +33,11 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         // The rows go to stdout: it must not be the file they are read from.
         input.check_output(&Output::Stdout)?;
     }
-    let settings = vec![args.limit.settings(args.algo)?];
+    let (Some(algorithm), Some(rate)) = (args.algo, args.rate) else {
+        bail!("replay needs --algo and --rate, or --limit")
+    };
+    let size = RateArgs { rate, burst: args.burst };
+    let settings = vec![size.settings(algorithm, args.window, true)?];
     let job = args.job.job(input, settings, false)?;
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None => {
@@ -104,11 +112,29 @@ pub struct ReplayArgs {
     pub job: JobArgs,
 
     /// The limiter.
-    #[arg(long, value_enum, value_name = "ALGO")]
-    pub algo: Algorithm,
+    #[arg(long, value_enum, value_name = "ALGO", required_unless_present = "limits")]
+    pub algo: Option<Algorithm>,
 
-    #[command(flatten)]
-    pub limit: LimitArgs,
+    /// The rate: N events per period, as in 5/h or 1/30s.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(required_unless_present = "limits")]
+    pub rate: Option<Rate>,
+
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N].
+    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    pub burst: Option<NonZeroU64>,
+
+    /// The length of the busiest window to report [default: the rate's period].
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub window: Option<Span>,
+
+    /// One layer of several limits at once, given again for each:
+    /// algo=ALGO,rate=RATE[,burst=B][,cost=COLUMN|N][,key=COLUMN]. An event passes only if
+    /// every layer admits it, and a refused event charges no layer. Layers may be keyed,
+    /// all by one column, and weighed, all by one column (or each by a number).
+    #[arg(long = "limit", id = "limits", value_name = "SPEC")]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "emit", "servers", "redis"])]
+    pub limits: Vec<LayerSpec>,
 
     /// Write the input rows that passed, that were dropped, or all of them with a
     /// `decision` column, in time order, to stdout; the report goes to stderr.

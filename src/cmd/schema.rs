@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::write_stdout;
-use crate::report::{Check, CurveSegment, LimiterReport, MinBucket, MinRate};
+use crate::report::{Check, CurveSegment, LayeredReport, LimiterReport, MinBucket, MinRate};
 
 /// `ratelimit schema`.
 #[derive(Debug, Args)]
@@ -22,6 +22,8 @@ pub struct SchemaArgs {
 pub enum Output {
     /// `replay --format json`: one report.
     Replay,
+    /// `replay --limit … --limit … --format json`: the layered report.
+    Layered,
     /// `compare --format json`: one report per limiter.
     Compare,
     /// `min-bucket --format json`: one object per rate.
@@ -37,6 +39,7 @@ pub enum Output {
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
     let schema = match args.output {
         Output::Replay => schemars::schema_for!(LimiterReport),
+        Output::Layered => schemars::schema_for!(LayeredReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
         Output::MinBucket => schemars::schema_for!(Vec<MinBucket>),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),

@@ -8,6 +8,7 @@
 
 pub mod fleet;
 pub mod lane;
+pub mod layered;
 pub mod live;
 pub mod memory;
 pub mod recorder;

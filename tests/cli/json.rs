@@ -38,6 +38,21 @@ fn weighted_replay_json() {
 }
 
 #[test]
+fn layered_replay_json() {
+    // Two layers: two events an hour per network, and 60 units of depth an hour over all.
+    let args = [
+        "replay",
+        "--limit",
+        "algo=gcra,rate=2/h,key=net",
+        "--limit",
+        "algo=token-bucket,rate=60/h,cost=depth",
+        "--format",
+        "json",
+    ];
+    insta::assert_snapshot!(run(&args, QUAKES).ok());
+}
+
+#[test]
 fn min_rate_json() {
     insta::assert_snapshot!(run(&["min-rate", "--burst", "1,3", "--format", "json"], QUAKES).ok());
 }
@@ -74,6 +89,16 @@ fn every_json_output_keeps_its_published_schema() {
     let weighted = ["--cost", "depth", "--burst", "25"];
     let weighted = [&replay[..5], &weighted].concat();
     assert_valid("replay", &quakes(&weighted), "replay --cost, with events too big");
+    let layered = [
+        "replay",
+        "--limit",
+        "algo=gcra,rate=2/h,burst=2,key=net",
+        "--limit",
+        "algo=leaky-queue,rate=30/h,burst=40,cost=depth",
+        "--limit",
+        "algo=sliding-log,rate=3/h",
+    ];
+    assert_valid("layered", &quakes(&layered), "three layers, keyed and weighted");
     let compare = ["compare", "--rate", "1/h", "--burst", "2"];
     assert_valid("compare", &quakes(&compare), "compare");
     let by_net = ["--cost", "depth", "--key", "net"];

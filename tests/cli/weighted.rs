@@ -42,65 +42,59 @@ const N: i128 = 100;
 const P: i128 = 60_000_000;
 const B: i128 = 250;
 
-/// What each limiter passes of `events` (time in µs, cost), by the rules the issue gives,
-/// written out plainly: the index of each passed event.
-fn brute(algo: &str, events: &[(i128, i128)]) -> Vec<bool> {
-    let mut passed = vec![false; events.len()];
-    // GCRA and the leaky queue: tat in units of 1/N µs. The token bucket: its level in
-    // units of 1/P token.
-    let (mut tat, mut level, mut last) = (i128::MIN, B * P, None::<i128>);
-    for (k, &(t, c)) in events.iter().enumerate() {
-        let window = t.div_euclid(P);
-        let ok = match algo {
-            "fixed-window" => {
-                let used: i128 = (0..k)
-                    .filter(|&j| passed[j] && events[j].0.div_euclid(P) == window)
-                    .map(|j| events[j].1)
-                    .sum();
-                used + c <= N
+/// Whether `algo` at N/P with burst `b` passes an event at `t` (µs) of cost `c`, by the
+/// rule the issue writes, given every event it passed before, (time, cost), in order.
+fn rule(
+    algo: &str,
+    (n, p, b): (i128, i128, i128),
+    passed: &[(i128, i128)],
+    t: i128,
+    c: i128,
+) -> bool {
+    let used = |keep: &dyn Fn(i128) -> bool| -> i128 {
+        passed.iter().filter(|&&(s, _)| keep(s)).map(|&(_, c)| c).sum()
+    };
+    let window = t.div_euclid(p);
+    match algo {
+        "fixed-window" => used(&|s| s.div_euclid(p) == window) + c <= n,
+        "sliding-log" => used(&|s| s > t - p) + c <= n,
+        "sliding-counter" => {
+            let (prev, cur) =
+                (used(&|s| s.div_euclid(p) == window - 1), used(&|s| s.div_euclid(p) == window));
+            // prev·(P − elapsed)/P + cur + c − 1 < N, times P.
+            prev * (p - (t - window * p)) + (cur + c - 1) * p < n * p
+        }
+        "token-bucket" => {
+            // The level, in units of 1/P token: full at first, refilled at N a µs.
+            let (mut level, mut last) = (b * p, None::<i128>);
+            for &(s, c) in passed {
+                level = last.map_or(level, |l| (level + (s - l) * n).min(b * p)) - c * p;
+                last = Some(s);
             }
-            "sliding-log" => {
-                let used: i128 =
-                    (0..k).filter(|&j| passed[j] && events[j].0 > t - P).map(|j| events[j].1).sum();
-                used + c <= N
-            }
-            "sliding-counter" => {
-                let in_window = |w: i128| -> i128 {
-                    (0..k)
-                        .filter(|&j| passed[j] && events[j].0.div_euclid(P) == w)
-                        .map(|j| events[j].1)
-                        .sum()
-                };
-                let (prev, cur) = (in_window(window - 1), in_window(window));
-                let elapsed = t - window * P;
-                // prev·(P − elapsed)/P + cur + c − 1 < N, times P.
-                prev * (P - elapsed) + (cur + c - 1) * P < N * P
-            }
-            "token-bucket" => {
-                if let Some(last) = last {
-                    level = (level + (t - last) * N).min(B * P);
-                }
-                last = Some(t);
-                let ok = level >= c * P;
-                if ok {
-                    level -= c * P;
-                }
-                ok
-            }
-            "gcra" | "leaky-queue" => {
-                let from = tat.max(t * N);
-                // max(tat, t) + c·I − t ≤ b·I, times N.
-                let ok = from + c * P - t * N <= B * P;
-                if ok {
-                    tat = from + c * P;
-                }
-                ok
-            }
-            _ => unreachable!(),
-        };
-        passed[k] = ok;
+            last.map_or(level, |l| (level + (t - l) * n).min(b * p)) >= c * p
+        }
+        "gcra" | "leaky-queue" => {
+            // tat in units of 1/N µs: max(tat, t) + c·I − t ≤ b·I, times N.
+            let tat = passed.iter().fold(i128::MIN, |tat, &(s, c)| tat.max(s * n) + c * p);
+            tat.max(t * n) + c * p - t * n <= b * p
+        }
+        _ => unreachable!(),
     }
-    passed
+}
+
+/// What each limiter passes of `events` (time in µs, cost), at N/P with a burst of B.
+fn brute(algo: &str, events: &[(i128, i128)]) -> Vec<bool> {
+    let mut passed = Vec::new();
+    events
+        .iter()
+        .map(|&(t, c)| {
+            let ok = rule(algo, (N, P, B), &passed, t, c);
+            if ok {
+                passed.push((t, c));
+            }
+            ok
+        })
+        .collect()
 }
 
 /// The smallest lossless bucket of `events` at N/P, by every stretch: the largest
@@ -261,4 +255,71 @@ fn redis_spends_each_events_cost_as_memory_does() {
         let redis = run_with(&[&args[..], &["--redis", &url]].concat(), Stdin::Pipe(&text)).ok();
         assert_eq!(memory, redis, "{algo}");
     }
+}
+
+#[test]
+fn three_layers_decide_all_or_nothing_as_brute_force_does() {
+    let log = token_log();
+    let text = csv(&log);
+    // Requests per user, tokens over all, and requests over all.
+    let specs = [
+        "algo=gcra,rate=20/m,burst=5,key=user",
+        "algo=token-bucket,rate=1500/m,burst=1200,cost=tokens",
+        "algo=sliding-log,rate=45/m",
+    ];
+    // Each layer: its limiter, (N, P, b), whether it is keyed by user, and weighed.
+    type Layer = (&'static str, (i128, i128, i128), bool, bool);
+    let layers: [Layer; 3] = [
+        ("gcra", (20, P, 5), true, false),
+        ("token-bucket", (1500, P, 1200), false, true),
+        ("sliding-log", (45, P, 45), false, false),
+    ];
+    // Brute force: each layer's passed events, per user for the keyed one.
+    let mut passed: Vec<Vec<Vec<(i128, i128)>>> = vec![vec![Vec::new(); 3]; 3];
+    let (mut all, mut refused, mut only, mut units) = (0, [0u64; 3], [0u64; 3], 0i128);
+    for &(ms, user, tokens) in &log {
+        let t = i128::from(ms) * 1000;
+        let seen = |n: usize| {
+            let (_, _, keyed, weighed) = layers[n];
+            (if keyed { user } else { 0 }, if weighed { i128::from(tokens) } else { 1 })
+        };
+        let admits: Vec<bool> = (0..3)
+            .map(|n| {
+                let (key, cost) = seen(n);
+                rule(layers[n].0, layers[n].1, &passed[n][key], t, cost)
+            })
+            .collect();
+        let no = admits.iter().filter(|&&a| !a).count();
+        for n in (0..3).filter(|&n| !admits[n]) {
+            refused[n] += 1;
+            only[n] += u64::from(no == 1);
+        }
+        if no == 0 {
+            all += 1;
+            units += i128::from(tokens);
+            for (n, passed) in passed.iter_mut().enumerate() {
+                let (key, cost) = seen(n);
+                passed[key].push((t, cost));
+            }
+        }
+    }
+    let args: Vec<&str> = specs.iter().flat_map(|s| ["--limit", s]).collect();
+    let report = json(&run(&[&["replay"], &args[..], &["--format", "json"]].concat(), &text).ok());
+    assert_eq!(report["passed"].as_u64(), Some(all));
+    assert!(refused.iter().all(|&r| r > 0) && only.iter().all(|&o| o > 0), "every layer bites");
+    for (n, layer) in report["layers"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(layer["spec"], specs[n]);
+        assert_eq!(
+            (layer["refused"].as_u64(), layer["only"].as_u64()),
+            (Some(refused[n]), Some(only[n]))
+        );
+        assert_eq!(layer["passed"].as_u64(), Some(all));
+    }
+    let tokens = &report["layers"][1]["units"]["passed"];
+    assert_eq!(tokens.as_i64(), Some(i64::try_from(units).unwrap()));
+    // One layer is the limiter alone.
+    let one = run(&["replay", "--limit", specs[2], "--format", "json"], &text).ok();
+    let alone =
+        run(&["replay", "--algo", "sliding-log", "--rate", "45/m", "--format", "json"], &text).ok();
+    assert_eq!(json(&one)["passed"], json(&alone)["passed"]);
 }

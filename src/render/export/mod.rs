@@ -3,6 +3,7 @@
 
 mod csv;
 mod json;
+mod layered;
 mod results;
 mod table;
 

@@ -43,7 +43,7 @@ impl Style {
         self.paint(anstyle::Style::new().dimmed(), text)
     }
 
-    fn warn(self, text: &str) -> String {
+    pub(super) fn warn(self, text: &str) -> String {
         self.paint(anstyle::AnsiColor::Yellow.on_default(), text)
     }
 
@@ -223,7 +223,11 @@ fn spread_lines<T>(list: Option<&report::KeyList<T>>) -> Vec<(String, String)> {
 }
 
 /// Writes `label  value` lines, the values aligned.
-fn labeled(out: &mut dyn Write, lines: &[(String, String)], style: Style) -> io::Result<()> {
+pub(super) fn labeled(
+    out: &mut dyn Write,
+    lines: &[(String, String)],
+    style: Style,
+) -> io::Result<()> {
     let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
     for (label, value) in lines {
         let pad = " ".repeat(width - label.len());

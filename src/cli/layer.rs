@@ -1,0 +1,137 @@
+//! One layer of a layered limit, as `--limit` writes it: `algo=gcra,rate=60/m,burst=10`.
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::str::FromStr;
+
+use crate::input::cost::Cost;
+use crate::limiter::Algorithm;
+use crate::units::rate::Rate;
+
+/// A layer: a limiter, its rate and burst, what each event costs it, and the column whose
+/// values give it a state per key (none: one state for all events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerSpec {
+    /// The limiter.
+    pub algorithm: Algorithm,
+    /// Its rate.
+    pub rate: Rate,
+    /// Its burst, for the limiters that have one.
+    pub burst: Option<NonZeroU64>,
+    /// What each event costs it: 1 unless said.
+    pub cost: Cost,
+    /// The column that keys it, if any.
+    pub key: Option<String>,
+}
+
+/// Reads the comma-separated `key=value` form of `docker --mount`: the keys are `algo`,
+/// `rate`, `burst`, `cost` and `key`, each at most once; `algo` and `rate` are needed.
+impl FromStr for LayerSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<LayerSpec, String> {
+        let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
+            (None, None, None, None, None);
+        for part in text.split(',') {
+            let Some((name, value)) = part.split_once('=') else {
+                return Err(format!(
+                    "'{part}' is not key=value (algo=, rate=, burst=, cost=, key=)"
+                ));
+            };
+            let twice = || format!("{name}= is given twice");
+            match name.trim() {
+                "algo" => {
+                    let found = Algorithm::ALL.into_iter().find(|a| a.name() == value.trim());
+                    let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                    let found = found.ok_or_else(|| {
+                        format!("algo={value} is not a limiter: one of {}", names.join(", "))
+                    })?;
+                    algorithm.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                }
+                "rate" => {
+                    let found: Rate =
+                        value.trim().parse().map_err(|e| format!("rate={value}: {e}"))?;
+                    rate.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                }
+                "burst" => {
+                    let found = value.trim().parse::<u64>().ok().and_then(NonZeroU64::new);
+                    let found = found.ok_or_else(|| {
+                        format!("burst={value} is not a whole number of at least 1")
+                    })?;
+                    burst.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                }
+                "cost" => {
+                    let found: Cost =
+                        value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
+                    cost.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                }
+                "key" if !value.trim().is_empty() => {
+                    key.replace(value.trim().to_owned()).map_or(Ok(()), |_| Err(twice()))?;
+                }
+                "key" => return Err("key= needs a column's name".into()),
+                other => {
+                    return Err(format!(
+                        "'{other}' is not a key of a limit: algo, rate, burst, cost or key"
+                    ));
+                }
+            }
+        }
+        let algorithm = algorithm.ok_or("a limit needs algo=")?;
+        let rate = rate.ok_or("a limit needs rate=")?;
+        if burst.is_some() && !algorithm.uses_burst() {
+            return Err(format!(
+                "burst= applies to token-bucket, gcra and leaky-queue, not {}",
+                algorithm.name()
+            ));
+        }
+        Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key })
+    }
+}
+
+/// Writes the spec back in the form it is read in, with only what was given or matters.
+impl fmt::Display for LayerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?;
+        if let Some(burst) = self.burst {
+            write!(f, ",burst={burst}")?;
+        }
+        if self.cost != Cost::default() {
+            write!(f, ",cost={}", self.cost)?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ",key={key}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_docker_mount_style_says() {
+        let spec: LayerSpec = "algo=gcra,rate=60/m,burst=10,key=api_key".parse().unwrap();
+        assert_eq!(spec.algorithm, Algorithm::Gcra);
+        assert_eq!(spec.burst.map(NonZeroU64::get), Some(10));
+        assert_eq!((spec.cost.clone(), spec.key.as_deref()), (Cost::Each(1), Some("api_key")));
+        assert_eq!(spec.to_string(), "algo=gcra,rate=60/m,burst=10,key=api_key");
+        let tokens: LayerSpec = "rate=200000/m,algo=gcra,cost=total_tokens".parse().unwrap();
+        assert_eq!(tokens.cost, Cost::Column("total_tokens".into()));
+        assert_eq!(tokens.to_string(), "algo=gcra,rate=200000/m,cost=total_tokens");
+    }
+
+    #[test]
+    fn says_what_is_wrong() {
+        let error = |text: &str| text.parse::<LayerSpec>().unwrap_err();
+        assert_eq!(error("rate=5/h"), "a limit needs algo=");
+        assert_eq!(error("algo=gcra"), "a limit needs rate=");
+        assert!(error("algo=gcra,rate=5/h,rate=6/h").contains("rate= is given twice"));
+        assert!(error("algo=nope,rate=5/h").contains("not a limiter"));
+        assert!(error("algo=gcra,rate=5/h,size=3").contains("'size' is not a key"));
+        assert!(error("algo=gcra,rate=5/h,burst").contains("not key=value"));
+        assert!(error("algo=sliding-log,rate=5/h,burst=3").contains("not sliding-log"));
+        assert!(error("algo=gcra,rate=5/h,burst=0").contains("at least 1"));
+        assert!(error("algo=gcra,rate=5/h,key=").contains("needs a column"));
+    }
+}

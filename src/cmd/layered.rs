@@ -1,0 +1,85 @@
+//! `ratelimit replay --limit … --limit …`: several limits at once, all or nothing.
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+use super::notes;
+use super::replay::ReplayArgs;
+use crate::cli::args::RateArgs;
+use crate::cli::config::Styles;
+use crate::engine::layered::{Layer, MAX_LAYERS, replay_layers};
+use crate::engine::recorder::KeyNames;
+use crate::input::catalog::Cost;
+use crate::render::export;
+use crate::report::{LayerReport, LayeredReport};
+
+pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+    let specs = &args.limits;
+    if specs.len() > MAX_LAYERS {
+        bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
+    }
+    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), "keyed")?;
+    let cost_column = specs.iter().filter_map(|s| match &s.cost {
+        Cost::Column(column) => Some(column.as_str()),
+        Cost::Each(_) => None,
+    });
+    let cost = one_column(cost_column, "weighed")?;
+    let mut input = args.job.input.resolve(key.map(|k| (k, "--limit key=")))?;
+    input.read.cost = cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
+    let layers = specs
+        .iter()
+        .map(|spec| {
+            let size = RateArgs { rate: spec.rate, burst: spec.burst };
+            Ok(Layer {
+                settings: size.settings(spec.algorithm, args.window, true)?,
+                keyed: spec.key.is_some(),
+                cost: match spec.cost {
+                    Cost::Each(units) => Some(units),
+                    Cost::Column(_) => None,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (record, stats) = replay_layers(&layers, &input.source, &input.read)?;
+    notes(&input, &stats);
+    let name = input.source.name();
+    let (top, threads) = (args.job.keys.top, input.read.threads);
+    let layers = specs
+        .iter()
+        .zip(record.layers)
+        .map(|(spec, (recorder, refused, only))| {
+            let names = KeyNames::of(spec.key.as_deref(), &stats);
+            let mut reports = recorder.reports(&name, names, top, threads).lanes;
+            let limiter = reports.swap_remove(0);
+            LayerReport { spec: spec.to_string(), refused, only, limiter }
+        })
+        .collect();
+    let report = LayeredReport {
+        input: name,
+        events: record.events,
+        passed: record.passed,
+        dropped: record.events - record.passed,
+        layers,
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    export::write(&mut out, args.output.format, styles.stdout, &report)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Returns the one column that `columns` name (none if they name none); layers that are
+/// `what` (keyed, weighed) must all be so by the same column.
+fn one_column<'a>(columns: impl Iterator<Item = &'a str>, what: &str) -> Result<Option<&'a str>> {
+    let mut found: Option<&str> = None;
+    for column in columns {
+        match found {
+            Some(first) if first != column => bail!(
+                "layers may be {what} by one column, and these name two: `{first}` and `{column}`"
+            ),
+            _ => found = Some(column),
+        }
+    }
+    Ok(found)
+}

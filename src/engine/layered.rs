@@ -1,0 +1,190 @@
+//! Several limits at once: an event passes only if every layer admits it, and a refused
+//! event charges no layer, as nginx does for chained `limit_req`.
+//!
+//! Each layer is a limiter with its own state (per key, if it is keyed) and its own cost.
+//! Every layer is asked first ([`AnyPerKey::admits`], which spends nothing); only if all
+//! admit is each charged. Each layer's decisions then go to a [`Recorder`] of its own, so
+//! that its report (units, busiest window, promise, lossless bucket, keys) is found as a
+//! single limiter's is.
+
+use anyhow::{Result, bail};
+
+use super::recorder::{Recorder, Settings};
+use crate::input::catalog::{Event, ReadStats, Sink};
+use crate::input::keys::slot;
+use crate::limiter::{AnyPerKey, Decision};
+
+/// The most layers one run takes: each event is asked of every layer.
+pub const MAX_LAYERS: usize = 16;
+
+/// One layer, resolved: its limiter's settings, whether it is keyed (by the run's key
+/// column), and its cost: the event's own (read from the run's cost column), or a number.
+#[derive(Clone, Debug)]
+pub struct Layer {
+    /// The limiter.
+    pub settings: Settings,
+    /// Whether each key has its own state.
+    pub keyed: bool,
+    /// What every event costs this layer; `None`: the event's own cost.
+    pub cost: Option<u64>,
+}
+
+/// A layered replay under way: the layers' limiters, and what each refused.
+pub struct Layered {
+    layers: Vec<Layer>,
+    limiters: Vec<AnyPerKey>,
+    records: Vec<Recorder>,
+    events: u64,
+    passed: u64,
+    refused: Vec<u64>,
+    only: Vec<u64>,
+}
+
+/// What a layered replay found, before its reports are made: for each layer, its record,
+/// how many events it refused, and how many only it refused.
+pub struct LayeredRecord {
+    /// All the events.
+    pub events: u64,
+    /// Those every layer admitted.
+    pub passed: u64,
+    /// For each layer: its record, its refusals, and the refusals that were its alone.
+    pub layers: Vec<(Recorder, u64, u64)>,
+}
+
+impl Layered {
+    /// Starts a replay of `layers`, at most [`MAX_LAYERS`].
+    pub fn new(layers: &[Layer]) -> Result<Layered> {
+        if layers.is_empty() || layers.len() > MAX_LAYERS {
+            bail!("a layered limit has 1 to {MAX_LAYERS} layers, not {}", layers.len());
+        }
+        Ok(Layered {
+            limiters: (layers.iter())
+                .map(|l| AnyPerKey::new(l.settings.algorithm, l.settings.rate, l.settings.burst))
+                .collect(),
+            records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
+            refused: vec![0; layers.len()],
+            only: vec![0; layers.len()],
+            layers: layers.to_vec(),
+            events: 0,
+            passed: 0,
+        })
+    }
+
+    /// Returns the record, once every event is in.
+    pub fn finish(self) -> LayeredRecord {
+        let layers =
+            self.records.into_iter().zip(self.refused).zip(self.only).map(|((r, a), b)| (r, a, b));
+        LayeredRecord { events: self.events, passed: self.passed, layers: layers.collect() }
+    }
+
+    /// Returns the event as `layer` sees it: its key (0 unless keyed) and its cost.
+    #[inline]
+    fn seen(layer: &Layer, event: Event) -> Event {
+        Event {
+            time: event.time,
+            key: if layer.keyed { event.key } else { 0 },
+            cost: layer.cost.unwrap_or(event.cost),
+        }
+    }
+}
+
+impl Sink for Layered {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        self.events += 1;
+        // Every layer is asked; none spends yet.
+        let mut refused = 0u32;
+        for (n, (layer, limiter)) in self.layers.iter().zip(&mut self.limiters).enumerate() {
+            let seen = Layered::seen(layer, event);
+            if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
+                refused |= 1 << n;
+                self.refused[n] += 1;
+            }
+        }
+        if refused.count_ones() == 1 {
+            self.only[refused.trailing_zeros() as usize] += 1;
+        }
+        let passed = refused == 0;
+        self.passed += u64::from(passed);
+        let layers = self.layers.iter().zip(&mut self.limiters).zip(&mut self.records);
+        for ((layer, limiter), record) in layers {
+            let seen = Layered::seen(layer, event);
+            // All admitted: each is charged, and a leaky queue says how long it waits.
+            let decision = match passed {
+                true => limiter.decide(slot(seen.key), seen.time, seen.cost),
+                false => Decision { passed: false, wait: 0 },
+            };
+            record.record(seen, [decision])?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the events of a catalog through `layers`, and returns what each did.
+pub fn replay_layers(
+    layers: &[Layer],
+    source: &crate::input::catalog::Source,
+    options: &crate::input::catalog::ReadOptions,
+) -> Result<(LayeredRecord, ReadStats)> {
+    Layered::new(layers)?;
+    let (run, stats) = crate::input::catalog::read_events(source, options, || {
+        Layered::new(layers).expect("checked above")
+    })?;
+    Ok((run.finish(), stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::limiter::Algorithm;
+    use crate::units::time::{Span, Timestamp};
+
+    fn layer(algorithm: Algorithm, rate: &str, burst: u64, cost: Option<u64>) -> Layer {
+        let rate = rate.parse().unwrap();
+        let burst = NonZeroU64::new(burst).unwrap();
+        let window = Span::from_micros(1_000_000).unwrap();
+        Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost }
+    }
+
+    fn at(s: i64, cost: u64) -> Event {
+        Event { cost, ..Event::new(Timestamp::from_micros(s * 1_000_000).unwrap(), 0) }
+    }
+
+    #[test]
+    fn an_event_passes_only_if_every_layer_admits_it_and_a_refused_one_charges_none() {
+        // Requests: 2 at once, 1/10s. Tokens: 10 at once, 1/s.
+        let layers = [
+            layer(Algorithm::Gcra, "1/10s", 2, Some(1)),
+            layer(Algorithm::TokenBucket, "1/s", 10, None),
+        ];
+        let mut run = Layered::new(&layers).unwrap();
+        // 0 s: 4 tokens, both admit. 1 s: 8 tokens, the token bucket (7 left) refuses; the
+        // request it would have spent is not spent. 2 s: 3 tokens, both admit (the second
+        // request). 3 s: 1 token: requests are spent until 10 s; only the first refuses.
+        for event in [at(0, 4), at(1, 8), at(2, 3), at(3, 1)] {
+            run.event(event).unwrap();
+        }
+        let record = run.finish();
+        assert_eq!((record.events, record.passed), (4, 2));
+        let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o)| (*r, *o)).collect();
+        assert_eq!(refusals, [(1, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn one_layer_decides_as_the_limiter_alone() {
+        let one = [layer(Algorithm::SlidingLog, "3/10s", 3, None)];
+        let mut run = Layered::new(&one).unwrap();
+        let mut alone = Algorithm::SlidingLog.build("3/10s".parse().unwrap(), NonZeroU64::MIN);
+        let mut passed = 0;
+        for (s, c) in [(0, 1), (1, 2), (2, 1), (9, 1), (10, 1), (11, 3), (20, 1)] {
+            run.event(at(s, c)).unwrap();
+            passed += u64::from(
+                crate::limiter::Limiter::take(&mut alone, at(s, c).time, c, false).passed,
+            );
+        }
+        assert_eq!(run.finish().passed, passed);
+    }
+}

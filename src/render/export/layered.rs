@@ -1,0 +1,66 @@
+//! A layered replay as the exporters see it: one CSV row a layer, and its table.
+
+use std::io::{self, Write};
+
+use super::table::{labeled, table};
+use super::{Report, Style};
+use crate::report::LayeredReport;
+
+impl Report for LayeredReport {
+    type Row = serde_json::Value;
+
+    /// One row a layer: its spec, refusals and limiter's figures; a keyed layer's listed
+    /// keys are in the JSON.
+    fn rows(&self) -> Vec<serde_json::Value> {
+        let row = |layer| {
+            // Reports have string keys only, so they always become JSON values.
+            let mut row = serde_json::to_value(layer).unwrap_or_default();
+            if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
+                keys.shift_remove("top");
+            }
+            row
+        };
+        self.layers.iter().map(row).collect()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let share = |n: u64| match self.events {
+            0 => n.to_string(),
+            all => format!("{n}  {:5.1}%", n as f64 * 100.0 / all as f64),
+        };
+        let dropped = share(self.dropped);
+        let lines = [
+            ("input".to_owned(), self.input.clone()),
+            ("layers".to_owned(), format!("{}, all or nothing", self.layers.len())),
+            ("events".to_owned(), self.events.to_string()),
+            ("passed".to_owned(), share(self.passed)),
+            ("dropped".to_owned(), if self.dropped > 0 { style.warn(&dropped) } else { dropped }),
+        ];
+        labeled(out, &lines, style)?;
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = self
+            .layers
+            .iter()
+            .map(|layer| {
+                let r = &layer.limiter;
+                let units = r.units.map_or(r.passed.to_string(), |u| u.passed.to_string());
+                let window = &r.busiest_window;
+                let most = window.units.unwrap_or(u128::from(window.count));
+                let busiest = format!("{most} in {}", window.length_s);
+                let verdict = if r.promise.held { "held" } else { "BROKEN" };
+                vec![
+                    layer.spec.clone(),
+                    layer.refused.to_string(),
+                    layer.only.to_string(),
+                    units,
+                    busiest,
+                    r.lossless().to_string(),
+                    format!("{verdict}: {}", r.promise.text),
+                ]
+            })
+            .collect();
+        let header =
+            ["layer", "refused", "only", "passed units", "busiest", "min bucket", "promise"];
+        table(out, &header, &rows, style)
+    }
+}
