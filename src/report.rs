@@ -79,6 +79,64 @@ pub struct LayerReport {
     pub limiter: LimiterReport,
 }
 
+/// What `min-bucket --limit … --limit …` found: each layer's smallest lossless bucket (a
+/// layer that drops nothing sees every event, so its need is its own), and the tightest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LayerNeeds {
+    pub input: String,
+    pub layers: Vec<LayerNeed>,
+    /// The spec of the bucket layer (token-bucket, gcra, leaky-queue) whose need is the
+    /// largest share of its burst; `null` with no events, or no bucket layer.
+    pub tightest: Option<String>,
+}
+
+/// One layer's need: its burst (N for a limiter without one), the smallest lossless token
+/// bucket at its rate and cost (for a keyed layer, its worst key's, named), and, for a
+/// layer that is a bucket (token-bucket, gcra, leaky-queue, which lose nothing exactly
+/// when that bucket fits in their burst), whether it fits; `null` for the windows, whose
+/// loss a bucket does not tell.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LayerNeed {
+    pub spec: String,
+    pub burst: u64,
+    pub min_bucket: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_key: Option<String>,
+    pub fits: Option<bool>,
+}
+
+impl LayerNeeds {
+    /// Returns each layer's need, from a layered replay's report.
+    pub fn of(report: &LayeredReport) -> LayerNeeds {
+        let layers: Vec<LayerNeed> = (report.layers.iter())
+            .map(|layer| {
+                let r = &layer.limiter;
+                let burst = r.burst.unwrap_or(r.rate.count());
+                let min_bucket = r.lossless();
+                LayerNeed {
+                    spec: layer.spec.clone(),
+                    burst,
+                    min_bucket,
+                    worst_key: r.worst_key.as_ref().map(|w| w.key.clone()),
+                    fits: r.algorithm.uses_burst().then_some(min_bucket <= burst),
+                }
+            })
+            .collect();
+        // The largest need over burst, compared exactly: a/b > c/d iff a·d > c·b.
+        let share = |n: &LayerNeed| (u128::from(n.min_bucket), u128::from(n.burst));
+        let tightest = (report.events > 0)
+            .then(|| {
+                layers.iter().filter(|n| n.fits.is_some()).reduce(|best, n| {
+                    let ((a, b), (c, d)) = (share(n), share(best));
+                    if a * d > c * b { n } else { best }
+                })
+            })
+            .flatten()
+            .map(|n| n.spec.clone());
+        LayerNeeds { input: report.input.clone(), layers, tightest }
+    }
+}
+
 /// With `--key`, the key that needs the largest lossless bucket (the first by name of
 /// those that need as much), and its need.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]

@@ -7,16 +7,32 @@ use anyhow::{Result, bail};
 
 use super::notes;
 use super::replay::ReplayArgs;
-use crate::cli::args::RateArgs;
+use crate::cli::args::{InputArgs, RateArgs};
 use crate::cli::config::Styles;
+use crate::cli::layer::LayerSpec;
 use crate::engine::layered::{Layer, MAX_LAYERS, replay_layers};
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::Cost;
 use crate::render::export;
 use crate::report::{LayerReport, LayeredReport};
+use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
-    let specs = &args.limits;
+    let report = replay(&args.limits, &args.job.input, args.window, args.job.keys.top)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    export::write(&mut out, args.output.format, styles.stdout, &report)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Replays the input through the layers `specs` and returns the report, its keys ranked to
+/// `top`, its busiest windows `window` long (each layer's period if `None`).
+pub(super) fn replay(
+    specs: &[LayerSpec],
+    input: &InputArgs,
+    window: Option<Span>,
+    top: usize,
+) -> Result<LayeredReport> {
     if specs.len() > MAX_LAYERS {
         bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
     }
@@ -26,14 +42,14 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         Cost::Each(_) => None,
     });
     let cost = one_column(cost_column, "weighed")?;
-    let mut input = args.job.input.resolve(key.map(|k| (k, "--limit key=")))?;
+    let mut input = input.resolve(key.map(|k| (k, "--limit key=")))?;
     input.read.cost = cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
     let layers = specs
         .iter()
         .map(|spec| {
             let size = RateArgs { rate: spec.rate, burst: spec.burst };
             Ok(Layer {
-                settings: size.settings(spec.algorithm, args.window, true)?,
+                settings: size.settings(spec.algorithm, window, true)?,
                 keyed: spec.key.is_some(),
                 cost: match spec.cost {
                     Cost::Each(units) => Some(units),
@@ -45,7 +61,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (record, stats) = replay_layers(&layers, &input.source, &input.read)?;
     notes(&input, &stats);
     let name = input.source.name();
-    let (top, threads) = (args.job.keys.top, input.read.threads);
+    let threads = input.read.threads;
     let layers = specs
         .iter()
         .zip(record.layers)
@@ -56,17 +72,13 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             LayerReport { spec: spec.to_string(), refused, only, limiter }
         })
         .collect();
-    let report = LayeredReport {
+    Ok(LayeredReport {
         input: name,
         events: record.events,
         passed: record.passed,
         dropped: record.events - record.passed,
         layers,
-    };
-    let mut out = BufWriter::new(io::stdout().lock());
-    export::write(&mut out, args.output.format, styles.stdout, &report)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// Returns the one column that `columns` name (none if they name none); layers that are

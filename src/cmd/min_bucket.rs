@@ -8,14 +8,16 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{curve_of, notes};
+use super::{curve_of, layered, notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
+use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
 use crate::render::outfile::Output;
 use crate::render::{curve_svg, export};
+use crate::report::LayerNeeds;
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, WorstKey};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
@@ -279,6 +281,13 @@ impl KeyedFinders {
 const LEFT_OUT_SHOWN: usize = 5;
 
 pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
+    if !args.limits.is_empty() {
+        let layered = layered::replay(&args.limits, &args.input, None, args.keys.top)?;
+        let mut out = BufWriter::new(io::stdout().lock());
+        export::write(&mut out, args.output.format, styles.stdout, &LayerNeeds::of(&layered))?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let (rates, plot, input) = args.resolve()?;
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
@@ -354,7 +363,7 @@ pub struct MinBucketArgs {
     #[arg(
         long,
         value_name = "RATE",
-        required_unless_present = "curve",
+        required_unless_present_any = ["curve", "limits"],
         value_delimiter = ',',
         allow_hyphen_values = true,
         value_parser = parse_rate_list
@@ -370,6 +379,12 @@ pub struct MinBucketArgs {
     /// loses nothing, for each rate: --cover 99%.
     #[arg(long, value_name = "SHARE", conflicts_with = "curve", allow_hyphen_values = true)]
     pub cover: Option<Percent>,
+
+    /// Size each layer of several limits instead, given again for each, as replay's
+    /// --limit takes them: each layer's smallest lossless bucket, and the tightest.
+    #[arg(long = "limit", id = "limits", value_name = "SPEC")]
+    #[arg(conflicts_with_all = ["rate", "curve", "cover", "key", "cost"])]
+    pub limits: Vec<LayerSpec>,
 
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]

@@ -7,7 +7,9 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::write_stdout;
-use crate::report::{Check, CurveSegment, LayeredReport, LimiterReport, MinBucket, MinRate};
+use crate::report::{
+    Check, CurveSegment, LayerNeeds, LayeredReport, LimiterReport, MinBucket, MinRate,
+};
 
 /// `ratelimit schema`.
 #[derive(Debug, Args)]
@@ -28,6 +30,8 @@ pub enum Output {
     Compare,
     /// `min-bucket --format json`: one object per rate.
     MinBucket,
+    /// `min-bucket --limit … --limit … --format json`: each layer's need.
+    LayerNeeds,
     /// `min-bucket --curve --format json`: the pieces of the burst–rate curve.
     Curve,
     /// `min-rate --format json`: one object per burst.
@@ -42,6 +46,7 @@ pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
         Output::Layered => schemars::schema_for!(LayeredReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
         Output::MinBucket => schemars::schema_for!(Vec<MinBucket>),
+        Output::LayerNeeds => schemars::schema_for!(LayerNeeds),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
         Output::Check => schemars::schema_for!(Check),

@@ -99,6 +99,8 @@ fn every_json_output_keeps_its_published_schema() {
         "algo=sliding-log,rate=3/h",
     ];
     assert_valid("layered", &quakes(&layered), "three layers, keyed and weighted");
+    let needs = [&["min-bucket"], &layered[1..]].concat();
+    assert_valid("layer-needs", &quakes(&needs), "min-bucket of three layers");
     let compare = ["compare", "--rate", "1/h", "--burst", "2"];
     assert_valid("compare", &quakes(&compare), "compare");
     let by_net = ["--cost", "depth", "--key", "net"];

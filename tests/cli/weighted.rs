@@ -323,3 +323,27 @@ fn three_layers_decide_all_or_nothing_as_brute_force_does() {
         run(&["replay", "--algo", "sliding-log", "--rate", "45/m", "--format", "json"], &text).ok();
     assert_eq!(json(&one)["passed"], json(&alone)["passed"]);
 }
+
+#[test]
+fn min_bucket_sizes_each_layer_on_its_own_events_and_costs() {
+    let log = token_log();
+    let text = csv(&log);
+    let specs = [
+        "algo=gcra,rate=100/m,burst=250,cost=tokens",
+        "algo=token-bucket,rate=100/m,burst=40,key=user",
+    ];
+    let args: Vec<&str> = specs.iter().flat_map(|s| ["--limit", s]).collect();
+    let report =
+        json(&run(&[&["min-bucket"], &args[..], &["--format", "json"]].concat(), &text).ok());
+    let tokens = brute_bucket(&micros(&log, None));
+    let counted = |user| micros(&log, Some(user)).iter().map(|&(t, _)| (t, 1)).collect::<Vec<_>>();
+    let (worst, user) = (0..3).map(|u| (brute_bucket(&counted(u)), u)).max().unwrap();
+    let layers = report["layers"].as_array().unwrap();
+    assert_eq!(layers[0]["min_bucket"].as_i64(), Some(i64::try_from(tokens).unwrap()));
+    assert_eq!(layers[0]["fits"], serde_json::json!(tokens <= 250));
+    assert_eq!(layers[1]["min_bucket"].as_i64(), Some(i64::try_from(worst).unwrap()));
+    assert_eq!(layers[1]["worst_key"], format!("u{user}"));
+    // The tightest is the layer whose need is the larger share of its burst.
+    let tightest = if tokens * 40 > worst * 250 { specs[0] } else { specs[1] };
+    assert_eq!(report["tightest"], tightest);
+}

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::table::{labeled, table};
 use super::{Report, Style};
-use crate::report::LayeredReport;
+use crate::report::{LayerNeeds, LayeredReport};
 
 impl Report for LayeredReport {
     type Row = serde_json::Value;
@@ -62,5 +62,40 @@ impl Report for LayeredReport {
         let header =
             ["layer", "refused", "only", "passed units", "busiest", "min bucket", "promise"];
         table(out, &header, &rows, style)
+    }
+}
+
+impl Report for LayerNeeds {
+    type Row = crate::report::LayerNeed;
+
+    fn rows(&self) -> Vec<crate::report::LayerNeed> {
+        self.layers.clone()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let rows: Vec<Vec<String>> = self
+            .layers
+            .iter()
+            .map(|n| {
+                let fits = match n.fits {
+                    Some(true) => style.good("yes"),
+                    Some(false) => style.warn("no"),
+                    None => "- (a window)".to_owned(),
+                };
+                vec![
+                    n.spec.clone(),
+                    n.burst.to_string(),
+                    n.min_bucket.to_string(),
+                    n.worst_key.clone().unwrap_or_else(|| "-".into()),
+                    fits,
+                ]
+            })
+            .collect();
+        table(out, &["layer", "burst", "min bucket", "worst key", "fits"], &rows, style)?;
+        if let Some(tightest) = &self.tightest {
+            writeln!(out)?;
+            labeled(out, &[("tightest".to_owned(), tightest.clone())], style)?;
+        }
+        Ok(())
     }
 }

@@ -47,7 +47,7 @@ impl Style {
         self.paint(anstyle::AnsiColor::Yellow.on_default(), text)
     }
 
-    fn good(self, text: &str) -> String {
+    pub(super) fn good(self, text: &str) -> String {
         self.paint(anstyle::AnsiColor::Green.on_default(), text)
     }
 }
