@@ -23,6 +23,7 @@ use clap::Args;
 
 use crate::cli::args::{RateArgs, RedisArgs};
 use crate::cli::job::Job;
+use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
 use crate::limiter::Algorithm;
@@ -41,6 +42,10 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         }
         (key, _) => key.clone(),
     };
+    let cost = args.cost.clone().unwrap_or_default();
+    if let (Cost::Column(_), true) = (&cost, args.lines) {
+        bail!("--lines has no columns: --cost takes a whole number there");
+    }
     let job = Job::live(settings, key, &args.remote)?;
     let key = job.key.as_deref();
     let mut decider = job.decider()?;
@@ -71,6 +76,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let mut out = io::stdout().lock();
     let mut tally = Tally::default();
     let mut column = None;
+    let mut cost_column = None;
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     let delays = settings.algorithm.delays();
     let ended = loop {
@@ -94,7 +100,10 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         };
         if !args.lines && column.is_none() {
             // The header: it goes to both outputs, and names the key column.
-            column = Some(header_column(&line, key)?);
+            column = Some(header_column(&line, key, "--key")?);
+            if let Cost::Column(name) = &cost {
+                cost_column = Some(header_column(&line, Some(name), "--cost")?);
+            }
             write_line(&mut out, &line)?;
             if let Some(file) = &mut dropped {
                 write_line(file, &line)?;
@@ -107,7 +116,22 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             (Some(key), Some(index)) => field(&line, index, tally.lines + 1, key)?,
             (Some(_), None) => line.clone(),
         };
-        let decision = decider.decide_now(clock.at(arrived), &key_bytes)?;
+        let units = match (&cost, cost_column) {
+            (Cost::Column(name), Some(index)) => {
+                let text = field(&line, index, tally.lines + 1, name)?;
+                parse_cost(&text).map_err(|reason| {
+                    let value = String::from_utf8_lossy(&text);
+                    anyhow!(
+                        "<stdin>: line {}, field `{name}`: {value:?} is {reason}",
+                        tally.lines + 1
+                    )
+                })?
+            }
+            (Cost::Each(units), _) => *units,
+            // The header comes first, and names the cost's column.
+            (Cost::Column(name), None) => bail!("--cost {name}: no header was read"),
+        };
+        let decision = decider.decide_now(clock.at(arrived), &key_bytes, units)?;
         if decision.passed {
             tally.passed += 1;
             let hold = if delays { micros_of(decision.wait, settings.rate) } else { 0 };
@@ -244,11 +268,12 @@ fn micros_of(wait: i128, rate: Rate) -> u64 {
     u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }
 
-/// Finds the key column in a CSV header, as every reader does; 0 (unused) without a key.
-fn header_column(header: &[u8], key: Option<&str>) -> Result<usize> {
-    let Some(key) = key else { return Ok(0) };
+/// Finds the column `name` (that `flag` asks for) in a CSV header, as every reader does;
+/// 0 (unused) without a name.
+fn header_column(header: &[u8], name: Option<&str>, flag: &str) -> Result<usize> {
+    let Some(name) = name else { return Ok(0) };
     let names = record(header).ok_or_else(|| anyhow!("<stdin>: line 1: the header is not CSV"))?;
-    find_column(&names, key, "(named by --key)")
+    find_column(&names, name, &format!("(named by {flag})"))
         .map_err(|problem| anyhow!("<stdin>: line 1: {problem}"))
 }
 
@@ -300,6 +325,11 @@ pub struct FilterArgs {
     /// makes each whole line its key.
     #[arg(long, value_name = "COLUMN")]
     pub key: Option<String>,
+
+    /// What each line costs: a whole number for every line (--cost 3), or, in a CSV, the
+    /// column that holds each line's cost in units (--cost total_tokens) [default: 1].
+    #[arg(long, value_name = "COLUMN|N")]
+    pub cost: Option<Cost>,
 
     /// Append the dropped lines to FILE (a CSV's header first).
     #[arg(long, value_name = "FILE")]

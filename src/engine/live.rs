@@ -26,7 +26,9 @@ const ONE_KEY: &str = "filter";
 /// An engine that decides each event as it arrives.
 pub trait Live {
     /// Decides on an event of key `key` (empty for no key) arriving at `now`, at once.
-    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision>;
+    /// Decides on an event of key `key` (empty for no key) that costs `cost`, arriving at
+    /// `now`, at once.
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision>;
 }
 
 impl Backend {
@@ -58,12 +60,12 @@ struct LiveMemory {
 }
 
 impl Live for LiveMemory {
-    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
         let number = self.keys.intern(key).filter(|_| self.keys.len() <= MAX_LIVE_KEYS);
         let Some(number) = number else {
             bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
         };
-        Ok(self.limiter.decide(slot(number), now, 1))
+        Ok(self.limiter.decide(slot(number), now, cost))
     }
 }
 
@@ -76,13 +78,20 @@ struct LiveRedis {
 }
 
 impl Live for LiveRedis {
-    fn decide_now(&mut self, now: Timestamp, key: &[u8]) -> Result<Decision> {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        // A cost that can never pass is refused here, unsent, as in memory.
+        let costing = if cost == 1 { None } else { Some(self.remote.costing(cost)) };
+        let remote = match &costing {
+            None => &self.remote,
+            Some(Some(costing)) => costing,
+            Some(None) => return Ok(Decision { passed: false, wait: 0 }),
+        };
         let key = if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
         self.calls += 1;
         // A sliding log's entries need names no other call, of any process, uses.
         let member = format!("{}:{}:{}", std::process::id(), now.as_micros(), self.calls);
         let base = format!("{}{{{key}}}", self.prefix);
-        let outcome = self.remote.check(&mut self.server.borrow_mut(), &base, &member)?;
+        let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
         Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
     }
 }

@@ -190,3 +190,27 @@ fn filters_sharing_redis_pass_at_most_b_plus_rt_together() {
     let (alone, took) = fleet_of_filters(4, 20, &[]);
     assert!(alone as f64 > 5.0 + 5.0 * took.as_secs_f64(), "{alone} passed in {took:?}");
 }
+
+#[test]
+fn a_cost_column_spends_each_lines_cost() {
+    // A bucket of 10 tokens, refilled at 10 an hour: 4 and 4 pass, 4 more do not; a line
+    // that costs 2 still fits.
+    let args = ["filter", "--rate", "10/h", "--burst", "10", "--cost", "tokens"];
+    let out = run(&args, "time,tokens\n1,4\n2,4\n3,4\n4,2\n");
+    assert_eq!((out.code, out.stdout.as_str()), (0, "time,tokens\n1,4\n2,4\n4,2\n"));
+    let bad = run(&args, "time,tokens\n1,4\n2,2.5\n");
+    assert_eq!(bad.code, 2);
+    assert_eq!(
+        bad.stderr,
+        "ratelimit: <stdin>: line 3, field `tokens`: \"2.5\" is fractional: a cost is a whole number of units\n"
+    );
+    let lines = run(&["filter", "--lines", "--rate", "1/h", "--cost", "tokens"], "a\n");
+    assert_eq!(
+        lines.error(),
+        "ratelimit: --lines has no columns: --cost takes a whole number there"
+    );
+    // --cost N in --lines: each line costs N.
+    let each =
+        run(&["filter", "--lines", "--rate", "1/h", "--burst", "5", "--cost", "2"], "a\nb\nc\n");
+    assert_eq!(each.stdout, "a\nb\n");
+}

@@ -255,6 +255,14 @@ fn redis_spends_each_events_cost_as_memory_does() {
         let redis = run_with(&[&args[..], &["--redis", &url]].concat(), Stdin::Pipe(&text)).ok();
         assert_eq!(memory, redis, "{algo}");
     }
+    // A live filter spends each line's cost in Redis too; at 1/h, arriving at once, the
+    // lines that pass are the same as in memory: 30, 15 and 5 of 50, not the 20 after.
+    let lines = "who,tokens\na,30\nb,15\nc,20\nd,5\ne,60\n";
+    let filter = ["filter", "--algo", "gcra", "--rate", "1/h", "--burst", "50", "--cost", "tokens"];
+    let memory = run(&filter, lines).ok();
+    assert_eq!(memory, "who,tokens\na,30\nb,15\nd,5\n");
+    let redis = run_with(&[&filter[..], &["--redis", &url]].concat(), Stdin::Pipe(lines)).ok();
+    assert_eq!(redis, memory);
 }
 
 #[test]
