@@ -173,6 +173,39 @@ mod tests {
         assert_eq!(refusals, [(1, 1), (1, 1)]);
     }
 
+    proptest::proptest! {
+        /// One layer decides as its limiter alone does, for every limiter and any costs;
+        /// and a second layer that admits everything changes nothing.
+        #[test]
+        fn one_layer_is_the_limiter_alone(
+            n in 1u64..6,
+            p in 1i64..20,
+            b in 1u64..8,
+            events in proptest::collection::vec((0i64..6, 0u64..8), 0..60),
+        ) {
+            let rate: crate::units::rate::Rate = format!("{n}/{p}s").parse().unwrap();
+            let mut t = 0;
+            let events: Vec<Event> = events.iter().map(|&(gap, c)| { t += gap; at(t, c) }).collect();
+            for algorithm in Algorithm::ALL {
+                let burst = NonZeroU64::new(b).unwrap();
+                let window = Span::from_micros(1_000_000).unwrap();
+                let one = Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost: None };
+                let roomy = layer(Algorithm::TokenBucket, "1000/s", 1_000_000, None);
+                let mut alone = algorithm.build(rate, burst);
+                let mut layered = Layered::new(std::slice::from_ref(&one)).unwrap();
+                let mut with_roomy = Layered::new(&[one.clone(), roomy]).unwrap();
+                let mut passed = 0;
+                for &e in &events {
+                    passed += u64::from(crate::limiter::Limiter::take(&mut alone, e.time, e.cost, false).passed);
+                    layered.event(e).unwrap();
+                    with_roomy.event(e).unwrap();
+                }
+                proptest::prop_assert_eq!(layered.finish().passed, passed, "{:?}", algorithm);
+                proptest::prop_assert_eq!(with_roomy.finish().passed, passed, "{:?}", algorithm);
+            }
+        }
+    }
+
     #[test]
     fn one_layer_decides_as_the_limiter_alone() {
         let one = [layer(Algorithm::SlidingLog, "3/10s", 3, None)];
