@@ -41,10 +41,38 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
         reset_after_s: span(outcome.reset_after_us),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    export::write(&mut out, args.output.format, styles.stdout, &found)?;
+    if args.headers {
+        out.write_all(headers(&found, &settings).as_bytes())?;
+    } else {
+        export::write(&mut out, args.output.format, styles.stdout, &found)?;
+    }
     out.flush()?;
     // 1 is the answer "limited", not an error.
     Ok(if found.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Returns the decision as the IETF `RateLimit-Policy` and `RateLimit` header lines
+/// (draft-ietf-httpapi-ratelimit-headers), for a service to pass on: the policy, named for
+/// the limiter, holds `q` units a `w` seconds (a window's N a period; a bucket's burst and
+/// the time to refill it whole), and `r` remain, all back in `t` seconds (whole seconds,
+/// rounded up, as the fields take).
+fn headers(check: &report::Check, settings: &Settings) -> String {
+    let seconds = |micros: i128| (micros + 999_999).div_euclid(1_000_000).max(0);
+    let window = if settings.algorithm.uses_burst() {
+        // b·I = b·P/N, rounded up.
+        let (n, p) = (settings.rate.n(), settings.rate.p());
+        (i128::from(settings.burst.get()) * p + n - 1) / n
+    } else {
+        settings.rate.p()
+    };
+    let name = check.algorithm.name();
+    format!(
+        "RateLimit-Policy: \"{name}\";q={};w={}\nRateLimit: \"{name}\";r={};t={}\n",
+        check.limit,
+        seconds(window),
+        check.remaining,
+        seconds(i128::from(check.reset_after_s.as_micros())),
+    )
 }
 
 pub(super) const CHECK_AFTER_HELP: &str = "\
@@ -79,6 +107,12 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub remote: RedisArgs,
 
+    /// Print the decision as the IETF RateLimit-Policy and RateLimit header lines
+    /// (draft-ietf-httpapi-ratelimit-headers) for a service to pass on, instead of the
+    /// report; the exit code is the answer still.
+    #[arg(long, conflicts_with = "format")]
+    pub headers: bool,
+
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -97,5 +131,53 @@ impl CheckArgs {
             anyhow!("check needs --redis URL: it decides in the Redis server its callers share")
         })?;
         Ok((settings, target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+
+    #[test]
+    fn headers_give_the_policy_and_what_remains() {
+        let settings = |algorithm, rate: &str, burst| Settings {
+            algorithm,
+            rate: rate.parse().unwrap(),
+            burst: NonZeroU64::new(burst).unwrap(),
+            window: Span::from_micros(1).unwrap(),
+        };
+        let check = |algorithm, limit, remaining, reset_micros| report::Check {
+            key: "k".into(),
+            algorithm,
+            rate: "5/h".parse().unwrap(),
+            cost: 1,
+            allowed: true,
+            limit,
+            remaining,
+            retry_after_s: Span::from_micros(0).unwrap(),
+            reset_after_s: Span::from_micros(reset_micros).unwrap(),
+        };
+        // GCRA at 5/h with a burst of 5, after one call: 4 left, whole again in 12 min;
+        // the burst refills in 5 × 12 min.
+        let gcra = headers(
+            &check(Algorithm::Gcra, 5, 4, 720_000_000),
+            &settings(Algorithm::Gcra, "5/h", 5),
+        );
+        assert_eq!(gcra, "RateLimit-Policy: \"gcra\";q=5;w=3600\nRateLimit: \"gcra\";r=4;t=720\n");
+        // A fixed window of 3 per 10 s, 0.4 s from its end: the window, and t rounded up.
+        let window = check(Algorithm::FixedWindow, 3, 0, 400_000);
+        let fixed = headers(&window, &settings(Algorithm::FixedWindow, "3/10s", 3));
+        assert_eq!(
+            fixed,
+            "RateLimit-Policy: \"fixed-window\";q=3;w=10\nRateLimit: \"fixed-window\";r=0;t=1\n"
+        );
+        // A burst of 7 at 2/3s refills in 10.5 s: w rounds up to 11.
+        let bucket = headers(
+            &check(Algorithm::TokenBucket, 7, 7, 0),
+            &settings(Algorithm::TokenBucket, "2/3s", 7),
+        );
+        assert!(bucket.starts_with("RateLimit-Policy: \"token-bucket\";q=7;w=11\n"), "{bucket}");
     }
 }

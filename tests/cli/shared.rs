@@ -97,6 +97,23 @@ fn check_answers_with_its_exit_code() {
 }
 
 #[test]
+fn check_headers_are_the_ietf_ratelimit_fields() {
+    let Some(server) = RedisServer::start() else { return };
+    let five = ["--rate", "5/h", "--burst", "5", "--headers"];
+    let (code, first) = check(&server, "api:ann", &five);
+    // One call taken: 4 left, and the bucket whole again in 12 minutes, 720 s (found in
+    // the same script, at the same server time, as the decision).
+    assert_eq!(code, 0);
+    assert_eq!(first, "RateLimit-Policy: \"gcra\";q=5;w=3600\nRateLimit: \"gcra\";r=4;t=720\n");
+    for _ in 0..4 {
+        check(&server, "api:ann", &five);
+    }
+    let (code, limited) = check(&server, "api:ann", &five);
+    assert_eq!(code, 1, "the exit code is still the answer");
+    assert!(limited.contains("RateLimit: \"gcra\";r=0;t="), "{limited}");
+}
+
+#[test]
 fn check_takes_a_cost_all_or_nothing_and_refuses_one_that_never_fits() {
     let Some(server) = RedisServer::start() else { return };
     for algo in ["gcra", "token-bucket", "fixed-window", "sliding-log", "sliding-counter"] {
