@@ -54,10 +54,21 @@ pub struct LayeredRecord {
 impl Layered {
     /// Starts a replay of `layers`, at most [`MAX_LAYERS`].
     pub fn new(layers: &[Layer]) -> Result<Layered> {
+        Layered::check(layers)?;
+        Ok(Layered::build(layers))
+    }
+
+    /// Says whether `layers` make a layered limit: 1 to [`MAX_LAYERS`] of them.
+    fn check(layers: &[Layer]) -> Result<()> {
         if layers.is_empty() || layers.len() > MAX_LAYERS {
             bail!("a layered limit has 1 to {MAX_LAYERS} layers, not {}", layers.len());
         }
-        Ok(Layered {
+        Ok(())
+    }
+
+    /// Starts a replay of `layers`, which [`check`](Layered::check) has passed.
+    fn build(layers: &[Layer]) -> Layered {
+        Layered {
             limiters: (layers.iter())
                 .map(|l| AnyPerKey::new(l.settings.algorithm, l.settings.rate, l.settings.burst))
                 .collect(),
@@ -67,7 +78,7 @@ impl Layered {
             layers: layers.to_vec(),
             events: 0,
             passed: 0,
-        })
+        }
     }
 
     /// Returns the record, once every event is in.
@@ -127,10 +138,10 @@ pub fn replay_layers(
     source: &crate::input::catalog::Source,
     options: &crate::input::catalog::ReadOptions,
 ) -> Result<(LayeredRecord, ReadStats)> {
-    Layered::new(layers)?;
-    let (run, stats) = crate::input::catalog::read_events(source, options, || {
-        Layered::new(layers).expect("checked above")
-    })?;
+    // The first run is checked; a read that starts over makes another alike.
+    let mut first = Some(Layered::new(layers)?);
+    let fresh = || first.take().unwrap_or_else(|| Layered::build(layers));
+    let (run, stats) = crate::input::catalog::read_events(source, options, fresh)?;
     Ok((run.finish(), stats))
 }
 
