@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, Write};
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,8 +22,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
-use crate::cli::args::{RateArgs, RedisArgs};
+use super::layered::{self, Layers};
+use crate::cli::args::{RateArgs, RedisArgs, parse_burst};
 use crate::cli::job::Job;
+use crate::cli::layer::LayerSpec;
+use crate::engine::live::{Live, LiveLayers};
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
@@ -35,20 +39,24 @@ use crate::units::time::{Timestamp, human_duration};
 const TICK: Duration = Duration::from_millis(50);
 
 pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
-    let settings = args.size.settings(args.algo, None, true)?;
-    let key = match (&args.key, args.lines) {
-        (Some(key), true) if key != "line" => {
-            bail!("--lines has no columns: --key line makes each whole line its key")
-        }
-        (key, _) => key.clone(),
+    let (mut decider, settings, key, cost): (Box<dyn Live>, _, _, _) = if args.limits.is_empty() {
+        let Some(rate) = args.rate else { bail!("filter needs --rate, or --limit") };
+        let settings = RateArgs { rate, burst: args.burst }.settings(args.algo, None, true)?;
+        let job = Job::live(settings, args.key.clone(), &args.remote)?;
+        (job.decider()?, Some(settings), job.key, args.cost.clone().unwrap_or_default())
+    } else {
+        let Layers { layers, key, cost } = layered::resolve(&args.limits, None)?;
+        (Box::new(LiveLayers::new(&layers)?), None, key, cost)
     };
-    let cost = args.cost.clone().unwrap_or_default();
+    let key = key.as_deref();
+    if let (Some(key), true) = (key, args.lines)
+        && key != "line"
+    {
+        bail!("--lines has no columns: --key line makes each whole line its key")
+    }
     if let (Cost::Column(_), true) = (&cost, args.lines) {
         bail!("--lines has no columns: --cost takes a whole number there");
     }
-    let job = Job::live(settings, key, &args.remote)?;
-    let key = job.key.as_deref();
-    let mut decider = job.decider()?;
     let mut dropped = match &args.dropped {
         Some(path) => {
             let file = OpenOptions::new()
@@ -78,7 +86,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let mut column = None;
     let mut cost_column = None;
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
-    let delays = settings.algorithm.delays();
+    // Only one limiter delays: layers decide at once.
+    let delays = settings.filter(|s| s.algorithm.delays());
     let ended = loop {
         if interrupted.load(Ordering::Relaxed) {
             break false;
@@ -134,7 +143,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         let decision = decider.decide_now(clock.at(arrived), &key_bytes, units)?;
         if decision.passed {
             tally.passed += 1;
-            let hold = if delays { micros_of(decision.wait, settings.rate) } else { 0 };
+            let hold = delays.map_or(0, |s| micros_of(decision.wait, s.rate));
             if hold > 0 {
                 tally.delayed += 1;
                 tally.longest = tally.longest.max(hold);
@@ -163,7 +172,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             queue.pop_front();
         }
     }
-    tally.summary(queue.len(), clock.started.elapsed(), delays);
+    tally.summary(queue.len(), clock.started.elapsed(), delays.is_some());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -314,8 +323,21 @@ pub struct FilterArgs {
     #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
     pub algo: Algorithm,
 
-    #[command(flatten)]
-    pub size: RateArgs,
+    /// The rate: N events per period, as in 5/h or 1/30s.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(required_unless_present = "limits")]
+    pub rate: Option<Rate>,
+
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N].
+    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    pub burst: Option<NonZeroU64>,
+
+    /// One layer of several limits at once, given again for each, as replay takes them:
+    /// a line passes only if every layer admits it, and a refused line charges no layer
+    /// (in memory; not with --redis, nor a leaky-queue layer).
+    #[arg(long = "limit", id = "limits", value_name = "SPEC")]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "redis"])]
+    pub limits: Vec<LayerSpec>,
 
     /// Read plain lines, rather than a CSV whose first line is its header.
     #[arg(long)]

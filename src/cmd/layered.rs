@@ -33,31 +33,9 @@ pub(super) fn replay(
     window: Option<Span>,
     top: usize,
 ) -> Result<LayeredReport> {
-    if specs.len() > MAX_LAYERS {
-        bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
-    }
-    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), "keyed")?;
-    let cost_column = specs.iter().filter_map(|s| match &s.cost {
-        Cost::Column(column) => Some(column.as_str()),
-        Cost::Each(_) => None,
-    });
-    let cost = one_column(cost_column, "weighed")?;
-    let mut input = input.resolve(key.map(|k| (k, "--limit key=")))?;
-    input.read.cost = cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
-    let layers = specs
-        .iter()
-        .map(|spec| {
-            let size = RateArgs { rate: spec.rate, burst: spec.burst };
-            Ok(Layer {
-                settings: size.settings(spec.algorithm, window, true)?,
-                keyed: spec.key.is_some(),
-                cost: match spec.cost {
-                    Cost::Each(units) => Some(units),
-                    Cost::Column(_) => None,
-                },
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let Layers { layers, key, cost } = resolve(specs, window)?;
+    let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
+    input.read.cost = cost;
     let (record, stats) = replay_layers(&layers, &input.source, &input.read)?;
     notes(&input, &stats);
     let name = input.source.name();
@@ -78,6 +56,47 @@ pub(super) fn replay(
         passed: record.passed,
         dropped: record.events - record.passed,
         layers,
+    })
+}
+
+/// Layers resolved from their specs: each layer, the one column keying the keyed ones, and
+/// what the read's events cost (the one column weighing the weighed ones, else 1).
+pub(super) struct Layers {
+    pub layers: Vec<Layer>,
+    pub key: Option<String>,
+    pub cost: Cost,
+}
+
+/// Settles the layers `specs`, their busiest windows `window` long (each layer's period
+/// if `None`).
+pub(super) fn resolve(specs: &[LayerSpec], window: Option<Span>) -> Result<Layers> {
+    if specs.len() > MAX_LAYERS {
+        bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
+    }
+    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), "keyed")?;
+    let cost_column = specs.iter().filter_map(|s| match &s.cost {
+        Cost::Column(column) => Some(column.as_str()),
+        Cost::Each(_) => None,
+    });
+    let cost = one_column(cost_column, "weighed")?;
+    let layers = specs
+        .iter()
+        .map(|spec| {
+            let size = RateArgs { rate: spec.rate, burst: spec.burst };
+            Ok(Layer {
+                settings: size.settings(spec.algorithm, window, true)?,
+                keyed: spec.key.is_some(),
+                cost: match spec.cost {
+                    Cost::Each(units) => Some(units),
+                    Cost::Column(_) => None,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Layers {
+        layers,
+        key: key.map(str::to_owned),
+        cost: cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
     })
 }
 

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use anyhow::{Result, bail};
 
 use super::Backend;
+use super::layered::Layer;
 use super::recorder::Settings;
 use super::redis::{Remote, Server};
 use crate::input::keys::{KeyTable, slot};
@@ -93,5 +94,52 @@ impl Live for LiveRedis {
         let base = format!("{}{{{key}}}", self.prefix);
         let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
         Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
+    }
+}
+
+/// Several limits at once, in this process: every layer is asked first, spending nothing,
+/// then all are charged or none, as a layered replay decides.
+pub struct LiveLayers {
+    layers: Vec<(AnyPerKey, Layer)>,
+    keys: KeyTable,
+}
+
+impl LiveLayers {
+    /// Returns the layers' live engine. A leaky queue delays rather than decides at once,
+    /// so it is no live layer.
+    pub fn new(layers: &[Layer]) -> Result<LiveLayers> {
+        if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
+            let name = queue.settings.algorithm.name();
+            bail!("{name} delays; layers decide at once: use gcra, which admits the same");
+        }
+        let limiter = |l: &Layer| {
+            let Settings { algorithm, rate, burst, .. } = l.settings;
+            AnyPerKey::new(algorithm, rate, burst)
+        };
+        let layers = layers.iter().map(|l| (limiter(l), l.clone())).collect();
+        Ok(LiveLayers { layers, keys: KeyTable::new() })
+    }
+}
+
+impl Live for LiveLayers {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        let number = self.keys.intern(key).filter(|_| self.keys.len() <= MAX_LIVE_KEYS);
+        let Some(number) = number else {
+            bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
+        };
+        let at = |layer: &Layer| {
+            (if layer.keyed { slot(number) } else { 0 }, layer.cost.unwrap_or(cost))
+        };
+        let passed = self.layers.iter_mut().all(|(limiter, layer)| {
+            let (key, cost) = at(layer);
+            limiter.admits(key, now, cost)
+        });
+        if passed {
+            for (limiter, layer) in &mut self.layers {
+                let (key, cost) = at(layer);
+                limiter.charge(key, now, cost);
+            }
+        }
+        Ok(Decision { passed, wait: 0 })
     }
 }

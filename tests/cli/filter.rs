@@ -214,3 +214,23 @@ fn a_cost_column_spends_each_lines_cost() {
         run(&["filter", "--lines", "--rate", "1/h", "--burst", "5", "--cost", "2"], "a\nb\nc\n");
     assert_eq!(each.stdout, "a\nb\n");
 }
+
+#[test]
+fn layers_pass_a_line_only_if_every_layer_admits_it() {
+    // Two a user (burst 2, key who) and 50 tokens over all. a,20 is refused by the tokens
+    // alone (5 left) and charges no user; a,60 can never fit; b,1 finds no token left.
+    let args = [
+        "filter",
+        "--limit",
+        "algo=gcra,rate=1/h,burst=2,key=who",
+        "--limit",
+        "algo=token-bucket,rate=1/h,burst=50,cost=tokens",
+    ];
+    let out = run(&args, "who,tokens\na,30\nb,15\na,20\nc,5\na,60\nb,1\n");
+    assert_eq!((out.code, out.stdout.as_str()), (0, "who,tokens\na,30\nb,15\nc,5\n"));
+    let queue = run(&["filter", "--limit", "algo=leaky-queue,rate=1/h"], "t\n1\n");
+    assert_eq!(
+        queue.error(),
+        "ratelimit: leaky-queue delays; layers decide at once: use gcra, which admits the same"
+    );
+}
