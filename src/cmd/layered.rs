@@ -6,22 +6,35 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use super::notes;
-use super::replay::ReplayArgs;
+use super::replay::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::args::{InputArgs, RateArgs};
-use crate::cli::config::Styles;
+use crate::cli::config::{Input, Styles};
 use crate::cli::layer::LayerSpec;
-use crate::engine::layered::{Layer, MAX_LAYERS, replay_layers};
+use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS, decide_layers, replay_layers};
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::Cost;
+use crate::input::catalog::{self, Cost, ReadStats};
 use crate::render::export;
 use crate::report::{LayerReport, LayeredReport};
 use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
-    let report = replay(&args.limits, &args.job.input, args.window, args.job.keys.top)?;
-    let mut out = BufWriter::new(io::stdout().lock());
-    export::write(&mut out, args.output.format, styles.stdout, &report)?;
-    out.flush()?;
+    let top = args.job.keys.top;
+    let (layers, input) = setup(&args.limits, &args.job.input, args.window)?;
+    let Some(emit) = args.emit else {
+        let report = replay_to(&args.limits, &layers, &input, top)?;
+        let mut out = BufWriter::new(io::stdout().lock());
+        export::write(&mut out, args.output.format, styles.stdout, &report)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    check_emit(Some(emit), &input)?;
+    let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+    let record = decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+    emit_rows(&rows, &record.trace, emit, input.read.format)?;
+    notes(&input, &stats);
+    let report = report(&args.limits, &input, record, &stats, top);
+    let mut err = io::stderr().lock();
+    export::write(&mut err, args.output.format, styles.stderr, &report)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -33,30 +46,61 @@ pub(super) fn replay(
     window: Option<Span>,
     top: usize,
 ) -> Result<LayeredReport> {
+    let (layers, input) = setup(specs, input, window)?;
+    replay_to(specs, &layers, &input, top)
+}
+
+/// Settles the layers and the input they read: its key and cost columns the layers'.
+fn setup(
+    specs: &[LayerSpec],
+    input: &InputArgs,
+    window: Option<Span>,
+) -> Result<(Vec<Layer>, Input)> {
     let Layers { layers, key, cost } = resolve(specs, window)?;
     let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
     input.read.cost = cost;
-    let (record, stats) = replay_layers(&layers, &input.source, &input.read)?;
-    notes(&input, &stats);
+    Ok((layers, input))
+}
+
+/// Reads the input through the layers, and reports.
+fn replay_to(
+    specs: &[LayerSpec],
+    layers: &[Layer],
+    input: &Input,
+    top: usize,
+) -> Result<LayeredReport> {
+    let (record, stats) = replay_layers(layers, &input.source, &input.read)?;
+    notes(input, &stats);
+    Ok(report(specs, input, record, &stats, top))
+}
+
+/// Returns the report of a layered record, each layer's keys ranked to `top`.
+fn report(
+    specs: &[LayerSpec],
+    input: &Input,
+    record: LayeredRecord,
+    stats: &ReadStats,
+    top: usize,
+) -> LayeredReport {
     let name = input.source.name();
     let threads = input.read.threads;
     let layers = specs
         .iter()
         .zip(record.layers)
         .map(|(spec, (recorder, refused, only))| {
-            let names = KeyNames::of(spec.key.as_deref(), &stats);
+            let names = KeyNames::of(spec.key.as_deref(), stats);
             let mut reports = recorder.reports(&name, names, top, threads).lanes;
             let limiter = reports.swap_remove(0);
             LayerReport { spec: spec.to_string(), refused, only, limiter }
         })
         .collect();
-    Ok(LayeredReport {
+    LayeredReport {
         input: name,
         events: record.events,
         passed: record.passed,
         dropped: record.events - record.passed,
         layers,
-    })
+    }
 }
 
 /// Layers resolved from their specs: each layer, the one column keying the keyed ones, and

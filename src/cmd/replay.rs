@@ -9,9 +9,9 @@ use clap::{Args, ValueEnum};
 
 use super::notes;
 use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
-use crate::cli::config::Styles;
+use crate::cli::config::{Input, Styles};
 use crate::cli::layer::LayerSpec;
-use crate::input::catalog;
+use crate::input::catalog::{self, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
@@ -22,17 +22,7 @@ use crate::units::time::Span;
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
     let format = input.read.format;
-    let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
-    if args.emit == Some(Emit::All) && !tabular {
-        bail!(
-            "--emit all adds a column, which {} has not: use --emit passed or --emit dropped",
-            format.name()
-        );
-    }
-    if args.emit.is_some() {
-        // The rows go to stdout: it must not be the file they are read from.
-        input.check_output(&Output::Stdout)?;
-    }
+    check_emit(args.emit, &input)?;
     let (Some(algorithm), Some(rate)) = (args.algo, args.rate) else {
         bail!("replay needs --algo and --rate, or --limit")
     };
@@ -50,27 +40,8 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             let events = rows.iter().map(|(event, _)| event);
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
-            let mut out = BufWriter::new(io::stdout().lock());
-            // Rows go out as they came in: CSV and TSV with their header (and a column for
-            // the decision), the others line by line, GeoJSON as JSON Lines of features.
-            let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
-                InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
-                _ => (b",decision\n", b",passed", b",dropped"),
-            };
-            if tabular {
-                out.write_all(rows.header())?;
-                out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
-            }
             // One limiter: the trace holds one decision per row.
-            for ((_, row), &pass) in rows.iter().zip(recorder.trace()) {
-                match emit {
-                    Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
-                    Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
-                    Emit::All => writeln_bytes(&mut out, row, if pass { passed } else { dropped })?,
-                    _ => {}
-                }
-            }
-            out.flush()?;
+            emit_rows(&rows, recorder.trace(), emit, format)?;
             (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
@@ -79,6 +50,54 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     export::write(&mut out, args.output.format, style, &reports[0])?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV
+/// have, and the rows go to stdout, which must not be the file they are read from.
+pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
+    let format = input.read.format;
+    if emit == Some(Emit::All) && !matches!(format, InputFormat::Csv | InputFormat::Tsv) {
+        bail!(
+            "--emit all adds a column, which {} has not: use --emit passed or --emit dropped",
+            format.name()
+        );
+    }
+    if emit.is_some() {
+        input.check_output(&Output::Stdout)?;
+    }
+    Ok(())
+}
+
+/// Writes the rows `emit` asks for to stdout, each with its decision in `trace` (one a
+/// row, in order), as they came in: CSV and TSV with their header (and a column for the
+/// decision), the others line by line, GeoJSON as JSON Lines of features. Every row has
+/// been read and checked, and every decision taken, so an error leaves no half-written
+/// output.
+pub(super) fn emit_rows(
+    rows: &Rows,
+    trace: &[bool],
+    emit: Emit,
+    format: InputFormat,
+) -> Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
+        InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
+        _ => (b",decision\n", b",passed", b",dropped"),
+    };
+    if matches!(format, InputFormat::Csv | InputFormat::Tsv) {
+        out.write_all(rows.header())?;
+        out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
+    }
+    for ((_, row), &pass) in rows.iter().zip(trace) {
+        match emit {
+            Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
+            Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
+            Emit::All => writeln_bytes(&mut out, row, if pass { passed } else { dropped })?,
+            _ => {}
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 fn writeln_bytes(out: &mut impl Write, row: &[u8], suffix: &[u8]) -> io::Result<()> {
@@ -133,7 +152,7 @@ pub struct ReplayArgs {
     /// every layer admits it, and a refused event charges no layer. Layers may be keyed,
     /// all by one column, and weighed, all by one column (or each by a number).
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
-    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "emit", "servers", "redis"])]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "servers", "redis"])]
     pub limits: Vec<LayerSpec>,
 
     /// Write the input rows that passed, that were dropped, or all of them with a

@@ -38,6 +38,8 @@ pub struct Layered {
     passed: u64,
     refused: Vec<u64>,
     only: Vec<u64>,
+    /// If kept: every event's decision, in order.
+    trace: Option<Vec<bool>>,
 }
 
 /// What a layered replay found, before its reports are made: for each layer, its record,
@@ -49,6 +51,8 @@ pub struct LayeredRecord {
     pub passed: u64,
     /// For each layer: its record, its refusals, and the refusals that were its alone.
     pub layers: Vec<(Recorder, u64, u64)>,
+    /// Every event's decision, in order, if they were kept.
+    pub trace: Vec<bool>,
 }
 
 impl Layered {
@@ -78,6 +82,7 @@ impl Layered {
             layers: layers.to_vec(),
             events: 0,
             passed: 0,
+            trace: None,
         }
     }
 
@@ -85,7 +90,12 @@ impl Layered {
     pub fn finish(self) -> LayeredRecord {
         let layers =
             self.records.into_iter().zip(self.refused).zip(self.only).map(|((r, a), b)| (r, a, b));
-        LayeredRecord { events: self.events, passed: self.passed, layers: layers.collect() }
+        LayeredRecord {
+            events: self.events,
+            passed: self.passed,
+            layers: layers.collect(),
+            trace: self.trace.unwrap_or_default(),
+        }
     }
 
     /// Returns the event as `layer` sees it: its key (0 unless keyed) and its cost.
@@ -118,6 +128,9 @@ impl Sink for Layered {
         }
         let passed = refused == 0;
         self.passed += u64::from(passed);
+        if let Some(trace) = &mut self.trace {
+            trace.push(passed);
+        }
         let layers = self.layers.iter().zip(&mut self.limiters).zip(&mut self.records);
         for ((layer, limiter), record) in layers {
             let seen = Layered::seen(layer, event);
@@ -130,6 +143,19 @@ impl Sink for Layered {
         }
         Ok(())
     }
+}
+
+/// Decides events already read, in time order, through `layers`, keeping every decision.
+pub fn decide_layers(
+    layers: &[Layer],
+    events: impl IntoIterator<Item = Event>,
+) -> Result<LayeredRecord> {
+    let mut run = Layered::new(layers)?;
+    run.trace = Some(Vec::new());
+    for event in events {
+        run.event(event)?;
+    }
+    Ok(run.finish())
 }
 
 /// Reads the events of a catalog through `layers`, and returns what each did.

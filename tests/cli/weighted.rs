@@ -325,6 +325,13 @@ fn three_layers_decide_all_or_nothing_as_brute_force_does() {
     }
     let tokens = &report["layers"][1]["units"]["passed"];
     assert_eq!(tokens.as_i64(), Some(i64::try_from(units).unwrap()));
+    // --emit writes the rows every layer passed (or the others), the report on stderr.
+    let emitted = run(&[&["replay"], &args[..], &["--emit", "passed"]].concat(), &text);
+    assert_eq!(emitted.stdout.lines().count() as u64, 1 + all, "the header and each row passed");
+    assert!(emitted.stderr.contains("all or nothing"), "{}", emitted.stderr);
+    let dropped = run(&[&["replay"], &args[..], &["--emit", "all"]].concat(), &text).ok();
+    let refused = dropped.lines().filter(|l| l.ends_with(",dropped")).count() as u64;
+    assert_eq!(refused, 400 - all);
     // One layer is the limiter alone.
     let one = run(&["replay", "--limit", specs[2], "--format", "json"], &text).ok();
     let alone =
