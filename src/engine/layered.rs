@@ -29,10 +29,75 @@ pub struct Layer {
     pub cost: Option<u64>,
 }
 
+/// The layers' limiters, each beside its layer: the rule of all or nothing, written once
+/// for a replay and for a live filter.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    each: Vec<(AnyPerKey, Layer)>,
+}
+
+impl Limits {
+    /// Returns the limiters of `layers`, each in its first state.
+    pub fn new(layers: &[Layer]) -> Limits {
+        let limiter = |l: &Layer| {
+            let Settings { algorithm, rate, burst, .. } = l.settings;
+            AnyPerKey::new(algorithm, rate, burst)
+        };
+        Limits { each: layers.iter().map(|l| (limiter(l), l.clone())).collect() }
+    }
+
+    /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
+    /// every layer is asked, whatever the others say.
+    #[inline]
+    pub fn refusals(&mut self, event: Event) -> u32 {
+        let mut refused = 0;
+        for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
+            let seen = layer.sees(event);
+            if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
+                refused |= 1 << n;
+            }
+        }
+        refused
+    }
+
+    /// Settles `event`: if it `passed` (every layer admitted it), charges each layer;
+    /// either way hands layer n's view of it and its decision to `each`, in layer order,
+    /// stopping at the first error.
+    #[inline]
+    pub fn settle<E>(
+        &mut self,
+        event: Event,
+        passed: bool,
+        mut each: impl FnMut(usize, Event, Decision) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
+            let seen = layer.sees(event);
+            // All admitted: each is charged, and a leaky queue says how long it waits.
+            let decision = match passed {
+                true => limiter.decide(slot(seen.key), seen.time, seen.cost),
+                false => Decision { passed: false, wait: 0 },
+            };
+            each(n, seen, decision)?;
+        }
+        Ok(())
+    }
+}
+
+impl Layer {
+    /// Returns the event as this layer sees it: its key (0 unless keyed) and its cost.
+    #[inline]
+    fn sees(&self, event: Event) -> Event {
+        Event {
+            time: event.time,
+            key: if self.keyed { event.key } else { 0 },
+            cost: self.cost.unwrap_or(event.cost),
+        }
+    }
+}
+
 /// A layered replay under way: the layers' limiters, and what each refused.
 pub struct Layered {
-    layers: Vec<Layer>,
-    limiters: Vec<AnyPerKey>,
+    limits: Limits,
     records: Vec<Recorder>,
     events: u64,
     passed: u64,
@@ -73,13 +138,10 @@ impl Layered {
     /// Starts a replay of `layers`, which [`check`](Layered::check) has passed.
     fn build(layers: &[Layer]) -> Layered {
         Layered {
-            limiters: (layers.iter())
-                .map(|l| AnyPerKey::new(l.settings.algorithm, l.settings.rate, l.settings.burst))
-                .collect(),
+            limits: Limits::new(layers),
             records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
             refused: vec![0; layers.len()],
             only: vec![0; layers.len()],
-            layers: layers.to_vec(),
             events: 0,
             passed: 0,
             trace: None,
@@ -97,16 +159,6 @@ impl Layered {
             trace: self.trace.unwrap_or_default(),
         }
     }
-
-    /// Returns the event as `layer` sees it: its key (0 unless keyed) and its cost.
-    #[inline]
-    fn seen(layer: &Layer, event: Event) -> Event {
-        Event {
-            time: event.time,
-            key: if layer.keyed { event.key } else { 0 },
-            cost: layer.cost.unwrap_or(event.cost),
-        }
-    }
 }
 
 impl Sink for Layered {
@@ -114,34 +166,20 @@ impl Sink for Layered {
 
     fn event(&mut self, event: Event) -> Result<()> {
         self.events += 1;
-        // Every layer is asked; none spends yet.
-        let mut refused = 0u32;
-        for (n, (layer, limiter)) in self.layers.iter().zip(&mut self.limiters).enumerate() {
-            let seen = Layered::seen(layer, event);
-            if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
-                refused |= 1 << n;
-                self.refused[n] += 1;
-            }
-        }
-        if refused.count_ones() == 1 {
-            self.only[refused.trailing_zeros() as usize] += 1;
+        let refused = self.limits.refusals(event);
+        let alone = refused.count_ones() == 1;
+        for (n, (count, only)) in self.refused.iter_mut().zip(&mut self.only).enumerate() {
+            let refuses = u64::from(refused >> n & 1);
+            *count += refuses;
+            *only += refuses * u64::from(alone);
         }
         let passed = refused == 0;
         self.passed += u64::from(passed);
         if let Some(trace) = &mut self.trace {
             trace.push(passed);
         }
-        let layers = self.layers.iter().zip(&mut self.limiters).zip(&mut self.records);
-        for ((layer, limiter), record) in layers {
-            let seen = Layered::seen(layer, event);
-            // All admitted: each is charged, and a leaky queue says how long it waits.
-            let decision = match passed {
-                true => limiter.decide(slot(seen.key), seen.time, seen.cost),
-                false => Decision { passed: false, wait: 0 },
-            };
-            record.record(seen, [decision])?;
-        }
-        Ok(())
+        let records = &mut self.records;
+        self.limits.settle(event, passed, |n, seen, decision| records[n].record(seen, [decision]))
     }
 }
 

@@ -11,9 +11,10 @@ use std::rc::Rc;
 use anyhow::{Result, bail};
 
 use super::Backend;
-use super::layered::Layer;
+use super::layered::{Layer, Limits};
 use super::recorder::Settings;
 use super::redis::{Remote, Server};
+use crate::input::catalog::Event;
 use crate::input::keys::{KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
@@ -98,9 +99,9 @@ impl Live for LiveRedis {
 }
 
 /// Several limits at once, in this process: every layer is asked first, spending nothing,
-/// then all are charged or none, as a layered replay decides.
+/// then all are charged or none, by the same [`Limits`] a layered replay decides with.
 pub struct LiveLayers {
-    layers: Vec<(AnyPerKey, Layer)>,
+    limits: Limits,
     keys: KeyTable,
 }
 
@@ -112,12 +113,7 @@ impl LiveLayers {
             let name = queue.settings.algorithm.name();
             bail!("{name} delays; layers decide at once: use gcra, which admits the same");
         }
-        let limiter = |l: &Layer| {
-            let Settings { algorithm, rate, burst, .. } = l.settings;
-            AnyPerKey::new(algorithm, rate, burst)
-        };
-        let layers = layers.iter().map(|l| (limiter(l), l.clone())).collect();
-        Ok(LiveLayers { layers, keys: KeyTable::new() })
+        Ok(LiveLayers { limits: Limits::new(layers), keys: KeyTable::new() })
     }
 }
 
@@ -127,19 +123,9 @@ impl Live for LiveLayers {
         let Some(number) = number else {
             bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
         };
-        let at = |layer: &Layer| {
-            (if layer.keyed { slot(number) } else { 0 }, layer.cost.unwrap_or(cost))
-        };
-        let passed = self.layers.iter_mut().all(|(limiter, layer)| {
-            let (key, cost) = at(layer);
-            limiter.admits(key, now, cost)
-        });
-        if passed {
-            for (limiter, layer) in &mut self.layers {
-                let (key, cost) = at(layer);
-                limiter.charge(key, now, cost);
-            }
-        }
+        let event = Event { time: now, key: number, cost };
+        let passed = self.limits.refusals(event) == 0;
+        self.limits.settle(event, passed, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
         Ok(Decision { passed, wait: 0 })
     }
 }
