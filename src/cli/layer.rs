@@ -31,43 +31,40 @@ impl FromStr for LayerSpec {
 
     fn from_str(text: &str) -> Result<LayerSpec, String> {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
-            (None, None, None, None, None);
+            (None, None::<Rate>, None, None::<Cost>, None);
         for part in text.split(',') {
             let Some((name, value)) = part.split_once('=') else {
                 return Err(format!(
                     "'{part}' is not key=value (algo=, rate=, burst=, cost=, key=)"
                 ));
             };
-            let twice = || format!("{name}= is given twice");
-            match name.trim() {
+            let name = name.trim();
+            match name {
                 "algo" => {
-                    let found = Algorithm::ALL.into_iter().find(|a| a.name() == value.trim());
+                    // The names the command line takes for --algo.
+                    let found = <Algorithm as clap::ValueEnum>::from_str(value.trim(), false);
                     let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                    let found = found.ok_or_else(|| {
+                    let found = found.map_err(|_| {
                         format!("algo={value} is not a limiter: one of {}", names.join(", "))
                     })?;
-                    algorithm.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                    once(&mut algorithm, found, name)?;
                 }
                 "rate" => {
-                    let found: Rate =
-                        value.trim().parse().map_err(|e| format!("rate={value}: {e}"))?;
-                    rate.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                    let found = value.trim().parse().map_err(|e| format!("rate={value}: {e}"))?;
+                    once(&mut rate, found, name)?;
                 }
                 "burst" => {
                     let found = value.trim().parse::<u64>().ok().and_then(NonZeroU64::new);
                     let found = found.ok_or_else(|| {
                         format!("burst={value} is not a whole number of at least 1")
                     })?;
-                    burst.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                    once(&mut burst, found, name)?;
                 }
                 "cost" => {
-                    let found: Cost =
-                        value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
-                    cost.replace(found).map_or(Ok(()), |_| Err(twice()))?;
+                    let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
+                    once(&mut cost, found, name)?;
                 }
-                "key" if !value.trim().is_empty() => {
-                    key.replace(value.trim().to_owned()).map_or(Ok(()), |_| Err(twice()))?;
-                }
+                "key" if !value.trim().is_empty() => once(&mut key, value.trim().to_owned(), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 other => {
                     return Err(format!(
@@ -85,6 +82,14 @@ impl FromStr for LayerSpec {
             ));
         }
         Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key })
+    }
+}
+
+/// Sets `slot` to `value`, the value of key `name`, which may be given only once.
+fn once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
+    match slot.replace(value) {
+        Some(_) => Err(format!("{name}= is given twice")),
+        None => Ok(()),
     }
 }
 

@@ -27,6 +27,7 @@ use crate::cli::args::{RateArgs, RedisArgs, parse_burst};
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::engine::live::{Live, LiveLayers};
+use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
@@ -128,12 +129,13 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         let units = match (&cost, cost_column) {
             (Cost::Column(name), Some(index)) => {
                 let text = field(&line, index, tally.lines + 1, name)?;
-                parse_cost(&text).map_err(|reason| {
-                    let value = String::from_utf8_lossy(&text);
-                    anyhow!(
-                        "<stdin>: line {}, field `{name}`: {value:?} is {reason}",
-                        tally.lines + 1
-                    )
+                parse_cost(&text).map_err(|reason| ReadError::Field {
+                    // The reader's own error, so that a bad cost reads alike everywhere.
+                    name: "<stdin>".into(),
+                    line: tally.lines + 1,
+                    field: name.clone(),
+                    value: String::from_utf8_lossy(&text).into_owned(),
+                    reason,
                 })?
             }
             (Cost::Each(units), _) => *units,

@@ -75,6 +75,7 @@ impl BusiestWindow {
         // Every event so far cost 1: units are events, and only times are kept.
         self.forget_before(time);
         self.recent.push_back(time);
+        // A count of events held in memory: a usize, which fits in a u64.
         let events = self.recent.len() as u64;
         if self.best.is_none_or(|best| events > best.events) {
             self.best = Some(Best { start: self.recent[0], units: u128::from(events), events });
@@ -85,6 +86,7 @@ impl BusiestWindow {
     fn push_weighted(&mut self, time: Timestamp, cost: u64) {
         let costs = self.weighted.get_or_insert_with(|| {
             let each = VecDeque::from(vec![1; self.recent.len()]);
+            // Each event so far cost 1: their sum is their count, a usize.
             Box::new(Costs { each, sum: self.recent.len() as u128 })
         });
         let length = self.length.as_micros();
@@ -97,6 +99,7 @@ impl BusiestWindow {
         self.recent.push_back(time);
         costs.each.push_back(cost);
         costs.sum += u128::from(cost);
+        // A count of events held in memory: a usize, which fits in a u64.
         let (units, events) = (costs.sum, self.recent.len() as u64);
         if self.best.is_none_or(|best| units > best.units) {
             self.best = Some(Best { start: self.recent[0], units, events });

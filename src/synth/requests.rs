@@ -286,10 +286,13 @@ impl RequestLog {
         }
         // Pareto by inversion: 50·(1 − u)^(−1/1.5), a count of tokens, capped.
         let prompt = 50.0 * libm::pow(1.0 - self.uniform(), -1.0 / 1.5);
+        // At least 50 and capped at 100,000: a whole count that fits a u64. No user value
+        // reaches it; --tokens only turns the draw on.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let prompt = libm::floor(prompt.min(100_000.0)) as u64;
         // The top two bits pick one of four; a uniform fraction of it is the reply.
         let max = [256, 512, 1_024, 4_096][usize::try_from(self.rng.next_u64() >> 62).unwrap_or(0)];
+        // From 0 to `max` (at most 4,096, exact in a double): a whole count.
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,

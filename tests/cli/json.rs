@@ -34,7 +34,20 @@ fn min_bucket_curve_json() {
 fn weighted_replay_json() {
     // Each event costs its depth: units beside events, and the events past the burst.
     let args = ["replay", "--algo", "gcra", "--rate", "30/h", "--burst", "25", "--cost", "depth"];
-    insta::assert_snapshot!(run(&[&args[..], &["--format", "json"]].concat(), QUAKES).ok());
+    let out = run(&[&args[..], &["--format", "json"]].concat(), QUAKES).ok();
+    // By hand, I = 2 min: depths 30, 30 (00:30) and 35 (01:10) are past the burst of 25;
+    // 15 at 00:40 passes (tat 01:10); 22 at 00:50 would wait 64 min > 50; 10 at 01:00
+    // waits 10 + 20 = 30 min (passes); 20 at 02:30 passes: 45 of 162 units.
+    let report = json(&out);
+    assert_eq!(
+        (report["passed"].as_u64(), report["units"]["passed"].as_u64()),
+        (Some(3), Some(45))
+    );
+    assert_eq!(
+        (report["too_big"]["events"].as_u64(), report["units"]["events"].as_u64()),
+        (Some(3), Some(162))
+    );
+    insta::assert_snapshot!(out);
 }
 
 #[test]
@@ -49,7 +62,16 @@ fn layered_replay_json() {
         "--format",
         "json",
     ];
-    insta::assert_snapshot!(run(&args, QUAKES).ok());
+    let out = run(&args, QUAKES).ok();
+    // By hand: 00:30 (30) and 00:30 (30) pass both; 00:40 (15) and 00:50 (22) find the
+    // network's GCRA and the bucket (10 and 20 units back) short; 01:00 (10) passes; 01:10
+    // (35) finds both short again; 02:30 (20) passes. GCRA refuses 3, never alone.
+    let report = json(&out);
+    assert_eq!(report["passed"].as_u64(), Some(4));
+    let layers = report["layers"].as_array().unwrap();
+    assert_eq!((layers[0]["refused"].as_u64(), layers[0]["only"].as_u64()), (Some(3), Some(0)));
+    assert_eq!(layers[1]["refused"].as_u64(), Some(3));
+    insta::assert_snapshot!(out);
 }
 
 #[test]
