@@ -128,6 +128,7 @@ impl MinBucketFinders {
         if self.block.is_empty() {
             return;
         }
+        // A block's length, at most BLOCK, widens into 128 bits.
         let reach = i128::from(self.top) + i128::from(self.max_p) * self.block.len() as i128;
         if self.wide.is_none() && reach > i128::from(i64::MAX) {
             self.widen();
@@ -158,6 +159,7 @@ impl MinBucketFinders {
     /// clamp empties every excess anyway: the excess is at most `top` plus a block of
     /// periods, and the clamp's drain at the smallest count exceeds that and a period.
     fn clamp_gaps(&mut self) {
+        // A block's length, at most BLOCK, widens into 128 bits.
         let reach = i128::from(self.top) + i128::from(self.max_p) * (self.block.len() as i128 + 1);
         let n_min = self.lanes.n.iter().copied().min().unwrap_or(1);
         let n_max = self.lanes.n.iter().copied().max().unwrap_or(1);
