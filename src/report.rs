@@ -414,6 +414,29 @@ pub struct Check {
     pub reset_after_s: Span,
 }
 
+/// One live decision over several limits at once (`check --limit … --limit …`): whether
+/// the call passed every layer (then each was charged), the longest any layer asks to wait,
+/// and each layer's own answer, as if asked alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LayeredCheck {
+    pub key: String,
+    pub allowed: bool,
+    #[serde(serialize_with = "seconds")]
+    #[schemars(with = "f64")]
+    pub retry_after_s: Span,
+    pub layers: Vec<LayerCheck>,
+}
+
+/// One layer of a layered check: its spec, and its decision, its `key` the call's if the
+/// layer is keyed, else `all`: one limit that every key shares.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LayerCheck {
+    pub spec: String,
+    pub keyed: bool,
+    #[serde(flatten)]
+    pub check: Check,
+}
+
 /// The keys of a keyed report (`--key`), in JSON its `keys`: the column they come from,
 /// how many there are, how figures spread across all of them, and the first of them
 /// ranked, each a row with its `key` (`--top` keeps how many).

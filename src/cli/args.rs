@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
+use crate::limiter::Algorithm;
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -219,6 +220,24 @@ pub struct RateArgs {
     /// The rate: N events per period, as in 5/h or 1/30s.
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
+
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N].
+    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    pub burst: Option<NonZeroU64>,
+}
+
+/// The one limit of a live decision (`check`, `filter`): a limiter, GCRA unless said, and
+/// its size; or, in its place, `--limit` given for each of several layers.
+#[derive(Debug, Args)]
+pub struct LiveLimitArgs {
+    /// The limiter.
+    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    pub algo: Algorithm,
+
+    /// The rate: N events per period, as in 5/h or 1/30s.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(required_unless_present = "limits")]
+    pub rate: Option<Rate>,
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
     #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]

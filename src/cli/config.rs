@@ -11,7 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 
 use crate::cli::args::{
-    ColorChoice, FleetArgs, InputArgs, LimitArgs, RateArgs, RedisArgs, RouteArg, ShareMode, Until,
+    ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, RouteArg,
+    ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::recorder::Settings;
@@ -73,6 +74,14 @@ pub struct Input {
     pub read: ReadOptions,
     /// A note for stderr about the input's choice, when the user did not make it.
     pub note: Option<&'static str>,
+}
+
+impl LiveLimitArgs {
+    /// Settles the one limiter; `command` names the command that needs it, for the error.
+    pub fn settings(&self, command: &str) -> Result<Settings> {
+        let Some(rate) = self.rate else { bail!("{command} needs --rate, or --limit") };
+        RateArgs { rate, burst: self.burst }.settings(self.algo, None, true)
+    }
 }
 
 impl RateArgs {

@@ -3,76 +3,170 @@
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
-use crate::cli::args::{OutputArgs, RateArgs, RedisArgs, parse_cost};
+use super::layered::{self, Layers};
+use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
+use crate::cli::layer::LayerSpec;
+use crate::engine::layered::Layer;
 use crate::engine::recorder::Settings;
-use crate::engine::redis::{RedisTarget, Remote, Server};
-use crate::limiter::Algorithm;
+use crate::engine::redis::{Outcome, RedisTarget, Remote, RemoteLayers, SHARED, Server};
+use crate::input::cost::Cost;
 use crate::render::export;
 use crate::report;
 use crate::units::time::Span;
 
 pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    if !args.limits.is_empty() {
+        return run_layers(args, styles);
+    }
     let (settings, target) = args.resolve()?;
     let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), args.cost)?;
     let mut server = Server::connect(&target.urls, target.timeout)?;
     let base = format!("{}{{{}}}", target.prefix, args.key);
-    // A sliding log's entries need names no other call uses.
+    let outcome = remote.check(&mut server, &base, &member())?;
+    let found = decision(&args.key, &settings, args.cost, &outcome);
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.headers {
+        let fields = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
+        out.write_all(fields.as_bytes())?;
+    } else {
+        export::write(&mut out, args.output.format, styles.stdout, &found)?;
+    }
+    out.flush()?;
+    Ok(answer(found.allowed))
+}
+
+/// `check KEY --limit … --limit …`: one call of the layered script, all or nothing.
+fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    let Layers { layers, cost, .. } = layered::resolve(&args.limits, None)?;
+    if let (Cost::Each(_), true) = (&cost, args.cost != 1) {
+        bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
+    }
+    if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
+        bail!(
+            "check decides at once; {} delays: use gcra, which admits the same",
+            queue.settings.algorithm.name()
+        );
+    }
+    let target = args.target()?;
+    // A cost a layer can never pass is an error, as it is for one limit.
+    for (spec, layer) in args.limits.iter().zip(&layers) {
+        let s = layer.settings;
+        let cost = layer.cost.unwrap_or(args.cost);
+        Remote::new(s.algorithm, s.rate, s.burst.get(), cost)
+            .with_context(|| format!("--limit {spec}"))?;
+    }
+    let mut server = Server::connect(&target.urls, target.timeout)?;
+    let remote = RemoteLayers::new(&mut server, &layers)?;
+    let own = format!("{}{{{}}}", target.prefix, args.key);
+    let shared = format!("{}{{{SHARED}}}", target.prefix);
+    let outcome = remote.check(&mut server, &remote.bases(&own, &shared), &member(), args.cost)?;
+    let each = args.limits.iter().zip(&layers).zip(&outcome.layers);
+    let found = report::LayeredCheck {
+        key: args.key.clone(),
+        allowed: outcome.allowed,
+        retry_after_s: span(outcome.layers.iter().map(|o| o.retry_after_us).max().unwrap_or(0)),
+        layers: each
+            .map(|((spec, layer), outcome)| {
+                let key = if layer.keyed { &args.key } else { SHARED };
+                let cost = layer.cost.unwrap_or(args.cost);
+                let check = decision(key, &layer.settings, cost, outcome);
+                report::LayerCheck { spec: spec.to_string(), keyed: layer.keyed, check }
+            })
+            .collect(),
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.headers {
+        let named = policy_names(&layers);
+        let fields: Vec<_> = named
+            .into_iter()
+            .zip(&found.layers)
+            .zip(&layers)
+            .map(|((name, found), layer)| (name, &found.check, &layer.settings))
+            .collect();
+        out.write_all(headers(&fields).as_bytes())?;
+    } else {
+        export::write(&mut out, args.output.format, styles.stdout, &found)?;
+    }
+    out.flush()?;
+    Ok(answer(found.allowed))
+}
+
+/// The exit code of an answer: 1 is "limited", not an error.
+fn answer(allowed: bool) -> ExitCode {
+    if allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Returns a name for a sliding log's entry that no other call uses.
+fn member() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let member = format!("{}:{nanos}", std::process::id());
-    let outcome = remote.check(&mut server, &base, &member)?;
-    let span = |micros: i64| Span::from_micros(micros.max(0)).expect("not negative");
+    format!("{}:{nanos}", std::process::id())
+}
+
+/// Returns a span of `micros` µs, none if negative.
+fn span(micros: i64) -> Span {
+    Span::from_micros(micros.max(0)).expect("not negative")
+}
+
+/// Returns the decision of a limiter with `settings` on `key`, a call of `cost` units, as
+/// the script gave it.
+fn decision(key: &str, settings: &Settings, cost: u64, outcome: &Outcome) -> report::Check {
     let limit =
         if settings.algorithm.uses_burst() { settings.burst.get() } else { settings.rate.count() };
-    let found = report::Check {
-        key: args.key.clone(),
+    report::Check {
+        key: key.to_owned(),
         algorithm: settings.algorithm,
         rate: settings.rate,
-        cost: args.cost,
+        cost,
         allowed: outcome.allowed,
         limit,
         remaining: u64::try_from(outcome.remaining).unwrap_or(0),
         retry_after_s: span(outcome.retry_after_us),
         reset_after_s: span(outcome.reset_after_us),
-    };
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.headers {
-        out.write_all(headers(&found, &settings).as_bytes())?;
-    } else {
-        export::write(&mut out, args.output.format, styles.stdout, &found)?;
     }
-    out.flush()?;
-    // 1 is the answer "limited", not an error.
-    Ok(if found.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// Returns the decision as the IETF `RateLimit-Policy` and `RateLimit` header lines
-/// (draft-ietf-httpapi-ratelimit-headers), for a service to pass on: the policy, named for
-/// the limiter, holds `q` units a `w` seconds (a window's N a period; a bucket's burst and
-/// the time to refill it whole), and `r` remain, all back in `t` seconds (whole seconds,
-/// rounded up, as the fields take).
-fn headers(check: &report::Check, settings: &Settings) -> String {
+/// Returns each layer's policy name: its limiter's, with its layer's number if another
+/// layer runs the same limiter.
+fn policy_names(layers: &[Layer]) -> Vec<String> {
+    let algorithm = |l: &Layer| l.settings.algorithm;
+    layers
+        .iter()
+        .enumerate()
+        .map(|(n, l)| {
+            let name = algorithm(l).name();
+            let twice = layers.iter().filter(|m| algorithm(m) == algorithm(l)).count() > 1;
+            if twice { format!("{name}-{}", n + 1) } else { name.to_owned() }
+        })
+        .collect()
+}
+
+/// Returns the decisions as the IETF `RateLimit-Policy` and `RateLimit` header lines
+/// (draft-ietf-httpapi-ratelimit-headers), for a service to pass on, one list item a
+/// policy: each, named, holds `q` units a `w` seconds (a window's N a period; a bucket's
+/// burst and the time to refill it whole), and `r` remain, all back in `t` seconds (whole
+/// seconds, rounded up, as the fields take).
+fn headers(policies: &[(String, &report::Check, &Settings)]) -> String {
     let seconds = |micros: i128| (micros + 999_999).div_euclid(1_000_000).max(0);
-    let window = if settings.algorithm.uses_burst() {
-        // b·I = b·P/N, rounded up.
-        let (n, p) = (settings.rate.n(), settings.rate.p());
-        (i128::from(settings.burst.get()) * p + n - 1) / n
-    } else {
-        settings.rate.p()
-    };
-    let name = check.algorithm.name();
-    format!(
-        "RateLimit-Policy: \"{name}\";q={};w={}\nRateLimit: \"{name}\";r={};t={}\n",
-        check.limit,
-        seconds(window),
-        check.remaining,
-        seconds(i128::from(check.reset_after_s.as_micros())),
-    )
+    let (mut policy, mut state) = (Vec::new(), Vec::new());
+    for (name, check, settings) in policies {
+        let window = if settings.algorithm.uses_burst() {
+            // b·I = b·P/N, rounded up.
+            let (n, p) = (settings.rate.n(), settings.rate.p());
+            (i128::from(settings.burst.get()) * p + n - 1) / n
+        } else {
+            settings.rate.p()
+        };
+        policy.push(format!("\"{name}\";q={};w={}", check.limit, seconds(window)));
+        let reset = seconds(i128::from(check.reset_after_s.as_micros()));
+        state.push(format!("\"{name}\";r={};t={reset}", check.remaining));
+    }
+    format!("RateLimit-Policy: {}\nRateLimit: {}\n", policy.join(", "), state.join(", "))
 }
 
 pub(super) const CHECK_AFTER_HELP: &str = "\
@@ -93,12 +187,16 @@ pub struct CheckArgs {
     #[arg(value_name = "KEY")]
     pub key: String,
 
-    /// The limiter.
-    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
-    pub algo: Algorithm,
-
     #[command(flatten)]
-    pub size: RateArgs,
+    pub limit: LiveLimitArgs,
+
+    /// One layer of several limits at once, given again for each, as replay takes them:
+    /// the call passes only if every layer admits it, and a refused call charges no layer,
+    /// in one atomic script. A layer with key= limits KEY; one without is one limit that
+    /// every KEY shares. --cost gives its cost to the layers with cost=COLUMN.
+    #[arg(long = "limit", id = "limits", value_name = "SPEC")]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst"])]
+    pub limits: Vec<LayerSpec>,
 
     /// How many units to take at once, all or nothing.
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_cost)]
@@ -120,17 +218,21 @@ pub struct CheckArgs {
 impl CheckArgs {
     /// Settles the one limiter `check` runs, and the server it runs in.
     pub fn resolve(&self) -> Result<(Settings, RedisTarget)> {
-        if self.algo.delays() {
+        if self.limit.algo.delays() {
             bail!(
                 "check decides at once; a leaky queue delays instead: use gcra, which admits \
                  the same"
             );
         }
-        let settings = self.size.settings(self.algo, None, true)?;
-        let target = self.remote.target()?.ok_or_else(|| {
+        let settings = self.limit.settings("check")?;
+        Ok((settings, self.target()?))
+    }
+
+    /// Settles the server `check` decides in.
+    fn target(&self) -> Result<RedisTarget> {
+        self.remote.target()?.ok_or_else(|| {
             anyhow!("check needs --redis URL: it decides in the Redis server its callers share")
-        })?;
-        Ok((settings, target))
+        })
     }
 }
 
@@ -139,6 +241,7 @@ mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
+    use crate::limiter::Algorithm;
 
     #[test]
     fn headers_give_the_policy_and_what_remains() {
@@ -161,20 +264,25 @@ mod tests {
         };
         // GCRA at 5/h with a burst of 5, after one call: 4 left, whole again in 12 min;
         // the burst refills in 5 × 12 min.
-        let gcra = headers(
+        let one = |name: &str, check: &report::Check, settings: &Settings| {
+            headers(&[(name.to_owned(), check, settings)])
+        };
+        let gcra = one(
+            "gcra",
             &check(Algorithm::Gcra, 5, 4, 720_000_000),
             &settings(Algorithm::Gcra, "5/h", 5),
         );
         assert_eq!(gcra, "RateLimit-Policy: \"gcra\";q=5;w=3600\nRateLimit: \"gcra\";r=4;t=720\n");
         // A fixed window of 3 per 10 s, 0.4 s from its end: the window, and t rounded up.
         let window = check(Algorithm::FixedWindow, 3, 0, 400_000);
-        let fixed = headers(&window, &settings(Algorithm::FixedWindow, "3/10s", 3));
+        let fixed = one("fixed-window", &window, &settings(Algorithm::FixedWindow, "3/10s", 3));
         assert_eq!(
             fixed,
             "RateLimit-Policy: \"fixed-window\";q=3;w=10\nRateLimit: \"fixed-window\";r=0;t=1\n"
         );
         // A burst of 7 at 2/3s refills in 10.5 s: w rounds up to 11.
-        let bucket = headers(
+        let bucket = one(
+            "token-bucket",
             &check(Algorithm::TokenBucket, 7, 7, 0),
             &settings(Algorithm::TokenBucket, "2/3s", 7),
         );

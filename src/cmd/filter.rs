@@ -10,7 +10,6 @@
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, Write};
-use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,15 +22,16 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use super::layered::{self, Layers};
-use crate::cli::args::{RateArgs, RedisArgs, parse_burst};
+use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
-use crate::engine::live::{Live, LiveLayers};
+use crate::engine::Backend;
+use crate::engine::live::Live;
+use crate::engine::recorder::Settings;
 use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
-use crate::limiter::Algorithm;
 use crate::render::outfile::Identity;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
@@ -41,13 +41,14 @@ const TICK: Duration = Duration::from_millis(50);
 
 pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut decider, settings, key, cost): (Box<dyn Live>, _, _, _) = if args.limits.is_empty() {
-        let Some(rate) = args.rate else { bail!("filter needs --rate, or --limit") };
-        let settings = RateArgs { rate, burst: args.burst }.settings(args.algo, None, true)?;
+        let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
         (job.decider()?, Some(settings), job.key, args.cost.clone().unwrap_or_default())
     } else {
         let Layers { layers, key, cost } = layered::resolve(&args.limits, None)?;
-        (Box::new(LiveLayers::new(&layers)?), None, key, cost)
+        let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
+        let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
+        (backend.live_layers(&layers)?, None, key, cost)
     };
     let key = key.as_deref();
     if let (Some(key), true) = (key, args.lines)
@@ -321,24 +322,15 @@ Example:
 /// `ratelimit filter`.
 #[derive(Debug, Args)]
 pub struct FilterArgs {
-    /// The limiter.
-    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
-    pub algo: Algorithm,
-
-    /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    #[arg(required_unless_present = "limits")]
-    pub rate: Option<Rate>,
-
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N].
-    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<NonZeroU64>,
+    #[command(flatten)]
+    pub limit: LiveLimitArgs,
 
     /// One layer of several limits at once, given again for each, as replay takes them:
     /// a line passes only if every layer admits it, and a refused line charges no layer
-    /// (in memory; not with --redis, nor a leaky-queue layer).
+    /// (not a leaky-queue layer, which delays). With --redis, each line is one atomic
+    /// script call over every layer's keys.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
-    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "redis"])]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key"])]
     pub limits: Vec<LayerSpec>,
 
     /// Read plain lines, rather than a CSV whose first line is its header.

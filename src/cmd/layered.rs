@@ -10,8 +10,9 @@ use super::replay::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::args::{InputArgs, RateArgs};
 use crate::cli::config::{Input, Styles};
 use crate::cli::layer::LayerSpec;
-use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS, decide_layers, replay_layers};
-use crate::engine::recorder::KeyNames;
+use crate::engine::Backend;
+use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
+use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Cost, ReadStats};
 use crate::render::export;
 use crate::report::{LayerReport, LayeredReport};
@@ -20,8 +21,10 @@ use crate::units::time::Span;
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let top = args.job.keys.top;
     let (layers, input) = setup(&args.limits, &args.job.input, args.window)?;
+    let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
+    let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
     let Some(emit) = args.emit else {
-        let report = replay_to(&args.limits, &layers, &input, top)?;
+        let report = replay_to(&args.limits, &layers, &backend, &input, top)?;
         let mut out = BufWriter::new(io::stdout().lock());
         export::write(&mut out, args.output.format, styles.stdout, &report)?;
         out.flush()?;
@@ -29,7 +32,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     check_emit(Some(emit), &input)?;
     let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-    let record = decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+    let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
     emit_rows(&rows, &record.trace, emit, input.read.format)?;
     notes(&input, &stats);
     let report = report(&args.limits, &input, record, &stats, top);
@@ -47,7 +50,7 @@ pub(super) fn replay(
     top: usize,
 ) -> Result<LayeredReport> {
     let (layers, input) = setup(specs, input, window)?;
-    replay_to(specs, &layers, &input, top)
+    replay_to(specs, &layers, &Backend::Memory, &input, top)
 }
 
 /// Settles the layers and the input they read: its key and cost columns the layers'.
@@ -62,14 +65,15 @@ fn setup(
     Ok((layers, input))
 }
 
-/// Reads the input through the layers, and reports.
+/// Reads the input through the layers, deciding in `backend`, and reports.
 fn replay_to(
     specs: &[LayerSpec],
     layers: &[Layer],
+    backend: &Backend,
     input: &Input,
     top: usize,
 ) -> Result<LayeredReport> {
-    let (record, stats) = replay_layers(layers, &input.source, &input.read)?;
+    let (record, stats) = backend.replay_layers(layers, &input.source, &input.read)?;
     notes(input, &stats);
     Ok(report(specs, input, record, &stats, top))
 }

@@ -150,9 +150,10 @@ pub struct ReplayArgs {
     /// One layer of several limits at once, given again for each:
     /// algo=ALGO,rate=RATE[,burst=B][,cost=COLUMN|N][,key=COLUMN]. An event passes only if
     /// every layer admits it, and a refused event charges no layer. Layers may be keyed,
-    /// all by one column, and weighed, all by one column (or each by a number).
+    /// all by one column, and weighed, all by one column (or each by a number). With
+    /// --redis, each event is one atomic script call over every layer's keys.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
-    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "servers", "redis"])]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "servers"])]
     pub limits: Vec<LayerSpec>,
 
     /// Write the input rows that passed, that were dropped, or all of them with a

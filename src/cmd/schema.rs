@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::write_stdout;
 use crate::report::{
-    Check, CurveSegment, LayerNeeds, LayeredReport, LimiterReport, MinBucket, MinRate,
+    Check, CurveSegment, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport, MinBucket, MinRate,
 };
 
 /// `ratelimit schema`.
@@ -38,6 +38,8 @@ pub enum Output {
     MinRate,
     /// `check --format json`: one decision.
     Check,
+    /// `check --limit … --limit … --format json`: one decision over several limits.
+    LayeredCheck,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -50,6 +52,7 @@ pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
         Output::Check => schemars::schema_for!(Check),
+        Output::LayeredCheck => schemars::schema_for!(LayeredCheck),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

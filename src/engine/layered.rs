@@ -86,7 +86,7 @@ impl Limits {
 impl Layer {
     /// Returns the event as this layer sees it: its key (0 unless keyed) and its cost.
     #[inline]
-    fn sees(&self, event: Event) -> Event {
+    pub fn sees(&self, event: Event) -> Event {
         Event {
             time: event.time,
             key: if self.keyed { event.key } else { 0 },
@@ -95,9 +95,31 @@ impl Layer {
     }
 }
 
-/// A layered replay under way: the layers' limiters, and what each refused.
-pub struct Layered {
-    limits: Limits,
+/// Who decides a layered replay's events: the layers in memory ([`Limits`]), or in Redis.
+/// Each event's refusals and decisions go to a [`Tally`], at once or later but in order.
+pub trait Decide {
+    /// Takes the next event, in time order.
+    fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()>;
+
+    /// Decides every event still held.
+    fn flush(&mut self, tally: &mut Tally) -> Result<()>;
+}
+
+impl Decide for Limits {
+    #[inline]
+    fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
+        let passed = tally.count(self.refusals(event));
+        self.settle(event, passed, |n, seen, decision| tally.record(n, seen, decision))
+    }
+
+    fn flush(&mut self, _: &mut Tally) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// What the layers decided, counted: for each layer, its record, what it refused, and
+/// what only it refused.
+pub struct Tally {
     records: Vec<Recorder>,
     events: u64,
     passed: u64,
@@ -105,6 +127,50 @@ pub struct Layered {
     only: Vec<u64>,
     /// If kept: every event's decision, in order.
     trace: Option<Vec<bool>>,
+}
+
+impl Tally {
+    fn new(layers: &[Layer]) -> Tally {
+        Tally {
+            records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
+            refused: vec![0; layers.len()],
+            only: vec![0; layers.len()],
+            events: 0,
+            passed: 0,
+            trace: None,
+        }
+    }
+
+    /// Counts an event that the layers in `refused` refused (bit n for layer n), and
+    /// returns whether it passed: whether none did.
+    #[inline]
+    pub fn count(&mut self, refused: u32) -> bool {
+        self.events += 1;
+        let alone = refused.count_ones() == 1;
+        for (n, (count, only)) in self.refused.iter_mut().zip(&mut self.only).enumerate() {
+            let refuses = u64::from(refused >> n & 1);
+            *count += refuses;
+            *only += refuses * u64::from(alone);
+        }
+        let passed = refused == 0;
+        self.passed += u64::from(passed);
+        if let Some(trace) = &mut self.trace {
+            trace.push(passed);
+        }
+        passed
+    }
+
+    /// Records layer n's decision on the event as it sees it, `seen`.
+    #[inline]
+    pub fn record(&mut self, n: usize, seen: Event, decision: Decision) -> Result<()> {
+        self.records[n].record(seen, [decision])
+    }
+}
+
+/// A layered replay under way: who decides, and what they decided.
+pub struct Layered<D = Limits> {
+    decide: D,
+    tally: Tally,
 }
 
 /// What a layered replay found, before its reports are made: for each layer, its record,
@@ -120,93 +186,76 @@ pub struct LayeredRecord {
     pub trace: Vec<bool>,
 }
 
-impl Layered {
-    /// Starts a replay of `layers`, at most [`MAX_LAYERS`].
-    pub fn new(layers: &[Layer]) -> Result<Layered> {
-        Layered::check(layers)?;
-        Ok(Layered::build(layers))
+/// Says whether `layers` make a layered limit: 1 to [`MAX_LAYERS`] of them.
+pub fn check_layers(layers: &[Layer]) -> Result<()> {
+    if layers.is_empty() || layers.len() > MAX_LAYERS {
+        bail!("a layered limit has 1 to {MAX_LAYERS} layers, not {}", layers.len());
+    }
+    Ok(())
+}
+
+impl<D: Decide> Layered<D> {
+    /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`.
+    pub fn with(layers: &[Layer], decide: D) -> Layered<D> {
+        Layered { decide, tally: Tally::new(layers) }
     }
 
-    /// Says whether `layers` make a layered limit: 1 to [`MAX_LAYERS`] of them.
-    fn check(layers: &[Layer]) -> Result<()> {
-        if layers.is_empty() || layers.len() > MAX_LAYERS {
-            bail!("a layered limit has 1 to {MAX_LAYERS} layers, not {}", layers.len());
-        }
-        Ok(())
-    }
-
-    /// Starts a replay of `layers`, which [`check`](Layered::check) has passed.
-    fn build(layers: &[Layer]) -> Layered {
-        Layered {
-            limits: Limits::new(layers),
-            records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
-            refused: vec![0; layers.len()],
-            only: vec![0; layers.len()],
-            events: 0,
-            passed: 0,
-            trace: None,
-        }
-    }
-
-    /// Returns the record, once every event is in.
-    pub fn finish(self) -> LayeredRecord {
-        let layers =
-            self.records.into_iter().zip(self.refused).zip(self.only).map(|((r, a), b)| (r, a, b));
-        LayeredRecord {
-            events: self.events,
-            passed: self.passed,
+    /// Returns the record, once every event is in and decided.
+    pub fn finish(mut self) -> Result<LayeredRecord> {
+        self.decide.flush(&mut self.tally)?;
+        let tally = self.tally;
+        let layers = tally
+            .records
+            .into_iter()
+            .zip(tally.refused)
+            .zip(tally.only)
+            .map(|((r, a), b)| (r, a, b));
+        Ok(LayeredRecord {
+            events: tally.events,
+            passed: tally.passed,
             layers: layers.collect(),
-            trace: self.trace.unwrap_or_default(),
-        }
+            trace: tally.trace.unwrap_or_default(),
+        })
     }
 }
 
-impl Sink for Layered {
+impl<D: Decide> Sink for Layered<D> {
     type Error = anyhow::Error;
 
+    #[inline]
     fn event(&mut self, event: Event) -> Result<()> {
-        self.events += 1;
-        let refused = self.limits.refusals(event);
-        let alone = refused.count_ones() == 1;
-        for (n, (count, only)) in self.refused.iter_mut().zip(&mut self.only).enumerate() {
-            let refuses = u64::from(refused >> n & 1);
-            *count += refuses;
-            *only += refuses * u64::from(alone);
-        }
-        let passed = refused == 0;
-        self.passed += u64::from(passed);
-        if let Some(trace) = &mut self.trace {
-            trace.push(passed);
-        }
-        let records = &mut self.records;
-        self.limits.settle(event, passed, |n, seen, decision| records[n].record(seen, [decision]))
+        self.decide.push(event, &mut self.tally)
     }
 }
 
-/// Decides events already read, in time order, through `layers`, keeping every decision.
-pub fn decide_layers(
+/// Decides events already read, in time order, through `layers`, decided by `decide`,
+/// keeping every decision.
+pub fn decide_layers<D: Decide>(
     layers: &[Layer],
+    decide: D,
     events: impl IntoIterator<Item = Event>,
 ) -> Result<LayeredRecord> {
-    let mut run = Layered::new(layers)?;
-    run.trace = Some(Vec::new());
+    check_layers(layers)?;
+    let mut run = Layered::with(layers, decide);
+    run.tally.trace = Some(Vec::new());
     for event in events {
         run.event(event)?;
     }
-    Ok(run.finish())
+    run.finish()
 }
 
-/// Reads the events of a catalog through `layers`, and returns what each did.
-pub fn replay_layers(
+/// Reads the events of a catalog through `layers`, decided by what `fresh` makes (made
+/// again for a read that starts over), and returns what each did.
+pub fn replay_layers<D: Decide>(
     layers: &[Layer],
+    mut fresh: impl FnMut() -> D,
     source: &crate::input::catalog::Source,
     options: &crate::input::catalog::ReadOptions,
 ) -> Result<(LayeredRecord, ReadStats)> {
-    // The first run is checked; a read that starts over makes another alike.
-    let mut first = Some(Layered::new(layers)?);
-    let fresh = || first.take().unwrap_or_else(|| Layered::build(layers));
-    let (run, stats) = crate::input::catalog::read_events(source, options, fresh)?;
-    Ok((run.finish(), stats))
+    check_layers(layers)?;
+    let run = || Layered::with(layers, fresh());
+    let (run, stats) = crate::input::catalog::read_events(source, options, run)?;
+    Ok((run.finish()?, stats))
 }
 
 #[cfg(test)]
@@ -224,6 +273,11 @@ mod tests {
         Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost }
     }
 
+    fn in_memory(layers: &[Layer]) -> Result<Layered> {
+        check_layers(layers)?;
+        Ok(Layered::with(layers, Limits::new(layers)))
+    }
+
     fn at(s: i64, cost: u64) -> Event {
         Event { cost, ..Event::new(Timestamp::from_micros(s * 1_000_000).unwrap(), 0) }
     }
@@ -235,14 +289,14 @@ mod tests {
             layer(Algorithm::Gcra, "1/10s", 2, Some(1)),
             layer(Algorithm::TokenBucket, "1/s", 10, None),
         ];
-        let mut run = Layered::new(&layers).unwrap();
+        let mut run = in_memory(&layers).unwrap();
         // 0 s: 4 tokens, both admit. 1 s: 8 tokens, the token bucket (7 left) refuses; the
         // request it would have spent is not spent. 2 s: 3 tokens, both admit (the second
         // request). 3 s: 1 token: requests are spent until 10 s; only the first refuses.
         for event in [at(0, 4), at(1, 8), at(2, 3), at(3, 1)] {
             run.event(event).unwrap();
         }
-        let record = run.finish();
+        let record = run.finish().unwrap();
         assert_eq!((record.events, record.passed), (4, 2));
         let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o)| (*r, *o)).collect();
         assert_eq!(refusals, [(1, 1), (1, 1)]);
@@ -267,16 +321,16 @@ mod tests {
                 let one = Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost: None };
                 let roomy = layer(Algorithm::TokenBucket, "1000/s", 1_000_000, None);
                 let mut alone = algorithm.build(rate, burst);
-                let mut layered = Layered::new(std::slice::from_ref(&one)).unwrap();
-                let mut with_roomy = Layered::new(&[one.clone(), roomy]).unwrap();
+                let mut layered = in_memory(std::slice::from_ref(&one)).unwrap();
+                let mut with_roomy = in_memory(&[one.clone(), roomy]).unwrap();
                 let mut passed = 0;
                 for &e in &events {
                     passed += u64::from(crate::limiter::Limiter::take(&mut alone, e.time, e.cost, false).passed);
                     layered.event(e).unwrap();
                     with_roomy.event(e).unwrap();
                 }
-                proptest::prop_assert_eq!(layered.finish().passed, passed, "{:?}", algorithm);
-                proptest::prop_assert_eq!(with_roomy.finish().passed, passed, "{:?}", algorithm);
+                proptest::prop_assert_eq!(layered.finish().unwrap().passed, passed, "{:?}", algorithm);
+                proptest::prop_assert_eq!(with_roomy.finish().unwrap().passed, passed, "{:?}", algorithm);
             }
         }
     }
@@ -284,7 +338,7 @@ mod tests {
     #[test]
     fn one_layer_decides_as_the_limiter_alone() {
         let one = [layer(Algorithm::SlidingLog, "3/10s", 3, None)];
-        let mut run = Layered::new(&one).unwrap();
+        let mut run = in_memory(&one).unwrap();
         let mut alone = Algorithm::SlidingLog.build("3/10s".parse().unwrap(), NonZeroU64::MIN);
         let mut passed = 0;
         for (s, c) in [(0, 1), (1, 2), (2, 1), (9, 1), (10, 1), (11, 3), (20, 1)] {
@@ -293,6 +347,6 @@ mod tests {
                 crate::limiter::Limiter::take(&mut alone, at(s, c).time, c, false).passed,
             );
         }
-        assert_eq!(run.finish().passed, passed);
+        assert_eq!(run.finish().unwrap().passed, passed);
     }
 }

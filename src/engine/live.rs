@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use super::Backend;
 use super::layered::{Layer, Limits};
 use super::recorder::Settings;
-use super::redis::{Remote, Server};
+use super::redis::{Remote, RemoteLayers, SHARED, Server};
 use crate::input::catalog::Event;
 use crate::input::keys::{KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
@@ -88,33 +88,42 @@ impl Live for LiveRedis {
             Some(Some(costing)) => costing,
             Some(None) => return Ok(Decision { passed: false, wait: 0 }),
         };
-        let key = if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
         self.calls += 1;
-        // A sliding log's entries need names no other call, of any process, uses.
-        let member = format!("{}:{}:{}", std::process::id(), now.as_micros(), self.calls);
-        let base = format!("{}{{{key}}}", self.prefix);
+        let (base, member) = live_key(&self.prefix, key, now, self.calls);
         let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
         Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
     }
 }
 
-/// Several limits at once, in this process: every layer is asked first, spending nothing,
-/// then all are charged or none, by the same [`Limits`] a layered replay decides with.
-pub struct LiveLayers {
-    limits: Limits,
-    keys: KeyTable,
-}
-
-impl LiveLayers {
-    /// Returns the layers' live engine. A leaky queue delays rather than decides at once,
-    /// so it is no live layer.
-    pub fn new(layers: &[Layer]) -> Result<LiveLayers> {
+impl Backend {
+    /// Returns a live engine for several limits at once, `layers`: in memory, or in Redis
+    /// as one script call a line. A leaky queue delays rather than decides at once, so it
+    /// is no live layer.
+    pub fn live_layers(&self, layers: &[Layer]) -> Result<Box<dyn Live>> {
         if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
             let name = queue.settings.algorithm.name();
             bail!("{name} delays; layers decide at once: use gcra, which admits the same");
         }
-        Ok(LiveLayers { limits: Limits::new(layers), keys: KeyTable::new() })
+        Ok(match self {
+            Backend::Memory => {
+                Box::new(LiveLayers { limits: Limits::new(layers), keys: KeyTable::new() })
+            }
+            Backend::Redis { redis, prefix, .. } => Box::new(LiveRedisLayers {
+                remote: RemoteLayers::new(&mut redis.borrow_mut(), layers)?,
+                server: redis.clone(),
+                prefix: prefix.clone(),
+                calls: 0,
+            }),
+            Backend::Fleet(_) => bail!("a fleet of servers is simulated in a replay, not live"),
+        })
     }
+}
+
+/// Several limits at once, in this process: every layer is asked first, spending nothing,
+/// then all are charged or none, by the same [`Limits`] a layered replay decides with.
+struct LiveLayers {
+    limits: Limits,
+    keys: KeyTable,
 }
 
 impl Live for LiveLayers {
@@ -127,5 +136,34 @@ impl Live for LiveLayers {
         let passed = self.limits.refusals(event) == 0;
         self.limits.settle(event, passed, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
         Ok(Decision { passed, wait: 0 })
+    }
+}
+
+/// Returns the Redis base of a live event's keys, `PREFIX{KEY}` (`PREFIX{filter}` for no
+/// key), and a name for a sliding log's entry that no other call, of any process, uses.
+fn live_key(prefix: &str, key: &[u8], now: Timestamp, call: u64) -> (String, String) {
+    let key = if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
+    let member = format!("{}:{}:{call}", std::process::id(), now.as_micros());
+    (format!("{prefix}{{{key}}}"), member)
+}
+
+/// Several limits at once, in Redis, at its clock: one call of the layered script a line.
+/// Keyed layers' keys go under `PREFIX{KEY}:L<n>:ALGO`, the others' under `PREFIX{all}`,
+/// as `check`'s do.
+struct LiveRedisLayers {
+    server: Rc<RefCell<Server>>,
+    remote: RemoteLayers,
+    prefix: String,
+    calls: u64,
+}
+
+impl Live for LiveRedisLayers {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        self.calls += 1;
+        let (own, member) = live_key(&self.prefix, key, now, self.calls);
+        let shared = format!("{}{{{SHARED}}}", self.prefix);
+        let bases = self.remote.bases(&own, &shared);
+        let outcome = self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)?;
+        Ok(Decision { passed: outcome.allowed, wait: 0 })
     }
 }

@@ -20,9 +20,10 @@ use std::rc::Rc;
 use anyhow::{Result, bail};
 
 use self::fleet::{FleetEngine, FleetPlan};
+use self::layered::{Layer, LayeredRecord, Limits};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
-use self::redis::{RedisEngine, RedisTarget, Remote, Server};
+use self::redis::{RedisEngine, RedisLayers, RedisTarget, Remote, RemoteLayers, Server};
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 
 /// Who decides: an engine runs the limiters of a replay, for every key.
@@ -116,6 +117,49 @@ impl Backend {
         self.run(settings, Decide { settings, keyed, events })
     }
 }
+
+/// Several limits at once: the layered replays and live decisions, in memory or in Redis.
+impl Backend {
+    /// Reads the events of `source` through `layers`, and returns what each did.
+    pub fn replay_layers(
+        &self,
+        layers: &[Layer],
+        source: &Source,
+        options: &ReadOptions,
+    ) -> Result<(LayeredRecord, ReadStats)> {
+        match self {
+            Backend::Memory => {
+                layered::replay_layers(layers, || Limits::new(layers), source, options)
+            }
+            Backend::Redis { redis, prefix, .. } => {
+                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
+                let fresh = || RedisLayers::new(redis.clone(), remote.clone(), prefix);
+                layered::replay_layers(layers, fresh, source, options)
+            }
+            Backend::Fleet(_) => bail!(LAYERED_FLEET),
+        }
+    }
+
+    /// Decides events already read, in time order, through `layers`, keeping every decision.
+    pub fn decide_layers(
+        &self,
+        layers: &[Layer],
+        events: impl IntoIterator<Item = Event>,
+    ) -> Result<LayeredRecord> {
+        match self {
+            Backend::Memory => layered::decide_layers(layers, Limits::new(layers), events),
+            Backend::Redis { redis, prefix, .. } => {
+                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
+                let decide = RedisLayers::new(redis.clone(), remote, prefix);
+                layered::decide_layers(layers, decide, events)
+            }
+            Backend::Fleet(_) => bail!(LAYERED_FLEET),
+        }
+    }
+}
+
+/// Why layers do not run on a fleet.
+const LAYERED_FLEET: &str = "--servers simulates one limit on a fleet, not layers";
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a
 /// replay is compiled for each, so that deciding an event costs no dynamic call.

@@ -50,6 +50,20 @@ fn a_redis_cluster_decides_as_memory_does_and_a_lost_master_ends_the_run() {
     let codes: Vec<i32> = (0..7).map(|_| run(&check, "").code).collect();
     assert_eq!(codes, [0, 0, 0, 0, 0, 1, 1]);
 
+    // Layers keyed by one column run too, each event one script call on the master of its
+    // key; beside an unkeyed layer, whose key lies in another slot, they are refused.
+    let keyed = "algo=gcra,rate=2/h,burst=3,key=magType";
+    let args =
+        ["replay", file, "--limit", keyed, "--limit", "algo=sliding-log,rate=5/h,key=magType"];
+    let args = [&args[..], &["--format", "json"]].concat();
+    let memory = run_with(&args, Stdin::Null).ok();
+    assert_eq!(run_with(&[&args[..], &["--redis", &seed]].concat(), Stdin::Null).ok(), memory);
+    let mixed = ["replay", file, "--limit", keyed, "--limit", "algo=sliding-log,rate=5/h"];
+    let want = "ratelimit: on a Redis Cluster, one script reaches the keys of one slot, and a \
+                keyed layer's keys lie in other slots than an unkeyed layer's: key every layer \
+                or none, or use one Redis server";
+    assert_eq!(run_with(&[&mixed[..], &["--redis", &seed]].concat(), Stdin::Null).error(), want);
+
     // A slot that no master serves is refused before anything runs.
     let mut con = cluster.nodes[0].connection().unwrap();
     let () = redis::cmd("CLUSTER").arg("DELSLOTS").arg(0).query(&mut con).unwrap();

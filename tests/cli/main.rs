@@ -16,6 +16,7 @@ mod formats;
 mod inputs;
 mod json;
 mod keys;
+mod layers;
 mod min_bucket;
 mod outputs;
 mod peers;

@@ -5,7 +5,7 @@ use crate::harness::{RedisServer, Stdin, json, run, run_with};
 /// A token log: (time in ms, user, tokens), in time order, with ties, heavy-tailed costs
 /// (most small, a few past the limit's N), and some of cost 0. Made by a fixed LCG, so the
 /// test is the same on every run.
-fn token_log() -> Vec<(i64, usize, u64)> {
+pub(crate) fn token_log() -> Vec<(i64, usize, u64)> {
     let mut x: u64 = 0x2545_F491_4F6C_DD1D;
     let mut next = move || {
         x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
@@ -28,7 +28,7 @@ fn token_log() -> Vec<(i64, usize, u64)> {
         .collect()
 }
 
-fn csv(log: &[(i64, usize, u64)]) -> String {
+pub(crate) fn csv(log: &[(i64, usize, u64)]) -> String {
     let mut text = String::from("time,user,tokens\n");
     for &(ms, user, tokens) in log {
         let (s, ms) = (ms / 1000, ms % 1000);

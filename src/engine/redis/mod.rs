@@ -9,11 +9,13 @@
 
 mod cluster;
 mod connection;
+mod layers;
 mod pipeline;
 mod server;
 
 pub use cluster::slot_of;
 pub use connection::Redis;
+pub use layers::{RedisLayers, RemoteLayers, SHARED};
 pub use pipeline::RedisEngine;
 pub use server::Server;
 
@@ -50,9 +52,8 @@ pub const REPLAY_TTL_MS: i64 = 600_000;
 pub const EXACT: i128 = 1 << 52;
 
 impl Redis {
-    /// Loads a limiter's script into the server's cache.
-    pub fn load(&mut self, kind: RedisScript) -> Result<()> {
-        let script = script(kind);
+    /// Loads a script into the server's cache.
+    pub fn load(&mut self, script: &Script) -> Result<()> {
         match self.call(redis::cmd("SCRIPT").arg("LOAD").arg(&script.code))? {
             Value::BulkString(hash) if hash == script.hash.as_bytes() => Ok(()),
             other => {
@@ -67,40 +68,78 @@ pub fn is_noscript(reply: &Value) -> bool {
     matches!(reply, Value::ServerError(e) if e.kind() == Some(ServerErrorKind::NoScript))
 }
 
-/// A limiter's Lua script: its text and its SHA1, by which `EVALSHA` calls it.
+/// A Lua script: its text and its SHA1, by which `EVALSHA` calls it.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Script {
     code: String,
     hash: String,
 }
 
-const COMMON: &str = include_str!("lua/common.lua");
-
-/// The scripts, each the shared helpers followed by one limiter.
-static SCRIPTS: LazyLock<[Script; 5]> = LazyLock::new(|| {
-    [
-        include_str!("lua/fixed_window.lua"),
-        include_str!("lua/sliding_log.lua"),
-        include_str!("lua/sliding_counter.lua"),
-        include_str!("lua/token_bucket.lua"),
-        include_str!("lua/gcra.lua"),
-    ]
-    .map(|body| {
-        let code = format!("{COMMON}\n{body}");
+impl Script {
+    fn new(code: String) -> Script {
         let hash = redis::Script::new(&code).get_hash().to_owned();
         Script { code, hash }
-    })
-});
+    }
 
-/// Returns a script; the leaky queue runs GCRA's, which gives the wait.
-pub fn script(kind: RedisScript) -> &'static Script {
-    let index = match kind {
+    /// Returns the SHA1 by which `EVALSHA` calls it.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+}
+
+const COMMON: &str = include_str!("lua/common.lua");
+
+/// The limiters' bodies, by [`kind`]: each runs as a function of (KEYS, ARGV, charge).
+const BODIES: [&str; 5] = [
+    include_str!("lua/fixed_window.lua"),
+    include_str!("lua/sliding_log.lua"),
+    include_str!("lua/sliding_counter.lua"),
+    include_str!("lua/token_bucket.lua"),
+    include_str!("lua/gcra.lua"),
+];
+
+/// Returns a limiter's index in [`BODIES`]; the leaky queue runs GCRA's, which gives the
+/// wait.
+fn kind(script: RedisScript) -> usize {
+    match script {
         RedisScript::FixedWindow => 0,
         RedisScript::SlidingLog => 1,
         RedisScript::SlidingCounter => 2,
         RedisScript::TokenBucket => 3,
         RedisScript::Gcra => 4,
-    };
-    &SCRIPTS[index]
+    }
+}
+
+/// The scripts, each the shared helpers and one limiter, charging when it admits.
+static SCRIPTS: LazyLock<[Script; 5]> = LazyLock::new(|| {
+    BODIES.map(|body| {
+        Script::new(format!(
+            "{COMMON}\nlocal function limit(KEYS, ARGV, charge)\n{body}end\n\
+             return limit(KEYS, ARGV, true)\n"
+        ))
+    })
+});
+
+/// The script of several limits at once: the shared helpers, every limiter, and the layers.
+static LAYERS: LazyLock<Script> = LazyLock::new(|| {
+    let mut code = format!("{COMMON}\n");
+    for (i, body) in BODIES.iter().enumerate() {
+        code += &format!("local function limit_{i}(KEYS, ARGV, charge)\n{body}end\n");
+    }
+    let names: Vec<String> = (0..BODIES.len()).map(|i| format!("limit_{i}")).collect();
+    code += &format!("local LIMITERS = {{{}}}\n", names.join(", "));
+    code += include_str!("lua/layers.lua");
+    Script::new(code)
+});
+
+/// Returns a limiter's script.
+pub fn script(kind: RedisScript) -> &'static Script {
+    &SCRIPTS[self::kind(kind)]
+}
+
+/// Returns the script that decides several limits at once.
+pub fn layers_script() -> &'static Script {
+    &LAYERS
 }
 
 /// One limiter in Redis: its script, and the arguments every call passes after the time.
@@ -173,8 +212,8 @@ impl Remote {
     }
 
     /// Returns the script this limiter runs.
-    pub fn script(&self) -> RedisScript {
-        self.script
+    pub fn script(&self) -> &'static Script {
+        script(self.script)
     }
 
     /// Returns the keys of this limiter under `base`, which should hold a hash tag such as
@@ -212,7 +251,7 @@ impl Remote {
         member: impl Display,
     ) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&script(self.script).hash).arg(keys.len()).arg(keys);
+        cmd.arg(&self.script().hash).arg(keys.len()).arg(keys);
         cmd.arg(self.args(now, ttl_ms, member));
         cmd
     }
@@ -222,7 +261,7 @@ impl Remote {
     pub fn check(&self, server: &mut Server, base: &str, member: &str) -> Result<Outcome> {
         // Loaded only if Redis says it has not the script: one round trip a check, as a
         // filter makes one a line.
-        server.uses(self.script);
+        server.uses(self.script());
         let keys = self.keys(base);
         let slot = slot_of(keys[0].as_bytes());
         let command = self.command(&keys, None, 0, member);
@@ -232,25 +271,18 @@ impl Remote {
 
     /// Reads a script's reply: an array of integers, or an error.
     pub fn outcome(&self, reply: &Value) -> Result<Outcome> {
-        let ints: Option<Vec<i64>> = match reply {
-            Value::Array(items) => {
-                items.iter().map(|v| if let Value::Int(i) = v { Some(*i) } else { None }).collect()
-            }
-            Value::ServerError(e) => {
-                let detail = crate::message::one_line(e.details().unwrap_or_default());
-                bail!("the script failed: {} {detail}", e.code())
-            }
-            _ => None,
-        };
-        let ints = ints.unwrap_or_default();
-        let [allowed, remaining, retry, reset, rest @ ..] = ints.as_slice() else {
-            bail!("a script gave an unexpected reply: {reply:?}");
-        };
+        self.outcome_of(&integers(reply)?)
+            .ok_or_else(|| anyhow::anyhow!("a script gave an unexpected reply: {reply:?}"))
+    }
+
+    /// Reads a script's answer: allowed, remaining, retry, reset, and a wait if it gives one.
+    fn outcome_of(&self, ints: &[i64]) -> Option<Outcome> {
+        let [allowed, remaining, retry, reset, rest @ ..] = ints else { return None };
         let wait = match rest {
             [q, r] => i128::from(*q) * i128::from(self.n) + i128::from(*r),
             _ => 0,
         };
-        Ok(Outcome {
+        Some(Outcome {
             allowed: *allowed == 1,
             remaining: *remaining,
             retry_after_us: *retry,
@@ -258,6 +290,26 @@ impl Remote {
             wait,
         })
     }
+
+    /// Returns the number by which the layered script calls this limiter's function.
+    fn kind(&self) -> usize {
+        kind(self.script) + 1
+    }
+}
+
+/// Reads a script's reply as integers; an error it gives is an error.
+fn integers(reply: &Value) -> Result<Vec<i64>> {
+    let ints: Option<Vec<i64>> = match reply {
+        Value::Array(items) => {
+            items.iter().map(|v| if let Value::Int(i) = v { Some(*i) } else { None }).collect()
+        }
+        Value::ServerError(e) => {
+            let detail = crate::message::one_line(e.details().unwrap_or_default());
+            bail!("the script failed: {} {detail}", e.code())
+        }
+        _ => None,
+    };
+    ints.ok_or_else(|| anyhow::anyhow!("a script gave an unexpected reply: {reply:?}"))
 }
 
 /// Checks that a time is within what the scripts keep exact: 1970 to 2112.

@@ -12,7 +12,7 @@ use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
 
 /// Events sent to Redis in one pipeline.
-const BATCH: usize = 512;
+pub(super) const BATCH: usize = 512;
 
 /// An engine that has Redis decide every event, for every limiter.
 ///
@@ -47,14 +47,10 @@ impl RedisEngine {
     /// Returns an engine for the limiters `prepare` returned, under `prefix`.
     pub fn new(redis: Rc<RefCell<Server>>, remotes: Vec<Remote>, prefix: &str) -> RedisEngine {
         // A run of its own, so that no key of an earlier replay is read.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let run = format!("{:x}{:x}", std::process::id(), nanos);
         RedisEngine {
             redis,
             remotes,
-            base: format!("{prefix}replay:{run}:"),
+            base: format!("{prefix}replay:{}:", run_name()),
             pending: Vec::with_capacity(BATCH),
             keys: Vec::new(),
             calls: 0,
@@ -125,6 +121,14 @@ impl RedisEngine {
         }
         Ok(())
     }
+}
+
+/// Returns a name no other replay's keys have: this process's, and the time now.
+pub(super) fn run_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}{:x}", std::process::id(), nanos)
 }
 
 impl Engine for RedisEngine {

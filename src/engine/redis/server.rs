@@ -7,14 +7,13 @@ use redis::Value;
 
 use super::cluster::Cluster;
 use super::connection::Redis;
-use super::is_noscript;
-use crate::limiter::RedisScript;
+use super::{Script, is_noscript};
 
 /// A Redis server or cluster, with the scripts it was asked to load, so that it can load
 /// them again where a server lost them.
 pub struct Server {
     kind: Kind,
-    loaded: Vec<RedisScript>,
+    loaded: Vec<&'static Script>,
 }
 
 enum Kind {
@@ -46,6 +45,11 @@ impl Server {
         Err(failure.unwrap_or_else(|| anyhow::anyhow!("no Redis URL given")))
     }
 
+    /// Whether it is a Redis Cluster, where one script reaches the keys of one slot.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster(_))
+    }
+
     /// Returns the URL, of the server or of the seed node, for messages.
     pub fn url(&self) -> &str {
         match &self.kind {
@@ -54,25 +58,25 @@ impl Server {
         }
     }
 
-    /// Notes that calls will run a limiter's script, so that it is loaded where a server
-    /// answers that it has not got it.
-    pub fn uses(&mut self, kind: RedisScript) {
-        if !self.loaded.contains(&kind) {
-            self.loaded.push(kind);
+    /// Notes that calls will run a script, so that it is loaded where a server answers
+    /// that it has not got it.
+    pub fn uses(&mut self, script: &'static Script) {
+        if !self.loaded.contains(&script) {
+            self.loaded.push(script);
         }
     }
 
-    /// Loads a limiter's script, on every master of a cluster.
-    pub fn load(&mut self, kind: RedisScript) -> Result<()> {
+    /// Loads a script, on every master of a cluster.
+    pub fn load(&mut self, script: &'static Script) -> Result<()> {
         match &mut self.kind {
-            Kind::One(redis) => redis.load(kind)?,
+            Kind::One(redis) => redis.load(script)?,
             Kind::Cluster(cluster) => {
                 for redis in cluster.masters() {
-                    redis.load(kind)?;
+                    redis.load(script)?;
                 }
             }
         }
-        self.uses(kind);
+        self.uses(script);
         Ok(())
     }
 
@@ -82,7 +86,7 @@ impl Server {
     /// calls it refused are sent again: a call refused so changed nothing.
     pub fn run(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
         let loaded = &self.loaded;
-        let mut reload = |redis: &mut Redis| loaded.iter().try_for_each(|&a| redis.load(a));
+        let mut reload = |redis: &mut Redis| loaded.iter().try_for_each(|&s| redis.load(s));
         match &mut self.kind {
             Kind::Cluster(cluster) => cluster.run(calls, &mut reload),
             Kind::One(redis) => {

@@ -2,9 +2,9 @@
 
 use std::io::{self, Write};
 
-use super::table::{labeled, table};
+use super::table::{human_ms, labeled, table};
 use super::{Report, Style};
-use crate::report::{LayerNeeds, LayeredReport};
+use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport};
 
 impl Report for LayeredReport {
     type Row = serde_json::Value;
@@ -97,5 +97,53 @@ impl Report for LayerNeeds {
             labeled(out, &[("tightest".to_owned(), tightest.clone())], style)?;
         }
         Ok(())
+    }
+}
+
+impl Report for LayeredCheck {
+    type Row = LayerCheck;
+
+    /// One row a layer: its spec and its own decision.
+    fn rows(&self) -> Vec<LayerCheck> {
+        self.layers.clone()
+    }
+
+    /// The answer on one line, as one limit's is, then a line a layer.
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        if self.allowed {
+            writeln!(
+                out,
+                "{}: every layer admitted it, and each was charged",
+                style.good("allowed")
+            )?;
+        } else {
+            let refused = self.layers.iter().filter(|l| !l.check.allowed).count();
+            let retry = human_ms(self.retry_after_s.as_micros());
+            let verdict = style.warn("limited");
+            writeln!(
+                out,
+                "{verdict}: {refused} of {} layers refused, retry in {retry}; no layer was charged",
+                self.layers.len()
+            )?;
+        }
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = self
+            .layers
+            .iter()
+            .map(|l| {
+                let c = &l.check;
+                let verdict = if c.allowed { style.good("admits") } else { style.warn("refuses") };
+                vec![
+                    l.spec.clone(),
+                    c.key.clone(),
+                    verdict,
+                    format!("{} of {}", c.remaining, c.limit),
+                    human_ms(c.retry_after_s.as_micros()),
+                    human_ms(c.reset_after_s.as_micros()),
+                ]
+            })
+            .collect();
+        let header = ["layer", "key", "alone", "left", "retry in", "full again in"];
+        table(out, &header, &rows, style)
     }
 }

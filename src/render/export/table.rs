@@ -255,7 +255,7 @@ fn demand_lines(r: &report::LimiterReport) -> [(String, String); 2] {
 }
 
 /// People read waits to the millisecond.
-fn human_ms(micros: impl Into<i128>) -> String {
+pub(super) fn human_ms(micros: impl Into<i128>) -> String {
     human_duration((micros.into() + 500) / 1_000 * 1_000)
 }
 

@@ -1,14 +1,18 @@
 -- Shared by every limiter script; ratelimit prepends it to each.
 --
+-- Each limiter's body runs as a function of (KEYS, ARGV, charge): with charge false it
+-- only says whether the cost would pass, and changes nothing a later decision reads, so
+-- that several limits can be asked first and then all charged, or none.
+--
 -- Redis runs Lua 5.1, whose numbers are doubles: integers are exact below 2^53. Every value
 -- here is a whole number of microseconds, events, or units of 1/N µs, and ratelimit checks
 -- before it runs that the largest stays below 2^53 (see README, "Shared limits in Redis").
 -- Division is never used on its own: divmod goes through math.fmod, which is exact.
 
--- The time: ARGV[1] in microseconds, or the server's clock if it is empty.
-local function now_us()
-  if ARGV[1] ~= '' then
-    return tonumber(ARGV[1])
+-- The time: `given` in microseconds, or the server's clock if it is empty.
+local function now_us(given)
+  if given ~= '' then
+    return tonumber(given)
   end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -2,7 +2,7 @@
 -- ARGV: now, N, I as (iq, ir), cost·I as (cq, cr), b·I as (bq, br), ttl_ms.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us, wait_q, wait_r}, where the
 -- wait, max(tat, now) − now, is how long a leaky queue would hold the event.
-local now = now_us()
+local now = now_us(ARGV[1])
 local n = tonumber(ARGV[2])
 local iq, ir = tonumber(ARGV[3]), tonumber(ARGV[4])
 local cq, cr = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -24,7 +24,7 @@ end
 -- Allowed iff new − now ≤ b·I.
 local dq, dr = nq - now, nr
 local allowed = dq < bq or (dq == bq and dr <= br)
-if allowed then
+if allowed and charge then
   q, r = nq, nr
   redis.call('HSET', KEYS[1], 'q', int(q), 'r', int(r))
 end

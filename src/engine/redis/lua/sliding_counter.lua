@@ -3,7 +3,7 @@
 -- second, so the previous window's count is always in the other.
 -- ARGV: now, N, P, cost, ttl_ms.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us}.
-local now = now_us()
+local now = now_us(ARGV[1])
 local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cost, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 
@@ -24,12 +24,12 @@ end
 -- prev·(P − elapsed)/P + cur < N for each unit, multiplied through by P.
 local weighted = before * (p - elapsed)
 local allowed = weighted + (c + cost - 1) * p < n * p
-if allowed then
+if allowed and charge then
   c = c + cost
+  redis.call('HSET', cur_key, 'w', int(start), 'c', int(c))
+  expire(cur_key, ceil_div(2 * p, 1000), ttl)
+  expire(prev_key, ceil_div(2 * p, 1000), ttl)
 end
-redis.call('HSET', cur_key, 'w', int(start), 'c', int(c))
-expire(cur_key, ceil_div(2 * p, 1000), ttl)
-expire(prev_key, ceil_div(2 * p, 1000), ttl)
 -- Units that would pass now: the largest k with weighted + (c + k − 1)·P < N·P.
 local room = n * p - weighted - c * p
 local remaining = 0

@@ -1,22 +1,19 @@
 -- Sliding log. KEYS[1]: a sorted set of passed events, scored by their time in µs.
 -- ARGV: now, N, P, cost, ttl_ms, a member name unique to this call.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us}.
-local now = now_us()
+local now = now_us(ARGV[1])
 local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cost, ttl, member = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
 -- An event exactly one period old has left (t − P, t].
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - p))
-for i = 1, cost do
-  redis.call('ZADD', KEYS[1], int(now), member .. ':' .. i)
-end
 local count = redis.call('ZCARD', KEYS[1])
-local allowed = count <= n
-if not allowed then
+local allowed = count + cost <= n
+if allowed and charge then
   for i = 1, cost do
-    redis.call('ZREM', KEYS[1], member .. ':' .. i)
+    redis.call('ZADD', KEYS[1], int(now), member .. ':' .. i)
   end
-  count = count - cost
+  count = count + cost
 end
 local retry = 0
 if not allowed then

@@ -2,7 +2,7 @@
 -- it was last brought up to date.
 -- ARGV: now, N, P, b·P (the capacity), cost·P, ttl_ms.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us}.
-local now = now_us()
+local now = now_us(ARGV[1])
 local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cap, cost = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
@@ -23,10 +23,12 @@ if now > last then
   last = now
 end
 local allowed = level >= cost
-if allowed then
+-- Only a charge is written: a level brought up to date and not stored is brought up to
+-- the same level later, as refills to the capacity compose.
+if allowed and charge then
   level = level - cost
+  redis.call('HSET', KEYS[1], 'level', int(level), 'last', int(last))
 end
-redis.call('HSET', KEYS[1], 'level', int(level), 'last', int(last))
 local remaining, _ = divmod(level, p)
 local retry = 0
 if not allowed then
