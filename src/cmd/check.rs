@@ -26,7 +26,7 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), args.cost)?;
     let mut server = Server::connect(&target.urls, target.timeout)?;
     let base = format!("{}{{{}}}", target.prefix, args.key);
-    let outcome = remote.check(&mut server, &base, &member())?;
+    let outcome = remote.check(&mut server, base.as_bytes(), &member())?;
     let found = decision(&args.key, &settings, args.cost, &outcome);
     let mut out = BufWriter::new(io::stdout().lock());
     if args.headers {
@@ -63,7 +63,8 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let remote = RemoteLayers::new(&mut server, &layers)?;
     let own = format!("{}{{{}}}", target.prefix, args.key);
     let shared = format!("{}{{{SHARED}}}", target.prefix);
-    let outcome = remote.check(&mut server, &remote.bases(&own, &shared), &member(), args.cost)?;
+    let bases = remote.bases(own.as_bytes(), shared.as_bytes());
+    let outcome = remote.check(&mut server, &bases, &member(), args.cost)?;
     let each = args.limits.iter().zip(&layers).zip(&outcome.layers);
     let found = report::LayeredCheck {
         key: args.key.clone(),

@@ -140,11 +140,12 @@ impl Live for LiveLayers {
 }
 
 /// Returns the Redis base of a live event's keys, `PREFIX{KEY}` (`PREFIX{filter}` for no
-/// key), and a name for a sliding log's entry that no other call, of any process, uses.
-fn live_key(prefix: &str, key: &[u8], now: Timestamp, call: u64) -> (String, String) {
-    let key = if key.is_empty() { ONE_KEY.into() } else { String::from_utf8_lossy(key) };
+/// key), the key's own bytes, and a name for a sliding log's entry that no other call, of
+/// any process, uses.
+fn live_key(prefix: &str, key: &[u8], now: Timestamp, call: u64) -> (Vec<u8>, String) {
+    let key = if key.is_empty() { ONE_KEY.as_bytes() } else { key };
     let member = format!("{}:{}:{call}", std::process::id(), now.as_micros());
-    (format!("{prefix}{{{key}}}"), member)
+    ([prefix.as_bytes(), b"{", key, b"}"].concat(), member)
 }
 
 /// Several limits at once, in Redis, at its clock: one call of the layered script a line.
@@ -162,7 +163,7 @@ impl Live for LiveRedisLayers {
         self.calls += 1;
         let (own, member) = live_key(&self.prefix, key, now, self.calls);
         let shared = format!("{}{{{SHARED}}}", self.prefix);
-        let bases = self.remote.bases(&own, &shared);
+        let bases = self.remote.bases(&own, shared.as_bytes());
         let outcome = self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)?;
         Ok(Decision { passed: outcome.allowed, wait: 0 })
     }

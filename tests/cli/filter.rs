@@ -234,3 +234,47 @@ fn layers_pass_a_line_only_if_every_layer_admits_it() {
         "ratelimit: leaky-queue delays; layers decide at once: use gcra, which admits the same"
     );
 }
+
+#[test]
+fn sigint_during_a_redis_call_still_ends_with_the_summary_and_success() {
+    let Some(server) = RedisServer::start() else { return };
+    let url = server.url();
+    let lines: Vec<String> = (0..20_000).map(|i| i.to_string()).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    // Busy with one Redis call a line, the filter is nearly always waiting on a reply when
+    // SIGINT comes (about one time in three, on this thread rather than the reader's): the
+    // read it interrupts is taken up again, twenty times over.
+    for _ in 0..20 {
+        let mut filter = Filter::start(&["--lines", "--rate", "1000/s", "--redis", &url]);
+        filter.feed(&lines);
+        filter.next();
+        thread::sleep(Duration::from_millis(30));
+        let pid = filter.child.id().to_string();
+        assert!(
+            std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success()
+        );
+        let (code, _, stderr) = filter.end();
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.starts_with("ratelimit: filter: "), "{stderr}");
+    }
+}
+
+#[test]
+fn redis_keeps_keys_that_are_not_utf8_apart_as_memory_does() {
+    let Some(server) = RedisServer::start() else { return };
+    // `caf\xe9` and `caf\xe8` are two keys, each with a burst of 1: both pass, and the
+    // second `caf\xe9` is dropped; read as UTF-8 they would be one key.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys");
+    std::fs::write(&path, b"caf\xe9\ncaf\xe8\ncaf\xe9\n").unwrap();
+    let args = ["filter", "--lines", "--key", "line", "--rate", "1/h", "--burst", "1"];
+    for extra in [&[][..], &["--redis", &server.url()][..]] {
+        let out = command()
+            .args(args)
+            .args(extra)
+            .stdin(std::fs::File::open(&path).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, b"caf\xe9\ncaf\xe8\n", "{extra:?}");
+    }
+}

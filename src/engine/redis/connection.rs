@@ -241,11 +241,19 @@ impl Socket {
 
 impl Read for Socket {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let result = left(self.deadline).and_then(|left| match &mut self.stream {
-            Stream::Tcp(s) => s.set_read_timeout(Some(left)).and_then(|()| s.read(buf)),
-            #[cfg(unix)]
-            Stream::Unix(s) => s.set_read_timeout(Some(left)).and_then(|()| s.read(buf)),
-        });
+        let result = loop {
+            let read = left(self.deadline).and_then(|left| match &mut self.stream {
+                Stream::Tcp(s) => s.set_read_timeout(Some(left)).and_then(|()| s.read(buf)),
+                #[cfg(unix)]
+                Stream::Unix(s) => s.set_read_timeout(Some(left)).and_then(|()| s.read(buf)),
+            });
+            // A signal (filter's SIGINT) interrupts a read; the reply is still to come, and
+            // the deadline still bounds the wait.
+            match read {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
         // The parser takes an end of input for a short reply; it is a closed connection.
         let result = match result {
             Ok(0) if !buf.is_empty() => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),

@@ -69,7 +69,7 @@ impl RemoteLayers {
     pub fn command(
         &self,
         cluster: bool,
-        bases: &[&str],
+        bases: &[&[u8]],
         now: Option<Timestamp>,
         ttl_ms: i64,
         member: impl Display,
@@ -78,7 +78,7 @@ impl RemoteLayers {
         let mut keys = Vec::new();
         let mut args = vec![now.map_or(String::new(), |t| t.as_micros().to_string())];
         args.push(self.each.len().to_string());
-        let mut slot: Option<(u16, String)> = None;
+        let mut slot: Option<(u16, Vec<u8>)> = None;
         for (n, ((remote, layer), base)) in self.each.iter().zip(bases).enumerate() {
             let cost = layer.cost.unwrap_or(cost);
             // A cost the layer can never pass is sent as kind 0, which refuses.
@@ -86,14 +86,15 @@ impl RemoteLayers {
                 args.extend(["0", "0", "0"].map(str::to_owned));
                 continue;
             };
-            let mine = remote.keys(&format!("{base}:L{}", n + 1));
-            let here = slot_of(mine[0].as_bytes());
+            let mine = remote.keys(&[base, format!(":L{}", n + 1).as_bytes()].concat());
+            let here = slot_of(&mine[0]);
             match &slot {
                 Some((first, key)) if cluster && *first != here => bail!(
                     "on a Redis Cluster, one script reaches the keys of one slot, and the \
-                     layers' keys {key} and {} lie in two ({first} and {here}): give them one \
+                     layers' keys {} and {} lie in two ({first} and {here}): give them one \
                      hash tag, or use one Redis server",
-                    mine[0]
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(&mine[0])
                 ),
                 Some(_) => {}
                 None => slot = Some((here, mine[0].clone())),
@@ -129,7 +130,7 @@ impl RemoteLayers {
     pub fn check(
         &self,
         server: &mut Server,
-        bases: &[&str],
+        bases: &[&[u8]],
         member: &str,
         cost: u64,
     ) -> Result<LayersOutcome> {
@@ -146,7 +147,7 @@ impl RemoteLayers {
 
     /// Returns each layer's base: `own`, the event's key's, for a keyed layer, else
     /// `shared`, the one all keys share.
-    pub fn bases<'a>(&self, own: &'a str, shared: &'a str) -> Vec<&'a str> {
+    pub fn bases<'a>(&self, own: &'a [u8], shared: &'a [u8]) -> Vec<&'a [u8]> {
         self.layers().map(|l| if l.keyed { own } else { shared }).collect()
     }
 }
@@ -178,7 +179,7 @@ impl RedisLayers {
         for &Event { time, key, cost } in &self.pending {
             check_time(time)?;
             let own = format!("{}{{k{key}}}", self.base);
-            let bases = self.remote.bases(&own, &shared);
+            let bases = self.remote.bases(own.as_bytes(), shared.as_bytes());
             self.calls += 1;
             let member = self.calls;
             calls.push(self.remote.command(

@@ -214,14 +214,14 @@ impl Remote {
     }
 
     /// Returns the keys of this limiter under `base`, which should hold a hash tag such as
-    /// `ratelimit:{alert:bob}`, so that all of a limiter's keys share a slot.
-    pub fn keys(&self, base: &str) -> Vec<String> {
-        let name = self.algorithm.name();
+    /// `ratelimit:{alert:bob}`, so that all of a limiter's keys share a slot. Keys are
+    /// bytes, as Redis keeps them: a key that is not UTF-8 stays itself.
+    pub fn keys(&self, base: &[u8]) -> Vec<Vec<u8>> {
+        let name = self.algorithm.name().as_bytes();
+        let key = |suffix: &[u8]| [base, b":", name, suffix].concat();
         match self.script {
-            RedisScript::SlidingCounter => {
-                vec![format!("{base}:{name}:0"), format!("{base}:{name}:1")]
-            }
-            _ => vec![format!("{base}:{name}")],
+            RedisScript::SlidingCounter => vec![key(b":0"), key(b":1")],
+            _ => vec![key(b"")],
         }
     }
 
@@ -242,7 +242,7 @@ impl Remote {
     /// Returns the `EVALSHA` command for one call.
     pub fn command(
         &self,
-        keys: &[String],
+        keys: &[Vec<u8>],
         now: Option<Timestamp>,
         ttl_ms: i64,
         member: impl Display,
@@ -255,12 +255,12 @@ impl Remote {
 
     /// Decides one call now, at the server's time, on the keys under `base`, loading the
     /// script if Redis does not have it.
-    pub fn check(&self, server: &mut Server, base: &str, member: &str) -> Result<Outcome> {
+    pub fn check(&self, server: &mut Server, base: &[u8], member: &str) -> Result<Outcome> {
         // Loaded only if Redis says it has not the script: one round trip a check, as a
         // filter makes one a line.
         server.uses(self.script());
         let keys = self.keys(base);
-        let slot = slot_of(keys[0].as_bytes());
+        let slot = slot_of(&keys[0]);
         let command = self.command(&keys, None, 0, member);
         let reply = server.run(&[(slot, command)])?.pop().unwrap_or(Value::Nil);
         self.outcome(&reply).map_err(|e| anyhow::anyhow!("Redis at {}: {e}", server.url()))
@@ -340,6 +340,6 @@ mod tests {
         let remote = Remote::new(Algorithm::Gcra, "7/h".parse().unwrap(), 3, 2).unwrap();
         let want: [i64; 7] = [7, 514_285_714, 2, 1_028_571_428, 4, 1_542_857_142, 6];
         assert_eq!(remote.args, want.map(|a| a.to_string()));
-        assert_eq!(remote.keys("ratelimit:{a}"), ["ratelimit:{a}:gcra"]);
+        assert_eq!(remote.keys(b"ratelimit:{a}"), [b"ratelimit:{a}:gcra"]);
     }
 }

@@ -26,7 +26,7 @@ pub struct RedisEngine {
     base: String,
     pending: Vec<Event>,
     /// For each replay key, each limiter's keys, and the hash slot they share.
-    keys: Vec<(Vec<Vec<String>>, u16)>,
+    keys: Vec<(Vec<Vec<Vec<u8>>>, u16)>,
     calls: u64,
 }
 
@@ -72,7 +72,7 @@ impl RedisEngine {
             while self.keys.len() <= slot(key) {
                 let tag = format!("k{}", self.keys.len());
                 let base = format!("{}{{{tag}}}", self.base);
-                let keys = self.remotes.iter().map(|r| r.keys(&base)).collect();
+                let keys = self.remotes.iter().map(|r| r.keys(base.as_bytes())).collect();
                 self.keys.push((keys, slot_of(tag.as_bytes())));
             }
         }
