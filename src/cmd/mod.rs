@@ -23,6 +23,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
 use crate::input::catalog::{ReadStats, Timeline};
+use crate::input::no_events::why_no_events;
 use crate::message::one_line;
 use crate::sizing::curve::Curve;
 
@@ -123,6 +124,9 @@ fn notes(input: &Input, stats: &ReadStats) {
         let n = stats.left_out_empty;
         let _ =
             writeln!(err, "ratelimit: note: {n} rows with no magnitude were left out by --min-mag");
+    }
+    if let Some(why) = why_no_events(&input.source, &input.read, stats) {
+        let _ = writeln!(err, "ratelimit: note: {why}");
     }
     if let Some(first) = &stats.first_skipped {
         let n = stats.skipped;

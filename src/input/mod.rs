@@ -13,6 +13,7 @@ pub mod format;
 pub mod header;
 mod json;
 pub mod keys;
+pub mod no_events;
 mod options;
 #[cfg(unix)]
 mod pipe;

@@ -24,3 +24,32 @@ fn the_manual_page_is_roff_with_every_command() {
         assert!(page.contains(command), "the page lacks {command}");
     }
 }
+
+#[test]
+fn no_events_says_why_on_stderr() {
+    use crate::harness::{run, temp_file};
+    let gcra = ["replay", "--algo", "gcra", "--rate", "5/h"];
+    // An empty input, and a header alone: the report, and a note on stderr.
+    for input in ["", "time,mag\n"] {
+        let out = run(&gcra, input);
+        assert_eq!(out.code, 0);
+        assert_eq!(out.stderr, "ratelimit: note: no events: <stdin> has no rows\n");
+        assert!(out.stdout.contains("events      0"), "{}", out.stdout);
+    }
+    // Filters that keep nothing: which, of how many rows, and where the file's times lie.
+    let file = temp_file("quakes.csv", crate::QUAKES);
+    let path = file.to_str().unwrap();
+    let args = [&gcra[..], &[path, "--since", "2030-01-01", "--format", "json"]].concat();
+    let want = format!(
+        "ratelimit: note: no events: the filters (--since 2030-01-01T00:00:00Z) kept none of \
+         the 7 rows of {path}; its times span 2025-07-30T00:30:00Z to 2025-07-30T02:30:00Z\n"
+    );
+    assert_eq!(run(&args, "").stderr, want);
+    // Keyed, through stdin, which cannot be read again for the span.
+    let keyed = [&gcra[..], &["--key", "id", "--min-mag", "7", "--format", "json"]].concat();
+    let want = "ratelimit: note: no events: the filters (--min-mag 7) kept none of the 7 rows \
+                of <stdin>\n";
+    assert_eq!(run(&keyed, crate::QUAKES).stderr, want);
+    // A run with events says nothing.
+    assert_eq!(run(&gcra, crate::QUAKES).stderr, "");
+}
