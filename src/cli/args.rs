@@ -322,10 +322,14 @@ pub(crate) fn parse_cost(text: &str) -> anyhow::Result<u64> {
     }
 }
 
-/// Reads a burst: a whole number of events, at least one.
+/// Reads a burst: a whole number of events, at least one and at most N's bound, 10^12,
+/// for every command alike.
 pub(crate) fn parse_burst(text: &str) -> anyhow::Result<NonZeroU64> {
     match text.parse::<u64>().map(NonZeroU64::new) {
         Ok(None) => anyhow::bail!("a burst must be at least 1"),
+        Ok(Some(burst)) if burst.get() > Rate::MAX_COUNT => {
+            anyhow::bail!("a burst may be at most {}", Rate::MAX_COUNT)
+        }
         Ok(Some(burst)) => Ok(burst),
         Err(_) => anyhow::bail!("'{text}' is not a burst: a whole number of events, at least 1"),
     }

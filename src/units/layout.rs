@@ -65,6 +65,11 @@ pub enum PatternError {
     /// The pattern names its zone, and an offset was given as well.
     #[error("--time-format '{0}' names its zone (%z), so --time-zone does not apply")]
     TwoZones(String),
+    /// The pattern reads epoch seconds, which are UTC, and an offset was given.
+    #[error(
+        "--time-format '{0}' reads epoch seconds (%s), which are UTC, so --time-zone does not apply"
+    )]
+    Epoch(String),
 }
 
 impl TimePattern {
@@ -94,11 +99,15 @@ impl TimePattern {
                     | Item::Fixed(Fixed::RFC2822 | Fixed::RFC3339)
             )
         });
-        let offset = match (zoned, offset) {
-            (true, Some(_)) => return Err(PatternError::TwoZones(pattern.to_owned())),
-            (true, None) => None,
-            (false, Some(offset)) => Some(offset),
-            (false, None) => return Err(PatternError::NoZone(pattern.to_owned())),
+        // Epoch seconds count from an instant, so they name no zone and need none.
+        let epoch = items.iter().any(|i| matches!(i, Item::Numeric(Numeric::Timestamp, _)));
+        let offset = match (zoned, epoch, offset) {
+            (true, _, Some(_)) => return Err(PatternError::TwoZones(pattern.to_owned())),
+            (true, _, None) => None,
+            (false, true, Some(_)) => return Err(PatternError::Epoch(pattern.to_owned())),
+            (false, true, None) => FixedOffset::east_opt(0),
+            (false, false, Some(offset)) => Some(offset),
+            (false, false, None) => return Err(PatternError::NoZone(pattern.to_owned())),
         };
         Ok(TimePattern { pattern: pattern.to_owned(), offset, has_time })
     }
@@ -205,6 +214,16 @@ mod tests {
         assert_eq!(
             TimePattern::new("%Q", parse_offset("Z")),
             Err(PatternError::Invalid("%Q".into()))
+        );
+    }
+
+    #[test]
+    fn epoch_seconds_need_no_zone_and_take_none() {
+        let epoch = TimePattern::new("%s", None).unwrap();
+        assert_eq!(epoch.parse(b"1700000000").map(Timestamp::as_micros), Ok(1_700_000_000_000_000));
+        assert_eq!(
+            TimePattern::new("%s", parse_offset("+02")),
+            Err(PatternError::Epoch("%s".into()))
         );
     }
 

@@ -72,7 +72,11 @@ fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
         return Ok(micros);
     }
     let text = std::str::from_utf8(text).map_err(|_| TimeError::Rfc3339)?;
-    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+    // ISO 8601's basic offsets (+0530, +05) are read as RFC 3339's extended one, +05:30.
+    let extended = extended_offset(text);
+    let time = DateTime::parse_from_rfc3339(text)
+        .or_else(|e| extended.as_deref().map_or(Err(e), DateTime::parse_from_rfc3339));
+    if let Ok(time) = time {
         let secs = time.timestamp();
         // A leap second (:60) arrives as 1_000_000_000 or more nanoseconds; it is
         // counted as the first instant of the next second.
@@ -87,6 +91,22 @@ fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
         return Ok(midnight.and_utc().timestamp() * MICROS_PER_SEC);
     }
     Err(TimeError::Rfc3339)
+}
+
+/// Returns `text` with an ISO 8601 basic offset at its end (`+hhmm` or `+hh`, after the
+/// time of day) written as RFC 3339's extended one, `+hh:mm`; `None` if it has none.
+fn extended_offset(text: &str) -> Option<String> {
+    // The sign comes after "YYYY-MM-DDTHH:MM:SS", whose own '-' come before.
+    let sign = text.rfind(['+', '-']).filter(|&i| i >= 19)?;
+    let (time, digits) = (&text[..sign + 1], &text[sign + 1..]);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match digits.len() {
+        4 => Some(format!("{time}{}:{}", &digits[..2], &digits[2..])),
+        2 => Some(format!("{time}{digits}:00")),
+        _ => None,
+    }
 }
 
 /// Reads the form nearly every catalog writes, `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, in a few

@@ -117,13 +117,15 @@ fn help_and_version_succeed() {
 }
 
 #[test]
-fn min_rate_with_a_burst_past_i64_is_zero() {
-    let out = run(&["min-rate", "--burst", "9223372036854775808,18446744073709551615"], QUAKES);
-    let table = out.ok();
+fn min_rate_with_a_burst_past_i64_is_refused_not_wrapped() {
+    // Before, the burst wrapped to a negative number and the answer was `none`; then it
+    // was 0, as any burst past the events is; now every command bounds a burst at 10^12.
+    let out = run(&["min-rate", "--burst", "9223372036854775808"], QUAKES);
+    assert!(out.error().ends_with("a burst may be at most 1000000000000"));
+    let table = run(&["min-rate", "--burst", "1000000000000"], QUAKES).ok();
     let rates: Vec<&str> =
         table.lines().skip(1).map(|line| line.split_whitespace().nth(1).unwrap()).collect();
-    // Before, the burst wrapped to a negative number and the answer was `none`.
-    assert_eq!(rates, ["0", "0"]);
+    assert_eq!(rates, ["0"]);
 }
 
 #[test]
@@ -317,5 +319,23 @@ fn a_bad_row_past_the_first_batch_is_reported_by_every_reading_thread() {
     ] {
         let err = crate::harness::run_with(args, crate::harness::Stdin::Null).error();
         assert!(err.contains("line 5002, field `time`: \"yesterday\""), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_burst_past_10_to_the_12_is_refused_by_every_command() {
+    let past = "1000000000001";
+    let commands: [&[&str]; 4] = [
+        &["replay", "--algo", "gcra", "--rate", "5/h", "--burst", past],
+        &["min-rate", "--burst", past],
+        &["filter", "--lines", "--rate", "5/h", "--burst", past],
+        &["check", "k", "--rate", "5/h", "--burst", past, "--redis", "redis://127.0.0.1:1"],
+    ];
+    for args in commands {
+        let err = run(args, "").error();
+        let want = format!(
+            "ratelimit: invalid value '{past}' for '--burst <B>': a burst may be at most 1000000000000"
+        );
+        assert_eq!(err, want, "{args:?}");
     }
 }

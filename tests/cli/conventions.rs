@@ -53,3 +53,26 @@ fn no_events_says_why_on_stderr() {
     // A run with events says nothing.
     assert_eq!(run(&gcra, crate::QUAKES).stderr, "");
 }
+
+#[test]
+fn epoch_seconds_need_no_zone_and_basic_offsets_read() {
+    use crate::harness::run;
+    let gcra = ["replay", "--algo", "gcra", "--rate", "5/h", "--format", "json"];
+    let epoch = run(&[&gcra[..], &["--time-format", "%s"]].concat(), "time\n1700000000\n").ok();
+    let rfc = run(&gcra, "time\n2023-11-14T22:13:20Z\n").ok();
+    assert_eq!(
+        crate::harness::json(&epoch)["busiest_window"],
+        crate::harness::json(&rfc)["busiest_window"]
+    );
+    let basic = run(&gcra, "time\n2023-11-15T03:43:20+0530\n").ok();
+    assert_eq!(
+        crate::harness::json(&basic)["busiest_window"],
+        crate::harness::json(&rfc)["busiest_window"]
+    );
+    let both =
+        run(&[&gcra[..], &["--time-format", "%s", "--time-zone", "+02"]].concat(), "time\n1\n");
+    assert_eq!(
+        both.error(),
+        "ratelimit: --time-format '%s' reads epoch seconds (%s), which are UTC, so --time-zone does not apply"
+    );
+}
