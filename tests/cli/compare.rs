@@ -22,8 +22,9 @@ fn replay_json(args: &[&str], algo: &str, stdin: Stdin) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn each_row_is_what_replay_reports_on_the_whole_catalog() {
-    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let path = real_catalog("usgs_m5_2015_2025.csv");
     let path = path.to_str().unwrap();
     for window in
         [&[][..], &["--since", "2025-07-29T23:24:00Z", "--until", "+48h", "--window", "30m"]]

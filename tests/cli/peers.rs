@@ -81,8 +81,9 @@ fn exact_with_margins(
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn governor_decides_every_event_of_the_catalog_as_ratelimit_does() {
-    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let path = real_catalog("usgs_m5_2015_2025.csv");
     let times = times_us(&path);
     assert_eq!(times.len(), 19_032);
     let file = path.to_str().unwrap();

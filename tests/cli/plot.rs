@@ -43,8 +43,9 @@ fn the_inline_catalog_drawn_for_all_six() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn two_days_after_kamchatka_drawn_for_three_limiters() {
-    let Some(path) = real_catalog("usgs_m5_2015_2025.csv") else { return };
+    let path = real_catalog("usgs_m5_2015_2025.csv");
     let args = [
         path.to_str().unwrap(),
         "--rate",

@@ -30,8 +30,9 @@ fn replay(path: &Path, args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn gcra_and_token_bucket_agree_on_the_whole_catalog() {
-    let Some(path) = real_catalog(M5) else { return };
+    let path = real_catalog(M5);
     for burst in ["1", "5", "20"] {
         let run = |algo| replay(&path, &["--algo", algo, "--rate", "5/h", "--burst", burst]);
         let (gcra, bucket) = (run("gcra"), run("token-bucket"));
@@ -57,8 +58,9 @@ pub fn brute_min_bucket(times: &[i64], n: i64, period_ms: i64) -> i64 {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn min_bucket_matches_brute_force_over_2025() {
-    let Some(path) = real_catalog(M5) else { return };
+    let path = real_catalog(M5);
     let times = times_ms(&path, "2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z");
     assert_eq!(times.len(), 2_126);
     let args =
@@ -73,8 +75,9 @@ fn min_bucket_matches_brute_force_over_2025() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn the_minimum_bucket_loses_nothing_on_the_whole_catalog_and_one_less_does() {
-    let Some(path) = real_catalog(M5) else { return };
+    let path = real_catalog(M5);
     let found = json(
         &run_with(&["min-bucket", "--rate", "5/h", "--format", "json"], Stdin::File(path.clone()))
             .ok(),
@@ -129,8 +132,9 @@ fn brute_fixed_window(times: &[i64], n: usize, period_ms: i64) -> Vec<i64> {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn two_days_after_kamchatka() {
-    let Some(path) = real_catalog(M5) else { return };
+    let path = real_catalog(M5);
     let window = ["--since", "2025-07-29T23:24:00Z", "--until", "+48h", "--rate", "5/h"];
     let times = times_ms(&path, "2025-07-29T23:24:00Z", "2025-07-31T23:24:00Z");
     let hour = 3_600_000;
@@ -163,8 +167,9 @@ fn two_days_after_kamchatka() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn newest_first_as_served_equals_sorted() {
-    let Some(path) = real_catalog("usgs_m4.5_2025.csv") else { return };
+    let path = real_catalog("usgs_m4.5_2025.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
     let header = lines.remove(0);
@@ -225,8 +230,9 @@ pub fn assert_cover(
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn key_quantiles_and_cover_match_brute_force_by_network() {
-    let Some(path) = real_catalog(M5) else { return };
+    let path = real_catalog(M5);
     // 2025 by network: each network's smallest bucket at 5/h, by brute force over pairs.
     let mut by_net: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
     let mut reader = csv::Reader::from_path(&path).unwrap();
@@ -281,9 +287,10 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn every_number_of_threads_gives_the_same_bytes() {
-    let Some(m5) = real_catalog(M5) else { return };
-    let Some(newest_first) = real_catalog("usgs_m4.5_2025.csv") else { return };
+    let m5 = real_catalog(M5);
+    let newest_first = real_catalog("usgs_m4.5_2025.csv");
     let (m5, newest_first) = (m5.to_str().unwrap(), newest_first.to_str().unwrap());
     // By `id`, the 19,032 keys are enough for the per-key pass to be shared among threads.
     let commands: [&[&str]; 7] = [

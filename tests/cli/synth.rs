@@ -46,6 +46,7 @@ fn synth_writes_the_usgs_layout_that_replay_reads() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data"]
 fn eleven_years_make_about_as_many_events_as_the_real_catalog() {
     // 2015–2025 had 19 032 M≥5 events in 4018 days; the model's long-run mean matches it.
     let csv = run_with(&["synth", "--seed", "1", "--days", "4018"], Stdin::Null).ok();
