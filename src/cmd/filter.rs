@@ -81,7 +81,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     };
     let interrupted = Arc::new(AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
-    let lines = read_lines();
+    let lines = read_lines(!args.lines);
     let clock = Clock::start();
     let mut out = io::stdout().lock();
     let mut tally = Tally::default();
@@ -109,6 +109,10 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => break true,
         };
+        if !args.lines && line.is_empty() {
+            // A blank line is no CSV record, as a replay's reader skips it too.
+            continue;
+        }
         if !args.lines && column.is_none() {
             // The header: it goes to both outputs, and names the key column.
             column = Some(header_column(&line, key, "--key")?);
@@ -217,15 +221,21 @@ impl Tally {
 }
 
 /// Starts a thread that reads stdin line by line and sends each line, without its line
-/// ending, with the time it arrived.
-fn read_lines() -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
+/// ending, with the time it arrived; a `csv` record whose quotes hold newlines is one line.
+fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
     let (send, lines) = mpsc::channel();
     thread::spawn(move || {
         let mut stdin = io::stdin().lock();
         loop {
             let mut line = Vec::new();
-            match stdin.read_until(b'\n', &mut line) {
-                Ok(0) => return,
+            let mut read = stdin.read_until(b'\n', &mut line);
+            // A CSV record holds newlines inside quotes: it ends at a newline after an even
+            // number of quotes (an escaped quote, `""`, is two).
+            while csv && matches!(read, Ok(n) if n > 0) && open_quote(&line) {
+                read = stdin.read_until(b'\n', &mut line);
+            }
+            match read {
+                Ok(0) if line.is_empty() => return,
                 Ok(_) => {
                     let arrived = Instant::now();
                     if line.last() == Some(&b'\n') {
@@ -246,6 +256,11 @@ fn read_lines() -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
         }
     });
     lines
+}
+
+/// Whether a CSV record's text so far leaves a quoted field open.
+fn open_quote(text: &[u8]) -> bool {
+    text.iter().filter(|&&b| b == b'"').count() % 2 == 1
 }
 
 /// Writes a line and flushes it, so that whoever reads sees it at once.

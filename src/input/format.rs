@@ -9,7 +9,7 @@ use csv::{ByteRecord, Position};
 
 pub use super::clf::CLF_FIELDS;
 use super::clf::clf_fields;
-use super::json::json_fields;
+use super::json::{BOM, json_fields};
 
 /// The layouts a catalog can be read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -232,6 +232,10 @@ impl<R: Read> Records<R> {
         let fail = |line, problem: &str| {
             ReadFailure::Record(RecordError { line, problem: problem.to_owned() })
         };
+        // A byte-order mark before the document, as some Windows tools write, is no part of it.
+        if self.input.fill_buf().map_err(ReadFailure::Io)?.starts_with(BOM) {
+            self.take(BOM.len());
+        }
         if self.skip_space()? != Some(b'{') {
             return Err(fail(self.line, "expected a GeoJSON FeatureCollection: a JSON object"));
         }

@@ -45,6 +45,9 @@ impl<'de> serde::de::Visitor<'de> for Members {
     }
 }
 
+/// The UTF-8 byte-order mark.
+pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Returns a JSON object's fields by name or dotted path; a missing field, or `null`, is
 /// empty; a string is its text; a number is as written. In a GeoJSON feature, a plain name
 /// not found on the feature is looked up in its `properties`, so that `--key net` means
@@ -57,6 +60,8 @@ pub(super) fn json_fields(
     let bad = |e: serde_json::Error| {
         format!("expected a JSON object: {}", crate::message::one_line(&e.to_string()))
     };
+    // A byte-order mark, as some Windows tools write before the first line, is no part of it.
+    let text = text.strip_prefix(BOM).unwrap_or(text);
     if text.trim_ascii_start().first() != Some(&b'{') {
         return Err("expected a JSON object".into());
     }

@@ -85,6 +85,8 @@ impl TimePattern {
                 Item::Fixed(
                     Fixed::TimezoneOffset
                         | Fixed::TimezoneOffsetColon
+                        | Fixed::TimezoneOffsetDoubleColon
+                        | Fixed::TimezoneOffsetTripleColon
                         | Fixed::TimezoneOffsetColonZ
                         | Fixed::TimezoneOffsetZ
                         | Fixed::RFC2822
@@ -215,6 +217,19 @@ mod tests {
             TimePattern::new("%Q", parse_offset("Z")),
             Err(PatternError::Invalid("%Q".into()))
         );
+    }
+
+    #[test]
+    fn every_offset_specifier_names_the_zone() {
+        // %::z and %:::z name the zone as %z does (chrono reads each as +hh:mm).
+        for (pattern, text) in [
+            ("%Y-%m-%d %H:%M:%S %::z", "2025-01-01 05:30:00 +05:30"),
+            ("%Y-%m-%d %H:%M:%S %:::z", "2025-01-01 05:30:00 +05:30"),
+        ] {
+            let found = TimePattern::new(pattern, None).unwrap().parse(text.as_bytes());
+            let midnight = "2025-01-01T00:00:00Z".parse::<Timestamp>().unwrap();
+            assert_eq!(found, Ok(midnight), "{pattern}");
+        }
     }
 
     #[test]

@@ -281,3 +281,14 @@ fn redis_keeps_keys_that_are_not_utf8_apart_as_memory_does() {
         assert_eq!(out.stdout, b"caf\xe9\ncaf\xe8\n", "{extra:?}");
     }
 }
+
+#[test]
+fn a_quoted_newline_stays_in_its_record_and_a_blank_line_is_no_record() {
+    // Two records with a blank line between: the first's key, quoted, holds a newline.
+    let csv = "time,k\n2025-01-01T00:00:00Z,\"a\nb\"\n\n2025-01-01T00:00:01Z,\"a\nb\"\n";
+    let out = run(&["filter", "--rate", "1/h", "--key", "k"], csv);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // One key, `a\nb`, with a burst of 1: the first record passes whole, the second not.
+    assert_eq!(out.stdout, "time,k\n2025-01-01T00:00:00Z,\"a\nb\"\n");
+    assert!(out.stderr.starts_with("ratelimit: filter: 2 lines in "), "{}", out.stderr);
+}

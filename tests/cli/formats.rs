@@ -253,3 +253,18 @@ fn bad_records_name_the_line_and_what_was_expected() {
     );
     assert_eq!(json(&run.ok())["events"], 2);
 }
+
+#[test]
+fn a_byte_order_mark_before_json_is_read_as_csv_reads_it() {
+    let gcra = ["replay", "--algo", "gcra", "--rate", "5/h", "--format", "json"];
+    let lines =
+        "\u{feff}{\"time\":\"2025-01-01T00:00:00Z\"}\n{\"time\":\"2025-01-01T00:00:01Z\"}\n";
+    let collection = "\u{feff}{\"type\":\"FeatureCollection\",\"features\":[\
+                      {\"type\":\"Feature\",\"properties\":{\"time\":1735689600000}}]}";
+    let csv = "\u{feff}time\n2025-01-01T00:00:00Z\n";
+    for (format, text, events) in [("jsonl", lines, 2), ("geojson", collection, 1), ("csv", csv, 1)]
+    {
+        let args = [&gcra[..], &["--input-format", format]].concat();
+        assert_eq!(json(&run(&args, text).ok())["events"], events, "{format}");
+    }
+}
