@@ -1,6 +1,6 @@
 //! `ratelimit check`: one live decision in Redis, for scripts; the exit code is the answer.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -15,6 +15,7 @@ use crate::engine::recorder::Settings;
 use crate::engine::redis::{Outcome, RedisTarget, Remote, RemoteLayers, SHARED, Server};
 use crate::input::cost::Cost;
 use crate::render::export;
+use crate::render::outfile::stdout;
 use crate::report;
 use crate::units::time::Span;
 
@@ -28,7 +29,7 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let base = format!("{}{{{}}}", target.prefix, args.key);
     let outcome = remote.check(&mut server, base.as_bytes(), &member())?;
     let found = decision(&args.key, &settings, args.cost, &outcome);
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     if args.headers {
         let fields = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
         out.write_all(fields.as_bytes())?;
@@ -79,7 +80,7 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
             })
             .collect(),
     };
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     if args.headers {
         let named = policy_names(&layers);
         let fields: Vec<_> = named

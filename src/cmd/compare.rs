@@ -1,7 +1,7 @@
 //! `ratelimit compare`: limiters side by side over the same events, in one read; on a
 //! fleet, the ways of sharing a limit side by side too.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -12,6 +12,7 @@ use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
 use crate::cli::config::Styles;
 use crate::limiter::Algorithm;
 use crate::render::export::{self, Compared};
+use crate::render::outfile::stdout;
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
@@ -31,7 +32,7 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     notes(&job.input, &stats);
     let found = job.reports(&recorder, &stats);
     let (reports, across) = (&found.lanes, &found.across);
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     let compared = Compared { lanes: reports, across };
     export::write(&mut out, args.output.format, styles.stdout, &compared)?;
     out.flush()?;

@@ -33,6 +33,7 @@ use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
 use crate::render::outfile::Identity;
+use crate::render::outfile::stdout;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
 
@@ -83,7 +84,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     let lines = read_lines(!args.lines);
     let clock = Clock::start();
-    let mut out = io::stdout().lock();
+    let mut out = stdout();
     let mut tally = Tally::default();
     let mut column = None;
     let mut cost_column = None;

@@ -15,6 +15,7 @@ use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Cost, ReadStats};
 use crate::render::export;
+use crate::render::outfile::stdout;
 use crate::report::{LayerReport, LayeredReport};
 use crate::units::time::Span;
 
@@ -25,7 +26,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
     let Some(emit) = args.emit else {
         let report = replay_to(&args.limits, &layers, &backend, &input, top)?;
-        let mut out = BufWriter::new(io::stdout().lock());
+        let mut out = BufWriter::new(stdout());
         export::write(&mut out, args.output.format, styles.stdout, &report)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);

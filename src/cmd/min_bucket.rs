@@ -16,6 +16,7 @@ use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
 use crate::render::outfile::Output;
+use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
 use crate::report::LayerNeeds;
 use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, WorstKey};
@@ -283,7 +284,7 @@ const LEFT_OUT_SHOWN: usize = 5;
 pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if !args.limits.is_empty() {
         let layered = layered::replay(&args.limits, &args.input, None, args.keys.top)?;
-        let mut out = BufWriter::new(io::stdout().lock());
+        let mut out = BufWriter::new(stdout());
         export::write(&mut out, args.output.format, styles.stdout, &LayerNeeds::of(&layered))?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -298,7 +299,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     notes(&input, &stats);
     let names = KeyNames::of(input.read.key_column.as_deref(), &stats);
     let found = per_rate.results(names, args.cover);
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -334,7 +335,7 @@ fn run_curve(
         })
         .collect();
     let mut style = styles.stdout;
-    let mut out: Box<dyn Write> = Box::new(BufWriter::new(io::stdout().lock()));
+    let mut out: Box<dyn Write> = Box::new(BufWriter::new(stdout()));
     if let Some(plot) = plot {
         let svg = curve_svg::draw(&curve, &input.source.title(), times.len());
         plot.write(|file| file.write_all(svg.as_bytes()))?;

@@ -1,6 +1,6 @@
 //! `ratelimit min-rate`: the smallest rate at which a bucket of a given burst loses nothing.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::num::NonZeroU64;
 use std::process::ExitCode;
 
@@ -12,6 +12,7 @@ use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
 use crate::input::catalog::{self, Timeline};
 use crate::render::export;
+use crate::render::outfile::stdout;
 use crate::report;
 use crate::sizing::curve::{Curve, Line};
 
@@ -37,7 +38,7 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
             }
         })
         .collect();
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

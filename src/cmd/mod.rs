@@ -25,6 +25,7 @@ use crate::cli::config::{Input, Styles};
 use crate::input::catalog::{ReadStats, Timeline};
 use crate::input::no_events::why_no_events;
 use crate::message::one_line;
+use crate::render::outfile::stdout;
 use crate::sizing::curve::Curve;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
@@ -81,7 +82,7 @@ pub fn error_line(err: &anyhow::Error) -> String {
 
 /// Writes bytes to stdout.
 fn write_stdout(bytes: &[u8]) -> Result<ExitCode> {
-    let mut out = io::stdout().lock();
+    let mut out = stdout();
     out.write_all(bytes)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)

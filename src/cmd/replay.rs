@@ -16,6 +16,7 @@ use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::Output;
+use crate::render::outfile::stdout;
 use crate::units::rate::Rate;
 use crate::units::time::Span;
 
@@ -32,7 +33,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None => {
             let (recorder, stats) = job.replay()?;
-            (recorder, stats, styles.stdout, Box::new(BufWriter::new(io::stdout().lock())))
+            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
@@ -79,7 +80,7 @@ pub(super) fn emit_rows(
     emit: Emit,
     format: InputFormat,
 ) -> Result<()> {
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = BufWriter::new(stdout());
     let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
         InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
         _ => (b",decision\n", b",passed", b",dropped"),

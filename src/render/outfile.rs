@@ -67,13 +67,42 @@ impl Output {
     pub fn write(&self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
         match self {
             Output::Stdout => {
-                let mut out = io::stdout().lock();
+                let mut out = stdout();
                 write(&mut out)?;
                 out.flush()?;
                 Ok(())
             }
             Output::Path(path) => write_path(path, write),
         }
+    }
+}
+
+/// Returns standard output, locked, whose write errors say that it was standard output
+/// that failed (a full disk under `> file`, say). They keep their kind, so that a reader
+/// that went away (a broken pipe) is still told apart.
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout().lock())
+}
+
+/// Standard output, naming itself in its errors: see [`stdout`].
+pub struct Stdout(io::StdoutLock<'static>);
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(named)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(named)
+    }
+}
+
+/// Names standard output in a write's error, keeping its kind; a closed pipe and an
+/// interrupted write, which callers handle by their kind, stay as they are.
+fn named(err: io::Error) -> io::Error {
+    match err.kind() {
+        io::ErrorKind::BrokenPipe | io::ErrorKind::Interrupted => err,
+        kind => io::Error::new(kind, format!("cannot write standard output: {}", io_reason(&err))),
     }
 }
 

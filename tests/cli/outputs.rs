@@ -195,3 +195,22 @@ fn sigint_and_sigterm_leave_no_temporary_file() {
     assert_eq!(interrupt_synth("-INT"), 130);
     assert_eq!(interrupt_synth("-TERM"), 143);
 }
+
+#[test]
+fn a_full_disk_under_standard_output_is_named() {
+    // /dev/full refuses every write, as a full disk does under `> file`.
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    for args in [
+        &["replay", "--sample", "--algo", "gcra", "--rate", "5/h"][..],
+        &["replay", "--sample", "--algo", "gcra", "--rate", "5/h", "--emit", "passed"],
+        &["synth", "--days", "3"],
+    ] {
+        let out = command().args(args).stdout(full()).output().unwrap();
+        let out = finished(out);
+        assert_eq!(
+            out.error(),
+            "ratelimit: cannot write standard output: No space left on device",
+            "{args:?}"
+        );
+    }
+}
