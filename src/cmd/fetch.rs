@@ -215,7 +215,7 @@ impl Service {
                 });
                 match count {
                     Ok(count) => Ok(Some(count)),
-                    Err(()) => bail!("{url} answered {:?}, not a count", one_line(text.trim())),
+                    Err(()) => bail!("{url} answered \"{}\", not a count", one_line(&text)),
                 }
             }
             Answer::NoSuchMethod | Answer::TooLarge => {

@@ -77,3 +77,30 @@ fn a_service_that_keeps_failing_ends_in_one_line() {
     assert!(err.contains("no good answer in 2 tries"), "{err}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "the old file stays whole");
 }
+
+#[test]
+fn a_count_that_is_not_a_number_is_quoted_once() {
+    // A service whose every answer is the same two lines, with quotes, where a count was
+    // asked for.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.read(&mut [0; 4096]);
+            let body = "oops\n\"down\"";
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(format!("{head}{body}").as_bytes());
+        }
+    });
+    let out = temp_file("none.csv", "kept");
+    let url = format!("http://127.0.0.1:{port}/fdsnws/event/1");
+    let args = ["fetch", "--url", &url, "--since", "2025-01-01", "--until", "2025-02-01"];
+    let args = [&args[..], &["--tries", "1", "-o", out.to_str().unwrap()]].concat();
+    let err = run_with(&args, Stdin::Null).error();
+    assert!(err.contains(r#"answered "oops\n"down"", not a count"#), "{err}");
+}
