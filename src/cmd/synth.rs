@@ -228,6 +228,16 @@ impl RequestsArgs {
             RequestParams::new(self.seed, self.start, end, self.clients, self.requests);
         params.bots = self.bots;
         params.tokens = self.tokens;
+        // The bots' runs grow with the days: the bound holds for all the log's requests.
+        if params.expected() > etas::Params::MAX_EVENTS {
+            bail!(
+                "this log would hold about {:.1e} requests (the bots run {} calls a day each), \
+                 and synth makes at most {:.0e}: fewer --days or --bots",
+                params.expected(),
+                params.bot_run_requests,
+                etas::Params::MAX_EVENTS
+            );
+        }
         Ok((params, self.output.clone().map_or(Output::Stdout, Output::new)))
     }
 }

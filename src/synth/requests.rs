@@ -71,6 +71,19 @@ impl RequestParams {
             tokens: false,
         }
     }
+
+    /// Returns how many requests the log holds on average: the people's, and each bot's
+    /// runs over the log's days.
+    pub fn expected(&self) -> f64 {
+        // Counts and a span far below 2^53 µs: each is exact as a double.
+        #[allow(clippy::cast_precision_loss)]
+        let days = self.end.since(self.start) as f64 / 86_400e6;
+        #[allow(clippy::cast_precision_loss)]
+        let bots = self.bots as f64 * self.bot_runs_per_day * days * self.bot_run_requests as f64;
+        #[allow(clippy::cast_precision_loss)]
+        let people = self.requests as f64;
+        people + bots
+    }
 }
 
 /// One request of the log.

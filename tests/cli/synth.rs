@@ -281,3 +281,18 @@ fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
     }
     assert_eq!(report["keys"]["top"].as_array().unwrap().len(), 10);
 }
+
+#[test]
+fn synth_requests_bounds_the_bots_runs_as_well_as_the_requests() {
+    // Three bots, a run of 3000 calls a day each, for 100 000 days: 9 × 10^8 requests.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("log.csv");
+    let args = ["synth", "requests", "--days", "100000", "-o", out.to_str().unwrap()];
+    let err = run_with(&args, Stdin::Null).error();
+    assert_eq!(
+        err,
+        "ratelimit: this log would hold about 9.0e8 requests (the bots run 3000 calls a day \
+         each), and synth makes at most 1e8: fewer --days or --bots"
+    );
+    assert!(!out.exists(), "nothing is written");
+}
