@@ -8,9 +8,9 @@
 //! process that uses it.
 
 use std::collections::VecDeque;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +32,7 @@ use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
+use crate::message::io_reason;
 use crate::render::outfile::Identity;
 use crate::render::outfile::stdout;
 use crate::units::rate::Rate;
@@ -121,9 +122,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 cost_column = Some(header_column(&line, Some(name), "--cost")?);
             }
             write_line(&mut out, &line)?;
-            if let Some(file) = &mut dropped {
-                write_line(file, &line)?;
-            }
+            write_dropped(&mut dropped, args.dropped.as_deref(), &line)?;
             continue;
         }
         tally.lines += 1;
@@ -161,8 +160,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             } else {
                 queue.push_back((arrived + Duration::from_micros(hold), line));
             }
-        } else if let Some(file) = &mut dropped {
-            write_line(file, &line)?;
+        } else {
+            write_dropped(&mut dropped, args.dropped.as_deref(), &line)?;
         }
     };
     if ended {
@@ -262,6 +261,27 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
 /// Whether a CSV record's text so far leaves a quoted field open.
 fn open_quote(text: &[u8]) -> bool {
     text.iter().filter(|&&b| b == b'"').count() % 2 == 1
+}
+
+/// Appends a dropped line to `--dropped`, if it is still open. If its reader went away (a
+/// pipe closed), the filter goes on, says so once, and writes no more dropped lines: they
+/// are a side stream, and the lines that pass are what the pipeline is for.
+fn write_dropped(dropped: &mut Option<File>, path: Option<&Path>, line: &[u8]) -> Result<()> {
+    let Some(file) = dropped else { return Ok(()) };
+    let name = path.map_or(String::new(), |p| p.display().to_string());
+    match write_line(file, line) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+            *dropped = None;
+            let _ = writeln!(
+                io::stderr(),
+                "ratelimit: note: the reader of --dropped {name} went away; the dropped lines \
+                 after this one are not written"
+            );
+            Ok(())
+        }
+        Err(e) => Err(anyhow!("cannot write --dropped {name}: {}", io_reason(&e))),
+    }
 }
 
 /// Writes a line and flushes it, so that whoever reads sees it at once.

@@ -292,3 +292,29 @@ fn a_quoted_newline_stays_in_its_record_and_a_blank_line_is_no_record() {
     assert_eq!(out.stdout, "time,k\n2025-01-01T00:00:00Z,\"a\nb\"\n");
     assert!(out.stderr.starts_with("ratelimit: filter: 2 lines in "), "{}", out.stderr);
 }
+
+#[test]
+fn a_dropped_reader_that_goes_away_leaves_the_filter_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("dropped");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let path = fifo.to_str().unwrap();
+    let mut filter =
+        Filter::start(&["--lines", "--rate", "1/h", "--burst", "1", "--dropped", path]);
+    // The reader opens the FIFO, so that the filter's open returns, and leaves at once.
+    drop(std::fs::File::open(&fifo).unwrap());
+    filter.feed(&["one"]);
+    assert_eq!(filter.next().1, "one");
+    for line in ["two", "three", "four"] {
+        filter.feed(&[line]);
+        thread::sleep(Duration::from_millis(30));
+    }
+    let (code, rest, stderr) = filter.end();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    let notes: Vec<&str> = stderr.lines().collect();
+    assert_eq!(notes.len(), 2, "{stderr}");
+    assert!(notes[0].starts_with("ratelimit: note: the reader of --dropped "), "{stderr}");
+    assert!(notes[1].contains(": 4 lines in "), "{stderr}");
+    assert!(notes[1].ends_with("1 passed, 3 dropped"), "{stderr}");
+}
