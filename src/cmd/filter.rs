@@ -89,6 +89,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let mut tally = Tally::default();
     let mut column = None;
     let mut cost_column = None;
+    // The header, to see whether it comes again, and whether that was said.
+    let (mut header, mut repeated): (Option<Vec<u8>>, bool) = (None, false);
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     // Only one limiter delays: layers decide at once.
     let delays = settings.filter(|s| s.algorithm.delays());
@@ -123,9 +125,20 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             }
             write_line(&mut out, &line)?;
             write_dropped(&mut dropped, args.dropped.as_deref(), &line)?;
+            header = Some(line);
             continue;
         }
         tally.lines += 1;
+        if !args.lines && !repeated && header.as_deref() == Some(line.as_slice()) {
+            // A header that comes again is likelier a plain line than a header.
+            repeated = true;
+            let _ = writeln!(
+                io::stderr(),
+                "ratelimit: note: line {} repeats line 1, which filter took for a CSV header: \
+                 for plain lines, give --lines",
+                tally.lines + 1
+            );
+        }
         let key_bytes = match (key, column) {
             (None, _) => Vec::new(),
             (Some(key), Some(index)) => field(&line, index, tally.lines + 1, key)?,
@@ -321,8 +334,15 @@ fn micros_of(wait: i128, rate: Rate) -> u64 {
 fn header_column(header: &[u8], name: Option<&str>, flag: &str) -> Result<usize> {
     let Some(name) = name else { return Ok(0) };
     let names = record(header).ok_or_else(|| anyhow!("<stdin>: line 1: the header is not CSV"))?;
-    find_column(&names, name, &format!("(named by {flag})"))
-        .map_err(|problem| anyhow!("<stdin>: line 1: {problem}"))
+    find_column(&names, name, &format!("(named by {flag})")).map_err(|problem| {
+        // A "header" of one field is likelier a plain line.
+        let hint = if names.len() == 1 {
+            "; filter reads a CSV with a header unless given --lines, for plain lines"
+        } else {
+            ""
+        };
+        anyhow!("<stdin>: line 1: {problem}{hint}")
+    })
 }
 
 /// Returns field `index` of CSV line `number`, the key column `key`.

@@ -318,3 +318,26 @@ fn a_dropped_reader_that_goes_away_leaves_the_filter_running() {
     assert!(notes[1].contains(": 4 lines in "), "{stderr}");
     assert!(notes[1].ends_with("1 passed, 3 dropped"), "{stderr}");
 }
+
+#[test]
+fn plain_lines_taken_for_a_csv_are_said_to_want_lines() {
+    // The first line comes again: likelier a plain line than a header; said once.
+    let out = run(&["filter", "--rate", "5/h"], "ping\nping\nping\n");
+    assert_eq!((out.code, out.stdout.as_str()), (0, "ping\nping\nping\n"));
+    let notes: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        notes[0],
+        "ratelimit: note: line 2 repeats line 1, which filter took for a CSV header: for plain \
+         lines, give --lines"
+    );
+    assert_eq!(notes.len(), 2, "one note, and the summary: {}", out.stderr);
+    // A flag's column that the "header" lacks: the error shows the fix.
+    let err = run(&["filter", "--rate", "5/h", "--key", "host"], "alert a\nalert b\n").error();
+    assert!(
+        err.ends_with("filter reads a CSV with a header unless given --lines, for plain lines"),
+        "{err}"
+    );
+    // A real CSV says nothing of the sort.
+    let out = run(&["filter", "--rate", "5/h", "--key", "k"], "k\na\nb\n");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+}
