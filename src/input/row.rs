@@ -9,7 +9,8 @@ use super::cost::parse_cost;
 use super::filter::{ColumnTest, RowFilter};
 use super::options::ReadOptions;
 use super::stats::ReadStats;
-use crate::units::time::Timestamp;
+use crate::units::layout::{TimeLayout, suggest};
+use crate::units::time::{TimeFormat, Timestamp};
 
 /// The fields of one row, however it was parsed.
 pub(super) trait Fields {
@@ -97,10 +98,15 @@ pub(super) fn row_event<'a, 'o>(
             joined
         }
     };
-    let time = options
-        .time_format
-        .parse(text)
-        .map_err(|e| problem(&options.time_column, text, e.to_string()))?;
+    let time = options.time_format.parse(text).map_err(|e| {
+        // Read as RFC 3339 by default, a time of another common shape says what would read it.
+        let hint = match options.time_format {
+            TimeLayout::Named(TimeFormat::Rfc3339) => suggest(text),
+            _ => None,
+        };
+        let reason = hint.map_or(e.to_string(), |hint| format!("{e}; {hint}"));
+        problem(&options.time_column, text, reason)
+    })?;
     let mut column_index = columns.filters.iter();
     for rule in &options.filters {
         let rule = match rule {

@@ -143,6 +143,67 @@ impl fmt::Display for TimePattern {
     }
 }
 
+/// Returns, for a time the default layout (RFC 3339) could not read, the `--time-format`
+/// that would read it, when its shape is a common one: epoch seconds, milliseconds or
+/// microseconds; a US date (`07/29/2025 23:24:52`); an access log's (`29/Jul/2025:23:24:52
+/// +0000`); or an ISO time without an offset. `None` when it is none of these.
+pub fn suggest(text: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(text).ok()?.trim();
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if digits(whole) && (fraction.is_empty() || digits(fraction)) {
+        let unit = match (whole.len(), fraction.is_empty()) {
+            (9..=11, _) => "unix-s",
+            (12..=14, true) => "unix-ms",
+            (15..=17, true) => "unix-us",
+            _ => return None,
+        };
+        return Some(format!("it looks like an epoch time: try --time-format {unit}"));
+    }
+    // Digits as 9 and letters as a: the shape of the text.
+    let shape: String = text
+        .chars()
+        .map(|c| match c {
+            '0'..='9' => '9',
+            c if c.is_ascii_alphabetic() => 'a',
+            c => c,
+        })
+        .collect();
+    let zone = "with --time-zone the offset your times are in (like +00:00)";
+    match shape.as_str() {
+        "99/aaa/9999:99:99:99 +9999" | "99/aaa/9999:99:99:99 -9999" => Some(
+            "it looks like an access log's time: try --time-format '%d/%b/%Y:%H:%M:%S %z'".into(),
+        ),
+        _ if shape.starts_with("9999-99-99")
+            && shape.len() >= 19
+            && shape[10..19] == *" 99:99:99"
+            || shape.starts_with("9999-99-99a99:99:99") =>
+        {
+            let t = if text.as_bytes()[10] == b' ' { " " } else { "T" };
+            let f = if shape.len() > 19 && shape[19..].starts_with('.') { "%.f" } else { "" };
+            (shape.len() == 19 || shape[19..].trim_start_matches('.').bytes().all(|b| b == b'9'))
+                .then(|| {
+                    format!(
+                        "it has no offset from UTC: try --time-format '%Y-%m-%d{t}%H:%M:%S{f}' {zone}"
+                    )
+                })
+        }
+        _ => {
+            let (date, time) = shape.split_once(' ')?;
+            let parts: Vec<&str> = date.split('/').collect();
+            let us = matches!(parts[..], [m, d, y] if m.len() <= 2 && d.len() <= 2 && y == "9999");
+            let clock = matches!(time, "99:99:99" | "9:99:99" | "99:99" | "9:99");
+            let seconds = if time.matches(':').count() == 2 { ":%S" } else { "" };
+            (us && clock).then(|| {
+                format!(
+                    "it looks like a US date: try --time-format '%m/%d/%Y %H:%M{seconds}' {zone} \
+                     ('%d/%m/%Y' if the day comes first)"
+                )
+            })
+        }
+    }
+}
+
 /// Reads a fixed offset from UTC: `Z`, `UTC`, `+09:00`, `-0700` or `+5`.
 pub fn parse_offset(text: &str) -> Option<FixedOffset> {
     if matches!(text, "Z" | "z" | "UTC" | "utc") {
@@ -240,6 +301,23 @@ mod tests {
             TimePattern::new("%s", parse_offset("+02")),
             Err(PatternError::Epoch("%s".into()))
         );
+    }
+
+    #[test]
+    fn common_shapes_get_the_format_that_reads_them() {
+        let hint = |text: &str| suggest(text.as_bytes()).unwrap_or_default();
+        assert!(hint("1753831492").ends_with("--time-format unix-s"));
+        assert!(hint("1753831492.483").ends_with("--time-format unix-s"));
+        assert!(hint("1753831492483").ends_with("--time-format unix-ms"));
+        assert!(hint("1753831492483123").ends_with("--time-format unix-us"));
+        assert!(hint("07/29/2025 23:24:52").contains("'%m/%d/%Y %H:%M:%S'"));
+        assert!(hint("7/9/2025 3:24").contains("'%m/%d/%Y %H:%M'"));
+        assert!(hint("29/Jul/2025:23:24:52 +0000").contains("'%d/%b/%Y:%H:%M:%S %z'"));
+        assert!(hint("2025-07-29 23:24:52").contains("'%Y-%m-%d %H:%M:%S'"));
+        assert!(hint("2025-07-29T23:24:52.483").contains("'%Y-%m-%dT%H:%M:%S%.f'"));
+        for none in ["yesterday", "12", "2025-07-29 23:24:52 EST", "1/2/3 4:5"] {
+            assert_eq!(suggest(none.as_bytes()), None, "{none}");
+        }
     }
 
     #[test]

@@ -76,3 +76,35 @@ fn epoch_seconds_need_no_zone_and_basic_offsets_read() {
         "ratelimit: --time-format '%s' reads epoch seconds (%s), which are UTC, so --time-zone does not apply"
     );
 }
+
+#[test]
+fn a_time_of_a_common_shape_names_the_format_that_reads_it() {
+    use crate::harness::run;
+    let gcra = ["replay", "--algo", "gcra", "--rate", "5/h", "--format", "json"];
+    // Each input, the hint its error ends with, and the flags that hint gives.
+    let cases: [(&str, &str, &[&str]); 3] = [
+        ("time\n1700000000\n", "try --time-format unix-s", &["--time-format", "unix-s"]),
+        (
+            "Date,Time\n01/02/1965,13:44:18\n",
+            "try --time-format '%m/%d/%Y %H:%M:%S' with --time-zone the offset your times are in \
+             (like +00:00) ('%d/%m/%Y' if the day comes first)",
+            &["--time-format", "%m/%d/%Y %H:%M:%S", "--time-zone", "+00:00"],
+        ),
+        (
+            "time\n2025-01-01 00:00:00\n",
+            "try --time-format '%Y-%m-%d %H:%M:%S' with --time-zone the offset your times are \
+             in (like +00:00)",
+            &["--time-format", "%Y-%m-%d %H:%M:%S", "--time-zone", "+00:00"],
+        ),
+    ];
+    for (input, hint, flags) in cases {
+        let column: &[&str] =
+            if input.starts_with("Date") { &["--time-column", "Date,Time"] } else { &[] };
+        let args = [&gcra[..], column].concat();
+        let err = run(&args, input).error();
+        assert!(err.ends_with(hint), "{err}");
+        // And what it says works.
+        let read = run(&[&args[..], flags].concat(), input).ok();
+        assert_eq!(crate::harness::json(&read)["events"], 1, "{flags:?}");
+    }
+}
