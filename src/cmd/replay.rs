@@ -42,7 +42,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let events = rows.iter().map(|(event, _)| event);
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
             // One limiter: the trace holds one decision per row.
-            emit_rows(&rows, recorder.trace(), emit, format)?;
+            emit_rows(&rows, recorder.trace(), emit, format, !args.no_header)?;
             (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
         }
     };
@@ -70,7 +70,7 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
 }
 
 /// Writes the rows `emit` asks for to stdout, each with its decision in `trace` (one a
-/// row, in order), as they came in: CSV and TSV with their header (and a column for the
+/// row, in order), as they came in: CSV and TSV with their `header` if asked (and a column for the
 /// decision), the others line by line, GeoJSON as JSON Lines of features. Every row has
 /// been read and checked, and every decision taken, so an error leaves no half-written
 /// output.
@@ -79,13 +79,14 @@ pub(super) fn emit_rows(
     trace: &[bool],
     emit: Emit,
     format: InputFormat,
+    header: bool,
 ) -> Result<()> {
     let mut out = BufWriter::new(stdout());
     let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
         InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
         _ => (b",decision\n", b",passed", b",dropped"),
     };
-    if matches!(format, InputFormat::Csv | InputFormat::Tsv) {
+    if header && matches!(format, InputFormat::Csv | InputFormat::Tsv) {
         out.write_all(rows.header())?;
         out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
     }
@@ -161,6 +162,10 @@ pub struct ReplayArgs {
     /// `decision` column, in time order, to stdout; the report goes to stderr.
     #[arg(long, value_enum, value_name = "WHICH")]
     pub emit: Option<Emit>,
+
+    /// With --emit, write the rows without the header line (CSV and TSV).
+    #[arg(long, requires = "emit")]
+    pub no_header: bool,
 
     #[command(flatten)]
     pub output: OutputArgs,

@@ -76,3 +76,16 @@ fn a_bad_row_anywhere_means_no_rows_written() {
     let err = run(&args, &bad).error();
     assert!(err.contains("line 9"), "{err}");
 }
+
+#[test]
+fn no_header_leaves_the_header_out_of_the_emitted_rows() {
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h", "--emit", "all"];
+    let with = run(&args, QUAKES).ok();
+    let without = run(&[&args[..], &["--no-header"]].concat(), QUAKES).ok();
+    let (header, rows) = with.split_once('\n').unwrap();
+    assert!(header.ends_with(",decision"), "{header}");
+    assert_eq!(without, rows);
+    // It says what it is for: without --emit there is no header to leave out.
+    let err = run(&["replay", "--algo", "gcra", "--rate", "2/h", "--no-header"], "");
+    assert_eq!(err.code, 2);
+}
