@@ -180,7 +180,7 @@ impl InputArgs {
                 key_column: key_column.map(|(column, _)| column.to_owned()),
                 key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
-                progress: io::stderr().is_terminal(),
+                progress: super::diagnostics::progress(),
                 skip_bad: self.skip_bad,
                 threads: self.threads.map_or_else(catalog::available_threads, usize::from),
             },

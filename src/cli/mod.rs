@@ -3,5 +3,6 @@
 
 pub mod args;
 pub mod config;
+pub mod diagnostics;
 pub mod job;
 pub mod layer;

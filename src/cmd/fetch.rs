@@ -1,7 +1,7 @@
 //! `ratelimit fetch`: an FDSN event query of any length, in requests the service accepts.
 
 use std::collections::VecDeque;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -128,7 +128,7 @@ impl Service {
             // The low 64 bits of the clock's nanoseconds seed the jitter; any will do.
             .map_or(0, |d| u64::try_from(d.as_nanos() % (1 << 64)).unwrap_or_default());
         let span = (args.until.since(args.since)).unsigned_abs();
-        let progress = io::stderr().is_terminal().then(|| {
+        let progress = crate::cli::diagnostics::progress().then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(span), ProgressDrawTarget::stderr_with_hz(5));
             // A constant, which a unit test reads.

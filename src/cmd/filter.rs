@@ -23,6 +23,7 @@ use clap::Args;
 
 use super::layered::{self, Layers};
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
+use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
@@ -133,7 +134,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             // A header that comes again is likelier a plain line than a header.
             repeated = true;
             let _ = writeln!(
-                io::stderr(),
+                diagnostics(),
                 "ratelimit: note: line {} repeats line 1, which filter took for a CSV header: \
                  for plain lines, give --lines",
                 tally.lines + 1
@@ -229,7 +230,7 @@ impl Tally {
             line += &format!(", {queued} still queued at SIGINT, not written");
         }
         // A summary that stderr cannot take is lost; the exit code is not.
-        let _ = writeln!(io::stderr(), "{line}");
+        let _ = writeln!(diagnostics(), "{line}");
     }
 }
 
@@ -287,7 +288,7 @@ fn write_dropped(dropped: &mut Option<File>, path: Option<&Path>, line: &[u8]) -
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
             *dropped = None;
             let _ = writeln!(
-                io::stderr(),
+                diagnostics(),
                 "ratelimit: note: the reader of --dropped {name} went away; the dropped lines \
                  after this one are not written"
             );

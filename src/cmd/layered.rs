@@ -1,6 +1,6 @@
 //! `ratelimit replay --limit … --limit …`: several limits at once, all or nothing.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -9,6 +9,7 @@ use super::notes;
 use super::replay::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::args::{InputArgs, RateArgs};
 use crate::cli::config::{Input, Styles};
+use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
 use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
@@ -37,7 +38,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     emit_rows(&rows, &record.trace, emit, input.read.format, !args.no_header)?;
     notes(&input, &stats);
     let report = report(&args.limits, &input, record, &stats, top);
-    let mut err = io::stderr().lock();
+    let mut err = diagnostics();
     export::write(&mut err, args.output.format, styles.stderr, &report)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `ratelimit min-bucket`: the smallest lossless token bucket for each rate, or the curve.
 
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,6 +11,7 @@ use clap::Args;
 use super::{curve_of, layered, notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
+use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
@@ -341,7 +342,7 @@ fn run_curve(
         plot.write(|file| file.write_all(svg.as_bytes()))?;
         if plot.is_stdout() {
             // The picture has stdout; the table goes to stderr, as --emit's report does.
-            out = Box::new(io::stderr().lock());
+            out = diagnostics();
             style = styles.stderr;
         }
     }

@@ -13,7 +13,7 @@ mod schema;
 mod synth;
 
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
@@ -22,6 +22,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
+use crate::cli::diagnostics::{diagnostics, set_quiet};
 use crate::input::catalog::{ReadStats, Timeline};
 use crate::input::no_events::why_no_events;
 use crate::message::one_line;
@@ -35,6 +36,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
+    set_quiet(cli.quiet);
     let styles = Styles::resolve(cli.color);
     match cli.command {
         // Several --limit layers are a replay of their own kind.
@@ -117,7 +119,7 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
 /// Prints notes about the input, and what reading left out, on stderr.
 fn notes(input: &Input, stats: &ReadStats) {
     // A note that stderr cannot take is lost; the data and the exit code are not.
-    let mut err = io::stderr().lock();
+    let mut err = diagnostics();
     if let Some(note) = input.note {
         let _ = writeln!(err, "ratelimit: note: {note}");
     }
@@ -161,6 +163,10 @@ pub struct Cli {
     /// When to color the table output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
+
+    /// Write data only: no notes, summaries, progress or reports on stderr; errors still.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 }
 
 /// The subcommands.

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use super::notes;
 use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
 use crate::cli::config::{Input, Styles};
+use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
 use crate::input::catalog::{self, Rows};
 use crate::input::format::InputFormat;
@@ -43,7 +44,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
             // One limiter: the trace holds one decision per row.
             emit_rows(&rows, recorder.trace(), emit, format, !args.no_header)?;
-            (recorder, stats, styles.stderr, Box::new(io::stderr().lock()))
+            (recorder, stats, styles.stderr, diagnostics())
         }
     };
     notes(&job.input, &stats);

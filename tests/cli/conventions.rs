@@ -108,3 +108,23 @@ fn a_time_of_a_common_shape_names_the_format_that_reads_it() {
         assert_eq!(crate::harness::json(&read)["events"], 1, "{flags:?}");
     }
 }
+
+#[test]
+fn quiet_writes_data_only_and_errors_still() {
+    use crate::harness::run;
+    // A note, --emit's report, and filter's summary: each gone with -q, the data the same.
+    let cases: [(&[&str], &str); 3] = [
+        (&["replay", "--algo", "gcra", "--rate", "5/h"], ""),
+        (&["replay", "--algo", "gcra", "--rate", "2/h", "--emit", "passed"], crate::QUAKES),
+        (&["filter", "--lines", "--rate", "5/h"], "a\nb\n"),
+    ];
+    for (args, input) in cases {
+        let loud = run(args, input);
+        assert!(!loud.stderr.is_empty(), "{args:?} says something without -q");
+        let quiet = run(&[args, &["-q"]].concat(), input);
+        assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""), "{args:?}");
+        assert_eq!(quiet.stdout, loud.stdout, "{args:?}");
+    }
+    let err = run(&["replay", "-q", "--algo", "gcra", "--rate", "0/h"], "").error();
+    assert!(err.starts_with("ratelimit: invalid value '0/h'"), "{err}");
+}
