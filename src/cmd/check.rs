@@ -110,8 +110,9 @@ fn member() -> String {
     format!("{}:{nanos}", std::process::id())
 }
 
-/// Returns a span of `micros` µs, none if negative.
+/// Returns a span of `micros` µs (as a script gave it), none if negative.
 fn span(micros: i64) -> Span {
+    // `Span::from_micros` refuses only a negative count, and `max(0)` leaves none.
     Span::from_micros(micros.max(0)).expect("not negative")
 }
 

@@ -15,7 +15,7 @@ use super::layered::{Layer, Limits};
 use super::recorder::Settings;
 use super::redis::{Remote, RemoteLayers, SHARED, Server};
 use crate::input::catalog::Event;
-use crate::input::keys::{KeyTable, slot};
+use crate::input::keys::{Key, KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
 
@@ -55,6 +55,16 @@ impl Backend {
     }
 }
 
+/// Returns a key's number in `keys`, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an
+/// error: a live engine in memory keeps a limiter state for each.
+fn number_of(keys: &mut KeyTable, key: &[u8]) -> Result<Key> {
+    let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
+    let Some(number) = number else {
+        bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
+    };
+    Ok(number)
+}
+
 /// In this process: one limiter state per key.
 struct LiveMemory {
     limiter: AnyPerKey,
@@ -63,10 +73,7 @@ struct LiveMemory {
 
 impl Live for LiveMemory {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let number = self.keys.intern(key).filter(|_| self.keys.len() <= MAX_LIVE_KEYS);
-        let Some(number) = number else {
-            bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
-        };
+        let number = number_of(&mut self.keys, key)?;
         Ok(self.limiter.decide(slot(number), now, cost))
     }
 }
@@ -82,11 +89,8 @@ struct LiveRedis {
 impl Live for LiveRedis {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
         // A cost that can never pass is refused here, unsent, as in memory.
-        let costing = if cost == 1 { None } else { Some(self.remote.costing(cost)) };
-        let remote = match &costing {
-            None => &self.remote,
-            Some(Some(costing)) => costing,
-            Some(None) => return Ok(Decision { passed: false, wait: 0 }),
+        let Some(remote) = self.remote.costing(cost) else {
+            return Ok(Decision { passed: false, wait: 0 });
         };
         self.calls += 1;
         let (base, member) = live_key(&self.prefix, key, now, self.calls);
@@ -128,10 +132,7 @@ struct LiveLayers {
 
 impl Live for LiveLayers {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let number = self.keys.intern(key).filter(|_| self.keys.len() <= MAX_LIVE_KEYS);
-        let Some(number) = number else {
-            bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
-        };
+        let number = number_of(&mut self.keys, key)?;
         let event = Event { time: now, key: number, cost };
         let passed = self.limits.refusals(event) == 0;
         self.limits.settle(event, passed, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;

@@ -170,23 +170,26 @@ pub fn suggest(text: &[u8]) -> Option<String> {
         })
         .collect();
     let zone = "with --time-zone the offset your times are in (like +00:00)";
+    // Split where a char ends, whatever the text holds.
+    let (head, rest) = match (shape.get(..19), shape.get(19..)) {
+        (Some(head), Some(rest)) => (head, rest),
+        _ => (shape.as_str(), ""),
+    };
     match shape.as_str() {
         "99/aaa/9999:99:99:99 +9999" | "99/aaa/9999:99:99:99 -9999" => Some(
             "it looks like an access log's time: try --time-format '%d/%b/%Y:%H:%M:%S %z'".into(),
         ),
-        _ if shape.starts_with("9999-99-99")
-            && shape.len() >= 19
-            && shape[10..19] == *" 99:99:99"
-            || shape.starts_with("9999-99-99a99:99:99") =>
+        // An ISO date and time, any one character between, with or without a fraction.
+        _ if matches!(head, "9999-99-99 99:99:99" | "9999-99-99a99:99:99")
+            && (rest.is_empty()
+                || rest.strip_prefix('.').is_some_and(|f| f.bytes().all(|b| b == b'9'))) =>
         {
-            let t = if text.as_bytes()[10] == b' ' { " " } else { "T" };
-            let f = if shape.len() > 19 && shape[19..].starts_with('.') { "%.f" } else { "" };
-            (shape.len() == 19 || shape[19..].trim_start_matches('.').bytes().all(|b| b == b'9'))
-                .then(|| {
-                    format!(
-                        "it has no offset from UTC: try --time-format '%Y-%m-%d{t}%H:%M:%S{f}' {zone}"
-                    )
-                })
+            // The shape's first 19 characters are ASCII, so are the text's.
+            let t = &text[10..11];
+            let f = if rest.is_empty() { "" } else { "%.f" };
+            Some(format!(
+                "it has no offset from UTC: try --time-format '%Y-%m-%d{t}%H:%M:%S{f}' {zone}"
+            ))
         }
         _ => {
             let (date, time) = shape.split_once(' ')?;
@@ -315,7 +318,9 @@ mod tests {
         assert!(hint("29/Jul/2025:23:24:52 +0000").contains("'%d/%b/%Y:%H:%M:%S %z'"));
         assert!(hint("2025-07-29 23:24:52").contains("'%Y-%m-%d %H:%M:%S'"));
         assert!(hint("2025-07-29T23:24:52.483").contains("'%Y-%m-%dT%H:%M:%S%.f'"));
-        for none in ["yesterday", "12", "2025-07-29 23:24:52 EST", "1/2/3 4:5"] {
+        for none in
+            ["yesterday", "12", "2025-07-29 23:24:52 EST", "1/2/3 4:5", "2025-07-29 23:24:5é"]
+        {
             assert_eq!(suggest(none.as_bytes()), None, "{none}");
         }
     }

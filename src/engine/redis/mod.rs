@@ -19,6 +19,7 @@ pub use layers::{RedisLayers, RemoteLayers, SHARED};
 pub use pipeline::RedisEngine;
 pub use server::Server;
 
+use std::borrow::Cow;
 use std::fmt::Display;
 use std::sync::LazyLock;
 
@@ -69,7 +70,7 @@ pub fn is_noscript(reply: &Value) -> bool {
 }
 
 /// A Lua script: its text and its SHA1, by which `EVALSHA` calls it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Script {
     code: String,
     hash: String,
@@ -145,6 +146,8 @@ pub struct Remote {
     algorithm: Algorithm,
     rate: Rate,
     burst: u64,
+    /// The units each call takes.
+    cost: u64,
     script: RedisScript,
     n: i64,
     /// The arguments after the time, written once rather than on every call.
@@ -198,14 +201,18 @@ impl Remote {
             }
         };
         let args = args.into_iter().map(|a| a.to_string()).collect();
-        Ok(Remote { algorithm, rate, burst, script, n: rate.n64(), args })
+        Ok(Remote { algorithm, rate, burst, cost, script, n: rate.n64(), args })
     }
 
-    /// Returns this limiter taking `cost` units a call, or `None` if a call of that cost
-    /// can never pass (more than the burst, or N): then it would change nothing, and need
-    /// not be sent. Its values stay exact: a cost that can pass is at most the burst.
-    pub fn costing(&self, cost: u64) -> Option<Remote> {
-        Remote::new(self.algorithm, self.rate, self.burst, cost).ok()
+    /// Returns this limiter taking `cost` units a call (itself if it already does), or
+    /// `None` if a call of that cost can never pass (more than the burst, or N): then it
+    /// would change nothing, and need not be sent. Its values stay exact: a cost that can
+    /// pass is at most the burst.
+    pub fn costing(&self, cost: u64) -> Option<Cow<'_, Remote>> {
+        if cost == self.cost {
+            return Some(Cow::Borrowed(self));
+        }
+        Remote::new(self.algorithm, self.rate, self.burst, cost).ok().map(Cow::Owned)
     }
 
     /// Returns the script this limiter runs.

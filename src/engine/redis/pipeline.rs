@@ -84,14 +84,9 @@ impl RedisEngine {
         for &Event { time, key, cost } in events {
             let (keys, hash_slot) = &self.keys[slot(key)];
             for (remote, keys) in self.remotes.iter().zip(keys) {
-                let costing = if cost == 1 { None } else { Some(remote.costing(cost)) };
-                let remote = match &costing {
-                    None => remote,
-                    Some(Some(costing)) => costing,
-                    Some(None) => {
-                        sent.push(false);
-                        continue;
-                    }
+                let Some(remote) = remote.costing(cost) else {
+                    sent.push(false);
+                    continue;
                 };
                 self.calls += 1;
                 let command = remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls);

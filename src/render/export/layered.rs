@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::table::{human_ms, labeled, table};
+use super::table::{human_ms, labeled, percent, table};
 use super::{Report, Style};
 use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport};
 
@@ -24,10 +24,7 @@ impl Report for LayeredReport {
     }
 
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        let share = |n: u64| match self.events {
-            0 => n.to_string(),
-            all => format!("{n}  {:5.1}%", n as f64 * 100.0 / all as f64),
-        };
+        let share = |n: u64| format!("{n}{}", percent(n, self.events));
         let dropped = share(self.dropped);
         let lines = [
             ("input".to_owned(), self.input.clone()),

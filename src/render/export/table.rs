@@ -93,13 +93,7 @@ pub fn replay_table(
     style: Style,
 ) -> io::Result<()> {
     let digits = r.events.to_string().len();
-    let count = |n: u64| {
-        let share = match r.events {
-            0 => String::new(),
-            all => format!("  {:5.1}%", n as f64 * 100.0 / all as f64),
-        };
-        format!("{n:>digits$}{share}")
-    };
+    let count = |n: u64| format!("{n:>digits$}{}", percent(n, r.events));
     let window = |w: &report::Window, what: &str| {
         let units = w.units.map_or(String::new(), |units| format!(" ({units} units)"));
         match w.start {
@@ -535,6 +529,15 @@ fn compare_keys_table(
     let mut header = vec!["key", "events"];
     header.extend(reports.iter().map(|r| r.algorithm.name()));
     table(out, &header, &rows, style)
+}
+
+/// Returns `n` as a share of `all`, as the tables write it after a count: `  12.5%`;
+/// nothing when `all` is 0. For people, so a float's rounding is no harm.
+pub(super) fn percent(n: u64, all: u64) -> String {
+    match all {
+        0 => String::new(),
+        all => format!("  {:5.1}%", n as f64 * 100.0 / all as f64),
+    }
 }
 
 /// Writes a live decision as one line.
