@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -29,6 +29,7 @@ use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
 use crate::engine::live::Live;
 use crate::engine::recorder::Settings;
+use crate::input::bounded::{LongRow, MOST_ROW};
 use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
@@ -240,14 +241,22 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
     let (send, lines) = mpsc::channel();
     thread::spawn(move || {
         let mut stdin = io::stdin().lock();
+        // The line the next record starts on.
+        let mut next = 1;
         loop {
             let mut line = Vec::new();
-            let mut read = stdin.read_until(b'\n', &mut line);
+            // A line may hold MOST_ROW bytes: one more says it holds too many.
+            let mut read = (&mut stdin).take(MOST_ROW + 1).read_until(b'\n', &mut line);
             // A CSV record holds newlines inside quotes: it ends at a newline after an even
             // number of quotes (an escaped quote, `""`, is two).
             while csv && matches!(read, Ok(n) if n > 0) && open_quote(&line) {
-                read = stdin.read_until(b'\n', &mut line);
+                let room = (MOST_ROW + 1).saturating_sub(wide(line.len()));
+                read = (&mut stdin).take(room).read_until(b'\n', &mut line);
             }
+            if wide(line.len()) > MOST_ROW {
+                read = Err(io::Error::other(format!("line {next}: {LongRow}")));
+            }
+            next += wide(memchr::memchr_iter(b'\n', &line).count());
             match read {
                 Ok(0) if line.is_empty() => return,
                 Ok(_) => {

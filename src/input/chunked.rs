@@ -19,6 +19,7 @@ use std::sync::mpsc;
 
 use csv::ByteRecord;
 
+use super::bounded::MOST_ROW;
 use super::error::{ReadError, keys_error};
 use super::event::Event;
 use super::format::InputFormat;
@@ -295,6 +296,18 @@ fn io(header: &Header, error: std::io::Error) -> ReadError {
     ReadError::Io { name: header.name.clone(), error }
 }
 
+/// Names what a short read of a file measured at `size` bytes means: it was cut while read
+/// (a log rotated, a copy rewritten), not "failed to fill whole buffer".
+fn shrank(error: std::io::Error, size: u64) -> std::io::Error {
+    if error.kind() != std::io::ErrorKind::UnexpectedEof {
+        return error;
+    }
+    std::io::Error::other(format!(
+        "the file got shorter while it was read (it had {size} bytes when reading began); \
+         read a copy that is not being written"
+    ))
+}
+
 /// Parses the piece of `file` from `start` to `end`: from `start` itself if `first` (a row
 /// start known), else from the first line start at or after it, up to the first row that
 /// starts at or after `end`.
@@ -320,7 +333,7 @@ fn parse(
         }
         let to = (end + margin).min(size);
         buffer.resize(usize::try_from(to - from).unwrap_or(usize::MAX), 0);
-        file.read_exact_at(buffer, from)?;
+        file.read_exact_at(buffer, from).map_err(|error| shrank(error, size))?;
         let skip = if first {
             0
         } else {
@@ -401,7 +414,7 @@ fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option
             break;
         }
         piece.rows += 1;
-        if record.len() != header.width {
+        if reader.position().byte() - position.byte() > MOST_ROW || record.len() != header.width {
             piece.stopped = true;
             break;
         }
@@ -466,8 +479,8 @@ fn parse_fast(
             return Ok(None);
         }
         piece.rows += 1;
-        if row.width(bytes, delimiter) != header.width {
-            // The reading on one thread says which row, and how.
+        // A row too long, or of the wrong width: the reading on one thread says which, and how.
+        if wide(row.end - start) > MOST_ROW || row.width(bytes, delimiter) != header.width {
             piece.stopped = true;
             break;
         }
@@ -498,5 +511,28 @@ impl Fields for Scanned<'_, '_> {
     #[inline]
     fn field<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
         self.row.field(self.bytes, index, self.delimiter, scratch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn a_file_cut_while_read_is_named_not_failed_to_fill_whole_buffer() {
+        let path = std::env::temp_dir().join(format!("ratelimit-shrank-{}", std::process::id()));
+        std::fs::write(&path, b"time\n2025-01-01T00:00:00Z\n").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // Measured at 4096 bytes, it now holds 26: what a rotated log looks like to a reader.
+        let error =
+            file.read_exact_at(&mut [0; 4096], 0).map_err(|error| super::shrank(error, 4096));
+        std::fs::remove_file(&path).unwrap();
+        let message = error.unwrap_err().to_string();
+        assert!(
+            message.starts_with("the file got shorter while it was read (it had 4096 bytes"),
+            "{message}"
+        );
+        let other = super::shrank(std::io::Error::other("disk on fire"), 4096);
+        assert_eq!(other.to_string(), "disk on fire");
     }
 }

@@ -64,14 +64,16 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     let mut rows =
         Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
     if let RowReader::Csv(csv) = &pass.rows {
-        rows.header = csv.get_ref().slice(0, csv.position().byte()).to_vec();
+        rows.header = csv.get_ref().get_ref().slice(0, csv.position().byte()).to_vec();
     }
     while let Some(Event { time, key, cost }) = pass.next_event()? {
         let start = pass.record.position().expect("records have positions").byte();
         let end = pass.rows.byte();
         let line = pass.line();
         let text: Cow<[u8]> = match &pass.rows {
-            RowReader::Csv(csv) => Cow::Borrowed(trim_blank_lines(csv.get_ref().slice(start, end))),
+            RowReader::Csv(csv) => {
+                Cow::Borrowed(trim_blank_lines(csv.get_ref().get_ref().slice(start, end)))
+            }
             // A feature may span lines; emitted, it is one line of JSON. JSON has no line
             // breaks inside strings, so they are all white space.
             RowReader::Other(records) if records.text().contains(&b'\n') => Cow::Owned(
@@ -94,8 +96,8 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         rows.store.extend_from_slice(&key.to_le_bytes());
         rows.store.extend_from_slice(&text);
         match &mut pass.rows {
-            RowReader::Csv(csv) => csv.get_mut().forget_before(end),
-            RowReader::Other(records) => records.get_mut().forget_before(end),
+            RowReader::Csv(csv) => csv.get_mut().get_mut().forget_before(end),
+            RowReader::Other(records) => records.get_mut().get_mut().forget_before(end),
         }
     }
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.

@@ -130,6 +130,11 @@ impl<R: Read> Records<R> {
         self.input.get_mut()
     }
 
+    /// Returns the line the next record starts on.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
     /// Returns the byte offset reached.
     pub fn byte(&self) -> u64 {
         self.byte

@@ -1,5 +1,6 @@
 //! Reading catalogs: rows to events (a time, a key and a cost), and the bundled sample.
 
+pub mod bounded;
 pub mod catalog;
 #[cfg(unix)]
 mod chunked;

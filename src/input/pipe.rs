@@ -6,6 +6,7 @@ use std::sync::mpsc;
 
 use csv::ByteRecord;
 
+use super::bounded::{LongRow, MOST_ROW, is_long_row};
 use super::chunked::{Piece, PieceBytes, delimiter, parse_piece};
 use super::error::ReadError;
 use super::event::Event;
@@ -14,7 +15,7 @@ use super::options::ReadOptions;
 use super::pipeline::Flow;
 #[cfg(not(feature = "cli"))]
 use super::reading::Progress;
-use super::reading::Reading;
+use super::reading::{Reading, long_row};
 use super::scan::{Row, Unusual};
 use super::source::Source;
 use super::stats::ReadStats;
@@ -51,6 +52,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             Ok(Some(())) => break (row.end + 1).min(carry.len()),
             Err(Unusual) => return Ok(Err((carry, input))),
             Ok(None) if eof => return Ok(Err((carry, input))),
+            Ok(None) if wide(carry.len()) > MOST_ROW => return Err(long_row(&name, 1).into()),
             Ok(None) => {
                 eof = fill(&mut input, &mut carry)
                     .map_err(|error| ReadError::Io { name: name.clone(), error })?
@@ -96,7 +98,10 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 }
                 let cut = if eof { carry.len() } else { cut(&carry, delimiter) };
                 if cut == 0 {
-                    // One row longer than the block: read on until it ends.
+                    // One row longer than the block: read on until it ends, or is too long.
+                    if wide(carry.len()) > MOST_ROW {
+                        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, LongRow));
+                    }
                     eof = fill(&mut input, &mut carry)?;
                     continue;
                 }
@@ -145,6 +150,8 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         drop(receivers);
         match joined(splitter) {
             Ok(()) => Ok(Ok(Some(ReadStats { keys, ..stats }))),
+            // Every block before the long row was taken: it starts on `line`.
+            Err(error) if is_long_row(&error) => Err(long_row(name, line).into()),
             Err(error) => Err(ReadError::Io { name: name.clone(), error }.into()),
         }
     })

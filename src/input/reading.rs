@@ -4,6 +4,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use csv::ByteRecord;
 
+use super::bounded::{Bounded, LongRow, is_long_row};
 use super::cost::Cost;
 use super::error::{
     ReadError, Result, csv_error, field_error, keys_error, layout, unequal_lengths,
@@ -35,8 +36,8 @@ impl Progress {
 
 /// Where rows come from: the csv crate for CSV and TSV, records for the other formats.
 pub(super) enum RowReader<R> {
-    Csv(csv::Reader<R>),
-    Other(Records<R>),
+    Csv(csv::Reader<Bounded<R>>),
+    Other(Records<Bounded<R>>),
 }
 
 /// A row that cannot be read, or an input that cannot: only the first may be skipped.
@@ -49,18 +50,33 @@ impl<R: Read> RowReader<R> {
     /// Reads the next row into `record`; false at the end.
     fn read(&mut self, record: &mut ByteRecord, name: &str) -> Result<bool, Bad> {
         match self {
-            RowReader::Csv(csv) => csv.read_byte_record(record).map_err(|e| match e.kind() {
-                csv::ErrorKind::UnequalLengths { .. } => Bad::Row(csv_error(name, e)),
-                _ => Bad::Input(csv_error(name, e)),
-            }),
-            RowReader::Other(records) => records.read(record).map_err(|failure| match failure {
-                ReadFailure::Io(error) => {
-                    Bad::Input(ReadError::Io { name: name.to_owned(), error })
-                }
-                ReadFailure::Record(e) => {
-                    Bad::Row(layout(name, format!("line {}: {}", e.line, e.problem)))
-                }
-            }),
+            RowReader::Csv(csv) => {
+                let read = csv.read_byte_record(record);
+                csv.get_mut().row_ended();
+                read.map_err(|e| match e.kind() {
+                    csv::ErrorKind::UnequalLengths { .. } => Bad::Row(csv_error(name, e)),
+                    csv::ErrorKind::Io(error) if is_long_row(error) => {
+                        Bad::Input(long_row(name, csv.position().line()))
+                    }
+                    _ => Bad::Input(csv_error(name, e)),
+                })
+            }
+            RowReader::Other(records) => {
+                let line = records.line();
+                let read = records.read(record);
+                records.get_mut().row_ended();
+                read.map_err(|failure| match failure {
+                    ReadFailure::Io(error) if is_long_row(&error) => {
+                        Bad::Input(long_row(name, line))
+                    }
+                    ReadFailure::Io(error) => {
+                        Bad::Input(ReadError::Io { name: name.to_owned(), error })
+                    }
+                    ReadFailure::Record(e) => {
+                        Bad::Row(layout(name, format!("line {}: {}", e.line, e.problem)))
+                    }
+                })
+            }
         }
     }
 
@@ -71,6 +87,11 @@ impl<R: Read> RowReader<R> {
             RowReader::Other(records) => records.byte(),
         }
     }
+}
+
+/// Says that the row starting on `line` is longer than one row may be.
+pub(super) fn long_row(name: &str, line: u64) -> ReadError {
+    layout(name, format!("line {line}: {LongRow} (is it the format asked for?)"))
 }
 
 /// One reading of the input, row by row.
@@ -104,8 +125,17 @@ impl<'a, R: Read> Reading<'a, R> {
                 let mut csv = csv::ReaderBuilder::new()
                     .buffer_capacity(1 << 16)
                     .delimiter(delimiter)
-                    .from_reader(reader);
-                let header = csv.byte_headers().map_err(|e| csv_error(&name, e))?.clone();
+                    .from_reader(Bounded::new(reader));
+                let header = match csv.byte_headers() {
+                    Ok(header) => header.clone(),
+                    Err(e) => match e.kind() {
+                        csv::ErrorKind::Io(error) if is_long_row(error) => {
+                            return Err(long_row(&name, 1));
+                        }
+                        _ => return Err(csv_error(&name, e)),
+                    },
+                };
+                csv.get_mut().row_ended();
                 (RowReader::Csv(csv), header)
             }
             _ => {
@@ -119,7 +149,7 @@ impl<'a, R: Read> Reading<'a, R> {
                         fields.push(field.to_owned());
                     }
                 }
-                let records = Records::new(reader, format, fields);
+                let records = Records::new(Bounded::new(reader), format, fields);
                 let header = records.header();
                 (RowReader::Other(records), header)
             }
@@ -278,10 +308,18 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
-            .from_reader(input);
+            .from_reader(Bounded::new(input));
         // Not `seek`: it does nothing when the place asked for is where its reader thinks
         // it is, and before it looks, it has read a row from wherever `input` stood.
-        csv.seek_raw(SeekFrom::Start(at.byte()), at).map_err(|e| csv_error(&header.name, e))?;
+        // That row is the one at `at`, which is read next anyway, when `input` stands there.
+        csv.get_mut()
+            .seek(SeekFrom::Start(at.byte()))
+            .map_err(|error| ReadError::Rewind { name: header.name.clone(), error })?;
+        let line = at.line();
+        csv.seek_raw(SeekFrom::Start(at.byte()), at).map_err(|e| match e.kind() {
+            csv::ErrorKind::Io(error) if is_long_row(error) => long_row(&header.name, line),
+            _ => csv_error(&header.name, e),
+        })?;
         Ok(Reading {
             rows: RowReader::Csv(csv),
             record: ByteRecord::new(),

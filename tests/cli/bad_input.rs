@@ -1,7 +1,7 @@
 //! Bad input: one line on stderr naming what is wrong, exit code 2, never a panic.
 
 use crate::QUAKES;
-use crate::harness::{Stdin, run, run_with};
+use crate::harness::{Stdin, run, run_with, temp_file};
 
 const GCRA: [&str; 5] = ["replay", "--algo", "gcra", "--rate", "2/h"];
 
@@ -338,4 +338,37 @@ fn a_burst_past_10_to_the_12_is_refused_by_every_command() {
         );
         assert_eq!(err, want, "{args:?}");
     }
+}
+
+#[test]
+fn a_row_past_16_mib_is_refused_with_its_line_not_read_into_memory() {
+    let long = format!(
+        "time,mag\n2025-01-01T00:00:00Z,5\n2025-01-01T00:00:01Z,{}\n2025-01-01T00:00:02Z,5\n",
+        "9".repeat(17 << 20)
+    );
+    let expected = "line 3: a row longer than 16 MiB, the most one row may hold";
+    let file = temp_file("long.csv", &long);
+    let path = file.to_str().unwrap();
+    // A file read in pieces, a file on one thread, a pipe cut in blocks, a pipe on one thread.
+    for threads in ["2", "1"] {
+        let err = run_with(&[&GCRA[..], &[path, "--threads", threads]].concat(), Stdin::Null);
+        assert!(
+            err.error().ends_with(&format!("long.csv: {expected} (is it the format asked for?)"))
+        );
+        let err = run(&[&GCRA[..], &["--threads", threads]].concat(), &long).error();
+        assert_eq!(err, format!("ratelimit: <stdin>: {expected} (is it the format asked for?)"));
+    }
+    let jsonl = format!(
+        "{{\"time\":\"2025-01-01T00:00:00Z\"}}\n{{\"time\":\"{}\"}}\n",
+        "9".repeat(17 << 20)
+    );
+    let err = run(&[&GCRA[..], &["--input-format", "jsonl", "-"]].concat(), &jsonl).error();
+    assert_eq!(
+        err,
+        "ratelimit: <stdin>: line 2: a row longer than 16 MiB, the most one row may hold (is it the format asked for?)"
+    );
+    let filter = run(&["filter", "--algo", "gcra", "--rate", "2/h"], &long);
+    assert_eq!(filter.code, 2, "{}", filter.stderr);
+    assert_eq!(filter.stdout, "time,mag\n2025-01-01T00:00:00Z,5\n");
+    assert!(filter.stderr.starts_with(&format!("ratelimit: cannot read stdin: {expected}\n")));
 }
