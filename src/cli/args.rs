@@ -56,6 +56,16 @@ pub struct InputArgs {
     #[arg(long, value_name = "FORMAT", value_enum)]
     pub input_format: Option<InputFormat>,
 
+    /// The byte between the fields of a CSV: one character, or \t (or tab) [default: `,`; a
+    /// tab for tsv].
+    #[arg(short = 'd', long, value_name = "CHAR", value_parser = parse_delimiter)]
+    pub delimiter: Option<u8>,
+
+    /// The CSV has no header row: its first row is data, and its columns are named by
+    /// number from 1, as in --time-column 2 or --key 4 [--time-column then defaults to 1].
+    #[arg(short = 'n', long)]
+    pub no_headers: bool,
+
     /// The column that holds each event's time: a name, a dotted path in JSON
     /// (properties.time), or two names with a comma (Date,Time) for a time split over two
     /// columns, joined with a space [default: time; properties.time for geojson;
@@ -81,7 +91,7 @@ pub struct InputArgs {
 
     /// How many threads to use: 1 does everything on one; the output is the same for any
     /// number [default: the number of cores].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 
     /// Use only events at or after this time.
@@ -109,7 +119,7 @@ pub struct InputArgs {
 pub struct KeyArgs {
     /// Give each distinct value of this column its own limiter, as a service limits each
     /// client: --key net. Rows with an empty value share one key.
-    #[arg(long, value_name = "COLUMN")]
+    #[arg(short = 'k', long, value_name = "COLUMN")]
     pub key: Option<String>,
 
     /// With --key, list this many keys, most dropped first (most needed bucket first for
@@ -210,7 +220,7 @@ pub enum ShareMode {
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     /// The output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'f', long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
@@ -218,11 +228,11 @@ pub struct OutputArgs {
 #[derive(Debug, Args)]
 pub struct RateArgs {
     /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
-    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 }
 
@@ -231,16 +241,16 @@ pub struct RateArgs {
 #[derive(Debug, Args)]
 pub struct LiveLimitArgs {
     /// The limiter.
-    #[arg(long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    #[arg(short = 'a', long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
     pub algo: Algorithm,
 
     /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
-    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 }
 
@@ -251,7 +261,7 @@ pub struct LimitArgs {
     pub size: RateArgs,
 
     /// The length of the busiest window to report [default: the rate's period].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
 }
 
@@ -320,6 +330,22 @@ pub(crate) fn parse_cost(text: &str) -> anyhow::Result<u64> {
         Ok(cost) => Ok(cost),
         Err(_) => anyhow::bail!("'{text}' is not a cost: a whole number of units, at least 1"),
     }
+}
+
+/// Reads a field delimiter: one ASCII character that is not a quote or a line break, or
+/// `\t` or `tab` for a tab.
+pub(crate) fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
+    let byte = match text {
+        "\\t" | "tab" => b'\t',
+        _ => match text.as_bytes() {
+            [byte] if byte.is_ascii() => *byte,
+            _ => anyhow::bail!("'{text}' is not one character (\\t or tab for a tab)"),
+        },
+    };
+    if matches!(byte, b'"' | b'\n' | b'\r') {
+        anyhow::bail!("a quote or a line break cannot separate fields");
+    }
+    Ok(byte)
 }
 
 /// Reads a burst: a whole number of events, at least one and at most N's bound, 10^12,

@@ -154,7 +154,16 @@ impl InputArgs {
             (None, Source::Path(path)) => InputFormat::of_path(path).unwrap_or_default(),
             (None, _) => InputFormat::Csv,
         };
-        let time_column = self.time_column.clone().unwrap_or_else(|| format.time_column().into());
+        let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
+        if !tabular && (self.delimiter.is_some() || self.no_headers) {
+            let flag = if self.no_headers { "--no-headers" } else { "--delimiter" };
+            bail!("{flag} is for CSV and TSV input; this input is {}", format.name());
+        }
+        let time_column = match &self.time_column {
+            Some(column) => column.clone(),
+            None if self.no_headers => "1".into(),
+            None => format.time_column().into(),
+        };
         if time_column.split(',').any(str::is_empty) {
             bail!("--time-column '{time_column}' has an empty name");
         }
@@ -162,6 +171,8 @@ impl InputArgs {
             source,
             read: ReadOptions {
                 format,
+                delimiter: self.delimiter,
+                headers: !self.no_headers,
                 time_column,
                 time_format: self.time_layout(format)?,
                 filters: (self.since.map(|t| RowFilter::Time(TimeFilter::Since(t))))

@@ -476,7 +476,7 @@ pub struct FetchArgs {
     pub bbox: Option<String>,
 
     /// The format to write.
-    #[arg(long, value_enum, default_value_t = FetchFormat::Csv)]
+    #[arg(short = 'f', long, value_enum, default_value_t = FetchFormat::Csv)]
     pub format: FetchFormat,
 
     /// Where to write; - for standard output.

@@ -405,7 +405,7 @@ pub struct FilterArgs {
 
     /// Give each distinct value of this column its own limit; with --lines, `--key line`
     /// makes each whole line its key.
-    #[arg(long, value_name = "COLUMN")]
+    #[arg(short = 'k', long, value_name = "COLUMN")]
     pub key: Option<String>,
 
     /// What each line costs: a whole number for every line (--cost 3), or, in a CSV, the

@@ -35,7 +35,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     check_emit(Some(emit), &input)?;
     let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
     let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
-    emit_rows(&rows, &record.trace, emit, input.read.format, !args.no_header)?;
+    emit_rows(&rows, &record.trace, emit, &input.read, !args.no_header)?;
     notes(&input, &stats);
     let report = report(&args.limits, &input, record, &stats, top);
     let mut err = diagnostics();

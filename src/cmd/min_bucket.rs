@@ -363,6 +363,7 @@ pub struct MinBucketArgs {
     /// The rates to size a bucket for; repeat it, separate rates with commas, or give a
     /// range with one period: 1/h..20/h, or 1/h..20/h:2/h for a step.
     #[arg(
+        short = 'r',
         long,
         value_name = "RATE",
         required_unless_present_any = ["curve", "limits"],

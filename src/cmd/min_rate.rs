@@ -52,6 +52,7 @@ pub struct MinRateArgs {
 
     /// The bucket's capacity; repeat it, or separate bursts with commas.
     #[arg(
+        short = 'b',
         long,
         value_name = "B",
         required = true,

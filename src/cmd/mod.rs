@@ -5,6 +5,7 @@ mod compare;
 mod fetch;
 mod filter;
 mod layered;
+mod man;
 mod min_bucket;
 mod min_rate;
 mod plot;
@@ -57,11 +58,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
             clap_complete::generate(args.shell, &mut Cli::command(), "ratelimit", &mut script);
             write_stdout(&script)
         }
-        Command::Man => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
-            write_stdout(&page)
-        }
+        Command::Man(args) => man::run(&args),
     }
 }
 
@@ -204,8 +201,9 @@ pub enum Command {
     /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
     #[command(after_help = COMPLETIONS_AFTER_HELP)]
     Completions(CompletionsArgs),
-    /// Print the manual page, in roff: ratelimit man > ratelimit.1
-    Man,
+    /// Print a manual page, in roff: ratelimit man replay > ratelimit-replay.1; or write
+    /// them all: ratelimit man --dir DIR
+    Man(man::ManArgs),
 }
 
 pub(super) const COMPLETIONS_AFTER_HELP: &str = "\
@@ -220,4 +218,16 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn no_two_flags_of_a_command_share_a_name_or_a_short_letter() {
+        // clap checks names, short letters and conflicts here, rather than when a user
+        // first types the command that breaks them.
+        super::Cli::command().debug_assert();
+    }
 }

@@ -12,7 +12,7 @@ use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
-use crate::input::catalog::{self, Rows};
+use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
@@ -23,7 +23,6 @@ use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
-    let format = input.read.format;
     check_emit(args.emit, &input)?;
     let (Some(algorithm), Some(rate)) = (args.algo, args.rate) else {
         bail!("replay needs --algo and --rate, or --limit")
@@ -43,7 +42,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let events = rows.iter().map(|(event, _)| event);
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
             // One limiter: the trace holds one decision per row.
-            emit_rows(&rows, recorder.trace(), emit, format, !args.no_header)?;
+            emit_rows(&rows, recorder.trace(), emit, &job.input.read, !args.no_header)?;
             (recorder, stats, styles.stderr, diagnostics())
         }
     };
@@ -79,23 +78,26 @@ pub(super) fn emit_rows(
     rows: &Rows,
     trace: &[bool],
     emit: Emit,
-    format: InputFormat,
+    read: &ReadOptions,
     header: bool,
 ) -> Result<()> {
     let mut out = BufWriter::new(stdout());
-    let (comma, passed, dropped): (&[u8], &[u8], &[u8]) = match format {
-        InputFormat::Tsv => (b"\tdecision\n", b"\tpassed", b"\tdropped"),
-        _ => (b",decision\n", b",passed", b",dropped"),
-    };
-    if header && matches!(format, InputFormat::Csv | InputFormat::Tsv) {
+    let tabular = matches!(read.format, InputFormat::Csv | InputFormat::Tsv);
+    let column = |text: &str| [&[read.delimiter()], text.as_bytes()].concat();
+    let (passed, dropped) = (column("passed"), column("dropped"));
+    // An input without a header gives rows without one.
+    if header && read.headers && tabular {
         out.write_all(rows.header())?;
-        out.write_all(if emit == Emit::All { comma } else { b"\n" })?;
+        if emit == Emit::All {
+            out.write_all(&column("decision"))?;
+        }
+        out.write_all(b"\n")?;
     }
     for ((_, row), &pass) in rows.iter().zip(trace) {
         match emit {
             Emit::Passed if pass => writeln_bytes(&mut out, row, b"")?,
             Emit::Dropped if !pass => writeln_bytes(&mut out, row, b"")?,
-            Emit::All => writeln_bytes(&mut out, row, if pass { passed } else { dropped })?,
+            Emit::All => writeln_bytes(&mut out, row, if pass { &passed } else { &dropped })?,
             _ => {}
         }
     }
@@ -134,20 +136,20 @@ pub struct ReplayArgs {
     pub job: JobArgs,
 
     /// The limiter.
-    #[arg(long, value_enum, value_name = "ALGO", required_unless_present = "limits")]
+    #[arg(short = 'a', long, value_enum, value_name = "ALGO", required_unless_present = "limits")]
     pub algo: Option<Algorithm>,
 
     /// The rate: N events per period, as in 5/h or 1/30s.
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N].
-    #[arg(long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 
     /// The length of the busiest window to report [default: the rate's period].
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
 
     /// One layer of several limits at once, given again for each:

@@ -22,7 +22,6 @@ use csv::ByteRecord;
 use super::bounded::MOST_ROW;
 use super::error::{ReadError, keys_error};
 use super::event::Event;
-use super::format::InputFormat;
 use super::keys::KeyTable;
 use super::keys::{joined, wide};
 use super::options::ReadOptions;
@@ -387,7 +386,7 @@ fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .delimiter(delimiter(options))
+        .delimiter(options.delimiter())
         .from_reader(bytes);
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
@@ -431,11 +430,6 @@ fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option
     Some(piece)
 }
 
-/// Returns the field delimiter of the input's format.
-pub(super) fn delimiter(options: &ReadOptions) -> u8 {
-    if options.format == InputFormat::Tsv { b'\t' } else { b',' }
-}
-
 /// Parses the rows of a span as [`parse_piece`] does, with the fast reading of [`Row`]; a row
 /// it does not take is `Unusual`, and the piece is read with the csv crate instead.
 fn parse_fast(
@@ -444,7 +438,7 @@ fn parse_fast(
     options: &ReadOptions,
 ) -> Result<Option<Piece>, Unusual> {
     let PieceBytes { bytes, begin, end, last } = span;
-    let delimiter = delimiter(options);
+    let delimiter = options.delimiter();
     let mut piece = Piece::empty(begin);
     let mut counted = ReadStats::default();
     let mut row = Row::default();

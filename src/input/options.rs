@@ -11,6 +11,11 @@ use crate::units::time::Timestamp;
 pub struct ReadOptions {
     /// The layout of the input.
     pub format: InputFormat,
+    /// For CSV and TSV, the byte between fields, if not the format's own (`,` or tab).
+    pub delimiter: Option<u8>,
+    /// For CSV and TSV, whether the first row names the columns; without one, the columns
+    /// are named by number from 1, and the first row is data.
+    pub headers: bool,
     /// The name of the column holding each event's time; names separated by commas give
     /// a time split over columns, joined with one space before it is read.
     pub time_column: String,
@@ -39,6 +44,8 @@ impl ReadOptions {
     pub fn new() -> ReadOptions {
         ReadOptions {
             format: InputFormat::Csv,
+            delimiter: None,
+            headers: true,
             time_column: "time".into(),
             time_format: TimeLayout::default(),
             filters: Vec::new(),
@@ -53,6 +60,12 @@ impl ReadOptions {
 }
 
 impl ReadOptions {
+    /// Returns the byte between fields of a CSV or TSV: the one asked for, else the
+    /// format's.
+    pub fn delimiter(&self) -> u8 {
+        self.delimiter.unwrap_or(if self.format == InputFormat::Tsv { b'\t' } else { b',' })
+    }
+
     /// Returns the range of times the filters keep: from the latest `--since`, before the
     /// earliest `--until`, each `None` where none bounds it.
     pub fn time_range(&self) -> (Option<Timestamp>, Option<Timestamp>) {

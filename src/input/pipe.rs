@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use csv::ByteRecord;
 
 use super::bounded::{LongRow, MOST_ROW, is_long_row};
-use super::chunked::{Piece, PieceBytes, delimiter, parse_piece};
+use super::chunked::{Piece, PieceBytes, parse_piece};
 use super::error::ReadError;
 use super::event::Event;
 use super::keys::{KeyTable, joined, wide};
@@ -39,7 +39,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Result<Option<ReadStats>, (Vec<u8>, Box<dyn Read + Send + 'i>)>, E> {
     let name = source.name();
-    let delimiter = delimiter(options);
+    let delimiter = options.delimiter();
     let mut carry = Vec::new();
     let mut eof = false;
     // The header, whole.
@@ -62,7 +62,10 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
     let mut pass = Reading::new(Cursor::new(&carry[..header_end]), source, options, None)?;
     let Some(header) = pass.header() else { return Ok(Err((carry, input))) };
     drop(pass);
-    carry.drain(..header_end);
+    // Without a header, the first row is data, and read again with the rest.
+    if options.headers {
+        carry.drain(..header_end);
+    }
     let threads = options.threads.max(2) - 1;
     std::thread::scope(|scope| {
         let mut senders = Vec::new();

@@ -89,6 +89,11 @@ impl<R: Read> RowReader<R> {
     }
 }
 
+/// Returns the names of `width` columns without a header: 1, 2, and so on.
+fn numbered(width: usize) -> ByteRecord {
+    (1..=width).map(|column| column.to_string()).collect()
+}
+
 /// Says that the row starting on `line` is longer than one row may be.
 pub(super) fn long_row(name: &str, line: u64) -> ReadError {
     layout(name, format!("line {line}: {LongRow} (is it the format asked for?)"))
@@ -121,12 +126,14 @@ impl<'a, R: Read> Reading<'a, R> {
         let time_columns: Vec<&str> = options.time_column.split(',').collect();
         let (rows, header) = match format {
             InputFormat::Csv | InputFormat::Tsv => {
-                let delimiter = if format == InputFormat::Tsv { b'\t' } else { b',' };
                 let mut csv = csv::ReaderBuilder::new()
                     .buffer_capacity(1 << 16)
-                    .delimiter(delimiter)
+                    .delimiter(options.delimiter())
+                    .has_headers(options.headers)
                     .from_reader(Bounded::new(reader));
                 let header = match csv.byte_headers() {
+                    // Without a header, the first row gives the number of columns.
+                    Ok(first) if !options.headers => numbered(first.len()),
                     Ok(header) => header.clone(),
                     Err(e) => match e.kind() {
                         csv::ErrorKind::Io(error) if is_long_row(error) => {
@@ -201,7 +208,8 @@ impl<'a, R: Read> Reading<'a, R> {
     pub(super) fn header(&mut self) -> Option<Header> {
         let RowReader::Csv(csv) = &mut self.rows else { return None };
         let width = csv.byte_headers().ok()?.len();
-        let body = csv.position().clone();
+        // Without a header, the rows start where the input does.
+        let body = if self.options.headers { csv.position().clone() } else { csv::Position::new() };
         Some(Header { name: self.name.clone(), columns: self.columns.clone(), width, body })
     }
 
@@ -302,10 +310,9 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
         at: csv::Position,
         stats: ReadStats,
     ) -> Result<Reading<'a, R>> {
-        let delimiter = if options.format == InputFormat::Tsv { b'\t' } else { b',' };
         let mut csv = csv::ReaderBuilder::new()
             .buffer_capacity(1 << 16)
-            .delimiter(delimiter)
+            .delimiter(options.delimiter())
             .has_headers(false)
             .flexible(true)
             .from_reader(Bounded::new(input));

@@ -21,8 +21,120 @@ fn the_manual_page_is_roff_with_every_command() {
     let page = run_with(&["man"], Stdin::Null).ok();
     assert!(page.contains(".TH ratelimit 1"), "{}", &page[..200]);
     for command in ["replay", "compare", "plot", "min\\-bucket", "min\\-rate", "check", "synth"] {
-        assert!(page.contains(command), "the page lacks {command}");
+        assert!(page.contains(&format!("ratelimit\\-{command}(1)")), "the page lacks {command}");
     }
+}
+
+#[test]
+fn each_command_has_a_page_and_man_dir_writes_every_page_the_top_one_names() {
+    let page = run_with(&["man", "replay"], Stdin::Null).ok();
+    assert!(page.contains(".TH ratelimit-replay 1"), "{}", &page[..200]);
+    assert!(page.contains("\\-\\-burst"), "the replay page lacks --burst");
+    let page = run_with(&["man", "synth", "requests"], Stdin::Null).ok();
+    assert!(page.contains(".TH ratelimit-synth-requests 1"), "{}", &page[..200]);
+    let err = run_with(&["man", "replays"], Stdin::Null).error();
+    assert!(err.starts_with("ratelimit: no command `replays` has a page; there are: replay,"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let run = run_with(&["man", "--dir", out.to_str().unwrap()], Stdin::Null);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    written.sort();
+    assert_eq!(written.len(), 14, "{written:?}");
+    assert_eq!(run.stderr.lines().count(), 14);
+    let top = std::fs::read_to_string(out.join("ratelimit.1")).unwrap();
+    for name in written.iter().filter(|name| *name != "ratelimit.1") {
+        let command = name.trim_end_matches(".1").replace('-', "\\-");
+        let named = format!("{command}(1)");
+        let top_or_synth = if name.starts_with("ratelimit-synth-") {
+            std::fs::read_to_string(out.join("ratelimit-synth.1")).unwrap()
+        } else {
+            top.clone()
+        };
+        assert!(top_or_synth.contains(&named), "{named} is not named");
+    }
+    assert!(!top.contains("ratelimit\\-help(1)"), "no page for help is written");
+}
+
+#[test]
+fn short_flags_mean_what_their_long_flags_mean() {
+    // Each pair: the long flags, then the short ones, to the same effect.
+    let pairs = [
+        "replay --algo gcra --rate 2/h --burst 2 --window 30m --key net --threads 1 --format json",
+        "replay -a gcra -r 2/h -b 2 -w 30m -k net -j 1 -f json",
+        "compare --algo gcra,fixed-window --rate 2/h",
+        "compare -a gcra,fixed-window -r 2/h",
+        "min-bucket --rate 2/h --format csv",
+        "min-bucket -r 2/h -f csv",
+        "min-rate --burst 2",
+        "min-rate -b 2",
+    ];
+    for pair in pairs.chunks(2) {
+        let [long, short] = [0, 1].map(|i| pair[i].split(' ').collect::<Vec<_>>());
+        let long = run_with(&long, Stdin::Pipe(crate::QUAKES)).ok();
+        assert_eq!(run_with(&short, Stdin::Pipe(crate::QUAKES)).ok(), long, "{}", pair[1]);
+    }
+}
+
+/// The sample's first rows, as a headerless file with `;` between fields: a time, a
+/// magnitude and a network.
+const HEADERLESS: &str = "\
+2025-07-30T00:30:00Z;6.1;us
+2025-07-30T00:31:00Z;5.0;ak
+2025-07-30T00:32:00Z;5.3;us
+2025-07-30T00:33:00Z;5.0;us
+";
+
+#[test]
+fn no_headers_and_a_delimiter_read_as_the_csv_of_the_same_rows() {
+    let csv = format!("time,mag,net\n{}", HEADERLESS.replace(';', ","));
+    let args = ["replay", "-a", "gcra", "-r", "1/h", "-f", "json"];
+    let expected = crate::harness::json(
+        &run_with(&[&args[..], &["-k", "net"]].concat(), Stdin::Pipe(&csv)).ok(),
+    );
+    for threads in ["1", "2"] {
+        let extra = ["-n", "-d", ";", "-k", "3", "-j", threads];
+        let got = crate::harness::json(
+            &run_with(&[&args[..], &extra].concat(), Stdin::Pipe(HEADERLESS)).ok(),
+        );
+        for field in ["events", "passed", "dropped", "min_bucket", "by_key"] {
+            let (mut got, mut expected) = (got[field].clone(), expected[field].clone());
+            if field == "by_key" {
+                got["column"] = "net".into();
+                expected["column"] = "net".into();
+            }
+            assert_eq!(got, expected, "{field}");
+        }
+    }
+    // The time is column 1 unless said; rows out have no header, as rows in had none.
+    let emitted = run_with(
+        &["replay", "-a", "gcra", "-r", "1/h", "-n", "-d", ";", "--emit", "all"],
+        Stdin::Pipe(HEADERLESS),
+    )
+    .ok();
+    assert_eq!(
+        emitted,
+        "2025-07-30T00:30:00Z;6.1;us;passed\n2025-07-30T00:31:00Z;5.0;ak;dropped\n\
+         2025-07-30T00:32:00Z;5.3;us;dropped\n2025-07-30T00:33:00Z;5.0;us;dropped\n"
+    );
+    let err = run_with(
+        &["replay", "-a", "gcra", "-r", "1/h", "-n", "--input-format", "jsonl"],
+        Stdin::Null,
+    )
+    .error();
+    assert_eq!(err, "ratelimit: --no-headers is for CSV and TSV input; this input is jsonl");
+    let err = run_with(&["replay", "-a", "gcra", "-r", "1/h", "-d", "ab"], Stdin::Null).error();
+    assert!(err.contains("'ab' is not one character (\\t or tab for a tab)"), "{err}");
+    let err = run_with(
+        &["replay", "-a", "gcra", "-r", "1/h", "-n", "-d", ";", "-k", "9"],
+        Stdin::Pipe(HEADERLESS),
+    )
+    .error();
+    assert!(err.ends_with("no column named `9` (named by --key); the header has: 1,2,3"), "{err}");
 }
 
 #[test]
