@@ -66,6 +66,13 @@ pub struct InputArgs {
     #[arg(short = 'n', long)]
     pub no_headers: bool,
 
+    /// Read an access log written in this nginx log_format, as goaccess does: '$remote_addr
+    /// [$time_local] "$request" $status $msec $request_time'. Fields are its variables
+    /// (--key remote_addr); the time is $msec − $request_time when it has both (when the
+    /// request came), else $msec, $time_iso8601 or $time_local [implies --input-format clf].
+    #[arg(long, value_name = "FORMAT", allow_hyphen_values = true)]
+    pub log_format: Option<String>,
+
     /// The column that holds each event's time: a name, a dotted path in JSON
     /// (properties.time), or two names with a comma (Date,Time) for a time split over two
     /// columns, joined with a space [default: time; properties.time for geojson;

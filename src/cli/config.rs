@@ -19,8 +19,10 @@ use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
 use crate::input::format::InputFormat;
+use crate::input::log_format::{ARRIVAL, LogFormat};
 use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
+use crate::message::one_line;
 use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
@@ -149,7 +151,18 @@ impl InputArgs {
         {
             bail!("--since ({since}) must be before --until ({until})");
         }
+        let log_format = match &self.log_format {
+            Some(text) => Some(
+                LogFormat::parse(text)
+                    .map_err(|why| anyhow!("--log-format '{}': {why}", one_line(text)))?,
+            ),
+            None => None,
+        };
         let format = match (&self.input_format, &source) {
+            (Some(format), _) if log_format.is_some() && *format != InputFormat::Clf => {
+                bail!("--log-format reads access logs; --input-format {} is not one", format.name())
+            }
+            _ if log_format.is_some() => InputFormat::Clf,
             (Some(format), _) => *format,
             (None, Source::Path(path)) => InputFormat::of_path(path).unwrap_or_default(),
             (None, _) => InputFormat::Csv,
@@ -159,22 +172,31 @@ impl InputArgs {
             let flag = if self.no_headers { "--no-headers" } else { "--delimiter" };
             bail!("{flag} is for CSV and TSV input; this input is {}", format.name());
         }
-        let time_column = match &self.time_column {
-            Some(column) => column.clone(),
-            None if self.no_headers => "1".into(),
-            None => format.time_column().into(),
+        let time_column = match (&self.time_column, &log_format) {
+            (Some(column), _) => column.clone(),
+            (None, Some(layout)) => match layout.time_field() {
+                Some(field) => field.into(),
+                None => bail!(
+                    "--log-format has no time: $msec, $time_iso8601 or $time_local (or name \
+                     one with --time-column and --time-format)"
+                ),
+            },
+            (None, None) if self.no_headers => "1".into(),
+            (None, None) => format.time_column().into(),
         };
         if time_column.split(',').any(str::is_empty) {
             bail!("--time-column '{time_column}' has an empty name");
         }
+        let time_format = self.time_layout(format, &time_column)?;
         Ok(Input {
             source,
             read: ReadOptions {
                 format,
                 delimiter: self.delimiter,
                 headers: !self.no_headers,
+                log_format,
                 time_column,
-                time_format: self.time_layout(format)?,
+                time_format,
                 filters: (self.since.map(|t| RowFilter::Time(TimeFilter::Since(t))))
                     .into_iter()
                     .chain(until.map(|t| RowFilter::Time(TimeFilter::Until(t))))
@@ -200,7 +222,7 @@ impl InputArgs {
     }
 
     /// Settles how times are written: a named format or a pattern, else the format's own.
-    fn time_layout(&self, format: InputFormat) -> Result<TimeLayout> {
+    fn time_layout(&self, format: InputFormat, time_column: &str) -> Result<TimeLayout> {
         let offset = match &self.time_zone {
             Some(text) => Some(parse_offset(text).ok_or_else(|| {
                 anyhow!("--time-zone '{text}' is not an offset from UTC like +00:00, -0700 or Z")
@@ -218,6 +240,14 @@ impl InputArgs {
                      strftime pattern (with %)"
                 )
             })?),
+            // nginx's variables, in a --log-format: $msec (and the arrival made of it) is
+            // epoch seconds, $time_iso8601 RFC 3339, $time_local the combined log's.
+            None if self.log_format.is_some() && matches!(time_column, "msec" | ARRIVAL) => {
+                TimeLayout::Named(TimeFormat::UnixS)
+            }
+            None if self.log_format.is_some() && time_column == "time_iso8601" => {
+                TimeLayout::Named(TimeFormat::Rfc3339)
+            }
             None if format == InputFormat::Clf => {
                 TimeLayout::Pattern(TimePattern::new(CLF_TIME, offset)?)
             }

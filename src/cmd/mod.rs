@@ -128,6 +128,9 @@ fn notes(input: &Input, stats: &ReadStats) {
     if let Some(why) = why_no_events(&input.source, &input.read, stats) {
         let _ = writeln!(err, "ratelimit: note: {why}");
     }
+    if let Some(note) = stats.instants.note(stats.fractions) {
+        let _ = writeln!(err, "ratelimit: note: {note}");
+    }
     if let Some(first) = &stats.first_skipped {
         let n = stats.skipped;
         let rows = if n == 1 { "row" } else { "rows" };

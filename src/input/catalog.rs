@@ -10,6 +10,7 @@ pub use super::error::ReadError;
 use super::error::Result;
 pub use super::event::Event;
 pub use super::filter::{ColumnFilter, RowFilter, TimeFilter};
+pub use super::instants::Instants;
 pub use super::keys::{Key, KeyTable, slot};
 pub use super::options::{ReadOptions, available_threads};
 use super::pipeline::Flow;
@@ -37,16 +38,18 @@ pub fn read_events<S: Sink>(
         let mut sink = fresh();
         let busy = sink.busy();
         let mut last = None;
+        let mut instants = Instants::default();
         let streamed = stream_input(&mut input, source, options, busy, |event: Event| {
             if last.is_some_and(|last| event.time < last) {
                 return Ok(Flow::Stop);
             }
             last = Some(event.time);
+            instants.see(event.time);
             sink.event(event)?;
             Ok::<_, S::Error>(Flow::More)
         })?;
         if let Some(stats) = streamed {
-            return Ok((sink, stats));
+            return Ok((sink, ReadStats { instants, ..stats }));
         }
     }
     read_sorted(&mut input, source, options, fresh())

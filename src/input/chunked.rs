@@ -65,6 +65,8 @@ pub(super) struct Piece {
     pub(super) batch: Batch,
     pub(super) rows: u64,
     pub(super) left_out_empty: u64,
+    /// Whether a time in it was written with a fraction of a second.
+    pub(super) fractions: bool,
     /// A row the fast path does not take: the piece is read again on one thread.
     pub(super) stopped: bool,
 }
@@ -96,6 +98,7 @@ impl Piece {
         stats.rows += self.rows;
         stats.events += wide(self.batch.len());
         stats.left_out_empty += self.left_out_empty;
+        stats.fractions |= self.fractions;
         Ok(Flow::More)
     }
 
@@ -108,6 +111,7 @@ impl Piece {
             batch: Batch::default(),
             rows: 0,
             left_out_empty: 0,
+            fractions: false,
             stopped: false,
         }
     }
@@ -427,6 +431,7 @@ fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option
         }
     }
     piece.left_out_empty = counted.left_out_empty;
+    piece.fractions = counted.fractions;
     Some(piece)
 }
 
@@ -491,6 +496,7 @@ fn parse_fast(
         at = (row.end + 1).min(bytes.len());
     }
     piece.left_out_empty = counted.left_out_empty;
+    piece.fractions = counted.fractions;
     Ok(Some(piece))
 }
 

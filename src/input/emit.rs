@@ -102,7 +102,9 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     }
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
-    Ok((rows, pass.stats))
+    let mut stats = pass.stats;
+    rows.order.iter().for_each(|&(time, _)| stats.instants.see(time));
+    Ok((rows, stats))
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {

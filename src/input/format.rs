@@ -10,6 +10,7 @@ use csv::{ByteRecord, Position};
 pub use super::clf::CLF_FIELDS;
 use super::clf::clf_fields;
 use super::json::{BOM, json_fields};
+use super::log_format::LogFormat;
 
 /// The layouts a catalog can be read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -93,6 +94,8 @@ pub struct Records<R> {
     line: u64,
     /// For GeoJSON: where reading is in the document.
     collection: Collection,
+    /// For an access log, its layout, if not the combined log format.
+    log_format: Option<LogFormat>,
 }
 
 /// How far reading a FeatureCollection has come.
@@ -117,7 +120,13 @@ impl<R: Read> Records<R> {
             byte: 0,
             line: 1,
             collection: Collection::Start,
+            log_format: None,
         }
+    }
+
+    /// Reads an access log in `log_format` rather than the combined log format.
+    pub fn with_log_format(self, log_format: Option<LogFormat>) -> Records<R> {
+        Records { log_format, ..self }
     }
 
     /// Returns the names of the fields each record holds, as a header.
@@ -164,7 +173,10 @@ impl<R: Read> Records<R> {
             position.set_byte(start.0).set_line(start.1);
             record.clear();
             let fields = match self.format {
-                InputFormat::Clf => clf_fields(&self.text, &self.fields),
+                InputFormat::Clf => match &self.log_format {
+                    Some(layout) => layout.fields(&self.text, &self.fields),
+                    None => clf_fields(&self.text, &self.fields),
+                },
                 _ => json_fields(&self.text, &self.fields, self.format == InputFormat::Geojson),
             };
             match fields {

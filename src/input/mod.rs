@@ -12,8 +12,10 @@ pub mod event;
 pub mod filter;
 pub mod format;
 pub mod header;
+mod instants;
 mod json;
 pub mod keys;
+pub mod log_format;
 pub mod no_events;
 mod options;
 #[cfg(unix)]

@@ -3,6 +3,7 @@
 use super::cost::Cost;
 use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
+use super::log_format::LogFormat;
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
 
@@ -16,6 +17,8 @@ pub struct ReadOptions {
     /// For CSV and TSV, whether the first row names the columns; without one, the columns
     /// are named by number from 1, and the first row is data.
     pub headers: bool,
+    /// For an access log, its nginx `log_format`, if not the combined log format.
+    pub log_format: Option<LogFormat>,
     /// The name of the column holding each event's time; names separated by commas give
     /// a time split over columns, joined with one space before it is read.
     pub time_column: String,
@@ -46,6 +49,7 @@ impl ReadOptions {
             format: InputFormat::Csv,
             delimiter: None,
             headers: true,
+            log_format: None,
             time_column: "time".into(),
             time_format: TimeLayout::default(),
             filters: Vec::new(),

@@ -156,7 +156,8 @@ impl<'a, R: Read> Reading<'a, R> {
                         fields.push(field.to_owned());
                     }
                 }
-                let records = Records::new(Bounded::new(reader), format, fields);
+                let records = Records::new(Bounded::new(reader), format, fields)
+                    .with_log_format(options.log_format.clone());
                 let header = records.header();
                 (RowReader::Other(records), header)
             }

@@ -72,6 +72,17 @@ pub(super) struct FieldProblem<'o> {
     pub(super) reason: String,
 }
 
+/// Whether a time was written finer than whole seconds: in milliseconds or microseconds
+/// since the epoch, or with a fraction after the seconds (a `.` or `,` past the first `:`,
+/// or anywhere in epoch seconds), so that `30.07.2025 00:30:00` is whole seconds.
+fn written_finer(text: &[u8], layout: &TimeLayout) -> bool {
+    if matches!(layout, TimeLayout::Named(TimeFormat::UnixMs | TimeFormat::UnixUs)) {
+        return true;
+    }
+    let clock = memchr::memchr(b':', text).map_or(text, |at| &text[at..]);
+    memchr::memchr2(b'.', b',', clock).is_some()
+}
+
 /// Turns a row into its event if the filters keep it (`None` if not), counting in `stats`
 /// a row left out for an empty filtered field. Every reader calls it, so that a row makes
 /// the same event whichever reads it.
@@ -107,6 +118,10 @@ pub(super) fn row_event<'a, 'o>(
         let reason = hint.map_or(e.to_string(), |hint| format!("{e}; {hint}"));
         problem(&options.time_column, text, reason)
     })?;
+    // Once one time is seen to have a fraction, the rest are not looked at.
+    if !stats.fractions && written_finer(text, &options.time_format) {
+        stats.fractions = true;
+    }
     let mut column_index = columns.filters.iter();
     for rule in &options.filters {
         let rule = match rule {
@@ -139,4 +154,25 @@ pub(super) fn row_event<'a, 'o>(
         None => &[],
     };
     Ok(Some(RowEvent { time, key, cost }))
+}
+
+#[cfg(test)]
+mod written {
+    use super::*;
+
+    #[test]
+    fn a_fraction_after_the_clock_or_a_finer_epoch_is_finer_than_seconds() {
+        let rfc = TimeLayout::Named(TimeFormat::Rfc3339);
+        let epoch = TimeLayout::Named(TimeFormat::UnixS);
+        assert!(written_finer(b"2025-07-30T00:30:00.000Z", &rfc));
+        assert!(written_finer(b"2025-07-30T00:30:00,5+05:30", &rfc));
+        assert!(!written_finer(b"2025-07-30T00:30:00Z", &rfc));
+        assert!(!written_finer(b"2025-07-30", &rfc));
+        assert!(written_finer(b"1753835400.300", &epoch));
+        assert!(!written_finer(b"1753835400", &epoch));
+        assert!(written_finer(b"1753835400300", &TimeLayout::Named(TimeFormat::UnixMs)));
+        // Dots in a date are no fraction; the CLF's time has none.
+        assert!(!written_finer(b"30.07.2025 00:30:00", &rfc));
+        assert!(!written_finer(b"30/Jul/2025:00:30:00 +0000", &rfc));
+    }
 }

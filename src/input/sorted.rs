@@ -1,6 +1,7 @@
 //! Reading an input out of time order: every event kept, sorted, then fed to the sink.
 
 use super::event::Event;
+use super::instants::Instants;
 use super::keys::Key;
 use super::options::ReadOptions;
 use super::pipeline::Flow;
@@ -25,8 +26,12 @@ pub(super) fn read_sorted<S: Sink>(
     })?
     // `stream` gives `None` only when the taker says stop, and this one never does.
     .expect("a pass that is never stopped ends");
-    kept.for_each_sorted(|event| sink.event(event))?;
-    Ok((sink, stats))
+    let mut instants = Instants::default();
+    kept.for_each_sorted(|event| {
+        instants.see(event.time);
+        sink.event(event)
+    })?;
+    Ok((sink, ReadStats { instants, ..stats }))
 }
 
 /// Events kept to be sorted, in as few bytes as tell them apart: without keys and costs a

@@ -1,5 +1,6 @@
 //! What reading found, beside the events: rows, skipped rows, keys.
 
+use super::instants::Instants;
 use super::keys::KeyTable;
 
 /// What reading a catalog found, beside its events.
@@ -17,4 +18,9 @@ pub struct ReadStats {
     pub first_skipped: Option<String>,
     /// The keys, by number; empty without a key column.
     pub keys: KeyTable,
+    /// Whether a time was written with a fraction of a second, or in a layout finer than
+    /// seconds: else the times are whole seconds, and events in one second tie.
+    pub fractions: bool,
+    /// How many events share an instant: what reading in time order saw.
+    pub instants: Instants,
 }

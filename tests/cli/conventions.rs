@@ -240,3 +240,63 @@ fn quiet_writes_data_only_and_errors_still() {
     let err = run(&["replay", "-q", "--algo", "gcra", "--rate", "0/h"], "").error();
     assert!(err.starts_with("ratelimit: invalid value '0/h'"), "{err}");
 }
+
+/// An nginx log whose `log_format` adds `$msec $request_time` to the combined format: the
+/// requests came at .100, .800, .950 and 1.500 seconds past 00:30:00, though `$time_local`
+/// has whole seconds.
+const MSEC_LOG: &str = r#"10.0.0.1 - - [30/Jul/2025:00:30:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8" 1753835400.300 0.200
+10.0.0.1 - - [30/Jul/2025:00:30:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8" 1753835400.900 0.100
+10.0.0.2 - - [30/Jul/2025:00:30:01 +0000] "GET /b HTTP/1.1" 200 5 "-" "curl \"x\"" 1753835401.050 0.100
+10.0.0.1 - - [30/Jul/2025:00:30:01 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8" 1753835401.500 0.000
+"#;
+
+const NGINX_FORMAT: &str = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $msec $request_time"#;
+
+#[test]
+fn whole_second_times_are_said_and_a_log_format_with_msec_reads_the_arrivals() {
+    use crate::harness::{json, run};
+    let gcra = ["replay", "-a", "gcra", "-r", "2/s", "-b", "1", "-f", "json"];
+    // $time_local: 00:30:00 twice, 00:30:01 twice; at 2/s, one of each pair is dropped.
+    let whole = run(&[&gcra[..], &["--input-format", "clf"]].concat(), MSEC_LOG);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    assert_eq!(
+        (json(&whole.stdout)["passed"].as_u64(), json(&whole.stdout)["dropped"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        whole.stderr,
+        "ratelimit: note: the times are whole seconds, and 4 events share their second with \
+         another: they are replayed as simultaneous, though up to 1 s apart. The figures may \
+         be off, either way, by what the rate refills in 1 s; log times to the millisecond (nginx $msec, or --log-format with $msec and \
+         $request_time)\n"
+    );
+    // $msec − $request_time: .100, .800, .950, 1.500; only .950 comes within 0.5 s of a pass.
+    let arrivals = run(&[&gcra[..], &["--log-format", NGINX_FORMAT]].concat(), MSEC_LOG);
+    assert_eq!((arrivals.code, arrivals.stderr.as_str()), (0, ""));
+    let report = json(&arrivals.stdout);
+    assert_eq!((report["passed"].as_u64(), report["dropped"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(report["busiest_window"]["start"], "2025-07-30T00:30:00.100Z");
+    // Fields are the format's variables.
+    let keyed = run(
+        &[&gcra[..], &["--log-format", NGINX_FORMAT, "-k", "http_user_agent"]].concat(),
+        MSEC_LOG,
+    )
+    .ok();
+    assert_eq!(json(&keyed)["keys"]["count"], 2);
+    let err = run(
+        &[&gcra[..], &["--log-format", NGINX_FORMAT, "-k", "upstream_addr"]].concat(),
+        MSEC_LOG,
+    )
+    .error();
+    assert!(err.ends_with("line 1: the --log-format has no $upstream_addr; it has $remote_addr, $remote_user, $time_local, $request, $status, $body_bytes_sent, $http_referer, $http_user_agent, $msec, $request_time"), "{err}");
+    let err = run(&[&gcra[..], &["--log-format", "$remote_addr $status"]].concat(), "").error();
+    assert!(
+        err.starts_with("ratelimit: --log-format has no time: $msec, $time_iso8601 or $time_local"),
+        "{err}"
+    );
+    let err = run(&[&gcra[..], &["--log-format", "$msec$status"]].concat(), "").error();
+    assert_eq!(
+        err,
+        "ratelimit: --log-format '$msec$status': $msec and $status have nothing between them, so they cannot be told apart"
+    );
+}

@@ -1,0 +1,247 @@
+//! Access logs in a layout of one's own: an nginx `log_format` string, read as goaccess does.
+
+use crate::message::one_line;
+use crate::units::decimal;
+
+/// The field an event's arrival is read from when the log has `$msec` and
+/// `$request_time`: `$msec` is when the response was sent, so the request came
+/// `$request_time` seconds before.
+pub const ARRIVAL: &str = "arrival";
+
+/// An nginx `log_format` string: text written as it is, and `$variables` between.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFormat {
+    parts: Vec<Part>,
+    /// The format as the user gave it, for messages.
+    text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Text(Vec<u8>),
+    Variable(String),
+}
+
+impl LogFormat {
+    /// Reads a `log_format` string: `$name` or `${name}` for a variable, anything else as
+    /// written. Two variables with nothing between them cannot be told apart, and are
+    /// refused, as is a format with no variable.
+    pub fn parse(text: &str) -> Result<LogFormat, String> {
+        let mut parts = Vec::new();
+        let mut literal = Vec::new();
+        let mut rest = text.as_bytes();
+        while let Some((&byte, after)) = rest.split_first() {
+            if byte != b'$' {
+                literal.push(byte);
+                rest = after;
+                continue;
+            }
+            let (name, after) = match after.strip_prefix(b"{") {
+                Some(braced) => {
+                    let end =
+                        braced.iter().position(|&b| b == b'}').ok_or("a `${` is not closed")?;
+                    (&braced[..end], &braced[end + 1..])
+                }
+                None => {
+                    let end = after
+                        .iter()
+                        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                        .unwrap_or(after.len());
+                    (&after[..end], &after[end..])
+                }
+            };
+            if name.is_empty() {
+                return Err("a `$` names no variable".into());
+            }
+            if !literal.is_empty() {
+                parts.push(Part::Text(std::mem::take(&mut literal)));
+            } else if let Some(Part::Variable(before)) = parts.last() {
+                return Err(format!(
+                    "${before} and ${} have nothing between them, so they cannot be told apart",
+                    String::from_utf8_lossy(name)
+                ));
+            }
+            parts.push(Part::Variable(String::from_utf8_lossy(name).into_owned()));
+            rest = after;
+        }
+        if !literal.is_empty() {
+            parts.push(Part::Text(literal));
+        }
+        let format = LogFormat { parts, text: text.to_owned() };
+        if format.variables().next().is_none() {
+            return Err("it names no $variable".into());
+        }
+        Ok(format)
+    }
+
+    /// Returns the names of its variables, in order.
+    pub fn variables(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Variable(name) => Some(name.as_str()),
+            Part::Text(_) => None,
+        })
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.variables().any(|v| v == name)
+    }
+
+    /// Returns the field that holds each event's arrival, and whether it is epoch seconds
+    /// (else it is the variable's own layout): [`ARRIVAL`] with `$msec` and
+    /// `$request_time`, `msec` alone, else `time_iso8601` or `time_local`.
+    pub fn time_field(&self) -> Option<&'static str> {
+        if self.has("msec") && self.has("request_time") {
+            Some(ARRIVAL)
+        } else {
+            ["msec", "time_iso8601", "time_local"].into_iter().find(|name| self.has(name))
+        }
+    }
+
+    /// Returns the values of `fields` in `line`, each a variable's name or [`ARRIVAL`].
+    pub fn fields(&self, line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, String> {
+        let values = self.split(line).ok_or_else(|| {
+            format!("the line is not in the --log-format '{}'", one_line(&self.text))
+        })?;
+        let value = |name: &str| {
+            let index = self.variables().position(|v| v == name)?;
+            Some(values[index])
+        };
+        fields
+            .iter()
+            .map(|name| match name.as_str() {
+                ARRIVAL => match (value("msec"), value("request_time")) {
+                    (Some(sent), Some(took)) => arrival(sent, took),
+                    _ => Err(self.missing(name)),
+                },
+                _ => value(name).map(<[u8]>::to_vec).ok_or_else(|| self.missing(name)),
+            })
+            .collect()
+    }
+
+    fn missing(&self, name: &str) -> String {
+        let names: Vec<&str> = self.variables().collect();
+        match name {
+            ARRIVAL => "the arrival needs $msec and $request_time in the --log-format".into(),
+            _ => format!(
+                "the --log-format has no ${}; it has ${}",
+                one_line(name),
+                names.join(", $")
+            ),
+        }
+    }
+
+    /// Returns each variable's text in `line`, or `None` if the line is not in the format.
+    /// A variable ends where the text after it first appears; between double quotes, at
+    /// the first quote that `\` does not escape, as nginx escapes quotes in values.
+    fn split<'l>(&self, line: &'l [u8]) -> Option<Vec<&'l [u8]>> {
+        let mut values = Vec::new();
+        let mut rest = line;
+        let mut quoted = false;
+        for (at, part) in self.parts.iter().enumerate() {
+            match part {
+                Part::Text(text) => {
+                    rest = rest.strip_prefix(text.as_slice())?;
+                    quoted = text.ends_with(b"\"");
+                }
+                Part::Variable(_) => {
+                    let end = match self.parts.get(at + 1) {
+                        None => rest.len(),
+                        Some(Part::Text(next)) if quoted && next.starts_with(b"\"") => {
+                            unescaped_quote(rest)?
+                        }
+                        Some(Part::Text(next)) => memchr::memmem::find(rest, next)?,
+                        // Two variables in a row are refused when the format is read.
+                        Some(Part::Variable(_)) => return None,
+                    };
+                    values.push(&rest[..end]);
+                    rest = &rest[end..];
+                }
+            }
+        }
+        // Text past the format (a field added later) is left alone, as in the combined log.
+        Some(values)
+    }
+}
+
+/// Returns where the first `"` not escaped by `\` is.
+fn unescaped_quote(text: &[u8]) -> Option<usize> {
+    let mut escaped = false;
+    text.iter().position(|&b| {
+        let close = b == b'"' && !escaped;
+        escaped = b == b'\\' && !escaped;
+        close
+    })
+}
+
+/// Returns `$msec − $request_time` as epoch seconds to the millisecond, or why not:
+/// either is not a number of seconds with at most three decimals.
+fn arrival(msec: &[u8], request_time: &[u8]) -> Result<Vec<u8>, String> {
+    let seconds = |text: &[u8]| decimal::parse_exact(text, 3).ok();
+    let Some(came) = seconds(msec).zip(seconds(request_time)).and_then(|(s, t)| s.checked_sub(t))
+    else {
+        return Err(format!(
+            "$msec {:?} less $request_time {:?} is no time: each must be seconds, to the \
+             millisecond",
+            one_line(&String::from_utf8_lossy(msec)),
+            one_line(&String::from_utf8_lossy(request_time))
+        ));
+    };
+    let sign = if came < 0 { "-" } else { "" };
+    let (whole, millis) = (came.unsigned_abs() / 1000, came.unsigned_abs() % 1000);
+    Ok(format!("{sign}{whole}.{millis:03}").into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAIN: &str = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $msec $request_time"#;
+
+    fn fields(format: &str, line: &str, names: &[&str]) -> Result<Vec<String>, String> {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let values = LogFormat::parse(format)?.fields(line.as_bytes(), &names)?;
+        Ok(values.into_iter().map(|v| String::from_utf8(v).unwrap()).collect())
+    }
+
+    #[test]
+    fn a_combined_log_with_msec_and_request_time_arrives_at_their_difference() {
+        let line = r#"10.0.0.1 - - [30/Jul/2025:00:30:00 +0000] "GET /a?q=\"x\" HTTP/1.1" 200 12 "-" "curl/8 \"quoted\"" 1753835400.250 0.300"#;
+        let got = fields(MAIN, line, &["remote_addr", "request", "http_user_agent", ARRIVAL]);
+        assert_eq!(
+            got.unwrap(),
+            ["10.0.0.1", r#"GET /a?q=\"x\" HTTP/1.1"#, r#"curl/8 \"quoted\""#, "1753835399.950"]
+        );
+        assert_eq!(LogFormat::parse(MAIN).unwrap().time_field(), Some(ARRIVAL));
+    }
+
+    #[test]
+    fn a_format_is_read_with_braces_and_refused_where_it_cannot_be_split() {
+        let format = LogFormat::parse("${msec}|$remote_addr").unwrap();
+        assert_eq!(format.variables().collect::<Vec<_>>(), ["msec", "remote_addr"]);
+        assert_eq!(format.time_field(), Some("msec"));
+        let err = LogFormat::parse("$msec$remote_addr").unwrap_err();
+        assert_eq!(
+            err,
+            "$msec and $remote_addr have nothing between them, so they cannot be told apart"
+        );
+        assert_eq!(LogFormat::parse("no variables").unwrap_err(), "it names no $variable");
+        assert_eq!(LogFormat::parse("${msec").unwrap_err(), "a `${` is not closed");
+        assert_eq!(LogFormat::parse("$request_time").unwrap().time_field(), None);
+    }
+
+    #[test]
+    fn a_line_out_of_format_or_a_field_it_lacks_is_named() {
+        let err = fields("$msec [$remote_addr]", "1.5 10.0.0.1", &["msec"]).unwrap_err();
+        assert_eq!(err, "the line is not in the --log-format '$msec [$remote_addr]'");
+        let err = fields("$msec $remote_addr", "1.5 10.0.0.1", &["status"]).unwrap_err();
+        assert_eq!(err, "the --log-format has no $status; it has $msec, $remote_addr");
+        let err = fields("$msec $status", "1.5 200", &[ARRIVAL]).unwrap_err();
+        assert_eq!(err, "the arrival needs $msec and $request_time in the --log-format");
+        assert_eq!(arrival(b"0.100", b"0.250"), Ok(b"-0.150".to_vec()));
+        let err = arrival(b"1.5", b"-").unwrap_err();
+        assert_eq!(
+            err,
+            "$msec \"1.5\" less $request_time \"-\" is no time: each must be seconds, to the millisecond"
+        );
+    }
+}
