@@ -18,8 +18,8 @@ Rates are N/UNIT with an optional multiple: 5/h, 100/s, 1/30s, 10/15m. Units: ms
 min, h, d. Durations are like 48h, 30s, 1h30m. Times are RFC 3339 (2025-07-29T23:24:00Z) or \
 dates (2025-07-29, midnight UTC).
 
-Exit status: 0 on success, 1 when check is limited, 2 on any error, 130 and 143 when \
-interrupted by SIGINT or SIGTERM (a file being written is removed first).";
+Exit status: 0 on success, 1 when check is limited, 2 on any error, 130, 143 and 129 when \
+interrupted by SIGINT, SIGTERM or SIGHUP (a file being written is removed first).";
 
 /// What a replay reads, by key, and where its limiters run: the flags `replay` and
 /// `compare` share; `job` resolves them into one [`Job`](super::job::Job).

@@ -4,8 +4,9 @@
 //! it and renamed over it once complete, so that it appears whole or not at all. Anything
 //! else — a device, a FIFO, a socket — is opened and written as it is, never replaced, and a
 //! symbolic link is followed, so that its target is written and the link stays. A temporary
-//! file is removed on an error, and on SIGINT or SIGTERM, before the process exits with
-//! 130 or 143; only SIGKILL, which no program can catch, leaves one behind.
+//! file is removed on an error, and on SIGINT, SIGTERM or SIGHUP (a closed terminal),
+//! before the process exits with 130, 143 or 129; only SIGKILL, which no program can catch,
+//! leaves one behind.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -279,12 +280,15 @@ impl Temps {
     }
 }
 
-/// On SIGINT or SIGTERM, removes every temporary file and exits with 128 + the signal.
+/// On SIGINT, SIGTERM or SIGHUP, removes every temporary file and exits with 128 + the
+/// signal.
 fn watch_signals() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     // Without the watcher, a signal kills the process as it would anyway; only a temporary
     // file could be left, and that is what the README's caveat covers.
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else { return };
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
             // The lock is never let go: no rename may follow.

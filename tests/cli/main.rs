@@ -10,6 +10,7 @@ mod conventions;
 mod emit;
 mod fdsn;
 mod fetch;
+mod fetch_misbehaving;
 mod filter;
 mod fleet;
 mod formats;

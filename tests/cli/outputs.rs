@@ -191,9 +191,10 @@ fn interrupt_synth(signal: &str) -> i32 {
 }
 
 #[test]
-fn sigint_and_sigterm_leave_no_temporary_file() {
+fn sigint_sigterm_and_sighup_leave_no_temporary_file() {
     assert_eq!(interrupt_synth("-INT"), 130);
     assert_eq!(interrupt_synth("-TERM"), 143);
+    assert_eq!(interrupt_synth("-HUP"), 129);
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `ratelimit fetch`: an FDSN event query of any length, in requests the service accepts.
 
+mod answer;
+
 use std::collections::VecDeque;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -16,6 +18,8 @@ use crate::cli::args::Decimal;
 use crate::message::one_line;
 use crate::render::outfile::Output;
 use crate::units::time::{Span, Timestamp};
+
+use answer::{Asked, Writer};
 
 /// The longest wait a `Retry-After` may ask for; a longer one is cut to this.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
@@ -28,6 +32,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The largest answer read, so that a service that never stops cannot fill the memory.
 const MAX_ANSWER: u64 = 1 << 30;
+
+/// The most of a refusal's text that is read, to quote it.
+const MAX_REFUSAL: u64 = 64 << 10;
+
+/// The most redirects one request follows.
+const MAX_HOPS: u32 = 5;
 
 /// The progress bar: how much of the span is done, and the events so far.
 const BAR: &str = "{bar:40} {percent}% of the span, {msg}";
@@ -75,6 +85,8 @@ struct Service {
     filters: Vec<(&'static str, String)>,
     limit: u64,
     tries: u32,
+    /// Whether a redirect to another origin is followed.
+    follow: bool,
     /// Whether the service has a count method; a service without one is asked for events
     /// at once, and spans it refuses as too large are halved.
     counts: bool,
@@ -84,9 +96,9 @@ struct Service {
     progress: Option<ProgressBar>,
 }
 
-/// What a service answered: a body, or that the span holds too many events.
+/// What a service answered: a body to read, or that the span holds too many events.
 enum Answer {
-    Body(Vec<u8>),
+    Body(Box<dyn Read>),
     TooLarge,
     NoSuchMethod,
 }
@@ -120,6 +132,8 @@ impl Service {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             .http_status_as_error(false)
+            // Redirects are followed here, where their origin is checked.
+            .max_redirects(0)
             .user_agent(concat!("ratelimit/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
@@ -142,6 +156,7 @@ impl Service {
             filters,
             limit: args.limit,
             tries: args.tries,
+            follow: args.follow_redirects,
             counts: true,
             random: Xoshiro256PlusPlus::seed_from_u64(seed),
             requests: 0,
@@ -159,27 +174,26 @@ impl Service {
         format: FetchFormat,
         out: &mut dyn Write,
     ) -> Result<u64> {
-        let mut writer = Writer { format, header: None, events: 0 };
+        let mut writer = Writer::new(format);
         writer.start(out)?;
         // Spans still to fetch, in time order: [start, end) in microseconds.
         let mut spans = VecDeque::from([(since.as_micros(), until.as_micros())]);
         while let Some((start, end)) = spans.pop_front() {
-            let fits = if self.counts { self.count(start, end)? } else { None };
-            // The span's events, or `None` if it holds too many for one answer.
-            let events = match fits {
-                Some(0) => Some(Vec::new()),
-                Some(n) if n > self.limit => None,
-                _ => self.query(start, end, format)?,
+            let count = if self.counts { self.count(start, end)? } else { None };
+            // Whether the span's events were written; not if it holds too many for one answer.
+            let written = match count {
+                Some(0) => true,
+                Some(n) if n > self.limit => false,
+                _ => self.query(start, end, count, &mut writer, out)?,
             };
-            match events {
-                Some(body) => {
-                    writer.add(&body, out)?;
+            match written {
+                true => {
                     if let Some(bar) = &self.progress {
                         bar.set_position((end - since.as_micros()).unsigned_abs());
                         bar.set_message(format!("{} events", writer.events));
                     }
                 }
-                None => {
+                false => {
                     // Halved on a millisecond, the finest time the service knows.
                     let middle = start + (end - start) / 2 / MILLI * MILLI;
                     if middle <= start {
@@ -206,7 +220,11 @@ impl Service {
         let url = self.request_url("count", start, end, None);
         match self.get(&url)? {
             Answer::Body(body) => {
-                let text = String::from_utf8_lossy(&body);
+                let mut bytes = Vec::new();
+                body.take(MAX_REFUSAL)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| anyhow!("{url}: the answer was cut: {e}"))?;
+                let text = String::from_utf8_lossy(&bytes);
                 let count = text.trim().parse::<u64>().or_else(|_| {
                     serde_json::from_str::<serde_json::Value>(&text)
                         .ok()
@@ -225,13 +243,24 @@ impl Service {
         }
     }
 
-    /// Asks for a span's events, oldest first; `None` if the service refuses the span as
+    /// Asks for a span's events, oldest first, and writes them with `writer`, checked
+    /// against the span and the `count` said; false if the service refuses the span as
     /// holding too many.
-    fn query(&mut self, start: i64, end: i64, format: FetchFormat) -> Result<Option<Vec<u8>>> {
-        let url = self.request_url("query", start, end, Some(format));
+    fn query(
+        &mut self,
+        start: i64,
+        end: i64,
+        count: Option<u64>,
+        writer: &mut Writer,
+        out: &mut dyn Write,
+    ) -> Result<bool> {
+        let url = self.request_url("query", start, end, Some(writer.format()));
         match self.get(&url)? {
-            Answer::Body(body) => Ok(Some(body)),
-            Answer::TooLarge => Ok(None),
+            Answer::Body(body) => {
+                writer.add(body, &Asked { url: &url, start, end, count }, out)?;
+                Ok(true)
+            }
+            Answer::TooLarge => Ok(false),
             Answer::NoSuchMethod => bail!("{url}: the service has no query method (404)"),
         }
     }
@@ -264,42 +293,55 @@ impl Service {
         url
     }
 
-    /// Sends a GET, trying again on 429, 503 and timeouts, up to `tries` times.
+    /// Sends a GET, trying again on 429, 503 and timeouts, up to `tries` times, and
+    /// following redirects within the service's origin (any, with --follow-redirects).
     fn get(&mut self, url: &str) -> Result<Answer> {
         let mut last = String::new();
-        for attempt in 0..self.tries {
+        let (mut target, mut hops) = (url.to_owned(), 0);
+        let mut attempt = 0;
+        while attempt < self.tries {
             if attempt > 0 {
                 self.retries += 1;
             }
             self.requests += 1;
-            let wait = match self.agent.get(url).call() {
-                Ok(mut response) => {
+            let wait = match self.agent.get(&target).call() {
+                Ok(response) => {
                     let status = response.status().as_u16();
-                    let retry_after = response
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
+                    let header = |name: &str| {
+                        response
+                            .headers()
+                            .get(name)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_owned)
+                    };
+                    let retry_after = header("retry-after")
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
-                    let body = response
-                        .body_mut()
-                        .with_config()
-                        .limit(MAX_ANSWER)
-                        .read_to_vec()
-                        .with_context(|| format!("{url}: the answer could not be read"))?;
+                    let location = header("location");
+                    let body = response.into_body().into_with_config().limit(MAX_ANSWER).reader();
                     match status {
-                        200 => return Ok(Answer::Body(body)),
-                        204 => return Ok(Answer::Body(Vec::new())),
+                        200 => return Ok(Answer::Body(Box::new(body))),
+                        204 => return Ok(Answer::Body(Box::new(io::empty()))),
+                        301 | 302 | 303 | 307 | 308 => {
+                            target = self.redirect(&target, location.as_deref(), &mut hops)?;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    let mut text = Vec::new();
+                    // A refusal cut short is quoted as far as it came.
+                    let _ = body.take(MAX_REFUSAL).read_to_end(&mut text);
+                    match status {
                         404 => return Ok(Answer::NoSuchMethod),
-                        400 | 413 if too_large(&body) => return Ok(Answer::TooLarge),
+                        400 | 413 if too_large(&text) => return Ok(Answer::TooLarge),
                         429 | 502 | 503 | 504 => {
                             last = format!("{status}");
                             self.backoff(attempt).max(retry_after.unwrap_or_default())
                         }
                         _ => {
-                            let text = String::from_utf8_lossy(&body);
+                            let text = String::from_utf8_lossy(&text);
                             let said = text.lines().map(str::trim).find(|l| !l.is_empty());
-                            bail!("{url} answered {status}: {}", one_line(said.unwrap_or("")));
+                            bail!("{target} answered {status}: {}", one_line(said.unwrap_or("")));
                         }
                     }
                 }
@@ -311,13 +353,37 @@ impl Service {
                     last = error.to_string();
                     self.backoff(attempt)
                 }
-                Err(error) => bail!("{url}: {}", one_line(&error.to_string())),
+                Err(error) => bail!("{target}: {}", one_line(&error.to_string())),
             };
-            if attempt + 1 < self.tries {
+            attempt += 1;
+            if attempt < self.tries {
                 std::thread::sleep(wait);
             }
         }
         Err(anyhow!("{url}: no good answer in {} tries (the last: {last})", self.tries))
+    }
+
+    /// Returns where a redirect from `from` leads, if it may be followed: within the same
+    /// origin (scheme, host and port), or anywhere with --follow-redirects; at most
+    /// [`MAX_HOPS`] in a row.
+    fn redirect(&self, from: &str, location: Option<&str>, hops: &mut u32) -> Result<String> {
+        let Some(location) = location else { bail!("{from} redirects without a Location") };
+        let to = if location.starts_with('/') {
+            format!("{}{location}", origin(from))
+        } else {
+            location.to_owned()
+        };
+        *hops += 1;
+        if *hops > MAX_HOPS {
+            bail!("{from}: more than {MAX_HOPS} redirects in a row");
+        }
+        if !self.follow && origin(&to) != origin(from) {
+            bail!(
+                "{from} redirects to {}, another host or port; --follow-redirects follows it",
+                one_line(&to)
+            );
+        }
+        Ok(to)
     }
 
     /// The wait before try `attempt + 1`: exponential backoff with full jitter, a random
@@ -335,73 +401,15 @@ fn too_large(body: &[u8]) -> bool {
     text.contains("limit") || text.contains("too many") || text.contains("too large")
 }
 
-/// Writes the answers as one file: one header for CSV, one collection for GeoJSON.
-struct Writer {
-    format: FetchFormat,
-    header: Option<Vec<u8>>,
-    events: u64,
-}
-
-impl Writer {
-    fn start(&mut self, out: &mut dyn Write) -> Result<()> {
-        if self.format == FetchFormat::Geojson {
-            out.write_all(b"{\"type\":\"FeatureCollection\",\"features\":[\n")?;
-        }
-        Ok(())
-    }
-
-    fn add(&mut self, body: &[u8], out: &mut dyn Write) -> Result<()> {
-        match self.format {
-            FetchFormat::Csv => {
-                let mut lines = body.split_inclusive(|&b| b == b'\n');
-                let Some(header) = lines.next() else { return Ok(()) };
-                match &self.header {
-                    None => {
-                        out.write_all(header)?;
-                        self.header = Some(header.to_vec());
-                    }
-                    Some(first) if first == header => {}
-                    Some(_) => bail!("the service changed its CSV columns between answers"),
-                }
-                for line in lines.filter(|l| !l.trim_ascii().is_empty()) {
-                    out.write_all(line)?;
-                    if !line.ends_with(b"\n") {
-                        out.write_all(b"\n")?;
-                    }
-                    self.events += 1;
-                }
-            }
-            FetchFormat::Geojson => {
-                if body.is_empty() {
-                    return Ok(());
-                }
-                let collection: serde_json::Value = serde_json::from_slice(body)
-                    .map_err(|e| anyhow!("the service answered with bad GeoJSON: {e}"))?;
-                let features = collection["features"]
-                    .as_array()
-                    .ok_or_else(|| anyhow!("the service answered GeoJSON without features"))?;
-                for feature in features {
-                    if self.events > 0 {
-                        out.write_all(b",\n")?;
-                    }
-                    serde_json::to_writer(&mut *out, feature)?;
-                    self.events += 1;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut dyn Write) -> Result<()> {
-        if self.format == FetchFormat::Geojson {
-            out.write_all(b"\n]}\n")?;
-        }
-        Ok(())
-    }
+/// Returns a URL's origin: its scheme, host and port, as `https://host:port`.
+fn origin(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |at| at + 3);
+    let end = url[after..].find(['/', '?', '#']).map_or(url.len(), |at| after + at);
+    &url[..end]
 }
 
 /// An instant as FDSN services read it: UTC, to the millisecond, without a zone.
-fn stamp(micros: i64) -> String {
+pub(super) fn stamp(micros: i64) -> String {
     let time = chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
     time.format("%Y-%m-%dT%H:%M:%S%.3f").to_string()
 }
@@ -494,6 +502,11 @@ pub struct FetchArgs {
     /// How many times to try a request before giving up.
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub tries: u32,
+
+    /// Follow a redirect to another host or port; without it, only redirects within the
+    /// service's own origin are followed.
+    #[arg(long)]
+    pub follow_redirects: bool,
 
     /// Give up on a request, and try it again, after this long.
     #[arg(long, value_name = "DURATION", default_value = "60s")]
