@@ -153,6 +153,15 @@ impl KeyedFinders {
         }
         let listed = if self.top == 0 { keys } else { keys.min(self.top) };
         if rates.saturating_mul(listed) > MAX_LISTED_ROWS {
+            // Refused while reading, as soon as the keys met pass the bound: the input may
+            // hold more, and --top 0 lists them all.
+            if self.top == 0 {
+                bail!(
+                    "with --top 0, {rates} rates list more than the {MAX_LISTED_ROWS} rows \
+                     min-bucket lists once {keys} keys are met (the input may hold more); \
+                     give --top K, or fewer rates"
+                );
+            }
             bail!(
                 "listing {listed} keys for each of {rates} rates is more than the \
                  {MAX_LISTED_ROWS} rows min-bucket lists; give --top K, or fewer rates"

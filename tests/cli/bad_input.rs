@@ -168,11 +168,15 @@ fn rates_times_keys_past_the_budget_are_refused_while_reading() {
     // times 90 keys taking 54 s and 9 GB.
     let err =
         run(&["min-bucket", "--key", "id", "--rate", "1/h..20000/h", "--top", "0"], &csv).error();
+    // Refused while reading, before all 200 keys are met: the message does not call 61 the count.
     assert_eq!(
         err,
-        "ratelimit: listing 61 keys for each of 20000 rates is more than the 1000000 rows \
-         min-bucket lists; give --top K, or fewer rates"
+        "ratelimit: with --top 0, 20000 rates list more than the 1000000 rows min-bucket \
+         lists once 61 keys are met (the input may hold more); give --top K, or fewer rates"
     );
+    let err =
+        run(&["min-bucket", "--key", "id", "--rate", "1/h..20000/h", "--top", "60"], &csv).error();
+    assert!(err.starts_with("ratelimit: listing 60 keys for each of 20000 rates"), "{err}");
     let err = run(&["min-bucket", "--rate", "1/h..100000/h,1/h..100000/h"], &csv).error();
     assert_eq!(err, "ratelimit: --rate gives 200000 rates; at most 100000 are allowed");
 }
