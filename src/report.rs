@@ -476,19 +476,38 @@ impl Keyed for MinBucket {
     }
 }
 
-/// Returns the CSV rows of reports: each report without its ranked keys (but with the key
-/// column, count and quantiles), then each of those keys.
-pub fn csv_rows<T: Keyed + Serialize>(reports: &[T]) -> Vec<serde_json::Value> {
-    // Our reports have string keys only, so they always become JSON values.
-    let value = |r: &T| serde_json::to_value(r).unwrap_or_default();
+/// One CSV row of reports that may list keys: a report without its ranked keys (but with
+/// the key column, count and quantiles), or one of those keys. It borrows the report, so
+/// that a million rows cost a row at a time, as they are written.
+pub enum CsvRow<'a, T> {
+    /// A report, its `keys.top` left out.
+    Report(&'a T),
+    /// One of its ranked keys.
+    Key(&'a T),
+}
+
+impl<T: Serialize> Serialize for CsvRow<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CsvRow::Key(key) => key.serialize(serializer),
+            CsvRow::Report(report) => {
+                let mut row = serde_json::to_value(report).map_err(serde::ser::Error::custom)?;
+                if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
+                    keys.shift_remove("top");
+                }
+                row.serialize(serializer)
+            }
+        }
+    }
+}
+
+/// Returns the CSV rows of reports: each report without its ranked keys, then each of
+/// those keys.
+pub fn csv_rows<T: Keyed + Serialize>(reports: &[T]) -> Vec<CsvRow<'_, T>> {
     let mut rows = Vec::new();
     for report in reports {
-        let mut row = value(report);
-        if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
-            keys.shift_remove("top");
-        }
-        rows.push(row);
-        rows.extend(report.by_key().into_iter().flat_map(|l| &l.top).map(value));
+        rows.push(CsvRow::Report(report));
+        rows.extend(report.by_key().into_iter().flat_map(|l| &l.top).map(CsvRow::Key));
     }
     rows
 }

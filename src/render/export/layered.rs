@@ -7,7 +7,7 @@ use super::{Report, Style};
 use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport};
 
 impl Report for LayeredReport {
-    type Row = serde_json::Value;
+    type Row<'a> = serde_json::Value;
 
     /// One row a layer: its spec, refusals and limiter's figures; a keyed layer's listed
     /// keys are in the JSON.
@@ -63,7 +63,7 @@ impl Report for LayeredReport {
 }
 
 impl Report for LayerNeeds {
-    type Row = crate::report::LayerNeed;
+    type Row<'a> = crate::report::LayerNeed;
 
     fn rows(&self) -> Vec<crate::report::LayerNeed> {
         self.layers.clone()
@@ -98,7 +98,7 @@ impl Report for LayerNeeds {
 }
 
 impl Report for LayeredCheck {
-    type Row = LayerCheck;
+    type Row<'a> = LayerCheck;
 
     /// One row a layer: its spec and its own decision.
     fn rows(&self) -> Vec<LayerCheck> {

@@ -30,11 +30,13 @@ pub enum Format {
 /// A command's result as every exporter sees it: its JSON (the contract), the rows of its
 /// CSV, and its table, which is only a view of it.
 pub trait Report: Serialize {
-    /// One row of the CSV.
-    type Row: Serialize;
+    /// One row of the CSV, which may borrow from the result.
+    type Row<'a>: Serialize
+    where
+        Self: 'a;
 
     /// Returns the CSV's rows.
-    fn rows(&self) -> Vec<Self::Row>;
+    fn rows(&self) -> Vec<Self::Row<'_>>;
 
     /// Writes the table, colored as `style` allows.
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()>;

@@ -8,12 +8,12 @@ use super::table::{
     check_line, compare_table, curve_table, min_bucket_table, min_rate_table, replay_table,
 };
 use super::{Report, Style};
-use crate::report::{self, csv_rows};
+use crate::report::{self, CsvRow, csv_rows};
 
 impl Report for report::LimiterReport {
-    type Row = serde_json::Value;
+    type Row<'a> = CsvRow<'a, report::LimiterReport>;
 
-    fn rows(&self) -> Vec<serde_json::Value> {
+    fn rows(&self) -> Vec<CsvRow<'_, report::LimiterReport>> {
         csv_rows(std::slice::from_ref(self))
     }
 
@@ -37,10 +37,13 @@ impl Serialize for Compared<'_> {
     }
 }
 
-impl Report for Compared<'_> {
-    type Row = serde_json::Value;
+impl<'l> Report for Compared<'l> {
+    type Row<'a>
+        = CsvRow<'l, report::LimiterReport>
+    where
+        Self: 'a;
 
-    fn rows(&self) -> Vec<serde_json::Value> {
+    fn rows(&self) -> Vec<CsvRow<'l, report::LimiterReport>> {
         csv_rows(self.lanes)
     }
 
@@ -50,9 +53,9 @@ impl Report for Compared<'_> {
 }
 
 impl Report for Vec<report::MinBucket> {
-    type Row = serde_json::Value;
+    type Row<'a> = CsvRow<'a, report::MinBucket>;
 
-    fn rows(&self) -> Vec<serde_json::Value> {
+    fn rows(&self) -> Vec<CsvRow<'_, report::MinBucket>> {
         csv_rows(self)
     }
 
@@ -62,7 +65,7 @@ impl Report for Vec<report::MinBucket> {
 }
 
 impl Report for Vec<report::CurveSegment> {
-    type Row = report::CurveSegment;
+    type Row<'a> = report::CurveSegment;
 
     fn rows(&self) -> Vec<report::CurveSegment> {
         self.clone()
@@ -74,7 +77,7 @@ impl Report for Vec<report::CurveSegment> {
 }
 
 impl Report for Vec<report::MinRate> {
-    type Row = report::MinRate;
+    type Row<'a> = report::MinRate;
 
     fn rows(&self) -> Vec<report::MinRate> {
         self.clone()
@@ -86,7 +89,7 @@ impl Report for Vec<report::MinRate> {
 }
 
 impl Report for report::Check {
-    type Row = report::Check;
+    type Row<'a> = report::Check;
 
     fn rows(&self) -> Vec<report::Check> {
         vec![self.clone()]
