@@ -95,3 +95,62 @@ fn a_redis_cluster_decides_as_memory_does_and_a_lost_master_ends_the_run() {
     let line = out.error();
     assert!(line.contains(&format!("redis://127.0.0.1:{lost}")), "{line}");
 }
+
+/// Sends one command to a node of the cluster.
+fn on<T: redis::FromRedisValue>(cluster: &RedisCluster, node: usize, args: &[&str]) -> T {
+    let mut con = cluster.nodes[node].connection().unwrap();
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query(&mut con).unwrap()
+}
+
+#[test]
+#[ignore = "needs redis-server"]
+fn a_slot_resharded_mid_run_admits_exactly_as_many_as_one_node_would() {
+    let cluster = RedisCluster::start();
+    let seed = cluster.url(0);
+    let ids: Vec<String> = (0..3).map(|n| on(&cluster, n, &["CLUSTER", "MYID"])).collect();
+    for algo in ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra"] {
+        let key = format!("reshard:{algo}");
+        let check = ["check", &key, "--algo", algo, "--rate", "5/d", "--redis", &seed];
+        let mut codes = Vec::new();
+        let mut decide = |n: usize| {
+            for _ in 0..n {
+                let out = run(&check, "");
+                assert!(out.code < 2, "{algo}: {}", out.stderr);
+                codes.push(out.code);
+            }
+        };
+        decide(2);
+        // The node that holds the key's slot, and one to move it to.
+        let (from, name) = (0..3)
+            .find_map(|n| {
+                let keys: Vec<String> = on(&cluster, n, &["KEYS", &format!("*{key}*")]);
+                keys.into_iter().next().map(|name| (n, name))
+            })
+            .expect("the key is on a node");
+        let to = (from + 1) % 3;
+        let slot: i64 = on(&cluster, from, &["CLUSTER", "KEYSLOT", &name]);
+        let slot = slot.to_string();
+        let () = on(&cluster, to, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &ids[from]]);
+        let () = on(&cluster, from, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &ids[to]]);
+        // Migrating: the key is still on its node.
+        decide(2);
+        let keys: Vec<String> = on(&cluster, from, &["CLUSTER", "GETKEYSINSLOT", &slot, "100"]);
+        let port = cluster.nodes[to].port.to_string();
+        let mut migrate = vec!["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS"];
+        migrate.extend(keys.iter().map(String::as_str));
+        let moved: String = on(&cluster, from, &migrate);
+        assert_eq!(moved, "OK", "{algo}: MIGRATE");
+        // Moved, the slot not yet handed over: the old node asks the new one (ASK).
+        decide(3);
+        for node in 0..3 {
+            let () = on(&cluster, node, &["CLUSTER", "SETSLOT", &slot, "NODE", &ids[to]]);
+        }
+        // Handed over: the old node sends it on (MOVED).
+        decide(2);
+        assert_eq!(codes, [0, 0, 0, 0, 0, 1, 1, 1, 1], "{algo}");
+    }
+}

@@ -165,13 +165,18 @@ impl Cluster {
         reload: &mut dyn FnMut(&mut Redis) -> Result<()>,
     ) -> Result<Value> {
         let mut target = self.slots[usize::from(*slot)];
+        // Whether the call goes to a node importing the slot, after ASK: it says ASKING
+        // each time, also when it is sent there again (for TRYAGAIN or NOSCRIPT).
+        let mut asking = false;
+        let mut resharding = false;
         for _ in 0..MAX_REDIRECTS {
             let Some(kind) = retried(&reply) else { return Ok(reply) };
-            let mut asking = false;
+            resharding |= kind == ServerErrorKind::TryAgain;
             match kind {
                 ServerErrorKind::Moved => {
                     target = self.node(redirect(&reply, self.url())?)?;
                     self.slots[usize::from(*slot)] = target;
+                    asking = false;
                 }
                 ServerErrorKind::Ask => {
                     target = self.node(redirect(&reply, self.url())?)?;
@@ -188,6 +193,14 @@ impl Cluster {
             let count = 1 + usize::from(asking);
             reply =
                 self.nodes[target].redis.round_trip(&packed, count)?.pop().unwrap_or(Value::Nil);
+        }
+        if resharding {
+            bail!(
+                "Redis Cluster at {}: slot {slot} is being resharded, and its keys were split \
+                 between two nodes (TRYAGAIN) for {MAX_REDIRECTS} tries; nothing ran: try again \
+                 once the resharding is done",
+                self.seed
+            );
         }
         bail!(
             "Redis Cluster at {}: slot {slot} was still redirected after {MAX_REDIRECTS} tries",

@@ -225,11 +225,8 @@ impl Remote {
     /// bytes, as Redis keeps them: a key that is not UTF-8 stays itself.
     pub fn keys(&self, base: &[u8]) -> Vec<Vec<u8>> {
         let name = self.algorithm.name().as_bytes();
-        let key = |suffix: &[u8]| [base, b":", name, suffix].concat();
-        match self.script {
-            RedisScript::SlidingCounter => vec![key(b":0"), key(b":1")],
-            _ => vec![key(b"")],
-        }
+        // One key each, so that a cluster resharding its slot never finds a limiter split.
+        vec![[base, b":", name].concat()]
     }
 
     /// Returns the call's arguments, after KEYS: the time (empty for the server's clock),

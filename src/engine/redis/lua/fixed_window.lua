@@ -1,5 +1,7 @@
--- Fixed window. KEYS[1]: the counters' base name; each epoch-aligned window counts in
--- KEYS[1]:<window start in µs>, which shares KEYS[1]'s hash tag.
+-- Fixed window. KEYS[1]: a hash holding the current window's start in µs (w) and the
+-- units passed in it (c); a window that has ended counts 0. The one key the script names
+-- is the one it reads and writes, so that a cluster resharding its slot routes the call
+-- where the count is (a key per window, named in the script, was invisible to ASK).
 -- ARGV: now, N, P, cost, ttl_ms.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us}.
 local now = now_us(ARGV[1])
@@ -8,18 +10,18 @@ local cost, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local _, into = divmod(now, p)
 local start = now - into
-local key = KEYS[1] .. ':' .. int(start)
 local left = start + p - now
-local count = tonumber(redis.call('GET', key) or '0')
+local state = redis.call('HMGET', KEYS[1], 'w', 'c')
+local count = 0
+if tonumber(state[1]) == start then
+  count = tonumber(state[2])
+end
 local allowed = count + cost <= n
 if allowed and charge then
-  -- The counter gets its time to live in the same script that creates it.
-  count = redis.call('INCRBY', key, cost)
-  if ttl > 0 then
-    redis.call('PEXPIRE', key, ttl, 'NX')
-  else
-    redis.call('PEXPIRE', key, math.max(1, ceil_div(left, 1000)), 'NX')
-  end
+  count = count + cost
+  redis.call('HSET', KEYS[1], 'w', int(start), 'c', int(count))
+  -- The count lives to the window's end: the next window starts from 0 anyway.
+  expire(KEYS[1], ceil_div(left, 1000), ttl)
 end
 local retry = 0
 if not allowed then

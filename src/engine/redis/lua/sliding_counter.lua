@@ -1,6 +1,7 @@
--- Sliding-window counter. KEYS[1] and KEYS[2]: two hashes that share a hash tag, each a
--- window's start (w) and count of passed events (c); even windows use the first, odd the
--- second, so the previous window's count is always in the other.
+-- Sliding-window counter. KEYS[1]: a hash of two windows, each a start (w0, w1) and a count
+-- of passed units (c0, c1); even windows use the first, odd the second, so the previous
+-- window's count is always in the other. One key, so that a cluster resharding its slot
+-- never finds it split between two nodes.
 -- ARGV: now, N, P, cost, ttl_ms.
 -- Returns {allowed, remaining, retry_after_us, reset_after_us}.
 local now = now_us(ARGV[1])
@@ -10,9 +11,10 @@ local cost, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local window, elapsed = divmod(now, p)
 local start = now - elapsed
 local _, odd = divmod(window, 2)
-local cur_key, prev_key = KEYS[1 + odd], KEYS[2 - odd]
-local cur = redis.call('HMGET', cur_key, 'w', 'c')
-local prev = redis.call('HMGET', prev_key, 'w', 'c')
+local cur_w, cur_c = 'w' .. odd, 'c' .. odd
+local state = redis.call('HMGET', KEYS[1], 'w0', 'c0', 'w1', 'c1')
+local cur = {state[1 + 2 * odd], state[2 + 2 * odd]}
+local prev = {state[3 - 2 * odd], state[4 - 2 * odd]}
 local c = 0
 if tonumber(cur[1]) == start then
   c = tonumber(cur[2])
@@ -26,9 +28,8 @@ local weighted = before * (p - elapsed)
 local allowed = weighted + (c + cost - 1) * p < n * p
 if allowed and charge then
   c = c + cost
-  redis.call('HSET', cur_key, 'w', int(start), 'c', int(c))
-  expire(cur_key, ceil_div(2 * p, 1000), ttl)
-  expire(prev_key, ceil_div(2 * p, 1000), ttl)
+  redis.call('HSET', KEYS[1], cur_w, int(start), cur_c, int(c))
+  expire(KEYS[1], ceil_div(2 * p, 1000), ttl)
 end
 -- Units that would pass now: the largest k with weighted + (c + k − 1)·P < N·P.
 local room = n * p - weighted - c * p
