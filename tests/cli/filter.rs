@@ -341,3 +341,22 @@ fn plain_lines_taken_for_a_csv_are_said_to_want_lines() {
     let out = run(&["filter", "--rate", "5/h", "--key", "k"], "k\na\nb\n");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
 }
+
+#[test]
+fn the_readme_leaky_queue_example_shows_what_filter_prints() {
+    let readme = include_str!("../../README.md");
+    let command = "$ (for i in $(seq 6); do echo \"alert $i\"; done) | ratelimit filter --lines \
+                   --algo leaky-queue --rate 2/s --burst 4\n";
+    let shown = &readme[readme.find(command).expect("README shows the example") + command.len()..];
+    let shown: Vec<&str> = shown.lines().take_while(|line| !line.starts_with("```")).collect();
+    let args = ["filter", "--lines", "--algo", "leaky-queue", "--rate", "2/s", "--burst", "4"];
+    let out = run(&args, "alert 1\nalert 2\nalert 3\nalert 4\nalert 5\nalert 6\n");
+    let (summary, lines) = shown.split_last().unwrap();
+    assert_eq!(out.stdout.lines().collect::<Vec<_>>(), lines);
+    // The run and the longest wait vary by milliseconds; the rest is as shown.
+    let prefix = "ratelimit: filter: 6 lines in 1.5";
+    let suffix = "s: 4 passed, 2 dropped, 3 delayed (longest 1.4";
+    for said in [*summary, out.stderr.trim_end()] {
+        assert!(said.starts_with(prefix) && said.contains(suffix), "{said}");
+    }
+}
