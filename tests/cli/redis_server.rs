@@ -102,15 +102,28 @@ impl RedisCluster {
             nodes.push(RedisServer::start_on(port, &cluster));
         }
         let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-        let created = Command::new("redis-cli")
+        let mut create = Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
             .args(["--cluster-replicas", "0", "--cluster-yes"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status()
+            .spawn()
             .unwrap();
+        // It waits for the nodes to join for as long as it takes: a node that died would
+        // hold the test for ever.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let created = loop {
+            if let Some(status) = create.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = create.kill();
+                panic!("redis-cli --cluster create took over 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
         assert!(created.success(), "redis-cli --cluster create failed");
         let cluster = RedisCluster { nodes, _dir: dir };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -139,14 +152,24 @@ impl RedisServer {
     }
 }
 
+/// The next port to try, shared by the tests of one process: two clusters started at once
+/// (the tests run on threads) never try the same ports, and so never both find one free
+/// before either binds it. It starts at a place spread by process, so that concurrent test
+/// runs rarely meet.
+static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Returns `count` loopback ports that are free, each with its port + 10000 free too.
 fn free_ports(count: usize) -> Vec<u16> {
+    use std::sync::atomic::Ordering;
     let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
-    // Spread the first guess by process so that concurrent test runs rarely meet.
-    let mut port = 20_000 + u16::try_from(std::process::id() % 20_000).unwrap();
+    // Ports 10000 to 21999, their bus ports 20000 to 31999: below the ephemeral ports the
+    // system hands out (32768 and up), which single servers and clients take.
+    let spread = std::process::id() % 12_000;
+    let _ = NEXT_PORT.compare_exchange(0, spread, Ordering::SeqCst, Ordering::SeqCst);
     let mut ports = Vec::new();
     while ports.len() < count {
-        port = if port >= 45_000 { 20_000 } else { port + 1 };
+        let port =
+            20_000 + u16::try_from(NEXT_PORT.fetch_add(1, Ordering::SeqCst) % 25_000).unwrap();
         if free(port) && free(port + 10_000) {
             ports.push(port);
         }
