@@ -2,6 +2,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+use super::keys::wide;
+
 /// The most bytes one row may hold: far past any real catalog's or log's row (they hold
 /// under a kilobyte), and small enough that holding one costs nothing. README states it.
 pub const MOST_ROW: u64 = 16 << 20;
@@ -62,8 +64,7 @@ impl<R: Read> Read for Bounded<R> {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, LongRow));
         }
         let n = self.inner.read(buf)?;
-        // Widening: a length in memory fits in 64 bits on every platform Rust supports.
-        self.since += n as u64;
+        self.since += wide(n);
         Ok(n)
     }
 }

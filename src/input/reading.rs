@@ -55,10 +55,7 @@ impl<R: Read> RowReader<R> {
                 csv.get_mut().row_ended();
                 read.map_err(|e| match e.kind() {
                     csv::ErrorKind::UnequalLengths { .. } => Bad::Row(csv_error(name, e)),
-                    csv::ErrorKind::Io(error) if is_long_row(error) => {
-                        Bad::Input(long_row(name, csv.position().line()))
-                    }
-                    _ => Bad::Input(csv_error(name, e)),
+                    _ => Bad::Input(csv_read_error(name, csv.position().line(), e)),
                 })
             }
             RowReader::Other(records) => {
@@ -92,6 +89,15 @@ impl<R: Read> RowReader<R> {
 /// Returns the names of `width` columns without a header: 1, 2, and so on.
 fn numbered(width: usize) -> ByteRecord {
     (1..=width).map(|column| column.to_string()).collect()
+}
+
+/// Returns what the csv crate's failure to read the row starting on `line` means: a row
+/// too long for [`Bounded`], or what [`csv_error`] says.
+fn csv_read_error(name: &str, line: u64, e: csv::Error) -> ReadError {
+    match e.kind() {
+        csv::ErrorKind::Io(error) if is_long_row(error) => long_row(name, line),
+        _ => csv_error(name, e),
+    }
 }
 
 /// Says that the row starting on `line` is longer than one row may be.
@@ -135,12 +141,7 @@ impl<'a, R: Read> Reading<'a, R> {
                     // Without a header, the first row gives the number of columns.
                     Ok(first) if !options.headers => numbered(first.len()),
                     Ok(header) => header.clone(),
-                    Err(e) => match e.kind() {
-                        csv::ErrorKind::Io(error) if is_long_row(error) => {
-                            return Err(long_row(&name, 1));
-                        }
-                        _ => return Err(csv_error(&name, e)),
-                    },
+                    Err(e) => return Err(csv_read_error(&name, 1, e)),
                 };
                 csv.get_mut().row_ended();
                 (RowReader::Csv(csv), header)
@@ -324,10 +325,8 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             .seek(SeekFrom::Start(at.byte()))
             .map_err(|error| ReadError::Rewind { name: header.name.clone(), error })?;
         let line = at.line();
-        csv.seek_raw(SeekFrom::Start(at.byte()), at).map_err(|e| match e.kind() {
-            csv::ErrorKind::Io(error) if is_long_row(error) => long_row(&header.name, line),
-            _ => csv_error(&header.name, e),
-        })?;
+        csv.seek_raw(SeekFrom::Start(at.byte()), at)
+            .map_err(|e| csv_read_error(&header.name, line, e))?;
         Ok(Reading {
             rows: RowReader::Csv(csv),
             record: ByteRecord::new(),

@@ -75,10 +75,9 @@ struct Synced<L: KeyedState> {
     synced_in: Vec<i64>,
     /// For each key, the shared state at its last sync.
     snapshot: PerKey<L>,
-    /// For each key, how many syncs it has had; for each copy, the count when it took the
-    /// key's snapshot. Counts are 64-bit: they never wrap.
-    syncs: Vec<u64>,
-    taken: Vec<u64>,
+    /// For each copy, the sync period of the snapshot it took last: behind its key's
+    /// `synced_in`, it takes the snapshot before it decides.
+    taken: Vec<i64>,
 }
 
 impl<L: KeyedState> Replicated<L> {
@@ -90,7 +89,6 @@ impl<L: KeyedState> Replicated<L> {
             every: every.as_micros().max(1),
             synced_in: Vec::new(),
             snapshot: PerKey::new(limiter.clone()),
-            syncs: Vec::new(),
             taken: Vec::new(),
         });
         // A u32 always fits in a usize on the platforms this builds for.
@@ -107,20 +105,18 @@ impl<L: KeyedState> Replicated<L> {
             let period = now.as_micros().div_euclid(synced.every);
             if key >= synced.synced_in.len() {
                 synced.synced_in.resize(key + 1, i64::MIN);
-                synced.syncs.resize(key + 1, 0);
             }
             // The shared state changes only when an event passes, so a key's copies need
             // replacing only at its first event in a new period, before anything passes.
             if synced.synced_in[key] < period {
                 synced.synced_in[key] = period;
                 synced.snapshot.copy_key(&synced.shared, key, key);
-                synced.syncs[key] += 1;
             }
             if copy >= synced.taken.len() {
-                synced.taken.resize(copy + 1, 0);
+                synced.taken.resize(copy + 1, i64::MIN);
             }
-            if synced.taken[copy] != synced.syncs[key] {
-                synced.taken[copy] = synced.syncs[key];
+            if synced.taken[copy] != synced.synced_in[key] {
+                synced.taken[copy] = synced.synced_in[key];
                 self.each.copy_key(&synced.snapshot, key, copy);
             }
         }
