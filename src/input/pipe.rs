@@ -54,7 +54,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             Ok(None) if eof => return Ok(Err((carry, input))),
             Ok(None) if wide(carry.len()) > MOST_ROW => return Err(long_row(&name, 1).into()),
             Ok(None) => {
-                eof = fill(&mut input, &mut carry)
+                eof = grow(&mut input, &mut carry)
                     .map_err(|error| ReadError::Io { name: name.clone(), error })?
             }
         }
@@ -105,7 +105,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                     if wide(carry.len()) > MOST_ROW {
                         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, LongRow));
                     }
-                    eof = fill(&mut input, &mut carry)?;
+                    eof = grow(&mut input, &mut carry)?;
                     continue;
                 }
                 let rest = carry.split_off(cut);
@@ -173,6 +173,20 @@ fn fill(input: &mut dyn Read, carry: &mut Vec<u8>) -> std::io::Result<bool> {
     let n = read.inspect_err(|_| carry.truncate(had))?;
     carry.truncate(had + n);
     Ok(n == 0)
+}
+
+/// Reads onto `carry`, which holds no whole row, until it holds twice as much or just past
+/// [`MOST_ROW`]; true at the end of the input. A pipe gives 64 KiB a read: looking for the
+/// row's end after each would scan a long row once per read, in time quadratic in its
+/// length, where doubling scans it a few times.
+fn grow(input: &mut dyn Read, carry: &mut Vec<u8>) -> std::io::Result<bool> {
+    let most = usize::try_from(MOST_ROW + 1).unwrap_or(usize::MAX);
+    let goal = carry.len().saturating_mul(2).clamp(BLOCK, most);
+    let mut eof = false;
+    while !eof && carry.len() < goal {
+        eof = fill(input, carry)?;
+    }
+    Ok(eof)
 }
 
 /// Returns where the last whole row in `bytes` ends, as the csv crate says (just past the
