@@ -24,6 +24,7 @@ mod peers;
 mod plot;
 mod real_data;
 mod replay;
+mod schema;
 mod shared;
 mod sizing;
 mod synth;

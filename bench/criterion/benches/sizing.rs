@@ -14,8 +14,8 @@ use ratelimit_replay::units::rate::Rate;
 use ratelimit_replay::units::time::Timestamp;
 
 fn catalog_times() -> Option<Vec<Timestamp>> {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/usgs_m5_2015_2025.csv");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/usgs_m5_2015_2025.csv");
     if !path.is_file() {
         eprintln!("skipped: {} is missing", path.display());
         return None;
