@@ -144,9 +144,11 @@ pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
     match events {
         0 => 0,
         // With events, the worst is at least −P (an event of cost 0 with no excess) and at
-        // most the events' costs times P: the quotient is at least 0 and a count of units.
+        // most the events' costs times P. Clamped at 0, the numerator is never negative (at
+        // P = 1, −1 / 1 would be −1, where every other P rounds −1 / P to 0): the quotient
+        // is at least 0 and a count of units.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        _ => 1 + ((worst + p - 1) / p) as u64,
+        _ => 1 + ((worst + p - 1).max(0) / p) as u64,
     }
 }
 
@@ -155,6 +157,17 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn a_free_event_at_one_per_microsecond_needs_a_bucket_of_one_as_at_every_other_rate() {
+        // One event of cost 0: its excess is −P, at P = 1 µs as at P = 1 s.
+        assert_eq!(whole_bucket(1, -1, 1), 1);
+        assert_eq!(whole_bucket(1, -1_000_000, 1_000_000), 1);
+        // By hand: 3 units beyond the first at P = 1 need 3 more tokens; 2.5 need 3 too.
+        assert_eq!(whole_bucket(4, 3, 1), 4);
+        assert_eq!(whole_bucket(4, 5, 2), 4);
+        assert_eq!(whole_bucket(0, 7, 1), 0);
+    }
     use crate::limiter::{Gcra, Limiter};
     use crate::units::time::Span;
 
