@@ -118,7 +118,9 @@ impl LayerNeeds {
                     burst,
                     min_bucket,
                     worst_key: r.worst_key.as_ref().map(|w| w.key.clone()),
-                    fits: r.algorithm.uses_burst().then_some(min_bucket <= burst),
+                    fits: (r.algorithm.burst_from(burst))
+                        .filter(|_| r.algorithm.uses_burst())
+                        .map(|b| min_bucket <= b.get()),
                 }
             })
             .collect();

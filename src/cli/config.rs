@@ -3,7 +3,7 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::path::Path;
 use std::time::Duration;
 
@@ -97,13 +97,20 @@ impl RateArgs {
         strict: bool,
     ) -> Result<Settings> {
         let rate = self.rate;
+        if let Some(why) = algorithm.refuses(rate) {
+            bail!(why);
+        }
         let burst = match self.burst {
             Some(_) if strict && !algorithm.uses_burst() => {
                 let name = algorithm.name();
-                bail!("--burst applies to token-bucket, gcra and leaky-queue, not {name}")
+                bail!("--burst applies to {}, not {name}", with_burst())
             }
             Some(b) if b.get() > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
-            Some(b) => b,
+            // A system's own burst (nginx's counts the requests beyond the first); b is at
+            // most MAX_BURST, so b + 1 cannot overflow.
+            Some(b) => algorithm.burst_from(b.get()).unwrap_or(b),
+            // nginx's default is burst=0.
+            None if algorithm.burst_from(0).is_some() => NonZeroU64::MIN,
             None => rate.count_nonzero(),
         };
         let window = window.unwrap_or(rate.period());
@@ -111,6 +118,16 @@ impl RateArgs {
             bail!("--window must be longer than zero");
         }
         Ok(Settings { algorithm, rate, burst, window })
+    }
+}
+
+/// Names the limiters that take a burst, for errors.
+pub fn with_burst() -> String {
+    let names: Vec<&str> =
+        Algorithm::ALL.iter().filter(|a| a.uses_burst()).map(|a| a.name()).collect();
+    match names.split_last() {
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 

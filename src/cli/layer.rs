@@ -76,10 +76,8 @@ impl FromStr for LayerSpec {
         let algorithm = algorithm.ok_or("a limit needs algo=")?;
         let rate = rate.ok_or("a limit needs rate=")?;
         if burst.is_some() && !algorithm.uses_burst() {
-            return Err(format!(
-                "burst= applies to token-bucket, gcra and leaky-queue, not {}",
-                algorithm.name()
-            ));
+            let with_burst = crate::cli::config::with_burst();
+            return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
         Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key })
     }

@@ -23,7 +23,7 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
         }
     }
     if algorithms.is_empty() {
-        algorithms = Algorithm::ALL.to_vec();
+        algorithms = Algorithm::ALL.into_iter().filter(|a| !a.is_system()).collect();
     }
     // One limiter on a fleet, with no mode chosen: the modes side by side.
     let settings = args.limit.side_by_side(&algorithms)?;

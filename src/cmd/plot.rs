@@ -84,8 +84,11 @@ pub struct PlotArgs {
 impl PlotArgs {
     /// Settles the lanes to draw, where the SVG goes, and the input, which it must not be.
     pub fn resolve(&self) -> Result<(Vec<Settings>, Output, Input)> {
-        let algorithms =
-            if self.algo.is_empty() { Algorithm::ALL.to_vec() } else { self.algo.clone() };
+        let algorithms = if self.algo.is_empty() {
+            Algorithm::ALL.into_iter().filter(|a| !a.is_system()).collect()
+        } else {
+            self.algo.clone()
+        };
         let settings = self.limit.side_by_side(&algorithms)?;
         let output = match &self.output {
             Some(path) => Output::new(path.clone()),

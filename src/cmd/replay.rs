@@ -144,7 +144,7 @@ pub struct ReplayArgs {
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N].
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N], or nginx's burst= [default: 0].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 

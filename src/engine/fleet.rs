@@ -123,7 +123,7 @@ impl FleetEngine {
                     Share::Local | Share::Split => None,
                 },
                 server_rate: rate,
-                server_burst: s.algorithm.uses_burst().then_some(burst.get()),
+                server_burst: s.algorithm.shown_burst(burst),
                 by_server: vec![ServerCount::default(); slot(k)],
                 alone_passed: 0,
                 over_admission: None,

@@ -227,7 +227,7 @@ impl Lane {
             key,
             algorithm,
             rate,
-            burst: algorithm.uses_burst().then_some(burst.get()),
+            burst: algorithm.shown_burst(burst),
             events: demand.events,
             passed: self.passed,
             dropped: demand.events - self.passed,

@@ -413,7 +413,7 @@ impl KeyedEvents {
                     key: None,
                     algorithm,
                     rate,
-                    burst: algorithm.uses_burst().then_some(burst.get()),
+                    burst: algorithm.shown_burst(burst),
                     events,
                     passed,
                     dropped: events - passed,

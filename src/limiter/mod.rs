@@ -27,6 +27,7 @@ limiters! {
     token_bucket::TokenBucket,
     gcra::Gcra,
     leaky_queue::LeakyQueue,
+    nginx::Nginx,
 }
 
 use std::num::NonZeroU64;
@@ -140,6 +141,17 @@ pub trait Rule: KeyedState {
     const DELAYS: bool = false;
     /// The Redis script it runs as; `None` if it cannot run in Redis.
     const REDIS: Option<RedisScript> = None;
+    /// Whether its burst counts the requests beyond the first, as nginx's `burst=` does:
+    /// its b is then the system's burst plus one, and reports show the system's.
+    const BURST_BEYOND_FIRST: bool = false;
+    /// Whether it models one system's own arithmetic rather than being an exact limiter:
+    /// `compare` puts only the exact limiters side by side unless asked for others.
+    const SYSTEM: bool = false;
+
+    /// Returns why it cannot run at `rate`, if it cannot; every exact limiter can.
+    fn refuses(_rate: Rate) -> Option<String> {
+        None
+    }
 
     /// Returns the limiter for N per P and burst b, as it starts; without a burst, `burst`
     /// is ignored.

@@ -85,6 +85,32 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::DELAYS,)* }
             }
 
+            /// Returns the burst reports show for a limiter of burst b: b, or for a
+            /// system whose burst counts the requests beyond the first, b − 1; `None`
+            /// without a burst.
+            pub fn shown_burst(self, burst: std::num::NonZeroU64) -> Option<u64> {
+                let beyond = match self { $(Algorithm::$rule => <$rule as Rule>::BURST_BEYOND_FIRST,)* };
+                self.uses_burst().then_some(burst.get() - u64::from(beyond))
+            }
+
+            /// Returns the burst b of a limiter whose reports show `shown` (the inverse of
+            /// [`shown_burst`](Algorithm::shown_burst)), if it is at least 1.
+            pub fn burst_from(self, shown: u64) -> Option<std::num::NonZeroU64> {
+                let beyond = match self { $(Algorithm::$rule => <$rule as Rule>::BURST_BEYOND_FIRST,)* };
+                std::num::NonZeroU64::new(shown.checked_add(u64::from(beyond))?)
+            }
+
+            /// Returns why it cannot run at `rate`, if it cannot: a system that writes no
+            /// such rate.
+            pub fn refuses(self, rate: $crate::units::rate::Rate) -> Option<String> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::refuses(rate),)* }
+            }
+
+            /// Returns true if it models one system's own arithmetic.
+            pub fn is_system(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::SYSTEM,)* }
+            }
+
             /// Returns the Redis script it runs as, if it can run in Redis.
             pub fn redis_script(self) -> Option<$crate::limiter::RedisScript> {
                 match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }

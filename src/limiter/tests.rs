@@ -244,6 +244,8 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
     let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
     let mut passed: Vec<(i128, i128)> = Vec::new();
     let (mut tat, mut level, mut last) = (i128::MIN, b * p, None::<i128>);
+    // nginx: its node (excess in milli-requests, last whole ms), none before the first.
+    let mut node: Option<(i128, i128)> = None;
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
@@ -267,6 +269,26 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                 let ok = level >= c * p;
                 level -= if ok { c * p } else { 0 };
                 ok
+            }
+            Algorithm::Nginx => {
+                // limit_req: the rate in milli-requests a second, truncated; whole ms; the
+                // first request free; a truncated leak, lost when `last` moves.
+                let (milli, now) = (n * 1_000_000_000 / p, t.div_euclid(1000));
+                match node {
+                    None => {
+                        node = Some((0, now));
+                        true
+                    }
+                    Some((excess, at)) => {
+                        let ms = now - at;
+                        let excess = (excess - milli * ms / 1000 + 1000 * c).max(0);
+                        let ok = excess <= (b - 1) * 1000;
+                        if ok {
+                            node = Some((excess, if ms == 0 { at } else { now }));
+                        }
+                        ok
+                    }
+                }
             }
             Algorithm::Gcra | Algorithm::LeakyQueue => {
                 let from = tat.max(t * n);

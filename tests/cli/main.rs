@@ -19,6 +19,7 @@ mod json;
 mod keys;
 mod layers;
 mod min_bucket;
+mod nginx;
 mod outputs;
 mod peers;
 mod plot;

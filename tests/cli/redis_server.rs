@@ -159,7 +159,7 @@ impl RedisServer {
 static NEXT_PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Returns `count` loopback ports that are free, each with its port + 10000 free too.
-fn free_ports(count: usize) -> Vec<u16> {
+pub fn free_ports(count: usize) -> Vec<u16> {
     use std::sync::atomic::Ordering;
     let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
     // Ports 10000 to 21999, their bus ports 20000 to 31999: below the ephemeral ports the

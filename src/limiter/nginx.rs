@@ -1,0 +1,193 @@
+//! nginx's `limit_req`, to its own arithmetic: milli-requests, whole milliseconds, truncation.
+
+use std::num::NonZeroU64;
+
+use super::promise::Limit;
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// nginx's `limit_req zone=… burst=B` with `nodelay`, as `ngx_http_limit_req_module.c`
+/// of nginx 1.22.1 decides (`ngx_http_limit_req_lookup`, lines 399–520; the rate from
+/// `ngx_http_limit_req_zone`, line 939; the burst, line 1060):
+///
+/// - The rate is kept in milli-requests a second, truncated: `N·1000/scale`, with scale 1
+///   for r/s and 60 for r/m, so `1r/m` leaks 16 a second, one request each 62.5 s.
+/// - Times are whole milliseconds, floored.
+/// - A key's first request is not charged: its node starts with no excess.
+/// - Then `excess = stored − ⌊rate·ms/1000⌋ + 1000`, at least 0, where `ms` is the time
+///   since the node's `last` (below −60 s it counts as 1 ms, below 0 as 0). Above
+///   `B·1000` the request is refused and nothing changes; else the excess is stored, and
+///   `last` moves to now if `ms` is not 0, so the truncated part of the leak is lost.
+///
+/// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
+/// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. An event of cost
+/// c counts as c requests (nginx has no cost). The zone is taken to be large enough: the
+/// node nginx frees when memory runs short, and the idle nodes it frees when a new key
+/// comes (a key idle 60 s whose excess has leaked away), are kept here.
+#[derive(Clone, Debug)]
+pub struct Nginx {
+    /// The rate in milli-requests a second, truncated as nginx truncates it.
+    milli: i128,
+    /// `B·1000`: the most excess a passed request may leave.
+    most: i128,
+    state: Node,
+}
+
+/// One key's node in the zone: none before its first request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Node(Option<Excess>);
+
+/// What nginx keeps for a key: its excess in milli-requests, and the millisecond of its
+/// last charged leak.
+#[derive(Clone, Copy, Debug)]
+pub struct Excess {
+    excess: i128,
+    last: i64,
+}
+
+impl Nginx {
+    /// Returns `limit_req` at `rate` with `burst=` one less than `burst`; `rate` must be
+    /// one nginx can write ([`nginx_rate`]).
+    pub fn new(rate: Rate, burst: NonZeroU64) -> Nginx {
+        // N·1000/scale for N r/s or r/m: N per P µs is N·10^9/P milli-requests a second.
+        let micros = i128::from(rate.period().as_micros());
+        Nginx {
+            milli: i128::from(rate.count()) * 1_000_000_000 / micros,
+            most: (i128::from(burst.get()) - 1) * 1000,
+            state: Node::default(),
+        }
+    }
+}
+
+/// Returns the rate as nginx writes it, `N r/s` (scale 1) or `N r/m` (scale 60), or `None`
+/// if it is neither: nginx knows no other period.
+pub fn nginx_rate(rate: Rate) -> Option<(u64, u64)> {
+    let micros = rate.period().as_micros();
+    [(1_000_000, 1), (60_000_000, 60)].into_iter().find_map(|(unit, scale)| {
+        // N per P is M per unit when N·unit is a multiple of P.
+        let per_unit = i128::from(rate.count()) * unit;
+        let count = (per_unit % i128::from(micros) == 0).then(|| per_unit / i128::from(micros))?;
+        Some((u64::try_from(count).ok().filter(|&c| c > 0)?, scale))
+    })
+}
+
+impl KeyedState for Nginx {
+    type State = Node;
+
+    #[inline]
+    fn step(&self, node: &mut Node, now: Timestamp, cost: u64, force: bool) -> Decision {
+        let now = now.as_micros().div_euclid(1000);
+        let Some(kept) = &mut node.0 else {
+            // A new node: its first request is not charged.
+            *node = Node(Some(Excess { excess: 0, last: now }));
+            return Decision { passed: true, wait: 0 };
+        };
+        let ms = match now - kept.last {
+            ms if ms < -60_000 => 1,
+            ms if ms < 0 => 0,
+            ms => ms,
+        };
+        let leak = self.milli * i128::from(ms) / 1000;
+        let excess = (kept.excess - leak + 1000 * i128::from(cost)).max(0);
+        if excess > self.most && !force {
+            return Decision { passed: false, wait: 0 };
+        }
+        kept.excess = excess;
+        if ms != 0 {
+            kept.last = now;
+        }
+        Decision { passed: true, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Node {
+        &mut self.state
+    }
+}
+
+impl Rule for Nginx {
+    const NAME: &'static str = "nginx";
+    const HELP: &'static str =
+        "nginx's limit_req with nodelay, to its arithmetic: milli-requests, whole ms, truncated";
+    const USES_BURST: bool = true;
+    const BURST_BEYOND_FIRST: bool = true;
+    const SYSTEM: bool = true;
+
+    fn refuses(rate: Rate) -> Option<String> {
+        nginx_rate(rate).is_none().then(|| {
+            format!("nginx writes a rate as N r/s or N r/m, and {rate} is neither: limit_req cannot run at it")
+        })
+    }
+
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> Nginx {
+        Nginx::new(rate, burst)
+    }
+
+    /// The token bucket's promise with b = burst + 1; the rate nginx keeps is at most the
+    /// exact one, but times floored to the millisecond can leak up to 1 ms early.
+    fn promise(limit: &Limit) -> String {
+        format!("at most burst + 1 + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{burst, decisions};
+    use super::*;
+
+    fn ms(ms: &[i64]) -> Vec<Timestamp> {
+        ms.iter().map(|&ms| Timestamp::from_micros(ms * 1000).unwrap()).collect()
+    }
+
+    #[test]
+    fn one_a_minute_is_one_each_62_5_seconds() {
+        // rate=1r/m is 16 milli-requests a second. The first request is free; at 30 s the
+        // excess would be 1000 − 480 > 0, refused; at 62 499 ms the leak is
+        // ⌊16·62 499/1000⌋ = 999, refused; at 62 500 it is 1000, and the request passes.
+        let mut nginx = Nginx::new("1/m".parse().unwrap(), burst(1));
+        let got = decisions(&mut nginx, &ms(&[0, 30_000, 62_499, 62_500]));
+        assert_eq!(got, [true, false, false, true]);
+    }
+
+    #[test]
+    fn burst_counts_the_requests_beyond_the_first() {
+        // burst=2 at 1r/s: three at once, the fourth refused; 1 s later one more.
+        let mut nginx = Nginx::new("1/s".parse().unwrap(), burst(3));
+        let got = decisions(&mut nginx, &ms(&[0, 0, 0, 0, 1_000, 1_000]));
+        assert_eq!(got, [true, true, true, false, true, false]);
+    }
+
+    #[test]
+    fn a_truncated_leak_is_lost_when_last_moves() {
+        // 1r/m leaks 16 a second, ⌊1.6⌋ = 1 in each 100 ms step. Ten requests charged at
+        // 100 ms steps after a free one leave 10·1000 − 10, where an exact leak over the
+        // same second leaves 10·1000 − 16: the excess creeps above the exact value.
+        let mut nginx = Nginx::new("1/m".parse().unwrap(), burst(101));
+        let times: Vec<i64> = (0..=10).map(|i| i * 100).collect();
+        assert!(decisions(&mut nginx, &ms(&times)).iter().all(|&pass| pass));
+        assert_eq!(nginx.state.0.unwrap().excess, 9_990);
+        // A refusal changes nothing: not the excess, not `last`.
+        let mut nginx = Nginx::new("1/s".parse().unwrap(), burst(1));
+        assert_eq!(decisions(&mut nginx, &ms(&[0, 500, 999, 1_000])), [true, false, false, true]);
+    }
+
+    #[test]
+    fn times_are_floored_to_the_millisecond() {
+        // 1r/s, burst=0: a request 999.9 ms after the first is at 999 ms: 999 leaked.
+        let mut nginx = Nginx::new("1/s".parse().unwrap(), burst(1));
+        let times = [0, 999_900, 1_000_000].map(|us| Timestamp::from_micros(us).unwrap());
+        assert_eq!(decisions(&mut nginx, &times), [true, false, true]);
+    }
+
+    #[test]
+    fn nginx_writes_only_seconds_and_minutes() {
+        let rate = |text: &str| nginx_rate(text.parse().unwrap());
+        assert_eq!(rate("5/s"), Some((5, 1)));
+        assert_eq!(rate("120/m"), Some((2, 1)));
+        assert_eq!(rate("90/m"), Some((90, 60)));
+        assert_eq!(rate("60/h"), Some((1, 60)));
+        assert_eq!(rate("5/h"), None);
+        assert_eq!(rate("1/2s"), Some((30, 60)));
+        assert_eq!(rate("1/7s"), None);
+    }
+}

@@ -1,0 +1,215 @@
+//! The `nginx` model against the real nginx: Debian's nginx, its clock driven by
+//! libfaketime, decides the same events, one HTTP request each, and must agree on every one.
+//!
+//! nginx runs as one process (`master_process off`) with the environment libfaketime needs
+//! passed through (nginx clears its own otherwise, and libfaketime then reads the real
+//! clock). libfaketime is frozen at the time in a file, replaced before each request: an
+//! absolute time, whose fraction it reads through a double, so the millisecond is written
+//! with half a millisecond more. `limit_req` reads the monotonic clock, which libfaketime
+//! fakes too.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Stdin, real_catalog, run_with, temp_file};
+use crate::redis_server::free_ports;
+
+const NGINX: &str = "/usr/sbin/nginx";
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// A real nginx on loopback whose clock is the time in a file; stopped when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+    clock: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx with `limit_req_zone $arg_k … rate=RATE` and `limit_req … ARGS` on `/`.
+    fn start(rate: &str, args: &str) -> Nginx {
+        for needed in [NGINX, FAKETIME] {
+            assert!(
+                Path::new(needed).exists(),
+                "{needed} is missing: install nginx and libfaketime"
+            );
+        }
+        let dir = tempfile::Builder::new().prefix("ratelimit-nginx-").tempdir().unwrap();
+        let d = dir.path().display();
+        let port = free_ports(1)[0];
+        std::fs::write(dir.path().join("f"), "ok\n").unwrap();
+        let conf = format!(
+            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;
+             error_log {d}/error.log warn;
+             env TZ; env LD_PRELOAD; env FAKETIME_TIMESTAMP_FILE; env FAKETIME_NO_CACHE;
+             events {{ worker_connections 64; }}
+             http {{
+                 access_log off;
+                 client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
+                 fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+                 limit_req_zone $arg_k zone=z:10m rate={rate};
+                 server {{
+                     listen 127.0.0.1:{port};
+                     root {d};
+                     location / {{ limit_req zone=z {args}; }}
+                 }}
+             }}"
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let clock = dir.path().join("clock");
+        std::fs::write(&clock, "2020-01-01 00:00:00.0005\n").unwrap();
+        let child = Command::new(NGINX)
+            .args(["-p", &d.to_string(), "-e", &format!("{d}/error.log"), "-c"])
+            .arg(dir.path().join("nginx.conf"))
+            .env("TZ", "UTC")
+            .env("LD_PRELOAD", FAKETIME)
+            .env("FAKETIME_TIMESTAMP_FILE", &clock)
+            .env("FAKETIME_NO_CACHE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let nginx = Nginx { child, port, clock, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        nginx
+    }
+
+    /// Sends one request for key `key` at `micros` (µs since the epoch) and returns
+    /// whether nginx passed it (200) rather than refused it (503).
+    fn request(&self, micros: i64, key: &str) -> bool {
+        let time = chrono::DateTime::from_timestamp_micros(micros).unwrap();
+        // The millisecond, and half of one more: libfaketime reads it through a double.
+        let text = format!("{}5\n", time.format("%Y-%m-%d %H:%M:%S%.3f"));
+        let next = self.clock.with_extension("next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &self.clock).unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(stream, "GET /f?k={key} HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        match answer.get(9..12) {
+            Some("200") => true,
+            Some("503") => false,
+            _ => panic!("nginx answered {answer:?}"),
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The times (µs) and keys (the column `key`) of a catalog's events, in time order.
+fn events_of(path: &Path, key: &str) -> Vec<(i64, String)> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let column = reader.headers().unwrap().iter().position(|h| h == key).unwrap();
+    let mut events: Vec<(i64, String)> = (reader.records())
+        .map(|r| {
+            let r = r.unwrap();
+            let time = chrono::DateTime::parse_from_rfc3339(&r[0]).unwrap().timestamp_micros();
+            (time, r[column].to_owned())
+        })
+        .collect();
+    events.sort();
+    events
+}
+
+/// What `ratelimit replay --emit all` decides for `events`, one per event, in order.
+fn model(events: &[(i64, String)], args: &[&str]) -> Vec<bool> {
+    let mut csv = String::from("time,k\n");
+    for (micros, key) in events {
+        let time = chrono::DateTime::from_timestamp_micros(*micros).unwrap();
+        csv += &format!("{},{key}\n", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"));
+    }
+    let file = temp_file("events.csv", &csv);
+    let replay = ["replay", file.to_str().unwrap(), "--emit", "all"];
+    let out = run_with(&[&replay[..], args].concat(), Stdin::Null).ok();
+    out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
+}
+
+/// Where nginx and the model part, as (event, nginx, model).
+fn disagreements(nginx: &[bool], model: &[bool]) -> Vec<(usize, bool, bool)> {
+    assert_eq!(nginx.len(), model.len());
+    (0..nginx.len()).filter(|&i| nginx[i] != model[i]).map(|i| (i, nginx[i], model[i])).collect()
+}
+
+#[test]
+#[ignore = "needs nginx and libfaketime"]
+fn the_faked_clock_is_the_one_limit_req_reads() {
+    // 1r/m is one request each 62.5 s to nginx: 200 at t, 503 at t + 30 s, 200 at 62.5 s.
+    let nginx = Nginx::start("1r/m", "");
+    let t = 1_700_000_000_000_000;
+    let got: Vec<bool> = [0, 30_000_000, 62_500_000].map(|d| nginx.request(t + d, "a")).to_vec();
+    assert_eq!(got, [true, false, true]);
+}
+
+#[test]
+#[ignore = "needs ../shared/data, nginx and libfaketime"]
+fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
+    // Every event of 2015–2025 at 1r/m, with no burst; one key.
+    let events = events_of(&real_catalog("usgs_m5_2015_2025.csv"), "net");
+    let events: Vec<(i64, String)> = events.into_iter().map(|(t, _)| (t, "all".into())).collect();
+    let nginx = Nginx::start("1r/m", "nodelay");
+    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, k)).collect();
+    drop(nginx);
+    let ours = model(&events, &["--algo", "nginx", "--rate", "1/m"]);
+    assert_eq!(disagreements(&real, &ours), []);
+    assert!(real.iter().any(|&pass| !pass), "nginx refused nothing: the test proves little");
+    // The exact limiter with the same bucket parts from nginx where nginx truncates.
+    let exact = model(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "1"]);
+    eprintln!(
+        "catalog: {} events, exact gcra parts on {}",
+        events.len(),
+        disagreements(&real, &exact).len()
+    );
+
+    // A month of every magnitude, keyed by network, at 1r/m, burst=1.
+    let month = real_catalog("usgs_all_month_2025-05-06_to_2025-06-05.csv");
+    let events = events_of(&month, "net");
+    let nginx = Nginx::start("1r/m", "burst=1 nodelay");
+    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, k)).collect();
+    drop(nginx);
+    let ours = model(&events, &["--algo", "nginx", "--rate", "1/m", "--burst", "1", "--key", "k"]);
+    assert_eq!(disagreements(&real, &ours), []);
+    assert!(real.iter().any(|&pass| !pass), "nginx refused nothing: the test proves little");
+    let exact = model(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "2", "--key", "k"]);
+    eprintln!(
+        "month: {} events, exact gcra parts on {}",
+        events.len(),
+        disagreements(&real, &exact).len()
+    );
+}
+
+#[test]
+fn nginx_takes_only_rates_it_can_write_and_one_a_minute_is_one_each_62_5_s() {
+    // By hand (the model's unit tests): free at 0, refused at 30 s and 62.499 s, passed
+    // at 62.5 s; an exact 1/m would pass at 60 s.
+    let times = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:30Z\n2025-01-01T00:01:02.499Z\n\
+                 2025-01-01T00:01:02.500Z\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "1/m", "--emit", "all"];
+    let out = crate::harness::run(&args, times).ok();
+    let decisions: Vec<&str> = out.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(decisions, ["passed", "dropped", "dropped", "passed"]);
+    let five = crate::harness::run(&["replay", "--algo", "nginx", "--rate", "5/h"], times);
+    let want = "ratelimit: nginx writes a rate as N r/s or N r/m, and 5/h is neither: limit_req \
+                cannot run at it";
+    assert_eq!(five.error(), want);
+    // burst=2: three at once.
+    let burst = ["replay", "--algo", "nginx", "--rate", "1/s", "--burst", "2", "--format", "json"];
+    let same = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00Z\n\
+                2025-01-01T00:00:00Z\n";
+    let report = crate::harness::json(&crate::harness::run(&burst, same).ok());
+    assert_eq!((report["passed"].as_u64(), report["burst"].as_u64()), (Some(3), Some(2)));
+}
