@@ -60,22 +60,26 @@ impl Limits {
         refused
     }
 
-    /// Settles `event`: if it `passed` (every layer admitted it), charges each layer;
-    /// either way hands layer n's view of it and its decision to `each`, in layer order,
-    /// stopping at the first error.
+    /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
+    /// each layer; else each layer that refused it takes the refusal as its own rules say
+    /// (a limiter that counts refused hits, as `limits`' fixed window does, counts it; the
+    /// exact ones change nothing), and the others are not charged. Either way it hands
+    /// layer n's view of the event and its decision to `each`, in layer order, stopping at
+    /// the first error.
     #[inline]
     pub fn settle<E>(
         &mut self,
         event: Event,
-        passed: bool,
+        refused: u32,
         mut each: impl FnMut(usize, Event, Decision) -> Result<(), E>,
     ) -> Result<(), E> {
         for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
             let seen = layer.sees(event);
-            // All admitted: each is charged, and a leaky queue says how long it waits.
-            let decision = match passed {
-                true => limiter.decide(slot(seen.key), seen.time, seen.cost),
-                false => Decision { passed: false, wait: 0 },
+            // All admitted: each is charged, and a leaky queue says how long it waits. A
+            // refusing layer decides again, as it did when asked: it refuses.
+            let decision = match (refused == 0, refused & (1 << n) != 0) {
+                (true, _) | (false, true) => limiter.decide(slot(seen.key), seen.time, seen.cost),
+                (false, false) => Decision { passed: false, wait: 0 },
             };
             each(n, seen, decision)?;
         }
@@ -108,8 +112,9 @@ pub trait Decide {
 impl Decide for Limits {
     #[inline]
     fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
-        let passed = tally.count(self.refusals(event));
-        self.settle(event, passed, |n, seen, decision| tally.record(n, seen, decision))
+        let refused = self.refusals(event);
+        tally.count(refused);
+        self.settle(event, refused, |n, seen, decision| tally.record(n, seen, decision))
     }
 
     fn flush(&mut self, _: &mut Tally) -> Result<()> {

@@ -134,9 +134,9 @@ impl Live for LiveLayers {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
         let number = number_of(&mut self.keys, key)?;
         let event = Event { time: now, key: number, cost };
-        let passed = self.limits.refusals(event) == 0;
-        self.limits.settle(event, passed, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
-        Ok(Decision { passed, wait: 0 })
+        let refused = self.limits.refusals(event);
+        self.limits.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
+        Ok(Decision { passed: refused == 0, wait: 0 })
     }
 }
 

@@ -28,6 +28,9 @@ limiters! {
     gcra::Gcra,
     leaky_queue::LeakyQueue,
     nginx::Nginx,
+    limits_fixed_window::LimitsFixedWindow,
+    limits_moving_window::LimitsMovingWindow,
+    limits_sliding_window::LimitsSlidingWindow,
 }
 
 use std::num::NonZeroU64;

@@ -42,7 +42,7 @@ pub struct Node(Option<Excess>);
 /// last charged leak.
 #[derive(Clone, Copy, Debug)]
 pub struct Excess {
-    excess: i128,
+    excess: i64,
     last: i64,
 }
 
@@ -89,11 +89,13 @@ impl KeyedState for Nginx {
             ms => ms,
         };
         let leak = self.milli * i128::from(ms) / 1000;
-        let excess = (kept.excess - leak + 1000 * i128::from(cost)).max(0);
+        let excess = (i128::from(kept.excess) - leak + 1000 * i128::from(cost)).max(0);
         if excess > self.most && !force {
             return Decision { passed: false, wait: 0 };
         }
-        kept.excess = excess;
+        // At most B·1000 ≤ 10^15 unless forced past it (a fleet's charges): then it
+        // saturates, far past any burst.
+        kept.excess = i64::try_from(excess).unwrap_or(i64::MAX);
         if ms != 0 {
             kept.last = now;
         }

@@ -246,6 +246,8 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
     let (mut tat, mut level, mut last) = (i128::MIN, b * p, None::<i128>);
     // nginx: its node (excess in milli-requests, last whole ms), none before the first.
     let mut node: Option<(i128, i128)> = None;
+    // limits' fixed window: when it expires, and every hit's cost since it opened.
+    let mut opened: Option<(i128, i128)> = None;
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
@@ -289,6 +291,24 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                         ok
                     }
                 }
+            }
+            Algorithm::LimitsFixedWindow => {
+                let count = match opened {
+                    Some((expires, count)) if t < expires => count + c,
+                    _ => c,
+                };
+                let expires = match opened {
+                    Some((expires, before)) if t < expires && before != 0 => expires,
+                    _ => t + p,
+                };
+                opened = Some((expires, count));
+                count <= n
+            }
+            Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,
+            Algorithm::LimitsSlidingWindow => {
+                let prev = used(&|s| s.div_euclid(p) == window - 1);
+                let cur = used(&|s| s.div_euclid(p) == window);
+                (prev * (p - (t - window * p))).div_euclid(p) + cur + c <= n
             }
             Algorithm::Gcra | Algorithm::LeakyQueue => {
                 let from = tat.max(t * n);

@@ -18,6 +18,7 @@ mod inputs;
 mod json;
 mod keys;
 mod layers;
+mod limits_peer;
 mod min_bucket;
 mod nginx;
 mod outputs;

@@ -1,0 +1,120 @@
+//! Python `limits`' fixed window: it opens at the first hit, and every hit counts.
+
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// `limits`' `FixedWindowRateLimiter` on its `MemoryStorage` (limits 5.8.0,
+/// `strategies.py` lines 144–163; `storage/memory.py`, `incr` lines 84–98 and `get` lines
+/// 114–124). A hit of cost c adds c to the counter and passes if the counter is then at
+/// most N: refused hits count too. The counter expires P after the hit that found it at
+/// zero, and a hit at or after that time starts it again.
+#[derive(Clone, Debug)]
+pub struct LimitsFixedWindow {
+    limit: u64,
+    period: i64,
+    state: Window,
+}
+
+/// One key's counter and when it expires; none before the first hit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Window {
+    count: u64,
+    expires: Option<i64>,
+}
+
+impl LimitsFixedWindow {
+    /// Returns the limiter for N per P, P a whole number of seconds ([`whole_seconds`]).
+    pub fn new(rate: Rate) -> LimitsFixedWindow {
+        let (limit, period) = (rate.count(), rate.period().as_micros());
+        LimitsFixedWindow { limit, period, state: Window::default() }
+    }
+}
+
+/// Says why `limits` cannot run at `rate`: its periods are whole seconds (`get_expiry`).
+pub(super) fn whole_seconds(rate: Rate) -> Option<String> {
+    (rate.period().as_micros() % 1_000_000 != 0)
+        .then(|| format!("limits counts a period in whole seconds, and {rate}'s is not"))
+}
+
+impl KeyedState for LimitsFixedWindow {
+    type State = Window;
+
+    #[inline]
+    fn step(&self, window: &mut Window, now: Timestamp, cost: u64, force: bool) -> Decision {
+        let now = now.as_micros();
+        // `get`: a counter whose expiry has come is dropped.
+        if window.expires.is_none_or(|at| at <= now) {
+            *window = Window::default();
+        }
+        window.count = window.count.saturating_add(cost);
+        // `incr`: the hit that finds the counter at zero sets its expiry.
+        if window.count == cost {
+            window.expires = Some(now.saturating_add(self.period));
+        }
+        Decision { passed: force || window.count <= self.limit, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Window {
+        &mut self.state
+    }
+}
+
+impl Rule for LimitsFixedWindow {
+    const NAME: &'static str = "limits-fixed-window";
+    const HELP: &'static str =
+        "Python limits' fixed window: opened by the first hit, refused hits counted";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
+    const SYSTEM: bool = true;
+
+    fn refuses(rate: Rate) -> Option<String> {
+        whole_seconds(rate)
+    }
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> LimitsFixedWindow {
+        LimitsFixedWindow::new(rate)
+    }
+
+    /// At most N per window, windows P long back to back at most: 2N in any period.
+    fn promise(limit: &Limit) -> String {
+        let (n, p) = (limit.rate.count(), limit.rate.period());
+        format!("at most {n} per window opened by a hit, so at most {} in any {p}", 2 * n)
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": saw {}", seen.period)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.period <= 2 * limit.rate.count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn the_window_opens_at_the_first_hit_and_refused_hits_count() {
+        // 2 per 60 s. The window opens at 10 s: 10 and 20 pass, 30 is the third; it closes
+        // at 70 (not at the epoch-aligned 60), where a new one opens.
+        let mut limiter = LimitsFixedWindow::new("2/60s".parse().unwrap());
+        let got = decisions(&mut limiter, &secs(&[10, 20, 30, 69, 70, 71, 72]));
+        assert_eq!(got, [true, true, false, false, true, true, false]);
+        // Refused hits count: at 2/60s, hits at 0, 1 and 2 leave the counter at 3.
+        let mut limiter = LimitsFixedWindow::new("2/60s".parse().unwrap());
+        decisions(&mut limiter, &secs(&[0, 1, 2]));
+        assert_eq!(limiter.state.count, 3);
+    }
+
+    #[test]
+    fn a_period_is_whole_seconds() {
+        assert_eq!(whole_seconds("5/h".parse().unwrap()), None);
+        assert!(whole_seconds("1/1500ms".parse().unwrap()).is_some());
+    }
+}

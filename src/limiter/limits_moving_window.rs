@@ -1,0 +1,92 @@
+//! Python `limits`' moving window: a log of hits, counted over [t − P, t].
+
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::sliding_log::{Log, SlidingLog};
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::{Span, Timestamp};
+
+/// `limits`' `MovingWindowRateLimiter` on its `MemoryStorage` (limits 5.8.0,
+/// `strategies.py` lines 85–99; `storage/memory.py`, `acquire_entry` lines 135–158). A hit
+/// of cost c passes if the log's (N − c + 1)-th newest entry is older than `t − P` (or is
+/// not there), and then adds c entries at t: at most N entries in the closed [t − P, t],
+/// where the exact `sliding-log` counts the half-open (t − P, t]. In whole microseconds
+/// that is a sliding log of P + 1 µs, which is how it is kept.
+#[derive(Clone, Debug)]
+pub struct LimitsMovingWindow(SlidingLog);
+
+impl LimitsMovingWindow {
+    /// Returns the limiter for N per P, P a whole number of seconds.
+    pub fn new(rate: Rate) -> LimitsMovingWindow {
+        let closed = rate.period().as_micros().saturating_add(1);
+        let period = Span::from_micros(closed).map_or(rate.period(), |span| span);
+        let closed = Rate::new(rate.count(), period).unwrap_or(rate);
+        LimitsMovingWindow(SlidingLog::new(closed))
+    }
+}
+
+impl KeyedState for LimitsMovingWindow {
+    type State = Log;
+
+    #[inline]
+    fn step(&self, log: &mut Log, now: Timestamp, cost: u64, force: bool) -> Decision {
+        self.0.step(log, now, cost, force)
+    }
+
+    #[inline]
+    fn admits(&self, log: &mut Log, now: Timestamp, cost: u64) -> bool {
+        self.0.admits(log, now, cost)
+    }
+
+    fn state_mut(&mut self) -> &mut Log {
+        self.0.state_mut()
+    }
+}
+
+impl Rule for LimitsMovingWindow {
+    const NAME: &'static str = "limits-moving-window";
+    const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = SlidingLog::WATCH;
+    const SYSTEM: bool = true;
+
+    fn refuses(rate: Rate) -> Option<String> {
+        super::limits_fixed_window::whole_seconds(rate)
+    }
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> LimitsMovingWindow {
+        LimitsMovingWindow::new(rate)
+    }
+
+    fn promise(limit: &Limit) -> String {
+        SlidingLog::promise(limit)
+    }
+
+    fn measured(limit: &Limit, seen: &Seen) -> String {
+        SlidingLog::measured(limit, seen)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        SlidingLog::held(limit, seen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn a_hit_exactly_p_before_still_counts() {
+        // 2 per 60 s: at 60 the hit at 0 is still in [0, 60]; at 60.000001 it is not.
+        let mut limiter = LimitsMovingWindow::new("2/60s".parse().unwrap());
+        let mut times = secs(&[0, 30, 60]);
+        times.push(Timestamp::from_micros(60_000_001).unwrap());
+        assert_eq!(decisions(&mut limiter, &times), [true, true, false, true]);
+        // The exact sliding log passes the hit at 60.
+        let mut exact = SlidingLog::new("2/60s".parse().unwrap());
+        assert_eq!(decisions(&mut exact, &secs(&[0, 30, 60])), [true, true, true]);
+    }
+}
