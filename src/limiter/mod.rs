@@ -31,10 +31,12 @@ limiters! {
     limits_fixed_window::LimitsFixedWindow,
     limits_moving_window::LimitsMovingWindow,
     limits_sliding_window::LimitsSlidingWindow,
+    envoy_ratelimit::EnvoyRatelimit,
 }
 
 use std::num::NonZeroU64;
 
+pub use self::nginx::nginx_rate;
 use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;

@@ -248,6 +248,8 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
     let mut node: Option<(i128, i128)> = None;
     // limits' fixed window: when it expires, and every hit's cost since it opened.
     let mut opened: Option<(i128, i128)> = None;
+    // envoy's ratelimit: every hit, passed or not, with its time.
+    let mut hits: Vec<(i128, i128)> = Vec::new();
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
@@ -303,6 +305,14 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                 };
                 opened = Some((expires, count));
                 count <= n
+            }
+            Algorithm::EnvoyRatelimit => {
+                hits.push((t, c.max(1)));
+                hits.iter()
+                    .filter(|&&(s, _)| s.div_euclid(p) == window)
+                    .map(|&(_, c)| c)
+                    .sum::<i128>()
+                    <= n
             }
             Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,
             Algorithm::LimitsSlidingWindow => {

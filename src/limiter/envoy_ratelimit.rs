@@ -1,0 +1,137 @@
+//! envoyproxy/ratelimit's Redis fixed window: epoch windows of one unit, every hit counted.
+
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// The units envoy's ratelimit service counts in, in seconds (`UnitToDivider`,
+/// `src/utils/utilities.go`): second, minute, hour, day, week, month of 30 days and year of
+/// 365 days.
+const UNITS: [i64; 7] = [1, 60, 3_600, 86_400, 604_800, 2_592_000, 31_536_000];
+
+/// envoyproxy/ratelimit's fixed window on Redis (`src/redis/fixed_cache_impl.go`, `DoLimit`
+/// and `pipelineAppend`; the window in `src/limiter/cache_key.go`, `GenerateCacheKey`; the
+/// verdict in `src/limiter/base_limiter.go`, `GetResponseDescriptorStatus`), at commit
+/// f2fb157. A request's key names its window, `⌊now / unit⌋·unit` in whole seconds; each
+/// request `INCRBY`s it by its hits (the cost; a cost of 0 is 1, as `GetHitsAddends`
+/// makes a request's `hits_addend` of 0) and is over the limit if the count after is above
+/// N. Refused requests count.
+///
+/// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT` changes nothing for one limit: a key whose
+/// count would pass N is "near limit" itself, and `getHitsAddend` increments it. Among
+/// several limits of one request, it increments only those, and leaves the others: which
+/// is how `--limit` layers settle a refused event, so layers of this model decide as
+/// envoy does with it set.
+#[derive(Clone, Debug)]
+pub struct EnvoyRatelimit {
+    limit: u64,
+    /// The unit, in microseconds.
+    unit: i64,
+    state: Count,
+}
+
+/// One key's count, and the window it is for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Count {
+    window: i64,
+    hits: u64,
+}
+
+impl EnvoyRatelimit {
+    /// Returns the limiter for N per one of envoy's units.
+    pub fn new(rate: Rate) -> EnvoyRatelimit {
+        EnvoyRatelimit { limit: rate.count(), unit: rate.period().as_micros(), state: Count::default() }
+    }
+}
+
+impl KeyedState for EnvoyRatelimit {
+    type State = Count;
+
+    #[inline]
+    fn step(&self, count: &mut Count, now: Timestamp, cost: u64, force: bool) -> Decision {
+        // Whole seconds, then the unit's window: the same window as the µs one's floor
+        // (before 1970, Go's division truncates where this floors).
+        let window = now.as_micros().div_euclid(self.unit);
+        if window != count.window {
+            *count = Count { window, hits: 0 };
+        }
+        count.hits = count.hits.saturating_add(cost.max(1));
+        Decision { passed: force || count.hits <= self.limit, wait: 0 }
+    }
+
+    fn state_mut(&mut self) -> &mut Count {
+        &mut self.state
+    }
+}
+
+impl Rule for EnvoyRatelimit {
+    const NAME: &'static str = "envoy-ratelimit";
+    const HELP: &'static str =
+        "envoy's ratelimit service: a window of one unit from the epoch, refused hits counted";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
+    const SYSTEM: bool = true;
+
+    fn refuses(rate: Rate) -> Option<String> {
+        let micros = rate.period().as_micros();
+        (!UNITS.iter().any(|&unit| unit * 1_000_000 == micros)).then(|| {
+            format!(
+                "envoy's ratelimit counts per second, minute, hour, day, week, month (30 days) \
+                 or year (365 days), and {rate}'s period is none of them"
+            )
+        })
+    }
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> EnvoyRatelimit {
+        EnvoyRatelimit::new(rate)
+    }
+
+    fn promise(limit: &Limit) -> String {
+        super::FixedWindow::promise(limit)
+    }
+
+    fn measured(limit: &Limit, seen: &Seen) -> String {
+        super::FixedWindow::measured(limit, seen)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        super::FixedWindow::held(limit, seen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs, weighted};
+    use super::*;
+
+    #[test]
+    fn refused_hits_count_within_the_unit_window() {
+        // 2 per minute, windows from the epoch (GenerateCacheKey: now/60·60). At 10, 20 the
+        // count is 1, 2; at 30 it is 3 > 2, refused; at 59 4, refused; at 60 a new window.
+        let mut limiter = EnvoyRatelimit::new("2/m".parse().unwrap());
+        let got = decisions(&mut limiter, &secs(&[10, 20, 30, 59, 60, 61, 62]));
+        assert_eq!(got, [true, true, false, false, true, true, false]);
+        assert_eq!(limiter.state.hits, 3, "the refused third hit of the window counts");
+    }
+
+    #[test]
+    fn hits_are_the_cost_and_a_cost_of_0_is_1() {
+        // INCRBY of the hits: 3 then 2 pass 5 per minute; then 1 makes 6, over; a cost of 0
+        // is a hits_addend of 1 (GetHitsAddends), over too.
+        let mut limiter = EnvoyRatelimit::new("5/m".parse().unwrap());
+        let got = weighted(&mut limiter, &[(0, 3), (1, 2), (2, 1), (3, 0)]);
+        assert_eq!(got, [true, true, false, false]);
+        assert_eq!(limiter.state.hits, 7);
+    }
+
+    #[test]
+    fn only_envoys_units_are_taken() {
+        let refuses = |text: &str| EnvoyRatelimit::refuses(text.parse().unwrap()).is_some();
+        assert!(!refuses("5/s") && !refuses("5/m") && !refuses("5/h") && !refuses("5/d"));
+        assert!(!refuses("5/7d") && !refuses("5/30d") && !refuses("5/365d"));
+        assert!(refuses("5/2m") && refuses("5/90s"));
+    }
+}
