@@ -2,6 +2,7 @@
 
 mod check;
 mod compare;
+mod config;
 mod fetch;
 mod filter;
 mod layered;
@@ -52,6 +53,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),
         Command::Schema(args) => schema::run(&args),
+        Command::Config(args) => config::run(&args),
         Command::Completions(args) => {
             // clap_complete panics if it cannot write; a buffer it can always write.
             let mut script = Vec::new();
@@ -201,6 +203,9 @@ pub enum Command {
     Fetch(fetch::FetchArgs),
     /// Print the JSON Schema of a command's --format json output.
     Schema(schema::SchemaArgs),
+    /// Print the configuration that runs a limit on nginx, envoy's ratelimit or Python's
+    /// limits, in that system's units.
+    Config(config::ConfigArgs),
     /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
     #[command(after_help = COMPLETIONS_AFTER_HELP)]
     Completions(CompletionsArgs),

@@ -6,6 +6,7 @@ mod redis_server;
 mod bad_input;
 mod cluster;
 mod compare;
+mod config;
 mod conventions;
 mod emit;
 mod fdsn;

@@ -1,0 +1,161 @@
+//! `ratelimit config --for SYSTEM`: the snippet that runs a limit on that system, in its units.
+
+use std::fmt::Write as _;
+use std::num::NonZeroU64;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+use super::write_stdout;
+use crate::cli::args::parse_burst;
+use crate::limiter::nginx_rate;
+use crate::units::rate::Rate;
+
+/// `ratelimit config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The system to configure.
+    #[arg(long = "for", value_enum, value_name = "SYSTEM")]
+    pub system: System,
+    /// The rate, N per period: the model of the system replays it as written here.
+    #[arg(short = 'r', long, value_name = "RATE")]
+    pub rate: Rate,
+    /// The burst, for nginx: its burst= (the requests beyond the first) [default: 0].
+    #[arg(short = 'b', long, value_name = "B", value_parser = parse_burst)]
+    pub burst: Option<NonZeroU64>,
+    /// The column the limit is per, named as the system's key.
+    #[arg(short = 'k', long, value_name = "COLUMN")]
+    pub key: Option<String>,
+}
+
+/// The systems `config` writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum System {
+    /// nginx's limit_req_zone and limit_req.
+    Nginx,
+    /// envoyproxy/ratelimit's YAML descriptors.
+    EnvoyRatelimit,
+    /// Python's limits.
+    Limits,
+}
+
+pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
+    let text = match args.system {
+        System::Nginx => nginx(args),
+        System::EnvoyRatelimit => envoy(args),
+        System::Limits => limits(args),
+    };
+    write_stdout(text.as_bytes())
+}
+
+/// `limit_req_zone` and `limit_req`. nginx writes N r/s or N r/m; a rate it cannot write
+/// becomes the fastest one it can that is no faster, said in a comment.
+fn nginx(args: &ConfigArgs) -> String {
+    let rate = args.rate;
+    let burst = args.burst.map_or(0, NonZeroU64::get);
+    let key = args.key.as_deref().map_or("$binary_remote_addr".to_owned(), |k| format!("${k}"));
+    let mut text = format!("# ratelimit: nginx at {rate}, burst {burst}\n");
+    let (count, unit) = match nginx_rate(rate) {
+        Some((count, 1)) => (count, "s"),
+        Some((count, _)) => (count, "m"),
+        None => {
+            // N per P is N·60 s/P a minute: floored, it limits no less than asked.
+            let per_minute =
+                i128::from(rate.count()) * 60_000_000 / i128::from(rate.period().as_micros());
+            let count = u64::try_from(per_minute).unwrap_or(u64::MAX).max(1);
+            let _ = writeln!(
+                text,
+                "# {rate} is not N r/s or N r/m, which is all nginx writes: {count}r/m is {}",
+                if per_minute == 0 {
+                    "the slowest it can, and faster than asked"
+                } else {
+                    "the nearest that is no faster"
+                }
+            );
+            (count, "m")
+        }
+    };
+    let milli = u128::from(count) * 1000;
+    if unit == "m" && milli % 60 != 0 {
+        let _ = writeln!(
+            text,
+            "# nginx keeps {count}r/m as {} thousandths of a request a second, truncated: \
+             --algo nginx --rate {count}/m replays that",
+            milli / 60
+        );
+    }
+    let _ = writeln!(text, "limit_req_zone {key} zone=ratelimit:10m rate={count}r/{unit};");
+    let burst = if burst == 0 { String::new() } else { format!(" burst={burst}") };
+    let _ = writeln!(text, "limit_req zone=ratelimit{burst} nodelay;");
+    text
+}
+
+/// The descriptor YAML of envoy's ratelimit service, whose units are one second, minute,
+/// hour, day, week, month or year: a rate of another period becomes N a unit in the
+/// smallest unit that holds it in whole requests, said in a comment.
+fn envoy(args: &ConfigArgs) -> String {
+    const UNITS: [(&str, i128); 7] = [
+        ("second", 1),
+        ("minute", 60),
+        ("hour", 3_600),
+        ("day", 86_400),
+        ("week", 604_800),
+        ("month", 2_592_000),
+        ("year", 31_536_000),
+    ];
+    let rate = args.rate;
+    let (n, p) = (i128::from(rate.count()), i128::from(rate.period().as_micros()));
+    let mut text = format!("# ratelimit: envoy-ratelimit at {rate}\n");
+    let exact = UNITS.iter().find(|&&(_, s)| s * 1_000_000 == p);
+    let (unit, count) = match exact {
+        Some(&(unit, _)) => (unit, n),
+        None => {
+            let fits = UNITS
+                .iter()
+                .find(|&&(_, s)| (n * s * 1_000_000) % p == 0 && n * s * 1_000_000 >= p);
+            let &(unit, s) = fits.unwrap_or(&UNITS[6]);
+            let count = (n * s * 1_000_000 / p).max(1);
+            let _ = writeln!(
+                text,
+                "# {rate} is not N a unit: {count} a {unit} passes as many on average, but all \
+                 of them may come at once in one {unit}'s window"
+            );
+            (unit, count)
+        }
+    };
+    let key = args.key.as_deref().unwrap_or("generic_key");
+    let _ = write!(
+        text,
+        "domain: ratelimit\ndescriptors:\n  - key: {key}\n    rate_limit:\n      unit: {unit}\n      \
+         requests_per_unit: {count}\n"
+    );
+    text
+}
+
+/// The `limits` item, in its string notation and as Python, with the strategy the models
+/// replay.
+fn limits(args: &ConfigArgs) -> String {
+    let rate = args.rate;
+    let micros = rate.period().as_micros();
+    let seconds = (micros / 1_000_000).max(1);
+    let mut text =
+        format!("# ratelimit: limits-fixed-window, -moving-window or -sliding-window at {rate}\n");
+    if micros % 1_000_000 != 0 {
+        let _ = writeln!(
+            text,
+            "# limits counts periods in whole seconds: {rate} becomes {} per {seconds} s",
+            rate.count()
+        );
+    }
+    let n = rate.count();
+    let _ = write!(
+        text,
+        "from limits import parse, storage, strategies\n\
+         item = parse(\"{n} per {seconds} second\")\n\
+         limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())\n\
+         # limiter.hit(item, key) for each request{}\n",
+        args.key.as_deref().map_or(String::new(), |k| format!(", key being its {k}"))
+    );
+    text
+}

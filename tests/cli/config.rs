@@ -1,0 +1,58 @@
+//! `ratelimit config --for SYSTEM`: the snippet in the system's own units, with what changes
+//! when a rate cannot be written there, and the round trip README shows.
+
+use crate::harness::{json, run};
+
+#[test]
+fn nginx_config_says_what_a_rate_it_cannot_write_becomes() {
+    let out = run(
+        &["config", "--for", "nginx", "--rate", "90/h", "--burst", "3", "-k", "remote_addr"],
+        "",
+    );
+    assert_eq!(
+        out.ok(),
+        "# ratelimit: nginx at 90/h, burst 3\n\
+         # 90/h is not N r/s or N r/m, which is all nginx writes: 1r/m is the nearest that is no faster\n\
+         # nginx keeps 1r/m as 16 thousandths of a request a second, truncated: --algo nginx --rate 1/m replays that\n\
+         limit_req_zone $remote_addr zone=ratelimit:10m rate=1r/m;\n\
+         limit_req zone=ratelimit burst=3 nodelay;\n"
+    );
+    let out = run(&["config", "--for", "nginx", "--rate", "10/s"], "").ok();
+    assert_eq!(
+        out,
+        "# ratelimit: nginx at 10/s, burst 0\n\
+         limit_req_zone $binary_remote_addr zone=ratelimit:10m rate=10r/s;\n\
+         limit_req zone=ratelimit nodelay;\n"
+    );
+}
+
+#[test]
+fn envoy_and_limits_configs_are_in_their_units() {
+    let out = run(&["config", "--for", "envoy-ratelimit", "--rate", "5/2h", "--key", "client"], "");
+    assert_eq!(
+        out.ok(),
+        "# ratelimit: envoy-ratelimit at 5/2h\n\
+         # 5/2h is not N a unit: 60 a day passes as many on average, but all of them may come at once in one day's window\n\
+         domain: ratelimit\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: day\n      requests_per_unit: 60\n"
+    );
+    let out = run(&["config", "--for", "limits", "--rate", "5/h"], "").ok();
+    assert!(out.contains("item = parse(\"5 per 3600 second\")\n"), "{out}");
+}
+
+/// README's round trip: size with min-bucket, write nginx's config, replay the model.
+#[test]
+fn a_bucket_min_bucket_finds_is_an_nginx_burst_one_less_that_drops_nothing() {
+    // Four events in 66 s, as the 2015–2025 catalog's tightest stretch at 1/m.
+    let log = "time\n2018-08-19T00:38:17.290Z\n2018-08-19T00:38:30Z\n2018-08-19T00:39:00Z\n\
+               2018-08-19T00:39:23.210Z\n";
+    let need = json(&run(&["min-bucket", "--rate", "1/m", "--format", "json"], log).ok());
+    assert_eq!(need[0]["min_bucket"].as_u64(), Some(3));
+    let config = run(&["config", "--for", "nginx", "--rate", "1/m", "--burst", "2"], "").ok();
+    assert!(config.contains("limit_req zone=ratelimit burst=2 nodelay;"), "{config}");
+    let replay = |burst: &str| {
+        let args =
+            ["replay", "--algo", "nginx", "--rate", "1/m", "--burst", burst, "--format", "json"];
+        json(&run(&args, log).ok())["dropped"].as_u64()
+    };
+    assert_eq!((replay("2"), replay("1")), (Some(0), Some(1)));
+}
