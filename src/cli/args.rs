@@ -238,7 +238,8 @@ pub struct RateArgs {
     #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
 
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N], or nginx's burst= [default: 0].
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
+    /// [default: 0]; traefik's burst [default: 1].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 }
@@ -256,7 +257,8 @@ pub struct LiveLimitArgs {
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N], or nginx's burst= [default: 0].
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
+    /// [default: 0]; traefik's burst [default: 1].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 }

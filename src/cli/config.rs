@@ -3,7 +3,7 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::Duration;
 
@@ -109,9 +109,8 @@ impl RateArgs {
             // A system's own burst (nginx's counts the requests beyond the first); b is at
             // most MAX_BURST, so b + 1 cannot overflow.
             Some(b) => algorithm.burst_from(b.get()).unwrap_or(b),
-            // nginx's default is burst=0.
-            None if algorithm.burst_from(0).is_some() => NonZeroU64::MIN,
-            None => rate.count_nonzero(),
+            // A system's own default (nginx's burst=0, Traefik's 1), or N.
+            None => algorithm.default_burst(rate),
         };
         let window = window.unwrap_or(rate.period());
         if window.is_zero() {

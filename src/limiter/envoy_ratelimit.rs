@@ -62,6 +62,11 @@ impl KeyedState for EnvoyRatelimit {
         Decision { passed: force || count.hits <= self.limit, wait: 0 }
     }
 
+    /// A refused hit counts, wherever it was refused.
+    fn refuse(&self, state: &mut Self::State, now: Timestamp, cost: u64) {
+        self.step(state, now, cost, false);
+    }
+
     fn state_mut(&mut self) -> &mut Count {
         &mut self.state
     }

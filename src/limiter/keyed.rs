@@ -37,6 +37,15 @@ impl<L: KeyedState> PerKey<L> {
         self.take(key, now, cost, true);
     }
 
+    /// Takes in an event of key `key` refused elsewhere, as [`KeyedState::refuse`] says.
+    #[inline]
+    pub fn refuse(&mut self, key: usize, now: Timestamp, cost: u64) {
+        if key >= self.states.len() {
+            self.add_keys(key);
+        }
+        self.limiter.refuse(&mut self.states[key], now, cost);
+    }
+
     /// Has the one rule decide in the key's state.
     #[inline]
     fn take(&mut self, key: usize, now: Timestamp, cost: u64, force: bool) -> Decision {

@@ -58,6 +58,11 @@ impl KeyedState for LimitsFixedWindow {
         Decision { passed: force || window.count <= self.limit, wait: 0 }
     }
 
+    /// A refused hit counts, wherever it was refused.
+    fn refuse(&self, state: &mut Self::State, now: Timestamp, cost: u64) {
+        self.step(state, now, cost, false);
+    }
+
     fn state_mut(&mut self) -> &mut Window {
         &mut self.state
     }

@@ -32,6 +32,7 @@ limiters! {
     limits_moving_window::LimitsMovingWindow,
     limits_sliding_window::LimitsSlidingWindow,
     envoy_ratelimit::EnvoyRatelimit,
+    traefik::Traefik,
 }
 
 use std::num::NonZeroU64;
@@ -105,6 +106,12 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         self.step(&mut state.clone(), now, cost, false).passed
     }
 
+    /// Takes in an event that was refused elsewhere (by another server's copy of this
+    /// state): the exact limiters, and every system whose refusals change nothing, ignore
+    /// it; a system whose refusals count (refused hits, a cancelled reservation) records it.
+    #[inline]
+    fn refuse(&self, _state: &mut Self::State, _now: Timestamp, _cost: u64) {}
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }
@@ -149,6 +156,9 @@ pub trait Rule: KeyedState {
     /// Whether its burst counts the requests beyond the first, as nginx's `burst=` does:
     /// its b is then the system's burst plus one, and reports show the system's.
     const BURST_BEYOND_FIRST: bool = false;
+    /// The burst a system takes when none is given, as its reports show it (nginx's 0,
+    /// Traefik's 1); `None` for the exact limiters, whose burst is then N.
+    const DEFAULT_BURST: Option<u64> = None;
     /// Whether it models one system's own arithmetic rather than being an exact limiter:
     /// `compare` puts only the exact limiters side by side unless asked for others.
     const SYSTEM: bool = false;

@@ -114,6 +114,7 @@ impl Rule for Nginx {
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
     const SYSTEM: bool = true;
+    const DEFAULT_BURST: Option<u64> = Some(0);
 
     fn refuses(rate: Rate) -> Option<String> {
         nginx_rate(rate).is_none().then(|| {

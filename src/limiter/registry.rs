@@ -100,6 +100,12 @@ macro_rules! limiters {
                 std::num::NonZeroU64::new(shown.checked_add(u64::from(beyond))?)
             }
 
+            /// Returns its burst b when none is given: a system's own default, or N.
+            pub fn default_burst(self, rate: $crate::units::rate::Rate) -> std::num::NonZeroU64 {
+                let default = match self { $(Algorithm::$rule => <$rule as Rule>::DEFAULT_BURST,)* };
+                default.and_then(|shown| self.burst_from(shown)).unwrap_or(rate.count_nonzero())
+            }
+
             /// Returns why it cannot run at `rate`, if it cannot: a system that writes no
             /// such rate.
             pub fn refuses(self, rate: $crate::units::rate::Rate) -> Option<String> {

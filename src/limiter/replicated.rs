@@ -50,7 +50,8 @@ impl Share {
 
 /// One limiter's copies on a fleet of servers, for every key: each server decides on its
 /// own copy; with [`Share::Synced`], the copies are replaced at every sync by a shared
-/// state that has taken in, in time order, every event any server passed.
+/// state that has taken in, in time order, every event any server passed (and, for a
+/// system whose refusals count, every one refused).
 ///
 /// A server's copy of a key is kept at `key · servers + server`, so that a key's copies sit
 /// side by side.
@@ -106,8 +107,8 @@ impl<L: KeyedState> Replicated<L> {
             if key >= synced.synced_in.len() {
                 synced.synced_in.resize(key + 1, i64::MIN);
             }
-            // The shared state changes only when an event passes, so a key's copies need
-            // replacing only at its first event in a new period, before anything passes.
+            // The shared state changes only when an event comes, so a key's copies need
+            // replacing only at its first event in a new period, before it is decided.
             if synced.synced_in[key] < period {
                 synced.synced_in[key] = period;
                 synced.snapshot.copy_key(&synced.shared, key, key);
@@ -121,10 +122,13 @@ impl<L: KeyedState> Replicated<L> {
             }
         }
         let decision = self.each.decide(copy, now, cost);
-        if decision.passed
-            && let Some(synced) = &mut self.synced
-        {
-            synced.shared.charge(key, now, cost);
+        if let Some(synced) = &mut self.synced {
+            // What passed is charged; what was refused is taken in as a refusal (which
+            // changes only the systems whose refusals count).
+            match decision.passed {
+                true => synced.shared.charge(key, now, cost),
+                false => synced.shared.refuse(key, now, cost),
+            }
         }
         decision
     }

@@ -31,6 +31,7 @@ mod schema;
 mod shared;
 mod sizing;
 mod synth;
+mod traefik;
 mod weighted;
 
 /// A small USGS-layout catalog, newest first as USGS serves it. Sorted, at 2/h:

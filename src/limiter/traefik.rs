@@ -1,0 +1,176 @@
+//! Traefik's `rateLimit` middleware: Go's `x/time/rate` in float64, and its `maxDelay` rule.
+
+use std::num::NonZeroU64;
+
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// Traefik's in-memory `rateLimit` (`pkg/middlewares/ratelimiter/rate_limiter.go`, `New` and
+/// `ServeHTTP`) over `golang.org/x/time/rate` 0.3.0 (`rate.go`: `reserveN`, `advance`,
+/// `CancelAt`, `durationFromTokens`, `tokensFromDuration`), in their float64 arithmetic,
+/// reproduced operation for operation, since it is that arithmetic that decides:
+///
+/// - The limit is `average·10⁹ / period_ns` tokens a second, a float64; a source's bucket
+///   starts full (`burst` tokens; Traefik's default burst is 1).
+/// - Each request reserves a token: tokens ← min(tokens + elapsed·limit, burst) − 1, and
+///   waits `⌊10⁹·(−tokens/limit)⌋` ns if that is below 0.
+/// - A wait above `maxDelay` (`10⁹ / (2·⌊limit⌋)` ns, or 500 ms below one a second) is
+///   refused with 429, and the reservation cancelled: its token comes back. Otherwise the
+///   request passes after its wait (the wait is not reported here).
+/// - A source's bucket is forgotten after `ttl` whole seconds without a request (2 s at a
+///   limit of one a second or more, else 1 + ⌊1/limit⌋ s, in `ttlmap`'s whole seconds),
+///   and comes back full. The map is taken to be large enough (Traefik holds 65 536).
+#[derive(Clone, Debug)]
+pub struct Traefik {
+    limit: f64,
+    burst: f64,
+    /// `maxDelay`, in ns.
+    max_delay: i64,
+    /// `ttl`, in seconds.
+    ttl: i64,
+    state: Bucket,
+}
+
+/// One source's bucket: its tokens, when they were counted (ns), and the second of its last
+/// request; none before the first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bucket(Option<Tokens>);
+
+/// What a bucket holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Tokens {
+    tokens: f64,
+    last: i64,
+    second: i64,
+}
+
+/// `time.Duration(d).Seconds()`: whole seconds and the rest, each to float64.
+#[allow(clippy::cast_precision_loss)] // As Go converts them.
+fn seconds(nanos: i64) -> f64 {
+    (nanos / 1_000_000_000) as f64 + (nanos % 1_000_000_000) as f64 / 1e9
+}
+
+impl Traefik {
+    /// Returns the middleware at `average` per `period` with `burst`.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // As Go does.
+    pub fn new(rate: Rate, burst: NonZeroU64) -> Traefik {
+        // float64(average·time.Second) / float64(period); refuses() keeps the product in i64.
+        let average = i64::try_from(rate.count()).unwrap_or(i64::MAX).saturating_mul(1_000_000_000);
+        let period = rate.period().as_micros().saturating_mul(1000);
+        let limit = average as f64 / period as f64;
+        let (max_delay, ttl) = if limit < 1.0 {
+            (500_000_000, 1 + (1.0 / limit) as i64)
+        } else {
+            (1_000_000_000 / ((limit as i64).saturating_mul(2)).max(1), 2)
+        };
+        Traefik { limit, burst: burst.get() as f64, max_delay, ttl, state: Bucket::default() }
+    }
+}
+
+impl KeyedState for Traefik {
+    type State = Bucket;
+
+    fn step(&self, bucket: &mut Bucket, now: Timestamp, cost: u64, force: bool) -> Decision {
+        self.reserve(bucket, now, cost, if force { Some(false) } else { None })
+    }
+
+    /// Refused elsewhere: the reservation is made and cancelled, as on the server that
+    /// refused it.
+    fn refuse(&self, bucket: &mut Bucket, now: Timestamp, cost: u64) {
+        self.reserve(bucket, now, cost, Some(true));
+    }
+
+    fn state_mut(&mut self) -> &mut Bucket {
+        &mut self.state
+    }
+}
+
+impl Traefik {
+    /// Reserves a token at `now` and cancels it past `maxDelay`, or as `cancel` says.
+    #[allow(clippy::cast_possible_truncation)] // float64 to Duration, as Go converts it.
+    fn reserve(&self, bucket: &mut Bucket, now: Timestamp, cost: u64, cancel: Option<bool>) -> Decision {
+        let t = now.as_micros().saturating_mul(1000);
+        let second = now.as_micros().div_euclid(1_000_000);
+        // `advance`: a forgotten or new bucket is full, as a fresh Limiter is.
+        let kept = bucket.0.filter(|b| second < b.second + self.ttl);
+        let full = kept.map_or(self.burst, |b| {
+            let elapsed = t - b.last.min(t);
+            (b.tokens + seconds(elapsed) * self.limit).min(self.burst)
+        });
+        // Traefik reserves one token a request, whatever it costs.
+        let _ = cost;
+        let tokens = full - 1.0;
+        let wait = if tokens < 0.0 { (1e9 * (-tokens / self.limit)) as i64 } else { 0 };
+        if cancel.unwrap_or(wait > self.max_delay) {
+            // `CancelAt` at the same instant: no time to advance, and the token back.
+            let back = ((tokens + 0.0 * self.limit) + 1.0).min(self.burst);
+            *bucket = Bucket(Some(Tokens { tokens: back, last: t, second }));
+            return Decision { passed: false, wait: 0 };
+        }
+        *bucket = Bucket(Some(Tokens { tokens, last: t, second }));
+        Decision { passed: true, wait: 0 }
+    }
+}
+
+impl Rule for Traefik {
+    const NAME: &'static str = "traefik";
+    const HELP: &'static str =
+        "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
+    const USES_BURST: bool = true;
+    const SYSTEM: bool = true;
+    const DEFAULT_BURST: Option<u64> = Some(1);
+
+    fn refuses(rate: Rate) -> Option<String> {
+        (rate.count() > 9_223_372_036).then(|| {
+            format!("Traefik multiplies the average by 10⁹ in int64: {rate} is past what it holds")
+        })
+    }
+
+    fn new_limit(rate: Rate, burst: NonZeroU64) -> Traefik {
+        Traefik::new(rate, burst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{burst, decisions};
+    use super::*;
+
+    fn at(ms: &[i64]) -> Vec<Timestamp> {
+        ms.iter().map(|&ms| Timestamp::from_micros(ms * 1000).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_wait_within_max_delay_passes_and_one_past_it_is_refused() {
+        // 10/s, burst 1: maxDelay is 10⁹/(2·10) = 50 ms. At 0 the full token goes; at 60 ms
+        // 0.6 tokens are there, a wait of 40 ms: it passes (and leaves −0.4); at 70 ms the
+        // bucket holds −0.3: a wait of 130 ms, refused, and its token comes back.
+        let mut traefik = Traefik::new("10/s".parse().unwrap(), burst(1));
+        let got = decisions(&mut traefik, &at(&[0, 60, 70, 160]));
+        // At 160 ms: −0.3 + 0.9 = 0.6, a wait of 40 ms: it passes.
+        assert_eq!(got, [true, true, false, true]);
+    }
+
+    #[test]
+    fn below_one_a_second_the_max_delay_is_half_a_second() {
+        // 1 per 10 s, burst 1: maxDelay 500 ms, ttl 1 + 10 = 11 s. At 0 it passes; at 9.6 s
+        // 0.96 tokens, a wait of 400 ms: passes; at 19.4 s, −0.04 + 0.98 = 0.94, a wait of
+        // 600 ms: refused.
+        let mut traefik = Traefik::new("1/10s".parse().unwrap(), burst(1));
+        let got = decisions(&mut traefik, &at(&[0, 9_600, 19_400]));
+        assert_eq!(got, [true, true, false]);
+        assert_eq!((traefik.max_delay, traefik.ttl), (500_000_000, 11));
+    }
+
+    #[test]
+    fn a_bucket_idle_for_its_ttl_comes_back_full() {
+        // 1/s, burst 5: ttl 2 s. Five at 0 empty it; a sixth at 0 would wait 1 s > 500 ms.
+        // At 2 s (two whole seconds on) the bucket is forgotten and full again: five pass,
+        // where the kept bucket would hold only 2 tokens.
+        let mut traefik = Traefik::new("1/s".parse().unwrap(), burst(5));
+        let times = at(&[0, 0, 0, 0, 0, 0, 2_000, 2_000, 2_000, 2_000, 2_000]);
+        let got = decisions(&mut traefik, &times);
+        assert_eq!(got, [true, true, true, true, true, false, true, true, true, true, true]);
+    }
+}
