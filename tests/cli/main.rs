@@ -9,6 +9,7 @@ mod compare;
 mod config;
 mod conventions;
 mod emit;
+mod faked_clock;
 mod fdsn;
 mod fetch;
 mod fetch_misbehaving;

@@ -3,45 +3,21 @@
 //!
 //! nginx runs as one process (`master_process off`) with the environment libfaketime needs
 //! passed through (nginx clears its own otherwise, and libfaketime then reads the real
-//! clock). libfaketime is frozen at the time in a file, replaced before each request: an
-//! absolute time, whose fraction it reads through a double, so the millisecond is written
-//! with half a millisecond more. `limit_req` reads the monotonic clock, which libfaketime
-//! fakes too.
+//! clock); see `faked_clock`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
+use crate::faked_clock::FakedServer;
 use crate::harness::{Stdin, real_catalog, run_with, temp_file};
-use crate::redis_server::free_ports;
 
 const NGINX: &str = "/usr/sbin/nginx";
-const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
-/// A real nginx on loopback whose clock is the time in a file; stopped when dropped.
-struct Nginx {
-    child: Child,
-    port: u16,
-    clock: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Nginx {
-    /// Starts nginx with `limit_req_zone $arg_k … rate=RATE` and `limit_req … ARGS` on `/`.
-    fn start(rate: &str, args: &str) -> Nginx {
-        for needed in [NGINX, FAKETIME] {
-            assert!(
-                Path::new(needed).exists(),
-                "{needed} is missing: install nginx and libfaketime"
-            );
-        }
-        let dir = tempfile::Builder::new().prefix("ratelimit-nginx-").tempdir().unwrap();
-        let d = dir.path().display();
-        let port = free_ports(1)[0];
-        std::fs::write(dir.path().join("f"), "ok\n").unwrap();
-        let conf = format!(
+/// Starts nginx with `limit_req_zone $arg_k … rate=RATE` and `limit_req … ARGS` on `/`.
+fn start_nginx(rate: &str, args: &str) -> FakedServer {
+    let config = |dir: &Path, port: u16| {
+        let d = dir.display();
+        std::fs::write(dir.join("f"), "ok\n").unwrap();
+        format!(
             "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid;
              error_log {d}/error.log warn;
              env TZ; env LD_PRELOAD; env FAKETIME_TIMESTAMP_FILE; env FAKETIME_NO_CACHE;
@@ -57,58 +33,20 @@ impl Nginx {
                      location / {{ limit_req zone=z {args}; }}
                  }}
              }}"
-        );
-        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let clock = dir.path().join("clock");
-        std::fs::write(&clock, "2020-01-01 00:00:00.0005\n").unwrap();
-        let child = Command::new(NGINX)
-            .args(["-p", &d.to_string(), "-e", &format!("{d}/error.log"), "-c"])
-            .arg(dir.path().join("nginx.conf"))
-            .env("TZ", "UTC")
-            .env("LD_PRELOAD", FAKETIME)
-            .env("FAKETIME_TIMESTAMP_FILE", &clock)
-            .env("FAKETIME_NO_CACHE", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let nginx = Nginx { child, port, clock, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        nginx
-    }
-
-    /// Sends one request for key `key` at `micros` (µs since the epoch) and returns
-    /// whether nginx passed it (200) rather than refused it (503).
-    fn request(&self, micros: i64, key: &str) -> bool {
-        let time = chrono::DateTime::from_timestamp_micros(micros).unwrap();
-        // The millisecond, and half of one more: libfaketime reads it through a double.
-        let text = format!("{}5\n", time.format("%Y-%m-%d %H:%M:%S%.3f"));
-        let next = self.clock.with_extension("next");
-        std::fs::write(&next, text).unwrap();
-        std::fs::rename(&next, &self.clock).unwrap();
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        write!(stream, "GET /f?k={key} HTTP/1.0\r\n\r\n").unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        match answer.get(9..12) {
-            Some("200") => true,
-            Some("503") => false,
-            _ => panic!("nginx answered {answer:?}"),
-        }
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+        )
+    };
+    let args = |dir: &Path| {
+        let d = dir.display().to_string();
+        vec![
+            "-p".into(),
+            d.clone(),
+            "-e".into(),
+            format!("{d}/error.log"),
+            "-c".into(),
+            format!("{d}/config"),
+        ]
+    };
+    FakedServer::start(NGINX, config, args)
 }
 
 /// The times (µs) and keys (the column `key`) of a catalog's events, in time order.
@@ -149,9 +87,10 @@ fn disagreements(nginx: &[bool], model: &[bool]) -> Vec<(usize, bool, bool)> {
 #[ignore = "needs nginx and libfaketime"]
 fn the_faked_clock_is_the_one_limit_req_reads() {
     // 1r/m is one request each 62.5 s to nginx: 200 at t, 503 at t + 30 s, 200 at 62.5 s.
-    let nginx = Nginx::start("1r/m", "");
+    let nginx = start_nginx("1r/m", "");
     let t = 1_700_000_000_000_000;
-    let got: Vec<bool> = [0, 30_000_000, 62_500_000].map(|d| nginx.request(t + d, "a")).to_vec();
+    let got: Vec<bool> =
+        [0, 30_000_000, 62_500_000].map(|d| nginx.request(t + d, "/f", "a")).to_vec();
     assert_eq!(got, [true, false, true]);
 }
 
@@ -161,8 +100,8 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     // Every event of 2015–2025 at 1r/m, with no burst; one key.
     let events = events_of(&real_catalog("usgs_m5_2015_2025.csv"), "net");
     let events: Vec<(i64, String)> = events.into_iter().map(|(t, _)| (t, "all".into())).collect();
-    let nginx = Nginx::start("1r/m", "nodelay");
-    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, k)).collect();
+    let nginx = start_nginx("1r/m", "nodelay");
+    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
     drop(nginx);
     let ours = model(&events, &["--algo", "nginx", "--rate", "1/m"]);
     assert_eq!(disagreements(&real, &ours), []);
@@ -178,8 +117,8 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     // A month of every magnitude, keyed by network, at 1r/m, burst=1.
     let month = real_catalog("usgs_all_month_2025-05-06_to_2025-06-05.csv");
     let events = events_of(&month, "net");
-    let nginx = Nginx::start("1r/m", "burst=1 nodelay");
-    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, k)).collect();
+    let nginx = start_nginx("1r/m", "burst=1 nodelay");
+    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
     drop(nginx);
     let ours = model(&events, &["--algo", "nginx", "--rate", "1/m", "--burst", "1", "--key", "k"]);
     assert_eq!(disagreements(&real, &ours), []);
