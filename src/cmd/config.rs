@@ -38,6 +38,8 @@ pub enum System {
     EnvoyRatelimit,
     /// Python's limits.
     Limits,
+    /// Traefik's rateLimit middleware (dynamic configuration, YAML).
+    Traefik,
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
@@ -45,6 +47,7 @@ pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
         System::Nginx => nginx(args),
         System::EnvoyRatelimit => envoy(args),
         System::Limits => limits(args),
+        System::Traefik => traefik(args),
     };
     write_stdout(text.as_bytes())
 }
@@ -131,6 +134,28 @@ fn envoy(args: &ConfigArgs) -> String {
          requests_per_unit: {count}\n"
     );
     text
+}
+
+/// Traefik's `rateLimit` middleware: `average` per `period` (a Go duration, whole), and
+/// its burst (Traefik's default is 1); `--algo traefik` replays it, float64 and all.
+fn traefik(args: &ConfigArgs) -> String {
+    let rate = args.rate;
+    let micros = rate.period().as_micros();
+    let period = match micros {
+        m if m % 1_000_000 == 0 => format!("{}s", m / 1_000_000),
+        m if m % 1000 == 0 => format!("{}ms", m / 1000),
+        m => format!("{m}us"),
+    };
+    let burst = args.burst.map_or(1, NonZeroU64::get);
+    let source = args.key.as_deref().map_or(String::new(), |key| {
+        format!("        sourceCriterion:\n          requestHeaderName: {key}\n")
+    });
+    format!(
+        "# ratelimit: traefik at {rate}, burst {burst} (--algo traefik replays it)\n\
+         http:\n  middlewares:\n    ratelimit:\n      rateLimit:\n        average: {}\n        \
+         period: {period}\n        burst: {burst}\n{source}",
+        rate.count()
+    )
 }
 
 /// The `limits` item, in its string notation and as Python, with the strategy the models

@@ -35,6 +35,14 @@ fn envoy_and_limits_configs_are_in_their_units() {
          # 5/2h is not N a unit: 60 a day passes as many on average, but all of them may come at once in one day's window\n\
          domain: ratelimit\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: day\n      requests_per_unit: 60\n"
     );
+    let out =
+        run(&["config", "--for", "traefik", "--rate", "3/90s", "-b", "4", "-k", "X-Client"], "");
+    assert_eq!(
+        out.ok(),
+        "# ratelimit: traefik at 3/90s, burst 4 (--algo traefik replays it)\n\
+         http:\n  middlewares:\n    ratelimit:\n      rateLimit:\n        average: 3\n        \
+         period: 90s\n        burst: 4\n        sourceCriterion:\n          requestHeaderName: X-Client\n"
+    );
     let out = run(&["config", "--for", "limits", "--rate", "5/h"], "").ok();
     assert!(out.contains("item = parse(\"5 per 3600 second\")\n"), "{out}");
 }
