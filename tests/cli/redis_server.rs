@@ -169,7 +169,7 @@ pub fn free_ports(count: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     while ports.len() < count {
         let port =
-            20_000 + u16::try_from(NEXT_PORT.fetch_add(1, Ordering::SeqCst) % 25_000).unwrap();
+            10_000 + u16::try_from(NEXT_PORT.fetch_add(1, Ordering::SeqCst) % 12_000).unwrap();
         if free(port) && free(port + 10_000) {
             ports.push(port);
         }
