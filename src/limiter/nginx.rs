@@ -183,6 +183,18 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_gone_back_leaks_nothing_or_one_ms() {
+        // 1r/s, burst=1 (most 1000). A request at 10 s, then one at 9.5 s (ms = −500,
+        // taken as 0: excess 0 + 1000, passes, `last` stays), then at 9.6 s again ms < 0:
+        // 1000 + 1000 > 1000, refused. Back more than 60 s, ms counts as 1: leak ⌊1000·1/1000⌋
+        // = 1, 1000 − 1 + 1000 > 1000, refused too.
+        let mut nginx = Nginx::new("1/s".parse().unwrap(), burst(2));
+        let got = decisions(&mut nginx, &ms(&[10_000, 9_500, 9_600, -60_000]));
+        assert_eq!(got, [true, true, false, false]);
+        assert_eq!((nginx.state.0.unwrap().excess, nginx.state.0.unwrap().last), (1000, 10_000));
+    }
+
+    #[test]
     fn nginx_writes_only_seconds_and_minutes() {
         let rate = |text: &str| nginx_rate(text.parse().unwrap());
         assert_eq!(rate("5/s"), Some((5, 1)));
