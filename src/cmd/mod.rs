@@ -13,6 +13,7 @@ mod plot;
 mod replay;
 mod schema;
 mod synth;
+mod validate;
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -31,6 +31,20 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let settings = vec![size.settings(algorithm, args.window, true)?];
     let job = args.job.job(input, settings, false)?;
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
+        None if args.validate.is_some() => {
+            let column = args.validate.as_deref().unwrap_or_default();
+            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
+            let events = rows.iter().map(|(event, _)| event);
+            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
+            let lines =
+                super::validate::validate(&rows, recorder.trace(), column, &job.input.read)?;
+            // The agreement is a report on stderr, as --emit's is: -q silences it.
+            let mut err = diagnostics();
+            for line in lines {
+                let _ = writeln!(err, "ratelimit: {line}");
+            }
+            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
+        }
         None => {
             let (recorder, stats) = job.replay()?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
@@ -170,6 +184,12 @@ pub struct ReplayArgs {
     /// With --emit, write the rows without the header line (CSV and TSV).
     #[arg(long, requires = "emit")]
     pub no_header: bool,
+
+    /// Compare each decision with the one the system logged in COLUMN (nginx's
+    /// $limit_req_status: PASSED, DELAYED or REJECTED), and say on stderr how many agree,
+    /// with the first that do not. A log is read by its --log-format.
+    #[arg(long, value_name = "COLUMN", conflicts_with = "emit")]
+    pub validate: Option<String>,
 
     #[command(flatten)]
     pub output: OutputArgs,

@@ -59,6 +59,11 @@ impl FakedServer {
         server
     }
 
+    /// The directory the server's files (its config, its logs) are in.
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// Sends `GET PATH?k=KEY` (no query for an empty key) at `micros` (µs since the epoch) on a new connection and
     /// returns whether the server answered 200 (else 503 or 429, a refusal).
     pub fn request(&self, micros: i64, path: &str, key: &str) -> bool {

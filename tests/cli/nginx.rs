@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::faked_clock::FakedServer;
-use crate::harness::{Stdin, real_catalog, run_with, temp_file};
+use crate::harness::{Stdin, real_catalog, run, run_with, temp_file};
 
 const NGINX: &str = "/usr/sbin/nginx";
 
@@ -23,7 +23,8 @@ fn start_nginx(rate: &str, args: &str) -> FakedServer {
              env TZ; env LD_PRELOAD; env FAKETIME_TIMESTAMP_FILE; env FAKETIME_NO_CACHE;
              events {{ worker_connections 64; }}
              http {{
-                 access_log off;
+                 log_format timed '$arg_k $msec $request_time $limit_req_status';
+                 access_log {d}/access.log timed;
                  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
                  fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
                  limit_req_zone $arg_k zone=z:10m rate={rate};
@@ -119,7 +120,34 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     let events = events_of(&month, "net");
     let nginx = start_nginx("1r/m", "burst=1 nodelay");
     let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
+    let log = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();
     drop(nginx);
+    // nginx's own log, read by its log_format, says the same of every request.
+    let replay = [
+        "replay",
+        "-",
+        "--log-format",
+        "$arg_k $msec $request_time $limit_req_status",
+        "--key",
+        "arg_k",
+        "--algo",
+        "nginx",
+        "--rate",
+        "1/m",
+        "--format",
+        "json",
+        "--validate",
+        "limit_req_status",
+    ];
+    let validated = run(&[&replay[..], &["--burst", "1"]].concat(), &log);
+    let agree = format!(
+        "ratelimit: validate: {n} events with a limit_req_status, {n} decided alike (100.0%), 0 apart\n",
+        n = events.len()
+    );
+    assert_eq!(validated.stderr, agree);
+    // Validating a limit nginx did not run finds it apart.
+    let other = run(&[&replay[..], &["--burst", "2"]].concat(), &log).stderr;
+    assert!(other.contains("apart\nratelimit: validate: at "), "{other}");
     let ours = model(&events, &["--algo", "nginx", "--rate", "1/m", "--burst", "1", "--key", "k"]);
     assert_eq!(disagreements(&real, &ours), []);
     assert!(real.iter().any(|&pass| !pass), "nginx refused nothing: the test proves little");
@@ -151,4 +179,29 @@ fn nginx_takes_only_rates_it_can_write_and_one_a_minute_is_one_each_62_5_s() {
                 2025-01-01T00:00:00Z\n";
     let report = crate::harness::json(&crate::harness::run(&burst, same).ok());
     assert_eq!((report["passed"].as_u64(), report["burst"].as_u64()), (Some(3), Some(2)));
+}
+
+#[test]
+fn validate_says_how_many_agree_and_shows_the_first_apart() {
+    // 1r/s, no burst: 0 passes, 0.5 s is refused, 1 s passes. The log says PASSED at
+    // 0.5 s: one apart; a request with no limit applied (-) is not compared.
+    let log = "time,status\n2025-01-01T00:00:00Z,PASSED\n2025-01-01T00:00:00.5Z,PASSED\n\
+               2025-01-01T00:00:01Z,PASSED\n2025-01-01T00:00:02Z,-\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "1/s", "--validate", "status", "-q"];
+    let out = crate::harness::run(&args[..7], log);
+    assert_eq!(
+        out.stderr,
+        "ratelimit: validate: 3 events with a status, 2 decided alike (66.7%), 1 apart; 1 with \
+         no limit applied, not compared\n\
+         ratelimit: validate: at 2025-01-01T00:00:00.500Z, logged PASSED (passed), replayed \
+         refused: 2025-01-01T00:00:00.5Z,PASSED\n"
+    );
+    assert!(out.ok().starts_with("input "), "the report is on stdout as ever");
+    assert_eq!(crate::harness::run(&args, log).stderr, "", "-q silences it");
+    let bad = crate::harness::run(&args[..7], "time,status\n2025-01-01T00:00:00Z,OK\n").error();
+    assert_eq!(
+        bad,
+        "ratelimit: --validate status: the row at 2025-01-01T00:00:00Z has \"OK\", which is \
+         not a $limit_req_status (PASSED, DELAYED, REJECTED, their _DRY_RUN, or -)"
+    );
 }
