@@ -40,6 +40,8 @@ pub enum System {
     Limits,
     /// Traefik's rateLimit middleware (dynamic configuration, YAML).
     Traefik,
+    /// envoy's local_ratelimit filter's token bucket.
+    EnvoyLocal,
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
@@ -48,6 +50,7 @@ pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
         System::EnvoyRatelimit => envoy(args),
         System::Limits => limits(args),
         System::Traefik => traefik(args),
+        System::EnvoyLocal => envoy_local(args),
     };
     write_stdout(text.as_bytes())
 }
@@ -156,6 +159,31 @@ fn traefik(args: &ConfigArgs) -> String {
          period: {period}\n        burst: {burst}\n{source}",
         rate.count()
     )
+}
+
+/// envoy's `local_ratelimit` token bucket: `max_tokens` (the burst, default N),
+/// `tokens_per_fill` (N) and `fill_interval` (P, whole milliseconds, at least 50).
+fn envoy_local(args: &ConfigArgs) -> String {
+    let rate = args.rate;
+    let ms = rate.period().as_micros() / 1000;
+    let mut text = format!("# ratelimit: envoy-local at {rate} (--algo envoy-local replays it)\n");
+    if rate.period().as_micros() % 1000 != 0 || ms < 50 {
+        let _ = writeln!(
+            text,
+            "# envoy's fill_interval is whole milliseconds, at least 50: {rate} is not"
+        );
+    }
+    let interval = match ms.max(50) {
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{}.{:03}s", ms / 1000, ms % 1000),
+    };
+    let burst = args.burst.map_or(rate.count(), NonZeroU64::get);
+    let _ = write!(
+        text,
+        "token_bucket:\n  max_tokens: {burst}\n  tokens_per_fill: {}\n  fill_interval: {interval}\n",
+        rate.count()
+    );
+    text
 }
 
 /// The `limits` item, in its string notation and as Python, with the strategy the models

@@ -204,8 +204,8 @@ pub enum Command {
     Fetch(fetch::FetchArgs),
     /// Print the JSON Schema of a command's --format json output.
     Schema(schema::SchemaArgs),
-    /// Print the configuration that runs a limit on nginx, envoy's ratelimit, Python's
-    /// limits or Traefik, in that system's units.
+    /// Print the configuration that runs a limit on nginx, envoy (ratelimit or local),
+    /// Python's limits or Traefik, in that system's units.
     Config(config::ConfigArgs),
     /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
     #[command(after_help = COMPLETIONS_AFTER_HELP)]

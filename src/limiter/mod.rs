@@ -33,6 +33,7 @@ limiters! {
     limits_sliding_window::LimitsSlidingWindow,
     envoy_ratelimit::EnvoyRatelimit,
     traefik::Traefik,
+    envoy_local::EnvoyLocal,
 }
 
 use std::num::NonZeroU64;

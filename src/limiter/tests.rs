@@ -253,6 +253,8 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
     // Traefik: x/time/rate's tokens and when they were counted, in float64, and the second
     // of the bucket's last request.
     let mut bucket: Option<(f64, i128, i128)> = None;
+    // envoy's local bucket: the time (s, float64) it was empty.
+    let mut empty: Option<f64> = None;
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
@@ -343,6 +345,20 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                 let wait = if tokens < 0.0 { (1e9 * (-tokens / limit)) as i128 } else { 0 };
                 let ok = wait <= max_delay;
                 bucket = Some((if ok { tokens } else { (tokens + 1.0).min(burst) }, ns, second));
+                ok
+            }
+            Algorithm::EnvoyLocal => {
+                #[allow(clippy::cast_precision_loss)]
+                let (rate, now, most) = (
+                    (n as f64 / ((p / 1000) as f64 / 1000.0)).max(1.0 / 31_536_000.0),
+                    t as f64 / 1e6,
+                    b as f64,
+                );
+                let tokens = empty.map_or(most, |at| most.min((now - at) * rate));
+                let ok = tokens >= 1.0;
+                if ok {
+                    empty = Some(now - (tokens - 1.0) / rate);
+                }
                 ok
             }
             Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,

@@ -43,6 +43,12 @@ fn envoy_and_limits_configs_are_in_their_units() {
          http:\n  middlewares:\n    ratelimit:\n      rateLimit:\n        average: 3\n        \
          period: 90s\n        burst: 4\n        sourceCriterion:\n          requestHeaderName: X-Client\n"
     );
+    let out = run(&["config", "--for", "envoy-local", "--rate", "3/1500ms", "-b", "2"], "").ok();
+    assert_eq!(
+        out,
+        "# ratelimit: envoy-local at 3/1500ms (--algo envoy-local replays it)\n\
+         token_bucket:\n  max_tokens: 2\n  tokens_per_fill: 3\n  fill_interval: 1.500s\n"
+    );
     let out = run(&["config", "--for", "limits", "--rate", "5/h"], "").ok();
     assert!(out.contains("item = parse(\"5 per 3600 second\")\n"), "{out}");
 }
