@@ -210,9 +210,12 @@ fn a_replay_through_a_slot_resharded_mid_run_decides_as_memory_does() {
         migrate.extend(keys.iter().map(String::as_str));
         let moved: String = on(&cluster, from, &migrate);
         assert_eq!(moved, "OK", "{algo}: MIGRATE");
-        // Moved, not yet handed over (ASK); then handed over (MOVED).
+        // Moved, not yet handed over (ASK); then handed over (MOVED), the old node first:
+        // for 150 ms the new one, still importing, sends the slot's calls back to it.
         std::thread::sleep(Duration::from_millis(50));
-        for node in 0..3 {
+        let () = on(&cluster, from, &["CLUSTER", "SETSLOT", &slot, "NODE", &ids[to]]);
+        std::thread::sleep(Duration::from_millis(150));
+        for node in (0..3).filter(|&n| n != from) {
             let () = on(&cluster, node, &["CLUSTER", "SETSLOT", &slot, "NODE", &ids[to]]);
         }
         let ended = child.try_wait().unwrap();

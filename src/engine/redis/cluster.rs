@@ -20,7 +20,8 @@ pub const SLOTS: u16 = 16_384;
 const MAX_REDIRECTS: usize = 8;
 
 /// How long to wait before trying a call again that a cluster refused for now (TRYAGAIN,
-/// during a resharding); with [`MAX_REDIRECTS`], at most 0.8 s a call.
+/// during a resharding) or sent back and forth (MOVED, while a slot's hand-over reaches the
+/// nodes one by one); with [`MAX_REDIRECTS`], at most 0.8 s a call.
 const TRY_AGAIN_WAIT: Duration = Duration::from_millis(100);
 
 /// Returns the hash slot of a key, as Redis Cluster finds it: CRC16 (XMODEM) of the key's
@@ -169,11 +170,18 @@ impl Cluster {
         // each time, also when it is sent there again (for TRYAGAIN or NOSCRIPT).
         let mut asking = false;
         let mut resharding = false;
+        let mut moved = 0;
         for _ in 0..MAX_REDIRECTS {
             let Some(kind) = retried(&reply) else { return Ok(reply) };
             resharding |= kind == ServerErrorKind::TryAgain;
             match kind {
                 ServerErrorKind::Moved => {
+                    // A second MOVED for one call: the nodes disagree about who serves the
+                    // slot, as while a hand-over reaches them one by one. They agree soon.
+                    moved += 1;
+                    if moved > 1 {
+                        std::thread::sleep(TRY_AGAIN_WAIT);
+                    }
                     target = self.node(redirect(&reply, self.url())?)?;
                     self.slots[usize::from(*slot)] = target;
                     asking = false;
