@@ -15,13 +15,22 @@ pub struct PerKey<L: KeyedState> {
     limiter: L,
     fresh: L::State,
     states: Vec<L::State>,
+    /// The keys' zone, for a limiter whose keys share one ([`KeyedState::ZONE`]).
+    zone: Option<super::zone::Zone>,
 }
 
 impl<L: KeyedState> PerKey<L> {
     /// Returns the limiter for every key, each starting as `limiter` is now.
     pub fn new(mut limiter: L) -> PerKey<L> {
         let fresh = limiter.state_mut().clone();
-        PerKey { limiter, fresh, states: Vec::new() }
+        let zone = L::ZONE.then(super::zone::Zone::new);
+        PerKey { limiter, fresh, states: Vec::new(), zone }
+    }
+
+    /// Returns the limiter for every key with no zone shared between keys: for copies of
+    /// a key on several servers, whose zones are their servers' own.
+    pub fn without_zone(limiter: L) -> PerKey<L> {
+        PerKey { zone: None, ..PerKey::new(limiter) }
     }
 
     /// Decides on an event of key `key` at `now` that costs `cost`; events of each key must
@@ -52,7 +61,28 @@ impl<L: KeyedState> PerKey<L> {
         if key >= self.states.len() {
             self.add_keys(key);
         }
+        if L::ZONE {
+            self.look_up(key, now);
+        }
         self.limiter.step(&mut self.states[key], now, cost, force)
+    }
+
+    /// nginx's lookup in its zone: a new key first frees up to two of the least recently
+    /// looked-up nodes, if idle long enough and leaked away (`ngx_http_limit_req_expire`);
+    /// any key then goes to the front.
+    fn look_up(&mut self, key: usize, now: Timestamp) {
+        let Some(zone) = &mut self.zone else { return };
+        if self.limiter.is_fresh(&self.states[key]) {
+            for _ in 0..2 {
+                let Some(last) = zone.tail() else { break };
+                if !self.limiter.freed(&self.states[last], now) {
+                    break;
+                }
+                zone.free(last);
+                self.states[last].clone_from(&self.fresh);
+            }
+        }
+        zone.touch(key);
     }
 
     /// Returns whether an event of key `key` at `now` that costs `cost` would pass,

@@ -7,6 +7,7 @@ mod aligned;
 mod keyed;
 pub mod promise;
 mod replicated;
+pub mod zone;
 #[macro_use]
 mod registry;
 
@@ -112,6 +113,22 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// it; a system whose refusals count (refused hits, a cancelled reservation) records it.
     #[inline]
     fn refuse(&self, _state: &mut Self::State, _now: Timestamp, _cost: u64) {}
+
+    /// Whether its keys share one zone, as nginx's do: a new key frees up to two of the
+    /// least recently looked-up keys that [`freed`](KeyedState::freed) says may go, and a
+    /// freed key starts again fresh.
+    const ZONE: bool = false;
+
+    /// Whether a zone frees the node in `state` when a new key comes at `now`; never, for
+    /// limiters without a zone.
+    fn freed(&self, _state: &Self::State, _now: Timestamp) -> bool {
+        false
+    }
+
+    /// Whether `state` holds no node: the key is new to the zone.
+    fn is_fresh(&self, _state: &Self::State) -> bool {
+        false
+    }
 
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;

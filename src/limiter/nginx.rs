@@ -102,6 +102,20 @@ impl KeyedState for Nginx {
         Decision { passed: true, wait: 0 }
     }
 
+    const ZONE: bool = true;
+
+    /// `ngx_http_limit_req_expire` with n = 1: a node idle 60 s or more (either way) whose
+    /// excess has leaked away.
+    fn freed(&self, node: &Node, now: Timestamp) -> bool {
+        let Some(kept) = node.0 else { return false };
+        let ms = (now.as_micros().div_euclid(1000) - kept.last).abs();
+        ms >= 60_000 && i128::from(kept.excess) - self.milli * i128::from(ms) / 1000 <= 0
+    }
+
+    fn is_fresh(&self, node: &Node) -> bool {
+        node.0.is_none()
+    }
+
     fn state_mut(&mut self) -> &mut Node {
         &mut self.state
     }
@@ -204,5 +218,36 @@ mod tests {
         assert_eq!(rate("5/h"), None);
         assert_eq!(rate("1/2s"), Some((30, 60)));
         assert_eq!(rate("1/7s"), None);
+    }
+}
+
+#[cfg(test)]
+mod zone_tests {
+    use super::super::keyed::AnyPerKey;
+    use super::super::tests::burst;
+    use super::*;
+    use crate::limiter::Algorithm;
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_micros(ms * 1000).unwrap()
+    }
+
+    #[test]
+    fn a_new_key_frees_an_idle_leaked_key_whose_next_request_is_then_free() {
+        // 1r/m, burst=0. Key 0 at 0 s; at 61 s it has leaked ⌊16·61 000/1000⌋ = 976 of the
+        // 1000 its request adds: refused. But if key 1 comes at 60.5 s, key 0 (idle 60.5 s,
+        // 0 − 968 ≤ 0) is freed, and its request at 61 s is a first request: it passes.
+        let rate = "1/m".parse().unwrap();
+        let mut alone = AnyPerKey::new(Algorithm::Nginx, rate, burst(1));
+        assert!(alone.decide(0, at(0), 1).passed);
+        assert!(!alone.decide(0, at(61_000), 1).passed);
+        let mut zone = AnyPerKey::new(Algorithm::Nginx, rate, burst(1));
+        assert!(zone.decide(0, at(0), 1).passed);
+        assert!(zone.decide(1, at(60_500), 1).passed);
+        assert!(zone.decide(0, at(61_000), 1).passed, "key 0 was freed");
+        // A key idle less than 60 s is kept: key 2 at 61.2 s frees nothing of key 0 (idle
+        // 0.2 s), and key 0 at 62 s is refused (leak 16: 0 − 16 + 1000 > 0).
+        assert!(zone.decide(2, at(61_200), 1).passed);
+        assert!(!zone.decide(0, at(62_000), 1).passed);
     }
 }

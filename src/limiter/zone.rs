@@ -1,0 +1,96 @@
+//! A zone's keys from the most to the least recently looked up, as nginx's `limit_req`
+//! queues its nodes: what it frees from when a new key comes.
+
+/// The keys of a zone in the order of their last lookup: a doubly linked list over key
+/// numbers, 8 bytes a key, O(1) to look up, to free and to find the least recent.
+#[derive(Clone, Debug, Default)]
+pub struct Zone {
+    /// For each key, the keys before (more recent) and after (less recent) it, or NONE.
+    links: Vec<(u32, u32)>,
+    /// Whether each key holds a node.
+    held: Vec<bool>,
+    head: u32,
+    tail: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Zone {
+    /// Returns an empty zone.
+    pub fn new() -> Zone {
+        Zone { links: Vec::new(), held: Vec::new(), head: NONE, tail: NONE }
+    }
+
+    /// Returns the least recently looked up key, if any.
+    pub fn tail(&self) -> Option<usize> {
+        (self.tail != NONE).then_some(self.tail as usize)
+    }
+
+    /// Moves `key` to the front, adding it if it is not held.
+    pub fn touch(&mut self, key: usize) {
+        if key >= self.links.len() {
+            self.links.resize(key + 1, (NONE, NONE));
+            self.held.resize(key + 1, false);
+        }
+        if self.held[key] {
+            self.unlink(key);
+        }
+        // Key numbers are u32 (see `input::keys::slot`): the cast is exact.
+        #[allow(clippy::cast_possible_truncation)]
+        let k = key as u32;
+        self.links[key] = (NONE, self.head);
+        if self.head != NONE {
+            self.links[self.head as usize].0 = k;
+        }
+        self.head = k;
+        if self.tail == NONE {
+            self.tail = k;
+        }
+        self.held[key] = true;
+    }
+
+    /// Frees `key`'s node.
+    pub fn free(&mut self, key: usize) {
+        if self.held.get(key).copied().unwrap_or(false) {
+            self.unlink(key);
+            self.held[key] = false;
+        }
+    }
+
+    fn unlink(&mut self, key: usize) {
+        let (before, after) = self.links[key];
+        match before {
+            NONE => self.head = after,
+            b => self.links[b as usize].1 = after,
+        }
+        match after {
+            NONE => self.tail = before,
+            a => self.links[a as usize].0 = before,
+        }
+        self.links[key] = (NONE, NONE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_is_the_least_recently_looked_up() {
+        let mut zone = Zone::new();
+        assert_eq!(zone.tail(), None);
+        for key in [3, 1, 2] {
+            zone.touch(key);
+        }
+        assert_eq!(zone.tail(), Some(3));
+        zone.touch(3);
+        assert_eq!(zone.tail(), Some(1));
+        zone.free(1);
+        assert_eq!(zone.tail(), Some(2));
+        zone.free(2);
+        zone.free(3);
+        assert_eq!(zone.tail(), None);
+        zone.touch(2);
+        assert_eq!(zone.tail(), Some(2));
+    }
+}
