@@ -55,10 +55,13 @@ impl Traefik {
     /// Returns the middleware at `average` per `period` with `burst`.
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)] // As Go does.
     pub fn new(rate: Rate, burst: NonZeroU64) -> Traefik {
-        // float64(average·time.Second) / float64(period); refuses() keeps the product in i64.
+        // float64(average·time.Second) / float64(period); refuses() keeps both in an int64
+        // (the saturation is never reached), so the limit is at least 10⁹/(2⁶³ − 1), and
+        // at most 9.2·10⁹·10⁹/10³ (a period of 1 µs).
         let average = i64::try_from(rate.count()).unwrap_or(i64::MAX).saturating_mul(1_000_000_000);
         let period = rate.period().as_micros().saturating_mul(1000);
         let limit = average as f64 / period as f64;
+        // So 1/limit is below 9.3·10⁹ and ⌊limit⌋·2 below 2·10¹⁶: both fit an i64.
         let (max_delay, ttl) = if limit < 1.0 {
             (500_000_000, 1 + (1.0 / limit) as i64)
         } else {
@@ -66,30 +69,11 @@ impl Traefik {
         };
         Traefik { limit, burst: burst.get() as f64, max_delay, ttl, state: Bucket::default() }
     }
-}
 
-impl KeyedState for Traefik {
-    type State = Bucket;
-
-    fn step(&self, bucket: &mut Bucket, now: Timestamp, cost: u64, force: bool) -> Decision {
-        self.reserve(bucket, now, cost, if force { Some(false) } else { None })
-    }
-
-    /// Refused elsewhere: the reservation is made and cancelled, as on the server that
-    /// refused it.
-    fn refuse(&self, bucket: &mut Bucket, now: Timestamp, cost: u64) {
-        self.reserve(bucket, now, cost, Some(true));
-    }
-
-    fn state_mut(&mut self) -> &mut Bucket {
-        &mut self.state
-    }
-}
-
-impl Traefik {
-    /// Reserves a token at `now` and cancels it past `maxDelay`, or as `cancel` says.
-    #[allow(clippy::cast_possible_truncation)] // float64 to Duration, as Go converts it.
-    fn reserve(&self, bucket: &mut Bucket, now: Timestamp, cost: u64, cancel: Option<bool>) -> Decision {
+    /// Reserves a token at `now` (one a request, whatever it costs) and cancels it past
+    /// `maxDelay`, or always (`Some(true)`: refused elsewhere), or never (`Some(false)`:
+    /// charged whatever it would wait).
+    fn reserve(&self, bucket: &mut Bucket, now: Timestamp, cancel: Option<bool>) -> Decision {
         let t = now.as_micros().saturating_mul(1000);
         let second = now.as_micros().div_euclid(1_000_000);
         // `advance`: a forgotten or new bucket is full, as a fresh Limiter is.
@@ -98,9 +82,12 @@ impl Traefik {
             let elapsed = t - b.last.min(t);
             (b.tokens + seconds(elapsed) * self.limit).min(self.burst)
         });
-        // Traefik reserves one token a request, whatever it costs.
-        let _ = cost;
         let tokens = full - 1.0;
+        // float64 to Duration, as Go converts it. A wait can pass an int64 (periods near
+        // the 292 years refuses() allows, or a fleet's forced charges, which take tokens
+        // far below 0): Rust's conversion then saturates where Go's is undefined, and the
+        // request is refused either way.
+        #[allow(clippy::cast_possible_truncation)]
         let wait = if tokens < 0.0 { (1e9 * (-tokens / self.limit)) as i64 } else { 0 };
         if cancel.unwrap_or(wait > self.max_delay) {
             // `CancelAt` at the same instant: no time to advance, and the token back.
@@ -122,13 +109,37 @@ impl Rule for Traefik {
     const DEFAULT_BURST: Option<u64> = Some(1);
 
     fn refuses(rate: Rate) -> Option<String> {
-        (rate.count() > 9_223_372_036).then(|| {
-            format!("Traefik multiplies the average by 10⁹ in int64: {rate} is past what it holds")
+        if rate.count() > 9_223_372_036 {
+            return Some(format!(
+                "Traefik multiplies the average by 10⁹ in int64: {rate} is past what it holds"
+            ));
+        }
+        // A Go Duration: int64 nanoseconds, about 292 years.
+        (rate.period().as_micros() > i64::MAX / 1000).then(|| {
+            format!("Traefik's period is a Go duration, at most 292 years: {rate}'s is longer")
         })
     }
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Traefik {
         Traefik::new(rate, burst)
+    }
+}
+
+impl KeyedState for Traefik {
+    type State = Bucket;
+
+    fn step(&self, bucket: &mut Bucket, now: Timestamp, _cost: u64, force: bool) -> Decision {
+        self.reserve(bucket, now, if force { Some(false) } else { None })
+    }
+
+    /// Refused elsewhere: the reservation is made and cancelled, as on the server that
+    /// refused it.
+    fn refuse(&self, bucket: &mut Bucket, now: Timestamp, _cost: u64) {
+        self.reserve(bucket, now, Some(true));
+    }
+
+    fn state_mut(&mut self) -> &mut Bucket {
+        &mut self.state
     }
 }
 
@@ -161,6 +172,15 @@ mod tests {
         let got = decisions(&mut traefik, &at(&[0, 9_600, 19_400]));
         assert_eq!(got, [true, true, false]);
         assert_eq!((traefik.max_delay, traefik.ttl), (500_000_000, 11));
+    }
+
+    #[test]
+    fn a_period_past_a_go_duration_or_an_average_past_int64_is_refused() {
+        let refuses = |text: &str| Traefik::refuses(text.parse().unwrap());
+        assert_eq!(refuses("1/100000d"), None);
+        let long = refuses("1/110000d").unwrap();
+        assert_eq!(long, "Traefik's period is a Go duration, at most 292 years: 1/110000d's is longer");
+        assert!(refuses("9223372037/s").is_some());
     }
 
     #[test]
