@@ -118,8 +118,9 @@ impl LayerNeeds {
                     burst,
                     min_bucket,
                     worst_key: r.worst_key.as_ref().map(|w| w.key.clone()),
-                    fits: (r.algorithm.burst_from(burst))
-                        .filter(|_| r.algorithm.uses_burst())
+                    // Against b: a system's shown burst may leave out the first request.
+                    fits: (r.burst)
+                        .and_then(|shown| r.algorithm.burst_from(shown))
                         .map(|b| min_bucket <= b.get()),
                 }
             })

@@ -8,7 +8,7 @@ use super::config::Input;
 use crate::engine::Backend;
 use crate::engine::live::Live;
 use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
-use crate::input::catalog::{ReadOptions, ReadStats, Source};
+use crate::input::catalog::{self, ReadOptions, ReadStats, Rows, Source};
 
 /// A replay job: what the flags settled, ready to run.
 pub struct Job {
@@ -75,6 +75,16 @@ impl Job {
     /// Reads the input and replays it; returns the record and what reading found.
     pub fn replay(&self) -> Result<(Recorder, ReadStats)> {
         self.backend.replay(&self.settings, self.keyed(), &self.input.source, &self.input.read)
+    }
+
+    /// Reads every row with its text, in time order, and decides them: the record holds
+    /// one decision a row for each limiter, for `--emit` and `--validate` to read beside
+    /// the rows.
+    pub fn replay_rows(&self) -> Result<(Rows, Recorder, ReadStats)> {
+        let (rows, stats) = catalog::read_rows(&self.input.source, &self.input.read)?;
+        let events = rows.iter().map(|(event, _)| event);
+        let recorder = self.backend.decide(&self.settings, self.keyed(), events)?;
+        Ok((rows, recorder, stats))
     }
 
     /// Returns the reports of a replay's record, with keys named from `stats`.

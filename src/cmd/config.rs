@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 
 use super::write_stdout;
 use crate::cli::args::parse_burst;
-use crate::limiter::nginx_rate;
+use crate::limiter::{Algorithm, ENVOY_UNITS, nginx_rate};
 use crate::units::rate::Rate;
 
 /// `ratelimit config`.
@@ -101,27 +101,18 @@ fn nginx(args: &ConfigArgs) -> String {
 /// hour, day, week, month or year: a rate of another period becomes N a unit in the
 /// smallest unit that holds it in whole requests, said in a comment.
 fn envoy(args: &ConfigArgs) -> String {
-    const UNITS: [(&str, i128); 7] = [
-        ("second", 1),
-        ("minute", 60),
-        ("hour", 3_600),
-        ("day", 86_400),
-        ("week", 604_800),
-        ("month", 2_592_000),
-        ("year", 31_536_000),
-    ];
     let rate = args.rate;
     let (n, p) = (i128::from(rate.count()), i128::from(rate.period().as_micros()));
     let mut text = format!("# ratelimit: envoy-ratelimit at {rate}\n");
-    let exact = UNITS.iter().find(|&&(_, s)| s * 1_000_000 == p);
+    // N·10¹²·3.2·10⁷ stays far inside an i128.
+    let per_unit = |seconds: i64| n * i128::from(seconds) * 1_000_000;
+    let exact = ENVOY_UNITS.iter().find(|&&(_, s)| i128::from(s) * 1_000_000 == p);
     let (unit, count) = match exact {
         Some(&(unit, _)) => (unit, n),
         None => {
-            let fits = UNITS
-                .iter()
-                .find(|&&(_, s)| (n * s * 1_000_000) % p == 0 && n * s * 1_000_000 >= p);
-            let &(unit, s) = fits.unwrap_or(&UNITS[6]);
-            let count = (n * s * 1_000_000 / p).max(1);
+            let fits = ENVOY_UNITS.iter().find(|&&(_, s)| per_unit(s) % p == 0 && per_unit(s) >= p);
+            let &(unit, s) = fits.unwrap_or(&ENVOY_UNITS[ENVOY_UNITS.len() - 1]);
+            let count = (per_unit(s) / p).max(1);
             let _ = writeln!(
                 text,
                 "# {rate} is not N a unit: {count} a {unit} passes as many on average, but all \
@@ -167,11 +158,8 @@ fn envoy_local(args: &ConfigArgs) -> String {
     let rate = args.rate;
     let ms = rate.period().as_micros() / 1000;
     let mut text = format!("# ratelimit: envoy-local at {rate} (--algo envoy-local replays it)\n");
-    if rate.period().as_micros() % 1000 != 0 || ms < 50 {
-        let _ = writeln!(
-            text,
-            "# envoy's fill_interval is whole milliseconds, at least 50: {rate} is not"
-        );
+    if let Some(why) = Algorithm::EnvoyLocal.refuses(rate) {
+        let _ = writeln!(text, "# {why}");
     }
     let interval = match ms.max(50) {
         ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
@@ -194,12 +182,8 @@ fn limits(args: &ConfigArgs) -> String {
     let seconds = (micros / 1_000_000).max(1);
     let mut text =
         format!("# ratelimit: limits-fixed-window, -moving-window or -sliding-window at {rate}\n");
-    if micros % 1_000_000 != 0 {
-        let _ = writeln!(
-            text,
-            "# limits counts periods in whole seconds: {rate} becomes {} per {seconds} s",
-            rate.count()
-        );
+    if let Some(why) = Algorithm::LimitsFixedWindow.refuses(rate) {
+        let _ = writeln!(text, "# {why}: it becomes {} per {seconds} s", rate.count());
     }
     let n = rate.count();
     let _ = write!(

@@ -12,7 +12,7 @@ use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
-use crate::input::catalog::{self, ReadOptions, Rows};
+use crate::input::catalog::{ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
@@ -33,9 +33,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None if args.validate.is_some() => {
             let column = args.validate.as_deref().unwrap_or_default();
-            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let events = rows.iter().map(|(event, _)| event);
-            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
+            let (rows, recorder, stats) = job.replay_rows()?;
             let lines =
                 super::validate::validate(&rows, recorder.trace(), column, &job.input.read)?;
             // The agreement is a report on stderr, as --emit's is: -q silences it.
@@ -52,9 +50,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
-            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            let events = rows.iter().map(|(event, _)| event);
-            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
+            let (rows, recorder, stats) = job.replay_rows()?;
             // One limiter: the trace holds one decision per row.
             emit_rows(&rows, recorder.trace(), emit, &job.input.read, !args.no_header)?;
             (recorder, stats, styles.stderr, diagnostics())

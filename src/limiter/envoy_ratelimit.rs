@@ -7,10 +7,17 @@ use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
-/// The units envoy's ratelimit service counts in, in seconds (`UnitToDivider`,
-/// `src/utils/utilities.go`): second, minute, hour, day, week, month of 30 days and year of
-/// 365 days.
-const UNITS: [i64; 7] = [1, 60, 3_600, 86_400, 604_800, 2_592_000, 31_536_000];
+/// The units envoy's ratelimit service counts in, by name and in seconds (`UnitToDivider`,
+/// `src/utils/utilities.go`): a month is 30 days and a year 365.
+pub const UNITS: [(&str, i64); 7] = [
+    ("second", 1),
+    ("minute", 60),
+    ("hour", 3_600),
+    ("day", 86_400),
+    ("week", 604_800),
+    ("month", 2_592_000),
+    ("year", 31_536_000),
+];
 
 /// envoyproxy/ratelimit's fixed window on Redis (`src/redis/fixed_cache_impl.go`, `DoLimit`
 /// and `pipelineAppend`; the window in `src/limiter/cache_key.go`, `GenerateCacheKey`; the
@@ -82,7 +89,7 @@ impl Rule for EnvoyRatelimit {
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();
-        (!UNITS.iter().any(|&unit| unit * 1_000_000 == micros)).then(|| {
+        (!UNITS.iter().any(|&(_, unit)| unit * 1_000_000 == micros)).then(|| {
             format!(
                 "envoy's ratelimit counts per second, minute, hour, day, week, month (30 days) \
                  or year (365 days), and {rate}'s period is none of them"

@@ -49,18 +49,14 @@ impl<L: KeyedState> PerKey<L> {
     /// Takes in an event of key `key` refused elsewhere, as [`KeyedState::refuse`] says.
     #[inline]
     pub fn refuse(&mut self, key: usize, now: Timestamp, cost: u64) {
-        if key >= self.states.len() {
-            self.add_keys(key);
-        }
+        self.hold(key);
         self.limiter.refuse(&mut self.states[key], now, cost);
     }
 
     /// Has the one rule decide in the key's state.
     #[inline]
     fn take(&mut self, key: usize, now: Timestamp, cost: u64, force: bool) -> Decision {
-        if key >= self.states.len() {
-            self.add_keys(key);
-        }
+        self.hold(key);
         if L::ZONE {
             self.look_up(key, now);
         }
@@ -97,10 +93,16 @@ impl<L: KeyedState> PerKey<L> {
 
     /// Gives key `to` the state that key `key` has in `from`.
     pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
-        if to >= self.states.len() {
-            self.add_keys(to);
-        }
+        self.hold(to);
         self.states[to].clone_from(from.states.get(key).unwrap_or(&from.fresh));
+    }
+
+    /// Makes room for `key`'s state: keys come numbered from 0, so this grows rarely.
+    #[inline]
+    fn hold(&mut self, key: usize) {
+        if key >= self.states.len() {
+            self.add_keys(key);
+        }
     }
 
     #[cold]

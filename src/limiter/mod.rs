@@ -39,6 +39,7 @@ limiters! {
 
 use std::num::NonZeroU64;
 
+pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
 pub use self::nginx::nginx_rate;
 use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;

@@ -22,9 +22,10 @@ use crate::units::time::Timestamp;
 ///
 /// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
 /// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. An event of cost
-/// c counts as c requests (nginx has no cost). The zone is taken to be large enough: the
-/// node nginx frees when memory runs short, and the idle nodes it frees when a new key
-/// comes (a key idle 60 s whose excess has leaked away), are kept here.
+/// c counts as c requests (nginx has no cost). Keys share the zone: a new key frees up to
+/// two idle nodes ([`KeyedState::freed`]), kept in order by
+/// [`Zone`](super::zone::Zone). The node nginx frees when the zone's memory runs short is
+/// kept here: the zone is taken to be large enough.
 #[derive(Clone, Debug)]
 pub struct Nginx {
     /// The rate in milli-requests a second, truncated as nginx truncates it.
@@ -58,6 +59,11 @@ impl Nginx {
             state: Node::default(),
         }
     }
+
+    /// What leaks in `ms` milliseconds, in milli-requests, truncated: `rate·ms/1000`.
+    fn leak(&self, ms: i64) -> i128 {
+        self.milli * i128::from(ms) / 1000
+    }
 }
 
 /// Returns the rate as nginx writes it, `N r/s` (scale 1) or `N r/m` (scale 60), or `None`
@@ -88,8 +94,7 @@ impl KeyedState for Nginx {
             ms if ms < 0 => 0,
             ms => ms,
         };
-        let leak = self.milli * i128::from(ms) / 1000;
-        let excess = (i128::from(kept.excess) - leak + 1000 * i128::from(cost)).max(0);
+        let excess = (i128::from(kept.excess) - self.leak(ms) + 1000 * i128::from(cost)).max(0);
         if excess > self.most && !force {
             return Decision { passed: false, wait: 0 };
         }
@@ -109,7 +114,7 @@ impl KeyedState for Nginx {
     fn freed(&self, node: &Node, now: Timestamp) -> bool {
         let Some(kept) = node.0 else { return false };
         let ms = (now.as_micros().div_euclid(1000) - kept.last).abs();
-        ms >= 60_000 && i128::from(kept.excess) - self.milli * i128::from(ms) / 1000 <= 0
+        ms >= 60_000 && i128::from(kept.excess) - self.leak(ms) <= 0
     }
 
     fn is_fresh(&self, node: &Node) -> bool {

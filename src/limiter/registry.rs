@@ -89,15 +89,20 @@ macro_rules! limiters {
             /// system whose burst counts the requests beyond the first, b − 1; `None`
             /// without a burst.
             pub fn shown_burst(self, burst: std::num::NonZeroU64) -> Option<u64> {
-                let beyond = match self { $(Algorithm::$rule => <$rule as Rule>::BURST_BEYOND_FIRST,)* };
-                self.uses_burst().then_some(burst.get() - u64::from(beyond))
+                self.uses_burst().then_some(burst.get() - self.beyond_first())
             }
 
             /// Returns the burst b of a limiter whose reports show `shown` (the inverse of
             /// [`shown_burst`](Algorithm::shown_burst)), if it is at least 1.
             pub fn burst_from(self, shown: u64) -> Option<std::num::NonZeroU64> {
+                std::num::NonZeroU64::new(shown.checked_add(self.beyond_first())?)
+            }
+
+            /// Returns what its shown burst leaves out of b: 1 for a system whose burst
+            /// counts the requests beyond the first, else 0.
+            fn beyond_first(self) -> u64 {
                 let beyond = match self { $(Algorithm::$rule => <$rule as Rule>::BURST_BEYOND_FIRST,)* };
-                std::num::NonZeroU64::new(shown.checked_add(u64::from(beyond))?)
+                u64::from(beyond)
             }
 
             /// Returns its burst b when none is given: a system's own default, or N.

@@ -3,12 +3,13 @@
 
 /// The keys of a zone in the order of their last lookup: a doubly linked list over key
 /// numbers, 8 bytes a key, O(1) to look up, to free and to find the least recent.
+///
+/// Key numbers are u32 (see `input::keys::slot`): each converts to and from a usize
+/// exactly.
 #[derive(Clone, Debug, Default)]
 pub struct Zone {
     /// For each key, the keys before (more recent) and after (less recent) it, or NONE.
     links: Vec<(u32, u32)>,
-    /// Whether each key holds a node.
-    held: Vec<bool>,
     head: u32,
     tail: u32,
 }
@@ -18,7 +19,7 @@ const NONE: u32 = u32::MAX;
 impl Zone {
     /// Returns an empty zone.
     pub fn new() -> Zone {
-        Zone { links: Vec::new(), held: Vec::new(), head: NONE, tail: NONE }
+        Zone { links: Vec::new(), head: NONE, tail: NONE }
     }
 
     /// Returns the least recently looked up key, if any.
@@ -30,13 +31,11 @@ impl Zone {
     pub fn touch(&mut self, key: usize) {
         if key >= self.links.len() {
             self.links.resize(key + 1, (NONE, NONE));
-            self.held.resize(key + 1, false);
         }
-        if self.held[key] {
+        if self.holds(key) {
             self.unlink(key);
         }
-        // Key numbers are u32 (see `input::keys::slot`): the cast is exact.
-        #[allow(clippy::cast_possible_truncation)]
+        #[allow(clippy::cast_possible_truncation)] // A key number: see the type.
         let k = key as u32;
         self.links[key] = (NONE, self.head);
         if self.head != NONE {
@@ -46,15 +45,18 @@ impl Zone {
         if self.tail == NONE {
             self.tail = k;
         }
-        self.held[key] = true;
     }
 
     /// Frees `key`'s node.
     pub fn free(&mut self, key: usize) {
-        if self.held.get(key).copied().unwrap_or(false) {
+        if self.holds(key) {
             self.unlink(key);
-            self.held[key] = false;
         }
+    }
+
+    /// Whether `key` holds a node: it has a neighbour, or it is the only one.
+    fn holds(&self, key: usize) -> bool {
+        self.links.get(key).is_some_and(|&links| links != (NONE, NONE)) || self.head as usize == key
     }
 
     fn unlink(&mut self, key: usize) {

@@ -157,6 +157,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::limiter::{Gcra, Limiter};
+    use crate::units::time::Span;
 
     #[test]
     fn a_free_event_at_one_per_microsecond_needs_a_bucket_of_one_as_at_every_other_rate() {
@@ -168,8 +170,6 @@ mod tests {
         assert_eq!(whole_bucket(4, 5, 2), 4);
         assert_eq!(whole_bucket(0, 7, 1), 0);
     }
-    use crate::limiter::{Gcra, Limiter};
-    use crate::units::time::Span;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_micros(secs * 1_000_000).unwrap()
