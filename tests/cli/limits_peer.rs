@@ -6,10 +6,10 @@
 //! storage's background expiry timer, which runs on the real clock every 10 ms and only
 //! removes what `get` and `acquire_entry` would treat as expired anyway.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::harness::{Stdin, real_catalog, run, run_with};
+use crate::harness::{Stdin, real_catalog, run_with};
+use crate::peer_events::{Event, apart, decisions, events, peer_decisions};
 
 /// Reads `micros,key,cost` lines on stdin and prints 1 or 0 per hit, as `limits` decides.
 const HELPER: &str = r#"
@@ -33,66 +33,27 @@ for line in sys.stdin:
 print("\n".join(out))
 "#;
 
-/// `limits`' decisions on `events` (µs, key, cost), in order.
-fn limits(model: &str, count: u64, seconds: u64, events: &[(i64, String, u64)]) -> Vec<bool> {
-    let mut child = Command::new("python3")
-        .args(["-c", HELPER, model, &count.to_string(), &seconds.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
+/// `limits`' decisions on `events`, in order.
+fn limits(model: &str, count: u64, seconds: u64, events: &[Event]) -> Vec<bool> {
+    let mut helper = Command::new("python3");
+    helper.args(["-c", HELPER, model, &count.to_string(), &seconds.to_string()]);
     let lines: String = events.iter().map(|(t, k, c)| format!("{t},{k},{c}\n")).collect();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(lines.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the limits helper failed (pip install limits): {stderr}");
-    String::from_utf8(out.stdout).unwrap().lines().map(|l| l == "1").collect()
-}
-
-/// The events of a CSV (its first column the time), keyed by `key` (or one key), each of
-/// cost `cost`, in time order; ties keep the order of the file.
-fn events(csv: &str, key: Option<&str>, cost: u64) -> Vec<(i64, String, u64)> {
-    let mut reader = csv::Reader::from_reader(csv.as_bytes());
-    let column = key.map(|k| reader.headers().unwrap().iter().position(|h| h == k).unwrap());
-    let mut events: Vec<(i64, String, u64)> = (reader.records())
-        .map(|r| {
-            let r = r.unwrap();
-            let time = chrono::DateTime::parse_from_rfc3339(&r[0]).unwrap().timestamp_micros();
-            (time, column.map_or("all".to_owned(), |c| r[c].to_owned()), cost)
-        })
-        .collect();
-    events.sort_by_key(|e| e.0);
-    events
-}
-
-/// What `ratelimit replay --emit all` decides for `events`, in order.
-fn ours(events: &[(i64, String, u64)], args: &[&str]) -> Vec<bool> {
-    let mut csv = String::from("time,k,cost\n");
-    for (micros, key, cost) in events {
-        let time = chrono::DateTime::from_timestamp_micros(*micros).unwrap();
-        csv += &format!("{},{key},{cost}\n", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"));
-    }
-    let replay = ["replay", "-", "--emit", "all", "--key", "k", "--cost", "cost"];
-    let out = run(&[&replay[..], args].concat(), &csv).ok();
-    out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
+    peer_decisions(helper, lines, "the limits helper (pip install limits==5.8.0)")
 }
 
 #[test]
 #[ignore = "needs ../shared/data and Python's limits"]
 fn the_limits_models_decide_as_python_limits_does() {
     let catalog = std::fs::read_to_string(real_catalog("usgs_m5_2015_2025.csv")).unwrap();
-    let quakes = events(&catalog, None, 1);
+    let quakes = events(&catalog, None);
     let log = run_with(
         &["synth", "requests", "--clients", "40", "--requests", "30000", "--days", "1"],
         Stdin::Null,
     )
     .ok();
-    let requests = events(&log, Some("client"), 1);
+    let requests = events(&log, Some("client"));
     // The same requests, each costing 1 to 3.
-    let weighted: Vec<(i64, String, u64)> = (requests.iter().enumerate())
+    let weighted: Vec<Event> = (requests.iter().enumerate())
         .map(|(i, (t, k, _))| (*t, k.clone(), 1 + i as u64 % 3))
         .collect();
     for model in ["limits-fixed-window", "limits-moving-window", "limits-sliding-window"] {
@@ -102,10 +63,9 @@ fn the_limits_models_decide_as_python_limits_does() {
             ("the weighted log", &weighted, 20, 60),
         ] {
             let rate = format!("{n}/{seconds}s");
-            let ours = ours(events, &["--algo", model, "--rate", &rate]);
+            let ours = decisions(events, &["--algo", model, "--rate", &rate]);
             let theirs = limits(model, n, seconds, events);
-            let parted: Vec<usize> = (0..ours.len()).filter(|&i| ours[i] != theirs[i]).collect();
-            assert_eq!(parted, [] as [usize; 0], "{model} on {name} at {rate}");
+            assert_eq!(apart(&theirs, &ours), [] as [usize; 0], "{model} on {name} at {rate}");
             let refused = theirs.iter().filter(|&&pass| !pass).count();
             assert!(refused > 0, "{model} on {name}: limits refused nothing");
             eprintln!("{model} on {name}: {} events, {refused} refused, 0 apart", ours.len());

@@ -24,6 +24,7 @@ mod limits_peer;
 mod min_bucket;
 mod nginx;
 mod outputs;
+mod peer_events;
 mod peers;
 mod plot;
 mod real_data;

@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use crate::faked_clock::FakedServer;
-use crate::harness::{Stdin, real_catalog, run, run_with, temp_file};
+use crate::harness::{real_catalog, run};
+use crate::peer_events::{apart, decisions, events};
 
 const NGINX: &str = "/usr/sbin/nginx";
 
@@ -50,40 +51,6 @@ fn start_nginx(rate: &str, args: &str) -> FakedServer {
     FakedServer::start(NGINX, config, args)
 }
 
-/// The times (µs) and keys (the column `key`) of a catalog's events, in time order.
-fn events_of(path: &Path, key: &str) -> Vec<(i64, String)> {
-    let mut reader = csv::Reader::from_path(path).unwrap();
-    let column = reader.headers().unwrap().iter().position(|h| h == key).unwrap();
-    let mut events: Vec<(i64, String)> = (reader.records())
-        .map(|r| {
-            let r = r.unwrap();
-            let time = chrono::DateTime::parse_from_rfc3339(&r[0]).unwrap().timestamp_micros();
-            (time, r[column].to_owned())
-        })
-        .collect();
-    events.sort();
-    events
-}
-
-/// What `ratelimit replay --emit all` decides for `events`, one per event, in order.
-fn model(events: &[(i64, String)], args: &[&str]) -> Vec<bool> {
-    let mut csv = String::from("time,k\n");
-    for (micros, key) in events {
-        let time = chrono::DateTime::from_timestamp_micros(*micros).unwrap();
-        csv += &format!("{},{key}\n", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"));
-    }
-    let file = temp_file("events.csv", &csv);
-    let replay = ["replay", file.to_str().unwrap(), "--emit", "all"];
-    let out = run_with(&[&replay[..], args].concat(), Stdin::Null).ok();
-    out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
-}
-
-/// Where nginx and the model part, as (event, nginx, model).
-fn disagreements(nginx: &[bool], model: &[bool]) -> Vec<(usize, bool, bool)> {
-    assert_eq!(nginx.len(), model.len());
-    (0..nginx.len()).filter(|&i| nginx[i] != model[i]).map(|i| (i, nginx[i], model[i])).collect()
-}
-
 #[test]
 #[ignore = "needs nginx and libfaketime"]
 fn the_faked_clock_is_the_one_limit_req_reads() {
@@ -99,27 +66,27 @@ fn the_faked_clock_is_the_one_limit_req_reads() {
 #[ignore = "needs ../shared/data, nginx and libfaketime"]
 fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     // Every event of 2015–2025 at 1r/m, with no burst; one key.
-    let events = events_of(&real_catalog("usgs_m5_2015_2025.csv"), "net");
-    let events: Vec<(i64, String)> = events.into_iter().map(|(t, _)| (t, "all".into())).collect();
+    let catalog = std::fs::read_to_string(real_catalog("usgs_m5_2015_2025.csv")).unwrap();
+    let events = events(&catalog, None);
     let nginx = start_nginx("1r/m", "nodelay");
-    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
+    let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
     drop(nginx);
-    let ours = model(&events, &["--algo", "nginx", "--rate", "1/m"]);
-    assert_eq!(disagreements(&real, &ours), []);
+    let ours = decisions(&events, &["--algo", "nginx", "--rate", "1/m"]);
+    assert_eq!(apart(&real, &ours), [] as [usize; 0]);
     assert!(real.iter().any(|&pass| !pass), "nginx refused nothing: the test proves little");
     // The exact limiter with the same bucket parts from nginx where nginx truncates.
-    let exact = model(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "1"]);
+    let exact = decisions(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "1"]);
     eprintln!(
         "catalog: {} events, exact gcra parts on {}",
         events.len(),
-        disagreements(&real, &exact).len()
+        apart(&real, &exact).len()
     );
 
     // A month of every magnitude, keyed by network, at 1r/m, burst=1.
     let month = real_catalog("usgs_all_month_2025-05-06_to_2025-06-05.csv");
-    let events = events_of(&month, "net");
+    let events = crate::peer_events::events(&std::fs::read_to_string(month).unwrap(), Some("net"));
     let nginx = start_nginx("1r/m", "burst=1 nodelay");
-    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
+    let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
     let log = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();
     drop(nginx);
     // nginx's own log, read by its log_format, says the same of every request.
@@ -148,15 +115,11 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     // Validating a limit nginx did not run finds it apart.
     let other = run(&[&replay[..], &["--burst", "2"]].concat(), &log).stderr;
     assert!(other.contains("apart\nratelimit: validate: at "), "{other}");
-    let ours = model(&events, &["--algo", "nginx", "--rate", "1/m", "--burst", "1", "--key", "k"]);
-    assert_eq!(disagreements(&real, &ours), []);
+    let ours = decisions(&events, &["--algo", "nginx", "--rate", "1/m", "--burst", "1"]);
+    assert_eq!(apart(&real, &ours), [] as [usize; 0]);
     assert!(real.iter().any(|&pass| !pass), "nginx refused nothing: the test proves little");
-    let exact = model(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "2", "--key", "k"]);
-    eprintln!(
-        "month: {} events, exact gcra parts on {}",
-        events.len(),
-        disagreements(&real, &exact).len()
-    );
+    let exact = decisions(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "2"]);
+    eprintln!("month: {} events, exact gcra parts on {}", events.len(), apart(&real, &exact).len());
 }
 
 #[test]
@@ -174,27 +137,26 @@ fn a_new_key_frees_idle_keys_in_the_zone_as_nginx_does() {
     }
     while events.len() < 1_500 {
         let key = (0..12).min_by_key(|&k| next[k]).unwrap();
-        events.push((next[key], format!("c{key}")));
+        events.push((next[key], format!("c{key}"), 1));
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         next[key] += 55_000_000 + i64::try_from(seed >> 33).unwrap() % 11_000_000;
         // Now and then a new key comes, once: it frees what it may.
         if seed.is_multiple_of(5) {
             let fresh = events.len();
-            events.push((events[fresh - 1].0 + 1_000, format!("n{fresh}")));
+            events.push((events[fresh - 1].0 + 1_000, format!("n{fresh}"), 1));
         }
     }
     events.sort();
     let nginx = start_nginx("1r/m", "nodelay");
-    let real: Vec<bool> = events.iter().map(|(t, k)| nginx.request(*t, "/f", k)).collect();
+    let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
     drop(nginx);
-    let ours = model(&events, &["--algo", "nginx", "--rate", "1/m", "--key", "k"]);
-    assert_eq!(disagreements(&real, &ours), []);
+    let ours = decisions(&events, &["--algo", "nginx", "--rate", "1/m"]);
+    assert_eq!(apart(&real, &ours), [] as [usize; 0]);
     // The same keys kept for ever (a one-server fleet's copies share no zone) part from it.
-    let kept =
-        model(&events, &["--algo", "nginx", "--rate", "1/m", "--key", "k", "--servers", "1"]);
-    let apart = disagreements(&real, &kept).len();
-    assert!(apart > 0, "no key was freed: the test proves little");
-    eprintln!("zone: {} events, keys kept for ever part on {apart}", events.len());
+    let kept = decisions(&events, &["--algo", "nginx", "--rate", "1/m", "--servers", "1"]);
+    let parted = apart(&real, &kept).len();
+    assert!(parted > 0, "no key was freed: the test proves little");
+    eprintln!("zone: {} events, keys kept for ever part on {parted}", events.len());
 }
 
 #[test]

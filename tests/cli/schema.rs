@@ -9,9 +9,7 @@ use serde_json::{Map, Value};
 /// What breaks `schema` (a whole document, so that `$ref`s resolve in it) in `instance`:
 /// one line per fault, each with the JSON pointer of the value at fault.
 pub fn faults(schema: &Value, instance: &Value) -> Vec<String> {
-    let mut faults = Vec::new();
-    check(schema, schema, instance, "", &mut faults);
-    faults
+    faults_at(schema, schema, instance, "")
 }
 
 fn check(root: &Value, schema: &Value, value: &Value, at: &str, faults: &mut Vec<String>) {
@@ -96,6 +94,7 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str, faults: &mut Vec
     }
 }
 
+/// What breaks `schema`, a part of `root`, in `value`, found at `at`.
 fn faults_at(root: &Value, schema: &Value, value: &Value, at: &str) -> Vec<String> {
     let mut faults = Vec::new();
     check(root, schema, value, at, &mut faults);
