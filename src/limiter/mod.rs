@@ -35,6 +35,7 @@ limiters! {
     envoy_ratelimit::EnvoyRatelimit,
     traefik::Traefik,
     envoy_local::EnvoyLocal,
+    haproxy::Haproxy,
 }
 
 use std::num::NonZeroU64;

@@ -255,6 +255,8 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
     let mut bucket: Option<(f64, i128, i128)> = None;
     // envoy's local bucket: the time (s, float64) it was empty.
     let mut empty: Option<f64> = None;
+    // HAProxy: the counter's tick, and its current and previous counts.
+    let mut counter: (i128, i128, i128) = (0, 0, 0);
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
@@ -360,6 +362,39 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                     empty = Some(now - (tokens - 1.0) / rate);
                 }
                 ok
+            }
+            Algorithm::Haproxy => {
+                // The freq_ctr as freq_ctr.h writes it, in 32-bit ms that wrap: a fresh
+                // counter's period begins at tick 0; an update past the period moves it on
+                // by P, or starts it now (even) after two; every request counts; the rate is
+                // ⌊(prev·remain + curr·P)/P⌋, with the flapping correction.
+                let wrap = |x: i128| x.rem_euclid(1 << 32);
+                let (period, now) = ((p / 1000).max(1), wrap(t.div_euclid(1000)));
+                let (tick, curr, prev) = &mut counter;
+                if wrap(now - *tick) < period {
+                    *curr += c;
+                } else {
+                    *prev = std::mem::replace(curr, c);
+                    *tick = wrap(*tick + period);
+                    if wrap(now - *tick) >= period {
+                        (*prev, *tick) = (0, now);
+                    }
+                    *tick -= *tick % 2;
+                }
+                let mut remain = wrap(*tick + period - now);
+                remain -= if remain >= 1 << 31 { 1 << 32 } else { 0 };
+                let (mut cur, mut past) = (*curr, *prev);
+                if remain < 0 {
+                    remain += period;
+                    past = if remain >= 0 { cur } else { 0 };
+                    cur = 0;
+                }
+                let rate = if cur == 0 && past <= 1 {
+                    past
+                } else {
+                    (past * remain + cur * period) / period
+                };
+                rate <= n
             }
             Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,
             Algorithm::LimitsSlidingWindow => {

@@ -1,0 +1,177 @@
+//! HAProxy's `http_req_rate(period)` with `deny if { sc_http_req_rate(0) gt N }`.
+
+use std::num::NonZeroU64;
+
+use super::promise::{Limit, Seen, Watch};
+use super::{Decision, KeyedState, Rule};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// A stick table storing `http_req_rate(P)`, tracked by `http-request track-sc0 KEY` and
+/// read by `http-request deny if { sc_http_req_rate(0) gt N }`, as HAProxy 2.6 decides
+/// (v2.6.0: `include/haproxy/freq_ctr.h` 38–75, `update_freq_ctr_period`, and 99–104,
+/// `read_freq_ctr_period`; `src/freq_ctr.c` 27–96, `freq_ctr_total`; the counter is updated
+/// when `track-sc0` runs, `src/http_act.c` 2001–2070, before the deny rule reads it):
+///
+/// - Time is HAProxy's `now_ms`, whole milliseconds in 32 bits that wrap, and the counter
+///   keeps two periods: `curr` since `tick`, and `prev` before it. An update within the
+///   period adds to `curr`; else `curr` becomes `prev` and the period moves on by P, or,
+///   if two periods or more passed, `prev` is 0 and the period starts now. `tick` is kept
+///   even (its low bit is a lock).
+/// - The rate read is `⌊(prev·remain + curr·P)/P⌋`, `remain` the part of the period still
+///   to come (a period further back counts `curr` as `prev`), except that with no `curr`
+///   and `prev` at most 1, it is `prev` (the "flapping correction").
+/// - Every request is counted, the denied ones too, before the rule reads the rate: a
+///   request passes if the rate with it is at most N. A cost counts as that many
+///   requests (`sc_inc_gpc` aside, HAProxy counts requests).
+#[derive(Clone, Debug)]
+pub struct Haproxy {
+    limit: u64,
+    /// P, in ms.
+    period: u32,
+    state: Counter,
+}
+
+/// A key's `freq_ctr`: the tick its period began, and the counts of it and the one before.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counter {
+    tick: u32,
+    curr: u32,
+    prev: u32,
+}
+
+impl Haproxy {
+    /// Returns the rule for N per P, P a whole number of milliseconds ([`Haproxy::refuses`]).
+    pub fn new(rate: Rate) -> Haproxy {
+        let period = u32::try_from(rate.period().as_micros() / 1000).unwrap_or(u32::MAX);
+        Haproxy { limit: rate.count(), period: period.max(1), state: Counter::default() }
+    }
+}
+
+impl Counter {
+    /// `update_freq_ctr_period`: counts `inc` at `now`.
+    fn update(&mut self, now: u32, period: u32, inc: u32) {
+        if now.wrapping_sub(self.tick) < period {
+            self.curr = self.curr.wrapping_add(inc);
+            return;
+        }
+        self.prev = std::mem::replace(&mut self.curr, inc);
+        let mut tick = self.tick.wrapping_add(period);
+        if now.wrapping_sub(tick) >= period {
+            // Two periods or more were missed.
+            self.prev = 0;
+            tick = now;
+        }
+        self.tick = tick & !1;
+    }
+
+    /// `read_freq_ctr_period`: the rate at `now`, over `period`.
+    fn rate(&self, now: u32, period: u32) -> u64 {
+        let (mut curr, mut past) = (u64::from(self.curr), u64::from(self.prev));
+        // `int remain = tick + period - now`, in 32 bits.
+        #[allow(clippy::cast_possible_wrap)] // As C converts it.
+        let mut remain = i64::from(self.tick.wrapping_add(period).wrapping_sub(now) as i32);
+        if remain < 0 {
+            remain += i64::from(period);
+            past = if remain >= 0 { curr } else { 0 };
+            curr = 0;
+        }
+        if curr == 0 && past <= 1 {
+            return past;
+        }
+        // remain is at most P here, and at least 0 unless past is 0.
+        let remain = u64::try_from(remain).unwrap_or(0);
+        (past * remain + curr * u64::from(period)) / u64::from(period)
+    }
+}
+
+impl KeyedState for Haproxy {
+    type State = Counter;
+
+    #[inline]
+    fn step(&self, counter: &mut Counter, now: Timestamp, cost: u64, force: bool) -> Decision {
+        // now_ms: whole milliseconds, in 32 bits that wrap.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Wraps, as C's.
+        let now = now.as_micros().div_euclid(1000) as u32;
+        counter.update(now, self.period, u32::try_from(cost).unwrap_or(u32::MAX));
+        Decision { passed: force || counter.rate(now, self.period) <= self.limit, wait: 0 }
+    }
+
+    /// A denied request was counted too.
+    fn refuse(&self, counter: &mut Counter, now: Timestamp, cost: u64) {
+        self.step(counter, now, cost, false);
+    }
+
+    fn state_mut(&mut self) -> &mut Counter {
+        &mut self.state
+    }
+}
+
+impl Rule for Haproxy {
+    const NAME: &'static str = "haproxy";
+    const HELP: &'static str =
+        "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";
+    const USES_BURST: bool = false;
+    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
+    const SYSTEM: bool = true;
+
+    fn refuses(rate: Rate) -> Option<String> {
+        let micros = rate.period().as_micros();
+        (micros % 1000 != 0 || micros / 1000 > i64::from(i32::MAX)).then(|| {
+            format!("HAProxy counts a period in whole milliseconds up to 24.8 days, and {rate}'s is not")
+        })
+    }
+
+    fn new_limit(rate: Rate, _burst: NonZeroU64) -> Haproxy {
+        Haproxy::new(rate)
+    }
+
+    /// A sliding estimate over two periods: at most 2N in any period.
+    fn promise(limit: &Limit) -> String {
+        let (n, p) = (limit.rate.count(), limit.rate.period());
+        format!("about {n} per {p}, estimated over two periods: at most {} in any {p}", 2 * n)
+    }
+
+    fn measured(_: &Limit, seen: &Seen) -> String {
+        format!(": saw {}", seen.period)
+    }
+
+    fn held(limit: &Limit, seen: &Seen) -> bool {
+        seen.period <= 2 * limit.rate.count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{decisions, secs};
+    use super::*;
+
+    #[test]
+    fn every_request_counts_and_the_rate_reads_the_period_before() {
+        // gt 2 per 10 s, a fresh counter's period beginning at tick 0: rates 1 and 2 pass at
+        // 1 s and 2 s, 3 > 2 at 3 s is denied and counted, and so 4 at 4 s. At 12.5 s the
+        // period moves on by 10 s (tick 10 000): prev 4, curr 1, 7.5 s to come:
+        // ⌊(4·7 500 + 1·10 000)/10 000⌋ = 4, denied. At 40 s two periods were missed: prev
+        // 0, the period starts now, curr 1: rate 1, it passes.
+        let mut haproxy = Haproxy::new("2/10s".parse().unwrap());
+        let got = decisions(&mut haproxy, &secs(&[1, 2, 3, 4]));
+        assert_eq!(got, [true, true, false, false]);
+        let times: Vec<Timestamp> =
+            [12_500, 40_000].iter().map(|&ms| Timestamp::from_micros(ms * 1000).unwrap()).collect();
+        assert_eq!(decisions(&mut haproxy, &times), [false, true]);
+        assert_eq!((haproxy.state.tick, haproxy.state.prev, haproxy.state.curr), (40_000, 0, 1));
+    }
+
+    #[test]
+    fn with_no_current_count_a_past_of_one_reads_as_one() {
+        // The flapping correction: with no curr, a prev of at most 1 reads as itself,
+        // whatever part of the period remains (⌊1·1/10 000⌋ would be 0).
+        let counter = Counter { tick: 0, curr: 0, prev: 1 };
+        assert_eq!(counter.rate(9_999, 10_000), 1);
+        // A period further on, curr counts as prev (and so reads 1); two on, nothing.
+        let counter = Counter { tick: 0, curr: 1, prev: 3 };
+        assert_eq!((counter.rate(15_000, 10_000), counter.rate(25_000, 10_000)), (1, 0));
+        let counter = Counter { tick: 0, curr: 4, prev: 3 };
+        assert_eq!(counter.rate(15_000, 10_000), 2, "⌊4·5 000/10 000⌋");
+    }
+}
