@@ -16,6 +16,7 @@ mod fetch_misbehaving;
 mod filter;
 mod fleet;
 mod formats;
+mod haproxy;
 mod inputs;
 mod json;
 mod keys;
