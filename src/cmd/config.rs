@@ -42,6 +42,8 @@ pub enum System {
     Traefik,
     /// envoy's local_ratelimit filter's token bucket.
     EnvoyLocal,
+    /// HAProxy's stick table of http_req_rate and a deny rule.
+    Haproxy,
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
@@ -51,6 +53,7 @@ pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
         System::Limits => limits(args),
         System::Traefik => traefik(args),
         System::EnvoyLocal => envoy_local(args),
+        System::Haproxy => haproxy(args),
     };
     write_stdout(text.as_bytes())
 }
@@ -193,6 +196,42 @@ fn limits(args: &ConfigArgs) -> String {
          limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())\n\
          # limiter.hit(item, key) for each request{}\n",
         args.key.as_deref().map_or(String::new(), |k| format!(", key being its {k}"))
+    );
+    text
+}
+
+/// A stick table of `http_req_rate(P)`, tracked per key (the client's address, or a header),
+/// and `deny if { sc_http_req_rate(0) gt N }`; `--algo haproxy` replays it. Entries expire
+/// two periods after their last request, when a kept counter reads as a new one would.
+fn haproxy(args: &ConfigArgs) -> String {
+    let rate = args.rate;
+    let mut text = format!("# ratelimit: haproxy at {rate} (--algo haproxy replays it)\n");
+    // HAProxy's periods are whole milliseconds below 2^31; a longer one is taken at the
+    // most, the count scaled down (no faster than asked while it stays at least 1), and a
+    // fraction of a millisecond rounded up (slower).
+    const MOST: i64 = i32::MAX as i64;
+    let micros = rate.period().as_micros();
+    let (mut count, mut ms) = (rate.count(), micros / 1000 + i64::from(micros % 1000 != 0));
+    let mut faster = "";
+    if ms > MOST {
+        let scaled = i128::from(count) * i128::from(MOST) * 1000 / i128::from(micros);
+        faster = if scaled == 0 { ", faster than asked" } else { "" };
+        (count, ms) = (u64::try_from(scaled).unwrap_or(u64::MAX).max(1), MOST);
+    }
+    if let Some(why) = Algorithm::Haproxy.refuses(rate) {
+        let _ = writeln!(text, "# {why}: it becomes {count} per {ms} ms{faster}");
+    }
+    let (kind, track) = match args.key.as_deref() {
+        Some(key) => ("string len 64", format!("req.hdr({key})")),
+        None => ("ip", "src".to_owned()),
+    };
+    let expire = ms.saturating_mul(2).min(MOST);
+    let _ = write!(
+        text,
+        "# in the frontend:\n    \
+         stick-table type {kind} size 1m expire {expire}ms store http_req_rate({ms}ms)\n    \
+         http-request track-sc0 {track}\n    \
+         http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {count} }}\n"
     );
     text
 }

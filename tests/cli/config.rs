@@ -53,6 +53,28 @@ fn envoy_and_limits_configs_are_in_their_units() {
     assert!(out.contains("item = parse(\"5 per 3600 second\")\n"), "{out}");
 }
 
+#[test]
+fn haproxy_config_counts_whole_milliseconds_and_says_what_a_rate_becomes() {
+    let out = run(&["config", "--for", "haproxy", "--rate", "5/h", "-k", "X-Client"], "").ok();
+    assert_eq!(
+        out,
+        "# ratelimit: haproxy at 5/h (--algo haproxy replays it)\n\
+         # in the frontend:\n    \
+         stick-table type string len 64 size 1m expire 7200000ms store http_req_rate(3600000ms)\n    \
+         http-request track-sc0 req.hdr(X-Client)\n    \
+         http-request deny deny_status 429 if { sc_http_req_rate(0) gt 5 }\n"
+    );
+    // A fraction of a millisecond is rounded up, slower; a period past 2^31 ms is cut to
+    // it, the count with it, and where no whole request is left, one is, faster.
+    let out = run(&["config", "--for", "haproxy", "--rate", "3/1500us"], "").ok();
+    assert!(out.contains(": it becomes 3 per 2 ms\n"), "{out}");
+    assert!(out.contains("type ip size 1m expire 4ms store http_req_rate(2ms)\n"), "{out}");
+    let out = run(&["config", "--for", "haproxy", "--rate", "60/30d"], "").ok();
+    assert!(out.contains(": it becomes 49 per 2147483647 ms\n"), "{out}");
+    let out = run(&["config", "--for", "haproxy", "--rate", "1/30d"], "").ok();
+    assert!(out.contains(": it becomes 1 per 2147483647 ms, faster than asked\n"), "{out}");
+}
+
 /// README's round trip: size with min-bucket, write nginx's config, replay the model.
 #[test]
 fn a_bucket_min_bucket_finds_is_an_nginx_burst_one_less_that_drops_nothing() {
