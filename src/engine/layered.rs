@@ -66,6 +66,11 @@ impl Limits {
     /// exact ones change nothing), and the others are not charged. Either way it hands
     /// layer n's view of the event and its decision to `each`, in layer order, stopping at
     /// the first error.
+    ///
+    /// Layers whose keys share a zone (nginx's) are looked up as nginx's chained
+    /// `limit_req` looks them up, in order up to the first that refuses and no further:
+    /// those before it hold the key in their zones uncharged (a new key frees what it may),
+    /// it holds the key, and those after it never see the event.
     #[inline]
     pub fn settle<E>(
         &mut self,
@@ -73,13 +78,21 @@ impl Limits {
         refused: u32,
         mut each: impl FnMut(usize, Event, Decision) -> Result<(), E>,
     ) -> Result<(), E> {
+        // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32).
+        let first = refused.trailing_zeros() as usize;
         for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
             let seen = layer.sees(event);
+            let refuses = refused & (1 << n) != 0;
+            let zone = layer.settings.algorithm.has_zone();
             // All admitted: each is charged, and a leaky queue says how long it waits. A
             // refusing layer decides again, as it did when asked: it refuses.
-            let decision = match (refused == 0, refused & (1 << n) != 0) {
-                (true, _) | (false, true) => limiter.decide(slot(seen.key), seen.time, seen.cost),
-                (false, false) => Decision { passed: false, wait: 0 },
+            let decision = if refused == 0 || (refuses && !(zone && n > first)) {
+                limiter.decide(slot(seen.key), seen.time, seen.cost)
+            } else {
+                if n < first {
+                    limiter.look_up(slot(seen.key), seen.time);
+                }
+                Decision { passed: false, wait: 0 }
             };
             each(n, seen, decision)?;
         }
@@ -305,6 +318,25 @@ mod tests {
         assert_eq!((record.events, record.passed), (4, 2));
         let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o)| (*r, *o)).collect();
         assert_eq!(refusals, [(1, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn a_chained_nginx_limit_before_the_one_that_refuses_holds_the_key_uncharged() {
+        // A zone per key at 1r/m (16 milli-requests a second leak), then one fixed window
+        // of 1/h for all. 0 s: key 0 passes both. 61 s: key 1 is new to the zone, which
+        // frees key 0 (idle 61 s, leaked away); the window refuses. nginx looked key 1 up
+        // all the same, so the freeing stands: at 62 s key 0 is new again, and free. Had
+        // the zone not been looked up, key 0 would owe 1000 − 992 and be refused.
+        let mut zone = layer(Algorithm::Nginx, "1/m", 1, None);
+        zone.keyed = true;
+        let layers = [zone, layer(Algorithm::FixedWindow, "1/h", 1, None)];
+        let mut limits = Limits::new(&layers);
+        let key = |s, key| Event { key, ..at(s, 1) };
+        for event in [key(0, 0), key(61, 1)] {
+            let refused = limits.refusals(event);
+            limits.settle(event, refused, |_, _, _| Ok::<(), ()>(())).unwrap();
+        }
+        assert_eq!(limits.refusals(key(62, 0)), 0b10, "the zone admits key 0, the window not");
     }
 
     proptest::proptest! {

@@ -81,6 +81,18 @@ impl<L: KeyedState> PerKey<L> {
         zone.touch(key);
     }
 
+    /// Looks up key `key` at `now` in the zone without charging it ([`KeyedState::open`]):
+    /// a new key frees what it may and is held, any key goes to the front. Nothing, for
+    /// limiters without a zone.
+    #[inline]
+    pub fn look_up_only(&mut self, key: usize, now: Timestamp) {
+        if L::ZONE && self.zone.is_some() {
+            self.hold(key);
+            self.look_up(key, now);
+            self.limiter.open(&mut self.states[key]);
+        }
+    }
+
     /// Returns whether an event of key `key` at `now` that costs `cost` would pass,
     /// spending nothing.
     #[inline]
@@ -139,6 +151,11 @@ impl Store for Keys {
     fn admits<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp, cost: u64) -> bool {
         of.admits(key, now, cost)
     }
+
+    #[inline]
+    fn look_up<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp) {
+        of.look_up_only(key, now);
+    }
 }
 
 /// Any one of the limiters, for many keys, chosen at run time without dynamic dispatch.
@@ -166,6 +183,12 @@ impl AnyPerKey {
     #[inline]
     pub fn charge(&mut self, key: usize, now: Timestamp, cost: u64) {
         self.take_at(key, now, cost, true);
+    }
+
+    /// Looks up key `key` at `now` without charging it, as [`PerKey::look_up_only`] does.
+    #[inline]
+    pub fn look_up(&mut self, key: usize, now: Timestamp) {
+        self.look_up_at(key, now);
     }
 }
 

@@ -132,6 +132,11 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         false
     }
 
+    /// Gives a fresh `state` a node without charging it, as nginx's lookup does in a chained
+    /// `limit_req` that comes before the one that refuses: the key's next request is still
+    /// free, but the zone now holds it. Nothing, for limiters without a zone.
+    fn open(&self, _state: &mut Self::State) {}
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }

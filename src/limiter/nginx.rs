@@ -89,7 +89,9 @@ impl KeyedState for Nginx {
             *node = Node(Some(Excess { excess: 0, last: now }));
             return Decision { passed: true, wait: 0 };
         };
-        let ms = match now - kept.last {
+        // A node opened by a chained limit's lookup has `last` at i64::MIN (nginx's 0):
+        // the leak since is past any excess.
+        let ms = match now.saturating_sub(kept.last) {
             ms if ms < -60_000 => 1,
             ms if ms < 0 => 0,
             ms => ms,
@@ -113,12 +115,21 @@ impl KeyedState for Nginx {
     /// excess has leaked away.
     fn freed(&self, node: &Node, now: Timestamp) -> bool {
         let Some(kept) = node.0 else { return false };
-        let ms = (now.as_micros().div_euclid(1000) - kept.last).abs();
+        let ms = (now.as_micros().div_euclid(1000).saturating_sub(kept.last)).saturating_abs();
         ms >= 60_000 && i128::from(kept.excess) - self.leak(ms) <= 0
     }
 
     fn is_fresh(&self, node: &Node) -> bool {
         node.0.is_none()
+    }
+
+    /// A node made by a lookup that does not account (`account` 0: a chained `limit_req`
+    /// before the last) has no excess and `last` 0, nginx's monotonic clock's start: its
+    /// next request leaks all, and so is free.
+    fn open(&self, node: &mut Node) {
+        if node.0.is_none() {
+            *node = Node(Some(Excess { excess: 0, last: i64::MIN }));
+        }
     }
 
     fn state_mut(&mut self) -> &mut Node {

@@ -40,6 +40,10 @@ pub trait Store {
     fn admits<L: Rule>(of: &mut Self::Of<L>, at: Self::At, now: Timestamp, cost: u64) -> bool {
         Self::take(&mut of.clone(), at, now, cost, false).passed
     }
+
+    /// Looks up the state at `at` in its zone at `now` without charging it, as
+    /// [`PerKey::look_up_only`](super::PerKey::look_up_only) does; nothing, by default.
+    fn look_up<L: Rule>(_of: &mut Self::Of<L>, _at: Self::At, _now: Timestamp) {}
 }
 
 /// Makes, from the list of limiters (each `module::Type`), their modules, [`Algorithm`] and
@@ -115,6 +119,12 @@ macro_rules! limiters {
             /// such rate.
             pub fn refuses(self, rate: $crate::units::rate::Rate) -> Option<String> {
                 match self { $(Algorithm::$rule => <$rule as Rule>::refuses(rate),)* }
+            }
+
+            /// Returns true if its keys share one zone, as nginx's do
+            /// ([`KeyedState::ZONE`](crate::limiter::KeyedState::ZONE)).
+            pub fn has_zone(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as $crate::limiter::KeyedState>::ZONE,)* }
             }
 
             /// Returns true if it models one system's own arithmetic.
@@ -204,6 +214,13 @@ macro_rules! limiters {
                 cost: u64,
             ) -> bool {
                 match self { $(Any::$rule(of) => S::admits(of, at, now, cost),)* }
+            }
+
+            /// Looks up the state at `at` in its zone without charging it; see
+            /// [`Store::look_up`].
+            #[inline]
+            pub fn look_up_at(&mut self, at: S::At, now: $crate::units::time::Timestamp) {
+                match self { $(Any::$rule(of) => S::look_up(of, at, now),)* }
             }
         }
     };

@@ -9,12 +9,18 @@ use std::path::Path;
 
 use crate::faked_clock::FakedServer;
 use crate::harness::{real_catalog, run};
-use crate::peer_events::{apart, decisions, events};
+use crate::peer_events::{Event, apart, decisions, events};
 
 const NGINX: &str = "/usr/sbin/nginx";
 
 /// Starts nginx with `limit_req_zone $arg_k … rate=RATE` and `limit_req … ARGS` on `/`.
 fn start_nginx(rate: &str, args: &str) -> FakedServer {
+    let zones = format!("limit_req_zone $arg_k zone=z:10m rate={rate};");
+    start_nginx_chained(&zones, &format!("limit_req zone=z {args};"))
+}
+
+/// Starts nginx with the `limit_req_zone` lines `zones` and the `limit_req` lines `limits`.
+fn start_nginx_chained(zones: &str, limits: &str) -> FakedServer {
     let config = |dir: &Path, port: u16| {
         let d = dir.display();
         std::fs::write(dir.join("f"), "ok\n").unwrap();
@@ -28,11 +34,11 @@ fn start_nginx(rate: &str, args: &str) -> FakedServer {
                  access_log {d}/access.log timed;
                  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
                  fastcgi_temp_path {d}/fastcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-                 limit_req_zone $arg_k zone=z:10m rate={rate};
+                 {zones}
                  server {{
                      listen 127.0.0.1:{port};
                      root {d};
-                     location / {{ limit_req zone=z {args}; }}
+                     location / {{ {limits} }}
                  }}
              }}"
         )
@@ -122,18 +128,14 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     eprintln!("month: {} events, exact gcra parts on {}", events.len(), apart(&real, &exact).len());
 }
 
-#[test]
-#[ignore = "needs nginx and libfaketime"]
-fn a_new_key_frees_idle_keys_in_the_zone_as_nginx_does() {
-    // Twelve keys, each back 55 to 66 s after its last request, at 1r/m with no burst: a
-    // key idle 60 s or more whose excess has leaked away is freed when a new key comes,
-    // and its next request is free again, where kept it would pay what has not leaked
-    // (until 62.5 s, a refusal). New keys, each seen once, come all along.
+/// 1,500 or so requests of twelve keys, the first `stagger` µs apart, each back 55 to 66 s
+/// after its last; after one request in `new_every` (by the seeded draw), a new key comes
+/// 1 ms later, once. In time order.
+fn returning_keys(mut seed: u64, stagger: i64, new_every: u64) -> Vec<Event> {
     let mut events = Vec::new();
     let mut next = [0i64; 12];
-    let mut seed = 7u64;
     for (key, at) in next.iter_mut().enumerate() {
-        *at = 1_746_566_400_000_000 + i64::try_from(key).unwrap() * 5_000_000;
+        *at = 1_746_566_400_000_000 + i64::try_from(key).unwrap() * stagger;
     }
     while events.len() < 1_500 {
         let key = (0..12).min_by_key(|&k| next[k]).unwrap();
@@ -141,12 +143,23 @@ fn a_new_key_frees_idle_keys_in_the_zone_as_nginx_does() {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         next[key] += 55_000_000 + i64::try_from(seed >> 33).unwrap() % 11_000_000;
         // Now and then a new key comes, once: it frees what it may.
-        if seed.is_multiple_of(5) {
+        if seed.is_multiple_of(new_every) {
             let fresh = events.len();
             events.push((events[fresh - 1].0 + 1_000, format!("n{fresh}"), 1));
         }
     }
     events.sort();
+    events
+}
+
+#[test]
+#[ignore = "needs nginx and libfaketime"]
+fn a_new_key_frees_idle_keys_in_the_zone_as_nginx_does() {
+    // Twelve keys, each back 55 to 66 s after its last request, at 1r/m with no burst: a
+    // key idle 60 s or more whose excess has leaked away is freed when a new key comes,
+    // and its next request is free again, where kept it would pay what has not leaked
+    // (until 62.5 s, a refusal). New keys, each seen once, come all along.
+    let events = returning_keys(7, 5_000_000, 5);
     let nginx = start_nginx("1r/m", "nodelay");
     let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
     drop(nginx);
@@ -157,6 +170,39 @@ fn a_new_key_frees_idle_keys_in_the_zone_as_nginx_does() {
     let parted = apart(&real, &kept).len();
     assert!(parted > 0, "no key was freed: the test proves little");
     eprintln!("zone: {} events, keys kept for ever part on {parted}", events.len());
+}
+
+#[test]
+#[ignore = "needs nginx and libfaketime"]
+fn chained_limits_look_up_keys_as_nginx_does_up_to_the_one_that_refuses() {
+    // Two limit_req, a zone per client at 1r/m, then one for all at 12r/m burst=2, which
+    // refuses now and then: nginx has then looked the client up in the first zone, held it
+    // there uncharged (a new client frees idle ones), and charged neither. Twelve clients
+    // come back every 55–66 s, and new ones come.
+    let events = returning_keys(11, 4_000_000, 4);
+    // Either order, as nginx runs it; the model in the other order parts from it.
+    let zones = "limit_req_zone $arg_k zone=z:10m rate=1r/m;\
+                 limit_req_zone $server_port zone=g:1m rate=12r/m;";
+    let (client, all) = ("algo=nginx,rate=1/m,key=k", "algo=nginx,rate=12/m,burst=2");
+    let client_first = "limit_req zone=z nodelay; limit_req zone=g burst=2 nodelay;";
+    let all_first = "limit_req zone=g burst=2 nodelay; limit_req zone=z nodelay;";
+    for (limits, order, other) in
+        [(client_first, [client, all], [all, client]), (all_first, [all, client], [client, all])]
+    {
+        let nginx = start_nginx_chained(zones, limits);
+        let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
+        drop(nginx);
+        let layers =
+            |[first, second]: [&str; 2]| decisions(&events, &["--limit", first, "--limit", second]);
+        assert_eq!(apart(&real, &layers(order)), [] as [usize; 0], "{limits}");
+        let refused = real.iter().filter(|&&pass| !pass).count();
+        let other = apart(&real, &layers(other)).len();
+        assert!(other > 0, "the order of the limits changed nothing: the test proves little");
+        eprintln!(
+            "{limits}: {} events, {refused} refused, 0 apart; the other order parts on {other}",
+            events.len()
+        );
+    }
 }
 
 #[test]

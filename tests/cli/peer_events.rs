@@ -23,7 +23,8 @@ pub fn events(csv: &str, key: Option<&str>) -> Vec<Event> {
 }
 
 /// What `ratelimit replay --emit all` with `args` decides for `events`, one per event, in
-/// order: they are written as a CSV of `time,k,cost`, keyed by `k` and weighed by `cost`.
+/// order: they are written as a CSV of `time,k,cost`, keyed by `k` and weighed by `cost`
+/// (`--limit` layers say their keys and costs themselves).
 pub fn decisions(events: &[Event], args: &[&str]) -> Vec<bool> {
     let mut csv = String::from("time,k,cost\n");
     for (micros, key, cost) in events {
@@ -31,7 +32,8 @@ pub fn decisions(events: &[Event], args: &[&str]) -> Vec<bool> {
         csv += &format!("{},{key},{cost}\n", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"));
     }
     let replay = ["replay", "-", "--emit", "all", "--key", "k", "--cost", "cost"];
-    let out = run(&[&replay[..], args].concat(), &csv).ok();
+    let replay = if args.contains(&"--limit") { &replay[..4] } else { &replay[..] };
+    let out = run(&[replay, args].concat(), &csv).ok();
     out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
 }
 
