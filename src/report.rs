@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Serialize, Serializer};
 
-use crate::limiter::{Algorithm, Waits};
+use crate::limiter::{Algorithm, Delay, Waits};
 use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
 use crate::sizing::quantile::{Percent, Quantiles};
@@ -21,6 +21,10 @@ pub struct LimiterReport {
     pub algorithm: Algorithm,
     pub rate: Rate,
     pub burst: Option<u64>,
+    /// nginx's: when it serves what it admits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub delay: Option<Delay>,
     pub events: u64,
     pub passed: u64,
     pub dropped: u64,

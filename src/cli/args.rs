@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
-use crate::limiter::Algorithm;
+use crate::limiter::{Algorithm, Delay};
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -242,6 +242,48 @@ pub struct RateArgs {
     /// [default: 0]; traefik's burst [default: 1].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
+
+    #[command(flatten)]
+    pub nginx: NginxArgs,
+}
+
+/// When nginx serves the requests it admits: `limit_req`'s `delay=`, `nodelay` and
+/// `limit_req_dry_run`. With none, nginx's default, `delay=0`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Args)]
+pub struct NginxArgs {
+    /// nginx's delay=D: a request admitted with more than D of excess waits [default: 0]
+    #[arg(long, value_name = "D", conflicts_with_all = ["nodelay", "dry_run"])]
+    pub delay: Option<u64>,
+
+    /// nginx's nodelay: every admitted request is served at once
+    #[arg(long, conflicts_with = "dry_run")]
+    pub nodelay: bool,
+
+    /// nginx's limit_req_dry_run on: nothing delayed or refused; the refused are those nginx
+    /// logs as REJECTED_DRY_RUN
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl NginxArgs {
+    /// The flag given, if any.
+    pub fn given(&self) -> Option<&'static str> {
+        match (self.delay, self.nodelay, self.dry_run) {
+            (Some(_), ..) => Some("--delay"),
+            (_, true, _) => Some("--nodelay"),
+            (_, _, true) => Some("--dry-run"),
+            _ => None,
+        }
+    }
+
+    /// The delay they say, nginx's default (`delay=0`) if none.
+    pub fn delay(&self) -> Delay {
+        match (self.delay, self.nodelay, self.dry_run) {
+            (_, _, true) => Delay::DryRun,
+            (_, true, _) => Delay::Never,
+            (d, ..) => Delay::Beyond(d.unwrap_or(0)),
+        }
+    }
 }
 
 /// The one limit of a live decision (`check`, `filter`): a limiter, GCRA unless said, and
@@ -261,6 +303,9 @@ pub struct LiveLimitArgs {
     /// [default: 0]; traefik's burst [default: 1].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
+
+    #[command(flatten)]
+    pub nginx: NginxArgs,
 }
 
 /// The size of the limiters, and the window to report.

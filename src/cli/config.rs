@@ -82,7 +82,7 @@ impl LiveLimitArgs {
     /// Settles the one limiter; `command` names the command that needs it, for the error.
     pub fn settings(&self, command: &str) -> Result<Settings> {
         let Some(rate) = self.rate else { bail!("{command} needs --rate, or --limit") };
-        RateArgs { rate, burst: self.burst }.settings(self.algo, None, true)
+        RateArgs { rate, burst: self.burst, nginx: self.nginx }.settings(self.algo, None, true)
     }
 }
 
@@ -112,11 +112,14 @@ impl RateArgs {
             // A system's own default (nginx's burst=0, Traefik's 1), or N.
             None => algorithm.default_burst(rate),
         };
+        if let Some(flag) = self.nginx.given().filter(|_| strict && algorithm != Algorithm::Nginx) {
+            bail!("{flag} applies to nginx, not {}", algorithm.name());
+        }
         let window = window.unwrap_or(rate.period());
         if window.is_zero() {
             bail!("--window must be longer than zero");
         }
-        Ok(Settings { algorithm, rate, burst, window })
+        Ok(Settings { algorithm, rate, burst, window, delay: self.nginx.delay() })
     }
 }
 

@@ -4,6 +4,7 @@ use std::fmt;
 use std::num::NonZeroU64;
 use std::str::FromStr;
 
+use crate::cli::args::NginxArgs;
 use crate::input::cost::Cost;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
@@ -22,17 +23,30 @@ pub struct LayerSpec {
     pub cost: Cost,
     /// The column that keys it, if any.
     pub key: Option<String>,
+    /// nginx's `delay=`, `nodelay` or dry run, when given.
+    pub nginx: NginxArgs,
 }
 
 /// Reads the comma-separated `key=value` form of `docker --mount`: the keys are `algo`,
-/// `rate`, `burst`, `cost` and `key`, each at most once; `algo` and `rate` are needed.
+/// `rate`, `burst`, `cost`, `key` and nginx's `delay`, each at most once, and nginx's bare
+/// `nodelay` or `dry-run`; `algo` and `rate` are needed.
 impl FromStr for LayerSpec {
     type Err = String;
 
     fn from_str(text: &str) -> Result<LayerSpec, String> {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
             (None, None::<Rate>, None, None::<Cost>, None);
+        let mut nginx = NginxArgs::default();
         for part in text.split(',') {
+            match part.trim() {
+                "nodelay" if !nginx.nodelay => nginx.nodelay = true,
+                "dry-run" if !nginx.dry_run => nginx.dry_run = true,
+                "nodelay" | "dry-run" => return Err(format!("{} is given twice", part.trim())),
+                _ => {}
+            }
+            if matches!(part.trim(), "nodelay" | "dry-run") {
+                continue;
+            }
             let Some((name, value)) = part.split_once('=') else {
                 return Err(format!(
                     "'{part}' is not key=value (algo=, rate=, burst=, cost=, key=)"
@@ -64,11 +78,18 @@ impl FromStr for LayerSpec {
                     let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
                     once(&mut cost, found, name)?;
                 }
+                "delay" => {
+                    let found = value
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("delay={value} is not a whole number of requests"))?;
+                    once(&mut nginx.delay, found, name)?;
+                }
                 "key" if !value.trim().is_empty() => once(&mut key, value.trim().to_owned(), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 other => {
                     return Err(format!(
-                        "'{other}' is not a key of a limit: algo, rate, burst, cost or key"
+                        "'{other}' is not a key of a limit: algo, rate, burst, cost, key or delay"
                     ));
                 }
             }
@@ -79,7 +100,15 @@ impl FromStr for LayerSpec {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
-        Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key })
+        if let Some(flag) = nginx.given().filter(|_| algorithm != Algorithm::Nginx) {
+            let flag = flag.trim_start_matches('-');
+            return Err(format!("{flag} applies to nginx, not {}", algorithm.name()));
+        }
+        if [nginx.delay.is_some(), nginx.nodelay, nginx.dry_run].iter().filter(|&&g| g).count() > 1
+        {
+            return Err("delay=, nodelay and dry-run say different things: give one".into());
+        }
+        Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key, nginx })
     }
 }
 
@@ -103,6 +132,9 @@ impl fmt::Display for LayerSpec {
         }
         if let Some(key) = &self.key {
             write!(f, ",key={key}")?;
+        }
+        if self.nginx.given().is_some() {
+            write!(f, ",{}", self.nginx.delay())?;
         }
         Ok(())
     }
@@ -136,5 +168,17 @@ mod tests {
         assert!(error("algo=sliding-log,rate=5/h,burst=3").contains("not sliding-log"));
         assert!(error("algo=gcra,rate=5/h,burst=0").contains("at least 1"));
         assert!(error("algo=gcra,rate=5/h,key=").contains("needs a column"));
+        assert_eq!(error("algo=gcra,rate=5/h,nodelay"), "nodelay applies to nginx, not gcra");
+        assert!(error("algo=nginx,rate=5/s,nodelay,delay=2").contains("give one"));
+        assert!(error("algo=nginx,rate=5/s,delay=x").contains("not a whole number"));
+    }
+
+    #[test]
+    fn nginx_layers_take_its_delay_nodelay_and_dry_run() {
+        for text in ["algo=nginx,rate=5/s,burst=3,delay=2", "algo=nginx,rate=5/s,nodelay"] {
+            assert_eq!(text.parse::<LayerSpec>().unwrap().to_string(), text);
+        }
+        let dry: LayerSpec = "algo=nginx,rate=5/s,dry-run".parse().unwrap();
+        assert_eq!(dry.nginx.delay(), crate::limiter::Delay::DryRun);
     }
 }

@@ -8,8 +8,8 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use super::write_stdout;
-use crate::cli::args::parse_burst;
-use crate::limiter::{Algorithm, ENVOY_UNITS, nginx_rate};
+use crate::cli::args::{NginxArgs, parse_burst};
+use crate::limiter::{Algorithm, Delay, ENVOY_UNITS, nginx_rate};
 use crate::units::rate::Rate;
 
 /// `ratelimit config`.
@@ -27,6 +27,9 @@ pub struct ConfigArgs {
     /// The column the limit is per, named as the system's key.
     #[arg(short = 'k', long, value_name = "COLUMN")]
     pub key: Option<String>,
+
+    #[command(flatten)]
+    pub nginx: NginxArgs,
 }
 
 /// The systems `config` writes for.
@@ -47,6 +50,12 @@ pub enum System {
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
+    if let Some(flag) = args.nginx.given().filter(|_| args.system != System::Nginx) {
+        anyhow::bail!(
+            "{flag} applies to nginx, not {}",
+            args.system.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
+        );
+    }
     let text = match args.system {
         System::Nginx => nginx(args),
         System::EnvoyRatelimit => envoy(args),
@@ -96,7 +105,15 @@ fn nginx(args: &ConfigArgs) -> String {
     }
     let _ = writeln!(text, "limit_req_zone {key} zone=ratelimit:10m rate={count}r/{unit};");
     let burst = if burst == 0 { String::new() } else { format!(" burst={burst}") };
-    let _ = writeln!(text, "limit_req zone=ratelimit{burst} nodelay;");
+    // nginx's default, delay=0, is written as nothing.
+    let delay = match args.nginx.delay() {
+        Delay::Beyond(0) | Delay::DryRun => String::new(),
+        delay => format!(" {delay}"),
+    };
+    let _ = writeln!(text, "limit_req zone=ratelimit{burst}{delay};");
+    if args.nginx.delay() == Delay::DryRun {
+        let _ = writeln!(text, "limit_req_dry_run on;");
+    }
     text
 }
 

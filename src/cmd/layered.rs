@@ -132,7 +132,7 @@ pub(super) fn resolve(specs: &[LayerSpec], window: Option<Span>) -> Result<Layer
     let layers = specs
         .iter()
         .map(|spec| {
-            let size = RateArgs { rate: spec.rate, burst: spec.burst };
+            let size = RateArgs { rate: spec.rate, burst: spec.burst, nginx: spec.nginx };
             Ok(Layer {
                 settings: size.settings(spec.algorithm, window, true)?,
                 keyed: spec.key.is_some(),

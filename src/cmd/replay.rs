@@ -27,7 +27,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (Some(algorithm), Some(rate)) = (args.algo, args.rate) else {
         bail!("replay needs --algo and --rate, or --limit")
     };
-    let size = RateArgs { rate, burst: args.burst };
+    let size = RateArgs { rate, burst: args.burst, nginx: args.nginx };
     let settings = vec![size.settings(algorithm, args.window, true)?];
     let job = args.job.job(input, settings, false)?;
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
@@ -159,6 +159,9 @@ pub struct ReplayArgs {
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
     pub burst: Option<NonZeroU64>,
 
+    #[command(flatten)]
+    pub nginx: crate::cli::args::NginxArgs,
+
     /// The length of the busiest window to report [default: the rate's period].
     #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
@@ -169,7 +172,7 @@ pub struct ReplayArgs {
     /// all by one column, and weighed, all by one column (or each by a number). With
     /// --redis, each event is one atomic script call over every layer's keys.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
-    #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key", "servers"])]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers"])]
     pub limits: Vec<LayerSpec>,
 
     /// Write the input rows that passed, that were dropped, or all of them with a

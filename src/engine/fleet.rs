@@ -109,7 +109,7 @@ impl FleetEngine {
         let mut tally = Vec::new();
         for (s, &share) in settings.iter().zip(&plan.shares) {
             let (rate, burst) = share.server_limit(s.rate, s.burst, k).unwrap_or((s.rate, s.burst));
-            lanes.push(AnyReplicated::new(s.algorithm, rate, burst, k, share));
+            lanes.push(AnyReplicated::new(s.algorithm, rate, burst, k, share, s.delay));
             tally.push(report::FleetReport {
                 servers: k,
                 route: plan.route.name(),
@@ -129,7 +129,7 @@ impl FleetEngine {
                 over_admission: None,
             });
         }
-        let alone = settings.iter().map(|s| AnyPerKey::new(s.algorithm, s.rate, s.burst));
+        let alone = settings.iter().map(Settings::per_key);
         FleetEngine {
             plan: plan.clone(),
             router,

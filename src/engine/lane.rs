@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, LeakyQueue, Limiter, Waits};
+use crate::limiter::{Algorithm, Decision, Delay, LeakyQueue, Limiter, Waits};
 use crate::report;
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
@@ -21,6 +21,8 @@ pub struct Settings {
     pub burst: NonZeroU64,
     /// The length of the busiest window to report.
     pub window: Span,
+    /// When nginx serves what it admits; ignored by the others.
+    pub delay: Delay,
 }
 
 impl Settings {
@@ -28,6 +30,22 @@ impl Settings {
     /// windows. An event that costs more never passes.
     pub fn capacity(&self) -> u64 {
         if self.algorithm.uses_burst() { self.burst.get() } else { self.rate.count() }
+    }
+
+    /// Returns true if the limiter says how long each event it admits waits, as nginx does
+    /// without `nodelay` (a leaky queue's waits are found again, not told).
+    pub fn tells_waits(&self) -> bool {
+        self.algorithm == Algorithm::Nginx && matches!(self.delay, Delay::Beyond(_))
+    }
+
+    /// Returns the limiter these settings make, for every key.
+    pub fn per_key(&self) -> crate::limiter::AnyPerKey {
+        crate::limiter::AnyPerKey::delaying(self.algorithm, self.rate, self.burst, self.delay)
+    }
+
+    /// Returns the delay a report shows: nginx's, and no other limiter's.
+    pub fn shown_delay(&self) -> Option<Delay> {
+        (self.algorithm == Algorithm::Nginx).then_some(self.delay)
     }
 }
 
@@ -138,7 +156,7 @@ impl Demand {
 }
 
 /// What one limiter decided on one key's events: what passed, its busiest window, its
-/// promise and, for a leaky queue, the waits. It records decisions made elsewhere, by an
+/// promise and, for a limiter that delays, the waits. It records decisions made elsewhere, by an
 /// [`Engine`](super::Engine), and never decides.
 #[derive(Clone, Debug)]
 pub struct Lane {
@@ -148,13 +166,15 @@ pub struct Lane {
     capacity: u64,
     busiest: BusiestWindow,
     pub(super) promise: PromiseCheck,
-    queue: Option<(Waits, LeakyQueue)>,
+    /// The waits, for a limiter that delays, and for a leaky queue the queue that finds
+    /// them again.
+    queue: Option<(Waits, Option<LeakyQueue>)>,
 }
 
 impl Lane {
     /// Returns a lane that has seen no events.
     pub fn new(settings: Settings) -> Lane {
-        let Settings { algorithm, rate, burst, window } = settings;
+        let Settings { algorithm, rate, burst, window, .. } = settings;
         Lane {
             settings,
             passed: 0,
@@ -162,19 +182,27 @@ impl Lane {
             capacity: settings.capacity(),
             busiest: BusiestWindow::new(window),
             promise: PromiseCheck::new(algorithm, rate, burst.get()),
-            queue: algorithm.delays().then(|| (Waits::new(rate), LeakyQueue::unbounded(rate))),
+            queue: Lane::queue(settings),
         }
     }
 
-    /// Records whether an event at `time`, no earlier than the last, that costs `cost`
-    /// units passed, and returns it. A leaky queue's waits are found again from the
-    /// admitted events, so that its promise is checked apart from the engine that decided.
+    /// The waits a lane of `settings` keeps, if it delays.
+    fn queue(settings: Settings) -> Option<(Waits, Option<LeakyQueue>)> {
+        let rate = settings.rate;
+        let queue = settings.algorithm.delays().then(|| LeakyQueue::unbounded(rate));
+        (queue.is_some() || settings.tells_waits()).then(|| (Waits::new(rate), queue))
+    }
+
+    /// Records the `decision` on an event at `time`, no earlier than the last, that costs
+    /// `cost` units, and returns whether it passed. A leaky queue's waits are found again
+    /// from the admitted events, so that its promise is checked apart from the engine that
+    /// decided; nginx's are as it decided them.
     #[inline]
-    pub fn record(&mut self, time: Timestamp, cost: u64, passed: bool) -> bool {
-        if passed {
+    pub fn record(&mut self, time: Timestamp, cost: u64, decision: Decision) -> bool {
+        if decision.passed {
             self.busiest.push_cost(time, cost);
         }
-        self.count(time, cost, passed)
+        self.count(time, cost, decision)
     }
 
     /// Records a decision as [`record`](Lane::record) does, but for the busiest window,
@@ -182,13 +210,16 @@ impl Lane {
     // Always inlined, as the busiest window's push is: it runs for every event of every
     // lane.
     #[inline(always)]
-    pub(super) fn count(&mut self, time: Timestamp, cost: u64, passed: bool) -> bool {
+    pub(super) fn count(&mut self, time: Timestamp, cost: u64, decision: Decision) -> bool {
+        let passed = decision.passed;
         self.spent.add(time, cost, passed, self.capacity);
         if passed {
             self.passed += 1;
             self.promise.passed(time, cost);
-            if let Some((waits, queue)) = &mut self.queue {
-                waits.record(queue.take(time, cost, false));
+            match &mut self.queue {
+                Some((waits, Some(queue))) => waits.record(queue.take(time, cost, false)),
+                Some((waits, None)) => waits.record(decision),
+                None => {}
             }
         }
         passed
@@ -200,8 +231,8 @@ impl Lane {
         self.spent = Spent::default();
         self.busiest.clear();
         self.promise.clear();
-        if let Some(queue) = &mut self.queue {
-            *queue = (Waits::new(self.settings.rate), LeakyQueue::unbounded(self.settings.rate));
+        if self.queue.is_some() {
+            self.queue = Lane::queue(self.settings);
         }
     }
 
@@ -228,6 +259,7 @@ impl Lane {
             algorithm,
             rate,
             burst: algorithm.shown_burst(burst),
+            delay: self.settings.shown_delay(),
             events: demand.events,
             passed: self.passed,
             dropped: demand.events - self.passed,

@@ -39,11 +39,7 @@ pub struct Limits {
 impl Limits {
     /// Returns the limiters of `layers`, each in its first state.
     pub fn new(layers: &[Layer]) -> Limits {
-        let limiter = |l: &Layer| {
-            let Settings { algorithm, rate, burst, .. } = l.settings;
-            AnyPerKey::new(algorithm, rate, burst)
-        };
-        Limits { each: layers.iter().map(|l| (limiter(l), l.clone())).collect() }
+        Limits { each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect() }
     }
 
     /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
@@ -288,7 +284,17 @@ mod tests {
         let rate = rate.parse().unwrap();
         let burst = NonZeroU64::new(burst).unwrap();
         let window = Span::from_micros(1_000_000).unwrap();
-        Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost }
+        Layer {
+            settings: Settings {
+                algorithm,
+                rate,
+                burst,
+                window,
+                delay: crate::limiter::Delay::Never,
+            },
+            keyed: false,
+            cost,
+        }
     }
 
     fn in_memory(layers: &[Layer]) -> Result<Layered> {
@@ -355,7 +361,7 @@ mod tests {
             for algorithm in Algorithm::ALL {
                 let burst = NonZeroU64::new(b).unwrap();
                 let window = Span::from_micros(1_000_000).unwrap();
-                let one = Layer { settings: Settings { algorithm, rate, burst, window }, keyed: false, cost: None };
+                let one = Layer { settings: Settings { algorithm, rate, burst, window, delay: crate::limiter::Delay::Never }, keyed: false, cost: None };
                 let roomy = layer(Algorithm::TokenBucket, "1000/s", 1_000_000, None);
                 let mut alone = algorithm.build(rate, burst);
                 let mut layered = in_memory(std::slice::from_ref(&one)).unwrap();

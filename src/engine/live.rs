@@ -38,12 +38,10 @@ impl Backend {
     /// or in Redis (its script loaded when the backend was made). A fleet is simulated
     /// only in a replay.
     pub fn live(&self, settings: &Settings) -> Result<Box<dyn Live>> {
-        let Settings { algorithm, rate, burst, .. } = *settings;
         Ok(match self {
-            Backend::Memory => Box::new(LiveMemory {
-                limiter: AnyPerKey::new(algorithm, rate, burst),
-                keys: KeyTable::new(),
-            }),
+            Backend::Memory => {
+                Box::new(LiveMemory { limiter: settings.per_key(), keys: KeyTable::new() })
+            }
             Backend::Redis { redis, remotes, prefix } => Box::new(LiveRedis {
                 server: redis.clone(),
                 remote: remotes[0].clone(),

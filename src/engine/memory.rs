@@ -17,7 +17,7 @@ pub struct Memory {
 impl Memory {
     /// Returns an engine with one limiter per settings, for every key.
     pub fn new(settings: &[Settings]) -> Memory {
-        let lanes = settings.iter().map(|s| AnyPerKey::new(s.algorithm, s.rate, s.burst));
+        let lanes = settings.iter().map(Settings::per_key);
         Memory { lanes: lanes.collect() }
     }
 }

@@ -64,6 +64,10 @@ struct KeyedEvents {
     /// For each event, `stride` bytes: bit n % 8 of byte n / 8 set if lane n passed it.
     passed: Vec<u8>,
     stride: usize,
+    /// For each event, each lane's wait, when some lane tells its waits (nginx's, as it
+    /// decided them: a key's depend on the zone it shares with the others, so they cannot
+    /// be found again from the key's own events); else empty.
+    waits: Vec<i128>,
 }
 
 /// Returns whether lane `n` passed an event, from the event's bytes of decisions.
@@ -120,6 +124,7 @@ impl Recorder {
                 keys: Vec::new(),
                 passed: Vec::new(),
                 stride: settings.len().div_ceil(8),
+                waits: Vec::new(),
             }))
         } else {
             Kept::One(Box::new(KeyRecord::new(settings)))
@@ -161,7 +166,7 @@ impl Recorder {
             Kept::One(only) => {
                 only.demand.push(time, cost);
                 for (lane, decision) in only.lanes.iter_mut().zip(decisions) {
-                    trace(lane.record(time, cost, decision.passed));
+                    trace(lane.record(time, cost, decision));
                 }
             }
             Kept::KeyedEvents(keyed) => {
@@ -172,8 +177,12 @@ impl Recorder {
                 }
                 let at = keyed.passed.len();
                 keyed.passed.resize(at + keyed.stride, 0);
+                let told = self.settings.iter().any(Settings::tells_waits);
                 for (n, decision) in decisions.into_iter().enumerate() {
                     keyed.passed[at + n / 8] |= u8::from(decision.passed) << (n % 8);
+                    if told {
+                        keyed.waits.push(decision.wait);
+                    }
                     trace(decision.passed);
                 }
                 keyed.events.push(time, cost);
@@ -270,6 +279,8 @@ struct Grouped {
     events: Timeline,
     passed: Vec<u8>,
     stride: usize,
+    /// Each event's waits, a lane each, if any lane tells them.
+    waits: Vec<i128>,
 }
 
 impl Totals {
@@ -308,15 +319,20 @@ impl KeyedEvents {
         let stride = grouped.stride;
         let decisions =
             grouped.passed[range.start * stride..range.end * stride].chunks_exact(stride);
-        for ((time, cost), bits) in grouped.events.each(range).zip(decisions) {
-            let passed = |n: usize| lane_passed(bits, n);
-            let lanes = state.lanes.iter_mut().enumerate();
+        let lanes = state.lanes.len();
+        let events = grouped.events.each(range.clone()).zip(decisions);
+        for (event, ((time, cost), bits)) in (range.start..).zip(events) {
+            let decision = |n: usize| Decision {
+                passed: lane_passed(bits, n),
+                wait: grouped.waits.get(event * lanes + n).copied().unwrap_or(0),
+            };
+            let each = state.lanes.iter_mut().enumerate();
             if windows {
                 state.demand.push(time, cost);
-                lanes.for_each(|(n, l)| _ = l.record(time, cost, passed(n)));
+                each.for_each(|(n, l)| _ = l.record(time, cost, decision(n)));
             } else {
                 state.demand.count(time, cost);
-                lanes.for_each(|(n, l)| _ = l.count(time, cost, passed(n)));
+                each.for_each(|(n, l)| _ = l.count(time, cost, decision(n)));
             }
         }
     }
@@ -337,6 +353,10 @@ impl KeyedEvents {
             events: self.events.gather(&groups),
             passed: groups.gather_chunks(&self.passed, self.stride),
             stride: self.stride,
+            waits: match self.waits.is_empty() {
+                true => Vec::new(),
+                false => groups.gather_chunks(&self.waits, settings.len()),
+            },
             groups,
         };
         let lanes = settings.len();
@@ -414,6 +434,7 @@ impl KeyedEvents {
                     algorithm,
                     rate,
                     burst: algorithm.shown_burst(burst),
+                    delay: settings[n].shown_delay(),
                     events,
                     passed,
                     dropped: events - passed,
@@ -485,6 +506,7 @@ mod tests {
             rate: "1/10s".parse().unwrap(),
             burst: NonZeroU64::new(3).unwrap(),
             window: Span::from_micros(10_000_000).unwrap(),
+            delay: crate::limiter::Delay::Never,
         }];
         let mut table = KeyTable::new();
         let (a, b) = (table.intern(b"a").unwrap(), table.intern(b"b").unwrap());

@@ -162,9 +162,21 @@ impl Store for Keys {
 pub type AnyPerKey = Any<Keys>;
 
 impl AnyPerKey {
-    /// Returns limiters of this kind for every key. Algorithms without a burst ignore it.
+    /// Returns limiters of this kind for every key, serving what they admit at once.
+    /// Algorithms without a burst ignore it.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: std::num::NonZeroU64) -> AnyPerKey {
-        algorithm.make::<Keys>(rate, burst, &())
+        AnyPerKey::delaying(algorithm, rate, burst, super::Delay::Never)
+    }
+
+    /// Returns limiters of this kind for every key, serving what they admit as `delay`
+    /// says (nginx's).
+    pub fn delaying(
+        algorithm: Algorithm,
+        rate: Rate,
+        burst: std::num::NonZeroU64,
+        delay: super::Delay,
+    ) -> AnyPerKey {
+        algorithm.make::<Keys>(rate, burst, delay, &())
     }
 
     /// Decides on an event of key `key` at `now`, as [`PerKey::decide`] does.

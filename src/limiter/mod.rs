@@ -41,7 +41,7 @@ limiters! {
 use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
-pub use self::nginx::nginx_rate;
+pub use self::nginx::{Delay, nginx_rate};
 use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -196,6 +196,12 @@ pub trait Rule: KeyedState {
     /// Returns the limiter for N per P and burst b, as it starts; without a burst, `burst`
     /// is ignored.
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Self;
+
+    /// Returns it serving what it admits as `delay` says: only nginx delays so; the others
+    /// ignore it.
+    fn delayed(self, _delay: Delay) -> Self {
+        self
+    }
 
     /// Says what it promises: by default the token bucket's promise, at most b + r·T in
     /// any interval of length T, which holds if and only if the passed events fit a

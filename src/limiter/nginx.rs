@@ -7,7 +7,7 @@ use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
-/// nginx's `limit_req zone=… burst=B` with `nodelay`, as `ngx_http_limit_req_module.c`
+/// nginx's `limit_req zone=… burst=B`, as `ngx_http_limit_req_module.c`
 /// of nginx 1.22.1 decides (`ngx_http_limit_req_lookup`, lines 399–520; the rate from
 /// `ngx_http_limit_req_zone`, line 939; the burst, line 1060):
 ///
@@ -19,6 +19,8 @@ use crate::units::time::Timestamp;
 ///   since the node's `last` (below −60 s it counts as 1 ms, below 0 as 0). Above
 ///   `B·1000` the request is refused and nothing changes; else the excess is stored, and
 ///   `last` moves to now if `ms` is not 0, so the truncated part of the leak is lost.
+/// - A request admitted with more excess than `delay=D` allows waits for it to leak to D
+///   ([`Delay`]); the decisions do not depend on it.
 ///
 /// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
 /// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. An event of cost
@@ -32,7 +34,45 @@ pub struct Nginx {
     milli: i128,
     /// `B·1000`: the most excess a passed request may leave.
     most: i128,
+    /// `D·1000` for `delay=D`: the most excess a passed request may leave and be served at
+    /// once; `None` with `nodelay`.
+    served: Option<i128>,
+    /// N, the wait units in a microsecond ([`Decision::wait`]).
+    n: i128,
     state: Node,
+}
+
+/// When nginx serves a request it admits: at once, or once its excess has leaked to
+/// `delay=D` (`limit_req`'s parameters; `limit_req_dry_run` delays nothing, and refuses
+/// nothing, but decides and charges the same).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Delay {
+    /// `delay=D`: a request admitted with more than D requests of excess waits until it
+    /// has leaked to D. nginx's default is `delay=0`.
+    Beyond(u64),
+    /// `nodelay`: every admitted request at once.
+    #[default]
+    Never,
+    /// `limit_req_dry_run on`: nothing delayed or refused; the refused are those nginx
+    /// logs as `REJECTED_DRY_RUN`.
+    DryRun,
+}
+
+impl std::fmt::Display for Delay {
+    /// As nginx writes it: `delay=D`, `nodelay`, or `dry-run` (`limit_req_dry_run on`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delay::Beyond(d) => write!(f, "delay={d}"),
+            Delay::Never => f.write_str("nodelay"),
+            Delay::DryRun => f.write_str("dry-run"),
+        }
+    }
+}
+
+impl serde::Serialize for Delay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// One key's node in the zone: none before its first request.
@@ -56,7 +96,28 @@ impl Nginx {
         Nginx {
             milli: i128::from(rate.count()) * 1_000_000_000 / micros,
             most: (i128::from(burst.get()) - 1) * 1000,
+            served: None,
+            n: rate.n(),
             state: Node::default(),
+        }
+    }
+
+    /// Returns it serving what it admits as `delay` says.
+    pub fn with_delay(self, delay: Delay) -> Nginx {
+        let served = match delay {
+            Delay::Beyond(d) => Some(i128::from(d) * 1000),
+            Delay::Never | Delay::DryRun => None,
+        };
+        Nginx { served, ..self }
+    }
+
+    /// How long a request admitted with `excess` waits, in units of 1/N µs: nginx's
+    /// `(excess − D·1000)·1000/rate` whole milliseconds (`ngx_http_limit_req_account`,
+    /// lines 567–571 and 604–613), when the excess is above D·1000.
+    fn wait(&self, excess: i128) -> i128 {
+        match self.served {
+            Some(served) if excess > served => (excess - served) * 1000 / self.milli * 1000 * self.n,
+            _ => 0,
         }
     }
 
@@ -85,7 +146,7 @@ impl KeyedState for Nginx {
     fn step(&self, node: &mut Node, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = now.as_micros().div_euclid(1000);
         let Some(kept) = &mut node.0 else {
-            // A new node: its first request is not charged.
+            // A new node: its first request is not charged, and is served at once.
             *node = Node(Some(Excess { excess: 0, last: now }));
             return Decision { passed: true, wait: 0 };
         };
@@ -106,7 +167,7 @@ impl KeyedState for Nginx {
         if ms != 0 {
             kept.last = now;
         }
-        Decision { passed: true, wait: 0 }
+        Decision { passed: true, wait: self.wait(excess) }
     }
 
     const ZONE: bool = true;
@@ -140,7 +201,7 @@ impl KeyedState for Nginx {
 impl Rule for Nginx {
     const NAME: &'static str = "nginx";
     const HELP: &'static str =
-        "nginx's limit_req with nodelay, to its arithmetic: milli-requests, whole ms, truncated";
+        "nginx's limit_req, to its arithmetic: milli-requests, whole ms, truncated";
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
     const SYSTEM: bool = true;
@@ -156,6 +217,10 @@ impl Rule for Nginx {
         Nginx::new(rate, burst)
     }
 
+    fn delayed(self, delay: Delay) -> Nginx {
+        self.with_delay(delay)
+    }
+
     /// The token bucket's promise with b = burst + 1; the rate nginx keeps is at most the
     /// exact one, but times floored to the millisecond can leak up to 1 ms early.
     fn promise(limit: &Limit) -> String {
@@ -167,6 +232,7 @@ impl Rule for Nginx {
 mod tests {
     use super::super::tests::{burst, decisions};
     use super::*;
+    use crate::limiter::Limiter;
 
     fn ms(ms: &[i64]) -> Vec<Timestamp> {
         ms.iter().map(|&ms| Timestamp::from_micros(ms * 1000).unwrap()).collect()
@@ -202,6 +268,26 @@ mod tests {
         // A refusal changes nothing: not the excess, not `last`.
         let mut nginx = Nginx::new("1/s".parse().unwrap(), burst(1));
         assert_eq!(decisions(&mut nginx, &ms(&[0, 500, 999, 1_000])), [true, false, false, true]);
+    }
+
+    #[test]
+    fn a_request_admitted_past_delay_waits_for_its_excess_to_leak_to_it() {
+        // 2r/s (2000 milli a second), burst=2. delay=0: free at 0 s; at 0 s again excess
+        // 1000, waits 1000·1000/2000 = 500 ms; at 0.5 s 1000 − 1000 + 1000, 500 ms; at
+        // 0.7 s 1000 − 400 + 1000 = 1600, 800 ms; at 1 s 1600 − 600 + 1000 = 2000, 1 s.
+        // delay=1 serves up to 1000 at once: 0, 0, 0, 300 ms, 500 ms. nodelay: none waits.
+        let times = ms(&[0, 0, 500, 700, 1_000]);
+        for (delay, want) in [
+            (Delay::Beyond(0), [0, 500, 500, 800, 1_000]),
+            (Delay::Beyond(1), [0, 0, 0, 300, 500]),
+            (Delay::Never, [0; 5]),
+            (Delay::DryRun, [0; 5]),
+        ] {
+            let mut nginx = Nginx::new("2/s".parse().unwrap(), burst(3)).with_delay(delay);
+            let waits: Vec<i128> = times.iter().map(|&t| nginx.take(t, 1, false).wait).collect();
+            // A wait is in units of 1/N µs: N = 2.
+            assert_eq!(waits, want.map(|ms| ms * 1000 * 2), "{delay}");
+        }
     }
 
     #[test]

@@ -137,17 +137,20 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }
             }
 
-            /// Returns a new limiter of this kind, held in store `S`. Algorithms without a
-            /// burst ignore `burst`.
+            /// Returns a new limiter of this kind, held in store `S`, serving what it admits
+            /// as `delay` says. Algorithms without a burst ignore `burst`; all but nginx
+            /// ignore `delay`.
             pub fn make<S: Store>(
                 self,
                 rate: $crate::units::rate::Rate,
                 burst: std::num::NonZeroU64,
+                delay: $crate::limiter::Delay,
                 setup: &S::Setup,
             ) -> Any<S> {
                 match self {
                     $(Algorithm::$rule => {
-                        Any::$rule(S::make(<$rule as Rule>::new_limit(rate, burst), setup))
+                        let limiter = <$rule as Rule>::new_limit(rate, burst).delayed(delay);
+                        Any::$rule(S::make(limiter, setup))
                     })*
                 }
             }
@@ -302,9 +305,10 @@ impl Store for Alone {
 pub type AnyLimiter = Any<Alone>;
 
 impl Algorithm {
-    /// Returns a new limiter of this kind. Algorithms without a burst ignore `burst`.
+    /// Returns a new limiter of this kind, serving at once what it admits. Algorithms
+    /// without a burst ignore `burst`.
     pub fn build(self, rate: Rate, burst: NonZeroU64) -> AnyLimiter {
-        self.make::<Alone>(rate, burst, &())
+        self.make::<Alone>(rate, burst, super::Delay::Never, &())
     }
 }
 

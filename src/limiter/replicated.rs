@@ -174,12 +174,13 @@ impl AnyReplicated {
         burst: NonZeroU64,
         servers: u32,
         share: Share,
+        delay: super::Delay,
     ) -> AnyReplicated {
         let sync = match share {
             Share::Synced(every) => Some(every),
             Share::Local | Share::Split => None,
         };
-        algorithm.make::<Replicas>(rate, burst, &(servers, sync))
+        algorithm.make::<Replicas>(rate, burst, delay, &(servers, sync))
     }
 
     /// Decides on an event as [`Replicated::decide`] does.
@@ -205,7 +206,14 @@ mod tests {
         // 1/10s, burst 1, two servers, round-robin at 1 s apart: each server sees an event
         // every 2 s, so after its first each waits 10 s.
         let rate: Rate = "1/10s".parse().unwrap();
-        let mut fleet = AnyReplicated::new(Algorithm::Gcra, rate, burst(1), 2, Share::Local);
+        let mut fleet = AnyReplicated::new(
+            Algorithm::Gcra,
+            rate,
+            burst(1),
+            2,
+            Share::Local,
+            crate::limiter::Delay::Never,
+        );
         let events = [(0, 0), (1, 1), (0, 2), (1, 3), (0, 10), (1, 11)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true, true]);
     }
@@ -229,8 +237,14 @@ mod tests {
         // too (shared tat 80), one more than a single limiter would pass.
         let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(60_000_000).unwrap();
-        let mut fleet =
-            AnyReplicated::new(Algorithm::Gcra, rate, burst(1), 2, Share::Synced(every));
+        let mut fleet = AnyReplicated::new(
+            Algorithm::Gcra,
+            rate,
+            burst(1),
+            2,
+            Share::Synced(every),
+            crate::limiter::Delay::Never,
+        );
         let events = [(0, 0), (1, 0), (0, 5), (0, 60), (1, 61), (0, 62)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, true, true, false]);
         // At 120 both copies get the shared tat, 80, which has paid for both passes.
@@ -244,8 +258,14 @@ mod tests {
         // for two events with one token, so it stands at −1 and needs 20 s to reach 1.
         let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(1_000_000).unwrap();
-        let mut fleet =
-            AnyReplicated::new(Algorithm::TokenBucket, rate, burst(1), 2, Share::Synced(every));
+        let mut fleet = AnyReplicated::new(
+            Algorithm::TokenBucket,
+            rate,
+            burst(1),
+            2,
+            Share::Synced(every),
+            crate::limiter::Delay::Never,
+        );
         let events = [(0, 0), (1, 0), (0, 10), (1, 19), (0, 20)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true]);
     }

@@ -162,7 +162,7 @@ proptest! {
             let alone = decisions(&mut algorithm.build(rate, burst(b)), &times);
             for share in [Share::Local, Share::Split, sync] {
                 let (r, bb) = share.server_limit(rate, burst(b), 1).unwrap();
-                let mut fleet = AnyReplicated::new(algorithm, r, bb, 1, share);
+                let mut fleet = AnyReplicated::new(algorithm, r, bb, 1, share, Delay::Never);
                 let decided: Vec<bool> = times.iter().map(|&t| fleet.decide(0, 0, t, 1).passed).collect();
                 prop_assert_eq!(&decided, &alone, "{:?} {:?}", algorithm, share);
             }
@@ -174,7 +174,7 @@ proptest! {
         (rate, b, times) in scenario(), servers in 2u32..=5
     ) {
         let (each, share) = Share::Split.server_limit(rate, burst(b), servers).unwrap();
-        let mut fleet = AnyReplicated::new(Algorithm::TokenBucket, each, share, servers, Share::Split);
+        let mut fleet = AnyReplicated::new(Algorithm::TokenBucket, each, share, servers, Share::Split, Delay::Never);
         let decided: Vec<bool> = (0..times.len())
             .map(|i| fleet.decide(i % servers as usize, 0, times[i], 1).passed)
             .collect();

@@ -15,15 +15,24 @@ fn nginx_config_says_what_a_rate_it_cannot_write_becomes() {
          # 90/h is not N r/s or N r/m, which is all nginx writes: 1r/m is the nearest that is no faster\n\
          # nginx keeps 1r/m as 16 thousandths of a request a second, truncated: --algo nginx --rate 1/m replays that\n\
          limit_req_zone $remote_addr zone=ratelimit:10m rate=1r/m;\n\
-         limit_req zone=ratelimit burst=3 nodelay;\n"
+         limit_req zone=ratelimit burst=3;\n"
     );
-    let out = run(&["config", "--for", "nginx", "--rate", "10/s"], "").ok();
+    let out = run(&["config", "--for", "nginx", "--rate", "10/s", "--nodelay"], "").ok();
     assert_eq!(
         out,
         "# ratelimit: nginx at 10/s, burst 0\n\
          limit_req_zone $binary_remote_addr zone=ratelimit:10m rate=10r/s;\n\
          limit_req zone=ratelimit nodelay;\n"
     );
+    // nginx's delay=, and its dry run, as the replay takes them.
+    let nginx = |flags: &[&str]| {
+        let args = [&["config", "--for", "nginx", "--rate", "10/s", "-b", "5"][..], flags].concat();
+        run(&args, "").ok().lines().skip(2).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(nginx(&["--delay", "2"]), "limit_req zone=ratelimit burst=5 delay=2;");
+    assert_eq!(nginx(&["--dry-run"]), "limit_req zone=ratelimit burst=5;\nlimit_req_dry_run on;");
+    let traefik = run(&["config", "--for", "traefik", "--rate", "10/s", "--delay", "2"], "");
+    assert_eq!(traefik.error(), "ratelimit: --delay applies to nginx, not traefik");
 }
 
 #[test]
@@ -83,11 +92,12 @@ fn a_bucket_min_bucket_finds_is_an_nginx_burst_one_less_that_drops_nothing() {
                2018-08-19T00:39:23.210Z\n";
     let need = json(&run(&["min-bucket", "--rate", "1/m", "--format", "json"], log).ok());
     assert_eq!(need[0]["min_bucket"].as_u64(), Some(3));
-    let config = run(&["config", "--for", "nginx", "--rate", "1/m", "--burst", "2"], "").ok();
+    let args = ["config", "--for", "nginx", "--rate", "1/m", "--burst", "2", "--nodelay"];
+    let config = run(&args, "").ok();
     assert!(config.contains("limit_req zone=ratelimit burst=2 nodelay;"), "{config}");
     let replay = |burst: &str| {
-        let args =
-            ["replay", "--algo", "nginx", "--rate", "1/m", "--burst", burst, "--format", "json"];
+        let args = ["replay", "--algo", "nginx", "--rate", "1/m", "--burst", burst, "--nodelay"];
+        let args = [&args[..], &["--format", "json"]].concat();
         json(&run(&args, log).ok())["dropped"].as_u64()
     };
     assert_eq!((replay("2"), replay("1")), (Some(0), Some(1)));

@@ -206,6 +206,56 @@ fn chained_limits_look_up_keys_as_nginx_does_up_to_the_one_that_refuses() {
 }
 
 #[test]
+#[ignore = "needs nginx and libfaketime"]
+fn the_waits_are_those_nginx_logs_for_the_requests_it_delays() {
+    // A zone per key at 1r/m, burst=3, delay=1, in dry run (so that no request waits on
+    // the frozen clock): nginx logs each request it would delay with its excess, and a
+    // request with excess e waits (e − 1000)·1000/16 ms. New keys free idle ones.
+    let events = returning_keys(13, 3_000_000, 4);
+    let nginx = start_nginx("1r/m", "burst=3 delay=1; limit_req_dry_run on");
+    let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
+    let access = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();
+    let errors = std::fs::read_to_string(nginx.dir().join("error.log")).unwrap();
+    drop(nginx);
+    assert!(real.iter().all(|&pass| pass), "a dry run refuses nothing");
+    let statuses: Vec<&str> = access.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
+    let refused: Vec<bool> = statuses.iter().map(|&s| s != "REJECTED_DRY_RUN").collect();
+    let args = ["--algo", "nginx", "--rate", "1/m", "--burst", "3", "--delay", "1"];
+    assert_eq!(apart(&refused, &decisions(&events, &args)), [] as [usize; 0]);
+    // Each delayed request's wait, from the excess nginx logged.
+    let waits: Vec<i64> = errors
+        .lines()
+        .filter_map(|l| l.split_once("delaying request, dry run, excess: "))
+        .map(|(_, rest)| {
+            let (whole, milli) =
+                rest.split_once(' ').unwrap().0.trim_end_matches(',').split_once('.').unwrap();
+            let excess: i64 = whole.parse::<i64>().unwrap() * 1000 + milli.parse::<i64>().unwrap();
+            (excess - 1000) * 1000 / 16
+        })
+        .collect();
+    let delayed = statuses.iter().filter(|&&s| s == "DELAYED_DRY_RUN").count();
+    assert_eq!(waits.len(), delayed, "one logged excess a delayed request");
+    let passed = refused.iter().filter(|&&p| p).count();
+    let run = run(
+        &[&["replay", "-", "--key", "k", "--format", "json"][..], &args].concat(),
+        &crate::peer_events::csv(&events),
+    );
+    let report = crate::harness::json(&run.ok());
+    assert_eq!(report["delayed"].as_u64(), Some(u64::try_from(delayed).unwrap()));
+    let longest = waits.iter().max().copied().unwrap_or(0);
+    assert_eq!(report["max_wait_s"].as_f64(), Some(longest as f64 / 1000.0));
+    let total: i64 = waits.iter().sum();
+    // The mean is the total over the passed, in whole µs, floored.
+    let mean = report["mean_wait_s"].as_f64().unwrap() * 1e6;
+    let floor = (total * 1000) / i64::try_from(passed).unwrap();
+    assert!((mean - floor as f64).abs() < 0.5, "mean {mean} µs, {total} ms over {passed}");
+    eprintln!(
+        "waits: {} requests, {delayed} delayed, longest {longest} ms, {total} ms in all",
+        events.len()
+    );
+}
+
+#[test]
 fn nginx_takes_only_rates_it_can_write_and_one_a_minute_is_one_each_62_5_s() {
     // By hand (the model's unit tests): free at 0, refused at 30 s and 62.499 s, passed
     // at 62.5 s; an exact 1/m would pass at 60 s.
@@ -225,6 +275,55 @@ fn nginx_takes_only_rates_it_can_write_and_one_a_minute_is_one_each_62_5_s() {
                 2025-01-01T00:00:00Z\n";
     let report = crate::harness::json(&crate::harness::run(&burst, same).ok());
     assert_eq!((report["passed"].as_u64(), report["burst"].as_u64()), (Some(3), Some(2)));
+}
+
+#[test]
+fn nginx_serves_what_it_admits_as_delay_nodelay_and_dry_run_say() {
+    // 2r/s, burst=2, as the model's unit test: delay=0 waits 0, 500, 500, 800 and 1000 ms.
+    let log = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00.5Z\n\
+               2025-01-01T00:00:00.7Z\n2025-01-01T00:00:01Z\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "2/s", "--burst", "2"];
+    let out = crate::harness::run(&args, log).ok();
+    assert!(out.contains("limiter       nginx at 2/s, burst 2, delay=0\n"), "{out}");
+    assert!(
+        out.contains("delayed       4   80.0%\nlongest wait  1s\nmean wait     560ms\n"),
+        "{out}"
+    );
+    let json = |more: &[&str]| {
+        let run = crate::harness::run(&[&args[..], more, &["--format", "json"]].concat(), log);
+        crate::harness::json(&run.ok())
+    };
+    let delay1 = json(&["--delay", "1"]);
+    assert_eq!((delay1["delay"].as_str(), delay1["delayed"].as_u64()), (Some("delay=1"), Some(2)));
+    assert_eq!(delay1["max_wait_s"].as_f64(), Some(0.5));
+    for (flag, shown) in [("--nodelay", "nodelay"), ("--dry-run", "dry-run")] {
+        let report = json(&[flag]);
+        assert_eq!(report["delay"].as_str(), Some(shown));
+        assert!(report.get("delayed").is_none(), "{flag} delays nothing: {report}");
+    }
+    let gcra =
+        crate::harness::run(&["replay", "--algo", "gcra", "--rate", "2/s", "--nodelay"], log);
+    assert_eq!(gcra.error(), "ratelimit: --nodelay applies to nginx, not gcra");
+}
+
+#[test]
+fn a_key_freed_from_the_zone_is_served_at_once_in_the_waits_too() {
+    // 1r/m, burst=1. Key a at 0 s; key b at 60.5 s frees it (idle, leaked away); so a's
+    // request at 61 s is a first request: no excess, no wait. Kept, it would have had
+    // 1000 − 976 = 24 of excess, and waited 24·1000/16 = 1 500 ms.
+    let log = "time,k\n2025-01-01T00:00:00Z,a\n2025-01-01T00:01:00.5Z,b\n2025-01-01T00:01:01Z,a\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "1/m", "--burst", "1", "--key", "k"];
+    let report = crate::harness::json(
+        &crate::harness::run(&[&args[..], &["--format", "json"]].concat(), log).ok(),
+    );
+    assert_eq!(report["passed"].as_u64(), Some(3));
+    assert_eq!(report["delayed"].as_u64(), Some(0), "{report}");
+    // Without b, a is kept, and waits.
+    let alone = "time,k\n2025-01-01T00:00:00Z,a\n2025-01-01T00:01:01Z,a\n";
+    let report = crate::harness::json(
+        &crate::harness::run(&[&args[..], &["--format", "json"]].concat(), alone).ok(),
+    );
+    assert_eq!(report["max_wait_s"].as_f64(), Some(1.5), "{report}");
 }
 
 #[test]

@@ -26,15 +26,21 @@ pub fn events(csv: &str, key: Option<&str>) -> Vec<Event> {
 /// order: they are written as a CSV of `time,k,cost`, keyed by `k` and weighed by `cost`
 /// (`--limit` layers say their keys and costs themselves).
 pub fn decisions(events: &[Event], args: &[&str]) -> Vec<bool> {
+    let csv = csv(events);
+    let replay = ["replay", "-", "--emit", "all", "--key", "k", "--cost", "cost"];
+    let replay = if args.contains(&"--limit") { &replay[..4] } else { &replay[..] };
+    let out = run(&[replay, args].concat(), &csv).ok();
+    out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
+}
+
+/// The events as a CSV of `time,k,cost`.
+pub fn csv(events: &[Event]) -> String {
     let mut csv = String::from("time,k,cost\n");
     for (micros, key, cost) in events {
         let time = chrono::DateTime::from_timestamp_micros(*micros).unwrap();
         csv += &format!("{},{key},{cost}\n", time.format("%Y-%m-%dT%H:%M:%S%.6fZ"));
     }
-    let replay = ["replay", "-", "--emit", "all", "--key", "k", "--cost", "cost"];
-    let replay = if args.contains(&"--limit") { &replay[..4] } else { &replay[..] };
-    let out = run(&[replay, args].concat(), &csv).ok();
-    out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
+    csv
 }
 
 /// The events on which the peer and the model part.

@@ -178,6 +178,7 @@ mod tests {
                 rate,
                 burst: std::num::NonZeroU64::new(3).unwrap(),
                 window,
+                delay: crate::limiter::Delay::Never,
             })
             .collect();
         let mut redis = Server::connect(&[server.url()], Duration::from_secs(5)).unwrap();

@@ -101,10 +101,13 @@ pub fn replay_table(
             None => format!("0 {what}"),
         }
     };
-    let limiter = match r.burst {
+    let mut limiter = match r.burst {
         Some(burst) => format!("{} at {}, burst {burst}", r.algorithm.name(), r.rate),
         None => format!("{} at {}", r.algorithm.name(), r.rate),
     };
+    if let Some(delay) = r.delay {
+        limiter += &format!(", {delay}");
+    }
     let length = r.busiest_window.length_s;
     let dropped = count(r.dropped);
     let mut lines = vec![("input".to_owned(), r.input.clone()), ("limiter".to_owned(), limiter)];
