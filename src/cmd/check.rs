@@ -42,7 +42,8 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
 
 /// `check KEY --limit … --limit …`: one call of the layered script, all or nothing.
 fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
-    let Layers { layers, cost, .. } = layered::resolve(&args.limits, None)?;
+    let Layers { layers, cost, .. } =
+        layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;
     if let (Cost::Each(_), true) = (&cost, args.cost != 1) {
         bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
     }
@@ -200,6 +201,12 @@ pub struct CheckArgs {
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst"])]
     pub limits: Vec<LayerSpec>,
+
+    /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
+    /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without
+    /// it every limit counts them.
+    #[arg(long, requires = "limits")]
+    pub stop_counting_over_limit: bool,
 
     /// How many units to take at once, all or nothing.
     #[arg(long, value_name = "N", default_value_t = 1, allow_hyphen_values = true, value_parser = parse_cost)]

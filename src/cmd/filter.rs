@@ -49,7 +49,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
         (job.decider()?, Some(settings), job.key, args.cost.clone().unwrap_or_default())
     } else {
-        let Layers { layers, key, cost } = layered::resolve(&args.limits, None)?;
+        let Layers { layers, key, cost } =
+            layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;
         let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
         let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
         (backend.live_layers(&layers)?, None, key, cost)
@@ -398,6 +399,12 @@ pub struct FilterArgs {
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key"])]
     pub limits: Vec<LayerSpec>,
+
+    /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
+    /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without
+    /// it every limit counts them.
+    #[arg(long, requires = "limits")]
+    pub stop_counting_over_limit: bool,
 
     /// Read plain lines, rather than a CSV whose first line is its header.
     #[arg(long)]

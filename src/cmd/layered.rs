@@ -15,6 +15,7 @@ use crate::engine::Backend;
 use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Cost, ReadStats};
+use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::stdout;
 use crate::report::{LayerReport, LayeredReport};
@@ -22,7 +23,8 @@ use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let top = args.job.keys.top;
-    let (layers, input) = setup(&args.limits, &args.job.input, args.window)?;
+    let stop = args.stop_counting_over_limit;
+    let (layers, input) = setup(&args.limits, &args.job.input, args.window, stop)?;
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
     let Some(emit) = args.emit else {
@@ -51,7 +53,7 @@ pub(super) fn replay(
     window: Option<Span>,
     top: usize,
 ) -> Result<LayeredReport> {
-    let (layers, input) = setup(specs, input, window)?;
+    let (layers, input) = setup(specs, input, window, false)?;
     replay_to(specs, &layers, &Backend::Memory, &input, top)
 }
 
@@ -60,8 +62,9 @@ fn setup(
     specs: &[LayerSpec],
     input: &InputArgs,
     window: Option<Span>,
+    stop_counting: bool,
 ) -> Result<(Vec<Layer>, Input)> {
-    let Layers { layers, key, cost } = resolve(specs, window)?;
+    let Layers { layers, key, cost } = resolve(specs, window, stop_counting)?;
     let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
     input.read.cost = cost;
     Ok((layers, input))
@@ -118,8 +121,13 @@ pub(super) struct Layers {
 }
 
 /// Settles the layers `specs`, their busiest windows `window` long (each layer's period
-/// if `None`).
-pub(super) fn resolve(specs: &[LayerSpec], window: Option<Span>) -> Result<Layers> {
+/// if `None`); envoy-ratelimit layers count the hits of refused events unless
+/// `stop_counting` (`--stop-counting-over-limit`).
+pub(super) fn resolve(
+    specs: &[LayerSpec],
+    window: Option<Span>,
+    stop_counting: bool,
+) -> Result<Layers> {
     if specs.len() > MAX_LAYERS {
         bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
     }
@@ -140,6 +148,7 @@ pub(super) fn resolve(specs: &[LayerSpec], window: Option<Span>) -> Result<Layer
                     Cost::Each(units) => Some(units),
                     Cost::Column(_) => None,
                 },
+                counts_refused: spec.algorithm == Algorithm::EnvoyRatelimit && !stop_counting,
             })
         })
         .collect::<Result<Vec<_>>>()?;

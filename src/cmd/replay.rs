@@ -175,6 +175,12 @@ pub struct ReplayArgs {
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers"])]
     pub limits: Vec<LayerSpec>,
 
+    /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
+    /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without
+    /// it every limit counts them.
+    #[arg(long, requires = "limits")]
+    pub stop_counting_over_limit: bool,
+
     /// Write the input rows that passed, that were dropped, or all of them with a
     /// `decision` column, in time order, to stdout; the report goes to stderr.
     #[arg(long, value_enum, value_name = "WHICH")]

@@ -27,6 +27,11 @@ pub struct Layer {
     pub keyed: bool,
     /// What every event costs this layer; `None`: the event's own cost.
     pub cost: Option<u64>,
+    /// Whether it counts the hits of an event another layer refuses, as envoy's ratelimit
+    /// service increments every limit of a request unless
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT` is set (`fixed_cache_impl.go`,
+    /// `getHitsAddend`).
+    pub counts_refused: bool,
 }
 
 /// The layers' limiters, each beside its layer: the rule of all or nothing, written once
@@ -87,6 +92,9 @@ impl Limits {
             } else {
                 if n < first {
                     limiter.look_up(slot(seen.key), seen.time);
+                }
+                if layer.counts_refused && !refuses {
+                    limiter.charge(slot(seen.key), seen.time, seen.cost);
                 }
                 Decision { passed: false, wait: 0 }
             };
@@ -294,6 +302,7 @@ mod tests {
             },
             keyed: false,
             cost,
+            counts_refused: false,
         }
     }
 
@@ -345,6 +354,31 @@ mod tests {
         assert_eq!(limits.refusals(key(62, 0)), 0b10, "the zone admits key 0, the window not");
     }
 
+    #[test]
+    fn envoy_counts_a_refused_requests_hits_in_every_limit_unless_told_to_stop() {
+        // 1 a second, then 2 a minute. 0 s: both count 1, it passes. 0.1 s: the second's
+        // count 2 is over 1, refused; the minute's 2 is not over, but envoy counts the hit
+        // there too, unless it stops at the limits that are over. 1 s: a new second; the
+        // minute's 3 is over 2, or with the stop, 2 is not.
+        let decide = |counts_refused: bool| {
+            let layers = [
+                layer(Algorithm::EnvoyRatelimit, "1/s", 1, None),
+                layer(Algorithm::EnvoyRatelimit, "2/m", 1, None),
+            ]
+            .map(|l| Layer { counts_refused, ..l });
+            let mut limits = Limits::new(&layers);
+            let times = [0, 100_000, 1_000_000].map(|us| Timestamp::from_micros(us).unwrap());
+            times.map(|time| {
+                let event = Event::new(time, 0);
+                let refused = limits.refusals(event);
+                limits.settle(event, refused, |_, _, _| Ok::<(), ()>(())).unwrap();
+                refused == 0
+            })
+        };
+        assert_eq!(decide(true), [true, false, false]);
+        assert_eq!(decide(false), [true, false, true]);
+    }
+
     proptest::proptest! {
         /// One layer decides as its limiter alone does, for every limiter and any costs;
         /// and a second layer that admits everything changes nothing.
@@ -361,7 +395,7 @@ mod tests {
             for algorithm in Algorithm::ALL {
                 let burst = NonZeroU64::new(b).unwrap();
                 let window = Span::from_micros(1_000_000).unwrap();
-                let one = Layer { settings: Settings { algorithm, rate, burst, window, delay: crate::limiter::Delay::Never }, keyed: false, cost: None };
+                let one = Layer { settings: Settings { algorithm, rate, burst, window, delay: crate::limiter::Delay::Never }, keyed: false, cost: None, counts_refused: false };
                 let roomy = layer(Algorithm::TokenBucket, "1000/s", 1_000_000, None);
                 let mut alone = algorithm.build(rate, burst);
                 let mut layered = in_memory(std::slice::from_ref(&one)).unwrap();

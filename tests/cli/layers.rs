@@ -149,3 +149,30 @@ fn check_answers_for_every_layer_and_charges_none_when_one_refuses() {
         "ratelimit: --limit algo=token-bucket,rate=100/m,burst=100,cost=tokens: a cost of 101 can never pass: it is more than the burst, 100"
     );
 }
+
+#[test]
+fn envoy_layers_count_refused_hits_everywhere_unless_told_to_stop_at_the_limits_over() {
+    // 1 a second, then 2 a minute: the request at 0.1 s is over the first; envoy counts
+    // its hit in the minute too, which is then over at 1 s, unless it stops counting at
+    // the limits that are over.
+    let log = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:00.1Z\n2025-01-01T00:00:01Z\n";
+    let args = [
+        "replay",
+        "--limit",
+        "algo=envoy-ratelimit,rate=1/s",
+        "--limit",
+        "algo=envoy-ratelimit,rate=2/m",
+        "--emit",
+        "all",
+        "-q",
+    ];
+    let decisions = |more: &[&str]| run(&[&args[..], more].concat(), log).ok();
+    let rows = |last: &str| {
+        format!(
+            "time,decision\n2025-01-01T00:00:00Z,passed\n2025-01-01T00:00:00.1Z,dropped\n\
+             2025-01-01T00:00:01Z,{last}\n"
+        )
+    };
+    assert_eq!(decisions(&[]), rows("dropped"));
+    assert_eq!(decisions(&["--stop-counting-over-limit"]), rows("passed"));
+}
