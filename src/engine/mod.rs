@@ -72,6 +72,10 @@ impl Backend {
             return Ok(Backend::Fleet(plan));
         }
         let Some(target) = redis else { return Ok(Backend::Memory) };
+        // Said before any connection is tried: no server could run it.
+        if let Some(s) = settings.iter().find(|s| s.algorithm.redis_script().is_none()) {
+            bail!("{} cannot run in Redis", s.algorithm.name());
+        }
         let mut redis = Server::connect(&target.urls, target.timeout)?;
         let remotes = RedisEngine::prepare(&mut redis, settings)?;
         Ok(Backend::Redis {

@@ -377,3 +377,30 @@ fn a_row_past_16_mib_is_refused_with_its_line_not_read_into_memory() {
     assert_eq!(filter.stdout, "time,mag\n2025-01-01T00:00:00Z,5\n");
     assert!(filter.stderr.starts_with(&format!("ratelimit: cannot read stdin: {expected}\n")));
 }
+
+#[test]
+fn a_model_of_a_system_says_it_cannot_run_in_redis_before_any_connection() {
+    // Port 9 on loopback: nothing listens, and nothing is asked of it.
+    for algo in [
+        "nginx",
+        "limits-fixed-window",
+        "limits-moving-window",
+        "limits-sliding-window",
+        "envoy-ratelimit",
+        "envoy-local",
+        "traefik",
+        "haproxy",
+    ] {
+        let args = [
+            "replay",
+            "--sample",
+            "--algo",
+            algo,
+            "--rate",
+            "60/m",
+            "--redis",
+            "redis://127.0.0.1:9",
+        ];
+        assert_eq!(run(&args, "").error(), format!("ratelimit: {algo} cannot run in Redis"));
+    }
+}
