@@ -93,7 +93,7 @@ enum Sizing {
 }
 
 /// Trackers for every rate, fed in one pass.
-struct KeyedFinders {
+pub(super) struct KeyedFinders {
     rates: Vec<Rate>,
     sizing: Sizing,
     /// How many keys each rate lists; 0 lists all.
@@ -128,7 +128,7 @@ impl Sink for KeyedFinders {
 }
 
 impl KeyedFinders {
-    fn new(rates: &[Rate], keyed: bool, top: usize, threads: usize) -> KeyedFinders {
+    pub(super) fn new(rates: &[Rate], keyed: bool, top: usize, threads: usize) -> KeyedFinders {
         let sizing = if keyed {
             Sizing::Keyed { events: Timeline::new(), keys: Vec::new() }
         } else {
@@ -173,7 +173,7 @@ impl KeyedFinders {
 
     /// Returns one result per rate; with keys, the key needing the most, and the first keys
     /// by need, the largest bucket first.
-    fn results(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
+    pub(super) fn results(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
         let (events, keys) = match self.sizing {
             Sizing::One(mut finders) => {
                 return finders.results().into_iter().map(report::MinBucket::from).collect();

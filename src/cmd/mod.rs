@@ -11,6 +11,7 @@ mod min_bucket;
 mod min_rate;
 mod plot;
 mod replay;
+mod report;
 mod schema;
 mod synth;
 mod validate;
@@ -47,6 +48,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Replay(args) => replay::run(&args, &styles),
         Command::Compare(args) => compare::run(&args, &styles),
         Command::Plot(args) => plot::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::Filter(args) => filter::run(&args),
@@ -184,6 +186,9 @@ pub enum Command {
     /// Draw a replay as an SVG timeline: one lane per limiter, each event a tick.
     #[command(after_help = AFTER_HELP)]
     Plot(plot::PlotArgs),
+    /// Write one HTML page that tells a replay's whole story, to look at in a browser.
+    #[command(after_help = AFTER_HELP)]
+    Report(report::ReportArgs),
     /// Find the smallest token bucket that drops nothing, for one or more rates.
     #[command(after_help = AFTER_HELP)]
     MinBucket(min_bucket::MinBucketArgs),

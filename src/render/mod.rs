@@ -3,6 +3,7 @@
 
 pub mod curve_svg;
 pub mod export;
+pub mod html;
 pub mod outfile;
 pub mod plot;
 pub mod progress;

@@ -4,6 +4,7 @@ mod harness;
 mod redis_server;
 
 mod bad_input;
+mod browser;
 mod cluster;
 mod compare;
 mod config;
@@ -30,6 +31,7 @@ mod peers;
 mod plot;
 mod real_data;
 mod replay;
+mod report;
 mod schema;
 mod shared;
 mod sizing;

@@ -1,0 +1,175 @@
+//! `ratelimit report`: one self-contained HTML page, checked as a file and then in a real
+//! headless Chromium (see `browser`): it loads from `file://` with no error and no request,
+//! shows the report's figures, zooms with its own controls, and draws something.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::browser::Browser;
+use crate::harness::{Stdin, json, real_catalog, run, run_with};
+
+/// Writes the report of `args` into `dir` and returns its path.
+fn write_report(dir: &Path, args: &[&str]) -> PathBuf {
+    let path = dir.join("report.html");
+    let out = path.display().to_string();
+    run_with(&[&["report"][..], args, &["-o", &out]].concat(), Stdin::Null).ok();
+    path
+}
+
+/// Opens the page at 1280×800 and checks what every report must do; returns the browser,
+/// the render time and the page's text.
+fn open_and_check(path: &Path) -> (Browser, Duration, String) {
+    let url = format!("file://{}", path.display());
+    let (mut browser, took) = Browser::open(&url, 1280, 800);
+    assert_eq!(browser.errors(), Vec::<String>::new(), "the page reported errors");
+    let asked: Vec<String> = browser.requests().into_iter().filter(|r| *r != url).collect();
+    assert_eq!(asked, Vec::<String>::new(), "the page asked the network");
+    // Its own zoom button narrows the span shown.
+    let shown = |b: &mut Browser| {
+        b.eval("document.getElementById('span').textContent").as_str().unwrap().to_owned()
+    };
+    let before = shown(&mut browser);
+    browser.click("#zoom-in");
+    let after = shown(&mut browser);
+    assert_ne!(before, after, "zooming in changed nothing");
+    let length = |text: &str| text.split(['(', ')']).nth(1).unwrap_or_default().to_owned();
+    assert_ne!(length(&before), length(&after), "{before} → {after}");
+    browser.click("#zoom-reset");
+    assert_eq!(shown(&mut browser), before, "the whole span again");
+    // A 1280×800 PNG of a blank page is a few kB; a drawn one is far more.
+    let png = browser.screenshot();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(png.len() > 30_000, "the screenshot is nearly blank: {} bytes", png.len());
+    if let Ok(keep) = std::env::var("RATELIMIT_REPORT_SCREENSHOT") {
+        std::fs::write(keep, &png).unwrap();
+    }
+    let text = browser.eval("document.body.innerText").as_str().unwrap().to_owned();
+    assert_eq!(browser.errors(), Vec::<String>::new(), "the page reported errors");
+    (browser, took, text)
+}
+
+#[test]
+fn the_report_is_one_file_that_asks_for_nothing() {
+    let out = run(&["report", "--sample", "--rate", "5/h", "--burst", "5", "-o", "-"], "").ok();
+    assert!(out.starts_with("<!doctype html>") && out.trim_end().ends_with("</html>"));
+    // Nothing loads from elsewhere: no src, no stylesheet link, no URL but SVG's namespace.
+    for outside in [" src=", "<link", "url(", "@import", "https://"] {
+        assert!(!out.contains(outside), "the page holds {outside}");
+    }
+    let urls: Vec<&str> = out.match_indices("http://").map(|(at, _)| &out[at..at + 30]).collect();
+    assert!(urls.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg")), "{urls:?}");
+    // The data it draws from is the reports' JSON.
+    let data = out.split("<script type=\"application/json\" id=\"report-data\">").nth(1).unwrap();
+    let data = json(data.split("</script>").next().unwrap());
+    let compare = json(
+        &run(&["compare", "--sample", "--rate", "5/h", "--burst", "5", "--format", "json"], "")
+            .ok(),
+    );
+    assert_eq!(data["lanes"], compare);
+    let need =
+        json(&run(&["min-bucket", "--sample", "--rate", "5/h", "--format", "json"], "").ok());
+    assert_eq!(data["need"], need);
+}
+
+#[test]
+fn the_report_refuses_to_write_over_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("q.csv");
+    std::fs::write(&input, "time\n2025-01-01T00:00:00Z\n").unwrap();
+    let path = input.display().to_string();
+    let error = run(&["report", &path, "--rate", "5/h", "-o", &path], "").error();
+    assert!(error.contains("refusing to write"), "{error}");
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), "time\n2025-01-01T00:00:00Z\n");
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn the_report_on_the_sample_opens_offline_and_zooms_with_its_own_controls() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_report(dir.path(), &["--sample", "--rate", "5/h", "--burst", "5"]);
+    let (_, took, text) = open_and_check(&path);
+    let args = ["replay", "--sample", "--algo", "gcra", "--rate", "5/h", "--burst", "5"];
+    let sample = json(&run(&[&args[..], &["--format", "json"]].concat(), "").ok());
+    assert!(text.contains(&format!("drops {} of", sample["dropped"])), "{text}");
+    eprintln!("sample: {} bytes, drawn in {took:?}", std::fs::metadata(&path).unwrap().len());
+}
+
+#[test]
+#[ignore = "needs ../shared/data and chromium"]
+fn the_report_on_the_catalog_shows_74_197_and_38() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = real_catalog("usgs_m5_2015_2025.csv").display().to_string();
+    let path = write_report(dir.path(), &[&catalog, "--rate", "5/h", "--burst", "5"]);
+    let (mut browser, took, text) = open_and_check(&path);
+    // The figures of the JSON reports: min-bucket's 74, replay's 197 dropped and the
+    // busiest hour's 38 events.
+    let answer =
+        |b: &mut Browser, id: &str| b.eval(&format!("document.getElementById('{id}').textContent"));
+    assert_eq!(answer(&mut browser, "answer-min-bucket"), "74");
+    assert_eq!(answer(&mut browser, "answer-dropped"), "197");
+    assert!(text.contains("The busiest 1 h holds 38 of them"), "{text}");
+    assert!(text.contains("At 5/h, a bucket of 74 loses nothing; yours, 5, drops 197"), "{text}");
+    // Hovering an event shows its row: zoomed to the busiest window, each event is drawn.
+    browser.click("#zoom-busiest");
+    let shown = browser.eval("document.getElementById('span').textContent");
+    assert!(!shown.as_str().unwrap().contains("bins"), "{shown}");
+    let size = std::fs::metadata(&path).unwrap().len();
+    eprintln!("catalog: {size} bytes, drawn in {took:?}");
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn the_report_on_a_keyed_request_log_tells_the_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.csv");
+    let args = ["synth", "requests", "--clients", "200", "--requests", "20000", "-o"];
+    run_with(&[&args[..], &[log.to_str().unwrap()]].concat(), Stdin::Null).ok();
+    let log = log.display().to_string();
+    let path = write_report(dir.path(), &[&log, "--rate", "10/m", "--key", "client"]);
+    let (mut browser, took, text) = open_and_check(&path);
+    assert_eq!(browser.eval("document.getElementById('clients').hidden"), false);
+    let cover = json(
+        &run(
+            &[
+                "min-bucket",
+                &log,
+                "--rate",
+                "10/m",
+                "--key",
+                "client",
+                "--cover",
+                "90%",
+                "--format",
+                "json",
+            ],
+            "",
+        )
+        .ok(),
+    );
+    let want = format!(
+        "A burst of {} keeps 90% of the client values whole",
+        cover[0]["cover"]["min_bucket"]
+    );
+    assert!(text.contains(&want), "{want} not in {text}");
+    eprintln!("request log: {} bytes, drawn in {took:?}", std::fs::metadata(&path).unwrap().len());
+}
+
+#[test]
+#[ignore = "needs ../shared/data, ../shared/tools and chromium"]
+fn the_report_on_two_million_rows_stays_under_5_mb_and_is_binned() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.csv");
+    let tool = real_catalog("usgs_m5_2015_2025.csv").parent().unwrap().join("../tools/mkbig.py");
+    let made =
+        std::process::Command::new("python3").arg(&tool).arg("106").arg(&big).status().unwrap();
+    assert!(made.success(), "{} failed", tool.display());
+    let big = big.display().to_string();
+    let path = write_report(dir.path(), &[&big, "--rate", "5/h", "--burst", "5"]);
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size < 5_000_000, "{size} bytes");
+    let (mut browser, took, text) = open_and_check(&path);
+    assert!(text.contains("too many to draw one by one"), "{text}");
+    let shown = browser.eval("document.getElementById('span').textContent");
+    assert!(shown.as_str().unwrap().contains("in bins of"), "{shown}");
+    eprintln!("2 million rows: {size} bytes, drawn in {took:?}");
+}
