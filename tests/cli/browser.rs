@@ -165,6 +165,23 @@ impl Browser {
         }
     }
 
+    /// Moves the mouse to the middle of the element `selector`.
+    pub fn hover(&mut self, selector: &str) {
+        let at = self.eval(&format!(
+            "(() => {{ const r = document.querySelector('{selector}').getBoundingClientRect(); \
+             return [r.x + r.width / 2, r.y + r.height / 2]; }})()"
+        ));
+        let event = json!({ "type": "mouseMoved", "x": at[0], "y": at[1] });
+        self.call("Input.dispatchMouseEvent", event);
+    }
+
+    /// Types `key` (one character) into the element that has the focus.
+    pub fn key(&mut self, key: &str) {
+        for kind in ["keyDown", "keyUp"] {
+            self.call("Input.dispatchKeyEvent", json!({ "type": kind, "key": key, "text": key }));
+        }
+    }
+
     /// Returns a PNG of what the page shows.
     pub fn screenshot(&mut self) -> Vec<u8> {
         let shot = self.call("Page.captureScreenshot", json!({ "format": "png" }));

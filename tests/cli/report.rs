@@ -95,6 +95,32 @@ fn the_report_on_the_sample_opens_offline_and_zooms_with_its_own_controls() {
 }
 
 #[test]
+#[ignore = "needs chromium"]
+fn the_report_shows_the_fleet_and_each_layer_when_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let layers =
+        ["--limit", "algo=gcra,rate=5/h,burst=5", "--limit", "algo=fixed-window,rate=20/d"];
+    let args =
+        [&["--sample", "--rate", "5/h", "--burst", "5", "--servers", "4"][..], &layers].concat();
+    let path = write_report(dir.path(), &args);
+    let (mut browser, _, text) = open_and_check(&path);
+    for section in ["fleet", "layers"] {
+        assert_eq!(browser.eval(&format!("document.getElementById('{section}').hidden")), false);
+    }
+    let rows = |b: &mut Browser, table: &str| {
+        b.eval(&format!("document.querySelectorAll('#{table} tbody tr').length"))
+    };
+    assert_eq!(rows(&mut browser, "fleet-table"), 3, "local, split and synced");
+    assert_eq!(rows(&mut browser, "layers-table"), 2, "a row a layer");
+    // Each layer's refusals are replay --limit's.
+    let replay = json(
+        &run(&[&["replay", "--sample"][..], &layers, &["--format", "json"]].concat(), "").ok(),
+    );
+    let refused = replay["layers"][1]["refused"].to_string();
+    assert!(text.contains(&format!("algo=fixed-window,rate=20/d\t{refused}")), "{text}");
+}
+
+#[test]
 #[ignore = "needs ../shared/data and chromium"]
 fn the_report_on_the_catalog_shows_74_197_and_38() {
     let dir = tempfile::tempdir().unwrap();
@@ -113,6 +139,18 @@ fn the_report_on_the_catalog_shows_74_197_and_38() {
     browser.click("#zoom-busiest");
     let shown = browser.eval("document.getElementById('span').textContent");
     assert!(!shown.as_str().unwrap().contains("bins"), "{shown}");
+    let said = |b: &mut Browser| {
+        b.eval("document.getElementById('hover').textContent").as_str().unwrap().to_owned()
+    };
+    browser.hover("#timeline");
+    let row = said(&mut browser);
+    assert!(row.starts_with("2025-07-") && row.contains(" · magnitude "), "{row}");
+    // And with the keyboard: the first event drawn, then the next.
+    browser.eval("document.getElementById('timeline').focus()");
+    browser.key(".");
+    let first = said(&mut browser);
+    browser.key(".");
+    assert!(first.contains(" · magnitude ") && said(&mut browser) != first, "{first}");
     let size = std::fs::metadata(&path).unwrap().len();
     eprintln!("catalog: {size} bytes, drawn in {took:?}");
 }

@@ -84,9 +84,11 @@
     (busy ? ` The busiest ${span(busiest.length_s * 1000)} holds ${num(busy.count)} of them, from ${busiest.start}.` : "") +
     (events ? "" : ` There are too many to draw one by one: the chart counts them in bins, finer as you zoom in, down to ${span(levels[levels.length - 1].width)}.`);
   let marks = []; // what the pointer can find: [x, text]
+  let cursor = -1; // the mark the keyboard is at
   const chart = $("timeline");
   function drawTimeline() {
-    for (const node of [...chart.querySelectorAll("g")]) node.remove();
+    for (const node of [...chart.querySelectorAll("g, .cursor")]) node.remove();
+    cursor = -1;
     const g = svg("g", {}, chart);
     const length = view.to - view.from;
     const x = (t) => ((t - view.from) / length) * W;
@@ -168,8 +170,17 @@
   $("zoom-need").addEventListener("click", () => needAt && around(needAt));
   if (!busy) $("zoom-busiest").hidden = true;
   if (!needAt) $("zoom-need").hidden = true;
+  // The keyboard's pointer: `,` and `.` step through what is drawn, and say it.
+  function step(by) {
+    if (!marks.length) return;
+    cursor = Math.max(0, Math.min(marks.length - 1, cursor + by));
+    const old = chart.querySelector(".cursor");
+    if (old) old.remove();
+    svg("line", { class: "cursor", x1: marks[cursor][0], x2: marks[cursor][0], y1: TOP - 18, y2: TOP + H, stroke: "#1b1b1b", "stroke-dasharray": "3 2" }, chart);
+    $("hover").textContent = marks[cursor][1];
+  }
   chart.addEventListener("keydown", (e) => {
-    const act = { "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), ArrowLeft: () => pan(-0.1), ArrowRight: () => pan(0.1), Home: () => setView(whole.from, whole.to) }[e.key];
+    const act = { "+": () => zoom(0.5), "=": () => zoom(0.5), "-": () => zoom(2), ArrowLeft: () => pan(-0.1), ArrowRight: () => pan(0.1), Home: () => setView(whole.from, whole.to), ".": () => step(1), ",": () => step(-1) }[e.key];
     if (act) { act(); e.preventDefault(); }
   });
   chart.addEventListener("wheel", (e) => {
@@ -342,7 +353,7 @@
       html("td", {}, tr, layer.spec);
       html("td", { class: "n" }, tr, num(layer.refused));
       html("td", { class: "n" }, tr, num(layer.only));
-      const w = layer.limiter.busiest_window;
+      const w = layer.busiest_window;
       html("td", {}, tr, `${num(w.count)} in ${span(w.length_s * 1000)}`);
     }
   }
