@@ -1,15 +1,17 @@
 //! `ratelimit filter`: a limiter in a pipeline, deciding each line of stdin as it arrives.
 //!
-//! One thread reads stdin and stamps each line with the time it arrived; this one decides
-//! it at that time, writes the passed lines to stdout at once (flushed), holds a leaky
-//! queue's lines until they leave, and appends the dropped ones to `--dropped`. The clock
+//! One thread reads stdin and stamps each line with the time it arrived, handing over at
+//! once the lines that came together; this one decides each at that time, writes the
+//! passed lines to stdout, holds a leaky queue's lines until they leave, and appends the
+//! dropped ones to `--dropped`. What is written is flushed whenever the filter would wait
+//! for input, and after each line to a terminal or with `--line-buffered`. The clock
 //! is the wall clock at the start, carried on by a monotonic clock, so that it never runs
 //! backwards under a limiter; with Redis, the server's clock decides, shared by every
 //! process that uses it.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -64,7 +66,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     if let (Cost::Column(_), true) = (&cost, args.lines) {
         bail!("--lines has no columns: --cost takes a whole number there");
     }
-    let mut dropped = match &args.dropped {
+    let dropped = match &args.dropped {
         Some(path) => {
             let file = OpenOptions::new()
                 .append(true)
@@ -88,7 +90,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     let lines = read_lines(!args.lines);
     let clock = Clock::start();
-    let mut out = stdout();
+    let mut out = io::BufWriter::with_capacity(64 << 10, stdout());
+    let each_line = args.line_buffered || io::stdout().is_terminal();
+    let mut dropped = dropped.map(|file| io::BufWriter::with_capacity(64 << 10, file));
     let mut tally = Tally::default();
     let mut column = None;
     let mut cost_column = None;
@@ -96,6 +100,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut header, mut repeated): (Option<Vec<u8>>, bool) = (None, false);
     let mut csv = LineReader::new();
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    // The lines that came together and are not yet decided.
+    let mut pending = Vec::new().into_iter();
     // Only one limiter delays: layers decide at once.
     let delays = settings.filter(|s| s.algorithm.delays());
     let ended = loop {
@@ -108,14 +114,24 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             }
             write_line(&mut out, line)?;
             queue.pop_front();
+            if each_line {
+                out.flush()?;
+            }
         }
-        let wait =
-            queue.front().map_or(TICK, |(due, _)| due.saturating_duration_since(Instant::now()));
-        let (arrived, line) = match lines.recv_timeout(wait.min(TICK)) {
-            Ok(Ok(line)) => line,
-            Ok(Err(e)) => return Err(anyhow!(e).context("cannot read stdin")),
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break true,
+        let Some((arrived, line)) = pending.next() else {
+            // Nothing is left to decide: what was written goes out before the wait.
+            out.flush()?;
+            flush_dropped(&mut dropped, args.dropped.as_deref())?;
+            let wait = queue
+                .front()
+                .map_or(TICK, |(due, _)| due.saturating_duration_since(Instant::now()));
+            match lines.recv_timeout(wait.min(TICK)) {
+                Ok(Ok(batch)) => pending = batch.into_iter(),
+                Ok(Err(e)) => return Err(anyhow!(e).context("cannot read stdin")),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break true,
+            }
+            continue;
         };
         if !args.lines && line.is_empty() {
             // A blank line is no CSV record, as a replay's reader skips it too.
@@ -174,6 +190,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             }
             if hold == 0 && queue.is_empty() {
                 write_line(&mut out, &line)?;
+                if each_line {
+                    out.flush()?;
+                }
             } else {
                 queue.push_back((arrived + Duration::from_micros(hold), line));
             }
@@ -193,9 +212,12 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 continue;
             }
             write_line(&mut out, line)?;
+            out.flush()?;
             queue.pop_front();
         }
     }
+    out.flush()?;
+    flush_dropped(&mut dropped, args.dropped.as_deref())?;
     tally.summary(queue.len(), clock.started.elapsed(), delays.is_some());
     Ok(ExitCode::SUCCESS)
 }
@@ -237,14 +259,24 @@ impl Tally {
     }
 }
 
+/// Lines that arrived together, each with the time it did.
+type Batch = Vec<(Instant, Vec<u8>)>;
+
+/// The most lines one batch holds.
+const MOST_BATCHED: usize = 4096;
+
 /// Starts a thread that reads stdin line by line and sends each line, without its line
 /// ending, with the time it arrived; a `csv` record whose quotes hold newlines is one line.
-fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
-    let (send, lines) = mpsc::channel();
+/// The lines already read when one ends go together, at most [`MOST_BATCHED`]; a batch is
+/// sent as soon as stdin holds no more, so a line that comes alone is sent at once. The
+/// channel holds a few batches: a reader far ahead waits, and memory stays bounded.
+fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<Batch>> {
+    let (send, lines) = mpsc::sync_channel(4);
     thread::spawn(move || {
-        let mut stdin = io::stdin().lock();
+        let mut stdin = io::BufReader::with_capacity(64 << 10, io::stdin().lock());
         // The line the next record starts on.
         let mut next = 1;
+        let mut batch = Vec::new();
         loop {
             let mut line = Vec::new();
             // A line may hold MOST_ROW bytes: one more says it holds too many.
@@ -260,7 +292,10 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
             }
             next += wide(memchr::memchr_iter(b'\n', &line).count());
             match read {
-                Ok(0) if line.is_empty() => return,
+                Ok(0) if line.is_empty() => {
+                    let _ = send.send(Ok(batch));
+                    return;
+                }
                 Ok(_) => {
                     let arrived = Instant::now();
                     if line.last() == Some(&b'\n') {
@@ -269,11 +304,15 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<(Instant, Vec<u8>)>> {
                             line.pop();
                         }
                     }
-                    if send.send(Ok((arrived, line))).is_err() {
+                    batch.push((arrived, line));
+                    // Reading more would wait for it: what came goes now.
+                    let ready = stdin.buffer().is_empty() || batch.len() == MOST_BATCHED;
+                    if ready && send.send(Ok(std::mem::take(&mut batch))).is_err() {
                         return;
                     }
                 }
                 Err(e) => {
+                    let _ = send.send(Ok(batch));
                     let _ = send.send(Err(e));
                     return;
                 }
@@ -288,16 +327,34 @@ fn open_quote(text: &[u8]) -> bool {
     text.iter().filter(|&&b| b == b'"').count() % 2 == 1
 }
 
+/// Where `--dropped` goes: its file, buffered and flushed as stdout is.
+type Dropped = Option<io::BufWriter<File>>;
+
 /// Appends a dropped line to `--dropped`, if it is still open. If its reader went away (a
 /// pipe closed), the filter goes on, says so once, and writes no more dropped lines: they
 /// are a side stream, and the lines that pass are what the pipeline is for.
-fn write_dropped(dropped: &mut Option<File>, path: Option<&Path>, line: &[u8]) -> Result<()> {
+fn write_dropped(dropped: &mut Dropped, path: Option<&Path>, line: &[u8]) -> Result<()> {
     let Some(file) = dropped else { return Ok(()) };
+    let written = file.write_all(line).and_then(|()| file.write_all(b"\n"));
+    went_away(dropped, path, written)
+}
+
+/// Flushes `--dropped`, if it is still open, as [`write_dropped`] writes it.
+fn flush_dropped(dropped: &mut Dropped, path: Option<&Path>) -> Result<()> {
+    let Some(file) = dropped else { return Ok(()) };
+    let flushed = file.flush();
+    went_away(dropped, path, flushed)
+}
+
+/// Takes a write to `--dropped`: a closed pipe closes it, with a note; another error ends
+/// the filter.
+fn went_away(dropped: &mut Dropped, path: Option<&Path>, done: io::Result<()>) -> Result<()> {
     let name = path.map_or(String::new(), |p| p.display().to_string());
-    match write_line(file, line) {
+    match done {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            *dropped = None;
+            // What it still holds is dropped unwritten: its reader is gone.
+            let _ = dropped.take().map(io::BufWriter::into_parts);
             let _ = writeln!(
                 diagnostics(),
                 "ratelimit: note: the reader of --dropped {name} went away; the dropped lines \
@@ -309,11 +366,10 @@ fn write_dropped(dropped: &mut Option<File>, path: Option<&Path>, line: &[u8]) -
     }
 }
 
-/// Writes a line and flushes it, so that whoever reads sees it at once.
+/// Writes a line; it is flushed with the others.
 fn write_line(out: &mut impl Write, line: &[u8]) -> io::Result<()> {
     out.write_all(line)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    out.write_all(b"\n")
 }
 
 /// The wall clock at the start, carried on by a monotonic clock.
@@ -431,7 +487,8 @@ impl LineReader {
 }
 
 pub(super) const FILTER_AFTER_HELP: &str = "\
-Each line is decided at the time it arrives, and a passed line is written at once; a
+Each line is decided at the time it arrives, and a passed line is written at once (lines
+that come together are flushed together; --line-buffered flushes each); a
 leaky-queue holds each admitted line until it leaves the queue, so the output is smoothed,
 not only thinned. With --redis, the decision is made in Redis at the server's time, so that
 any number of filters, on any number of machines, share one limit. At the end of input (or
@@ -463,6 +520,11 @@ pub struct FilterArgs {
     /// Read plain lines, rather than a CSV whose first line is its header.
     #[arg(long)]
     pub lines: bool,
+
+    /// Flush each passed line to stdout as it is written [default: when stdout is a
+    /// terminal]; else lines are flushed whenever the filter waits for input.
+    #[arg(long)]
+    pub line_buffered: bool,
 
     /// Give each distinct value of this column its own limit; with --lines, `--key line`
     /// makes each whole line its key.
