@@ -9,6 +9,7 @@
 //! backwards under a limiter; with Redis, the server's clock decides, shared by every
 //! process that uses it.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, IsTerminal, Read, Write};
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
+use super::csv_line::LineReader;
 use super::layered::{self, Layers};
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
@@ -100,8 +102,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut header, mut repeated): (Option<Vec<u8>>, bool) = (None, false);
     let mut csv = LineReader::new();
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
-    // The lines that came together and are not yet decided.
-    let mut pending = Vec::new().into_iter();
+    // The lines that came together, and the next of them to decide.
+    let (mut batch, mut at) = (Batch::default(), 0);
     // Only one limiter delays: layers decide at once.
     let delays = settings.filter(|s| s.algorithm.delays());
     let ended = loop {
@@ -118,7 +120,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 out.flush()?;
             }
         }
-        let Some((arrived, line)) = pending.next() else {
+        let Some(&(arrived, from, to)) = batch.lines.get(at) else {
             // Nothing is left to decide: what was written goes out before the wait.
             out.flush()?;
             flush_dropped(&mut dropped, args.dropped.as_deref())?;
@@ -126,30 +128,32 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 .front()
                 .map_or(TICK, |(due, _)| due.saturating_duration_since(Instant::now()));
             match lines.recv_timeout(wait.min(TICK)) {
-                Ok(Ok(batch)) => pending = batch.into_iter(),
+                Ok(Ok(next)) => (batch, at) = (next, 0),
                 Ok(Err(e)) => return Err(anyhow!(e).context("cannot read stdin")),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break true,
             }
             continue;
         };
+        at += 1;
+        let line = &batch.text[from..to];
         if !args.lines && line.is_empty() {
             // A blank line is no CSV record, as a replay's reader skips it too.
             continue;
         }
         if !args.lines && column.is_none() {
             // The header: it goes to both outputs, and names the key column.
-            column = Some(header_column(&mut csv, &line, key, "--key")?);
+            column = Some(header_column(&mut csv, line, key, "--key")?);
             if let Cost::Column(name) = &cost {
-                cost_column = Some(header_column(&mut csv, &line, Some(name), "--cost")?);
+                cost_column = Some(header_column(&mut csv, line, Some(name), "--cost")?);
             }
-            write_line(&mut out, &line)?;
-            write_dropped(&mut dropped, args.dropped.as_deref(), &line)?;
-            header = Some(line);
+            write_line(&mut out, line)?;
+            write_dropped(&mut dropped, args.dropped.as_deref(), line)?;
+            header = Some(line.to_vec());
             continue;
         }
         tally.lines += 1;
-        if !args.lines && !repeated && header.as_deref() == Some(line.as_slice()) {
+        if !args.lines && !repeated && header.as_deref() == Some(line) {
             // A header that comes again is likelier a plain line than a header.
             repeated = true;
             let _ = writeln!(
@@ -160,13 +164,15 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             );
         }
         let key_bytes = match (key, column) {
-            (None, _) => Vec::new(),
-            (Some(key), Some(index)) => field(&mut csv, &line, index, tally.lines + 1, key)?,
-            (Some(_), None) => line.clone(),
+            (None, _) => Cow::Borrowed(&[][..]),
+            (Some(key), Some(index)) => {
+                Cow::Owned(field(&mut csv, line, index, tally.lines + 1, key)?)
+            }
+            (Some(_), None) => Cow::Borrowed(line),
         };
         let units = match (&cost, cost_column) {
             (Cost::Column(name), Some(index)) => {
-                let text = field(&mut csv, &line, index, tally.lines + 1, name)?;
+                let text = field(&mut csv, line, index, tally.lines + 1, name)?;
                 parse_cost(&text).map_err(|reason| ReadError::Field {
                     // The reader's own error, so that a bad cost reads alike everywhere.
                     name: "<stdin>".into(),
@@ -189,15 +195,15 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 tally.longest = tally.longest.max(hold);
             }
             if hold == 0 && queue.is_empty() {
-                write_line(&mut out, &line)?;
+                write_line(&mut out, line)?;
                 if each_line {
                     out.flush()?;
                 }
             } else {
-                queue.push_back((arrived + Duration::from_micros(hold), line));
+                queue.push_back((arrived + Duration::from_micros(hold), line.to_vec()));
             }
         } else {
-            write_dropped(&mut dropped, args.dropped.as_deref(), &line)?;
+            write_dropped(&mut dropped, args.dropped.as_deref(), line)?;
         }
     };
     if ended {
@@ -259,38 +265,46 @@ impl Tally {
     }
 }
 
-/// Lines that arrived together, each with the time it did.
-type Batch = Vec<(Instant, Vec<u8>)>;
+/// Lines that arrived together: their text, one after another, and each one's span in it
+/// (its line ending left out) with the time it arrived.
+#[derive(Default)]
+struct Batch {
+    text: Vec<u8>,
+    lines: Vec<(Instant, usize, usize)>,
+}
 
-/// The most lines one batch holds.
+/// The most lines, and about the most bytes, one batch holds.
 const MOST_BATCHED: usize = 4096;
+const MOST_BATCHED_BYTES: usize = 1 << 20;
 
 /// Starts a thread that reads stdin line by line and sends each line, without its line
 /// ending, with the time it arrived; a `csv` record whose quotes hold newlines is one line.
-/// The lines already read when one ends go together, at most [`MOST_BATCHED`]; a batch is
-/// sent as soon as stdin holds no more, so a line that comes alone is sent at once. The
-/// channel holds a few batches: a reader far ahead waits, and memory stays bounded.
+/// The lines already read when one ends go together (up to [`MOST_BATCHED`] lines and
+/// [`MOST_BATCHED_BYTES`] bytes, or one longer line); a batch is sent as soon as stdin
+/// holds no more, so a line that comes alone is sent at once. The channel holds a few
+/// batches: a reader far ahead waits, and memory stays bounded.
 fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<Batch>> {
     let (send, lines) = mpsc::sync_channel(4);
     thread::spawn(move || {
         let mut stdin = io::BufReader::with_capacity(64 << 10, io::stdin().lock());
         // The line the next record starts on.
         let mut next = 1;
-        let mut batch = Vec::new();
+        let mut batch = Batch::default();
         loop {
-            let mut line = Vec::new();
+            let start = batch.text.len();
             // A line may hold MOST_ROW bytes: one more says it holds too many.
-            let mut read = (&mut stdin).take(MOST_ROW + 1).read_until(b'\n', &mut line);
+            let mut read = (&mut stdin).take(MOST_ROW + 1).read_until(b'\n', &mut batch.text);
             // A CSV record holds newlines inside quotes: it ends at a newline after an even
             // number of quotes (an escaped quote, `""`, is two).
-            while csv && matches!(read, Ok(n) if n > 0) && open_quote(&line) {
-                let room = (MOST_ROW + 1).saturating_sub(wide(line.len()));
-                read = (&mut stdin).take(room).read_until(b'\n', &mut line);
+            while csv && matches!(read, Ok(n) if n > 0) && open_quote(&batch.text[start..]) {
+                let room = (MOST_ROW + 1).saturating_sub(wide(batch.text.len() - start));
+                read = (&mut stdin).take(room).read_until(b'\n', &mut batch.text);
             }
+            let line = &batch.text[start..];
             if wide(line.len()) > MOST_ROW {
                 read = Err(io::Error::other(format!("line {next}: {LongRow}")));
             }
-            next += wide(memchr::memchr_iter(b'\n', &line).count());
+            next += wide(memchr::memchr_iter(b'\n', line).count());
             match read {
                 Ok(0) if line.is_empty() => {
                     let _ = send.send(Ok(batch));
@@ -298,16 +312,20 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<Batch>> {
                 }
                 Ok(_) => {
                     let arrived = Instant::now();
-                    if line.last() == Some(&b'\n') {
-                        line.pop();
-                        if line.last() == Some(&b'\r') {
-                            line.pop();
+                    let mut end = batch.text.len();
+                    if batch.text[end - 1] == b'\n' {
+                        end -= 1;
+                        if end > start && batch.text[end - 1] == b'\r' {
+                            end -= 1;
                         }
                     }
-                    batch.push((arrived, line));
+                    batch.lines.push((arrived, start, end));
                     // Reading more would wait for it: what came goes now.
-                    let ready = stdin.buffer().is_empty() || batch.len() == MOST_BATCHED;
-                    if ready && send.send(Ok(std::mem::take(&mut batch))).is_err() {
+                    let full =
+                        batch.lines.len() == MOST_BATCHED || batch.text.len() >= MOST_BATCHED_BYTES;
+                    if (stdin.buffer().is_empty() || full)
+                        && send.send(Ok(std::mem::take(&mut batch))).is_err()
+                    {
                         return;
                     }
                 }
@@ -427,62 +445,13 @@ fn field(
     number: u64,
     key: &str,
 ) -> Result<Vec<u8>> {
-    let row = csv.record(line).ok_or_else(|| anyhow!("<stdin>: line {number}: not a CSV row"))?;
-    match row.get(index) {
+    let width = csv.read(line).ok_or_else(|| anyhow!("<stdin>: line {number}: not a CSV row"))?;
+    match csv.field(index) {
         Some(value) => Ok(value.to_vec()),
         None => bail!(
-            "<stdin>: line {number}: field `{key}`: the row has {} fields, and it is column {}",
-            row.len(),
+            "<stdin>: line {number}: field `{key}`: the row has {width} fields, and it is column {}",
             index + 1
         ),
-    }
-}
-
-/// Reads lines as CSV records, one at a time, as the csv crate's reader with its defaults
-/// reads a line alone, with one csv-core reader built once: a csv reader built for each
-/// line spent 30 µs building its state machine, nine tenths of a keyed filter's time.
-struct LineReader {
-    reader: csv_core::Reader,
-    fields: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl LineReader {
-    fn new() -> LineReader {
-        LineReader { reader: csv_core::Reader::new(), fields: vec![0; 1024], ends: vec![0; 64] }
-    }
-
-    /// Reads `line` as one CSV record, as `csv::Reader` reads it alone (a leading UTF-8
-    /// byte-order mark taken off); `None` for no record.
-    fn record(&mut self, line: &[u8]) -> Option<csv::ByteRecord> {
-        use csv_core::ReadRecordResult;
-        let mut input = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        self.reader.reset();
-        let (mut written, mut ended) = (0, 0);
-        loop {
-            let (result, read, wrote, ends) = self.reader.read_record(
-                input,
-                &mut self.fields[written..],
-                &mut self.ends[ended..],
-            );
-            input = &input[read..];
-            (written, ended) = (written + wrote, ended + ends);
-            match result {
-                // An empty input after the line says it has ended.
-                ReadRecordResult::InputEmpty => {}
-                ReadRecordResult::OutputFull => self.fields.resize(self.fields.len() * 2, 0),
-                ReadRecordResult::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
-                ReadRecordResult::Record => break,
-                ReadRecordResult::End => return None,
-            }
-        }
-        let mut record = csv::ByteRecord::with_capacity(written, ended);
-        let mut start = 0;
-        for &end in &self.ends[..ended] {
-            record.push_field(&self.fields[start..end]);
-            start = end;
-        }
-        Some(record)
     }
 }
 
@@ -542,56 +511,4 @@ pub struct FilterArgs {
 
     #[command(flatten)]
     pub remote: RedisArgs,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A line read alone by a csv reader of its own, as filter read each line before.
-    fn alone(line: &[u8]) -> Option<csv::ByteRecord> {
-        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(line);
-        let mut record = csv::ByteRecord::new();
-        reader.read_byte_record(&mut record).ok().filter(|&read| read).map(|_| record)
-    }
-
-    #[test]
-    fn one_reader_reads_each_line_as_a_reader_of_its_own_would() {
-        let mut csv = LineReader::new();
-        let lines: [&[u8]; 10] = [
-            b"a,b,c",
-            b"",
-            b"\xEF\xBB\xBFtime,net",
-            b"\"quoted, with a comma\",\"and \"\"quotes\"\"\",x",
-            b"a,b\r",
-            b"\"a\nb\",c",
-            b"x\"y,z",
-            b",,",
-            b"\"unclosed,z",
-            b"\r\n",
-        ];
-        for line in lines {
-            assert_eq!(csv.record(line), alone(line), "{:?}", String::from_utf8_lossy(line));
-        }
-        // Longer than its buffers at first.
-        let long = [&b"x"[..]; 3000].join(&b","[..]);
-        assert_eq!(csv.record(&long), alone(&long));
-    }
-
-    proptest::proptest! {
-        /// One reader, line after line, as filter reads them.
-        #[test]
-        fn any_lines_read_as_each_alone(lines in proptest::collection::vec(
-            proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b',', b'"', b'\r', b'\n', 0xEF, 0xBB, 0xBF]),
-                0..40,
-            ),
-            1..8,
-        )) {
-            let mut csv = LineReader::new();
-            for line in &lines {
-                proptest::prop_assert_eq!(csv.record(line), alone(line));
-            }
-        }
-    }
 }

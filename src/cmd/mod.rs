@@ -3,6 +3,7 @@
 mod check;
 mod compare;
 mod config;
+mod csv_line;
 mod fetch;
 mod filter;
 mod layered;
