@@ -211,7 +211,7 @@ pub enum Command {
     /// Print the JSON Schema of a command's --format json output.
     Schema(schema::SchemaArgs),
     /// Print the configuration that runs a limit on nginx, envoy (ratelimit or local),
-    /// Python's limits or Traefik, in that system's units.
+    /// Python's limits, Traefik or HAProxy, in that system's units.
     Config(config::ConfigArgs),
     /// Print a completion script for a shell: bash, zsh, fish, elvish or powershell.
     #[command(after_help = COMPLETIONS_AFTER_HELP)]
