@@ -112,7 +112,7 @@ impl RateArgs {
             // A system's own default (nginx's burst=0, Traefik's 1), or N.
             None => algorithm.default_burst(rate),
         };
-        if let Some(flag) = self.nginx.given().filter(|_| strict && algorithm != Algorithm::Nginx) {
+        if let Some(flag) = self.nginx.given().filter(|_| strict && !algorithm.takes_delay()) {
             bail!("{flag} applies to nginx, not {}", algorithm.name());
         }
         let window = window.unwrap_or(rate.period());

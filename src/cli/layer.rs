@@ -100,7 +100,7 @@ impl FromStr for LayerSpec {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
-        if let Some(flag) = nginx.given().filter(|_| algorithm != Algorithm::Nginx) {
+        if let Some(flag) = nginx.given().filter(|_| !algorithm.takes_delay()) {
             let flag = flag.trim_start_matches('-');
             return Err(format!("{flag} applies to nginx, not {}", algorithm.name()));
         }

@@ -226,6 +226,7 @@ fn haproxy(args: &ConfigArgs) -> String {
     // HAProxy's periods are whole milliseconds below 2^31; a longer one is taken at the
     // most, the count scaled down (no faster than asked while it stays at least 1), and a
     // fraction of a millisecond rounded up (slower).
+    // Widening, so exact (From is not const).
     const MOST: i64 = i32::MAX as i64;
     let micros = rate.period().as_micros();
     let (mut count, mut ms) = (rate.count(), micros / 1000 + i64::from(micros % 1000 != 0));

@@ -13,8 +13,14 @@ pub(super) struct LineReader {
 
 impl LineReader {
     pub(super) fn new() -> LineReader {
+        LineReader::with_delimiter(b',')
+    }
+
+    /// Returns a reader of fields split by `delimiter` (`,` for [`new`](LineReader::new)).
+    pub(super) fn with_delimiter(delimiter: u8) -> LineReader {
         let (fields, ends) = (vec![0; 1024], vec![0; 64]);
-        LineReader { reader: csv_core::Reader::new(), fields, ends, width: 0 }
+        let reader = csv_core::ReaderBuilder::new().delimiter(delimiter).build();
+        LineReader { reader, fields, ends, width: 0 }
     }
 
     /// Reads `line` as one CSV record, as `csv::Reader` reads it alone (a leading UTF-8

@@ -312,6 +312,7 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<Batch>> {
                 }
                 Ok(_) => {
                     let arrived = Instant::now();
+                    // The line holds a byte at least: an empty read ended the input above.
                     let mut end = batch.text.len();
                     if batch.text[end - 1] == b'\n' {
                         end -= 1;

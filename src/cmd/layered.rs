@@ -15,7 +15,6 @@ use crate::engine::Backend;
 use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Cost, ReadStats};
-use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::stdout;
 use crate::report::{LayerReport, LayeredReport};
@@ -148,7 +147,7 @@ pub(super) fn resolve(
                     Cost::Each(units) => Some(units),
                     Cost::Column(_) => None,
                 },
-                counts_refused: spec.algorithm == Algorithm::EnvoyRatelimit && !stop_counting,
+                counts_refused: spec.algorithm.counts_every_limit() && !stop_counting,
             })
         })
         .collect::<Result<Vec<_>>>()?;

@@ -6,6 +6,7 @@
 //! The figures are the reports of `compare`, `min-bucket` and `replay --limit`, as their
 //! JSON gives them.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -15,13 +16,15 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::csv_line::LineReader;
 use super::layered;
 use super::min_bucket::KeyedFinders;
-use super::notes;
+use super::{curve_of, notes};
 use crate::cli::args::{JobArgs, LimitArgs};
 use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Event, ReadStats, Sink, Source, slot};
+use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
+use crate::input::keys::wide;
 use crate::limiter::Algorithm;
 use crate::render::html;
 use crate::render::outfile::Output;
@@ -50,6 +53,12 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let input = args.job.input()?;
     let output = Output::new(args.output.clone());
     input.check_output(&output)?;
+    if !args.limits.is_empty() && matches!(input.source, Source::Stdin) {
+        // The layers read their own key and cost columns, in a reading of their own.
+        bail!(
+            "report --limit reads its input twice, the second time for the layers: give a file, not stdin"
+        );
+    }
     let algorithms = scene_algorithms(args.algo);
     let settings = args.limit.side_by_side(&algorithms)?;
     let chosen = settings.iter().position(|s| s.algorithm == args.algo).unwrap_or(0);
@@ -100,8 +109,9 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let curved = if curved.is_empty() { &events } else { &curved };
-    let times: Vec<Timestamp> = curved.iter().map(|e| e.time).collect();
-    let curve = curve_points(&times, curved, rate)?;
+    let mut timeline = Timeline::new();
+    curved.iter().for_each(|e| timeline.push(e.time, e.cost));
+    let curve = curve_points(&curve_of(&timeline)?, rate);
     let busiest_start = lanes[chosen].demand_busiest_window.start;
     let trace = recorder.trace();
     let given = args.job.input.since.is_some() || args.job.input.until.is_some();
@@ -118,7 +128,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
             input: job.input.source.name(),
             bytes: match &job.input.source {
                 Source::Path(path) => std::fs::metadata(path).ok().map(|m| m.len()),
-                Source::Embedded { bytes, .. } => Some(bytes.len() as u64),
+                Source::Embedded { bytes, .. } => Some(wide(bytes.len())),
                 Source::Stdin => None,
             },
             events: events.len(),
@@ -234,14 +244,14 @@ fn values(
         return None;
     }
     let (rows, _) = catalog::read_rows(source, read).ok()?;
-    let header = csv::ReaderBuilder::new().has_headers(false).from_reader(rows.header());
-    let header = header.into_records().next()?.ok()?;
-    let column = header.iter().position(|h| h.eq_ignore_ascii_case("mag"))?;
+    let mut csv = LineReader::with_delimiter(read.delimiter());
+    let header = csv.record(rows.header())?;
+    let column = header.iter().position(|h| h.eq_ignore_ascii_case(b"mag"))?;
     let mut out = Vec::with_capacity(count);
     for (_, row) in rows.iter() {
-        let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(row);
-        let record = reader.records().next().and_then(Result::ok);
-        out.push(record.and_then(|r| r.get(column).map(str::to_owned)).unwrap_or_default());
+        csv.read(row);
+        let field = csv.field(column).map(String::from_utf8_lossy);
+        out.push(field.map(Cow::into_owned).unwrap_or_default());
     }
     (out.len() == count).then(|| ("magnitude".to_owned(), out))
 }
@@ -371,16 +381,9 @@ struct CurvePoint {
     min_bucket: u64,
 }
 
-/// The smallest lossless bucket at 49 rates from 1/64 to 64 times `rate`, on a log scale.
-fn curve_points(times: &[Timestamp], events: &[Event], rate: Rate) -> Result<Vec<CurvePoint>> {
-    let costs: Vec<u64> = events.iter().map(|e| e.cost).collect();
-    let curve = match costs.iter().all(|&c| c == 1) {
-        true => Curve::new(times),
-        false => match Curve::weighted(times, &costs) {
-            Some(curve) => curve,
-            None => bail!("the events' costs sum past 2^63 units; no curve is drawn"),
-        },
-    };
+/// The smallest lossless bucket on `curve` at 49 rates from 1/64 to 64 times `rate`, on a
+/// log scale.
+fn curve_points(curve: &Curve, rate: Rate) -> Vec<CurvePoint> {
     let (n, p) = (rate.n64(), rate.period().as_micros());
     let mut points = Vec::new();
     for step in -24i32..=24 {
@@ -400,7 +403,7 @@ fn curve_points(times: &[Timestamp], events: &[Event], rate: Rate) -> Result<Vec
             min_bucket: curve.min_bucket(n, micros),
         });
     }
-    Ok(points)
+    points
 }
 
 /// `ratelimit report`.

@@ -35,7 +35,7 @@ impl Settings {
     /// Returns true if the limiter says how long each event it admits waits, as nginx does
     /// without `nodelay` (a leaky queue's waits are found again, not told).
     pub fn tells_waits(&self) -> bool {
-        self.algorithm == Algorithm::Nginx && matches!(self.delay, Delay::Beyond(_))
+        self.algorithm.takes_delay() && matches!(self.delay, Delay::Beyond(_))
     }
 
     /// Returns the limiter these settings make, for every key.
@@ -43,9 +43,9 @@ impl Settings {
         crate::limiter::AnyPerKey::delaying(self.algorithm, self.rate, self.burst, self.delay)
     }
 
-    /// Returns the delay a report shows: nginx's, and no other limiter's.
+    /// Returns the delay a report shows, for a limiter that takes one (nginx).
     pub fn shown_delay(&self) -> Option<Delay> {
-        (self.algorithm == Algorithm::Nginx).then_some(self.delay)
+        self.algorithm.takes_delay().then_some(self.delay)
     }
 }
 

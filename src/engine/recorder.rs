@@ -64,9 +64,11 @@ struct KeyedEvents {
     /// For each event, `stride` bytes: bit n % 8 of byte n / 8 set if lane n passed it.
     passed: Vec<u8>,
     stride: usize,
-    /// For each event, each lane's wait, when some lane tells its waits (nginx's, as it
-    /// decided them: a key's depend on the zone it shares with the others, so they cannot
-    /// be found again from the key's own events); else empty.
+    /// Whether some lane tells its waits (nginx's, as it decided them: a key's depend on
+    /// the zone it shares with the others, so they cannot be found again from the key's own
+    /// events).
+    told: bool,
+    /// If `told`, each event's wait in each lane; else empty.
     waits: Vec<i128>,
 }
 
@@ -124,6 +126,7 @@ impl Recorder {
                 keys: Vec::new(),
                 passed: Vec::new(),
                 stride: settings.len().div_ceil(8),
+                told: settings.iter().any(Settings::tells_waits),
                 waits: Vec::new(),
             }))
         } else {
@@ -177,10 +180,9 @@ impl Recorder {
                 }
                 let at = keyed.passed.len();
                 keyed.passed.resize(at + keyed.stride, 0);
-                let told = self.settings.iter().any(Settings::tells_waits);
                 for (n, decision) in decisions.into_iter().enumerate() {
                     keyed.passed[at + n / 8] |= u8::from(decision.passed) << (n % 8);
-                    if told {
+                    if keyed.told {
                         keyed.waits.push(decision.wait);
                     }
                     trace(decision.passed);

@@ -86,6 +86,9 @@ impl Rule for EnvoyRatelimit {
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
     const SYSTEM: bool = true;
+    /// `fixed_cache_impl.go`, `getHitsAddend`: without
+    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`, every limit of a request is incremented.
+    const COUNTS_EVERY_LIMIT: bool = true;
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();

@@ -184,6 +184,12 @@ pub trait Rule: KeyedState {
     /// The burst a system takes when none is given, as its reports show it (nginx's 0,
     /// Traefik's 1); `None` for the exact limiters, whose burst is then N.
     const DEFAULT_BURST: Option<u64> = None;
+    /// Whether it takes nginx's `delay=`, `nodelay` and dry run ([`Delay`]), and says each
+    /// admitted event's wait as it decides it (with `delay=`).
+    const TAKES_DELAY: bool = false;
+    /// Whether a request's hits count in it when another limit of the request refuses it,
+    /// as envoy's ratelimit service counts every limit of a request unless told to stop.
+    const COUNTS_EVERY_LIMIT: bool = false;
     /// Whether it models one system's own arithmetic rather than being an exact limiter:
     /// `compare` puts only the exact limiters side by side unless asked for others.
     const SYSTEM: bool = false;

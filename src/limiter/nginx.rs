@@ -206,6 +206,7 @@ impl Rule for Nginx {
     const BURST_BEYOND_FIRST: bool = true;
     const SYSTEM: bool = true;
     const DEFAULT_BURST: Option<u64> = Some(0);
+    const TAKES_DELAY: bool = true;
 
     fn refuses(rate: Rate) -> Option<String> {
         nginx_rate(rate).is_none().then(|| {

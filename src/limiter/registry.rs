@@ -127,6 +127,18 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as $crate::limiter::KeyedState>::ZONE,)* }
             }
 
+            /// Returns true if it takes nginx's delay parameters
+            /// ([`Rule::TAKES_DELAY`](crate::limiter::Rule::TAKES_DELAY)).
+            pub fn takes_delay(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::TAKES_DELAY,)* }
+            }
+
+            /// Returns true if it counts a request refused by another of its limits
+            /// ([`Rule::COUNTS_EVERY_LIMIT`](crate::limiter::Rule::COUNTS_EVERY_LIMIT)).
+            pub fn counts_every_limit(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::COUNTS_EVERY_LIMIT,)* }
+            }
+
             /// Returns true if it models one system's own arithmetic.
             pub fn is_system(self) -> bool {
                 match self { $(Algorithm::$rule => <$rule as Rule>::SYSTEM,)* }

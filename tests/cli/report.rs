@@ -72,6 +72,17 @@ fn the_report_is_one_file_that_asks_for_nothing() {
 }
 
 #[test]
+fn layers_refuse_stdin_which_the_report_cannot_read_twice() {
+    let args = ["report", "--rate", "5/h", "--limit", "algo=gcra,rate=5/h", "-o", "-"];
+    let error = run(&args, "time\n2025-01-01T00:00:00Z\n").error();
+    assert_eq!(
+        error,
+        "ratelimit: report --limit reads its input twice, the second time for the layers: give \
+         a file, not stdin"
+    );
+}
+
+#[test]
 fn the_report_refuses_to_write_over_its_input() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("q.csv");
