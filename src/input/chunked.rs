@@ -1,4 +1,4 @@
-//! Reading a CSV on every core: pieces parsed at once, taken in order, checked to join.
+//! Reading a file on every core: pieces parsed at once, taken in order, checked to join.
 //!
 //! A file's rows after the header are cut into pieces of up to [`PIECE`] bytes. A worker
 //! reads its piece with one `pread` (and a little past its end, for the row that crosses
@@ -11,7 +11,8 @@
 //! fast path does not take (a bad row, or one `--skip-bad` must count) hands the rest of
 //! the file to the reading of one thread, resumed there with the right line number: the
 //! events, the errors and their order are those of reading the file on one thread. A pipe
-//! is cut into blocks of whole rows by one thread instead; see [`stream_pipe`].
+//! is cut into blocks of whole rows by one thread instead; see [`stream_pipe`]. JSON Lines
+//! and GeoJSON are cut the same way, at their own record starts (see `json_pieces`).
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -20,12 +21,15 @@ use std::sync::mpsc;
 use csv::ByteRecord;
 
 use super::bounded::MOST_ROW;
-use super::error::{ReadError, keys_error};
+use super::error::ReadError;
 use super::event::Event;
+use super::format::InputFormat;
+use super::json_pieces::{feature_boundary, parse_json};
 use super::keys::KeyTable;
 use super::keys::{joined, wide};
 use super::options::ReadOptions;
-use super::pipeline::{Batch, Flow};
+use super::piece::{Piece, PieceBytes};
+use super::pipeline::Flow;
 #[cfg(not(feature = "cli"))]
 use super::reading::Progress;
 use super::reading::{Header, Reading};
@@ -55,67 +59,6 @@ const MARGIN: u64 = 1 << 16;
 /// The most a worker reads past its piece; a row longer than that (or a file whose rows
 /// end in a lone CR) is left to the reading on one thread.
 const MOST_MARGIN: u64 = 16 << 20;
-
-/// One piece, parsed: where it began and ended, its line breaks, its kept rows, and what
-/// reading counted in it.
-pub(super) struct Piece {
-    pub(super) start: u64,
-    pub(super) end: u64,
-    pub(super) lines: u64,
-    pub(super) batch: Batch,
-    pub(super) rows: u64,
-    pub(super) left_out_empty: u64,
-    /// Whether a time in it was written with a fraction of a second.
-    pub(super) fractions: bool,
-    /// A row the fast path does not take: the piece is read again on one thread.
-    pub(super) stopped: bool,
-}
-
-impl Piece {
-    /// Numbers the keys of the piece's events in `keys` and gives each event to `take`, in
-    /// order, until it says stop; counts what the piece holds in `stats`. `line` is the line
-    /// the piece starts on, for a key that gets no number.
-    pub(super) fn deliver<E: From<ReadError>>(
-        &self,
-        line: u64,
-        header: &Header,
-        keys: &mut KeyTable,
-        stats: &mut ReadStats,
-        take: &mut impl FnMut(Event) -> Result<Flow, E>,
-    ) -> Result<Flow, E> {
-        for event in 0..self.batch.len() {
-            let key = match header.columns.key {
-                Some(_) => {
-                    let at = line + self.batch.lines[event] - 1;
-                    keys_error(&header.name, at, keys.intern(self.batch.key(event)))?
-                }
-                None => 0,
-            };
-            if let Flow::Stop = take(self.batch.event_keyed(event, key))? {
-                return Ok(Flow::Stop);
-            }
-        }
-        stats.rows += self.rows;
-        stats.events += wide(self.batch.len());
-        stats.left_out_empty += self.left_out_empty;
-        stats.fractions |= self.fractions;
-        Ok(Flow::More)
-    }
-
-    /// Returns a piece that starts and ends at `at`, with nothing in it.
-    pub(super) fn empty(at: u64) -> Piece {
-        Piece {
-            start: at,
-            end: at,
-            lines: 0,
-            batch: Batch::default(),
-            rows: 0,
-            left_out_empty: 0,
-            fractions: false,
-            stopped: false,
-        }
-    }
-}
 
 /// A file's rows after its header, cut into pieces.
 struct Plan<'a> {
@@ -278,6 +221,9 @@ fn take_pieces<E: From<ReadError>>(
         expected = parsed.end;
         line += parsed.lines;
         progress.tick(stats.rows, expected);
+        if parsed.last {
+            break;
+        }
     }
     if expected >= size {
         return Ok(Some(ReadStats { keys, ..stats }));
@@ -337,12 +283,24 @@ fn parse(
         let to = (end + margin).min(size);
         buffer.resize(usize::try_from(to - from).unwrap_or(usize::MAX), 0);
         file.read_exact_at(buffer, from).map_err(|error| shrank(error, size))?;
+        let features = header.json.as_ref().is_some_and(|j| j.format == InputFormat::Geojson);
         let skip = if first {
             0
+        } else if features {
+            let look = usize::try_from(start - from).unwrap_or(0) - 1;
+            match feature_boundary(buffer, look) {
+                Some(at) => at,
+                None if to == size => buffer.len(),
+                None => {
+                    margin *= 4;
+                    continue;
+                }
+            }
         } else {
             let look = usize::try_from(start - from).unwrap_or(0) - 1;
             match memchr::memchr(b'\n', &buffer[look..]).map(|at| look + at) {
-                Some(at) if at > 0 && buffer[at - 1] == b'\r' => at,
+                // A JSON line starts after its break, CRLF or not.
+                Some(at) if at > 0 && buffer[at - 1] == b'\r' && header.json.is_none() => at,
                 Some(at) => at + 1,
                 None if to == size => buffer.len(),
                 None => {
@@ -360,16 +318,6 @@ fn parse(
     }
 }
 
-/// Bytes to parse rows from: they start at `begin` in the input, the rows wanted start
-/// before `end`, and `last` says whether the input ends with them.
-#[derive(Clone, Copy)]
-pub(super) struct PieceBytes<'b> {
-    pub(super) bytes: &'b [u8],
-    pub(super) begin: u64,
-    pub(super) end: u64,
-    pub(super) last: bool,
-}
-
 /// Parses the rows of a span up to the first that starts at or after its end, with the
 /// fast reading, or the csv crate if it does not take a row; `None` if the bytes end
 /// first (unless they are the last).
@@ -378,6 +326,9 @@ pub(super) fn parse_piece(
     header: &Header,
     options: &ReadOptions,
 ) -> Option<Piece> {
+    if let Some(layout) = &header.json {
+        return parse_json(span, header, layout, options);
+    }
     match parse_fast(span, header, options) {
         Ok(piece) => piece,
         Err(Unusual) => parse_csv(span, header, options),

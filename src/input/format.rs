@@ -9,7 +9,7 @@ use csv::{ByteRecord, Position};
 
 pub use super::clf::CLF_FIELDS;
 use super::clf::clf_fields;
-use super::json::{BOM, json_fields};
+use super::json::{BOM, JsonPaths, Values};
 use super::log_format::LogFormat;
 
 /// The layouts a catalog can be read in.
@@ -82,6 +82,14 @@ pub struct RecordError {
     pub problem: String,
 }
 
+/// How the records of a JSON Lines or GeoJSON input are read in pieces: the fields asked
+/// for, by name and as paths.
+pub(super) struct JsonLayout {
+    pub(super) format: InputFormat,
+    pub(super) fields: Vec<String>,
+    pub(super) paths: JsonPaths,
+}
+
 /// Records read from a line-based or GeoJSON input, each as the fields asked for.
 pub struct Records<R> {
     input: BufReader<R>,
@@ -96,6 +104,9 @@ pub struct Records<R> {
     collection: Collection,
     /// For an access log, its layout, if not the combined log format.
     log_format: Option<LogFormat>,
+    /// For JSON, the paths of the fields, and the fields of the record read last.
+    paths: JsonPaths,
+    values: Values,
 }
 
 /// How far reading a FeatureCollection has come.
@@ -115,13 +126,43 @@ impl<R: Read> Records<R> {
         Records {
             input: BufReader::with_capacity(1 << 16, input),
             format,
-            fields,
             text: Vec::new(),
             byte: 0,
             line: 1,
             collection: Collection::Start,
             log_format: None,
+            paths: JsonPaths::new(&fields, format == InputFormat::Geojson),
+            values: Values::default(),
+            fields,
         }
+    }
+
+    /// Returns records of `layout` from `input`, which stands at byte `byte` of line `line`,
+    /// between records (for GeoJSON, inside `features`).
+    pub(super) fn resume(input: R, layout: &JsonLayout, byte: u64, line: u64) -> Records<R> {
+        let records = Records::new(input, layout.format, layout.fields.clone());
+        let collection = match layout.format {
+            InputFormat::Geojson => Collection::Features,
+            _ => Collection::Start,
+        };
+        Records { byte, line, collection, ..records }
+    }
+
+    /// Returns where the first record starts, and how to read the records in pieces, for
+    /// JSON Lines and GeoJSON; for GeoJSON, reads up to the first feature. `None` for a
+    /// format read only as it comes, or a document whose start is not as it should be (its
+    /// reading says why).
+    pub(super) fn layout(&mut self) -> Option<(Position, JsonLayout)> {
+        match (self.format, self.collection) {
+            (InputFormat::Jsonl, _) if self.byte == 0 => {}
+            (InputFormat::Geojson, Collection::Start) => self.open_collection().ok()?,
+            _ => return None,
+        }
+        let mut body = Position::new();
+        body.set_byte(self.byte).set_line(self.line);
+        let (format, fields) = (self.format, self.fields.clone());
+        let paths = JsonPaths::new(&fields, format == InputFormat::Geojson);
+        Some((body, JsonLayout { format, fields, paths }))
     }
 
     /// Reads an access log in `log_format` rather than the combined log format.
@@ -172,18 +213,17 @@ impl<R: Read> Records<R> {
             let mut position = Position::new();
             position.set_byte(start.0).set_line(start.1);
             record.clear();
-            let fields = match self.format {
+            let read = match self.format {
                 InputFormat::Clf => match &self.log_format {
                     Some(layout) => layout.fields(&self.text, &self.fields),
                     None => clf_fields(&self.text, &self.fields),
-                },
-                _ => json_fields(&self.text, &self.fields, self.format == InputFormat::Geojson),
-            };
-            match fields {
-                Ok(values) => values.iter().for_each(|v| record.push_field(v)),
-                Err(problem) => {
-                    return Err(ReadFailure::Record(RecordError { line: start.1, problem }));
                 }
+                .map(|values| values.iter().for_each(|v| record.push_field(v))),
+                _ => (self.paths.read(&self.text, &mut self.values))
+                    .map(|()| self.values.iter().for_each(|v| record.push_field(v))),
+            };
+            if let Err(problem) = read {
+                return Err(ReadFailure::Record(RecordError { line: start.1, problem }));
             }
             record.set_position(Some(position));
             return Ok(true);

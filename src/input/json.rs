@@ -1,117 +1,201 @@
-//! Reading the fields of a JSON object without copying it: members borrowed, values raw.
+//! Reading the fields of a JSON object without copying it: members on a path kept, values raw.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
-/// A JSON object read without copying: each member's name (borrowed from the text unless
-/// it has escapes) and its value as written, in order. A few fields are looked up in a few
-/// dozen members, so a list, searched, is quicker than a map, hashed.
-struct Object<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'a> Object<'a> {
-    /// Returns the value of the member `name`; the last, if the name is given twice.
-    fn get(&self, name: &str) -> Option<&'a RawValue> {
-        self.0.iter().rev().find(|(n, _)| n == name).map(|&(_, v)| v)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Object<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(Members)
-    }
-}
-
-/// Reads an object's members into an [`Object`].
-struct Members;
-
 /// A member's name, borrowed when it can be.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, PartialEq, Eq, Hash)]
 struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
 
-impl<'de> serde::de::Visitor<'de> for Members {
-    type Value = Object<'de>;
+/// The UTF-8 byte-order mark.
+pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The fields a command asks of each JSON record, by name or dotted path, settled once as a
+/// tree of member names: a record is read in one pass that keeps the members on those paths
+/// and skips the rest (still checking that they are JSON), and only the objects on a path
+/// are read again, inside.
+///
+/// A missing field, or `null`, is empty; a string is its text; a number is as written. In a
+/// GeoJSON feature, a plain name not found on the feature is looked up in its `properties`,
+/// so that `--key net` means `properties.net`.
+pub(super) struct JsonPaths {
+    root: Node,
+    /// Each field's member, and for a plain name in a feature, the one in `properties`.
+    fields: Vec<(usize, Option<usize>)>,
+    members: usize,
+}
+
+/// Members of one object on the paths asked for.
+#[derive(Default)]
+struct Node(Vec<Member>);
+
+/// A member on a path: its name, its place among all members, and what is asked inside it.
+struct Member {
+    name: String,
+    slot: usize,
+    inner: Node,
+}
+
+impl Node {
+    /// Returns the slot of the member at `path` below this object, adding what is missing.
+    fn add(&mut self, path: &[&str], next: &mut usize) -> usize {
+        let at = match self.0.iter().position(|m| m.name == path[0]) {
+            Some(at) => at,
+            None => {
+                self.0.push(Member {
+                    name: path[0].to_owned(),
+                    slot: *next,
+                    inner: Node::default(),
+                });
+                *next += 1;
+                self.0.len() - 1
+            }
+        };
+        match path {
+            [_] => self.0[at].slot,
+            [_, rest @ ..] => self.0[at].inner.add(rest, next),
+            [] => unreachable!("a path has a name"),
+        }
+    }
+}
+
+impl JsonPaths {
+    /// Settles the paths of `fields`; `feature` says the records are GeoJSON features.
+    pub(super) fn new(fields: &[String], feature: bool) -> JsonPaths {
+        let (mut root, mut members) = (Node::default(), 0);
+        let fields = fields
+            .iter()
+            .map(|path| {
+                let names: Vec<&str> = path.split('.').collect();
+                let slot = root.add(&names, &mut members);
+                let inside = (feature && names.len() == 1)
+                    .then(|| root.add(&["properties", names[0]], &mut members));
+                (slot, inside)
+            })
+            .collect();
+        JsonPaths { root, fields, members }
+    }
+
+    /// Reads the fields of the JSON object `text` into `values`, in the order asked.
+    pub(super) fn read(&self, text: &[u8], values: &mut Values) -> Result<(), String> {
+        // A byte-order mark, as some Windows tools write before the first line, is no part of it.
+        let text = text.strip_prefix(BOM).unwrap_or(text);
+        if text.trim_ascii_start().first() != Some(&b'{') {
+            return Err("expected a JSON object".into());
+        }
+        self.read_object(text, values).map_err(|()| {
+            // What is wrong, in the words of reading every member.
+            let all = serde_json::from_slice::<HashMap<Name, &RawValue>>(text);
+            let why = all.err().map_or_else(
+                || "not read".to_owned(),
+                |e| crate::message::one_line(&e.to_string()),
+            );
+            format!("expected a JSON object: {why}")
+        })
+    }
+
+    /// Reads the object as [`JsonPaths::read`] does; `Err` if it is not JSON.
+    fn read_object(&self, text: &[u8], values: &mut Values) -> Result<(), ()> {
+        // Checked whole first: skipped strings are not checked by the parser.
+        let text = std::str::from_utf8(text).map_err(drop)?;
+        let mut found: Vec<Option<&RawValue>> = vec![None; self.members];
+        visit(&self.root, text, &mut found).map_err(drop)?;
+        values.clear();
+        for &(slot, inside) in &self.fields {
+            let value = found[slot].or_else(|| inside.and_then(|inside| found[inside]));
+            match value.map(RawValue::get) {
+                None | Some("null") => {}
+                Some(raw) if raw.starts_with('"') => {
+                    let text: Cow<str> = serde_json::from_str(raw).map_err(drop)?;
+                    values.bytes.extend_from_slice(text.as_bytes());
+                }
+                Some(raw) => values.bytes.extend_from_slice(raw.as_bytes()),
+            }
+            values.ends.push(values.bytes.len());
+        }
+        Ok(())
+    }
+}
+
+/// Reads the object `text` for the members of `node` into `found`, then the objects inside
+/// them that paths go on into.
+fn visit<'a>(
+    node: &Node,
+    text: &'a str,
+    found: &mut [Option<&'a RawValue>],
+) -> Result<(), serde_json::Error> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(Wanted { node, found: &mut *found }, &mut reader)?;
+    reader.end()?;
+    for member in node.0.iter().filter(|m| !m.inner.0.is_empty()) {
+        // A path through something not an object finds nothing.
+        if let Some(value) = found[member.slot]
+            && value.get().starts_with('{')
+        {
+            visit(&member.inner, value.get(), found)?;
+        }
+    }
+    Ok(())
+}
+
+/// The members of one object asked for: kept as written, the last if a name is given twice.
+struct Wanted<'n, 's, 'a> {
+    node: &'n Node,
+    found: &'s mut [Option<&'a RawValue>],
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Wanted<'_, '_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Wanted<'_, '_, 'de> {
+    type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Object<'de>, A::Error> {
-        let mut members = Vec::with_capacity(32);
-        while let Some((Name(name), value)) = map.next_entry::<Name<'de>, &'de RawValue>()? {
-            members.push((name, value));
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Name(name)) = map.next_key::<Name<'de>>()? {
+            match self.node.0.iter().find(|m| m.name == name) {
+                Some(member) => self.found[member.slot] = Some(map.next_value()?),
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
         }
-        Ok(Object(members))
+        Ok(())
     }
 }
 
-/// The UTF-8 byte-order mark.
-pub(super) const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-/// Returns a JSON object's fields by name or dotted path; a missing field, or `null`, is
-/// empty; a string is its text; a number is as written. In a GeoJSON feature, a plain name
-/// not found on the feature is looked up in its `properties`, so that `--key net` means
-/// `properties.net`. Only the members on the paths asked for are read beyond their bounds.
-pub(super) fn json_fields(
-    text: &[u8],
-    fields: &[String],
-    feature: bool,
-) -> Result<Vec<Vec<u8>>, String> {
-    let bad = |e: serde_json::Error| {
-        format!("expected a JSON object: {}", crate::message::one_line(&e.to_string()))
-    };
-    // A byte-order mark, as some Windows tools write before the first line, is no part of it.
-    let text = text.strip_prefix(BOM).unwrap_or(text);
-    if text.trim_ascii_start().first() != Some(&b'{') {
-        return Err("expected a JSON object".into());
-    }
-    let top: Object = serde_json::from_slice(text).map_err(bad)?;
-    // Objects inside, read once for every field under them.
-    let mut inner: Vec<(&str, Object)> = Vec::new();
-    let mut values = Vec::with_capacity(fields.len());
-    for path in fields {
-        let mut found = lookup(&top, path, &mut inner).map_err(bad)?;
-        if feature && found.is_none() && !path.contains('.') {
-            found = lookup(&top, &format!("properties.{path}"), &mut inner).map_err(bad)?;
-        }
-        values.push(match found.map(RawValue::get) {
-            None | Some("null") => Vec::new(),
-            Some(raw) if raw.starts_with('"') => {
-                let text: Cow<str> = serde_json::from_str(raw).map_err(bad)?;
-                text.into_owned().into_bytes()
-            }
-            Some(raw) => raw.as_bytes().to_vec(),
-        });
-    }
-    Ok(values)
+/// The fields of one record, read by [`JsonPaths::read`]: one buffer, and where each ends.
+#[derive(Default)]
+pub(super) struct Values {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
 }
 
-/// Follows a dotted path through objects, reading each object on the way once: the
-/// objects read are kept in `inner`, found again by where their text is.
-fn lookup<'a>(
-    top: &Object<'a>,
-    path: &str,
-    inner: &mut Vec<(&'a str, Object<'a>)>,
-) -> Result<Option<&'a RawValue>, serde_json::Error> {
-    let mut at: Option<usize> = None;
-    let mut names = path.split('.').peekable();
-    while let Some(name) = names.next() {
-        let object = at.map_or(top, |at| &inner[at].1);
-        let Some(value) = object.get(name) else { return Ok(None) };
-        if names.peek().is_none() {
-            return Ok(Some(value));
-        }
-        let text = value.get();
-        if !text.starts_with('{') {
-            return Ok(None);
-        }
-        at = Some(match inner.iter().position(|&(seen, _)| std::ptr::eq(seen, text)) {
-            Some(at) => at,
-            None => {
-                inner.push((text, serde_json::from_str(text)?));
-                inner.len() - 1
-            }
-        });
+impl Values {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
     }
-    Ok(None)
+
+    /// Returns field `index`, or nothing past the last.
+    pub(super) fn get(&self, index: usize) -> &[u8] {
+        let Some(&end) = self.ends.get(index) else { return &[] };
+        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.bytes[start..end]
+    }
+
+    /// Returns each field in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.ends.len()).map(|index| self.get(index))
+    }
 }

@@ -14,10 +14,14 @@ pub mod format;
 pub mod header;
 mod instants;
 mod json;
+#[cfg(unix)]
+mod json_pieces;
 pub mod keys;
 pub mod log_format;
 pub mod no_events;
 mod options;
+#[cfg(unix)]
+mod piece;
 #[cfg(unix)]
 mod pipe;
 mod pipeline;

@@ -7,11 +7,12 @@ use std::sync::mpsc;
 use csv::ByteRecord;
 
 use super::bounded::{LongRow, MOST_ROW, is_long_row};
-use super::chunked::{Piece, PieceBytes, parse_piece};
+use super::chunked::parse_piece;
 use super::error::ReadError;
 use super::event::Event;
 use super::keys::{KeyTable, joined, wide};
 use super::options::ReadOptions;
+use super::piece::{Piece, PieceBytes};
 use super::pipeline::Flow;
 #[cfg(not(feature = "cli"))]
 use super::reading::Progress;

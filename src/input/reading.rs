@@ -10,7 +10,7 @@ use super::error::{
     ReadError, Result, csv_error, field_error, keys_error, layout, unequal_lengths,
 };
 use super::event::Event;
-use super::format::{InputFormat, ReadFailure, Records};
+use super::format::{InputFormat, JsonLayout, ReadFailure, Records};
 use super::header::find_column;
 use super::keys::wide;
 use super::options::ReadOptions;
@@ -208,11 +208,22 @@ impl<'a, R: Read> Reading<'a, R> {
     /// Returns what the header settled, and where the rows after it start, for reading
     /// them in pieces; `None` for a format that is not CSV or TSV.
     pub(super) fn header(&mut self) -> Option<Header> {
-        let RowReader::Csv(csv) = &mut self.rows else { return None };
-        let width = csv.byte_headers().ok()?.len();
-        // Without a header, the rows start where the input does.
-        let body = if self.options.headers { csv.position().clone() } else { csv::Position::new() };
-        Some(Header { name: self.name.clone(), columns: self.columns.clone(), width, body })
+        let (width, body, json) = match &mut self.rows {
+            RowReader::Csv(csv) => {
+                let width = csv.byte_headers().ok()?.len();
+                // Without a header, the rows start where the input does.
+                let body = match self.options.headers {
+                    true => csv.position().clone(),
+                    false => csv::Position::new(),
+                };
+                (width, body, None)
+            }
+            RowReader::Other(records) => {
+                let (body, layout) = records.layout()?;
+                (layout.fields.len(), body, Some(layout))
+            }
+        };
+        Some(Header { name: self.name.clone(), columns: self.columns.clone(), width, body, json })
     }
 
     /// Returns the event of the next row the filters keep.
@@ -298,6 +309,8 @@ pub(super) struct Header {
     pub columns: Columns,
     pub width: usize,
     pub body: csv::Position,
+    /// For JSON Lines and GeoJSON, how their records are read.
+    pub json: Option<JsonLayout>,
 }
 
 impl<'a, R: Read + Seek> Reading<'a, R> {
@@ -312,23 +325,18 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
         at: csv::Position,
         stats: ReadStats,
     ) -> Result<Reading<'a, R>> {
-        let mut csv = csv::ReaderBuilder::new()
-            .buffer_capacity(1 << 16)
-            .delimiter(options.delimiter())
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(Bounded::new(input));
-        // Not `seek`: it does nothing when the place asked for is where its reader thinks
-        // it is, and before it looks, it has read a row from wherever `input` stood.
-        // That row is the one at `at`, which is read next anyway, when `input` stands there.
-        csv.get_mut()
-            .seek(SeekFrom::Start(at.byte()))
-            .map_err(|error| ReadError::Rewind { name: header.name.clone(), error })?;
-        let line = at.line();
-        csv.seek_raw(SeekFrom::Start(at.byte()), at)
-            .map_err(|e| csv_read_error(&header.name, line, e))?;
+        let mut input = Bounded::new(input);
+        let rows = match &header.json {
+            Some(layout) => {
+                input
+                    .seek(SeekFrom::Start(at.byte()))
+                    .map_err(|error| ReadError::Rewind { name: header.name.clone(), error })?;
+                RowReader::Other(Records::resume(input, layout, at.byte(), at.line()))
+            }
+            None => RowReader::Csv(resume_csv(input, header, options, &at)?),
+        };
         Ok(Reading {
-            rows: RowReader::Csv(csv),
+            rows,
             record: ByteRecord::new(),
             name: header.name.clone(),
             options,
@@ -339,4 +347,29 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             progress: Progress::new(options.progress, size),
         })
     }
+}
+
+/// Returns a CSV reader of `input` that goes on from `at`, as [`Reading::resume`] does.
+fn resume_csv<R: Read + Seek>(
+    input: Bounded<R>,
+    header: &Header,
+    options: &ReadOptions,
+    at: &csv::Position,
+) -> Result<csv::Reader<Bounded<R>>> {
+    let mut csv = csv::ReaderBuilder::new()
+        .buffer_capacity(1 << 16)
+        .delimiter(options.delimiter())
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    // Not `seek`: it does nothing when the place asked for is where its reader thinks
+    // it is, and before it looks, it has read a row from wherever `input` stood.
+    // That row is the one at `at`, which is read next anyway, when `input` stands there.
+    csv.get_mut()
+        .seek(SeekFrom::Start(at.byte()))
+        .map_err(|error| ReadError::Rewind { name: header.name.clone(), error })?;
+    let line = at.line();
+    csv.seek_raw(SeekFrom::Start(at.byte()), at.clone())
+        .map_err(|e| csv_read_error(&header.name, line, e))?;
+    Ok(csv)
 }

@@ -13,7 +13,8 @@ use super::source::{Opened, Source};
 use super::stats::ReadStats;
 
 /// Reads the events of an input that can be read from its start, as [`stream`] does: a
-/// large CSV or TSV file in pieces on every thread, anything else as it comes.
+/// large CSV, TSV, JSON Lines or GeoJSON file in pieces on every thread, anything else as
+/// it comes.
 pub(super) fn stream_input<E: From<ReadError>>(
     input: &mut Opened,
     source: &Source,
@@ -25,7 +26,8 @@ pub(super) fn stream_input<E: From<ReadError>>(
     #[cfg(unix)]
     let tabular = matches!(options.format, InputFormat::Csv | InputFormat::Tsv);
     #[cfg(unix)]
-    let in_pieces = tabular
+    let json = matches!(options.format, InputFormat::Jsonl | InputFormat::Geojson);
+    let in_pieces = (tabular || json)
         && matches!(input, Opened::File { .. })
         && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE);
     #[cfg(unix)]
@@ -51,7 +53,8 @@ pub(super) fn stream_input<E: From<ReadError>>(
         if let (Some(header), Opened::File { file, start }) = (header, &*input) {
             return super::chunked::stream(file, *start, &header, options, busy, take);
         }
-        // The csv crate always has a header for a CSV it has read: not reached.
+        // A CSV's header was read, and a JSON Lines file starts with its first record: one
+        // thread reads only a GeoJSON document whose start is not as it should be.
         pass = Reading::new(input.reader(source)?, source, options, size)?;
     }
     stream(pass, busy, take)

@@ -269,3 +269,73 @@ fn random_files_read_alike_from_a_file_and_a_pipe_on_any_number_of_threads() {
     // Both whole readings and errors were compared.
     assert!(codes.contains(&0) && codes.contains(&2), "{codes:?}");
 }
+
+/// `records` earthquakes a minute apart as JSON Lines (CRLF, a blank line now and then)
+/// and as a GeoJSON FeatureCollection, each with a place that holds what a piece's guess
+/// of a record start looks for (`},{`, escaped quotes): the pieces of the GeoJSON most
+/// often start at a wrong guess. Record `bad`, if any, has no time.
+fn json_records(records: usize, bad: Option<usize>) -> (String, String) {
+    let (mut lines, mut features) = (String::new(), Vec::new());
+    for i in 0..records {
+        let time = match bad == Some(i) {
+            true => "never".to_owned(),
+            false => format!("2025-01-{:02}T{:02}:{:02}:00Z", 1 + i / 1440, i / 60 % 24, i % 60),
+        };
+        let place = format!("{i} km N of \\\"A\\\"}},{{\\\"x\\\":[{{}}], \\u00e9");
+        lines.push_str(&format!(
+            "{{\"time\":\"{time}\",\"place\":\"{place}\",\"net\":\"n{}\"}}\r\n",
+            i % 5
+        ));
+        if i % 7 == 0 {
+            lines.push_str("  \r\n");
+        }
+        // GeoJSON's times are epoch milliseconds, as USGS writes them.
+        let ms = match bad == Some(i) {
+            true => "\"never\"".to_owned(),
+            false => (1_735_689_600_000u64 + 60_000 * i as u64).to_string(),
+        };
+        features.push(format!(
+            "{{\"type\":\"Feature\",\"properties\":{{\"time\":{ms},\"place\":\"{place}}},{{\",\"net\":\"n{}\"}},\"geometry\":{{\"coordinates\":[1,2]}}}}",
+            i % 5
+        ));
+    }
+    let geojson = format!(
+        "{{\"type\":\"FeatureCollection\",\"features\":[\n{}\n],\"bbox\":[0]}}\n",
+        features.join(if bad.is_some() { ",\n" } else { "," })
+    );
+    (lines, geojson)
+}
+
+#[test]
+fn json_lines_and_geojson_read_in_pieces_give_what_one_thread_gives() {
+    // A pipe is read on one thread, record by record: what a file read in pieces must give.
+    for bad in [None, Some(9_000)] {
+        let (lines, geojson) = json_records(12_000, bad);
+        for (name, text) in [("quakes.jsonl", &lines), ("quakes.geojson", &geojson)] {
+            let file = crate::harness::temp_file(name, text);
+            let path = file.to_str().unwrap();
+            let format = if name.ends_with("jsonl") { "jsonl" } else { "geojson" };
+            let args = ["compare", "--rate", "20/h", "--key", "net", "--format", "json"];
+            let piped = [&args[..], &["-", "--input-format", format]].concat();
+            let one = run_with(&piped, Stdin::Pipe(text));
+            match bad {
+                None => assert!(one.stdout.contains("\"events\": 12000"), "{name}: {one:?}"),
+                Some(_) => assert!(one.stderr.contains(": \"never\" is not"), "{one:?}"),
+            }
+            for threads in ["1", "2", "3"] {
+                let out =
+                    run_with(&[&args[..], &[path, "--threads", threads]].concat(), Stdin::Null);
+                assert_eq!(out.code, one.code, "{name} --threads {threads}: {}", out.stderr);
+                assert_eq!(out.stdout.replace(path, "<stdin>"), one.stdout, "{name} {threads}");
+                assert_eq!(out.stderr.replace(path, "<stdin>"), one.stderr, "{name} {threads}");
+            }
+            if bad.is_some() {
+                let skip = ["--skip-bad", "1"];
+                let one = run_with(&[&piped[..], &skip].concat(), Stdin::Pipe(text)).ok();
+                assert_eq!(json(&one)[0]["events"], 11_999, "{name}");
+                let out = run_with(&[&args[..], &skip, &[path]].concat(), Stdin::Null).ok();
+                assert_eq!(out.replace(path, "<stdin>"), one, "{name}");
+            }
+        }
+    }
+}
