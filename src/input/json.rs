@@ -31,10 +31,12 @@ pub(super) struct JsonPaths {
 #[derive(Default)]
 struct Node(Vec<Member>);
 
-/// A member on a path: its name, its place among all members, and what is asked inside it.
+/// A member on a path: its name, its place among all members, whether it is asked for
+/// itself, and what is asked inside it.
 struct Member {
     name: String,
     slot: usize,
+    leaf: bool,
     inner: Node,
 }
 
@@ -44,19 +46,27 @@ impl Node {
         let at = match self.0.iter().position(|m| m.name == path[0]) {
             Some(at) => at,
             None => {
-                self.0.push(Member {
-                    name: path[0].to_owned(),
-                    slot: *next,
-                    inner: Node::default(),
-                });
+                let name = path[0].to_owned();
+                self.0.push(Member { name, slot: *next, leaf: false, inner: Node::default() });
                 *next += 1;
                 self.0.len() - 1
             }
         };
         match path {
-            [_] => self.0[at].slot,
+            [_] => {
+                self.0[at].leaf = true;
+                self.0[at].slot
+            }
             [_, rest @ ..] => self.0[at].inner.add(rest, next),
             [] => unreachable!("a path has a name"),
+        }
+    }
+
+    /// Forgets what was found below this object, for a name given again.
+    fn clear(&self, found: &mut [Option<&RawValue>]) {
+        for member in &self.0 {
+            found[member.slot] = None;
+            member.inner.clear(found);
         }
     }
 }
@@ -129,7 +139,8 @@ fn visit<'a>(
     let mut reader = serde_json::Deserializer::from_str(text);
     serde::de::DeserializeSeed::deserialize(Wanted { node, found: &mut *found }, &mut reader)?;
     reader.end()?;
-    for member in node.0.iter().filter(|m| !m.inner.0.is_empty()) {
+    // A member asked for itself and inside was kept as written: read inside it now.
+    for member in node.0.iter().filter(|m| m.leaf && !m.inner.0.is_empty()) {
         // A path through something not an object finds nothing.
         if let Some(value) = found[member.slot]
             && value.get().starts_with('{')
@@ -164,12 +175,73 @@ impl<'de> serde::de::Visitor<'de> for Wanted<'_, '_, 'de> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(Name(name)) = map.next_key::<Name<'de>>()? {
             match self.node.0.iter().find(|m| m.name == name) {
-                Some(member) => self.found[member.slot] = Some(map.next_value()?),
+                Some(member) if member.leaf || member.inner.0.is_empty() => {
+                    self.found[member.slot] = Some(map.next_value()?);
+                }
+                // Only inside it: read there now, not kept and read again.
+                Some(member) => {
+                    member.inner.clear(self.found);
+                    let node = &member.inner;
+                    map.next_value_seed(Inside(Wanted { node, found: &mut *self.found }))?;
+                }
                 None => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// A value that paths go on into: its members asked for if it is an object; nothing in
+/// anything else.
+struct Inside<'n, 's, 'a>(Wanted<'n, 's, 'a>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Inside<'_, '_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Inside<'_, '_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        self.0.visit_map(map)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
     }
 }
@@ -197,5 +269,52 @@ impl Values {
     /// Returns each field in order.
     pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
         (0..self.ends.len()).map(|index| self.get(index))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str, fields: &[&str], feature: bool) -> Result<Vec<String>, String> {
+        let fields: Vec<String> = fields.iter().map(|&f| f.to_owned()).collect();
+        let mut values = Values::default();
+        JsonPaths::new(&fields, feature).read(text.as_bytes(), &mut values)?;
+        Ok(values.iter().map(|v| String::from_utf8(v.to_vec()).unwrap()).collect())
+    }
+
+    #[test]
+    fn a_name_given_twice_is_read_from_its_last_object() {
+        // The second `p` has no `b`: what the first said of `b` is not kept.
+        let text = r#"{"p": {"a": 1, "b": 2}, "x": [{"p": 9}], "p": {"a": "\u00e9"}}"#;
+        assert_eq!(read(text, &["p.a", "p.b"], false).unwrap(), ["é", ""]);
+        // A path through a number, an array or null finds nothing.
+        let text = r#"{"p": 5, "q": [1], "r": null}"#;
+        assert_eq!(read(text, &["p.a", "q.a", "r.a", "r"], false).unwrap(), ["", "", "", ""]);
+    }
+
+    #[test]
+    fn an_object_asked_for_itself_and_inside() {
+        let text = r#"{"p": {"a": {"b": true}}, "a": 1}"#;
+        let found = read(text, &["p", "p.a.b", "a"], false).unwrap();
+        assert_eq!(found, [r#"{"a": {"b": true}}"#, "true", "1"]);
+        // In a feature, a plain name not on it is one of its properties.
+        let text = r#"{"id": "x", "properties": {"net": "us", "id": "y"}}"#;
+        assert_eq!(read(text, &["net", "id", "properties.id"], true).unwrap(), ["us", "x", "y"]);
+    }
+
+    #[test]
+    fn what_is_skipped_is_still_checked() {
+        for bad in [r#"{"a": 1, "b": [1, }"#, "{\"a\": 1, \"b\": \"\u{1}\"}", r#"{"a": 1} x"#] {
+            let error = read(bad, &["a"], false).unwrap_err();
+            assert!(error.starts_with("expected a JSON object: "), "{bad}: {error}");
+        }
+        let error = read("{\"a\": 1, \"b\": \"\\u12\"}", &["a"], false).unwrap_err();
+        assert_eq!(error, "expected a JSON object: invalid escape at line 1 column 21");
+        let mut latin = b"{\"a\": 1, \"b\": \"".to_vec();
+        latin.extend_from_slice(b"\xe9\"}");
+        let fields = ["a".to_owned()];
+        let error = JsonPaths::new(&fields, false).read(&latin, &mut Values::default());
+        assert!(error.unwrap_err().contains("invalid unicode code point"));
     }
 }
