@@ -27,11 +27,15 @@ pub enum InputFormat {
     Geojson,
     /// The combined log format of nginx and Apache.
     Clf,
+    /// An Apache Parquet file: only the columns asked for are read, row groups on every
+    /// thread. Times may be strings, timestamps or dates, or integers read by
+    /// `--time-format`.
+    Parquet,
 }
 
 impl InputFormat {
     /// Returns the format a file's name says, if it says one: `.csv`, `.tsv`, `.jsonl` or
-    /// `.ndjson`, `.geojson`, `.log`.
+    /// `.ndjson`, `.geojson`, `.log`, `.parquet`.
     pub fn of_path(path: &std::path::Path) -> Option<InputFormat> {
         let extension = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match extension.as_str() {
@@ -40,6 +44,7 @@ impl InputFormat {
             "jsonl" | "ndjson" => InputFormat::Jsonl,
             "geojson" => InputFormat::Geojson,
             "log" => InputFormat::Clf,
+            "parquet" => InputFormat::Parquet,
             _ => return None,
         })
     }
@@ -69,6 +74,7 @@ impl InputFormat {
             InputFormat::Jsonl => "jsonl",
             InputFormat::Geojson => "geojson",
             InputFormat::Clf => "clf",
+            InputFormat::Parquet => "parquet",
         }
     }
 }

@@ -20,6 +20,8 @@ pub mod keys;
 pub mod log_format;
 pub mod no_events;
 mod options;
+#[cfg(all(unix, feature = "parquet"))]
+mod parquet;
 #[cfg(unix)]
 mod piece;
 #[cfg(unix)]

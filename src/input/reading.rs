@@ -129,7 +129,6 @@ impl<'a, R: Read> Reading<'a, R> {
     ) -> Result<Reading<'a, R>> {
         let name = source.name();
         let format = options.format;
-        let time_columns: Vec<&str> = options.time_column.split(',').collect();
         let (rows, header) = match format {
             InputFormat::Csv | InputFormat::Tsv => {
                 let mut csv = csv::ReaderBuilder::new()
@@ -146,49 +145,23 @@ impl<'a, R: Read> Reading<'a, R> {
                 csv.get_mut().row_ended();
                 (RowReader::Csv(csv), header)
             }
+            InputFormat::Parquet => return Err(parquet_not_here(&name)),
             _ => {
                 // The fields asked for, each once, are the header.
-                let mut fields: Vec<String> = Vec::new();
-                let wanted = time_columns.iter().copied();
-                let wanted = wanted.chain(options.column_filters().map(|f| f.column.as_str()));
-                let wanted = wanted.chain(options.cost_column());
-                for field in wanted.chain(options.key_column.as_deref()) {
-                    if !fields.iter().any(|f| f == field) {
-                        fields.push(field.to_owned());
-                    }
-                }
+                let fields = asked_fields(options);
                 let records = Records::new(Bounded::new(reader), format, fields)
                     .with_log_format(options.log_format.clone());
                 let header = records.header();
                 (RowReader::Other(records), header)
             }
         };
-        let column = |wanted: &str, why: &str| {
-            if header.is_empty() {
-                // An empty input is an empty catalog, not a missing column.
-                return Ok(0);
-            }
-            find_column(&header, wanted, why).map_err(|problem| layout(&name, problem))
-        };
-        let why = "(choose the time column with --time-column)";
-        let time = time_columns.iter().map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
-        let filters = (options.column_filters())
-            .map(|f| column(&f.column, &format!("(needed by {})", f.asked_by)))
-            .collect::<Result<Vec<_>>>()?;
-        let key = match &options.key_column {
-            Some(name) => Some(column(name, &format!("(named by {})", options.key_asked_by))?),
-            None => None,
-        };
-        let cost = match &options.cost {
-            Cost::Each(units) => CostAt::Each(*units),
-            Cost::Column(name) => CostAt::Column(column(name, "(named by --cost)")?),
-        };
+        let columns = resolve_columns(&header, options, &name)?;
         Ok(Reading {
             rows,
             record: ByteRecord::new(),
             name,
             options,
-            columns: Columns { time, filters, key, cost },
+            columns,
             scratch: Scratch::default(),
             width: None,
             stats: ReadStats::default(),
@@ -300,6 +273,63 @@ impl<'a, R: Read> Reading<'a, R> {
     pub(super) fn key_bytes(&self) -> &[u8] {
         self.columns.key.and_then(|index| self.record.get(index)).unwrap_or_default()
     }
+}
+
+/// Says where Parquet is not read: it is read from a file, by its row groups (its index is
+/// at its end), and only where this program was built with it.
+pub(super) fn parquet_not_here(name: &str) -> ReadError {
+    let problem = if cfg!(all(unix, feature = "parquet")) {
+        "Parquet is read from a file, by its row groups: not from a pipe, and not row by row \
+         as --emit, report's magnitudes and filter read"
+    } else {
+        "this ratelimit was built without Parquet (its `parquet` feature)"
+    };
+    layout(name, problem.into())
+}
+
+/// Returns the fields a reading asks for, each once: the time's, the column filters', the
+/// cost's and the key's.
+pub(super) fn asked_fields(options: &ReadOptions) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    let wanted = options.time_column.split(',');
+    let wanted = wanted.chain(options.column_filters().map(|f| f.column.as_str()));
+    let wanted = wanted.chain(options.cost_column());
+    for field in wanted.chain(options.key_column.as_deref()) {
+        if !fields.iter().any(|f| f == field) {
+            fields.push(field.to_owned());
+        }
+    }
+    fields
+}
+
+/// Finds the columns `options` names in `header`, the names of input `name`'s fields.
+pub(super) fn resolve_columns(
+    header: &ByteRecord,
+    options: &ReadOptions,
+    name: &str,
+) -> Result<Columns> {
+    let column = |wanted: &str, why: &str| {
+        if header.is_empty() {
+            // An empty input is an empty catalog, not a missing column.
+            return Ok(0);
+        }
+        find_column(header, wanted, why).map_err(|problem| layout(name, problem))
+    };
+    let why = "(choose the time column with --time-column)";
+    let time =
+        options.time_column.split(',').map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
+    let filters = (options.column_filters())
+        .map(|f| column(&f.column, &format!("(needed by {})", f.asked_by)))
+        .collect::<Result<Vec<_>>>()?;
+    let key = match &options.key_column {
+        Some(key) => Some(column(key, &format!("(named by {})", options.key_asked_by))?),
+        None => None,
+    };
+    let cost = match &options.cost {
+        Cost::Each(units) => CostAt::Each(*units),
+        Cost::Column(name) => CostAt::Column(column(name, "(named by --cost)")?),
+    };
+    Ok(Columns { time, filters, key, cost })
 }
 
 /// What a CSV's header settled: the columns to read, the number of fields each row has,

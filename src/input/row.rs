@@ -17,6 +17,12 @@ pub(super) trait Fields {
     /// Returns field `index`, unquoted, or nothing if the row has no such field; a reader
     /// that must unquote it into new bytes does so in `scratch`.
     fn field<'a>(&'a self, index: usize, scratch: &'a mut Vec<u8>) -> &'a [u8];
+
+    /// Returns the row's time, if it is stored as a time rather than as text, and whether
+    /// it is kept finer than seconds.
+    fn time(&self) -> Option<(Timestamp, bool)> {
+        None
+    }
 }
 
 impl Fields for ByteRecord {
@@ -109,6 +115,10 @@ pub(super) fn row_event<'a, 'o>(
             joined
         }
     };
+    if let Some((time, finer)) = row.time() {
+        stats.fractions |= finer;
+        return rest_of_row(row, time, columns, options, (filter, key), stats);
+    }
     let time = options.time_format.parse(text).map_err(|e| {
         // Read as RFC 3339 by default, a time of another common shape says what would read it.
         let hint = match options.time_format {
@@ -122,6 +132,20 @@ pub(super) fn row_event<'a, 'o>(
     if !stats.fractions && written_finer(text, &options.time_format) {
         stats.fractions = true;
     }
+    rest_of_row(row, time, columns, options, (filter, key), stats)
+}
+
+/// Returns the event of a row whose time is read, as [`row_event`] does: if the filters
+/// keep it, with its key and its cost.
+fn rest_of_row<'a, 'o>(
+    row: &'a impl Fields,
+    time: Timestamp,
+    columns: &Columns,
+    options: &'o ReadOptions,
+    (filter, key): (&'a mut Vec<u8>, &'a mut Vec<u8>),
+    stats: &mut ReadStats,
+) -> Result<Option<RowEvent<'a>>, FieldProblem<'o>> {
+    let problem = |field, text: &[u8], reason| FieldProblem { field, value: text.to_vec(), reason };
     let mut column_index = columns.filters.iter();
     for rule in &options.filters {
         let rule = match rule {

@@ -8,7 +8,7 @@ use super::event::Event;
 use super::format::InputFormat;
 use super::options::ReadOptions;
 use super::pipeline::{Flow, stream};
-use super::reading::Reading;
+use super::reading::{Reading, parquet_not_here};
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
 
@@ -23,6 +23,9 @@ pub(super) fn stream_input<E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let size = input.size();
+    if options.format == InputFormat::Parquet {
+        return stream_parquet(input, source, options, take);
+    }
     #[cfg(unix)]
     let tabular = matches!(options.format, InputFormat::Csv | InputFormat::Tsv);
     #[cfg(unix)]
@@ -58,4 +61,20 @@ pub(super) fn stream_input<E: From<ReadError>>(
         pass = Reading::new(input.reader(source)?, source, options, size)?;
     }
     stream(pass, busy, take)
+}
+
+/// Reads the events of a Parquet file, as [`stream_input`] does: from a file only, as its
+/// index is at its end.
+fn stream_parquet<E: From<ReadError>>(
+    input: &mut Opened,
+    source: &Source,
+    options: &ReadOptions,
+    take: impl FnMut(Event) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    #[cfg(all(unix, feature = "parquet"))]
+    if let Opened::File { file, start: 0 } = input {
+        return super::parquet::stream(file, &source.name(), options, take);
+    }
+    let _ = (input, options, take);
+    Err(parquet_not_here(&source.name()).into())
 }

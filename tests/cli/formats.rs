@@ -27,7 +27,7 @@ pub fn report(args: &[&str], file: &Path) -> serde_json::Value {
 }
 
 #[test]
-#[ignore = "needs ../shared/data"]
+#[ignore = "needs ../shared/data and pyarrow"]
 fn every_format_gives_the_reports_of_the_csv() {
     let path = real_catalog("usgs_m5_2015_2025.csv");
     let mut reader = csv::Reader::from_path(&path).unwrap();
@@ -60,6 +60,15 @@ fn every_format_gives_the_reports_of_the_csv() {
     let tsv = temp_file("quakes.tsv", &String::from_utf8(tsv.into_inner().unwrap()).unwrap());
     let jsonl = temp_file("quakes.jsonl", &jsonl);
     let geojson = temp_file("quakes.geojson", &geojson);
+    // Parquet, as bench/convert writes it with pyarrow: the time a UTC timestamp in
+    // milliseconds, the magnitude a double, the rest strings.
+    let parquet = temp_file("quakes.parquet", "");
+    let convert = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/convert");
+    let status = std::process::Command::new("python3")
+        .args([convert, "parquet", path.to_str().unwrap(), parquet.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "bench/convert parquet needs pyarrow (.ci/run installs it)");
     for args in [
         &["replay", "--algo", "gcra", "--rate", "5/h", "--burst", "5", "--key", "net"][..],
         &["compare", "--rate", "5/h", "--burst", "5", "--min-mag", "6"],
@@ -76,7 +85,7 @@ fn every_format_gives_the_reports_of_the_csv() {
         ],
     ] {
         let want = report_text(args, &path);
-        for file in [&tsv, &jsonl, &geojson] {
+        for file in [&tsv, &jsonl, &geojson, &parquet] {
             assert_eq!(report_text(args, file), want, "{args:?} on {}", file.display());
         }
     }

@@ -26,6 +26,7 @@ mod limits_peer;
 mod min_bucket;
 mod nginx;
 mod outputs;
+mod parquet;
 mod peer_events;
 mod peers;
 mod plot;

@@ -1,0 +1,151 @@
+//! Parquet input: every way a time is stored, costs and keys of any type, row groups on
+//! every thread, and the same reports as the same events in CSV.
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::harness::{Stdin, TempFile, run_with, temp_file};
+
+/// The 40 events `tests/fixtures/make-parquet` wrote with pyarrow, in six row groups.
+const EVENTS: &[u8] = include_bytes!("../fixtures/events.parquet");
+
+/// Two of them again, the time an INT96 (as Impala and old Spark write it).
+const INT96: &[u8] = include_bytes!("../fixtures/int96.parquet");
+
+/// The same events as CSV text, made from the numbers that `make-parquet` made them from:
+/// every stored time written as RFC 3339, the date as a date, nulls as empty fields.
+fn events_csv() -> String {
+    let steps = [0, 1, 1, 7, 30, 0, 61, 5, 3600, 86400].repeat(4);
+    let mut at: DateTime<Utc> = "2025-07-29T23:24:52.483Z".parse().unwrap();
+    let mut csv =
+        String::from("t_text,t_ms,t_us,t_ns,t_day,t_epoch,cost,price,who,mag,net,bad_time\n");
+    for (i, step) in steps.into_iter().enumerate() {
+        at += Duration::seconds(step) + Duration::milliseconds(step % 7);
+        let text = at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+        let price = i64::try_from(i).unwrap() * 37 - 100;
+        let price = format!(
+            "{}{}.{:02}",
+            if price < 0 { "-" } else { "" },
+            price.abs() / 100,
+            price.abs() % 100
+        );
+        let mag = if i % 9 == 4 { String::new() } else { (4.5 + i as f64 / 10.0).to_string() };
+        let net = if i % 11 == 5 { "" } else { ["us", "ak", "nc"][i % 3] };
+        let bad = if i == 11 { "never" } else { "2025-01-01" };
+        csv.push_str(&format!(
+            "{text},{text},{text},{text},{},{},{},{price},{},{mag},{net},{bad}\n",
+            at.format("%Y-%m-%d"),
+            at.timestamp_millis(),
+            1 + i % 4,
+            i % 3,
+        ));
+    }
+    csv
+}
+
+fn parquet_file(name: &str, bytes: &[u8]) -> TempFile {
+    let file = temp_file(name, "");
+    std::fs::write(&file, bytes).unwrap();
+    file
+}
+
+/// Runs `args` on `file` and returns what it wrote to stdout and stderr, and its exit code,
+/// with the file's name taken out.
+fn outcome(args: &[&str], file: &TempFile) -> (String, String, i32) {
+    let path = file.to_str().unwrap();
+    let run = run_with(&[args, &[path]].concat(), Stdin::Null);
+    (run.stdout.replace(path, "INPUT"), run.stderr.replace(path, "INPUT"), run.code)
+}
+
+#[test]
+fn parquet_gives_the_reports_of_the_same_events_in_csv() {
+    let parquet = parquet_file("events.parquet", EVENTS);
+    let csv = temp_file("events.csv", &events_csv());
+    let commands: [&[&str]; 3] = [
+        &["replay", "--algo", "gcra", "--rate", "5/m", "--burst", "2", "--key", "net"],
+        &["compare", "--rate", "3/m", "--cost", "cost", "--min-mag", "5"],
+        &["min-bucket", "--rate", "1/m", "--key", "who", "--cost", "cost"],
+    ];
+    for time in ["t_text", "t_ms", "t_us", "t_ns", "t_day", "t_epoch"] {
+        let mut asked = vec!["--time-column", time, "--format", "json"];
+        if time == "t_epoch" {
+            asked.extend(["--time-format", "unix-ms"]);
+        }
+        for command in commands {
+            let args = [command, &asked].concat();
+            let want = outcome(&args, &csv);
+            assert_eq!(want.2, 0, "{args:?}: {}", want.1);
+            for threads in ["1", "2", "3"] {
+                let args = [&args[..], &["--threads", threads]].concat();
+                assert_eq!(outcome(&args, &parquet), want, "{args:?}");
+            }
+        }
+    }
+    // A time stored as INT96: the first two events' time with the net.
+    let int96 = parquet_file("int96.parquet", INT96);
+    let two: String = events_csv()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            let time = if fields[0] == "t_text" { "time" } else { fields[3] };
+            format!("{time},{}\n", fields[10])
+        })
+        .collect();
+    let csv = temp_file("int96.csv", &two);
+    let args = ["replay", "--algo", "gcra", "--rate", "5/m", "--key", "net", "--format", "json"];
+    assert_eq!(outcome(&args, &int96), outcome(&args, &csv));
+}
+
+#[test]
+fn a_bad_parquet_field_names_its_row_and_column() {
+    let parquet = parquet_file("events.parquet", EVENTS);
+    let csv = temp_file("events.csv", &events_csv());
+    let replay = ["replay", "--algo", "gcra", "--rate", "5/m"];
+    // Row 12 of the Parquet file is line 13 of the CSV, below its header.
+    for threads in ["1", "2"] {
+        let args = [&replay[..], &["--time-column", "bad_time", "--threads", threads]].concat();
+        let (_, err, code) = outcome(&args, &parquet);
+        let (_, csv_err, _) = outcome(&args, &csv);
+        assert_eq!(code, 2);
+        assert_eq!(err, csv_err.replace("line 13,", "row 12,"), "--threads {threads}");
+        let skip = [&args[..], &["--skip-bad", "1", "--format", "json"]].concat();
+        let (out, err, code) = outcome(&skip, &parquet);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!((out, err), {
+            let (out, err, _) = outcome(&skip, &csv);
+            (out, err.replace("line 13,", "row 12,"))
+        });
+    }
+    // A cost that is no whole number, a column that is not there, a list.
+    let (_, err, code) =
+        outcome(&[&replay[..], &["--time-column", "t_ms", "--cost", "price"]].concat(), &parquet);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("ratelimit: INPUT: row 1, field `price`: \"-1.00\" is "), "{err}");
+    let (_, err, _) = outcome(&[&replay[..], &["--time-column", "when"]].concat(), &parquet);
+    let (_, csv_err, _) = outcome(&[&replay[..], &["--time-column", "when"]].concat(), &csv);
+    // The Parquet file has one column more, the list's.
+    assert_eq!(err, csv_err.replace("bad_time\n", "bad_time,tags.list.element\n"));
+    let list = ["--time-column", "t_ms", "--key", "tags.list.element"];
+    let (_, err, code) = outcome(&[&replay[..], &list].concat(), &parquet);
+    assert_eq!(code, 2);
+    assert!(err.contains("column `tags.list.element` is a list"), "{err}");
+    // Not Parquet; Parquet from a pipe.
+    let args = [&replay[..], &["--input-format", "parquet"]].concat();
+    let (_, err, code) = outcome(&args, &csv);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("ratelimit: INPUT: not a Parquet file: "), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Cut short, or written over where its first column is: one line, exit 2.
+    let cut = parquet_file("cut.parquet", &EVENTS[..1000]);
+    let (_, err, code) = outcome(&[&replay[..], &["--time-column", "t_text"]].concat(), &cut);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.starts_with("ratelimit: INPUT: not a Parquet file: "), "{err}");
+    let mut over = EVENTS.to_vec();
+    over[4..200].fill(0xff);
+    let over = parquet_file("over.parquet", &over);
+    let (_, err, code) = outcome(&[&replay[..], &["--time-column", "t_text"]].concat(), &over);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(err.starts_with("ratelimit: INPUT: cannot read Parquet: "), "{err}");
+    let piped = run_with(&[&args[..], &["-"]].concat(), Stdin::Pipe("PAR1"));
+    assert_eq!(piped.code, 2);
+    assert!(piped.stderr.contains("Parquet is read from a file"), "{}", piped.stderr);
+}
