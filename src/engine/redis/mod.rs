@@ -26,7 +26,7 @@ use std::sync::LazyLock;
 use anyhow::{Result, bail};
 use redis::{ServerErrorKind, Value};
 
-use crate::limiter::{Algorithm, RedisScript};
+use crate::limiter::{Algorithm, Decision, RedisScript};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -117,6 +117,43 @@ fn kind(script: RedisScript) -> usize {
 static SCRIPTS: LazyLock<[Script; 5]> = LazyLock::new(|| {
     BODIES.map(|body| Script::new(format!("{COMMON}\nlocal charge = true\n{body}")))
 });
+
+/// The scripts that decide a batch of calls of one limiter in one `EVALSHA`, in order:
+/// each a `redis` that keeps each key's hash in the run (`batch_cache.lua`), the shared
+/// helpers, the limiter as a function, and `batch.lua`'s loop.
+static BATCHES: LazyLock<[Script; 5]> = LazyLock::new(|| {
+    std::array::from_fn(|kind| {
+        let body = BODIES[kind];
+        // A call's arguments, written into one table: its time, its set, and the member
+        // name of the sliding log's.
+        let fixed = FIXED[kind];
+        let member = kind == self::kind(RedisScript::SlidingLog);
+        let mut each = vec!["ARGV[a + 2]".to_owned()];
+        each.extend((1..=fixed).map(|i| format!("set[{i}]")));
+        if member {
+            each.push("ARGV[a + 3]".to_owned());
+        }
+        let places: Vec<String> = (1..=each.len()).map(|i| format!("argv[{i}]")).collect();
+        let wait = kind == self::kind(RedisScript::Gcra);
+        let arguments = format!(
+            "local PER, WAIT = {}, {wait}\nlocal function arguments(argv, a, sets)\n  local \
+             set = sets[tonumber(ARGV[a + 1])]\n  {} = {}\nend\n",
+            3 + usize::from(member),
+            places.join(", "),
+            each.join(", ")
+        );
+        let function = format!("local function decide(KEYS, ARGV, charge)\n{body}end\n");
+        let (cache, run) = (include_str!("lua/batch_cache.lua"), include_str!("lua/batch.lua"));
+        // A hash's fields stay numbers in the copy, written as text once, by `flush`; the
+        // sliding log's go to Redis as they are written.
+        let numbers = if member { "" } else { "local function int(x)\n  return x\nend\n" };
+        Script::new(format!("{cache}\n{COMMON}\n{numbers}{function}{arguments}{run}"))
+    })
+});
+
+/// How many fixed arguments each limiter's call takes after its time, by [`kind`]: its
+/// own (`Remote::new`) and the time to live.
+const FIXED: [usize; 5] = [4, 4, 4, 5, 8];
 
 /// The script of several limits at once: the shared helpers, every limiter, and the layers.
 static LAYERS: LazyLock<Script> = LazyLock::new(|| {
@@ -218,6 +255,66 @@ impl Remote {
     /// Returns the script this limiter runs.
     pub fn script(&self) -> &'static Script {
         script(self.script)
+    }
+
+    /// Returns the script that decides a batch of this limiter's calls at once.
+    pub fn batch_script(&self) -> &'static Script {
+        &BATCHES[kind(self.script)]
+    }
+
+    /// Returns the arguments of a call after its time, as a batch gives them once for all
+    /// the calls of this cost: the limiter's own, and the time to live.
+    pub fn fixed_args(&self, ttl_ms: i64) -> Vec<String> {
+        let mut args = self.args.clone();
+        args.push(ttl_ms.to_string());
+        args
+    }
+
+    /// Returns the `EVALSHA` command that decides `calls` in order in one run of the batch
+    /// script: each call the number of its key among `keys` and of its set among `sets`
+    /// (from 1; each set as [`Remote::fixed_args`] gives it), its time, and for the sliding
+    /// log its member name.
+    pub fn batch_command(
+        &self,
+        keys: &[&[u8]],
+        sets: &[Vec<String>],
+        calls: &[(usize, usize, Timestamp, u64)],
+    ) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&self.batch_script().hash).arg(keys.len()).arg(keys);
+        cmd.arg(sets.len()).arg(sets.first().map_or(0, Vec::len));
+        for set in sets {
+            cmd.arg(set);
+        }
+        let member = self.script == RedisScript::SlidingLog;
+        for &(key, set, now, call) in calls {
+            cmd.arg(key).arg(set).arg(now.as_micros());
+            if member {
+                cmd.arg(call);
+            }
+        }
+        cmd
+    }
+
+    /// Reads a batch script's reply: whether each of its `calls` calls was allowed, and
+    /// how long it waits (GCRA's and the leaky queue's; else 0).
+    pub fn batch_decisions(&self, reply: &Value, calls: usize) -> Result<Vec<Decision>> {
+        let ints = integers(reply)?;
+        let width = if self.script == RedisScript::Gcra { 3 } else { 1 };
+        if ints.len() != calls * width {
+            bail!("a batch script gave {} numbers for {calls} calls", ints.len());
+        }
+        let n = i128::from(self.n);
+        Ok(ints
+            .chunks(width)
+            .map(|call| Decision {
+                passed: call[0] == 1,
+                wait: match call {
+                    [_, q, r] => i128::from(*q) * n + i128::from(*r),
+                    _ => 0,
+                },
+            })
+            .collect())
     }
 
     /// Returns the keys of this limiter under `base`, which should hold a hash tag such as
@@ -336,6 +433,20 @@ mod tests {
         let err =
             Remote::new(Algorithm::Gcra, "5/h".parse().unwrap(), 5, 6).unwrap_err().to_string();
         assert_eq!(err, "a cost of 6 can never pass: it is more than the burst, 5");
+    }
+
+    #[test]
+    fn a_batch_script_takes_as_many_fixed_arguments_as_each_call_gives() {
+        for algorithm in Algorithm::ALL.iter().filter(|a| a.redis_script().is_some()) {
+            let remote = Remote::new(*algorithm, "7/h".parse().unwrap(), 3, 1).unwrap();
+            let fixed = remote.fixed_args(600_000);
+            assert_eq!(fixed.len(), FIXED[kind(remote.script)], "{}", algorithm.name());
+            // A call alone takes the time, the same fixed arguments, and a member name.
+            let mut one = remote.args(None, 600_000, 7);
+            one.remove(0);
+            one.truncate(fixed.len());
+            assert_eq!(one, fixed, "{}", algorithm.name());
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The Redis engine: a replay's events decided by the scripts, many to a round trip.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use anyhow::{Result, anyhow};
@@ -10,14 +11,16 @@ use crate::engine::Engine;
 use crate::engine::recorder::{Recorder, Settings};
 use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
+use crate::units::time::Timestamp;
 
 /// Events sent to Redis in one pipeline.
 pub(super) const BATCH: usize = 512;
 
 /// An engine that has Redis decide every event, for every limiter.
 ///
-/// Events are gathered and sent in pipelines of `BATCH`, each event's calls in order, so
-/// that Redis decides them in time order but not one round trip each. Keys live under the
+/// Events are gathered in batches of `BATCH`, and each limiter decides a batch in one run
+/// of its batch script (one a slot, in a cluster), the events in order: Redis decides them
+/// in time order, without a round trip or a script call each. Keys live under the
 /// prefix, a run of their own, and a hash tag per replay key:
 /// `ratelimit:replay:<run>:{k<key>}:<algorithm>`.
 pub struct RedisEngine {
@@ -39,7 +42,7 @@ impl RedisEngine {
             .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
             .collect::<Result<Vec<_>>>()?;
         for remote in &remotes {
-            redis.load(remote.script())?;
+            redis.load(remote.batch_script())?;
         }
         Ok(remotes)
     }
@@ -76,46 +79,81 @@ impl RedisEngine {
                 self.keys.push((keys, slot_of(tag.as_bytes())));
             }
         }
-        // The scripts are loaded with a cost of 1 (`prepare`); an event of another cost
-        // calls them with its own, and one that can never pass is refused here, unsent,
-        // as a limiter in memory refuses it without a change.
-        let mut commands = Vec::with_capacity(events.len() * self.remotes.len());
-        let mut sent = Vec::with_capacity(events.len() * self.remotes.len());
-        for &Event { time, key, cost } in events {
-            let (keys, hash_slot) = &self.keys[slot(key)];
-            for (remote, keys) in self.remotes.iter().zip(keys) {
-                let Some(remote) = remote.costing(cost) else {
-                    sent.push(false);
-                    continue;
+        // Each limiter's calls go in one run of its batch script, or, in a cluster, where
+        // one script reaches the keys of one slot, one run for each slot.
+        let cluster = self.redis.borrow().is_cluster();
+        let mut commands = Vec::new();
+        // For each command: its limiter, and the events it decides.
+        let mut decided: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (r, remote) in self.remotes.iter().enumerate() {
+            let mut groups: Vec<Group> = Vec::new();
+            // Where each slot's group is, and each replay key's number in its group.
+            let (mut group_of, mut number_of) = (HashMap::new(), HashMap::new());
+            for (at, &Event { time, key, cost }) in events.iter().enumerate() {
+                // The scripts are loaded with a cost of 1 (`prepare`); an event of another
+                // cost calls them with its own, and one that can never pass is refused here,
+                // unsent, as a limiter in memory refuses it without a change.
+                let Some(costed) = remote.costing(cost) else { continue };
+                let (keys, hash_slot) = &self.keys[slot(key)];
+                let slot_group = if cluster { *hash_slot } else { 0 };
+                let group = *group_of.entry(slot_group).or_insert_with(|| {
+                    groups.push(Group { slot: slot_group, ..Group::default() });
+                    groups.len() - 1
+                });
+                let group = &mut groups[group];
+                let number = *number_of.entry(slot(key)).or_insert_with(|| {
+                    group.keys.push(keys[r][0].as_slice());
+                    group.keys.len()
+                });
+                let set = match group.costs.iter().position(|&c| c == cost) {
+                    Some(set) => set + 1,
+                    None => {
+                        group.costs.push(cost);
+                        group.sets.push(costed.fixed_args(REPLAY_TTL_MS));
+                        group.sets.len()
+                    }
                 };
                 self.calls += 1;
-                let command = remote.command(keys, Some(time), REPLAY_TTL_MS, self.calls);
-                commands.push((*hash_slot, command));
-                sent.push(true);
+                group.calls.push((number, set, time, self.calls));
+                group.events.push(at);
+            }
+            for group in groups {
+                let command = remote.batch_command(&group.keys, &group.sets, &group.calls);
+                commands.push((group.slot, command));
+                decided.push((r, group.events));
             }
         }
         // One pipeline, or one per master of a cluster.
         let replies = self.redis.borrow_mut().run(&commands)?;
         let url = self.redis.borrow().url().to_owned();
-        let mut replies = replies.iter();
-        let mut sent = sent.into_iter();
-        let mut decisions = Vec::with_capacity(self.remotes.len());
-        for &event in events {
-            decisions.clear();
-            for remote in &self.remotes {
-                if sent.next() != Some(true) {
-                    decisions.push(Decision { passed: false, wait: 0 });
-                    continue;
-                }
-                // `Server::run` returns one reply per command, or an error: never fewer.
-                let reply = replies.next().expect("a reply per call");
-                let outcome = remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
-                decisions.push(Decision { passed: outcome.allowed, wait: outcome.wait });
+        let refused = Decision { passed: false, wait: 0 };
+        let mut decisions = vec![refused; events.len() * self.remotes.len()];
+        for (reply, (r, at)) in replies.iter().zip(decided) {
+            let remote = &self.remotes[r];
+            let decided = remote.batch_decisions(reply, at.len());
+            let decided = decided.map_err(|e| anyhow!("Redis at {url}: {e}"))?;
+            for (event, decision) in at.into_iter().zip(decided) {
+                decisions[event * self.remotes.len() + r] = decision;
             }
-            recorder.record(event, decisions.iter().copied())?;
+        }
+        for (&event, decided) in events.iter().zip(decisions.chunks(self.remotes.len().max(1))) {
+            recorder.record(event, decided.iter().copied())?;
         }
         Ok(())
     }
+}
+
+/// The calls of one limiter in a batch that one script run decides: their slot (0 outside
+/// a cluster), the keys they use, the costs they take and the fixed arguments of each,
+/// each call's key number, set number, time and number, and its event.
+#[derive(Default)]
+struct Group<'k> {
+    slot: u16,
+    keys: Vec<&'k [u8]>,
+    costs: Vec<u64>,
+    sets: Vec<Vec<String>>,
+    calls: Vec<(usize, usize, Timestamp, u64)>,
+    events: Vec<usize>,
 }
 
 /// Returns a name no other replay's keys have: this process's, and the time now.
