@@ -137,7 +137,7 @@ static BATCHES: LazyLock<[Script; 5]> = LazyLock::new(|| {
         let wait = kind == self::kind(RedisScript::Gcra);
         let arguments = format!(
             "local PER, WAIT = {}, {wait}\nlocal function arguments(argv, a, sets)\n  local \
-             set = sets[tonumber(ARGV[a + 1])]\n  {} = {}\nend\n",
+             set = sets[ARGV[a + 1]]\n  {} = {}\nend\n",
             3 + usize::from(member),
             places.join(", "),
             each.join(", ")
