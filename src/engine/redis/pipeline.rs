@@ -43,6 +43,7 @@ impl RedisEngine {
             .collect::<Result<Vec<_>>>()?;
         for remote in &remotes {
             redis.load(remote.batch_script())?;
+            redis.load(remote.script())?;
         }
         Ok(remotes)
     }
@@ -83,8 +84,9 @@ impl RedisEngine {
         // one script reaches the keys of one slot, one run for each slot.
         let cluster = self.redis.borrow().is_cluster();
         let mut commands = Vec::new();
-        // For each command: its limiter, and the events it decides.
-        let mut decided: Vec<(usize, Vec<usize>)> = Vec::new();
+        // For each command: its limiter, the events it decides, and whether it is the
+        // limiter's own script, for a call alone.
+        let mut decided: Vec<(usize, Vec<usize>, bool)> = Vec::new();
         for (r, remote) in self.remotes.iter().enumerate() {
             let mut groups: Vec<Group> = Vec::new();
             // Where each slot's group is, and each replay key's number in its group.
@@ -118,9 +120,20 @@ impl RedisEngine {
                 group.events.push(at);
             }
             for group in groups {
-                let command = remote.batch_command(&group.keys, &group.sets, &group.calls);
+                // A call alone in its slot (a cluster's keys spread over every slot) runs
+                // the limiter's own script, which does less than a batch of one.
+                let single = match group.calls[..] {
+                    [(_, set, time, call)] => remote.costing(group.costs[set - 1]).map(|one| {
+                        one.command(&[group.keys[0].to_vec()], Some(time), REPLAY_TTL_MS, call)
+                    }),
+                    _ => None,
+                };
+                let alone = single.is_some();
+                let command = single.unwrap_or_else(|| {
+                    remote.batch_command(&group.keys, &group.sets, &group.calls)
+                });
                 commands.push((group.slot, command));
-                decided.push((r, group.events));
+                decided.push((r, group.events, alone));
             }
         }
         // One pipeline, or one per master of a cluster.
@@ -128,9 +141,14 @@ impl RedisEngine {
         let url = self.redis.borrow().url().to_owned();
         let refused = Decision { passed: false, wait: 0 };
         let mut decisions = vec![refused; events.len() * self.remotes.len()];
-        for (reply, (r, at)) in replies.iter().zip(decided) {
+        for (reply, (r, at, alone)) in replies.iter().zip(decided) {
             let remote = &self.remotes[r];
-            let decided = remote.batch_decisions(reply, at.len());
+            let decided = match alone {
+                true => remote
+                    .outcome(reply)
+                    .map(|o| vec![Decision { passed: o.allowed, wait: o.wait }]),
+                false => remote.batch_decisions(reply, at.len()),
+            };
             let decided = decided.map_err(|e| anyhow!("Redis at {url}: {e}"))?;
             for (event, decision) in at.into_iter().zip(decided) {
                 decisions[event * self.remotes.len() + r] = decision;
