@@ -35,8 +35,8 @@ pub trait Store {
     ) -> Decision;
 
     /// Returns whether an event at `now` would pass in the state at `at`, spending
-    /// nothing, as [`KeyedState::admits`] says. The default decides on a copy of the whole
-    /// store: right, but for stores that do better.
+    /// nothing, as [`PerKey::admits`](super::PerKey::admits) says. The default decides on a
+    /// copy of the whole store: right, but for stores that do better.
     fn admits<L: Rule>(of: &mut Self::Of<L>, at: Self::At, now: Timestamp, cost: u64) -> bool {
         Self::take(&mut of.clone(), at, now, cost, false).passed
     }

@@ -40,9 +40,10 @@ end
 -- made in Redis's Lua is measured to cost about as much as a limiter's arithmetic.)
 local two, four = {}, {}
 local redis = {
-  call = function(command, key, ...)
-    local count, a, b, c, d = select('#', ...), ...
-    if command == 'HMGET' and count <= 4 then
+  -- Fixed parameters rather than `...`: quicker in Lua 5.1. No limiter passes more than
+  -- four arguments after the key, and `e` says when one does.
+  call = function(command, key, a, b, c, d, e)
+    if command == 'HMGET' and e == nil then
       local kept = copy(key)
       if c == nil then
         two[1], two[2] = field(kept, a), field(kept, b)
@@ -50,21 +51,33 @@ local redis = {
       end
       four[1], four[2], four[3], four[4] = field(kept, a), field(kept, b), field(kept, c), field(kept, d)
       return four
-    elseif command == 'HSET' and count == 4 then
+    elseif command == 'HSET' and d ~= nil and e == nil then
       local set = copy(key)[2]
       set[a], set[c] = b, d
       return 0
-    elseif command == 'PEXPIRE' then
+    elseif command == 'HMGET' or command == 'HSET' then
+      -- Sent to Redis, it would bypass the copy: a limiter's script changed shape.
+      return server.error_reply('ratelimit batch: ' .. command .. ' of another shape')
+    elseif command == 'PEXPIRE' and b == nil then
       if lives[key] == nil then
         order[#order + 1] = key
       end
       lives[key] = a
       return 1
-    elseif command == 'HMGET' or command == 'HSET' then
-      -- Sent to Redis, it would bypass the copy: a limiter's script changed shape.
-      return server.error_reply('ratelimit batch: ' .. command .. ' of another shape')
     end
-    return server.call(command, key, ...)
+    -- The sliding log's sorted sets, as they are, with the arguments given.
+    if e ~= nil then
+      return server.error_reply('ratelimit batch: ' .. command .. ' with more than 5 arguments')
+    elseif a == nil then
+      return server.call(command, key)
+    elseif b == nil then
+      return server.call(command, key, a)
+    elseif c == nil then
+      return server.call(command, key, a, b)
+    elseif d == nil then
+      return server.call(command, key, a, b, c)
+    end
+    return server.call(command, key, a, b, c, d)
   end,
 }
 
