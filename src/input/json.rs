@@ -95,30 +95,31 @@ impl JsonPaths {
         if text.trim_ascii_start().first() != Some(&b'{') {
             return Err("expected a JSON object".into());
         }
-        self.read_object(text, values).map_err(|()| {
-            // What is wrong, in the words of reading every member.
-            let all = serde_json::from_slice::<HashMap<Name, &RawValue>>(text);
-            let why = all.err().map_or_else(
-                || "not read".to_owned(),
-                |e| crate::message::one_line(&e.to_string()),
-            );
-            format!("expected a JSON object: {why}")
+        self.read_object(text, values).map_err(|why| {
+            // What is wrong, in the words of reading every member, unless it is a value's.
+            let why = why.unwrap_or_else(|| {
+                let all = serde_json::from_slice::<HashMap<Name, &RawValue>>(text);
+                all.err().map_or_else(|| "not read".to_owned(), |e| e.to_string())
+            });
+            format!("expected a JSON object: {}", crate::message::one_line(&why))
         })
     }
 
-    /// Reads the object as [`JsonPaths::read`] does; `Err` if it is not JSON.
-    fn read_object(&self, text: &[u8], values: &mut Values) -> Result<(), ()> {
+    /// Reads the object as [`JsonPaths::read`] does; `Err` if it is not JSON, with what is
+    /// wrong if it is a value asked for.
+    fn read_object(&self, text: &[u8], values: &mut Values) -> Result<(), Option<String>> {
         // Checked whole first: skipped strings are not checked by the parser.
-        let text = std::str::from_utf8(text).map_err(drop)?;
+        let text = std::str::from_utf8(text).map_err(|_| None)?;
         let mut found: Vec<Option<&RawValue>> = vec![None; self.members];
-        visit(&self.root, text, &mut found).map_err(drop)?;
+        visit(&self.root, text, &mut found).map_err(|_| None)?;
         values.clear();
         for &(slot, inside) in &self.fields {
             let value = found[slot].or_else(|| inside.and_then(|inside| found[inside]));
             match value.map(RawValue::get) {
                 None | Some("null") => {}
                 Some(raw) if raw.starts_with('"') => {
-                    let text: Cow<str> = serde_json::from_str(raw).map_err(drop)?;
+                    let text: Cow<str> =
+                        serde_json::from_str(raw).map_err(|e| Some(e.to_string()))?;
                     values.bytes.extend_from_slice(text.as_bytes());
                 }
                 Some(raw) => values.bytes.extend_from_slice(raw.as_bytes()),
@@ -301,6 +302,12 @@ mod tests {
         // In a feature, a plain name not on it is one of its properties.
         let text = r#"{"id": "x", "properties": {"net": "us", "id": "y"}}"#;
         assert_eq!(read(text, &["net", "id", "properties.id"], true).unwrap(), ["us", "x", "y"]);
+    }
+
+    #[test]
+    fn a_value_asked_for_that_cannot_be_unescaped_says_why() {
+        let error = read(r#"{"a": "\ud800", "b": 1}"#, &["a"], false).unwrap_err();
+        assert!(error.starts_with("expected a JSON object: unexpected end of hex escape"), "{error}");
     }
 
     #[test]
