@@ -307,7 +307,10 @@ mod tests {
     #[test]
     fn a_value_asked_for_that_cannot_be_unescaped_says_why() {
         let error = read(r#"{"a": "\ud800", "b": 1}"#, &["a"], false).unwrap_err();
-        assert!(error.starts_with("expected a JSON object: unexpected end of hex escape"), "{error}");
+        assert!(
+            error.starts_with("expected a JSON object: unexpected end of hex escape"),
+            "{error}"
+        );
     }
 
     #[test]
