@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use anyhow::{Result, anyhow};
 
+use super::server::Sent;
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
 use crate::engine::recorder::{Recorder, Settings};
@@ -31,6 +32,22 @@ pub struct RedisEngine {
     /// For each replay key, each limiter's keys, and the hash slot they share.
     keys: Vec<(Vec<Vec<Vec<u8>>>, u16)>,
     calls: u64,
+    /// The batch sent and not yet read back.
+    flight: Option<Flight>,
+}
+
+/// A batch sent to Redis: its events, its calls, and what `Server::send` gave.
+struct Flight {
+    events: Vec<Event>,
+    calls: Calls,
+    sent: Sent,
+}
+
+/// The commands of a batch, and for each: its limiter, the events it decides, and whether
+/// it is the limiter's own script, for a call alone.
+struct Calls {
+    commands: Vec<(u16, redis::Cmd)>,
+    decided: Vec<(usize, Vec<usize>, bool)>,
 }
 
 impl RedisEngine {
@@ -58,19 +75,63 @@ impl RedisEngine {
             pending: Vec::with_capacity(BATCH),
             keys: Vec::new(),
             calls: 0,
+            flight: None,
         }
     }
 
-    /// Has Redis decide a run of events, in time order, and records the decisions. Runs of
-    /// any length go `BATCH` events to a pipeline.
+    /// Has Redis decide a run of events, in time order, and records the decisions, all of
+    /// them before it returns. Runs of any length go `BATCH` events to a batch.
+    #[cfg(test)]
     pub fn decide(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
-        for batch in events.chunks(BATCH) {
-            self.decide_batch(batch, recorder)?;
+        for &event in events {
+            self.push(event, recorder)?;
+        }
+        self.flush(recorder)
+    }
+
+    /// Sends the events held as a batch, after making its calls and taking in the batch
+    /// before: Redis decides one batch while the next is read and made, never two at once,
+    /// so that a batch refused for want of its scripts is sent again before the next.
+    fn launch(&mut self, recorder: &mut Recorder) -> Result<()> {
+        let events = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+        let calls = self.calls_of(&events)?;
+        if let Some(flight) = self.flight.take() {
+            self.land(flight, recorder)?;
+        }
+        let sent = self.redis.borrow_mut().send(&calls.commands)?;
+        self.flight = Some(Flight { events, calls, sent });
+        Ok(())
+    }
+
+    /// Reads a batch's replies and records its decisions, in event order.
+    fn land(&mut self, flight: Flight, recorder: &mut Recorder) -> Result<()> {
+        let Flight { events, calls: Calls { commands, decided }, sent } = flight;
+        let replies = self.redis.borrow_mut().receive(&commands, sent)?;
+        let url = self.redis.borrow().url().to_owned();
+        let refused = Decision { passed: false, wait: 0 };
+        let mut decisions = vec![refused; events.len() * self.remotes.len()];
+        for (reply, (r, at, alone)) in replies.iter().zip(decided) {
+            let remote = &self.remotes[r];
+            let decided = match alone {
+                true => remote
+                    .outcome(reply)
+                    .map(|o| vec![Decision { passed: o.allowed, wait: o.wait }]),
+                false => remote.batch_decisions(reply, at.len()),
+            };
+            let decided = decided.map_err(|e| anyhow!("Redis at {url}: {e}"))?;
+            for (event, decision) in at.into_iter().zip(decided) {
+                decisions[event * self.remotes.len() + r] = decision;
+            }
+        }
+        for (&event, decided) in events.iter().zip(decisions.chunks(self.remotes.len().max(1))) {
+            recorder.record(event, decided.iter().copied())?;
         }
         Ok(())
     }
 
-    fn decide_batch(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
+    /// Returns the calls that decide `events`: a command for each limiter (and slot, in a
+    /// cluster), and which events each decides.
+    fn calls_of(&mut self, events: &[Event]) -> Result<Calls> {
         for &Event { time, key, .. } in events {
             check_time(time)?;
             while self.keys.len() <= slot(key) {
@@ -136,28 +197,7 @@ impl RedisEngine {
                 decided.push((r, group.events, alone));
             }
         }
-        // One pipeline, or one per master of a cluster.
-        let replies = self.redis.borrow_mut().run(&commands)?;
-        let url = self.redis.borrow().url().to_owned();
-        let refused = Decision { passed: false, wait: 0 };
-        let mut decisions = vec![refused; events.len() * self.remotes.len()];
-        for (reply, (r, at, alone)) in replies.iter().zip(decided) {
-            let remote = &self.remotes[r];
-            let decided = match alone {
-                true => remote
-                    .outcome(reply)
-                    .map(|o| vec![Decision { passed: o.allowed, wait: o.wait }]),
-                false => remote.batch_decisions(reply, at.len()),
-            };
-            let decided = decided.map_err(|e| anyhow!("Redis at {url}: {e}"))?;
-            for (event, decision) in at.into_iter().zip(decided) {
-                decisions[event * self.remotes.len() + r] = decision;
-            }
-        }
-        for (&event, decided) in events.iter().zip(decisions.chunks(self.remotes.len().max(1))) {
-            recorder.record(event, decided.iter().copied())?;
-        }
-        Ok(())
+        Ok(Calls { commands, decided })
     }
 }
 
@@ -186,17 +226,19 @@ impl Engine for RedisEngine {
     fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
         self.pending.push(event);
         if self.pending.len() == BATCH {
-            self.flush(recorder)?;
+            self.launch(recorder)?;
         }
         Ok(())
     }
 
     fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        self.decide(&pending, recorder)?;
-        self.pending = pending;
-        self.pending.clear();
-        Ok(())
+        if !self.pending.is_empty() {
+            self.launch(recorder)?;
+        }
+        match self.flight.take() {
+            Some(flight) => self.land(flight, recorder),
+            None => Ok(()),
+        }
     }
 }
 

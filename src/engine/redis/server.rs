@@ -9,6 +9,10 @@ use super::cluster::Cluster;
 use super::connection::Redis;
 use super::{Script, is_noscript};
 
+/// Calls sent and not yet read back: a cluster's replies, read already.
+#[must_use = "the replies must be read with Server::receive"]
+pub struct Sent(Option<Vec<Value>>);
+
 /// A Redis server or cluster, with the scripts it was asked to load, so that it can load
 /// them again where a server lost them.
 pub struct Server {
@@ -86,6 +90,47 @@ impl Server {
     /// server have lost its scripts part way (`NOSCRIPT`), they are loaded again and the
     /// calls it refused are sent again: a call refused so changed nothing.
     pub fn run(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
+        let sent = self.send(calls)?;
+        self.receive(calls, sent)
+    }
+
+    /// Sends `calls` and returns without their replies, which [`Server::receive`] reads,
+    /// so that the caller can work while Redis does; to a cluster, whose calls may be
+    /// redirected and sent again, it waits for them now.
+    pub fn send(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Sent> {
+        match &mut self.kind {
+            Kind::One(redis) => {
+                let mut packed = Vec::new();
+                for (_, cmd) in calls {
+                    cmd.write_packed_command(&mut packed);
+                }
+                redis.send(&packed)?;
+                Ok(Sent(None))
+            }
+            Kind::Cluster(_) => Ok(Sent(Some(self.exchange(calls)?))),
+        }
+    }
+
+    /// Reads the replies to `calls`, which [`Server::send`] sent, as [`Server::run`] does.
+    pub fn receive(&mut self, calls: &[(u16, redis::Cmd)], sent: Sent) -> Result<Vec<Value>> {
+        if let Sent(Some(replies)) = sent {
+            return Ok(replies);
+        }
+        let Kind::One(redis) = &mut self.kind else { bail!("a cluster's replies come with send") };
+        let mut replies = redis.receive(calls.len())?;
+        // The calls from the first a server without its scripts refused: again, loaded.
+        if let Some(first) = replies.iter().position(is_noscript) {
+            replies.truncate(first);
+            let loaded = &self.loaded;
+            loaded.iter().try_for_each(|&s| redis.load(s))?;
+            replies.extend(self.exchange(&calls[first..])?);
+        }
+        Ok(replies)
+    }
+
+    /// Sends calls and reads their replies, loading the scripts again where a server lost
+    /// them, as [`Server::run`] says.
+    fn exchange(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Vec<Value>> {
         let loaded = &self.loaded;
         let mut reload = |redis: &mut Redis| loaded.iter().try_for_each(|&s| redis.load(s));
         match &mut self.kind {
