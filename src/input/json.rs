@@ -42,23 +42,22 @@ struct Member {
 
 impl Node {
     /// Returns the slot of the member at `path` below this object, adding what is missing.
-    fn add(&mut self, path: &[&str], next: &mut usize) -> usize {
-        let at = match self.0.iter().position(|m| m.name == path[0]) {
+    fn add(&mut self, name: &str, rest: &[&str], next: &mut usize) -> usize {
+        let at = match self.0.iter().position(|m| m.name == name) {
             Some(at) => at,
             None => {
-                let name = path[0].to_owned();
+                let name = name.to_owned();
                 self.0.push(Member { name, slot: *next, leaf: false, inner: Node::default() });
                 *next += 1;
                 self.0.len() - 1
             }
         };
-        match path {
-            [_] => {
+        match rest.split_first() {
+            None => {
                 self.0[at].leaf = true;
                 self.0[at].slot
             }
-            [_, rest @ ..] => self.0[at].inner.add(rest, next),
-            [] => unreachable!("a path has a name"),
+            Some((name, rest)) => self.0[at].inner.add(name, rest, next),
         }
     }
 
@@ -79,9 +78,9 @@ impl JsonPaths {
             .iter()
             .map(|path| {
                 let names: Vec<&str> = path.split('.').collect();
-                let slot = root.add(&names, &mut members);
+                let slot = root.add(names[0], &names[1..], &mut members);
                 let inside = (feature && names.len() == 1)
-                    .then(|| root.add(&["properties", names[0]], &mut members));
+                    .then(|| root.add("properties", &names[..1], &mut members));
                 (slot, inside)
             })
             .collect();

@@ -157,7 +157,7 @@ fn features(span: PieceBytes, making: &mut Making, piece: &mut Piece) -> Option<
             break;
         }
         // A string holds no line break: the breaks passed are those between the values.
-        let inside = bytes[next..next + length].iter().filter(|&&b| b == b'\n').count();
+        let inside = memchr::memchr_iter(b'\n', &bytes[next..next + length]).count();
         line += passed + wide(inside);
         at = next + length;
     }
