@@ -176,6 +176,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 parse_cost(&text).map_err(|reason| ReadError::Field {
                     // The reader's own error, so that a bad cost reads alike everywhere.
                     name: "<stdin>".into(),
+                    counts: "line",
                     line: tally.lines + 1,
                     field: name.clone(),
                     value: String::from_utf8_lossy(&text).into_owned(),

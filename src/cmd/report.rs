@@ -390,7 +390,8 @@ fn curve_points(curve: &Curve, rate: Rate) -> Vec<CurvePoint> {
         // N per P at 2^(step/4): the period scaled, counts kept whole.
         let scale = 2f64.powf(f64::from(step) / 4.0);
         #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
-        // A period of at least 1 µs, and at most 64 times one that fits.
+        // The user's period, scaled: a float cast to i64 saturates, and a period past what a
+        // `Span` and a `Rate` hold is refused below and left out, so no value overflows.
         let micros = ((p as f64 / scale).round() as i64).max(1);
         let Some(at) =
             Span::from_micros(micros).and_then(|span| Rate::new(rate.count(), span).ok())

@@ -79,7 +79,8 @@ impl Limits {
         refused: u32,
         mut each: impl FnMut(usize, Event, Decision) -> Result<(), E>,
     ) -> Result<(), E> {
-        // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32).
+        // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32). Not from
+        // user input, and at most 32: a u32 widens to usize on every target this builds for.
         let first = refused.trailing_zeros() as usize;
         for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
             let seen = layer.sees(event);

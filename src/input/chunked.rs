@@ -381,8 +381,7 @@ fn parse_csv(span: PieceBytes, header: &Header, options: &ReadOptions) -> Option
             }
         }
     }
-    piece.left_out_empty = counted.left_out_empty;
-    piece.fractions = counted.fractions;
+    piece.counted(&counted);
     Some(piece)
 }
 
@@ -446,8 +445,7 @@ fn parse_fast(
         line += skipped + row.lines + u64::from(bytes.get(row.end) == Some(&b'\n'));
         at = (row.end + 1).min(bytes.len());
     }
-    piece.left_out_empty = counted.left_out_empty;
-    piece.fractions = counted.fractions;
+    piece.counted(&counted);
     Ok(Some(piece))
 }
 

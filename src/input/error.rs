@@ -33,11 +33,13 @@ pub enum ReadError {
         problem: String,
     },
     /// A field cannot be read.
-    #[error("{name}: line {line}, field `{field}`: {value:?} is {reason}")]
+    #[error("{name}: {counts} {line}, field `{field}`: {value:?} is {reason}")]
     Field {
         /// The input's name.
         name: String,
-        /// The line the row starts on.
+        /// What `line` counts: `line` in text, `row` in a Parquet file.
+        counts: &'static str,
+        /// The line the row starts on (or the row, counted from 1).
         line: u64,
         /// The column's name.
         field: String,
@@ -56,16 +58,18 @@ pub(super) fn layout(name: &str, problem: String) -> ReadError {
     ReadError::Layout { name: name.to_owned(), problem }
 }
 
-/// Returns the error for a field that cannot be read, on line `line` of input `name`.
+/// Returns the error for a field that cannot be read, on line `line` of input `name` (or
+/// what `counts` says `line` counts).
 pub(super) fn field_error(
     name: &str,
-    line: u64,
+    (counts, line): (&'static str, u64),
     field: &str,
     text: &[u8],
     reason: String,
 ) -> ReadError {
     ReadError::Field {
         name: name.to_owned(),
+        counts,
         line,
         field: field.to_owned(),
         value: String::from_utf8_lossy(text).into_owned(),

@@ -9,8 +9,9 @@ use csv::{ByteRecord, Position};
 
 pub use super::clf::CLF_FIELDS;
 use super::clf::clf_fields;
-use super::json::{BOM, JsonPaths, Values};
+use super::json::{BOM, JsonPaths};
 use super::log_format::LogFormat;
+use super::values::Values;
 
 /// The layouts a catalog can be read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

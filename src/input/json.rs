@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
+use super::values::Values;
+
 /// A member's name, borrowed when it can be.
 #[derive(serde::Deserialize, PartialEq, Eq, Hash)]
 struct Name<'a>(#[serde(borrow)] Cow<'a, str>);
@@ -119,11 +121,11 @@ impl JsonPaths {
                 Some(raw) if raw.starts_with('"') => {
                     let text: Cow<str> =
                         serde_json::from_str(raw).map_err(|e| Some(e.to_string()))?;
-                    values.bytes.extend_from_slice(text.as_bytes());
+                    values.text().extend_from_slice(text.as_bytes());
                 }
-                Some(raw) => values.bytes.extend_from_slice(raw.as_bytes()),
+                Some(raw) => values.text().extend_from_slice(raw.as_bytes()),
             }
-            values.ends.push(values.bytes.len());
+            values.end();
         }
         Ok(())
     }
@@ -243,32 +245,6 @@ impl<'de> serde::de::Visitor<'de> for Inside<'_, '_, 'de> {
 
     fn visit_unit<E>(self) -> Result<(), E> {
         Ok(())
-    }
-}
-
-/// The fields of one record, read by [`JsonPaths::read`]: one buffer, and where each ends.
-#[derive(Default)]
-pub(super) struct Values {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-impl Values {
-    fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
-    }
-
-    /// Returns field `index`, or nothing past the last.
-    pub(super) fn get(&self, index: usize) -> &[u8] {
-        let Some(&end) = self.ends.get(index) else { return &[] };
-        let start = index.checked_sub(1).map_or(0, |before| self.ends[before]);
-        &self.bytes[start..end]
-    }
-
-    /// Returns each field in order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        (0..self.ends.len()).map(|index| self.get(index))
     }
 }
 

@@ -8,20 +8,14 @@
 
 use super::bounded::MOST_ROW;
 use super::format::{InputFormat, JsonLayout};
-use super::json::{JsonPaths, Values};
+use super::json::JsonPaths;
 use super::keys::wide;
 use super::options::ReadOptions;
 use super::piece::{Piece, PieceBytes};
 use super::reading::Header;
-use super::row::{Fields, Scratch, row_event};
+use super::row::{Scratch, row_event};
 use super::stats::ReadStats;
-
-impl Fields for Values {
-    #[inline]
-    fn field<'a>(&'a self, index: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
-        self.get(index)
-    }
-}
+use super::values::Values;
 
 /// What a piece's records are turned into events with.
 struct Making<'h> {
@@ -79,8 +73,7 @@ pub(super) fn parse_json(
     }
     piece.end = span.begin + wide(at);
     piece.lines = line - 1;
-    piece.left_out_empty = making.counted.left_out_empty;
-    piece.fractions = making.counted.fractions;
+    piece.counted(&making.counted);
     Some(piece)
 }
 

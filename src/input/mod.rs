@@ -38,3 +38,4 @@ mod source;
 mod stats;
 mod streaming;
 mod timeline;
+mod values;

@@ -56,6 +56,13 @@ impl Piece {
         Ok(Flow::More)
     }
 
+    /// Keeps what reading counted while it made the piece's events: the rows left out for
+    /// an empty field, and whether a time had a fraction.
+    pub(super) fn counted(&mut self, counted: &ReadStats) {
+        self.left_out_empty = counted.left_out_empty;
+        self.fractions = counted.fractions;
+    }
+
     /// Returns a piece that starts and ends at `at`, with nothing in it.
     pub(super) fn empty(at: u64) -> Piece {
         Piece {

@@ -264,7 +264,9 @@ impl<'a, R: Read> Reading<'a, R> {
         let (record, scratch) = (&self.record, &mut self.scratch);
         match row_event(record, &self.columns, self.options, scratch, &mut self.stats) {
             Ok(kept) => Ok(kept.map(|event| (event.time, event.cost))),
-            Err(p) => Err(field_error(&self.name, self.line(), p.field, &p.value, p.reason)),
+            Err(p) => {
+                Err(field_error(&self.name, ("line", self.line()), p.field, &p.value, p.reason))
+            }
         }
     }
 

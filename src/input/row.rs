@@ -9,6 +9,7 @@ use super::cost::parse_cost;
 use super::filter::{ColumnTest, RowFilter};
 use super::options::ReadOptions;
 use super::stats::ReadStats;
+use super::values::Values;
 use crate::units::layout::{TimeLayout, suggest};
 use crate::units::time::{TimeFormat, Timestamp};
 
@@ -29,6 +30,13 @@ impl Fields for ByteRecord {
     #[inline]
     fn field<'a>(&'a self, index: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
         self.get(index).unwrap_or_default()
+    }
+}
+
+impl Fields for Values {
+    #[inline]
+    fn field<'a>(&'a self, index: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
+        self.get(index)
     }
 }
 

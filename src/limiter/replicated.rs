@@ -196,6 +196,12 @@ mod tests {
     use crate::limiter::Limiter;
     use crate::limiter::tests::{burst, secs};
 
+    /// Two servers of `algorithm` at 1/10s, burst 1, sharing as `share` says.
+    fn pair(algorithm: Algorithm, share: Share) -> AnyReplicated {
+        let rate: Rate = "1/10s".parse().unwrap();
+        AnyReplicated::new(algorithm, rate, burst(1), 2, share, crate::limiter::Delay::Never)
+    }
+
     fn run(fleet: &mut AnyReplicated, events: &[(usize, i64)]) -> Vec<bool> {
         let times = secs(&events.iter().map(|&(_, t)| t).collect::<Vec<_>>());
         events.iter().zip(times).map(|(&(s, _), t)| fleet.decide(s, 0, t, 1).passed).collect()
@@ -205,15 +211,7 @@ mod tests {
     fn local_servers_each_run_the_whole_limit() {
         // 1/10s, burst 1, two servers, round-robin at 1 s apart: each server sees an event
         // every 2 s, so after its first each waits 10 s.
-        let rate: Rate = "1/10s".parse().unwrap();
-        let mut fleet = AnyReplicated::new(
-            Algorithm::Gcra,
-            rate,
-            burst(1),
-            2,
-            Share::Local,
-            crate::limiter::Delay::Never,
-        );
+        let mut fleet = pair(Algorithm::Gcra, Share::Local);
         let events = [(0, 0), (1, 1), (0, 2), (1, 3), (0, 10), (1, 11)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true, true]);
     }
@@ -235,16 +233,8 @@ mod tests {
         // (tat 10) drops. At 60 both copies become the shared state (tat 20): server 0
         // passes (shared tat 70), and at 61 server 1, whose copy still says 20, passes
         // too (shared tat 80), one more than a single limiter would pass.
-        let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(60_000_000).unwrap();
-        let mut fleet = AnyReplicated::new(
-            Algorithm::Gcra,
-            rate,
-            burst(1),
-            2,
-            Share::Synced(every),
-            crate::limiter::Delay::Never,
-        );
+        let mut fleet = pair(Algorithm::Gcra, Share::Synced(every));
         let events = [(0, 0), (1, 0), (0, 5), (0, 60), (1, 61), (0, 62)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, true, true, false]);
         // At 120 both copies get the shared tat, 80, which has paid for both passes.
@@ -256,16 +246,8 @@ mod tests {
     fn a_synced_token_bucket_can_go_below_empty_and_refills_from_there() {
         // 1/10s, burst 1: both servers pass at 0 on a full copy; the shared bucket pays
         // for two events with one token, so it stands at −1 and needs 20 s to reach 1.
-        let rate: Rate = "1/10s".parse().unwrap();
         let every = Span::from_micros(1_000_000).unwrap();
-        let mut fleet = AnyReplicated::new(
-            Algorithm::TokenBucket,
-            rate,
-            burst(1),
-            2,
-            Share::Synced(every),
-            crate::limiter::Delay::Never,
-        );
+        let mut fleet = pair(Algorithm::TokenBucket, Share::Synced(every));
         let events = [(0, 0), (1, 0), (0, 10), (1, 19), (0, 20)];
         assert_eq!(run(&mut fleet, &events), [true, true, false, false, true]);
     }

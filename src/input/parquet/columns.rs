@@ -5,6 +5,7 @@ use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType;
 use parquet::schema::types::ColumnDescriptor;
 
+use crate::input::values::Values;
 use crate::units::time::Timestamp;
 
 /// The Julian day of 1970-01-01, as INT96 timestamps count days.
@@ -92,26 +93,14 @@ pub(super) fn kind_of(column: &ColumnDescriptor) -> Result<Kind, String> {
 /// stored as one, its time.
 #[derive(Default)]
 pub(super) struct Cells {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+    pub(super) values: Values,
     pub(super) times: Vec<Option<Timestamp>>,
 }
 
 impl Cells {
     pub(super) fn clear(&mut self) {
-        self.bytes.clear();
-        self.ends.clear();
+        self.values.clear();
         self.times.clear();
-    }
-
-    pub(super) fn get(&self, row: usize) -> &[u8] {
-        let start = row.checked_sub(1).map_or(0, |before| self.ends[before]);
-        &self.bytes[start..self.ends[row]]
-    }
-
-    /// Ends the row's cell.
-    fn end(&mut self) {
-        self.ends.push(self.bytes.len());
     }
 }
 
@@ -126,7 +115,7 @@ pub(super) fn decode(
 ) -> parquet::errors::Result<usize> {
     match reader {
         ColumnReader::BoolColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
-            c.bytes.extend_from_slice(if *v { b"true" } else { b"false" });
+            c.values.text().extend_from_slice(if *v { b"true" } else { b"false" });
         }),
         ColumnReader::Int32ColumnReader(r) => {
             typed(r, rows, max_def, levels, cells, |v, c| integer(i64::from(*v), kind, c))
@@ -143,19 +132,21 @@ pub(super) fn decode(
                 .and_then(|micros| micros.checked_add(i64::try_from(nanos / 1000).ok()?));
             c.times.push(micros.and_then(Timestamp::from_micros));
             let mut buffer = itoa::Buffer::new();
-            c.bytes.extend_from_slice(buffer.format(micros.unwrap_or(i64::MAX)).as_bytes());
+            c.values.text().extend_from_slice(buffer.format(micros.unwrap_or(i64::MAX)).as_bytes());
         }),
         ColumnReader::FloatColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
-            c.bytes.extend_from_slice(v.to_string().as_bytes());
+            c.values.text().extend_from_slice(v.to_string().as_bytes());
         }),
         ColumnReader::DoubleColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
-            c.bytes.extend_from_slice(v.to_string().as_bytes());
+            c.values.text().extend_from_slice(v.to_string().as_bytes());
         }),
-        ColumnReader::ByteArrayColumnReader(r) => {
-            typed(r, rows, max_def, levels, cells, |v, c| c.bytes.extend_from_slice(v.data()))
-        }
+        ColumnReader::ByteArrayColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
+            c.values.text().extend_from_slice(v.data())
+        }),
         ColumnReader::FixedLenByteArrayColumnReader(r) => {
-            typed(r, rows, max_def, levels, cells, |v, c| c.bytes.extend_from_slice(v.data()))
+            typed(r, rows, max_def, levels, cells, |v, c| {
+                c.values.text().extend_from_slice(v.data())
+            })
         }
     }
 }
@@ -167,24 +158,31 @@ fn integer(value: i64, kind: Kind, cells: &mut Cells) {
     match kind {
         Kind::Time(scale) => {
             cells.times.push(scale.timestamp(value));
-            cells.bytes.extend_from_slice(buffer.format(value).as_bytes());
+            cells.values.text().extend_from_slice(buffer.format(value).as_bytes());
         }
         Kind::Integer { scale } if scale > 0 => {
             let text = buffer.format(value.unsigned_abs());
             let digits = usize::try_from(scale).unwrap_or(usize::MAX);
             if value < 0 {
-                cells.bytes.push(b'-');
+                cells.values.text().push(b'-');
             }
             let (whole, fraction) = match text.len().checked_sub(digits) {
                 Some(split) => text.split_at(split),
                 None => ("", text),
             };
-            cells.bytes.extend_from_slice(if whole.is_empty() { b"0" } else { whole.as_bytes() });
-            cells.bytes.push(b'.');
-            cells.bytes.extend(std::iter::repeat_n(b'0', digits.saturating_sub(fraction.len())));
-            cells.bytes.extend_from_slice(fraction.as_bytes());
+            cells.values.text().extend_from_slice(if whole.is_empty() {
+                b"0"
+            } else {
+                whole.as_bytes()
+            });
+            cells.values.text().push(b'.');
+            cells
+                .values
+                .text()
+                .extend(std::iter::repeat_n(b'0', digits.saturating_sub(fraction.len())));
+            cells.values.text().extend_from_slice(fraction.as_bytes());
         }
-        _ => cells.bytes.extend_from_slice(buffer.format(value).as_bytes()),
+        _ => cells.values.text().extend_from_slice(buffer.format(value).as_bytes()),
     }
 }
 
@@ -217,7 +215,7 @@ where
     if max_def == 0 {
         for value in &values {
             write(value, cells);
-            cells.end();
+            cells.values.end();
         }
         return Ok(got);
     }
@@ -227,7 +225,7 @@ where
             Some(value) => write(value, cells),
             None => cells.times.push(None),
         }
-        cells.end();
+        cells.values.end();
     }
     Ok(got)
 }
@@ -239,8 +237,8 @@ mod tests {
     fn text(value: i64, scale: u32) -> String {
         let mut cells = Cells::default();
         integer(value, Kind::Integer { scale }, &mut cells);
-        cells.end();
-        String::from_utf8(cells.get(0).to_vec()).unwrap()
+        cells.values.end();
+        String::from_utf8(cells.values.get(0).to_vec()).unwrap()
     }
 
     #[test]

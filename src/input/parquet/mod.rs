@@ -20,7 +20,7 @@ use parquet::file::serialized_reader::SerializedFileReader;
 mod columns;
 
 use self::columns::{Cells, Kind, TimeScale, decode, kind_of};
-use super::error::{ReadError, layout};
+use super::error::{ReadError, field_error, layout};
 use super::keys::{KeyTable, wide};
 use super::options::ReadOptions;
 use super::piece::Piece;
@@ -48,7 +48,7 @@ struct SliceRow<'s> {
 impl Fields for SliceRow<'_> {
     fn field<'a>(&'a self, index: usize, _: &'a mut Vec<u8>) -> &'a [u8] {
         match self.slot_of.get(index) {
-            Some(&slot) if slot < self.cells.len() => self.cells[slot].get(self.row),
+            Some(&slot) if slot < self.cells.len() => self.cells[slot].values.get(self.row),
             _ => &[],
         }
     }
@@ -206,17 +206,14 @@ impl Plan<'_> {
                 Err(p) => {
                     bad_rows += 1;
                     if wide(bad.len()) <= options.skip_bad {
-                        let value = String::from_utf8_lossy(&p.value);
-                        let problem =
-                            format!("row {number}, field `{}`: {value:?} is {}", p.field, p.reason);
-                        bad.push(layout(&header.name, problem));
+                        let at = ("row", number);
+                        bad.push(field_error(&header.name, at, p.field, &p.value, p.reason));
                     }
                 }
             }
         }
         piece.rows = wide(rows);
-        piece.left_out_empty = counted.left_out_empty;
-        piece.fractions = counted.fractions;
+        piece.counted(&counted);
         Slice { piece, bad, bad_rows, last: true }
     }
 }
