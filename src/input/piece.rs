@@ -1,6 +1,6 @@
 //! One piece of an input, parsed on its own thread: its span, its events and its counts.
 
-use super::error::{ReadError, keys_error};
+use super::error::ReadError;
 use super::event::Event;
 use super::keys::{KeyTable, wide};
 use super::pipeline::{Batch, Flow};
@@ -30,25 +30,22 @@ impl Piece {
     /// order, until it says stop; counts what the piece holds in `stats`. `line` is the line
     /// the piece starts on, for a key that gets no number.
     pub(super) fn deliver<E: From<ReadError>>(
-        &self,
+        &mut self,
         line: u64,
         header: &Header,
         keys: &mut KeyTable,
         stats: &mut ReadStats,
         take: &mut impl FnMut(Event) -> Result<Flow, E>,
     ) -> Result<Flow, E> {
+        // The events before a key that gets no number are taken, then the error.
+        let keyed = header.columns.key.is_some();
+        let numbered = self.batch.number(keyed, keys, &header.name, line);
         for event in 0..self.batch.len() {
-            let key = match header.columns.key {
-                Some(_) => {
-                    let at = line + self.batch.lines[event] - 1;
-                    keys_error(&header.name, at, keys.intern(self.batch.key(event)))?
-                }
-                None => 0,
-            };
-            if let Flow::Stop = take(self.batch.event_keyed(event, key))? {
+            if let Flow::Stop = take(self.batch.event(event))? {
                 return Ok(Flow::Stop);
             }
         }
+        numbered?;
         stats.rows += self.rows;
         stats.events += wide(self.batch.len());
         stats.left_out_empty += self.left_out_empty;

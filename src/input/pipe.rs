@@ -123,7 +123,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut next = 0;
         let mut progress = Progress::new(options.progress, None);
         let mut bytes = header.body.byte();
-        while let Ok((piece, block)) = receivers[next % receivers.len()].recv() {
+        while let Ok((mut piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;
             bytes += wide(block.len());
             progress.tick(stats.rows, bytes);

@@ -88,7 +88,7 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
                             break;
                         }
                     };
-                    let failed = number_batch(&mut batch, &mut keys, &name).err();
+                    let failed = batch.number(true, &mut keys, &name, 1).err();
                     if out.send(Ok(batch)).is_err() {
                         break;
                     }
@@ -102,13 +102,7 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
             let taken = take_batches(numbered, empty, &mut take);
             (taken, joined(numberer))
         } else {
-            let mut number = |batch: &mut Batch| match keyed {
-                true => number_batch(batch, &mut keys, &name),
-                false => {
-                    batch.keys.resize(batch.len(), 0);
-                    Ok(())
-                }
-            };
+            let mut number = |batch: &mut Batch| batch.number(keyed, &mut keys, &name, 1);
             let taken = take_numbered(batches, empty, &mut number, &mut take);
             (taken, keys)
         };
@@ -116,22 +110,6 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
         let stats = joined(reader);
         Ok(if taken? { stats.map(|stats| ReadStats { keys, ..stats }) } else { None })
     })
-}
-
-/// Numbers the keys of a batch in `keys`. If a key gets no number, the batch keeps the
-/// events before it, and the error is returned.
-fn number_batch(batch: &mut Batch, keys: &mut KeyTable, name: &str) -> Result<()> {
-    batch.keys.clear();
-    for event in 0..batch.len() {
-        match keys_error(name, batch.lines[event], keys.intern(batch.key(event))) {
-            Ok(key) => batch.keys.push(key),
-            Err(error) => {
-                batch.events.truncate(event);
-                return Err(error);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Kept rows handed from the reading thread at once: their times and costs, their lines
@@ -179,10 +157,36 @@ impl Batch {
         self.events.len()
     }
 
-    pub(super) fn key(&self, event: usize) -> &[u8] {
-        let start = if event == 0 { 0 } else { self.ends[event - 1] };
-        &self.bytes[start..self.ends[event]]
+    /// Numbers the keys of the batch in `keys`, all at once, if `keyed`; else gives every
+    /// event key 0. If a key gets no number, the batch keeps the events before it, and the
+    /// error names its line: its line in the batch, counted from `first`, the line the
+    /// batch's line 1 is.
+    pub(super) fn number(
+        &mut self,
+        keyed: bool,
+        keys: &mut KeyTable,
+        name: &str,
+        first: u64,
+    ) -> Result<()> {
+        let Batch { events, keys: numbers, lines, ends, bytes } = self;
+        numbers.clear();
+        if !keyed {
+            numbers.resize(events.len(), 0);
+            return Ok(());
+        }
+        let count = events.len();
+        let Err(event) = keys.intern_all(count, |n| key_bytes(bytes, ends, n), numbers) else {
+            return Ok(());
+        };
+        events.truncate(event);
+        keys_error(name, first + lines[event] - 1, None).map(drop)
     }
+}
+
+/// The bytes of the key of event `event`, from the end of the one before to its own end.
+fn key_bytes<'b>(bytes: &'b [u8], ends: &[usize], event: usize) -> &'b [u8] {
+    let start = if event == 0 { 0 } else { ends[event - 1] };
+    &bytes[start..ends[event]]
 }
 
 /// Gives the events of each numbered batch to `take` until it says stop (then `false`),

@@ -349,7 +349,7 @@ impl Taker {
         header: &Header,
         take: &mut impl FnMut(super::event::Event) -> Result<Flow, E>,
     ) -> Result<Flow, E> {
-        let slice = slice?;
+        let mut slice = slice?;
         let allowed = self.skip_bad;
         if slice.bad_rows > 0 {
             let before = self.stats.skipped;
