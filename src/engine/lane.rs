@@ -38,6 +38,12 @@ impl Settings {
         self.algorithm.takes_delay() && matches!(self.delay, Delay::Beyond(_))
     }
 
+    /// Returns the limiter these settings make, for one key alone.
+    pub fn limiter(&self) -> crate::limiter::AnyLimiter {
+        let Settings { algorithm, rate, burst, delay, .. } = *self;
+        algorithm.make::<crate::limiter::Alone>(rate, burst, delay, &())
+    }
+
     /// Returns the limiter these settings make, for every key.
     pub fn per_key(&self) -> crate::limiter::AnyPerKey {
         crate::limiter::AnyPerKey::delaying(self.algorithm, self.rate, self.burst, self.delay)

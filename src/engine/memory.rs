@@ -12,13 +12,16 @@ use crate::limiter::AnyPerKey;
 #[derive(Clone, Debug)]
 pub struct Memory {
     lanes: Vec<AnyPerKey>,
+    /// Whether no limiter's keys share anything (nginx's share a zone).
+    alone: bool,
 }
 
 impl Memory {
     /// Returns an engine with one limiter per settings, for every key.
     pub fn new(settings: &[Settings]) -> Memory {
         let lanes = settings.iter().map(Settings::per_key);
-        Memory { lanes: lanes.collect() }
+        let alone = settings.iter().all(|s| !s.algorithm.has_zone());
+        Memory { lanes: lanes.collect(), alone }
     }
 }
 
@@ -36,5 +39,9 @@ impl Engine for Memory {
 
     fn flush(&mut self, _recorder: &mut Recorder) -> Result<()> {
         Ok(())
+    }
+
+    fn decides_alone(&self) -> bool {
+        self.alone
     }
 }

@@ -6,6 +6,7 @@
 //! every engine. A new engine is one file implementing [`Engine`], a variant of
 //! [`Backend`], and one arm in [`Backend::run`], where engines are chosen.
 
+mod by_key;
 pub mod fleet;
 pub mod lane;
 pub mod layered;
@@ -34,6 +35,13 @@ pub trait Engine {
 
     /// Decides every event still held, handing the decisions to `recorder`.
     fn flush(&mut self, recorder: &mut Recorder) -> Result<()>;
+
+    /// Whether each of its decisions is that of the key's own limiter, made by its
+    /// settings in memory, on the key's own events alone: then a keyed replay may leave
+    /// the deciding to the record, which makes it key by key after reading.
+    fn decides_alone(&self) -> bool {
+        false
+    }
 }
 
 /// Where a job's decisions are made: in memory, or in a Redis server shared with others.
@@ -228,12 +236,18 @@ fn feed<E: Engine>(mut run: Run<E>, events: impl IntoIterator<Item = Event>) -> 
 pub struct Run<E> {
     engine: E,
     recorder: Recorder,
+    /// Whether the record decides, after reading.
+    later: bool,
 }
 
 impl<E: Engine> Run<E> {
-    /// Starts a replay with `engine` deciding and `recorder` recording.
-    pub fn new(engine: E, recorder: Recorder) -> Run<E> {
-        Run { engine, recorder }
+    /// Starts a replay with `engine` deciding and `recorder` recording; or with only
+    /// `recorder`, deciding key by key after reading, where it decides as the engine does.
+    pub fn new(engine: E, mut recorder: Recorder) -> Run<E> {
+        // Keyed in memory, a key's state is touched once an event at random; key by key,
+        // no state is kept between keys, and the keys are decided on every core.
+        let later = engine.decides_alone() && recorder.decide_later();
+        Run { engine, recorder, later }
     }
 
     /// Has the engine decide what it still holds, and returns the record.
@@ -248,12 +262,15 @@ impl<E: Engine> Sink for Run<E> {
 
     #[inline]
     fn event(&mut self, event: Event) -> Result<()> {
-        self.engine.push(event, &mut self.recorder)
+        match self.later {
+            true => self.recorder.keep(event),
+            false => self.engine.push(event, &mut self.recorder),
+        }
     }
 
     fn busy(&self) -> bool {
         // Measured on 2 million keys: from three limiters, deciding and recording take
         // as long as parsing, and numbering keys is best done by a thread of its own.
-        self.recorder.lanes() >= 3
+        !self.later && self.recorder.lanes() >= 3
     }
 }

@@ -1,5 +1,6 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use anyhow::{Result, bail};
@@ -70,6 +71,24 @@ struct KeyedEvents {
     told: bool,
     /// If `told`, each event's wait in each lane; else empty.
     waits: Vec<i128>,
+    /// Whether the decisions are left to be made key by key at the end: then `passed`
+    /// stays empty.
+    later: bool,
+}
+
+impl KeyedEvents {
+    /// Keeps an event, failing past [`MAX_KEYED_EVENTS`].
+    #[inline]
+    fn push(&mut self, Event { time, key, cost }: Event) -> Result<()> {
+        if self.events.len() >= MAX_KEYED_EVENTS {
+            bail!(
+                "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
+            );
+        }
+        self.events.push(time, cost);
+        self.keys.push(key);
+        Ok(())
+    }
 }
 
 /// Returns whether lane `n` passed an event, from the event's bytes of decisions.
@@ -128,6 +147,7 @@ impl Recorder {
                 stride: settings.len().div_ceil(8),
                 told: settings.iter().any(Settings::tells_waits),
                 waits: Vec::new(),
+                later: false,
             }))
         } else {
             Kept::One(Box::new(KeyRecord::new(settings)))
@@ -157,9 +177,10 @@ impl Recorder {
     #[inline]
     pub fn record(
         &mut self,
-        Event { time, key, cost }: Event,
+        event: Event,
         decisions: impl IntoIterator<Item = Decision>,
     ) -> Result<()> {
+        let Event { time, cost, .. } = event;
         let mut trace = |pass: bool| {
             if let Some(trace) = &mut self.trace {
                 trace.push(pass);
@@ -173,11 +194,8 @@ impl Recorder {
                 }
             }
             Kept::KeyedEvents(keyed) => {
-                if keyed.events.len() >= MAX_KEYED_EVENTS {
-                    bail!(
-                        "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
-                    );
-                }
+                debug_assert!(!keyed.later, "decisions recorded where they are left for later");
+                keyed.push(event)?;
                 let at = keyed.passed.len();
                 keyed.passed.resize(at + keyed.stride, 0);
                 for (n, decision) in decisions.into_iter().enumerate() {
@@ -187,11 +205,35 @@ impl Recorder {
                     }
                     trace(decision.passed);
                 }
-                keyed.events.push(time, cost);
-                keyed.keys.push(key);
             }
         }
         Ok(())
+    }
+
+    /// Leaves the decisions to be made key by key when the reports are asked for, if it
+    /// can (with keys, no trace, and no limiter that tells its waits), and says whether it
+    /// does: the engine must then decide as a key's own limiters of these settings do on
+    /// the key's events alone, and hand each event to [`keep`](Recorder::keep), not
+    /// [`record`](Recorder::record).
+    pub fn decide_later(&mut self) -> bool {
+        let untraced = self.trace.is_none();
+        match &mut self.kept {
+            Kept::KeyedEvents(keyed) if untraced && !keyed.told && keyed.events.is_empty() => {
+                keyed.later = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Keeps an event to be decided later, as [`decide_later`](Recorder::decide_later)
+    /// says; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`].
+    #[inline]
+    pub fn keep(&mut self, event: Event) -> Result<()> {
+        match &mut self.kept {
+            Kept::KeyedEvents(keyed) if keyed.later => keyed.push(event),
+            _ => bail!("an event kept undecided by a record that decides none"),
+        }
     }
 
     /// Returns one report per lane, naming the input `input`; with keys, each gives the
@@ -286,8 +328,9 @@ struct Grouped {
 }
 
 impl Totals {
-    /// Finds the totals over all keys from the kept events, in their order.
-    fn of(keyed: &KeyedEvents, settings: &[Settings]) -> Totals {
+    /// Finds the totals over all keys from the kept events and their decisions (`stride`
+    /// bytes an event), in their order.
+    fn of(events: &Timeline, passed: &[u8], stride: usize, settings: &[Settings]) -> Totals {
         let first = settings[0];
         let mut totals = Totals {
             demand: Demand::new(first.rate, first.window),
@@ -296,8 +339,8 @@ impl Totals {
             busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
         };
         let capacity: Vec<u64> = settings.iter().map(Settings::capacity).collect();
-        let decisions = keyed.passed.chunks_exact(keyed.stride);
-        for ((time, cost), bits) in keyed.events.each(0..keyed.events.len()).zip(decisions) {
+        let decisions = passed.chunks_exact(stride);
+        for ((time, cost), bits) in events.each(0..events.len()).zip(decisions) {
             totals.demand.push_total(time, cost);
             for (n, spent) in totals.spent.iter_mut().enumerate() {
                 let passed = lane_passed(bits, n);
@@ -351,10 +394,22 @@ impl KeyedEvents {
         let table = names.names.unwrap_or(&empty);
         let count = table.len();
         let groups = Groups::new(&self.keys, count);
+        let events = self.events.gather(&groups);
+        let stride = self.stride;
+        // Decided now, key by key, the decisions are put back in event order for the
+        // totals; decided as read, they are gathered by key for the keys.
+        let (passed, in_order) = match self.later {
+            true => {
+                let passed = super::by_key::decide(&groups, &events, settings, stride, threads);
+                let in_order = groups.scatter_chunks(&passed, stride);
+                (passed, Cow::Owned(in_order))
+            }
+            false => (groups.gather_chunks(&self.passed, stride), Cow::Borrowed(&self.passed)),
+        };
         let grouped = Grouped {
-            events: self.events.gather(&groups),
-            passed: groups.gather_chunks(&self.passed, self.stride),
-            stride: self.stride,
+            events,
+            passed,
+            stride,
             waits: match self.waits.is_empty() {
                 true => Vec::new(),
                 false => groups.gather_chunks(&self.waits, settings.len()),
@@ -384,7 +439,7 @@ impl KeyedEvents {
         };
         // The totals, in event order, on a thread of their own beside the keys'.
         let (totals, (spread, _)) = std::thread::scope(|scope| {
-            let totals = scope.spawn(|| Totals::of(self, settings));
+            let totals = scope.spawn(|| Totals::of(&self.events, &in_order, stride, settings));
             let spread = fold_keys(count, threads, fresh, each, |all, part| {
                 let (all, _): &mut (Spread, KeyRecord) = all;
                 all.merge(part.0);

@@ -361,6 +361,49 @@ impl Groups {
         start..slot(self.ends[key])
     }
 
+    /// Returns where the events of the keys `keys` are, in the grouped order.
+    pub fn events_of(&self, keys: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        match keys.is_empty() {
+            true => 0..0,
+            false => self.range(keys.start).start..self.range(keys.end - 1).end,
+        }
+    }
+
+    /// Shares the keys among up to `parts` runs of consecutive keys with about as many
+    /// events each; few events make one run. No run is empty, and together they hold
+    /// every key, in order.
+    pub fn runs(&self, parts: usize) -> Vec<std::ops::Range<usize>> {
+        let (keys, events) = (self.ends.len(), self.order.len());
+        let parts = if events < EVENTS_FOR_THREADS { 1 } else { parts.clamp(1, 16) };
+        let mut runs = Vec::with_capacity(parts);
+        let mut start = 0;
+        for part in 1..=parts {
+            // At most 16 parts of at most u32::MAX events: the product fits 64 bits.
+            let goal = wide(events) * wide(part) / wide(parts);
+            let end = match part == parts {
+                true => keys,
+                // The first key whose events reach the goal ends the run.
+                false => (self.ends.partition_point(|&end| u64::from(end) < goal) + 1).min(keys),
+            };
+            if end > start {
+                runs.push(start..end);
+                start = end;
+            }
+        }
+        runs
+    }
+
+    /// Returns `values`, runs of `stride` values, one run an event in the grouped order,
+    /// put back in event order: the inverse of [`gather_chunks`](Groups::gather_chunks).
+    pub fn scatter_chunks<T: Copy + Default>(&self, values: &[T], stride: usize) -> Vec<T> {
+        let mut out = vec![T::default(); values.len()];
+        for (&event, run) in self.order.iter().zip(values.chunks_exact(stride)) {
+            let at = slot(event) * stride;
+            out[at..at + stride].copy_from_slice(run);
+        }
+        out
+    }
+
     /// Returns how many events key `key` has.
     pub fn count(&self, key: usize) -> u64 {
         let start = if key == 0 { 0 } else { self.ends[key - 1] };
@@ -387,6 +430,9 @@ impl Groups {
         out
     }
 }
+
+/// Events from which [`Groups::runs`] shares keys among threads.
+const EVENTS_FOR_THREADS: usize = 1 << 16;
 
 /// Keys from which [`for_each_key`] shares them among threads.
 const KEYS_FOR_THREADS: usize = 1 << 14;
