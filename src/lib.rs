@@ -66,3 +66,6 @@ pub(crate) mod report;
 
 #[cfg(feature = "cli")]
 pub use cmd::{error_line, run};
+
+#[cfg(feature = "cli")]
+pub mod huge_pages;
