@@ -209,7 +209,13 @@ impl KeyTable {
         let old = std::mem::replace(&mut self.slots, vec![0; length]);
         self.shift = 64 - length.trailing_zeros();
         let mask = length - 1;
-        for slot in old.into_iter().filter(|&slot| slot != 0) {
+        for (n, &slot) in old.iter().enumerate() {
+            if let Some(&ahead) = old.get(n + AHEAD).filter(|&&ahead| ahead != 0) {
+                self.prefetch(ahead & HIGH);
+            }
+            if slot == 0 {
+                continue;
+            }
             let mut at = self.place(slot & HIGH);
             while self.slots[at] != 0 {
                 at = (at + 1) & mask;
