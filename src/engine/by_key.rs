@@ -5,7 +5,7 @@ use std::ops::Range;
 use super::lane::Settings;
 use crate::input::catalog::Timeline;
 use crate::input::keys::{Groups, joined};
-use crate::limiter::{AnyLimiter, Limiter};
+use crate::limiter::{AnyLimiter, Rule, WithRule};
 
 /// Decides every event of `events`, grouped by key as `groups` groups them, as each key's
 /// own limiters decide: a fresh limiter of each settings for each key, lane by lane.
@@ -45,7 +45,7 @@ pub(super) fn decide(
 }
 
 /// Decides the events of the keys `keys` with limiters fresh as `fresh`, into `out`, which
-/// holds their decisions from the first, `stride` bytes an event.
+/// holds their decisions from the first, `stride` bytes an event: a limiter at a time.
 fn decide_keys(
     groups: &Groups,
     keys: Range<usize>,
@@ -53,15 +53,40 @@ fn decide_keys(
     (fresh, stride): (&[AnyLimiter], usize),
     out: &mut [u8],
 ) {
-    let first = groups.events_of(keys.clone()).start;
-    for key in keys {
-        let range = groups.range(key);
-        for (n, fresh) in fresh.iter().enumerate() {
-            let mut limiter = fresh.clone();
-            let (byte, bit) = (n / 8, n % 8);
-            let each = (range.start - first..).zip(events.each(range.clone()));
-            for (event, (time, cost)) in each {
-                let passed = limiter.take(time, cost, false).passed;
+    for (lane, fresh) in fresh.iter().enumerate() {
+        let keys = keys.clone();
+        fresh.with_rule(Deciding { groups, keys, events, stride, lane, out: &mut *out });
+    }
+}
+
+/// One limiter's decisions on the events of a run of keys, `stride` bytes an event in
+/// `out`, from the run's first.
+struct Deciding<'a> {
+    groups: &'a Groups,
+    keys: Range<usize>,
+    events: &'a Timeline,
+    stride: usize,
+    lane: usize,
+    out: &'a mut [u8],
+}
+
+impl WithRule for Deciding<'_> {
+    type Out = ();
+
+    fn with<L: Rule>(self, limiter: &L) {
+        let Deciding { groups, keys, events, stride, lane, out } = self;
+        // The rule steps in a state of each key's own, each made fresh from the limiter's
+        // state as it starts: as it steps in each key's state when deciding as read.
+        let mut rule = limiter.clone();
+        let fresh = rule.state_mut().clone();
+        let mut state = fresh.clone();
+        let first = groups.events_of(keys.clone()).start;
+        let (byte, bit) = (lane / 8, lane % 8);
+        for key in keys {
+            let range = groups.range(key);
+            state.clone_from(&fresh);
+            for (event, (time, cost)) in (range.start - first..).zip(events.each(range)) {
+                let passed = rule.step(&mut state, time, cost, false).passed;
                 out[event * stride + byte] |= u8::from(passed) << bit;
             }
         }

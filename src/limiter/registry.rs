@@ -238,6 +238,13 @@ macro_rules! limiters {
                 match self { $(Any::$rule(of) => S::look_up(of, at, now),)* }
             }
         }
+
+        impl Any<$crate::limiter::Alone> {
+            /// Does `job` with the limiter as its own type; see [`WithRule`](crate::limiter::WithRule).
+            pub fn with_rule<W: $crate::limiter::WithRule>(&self, job: W) -> W::Out {
+                match self { $(Any::$rule(limiter) => job.with(limiter),)* }
+            }
+        }
     };
 }
 
@@ -315,6 +322,17 @@ impl Store for Alone {
 
 /// Any one of the limiters, alone.
 pub type AnyLimiter = Any<Alone>;
+
+/// A job done with a limiter as its own type, by [`AnyLimiter::with_rule`]: a job that
+/// steps a limiter through many events is so compiled once for each kind, with no choice
+/// of kind made an event.
+pub trait WithRule {
+    /// What the job returns.
+    type Out;
+
+    /// Does the job with `limiter`, as it is now.
+    fn with<L: Rule>(self, limiter: &L) -> Self::Out;
+}
 
 impl Algorithm {
     /// Returns a new limiter of this kind, serving at once what it admits. Algorithms
