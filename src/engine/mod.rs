@@ -271,6 +271,7 @@ impl<E: Engine> Sink for Run<E> {
     fn busy(&self) -> bool {
         // Measured on 2 million keys: from three limiters, deciding and recording take
         // as long as parsing, and numbering keys is best done by a thread of its own.
+        // Deciding later, the taker only keeps each event, and numbers the keys itself.
         !self.later && self.recorder.lanes() >= 3
     }
 }

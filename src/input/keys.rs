@@ -33,7 +33,7 @@ pub fn slot(key: Key) -> usize {
 
 /// The distinct values of a key column, each stored once as bytes, in order of first
 /// appearance. Looking a value up hashes it once (foldhash) and compares bytes; nothing is
-/// cloned per event, and a new key costs its bytes, one offset and one or two table slots.
+/// cloned per event, and a new key costs its bytes, one offset and two to four table slots.
 ///
 /// The table is open addressing with linear probing, at most half full. A slot holds the
 /// key's number and the high half of its hash, so that growing the table never reads a
@@ -117,9 +117,9 @@ impl KeyTable {
     /// and pushes their keys to `keys`; `value(n)` is the nth. If a value gets no number,
     /// returns its place, and `keys` has the keys of the values before it.
     ///
-    /// Every value is hashed first, and the slot each starts probing at is fetched
-    /// [`AHEAD`] values before it is probed: with more keys than the cache holds, the
-    /// probes then wait on memory together rather than one after another.
+    /// Every value is hashed first, and the slot each starts probing at is fetched 16
+    /// values before it is probed: with more keys than the cache holds, the probes then
+    /// wait on memory together rather than one after another.
     pub fn intern_all<'v>(
         &mut self,
         count: usize,
@@ -193,10 +193,11 @@ impl KeyTable {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let slot = self.slots.as_ptr().wrapping_add(self.place(high));
-            // SAFETY: a prefetch only hints at the cache; it reads nothing the program
-            // sees and cannot fault, and the address is a slot of the table.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast()) };
+            if let Some(slot) = self.slots.get(self.place(high)) {
+                // SAFETY: a prefetch only hints at the cache; it reads nothing the program
+                // sees and cannot fault, and the address is a slot of the table.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast()) };
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = high;
