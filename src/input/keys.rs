@@ -56,7 +56,7 @@ pub struct KeyTable {
 }
 
 /// The high half of a slot, where the hash is kept.
-const HIGH: u64 = !(u32::MAX as u64);
+const HIGH: u64 = 0xffff_ffff_0000_0000;
 
 /// The slots a table starts with.
 const FIRST_SLOTS: usize = 1 << 10;

@@ -10,7 +10,7 @@
 
 use memchr::{memchr, memchr2};
 
-use super::keys::wide;
+use super::keys::{slot, wide};
 
 /// A row the fast reading does not take: the csv crate reads it.
 #[derive(Debug, PartialEq, Eq)]
@@ -187,12 +187,13 @@ fn nth(bytes: &[u8], byte: u8, n: usize) -> Result<usize, usize> {
         };
         // One bit a byte of the 16: the mask is in the low 16 bits.
         let mut mask = u32::from_ne_bytes(matched.to_ne_bytes());
-        let ones = count_ones(mask);
+        // At most 16 bits are set: as any u32, a count fits a usize.
+        let ones = slot(mask.count_ones());
         if left < ones {
             for _ in 0..left {
                 mask &= mask - 1;
             }
-            return Ok(base + widen(mask.trailing_zeros()));
+            return Ok(base + slot(mask.trailing_zeros()));
         }
         left -= ones;
         base += 16;
@@ -222,18 +223,6 @@ fn nth(bytes: &[u8], byte: u8, n: usize) -> Result<usize, usize> {
         }
     }
     Err(n - left)
-}
-
-/// Counts the bits set in a u32, as a usize.
-#[inline]
-fn count_ones(mask: u32) -> usize {
-    widen(mask.count_ones())
-}
-
-/// A u32 as a usize: it fits on every platform this builds for (32 and 64 bits).
-#[inline]
-fn widen(n: u32) -> usize {
-    n as usize
 }
 
 /// Counts a byte in a slice. A row is short, and a call to memchr's vector count costs
