@@ -120,6 +120,16 @@ fn ms(micros: i64) -> i64 {
 
 #[test]
 #[ignore = "needs haproxy and libfaketime"]
+fn haproxy_under_the_faked_clock_arms_no_watchdog_to_deadlock_in() {
+    // Its watchdog's signal handler reads libfaketime's file, and hung HAProxy in `malloc`.
+    let haproxy = start_haproxy(1_735_689_600_000_000);
+    assert!(haproxy.request(1_735_689_600_000_000, "/", "a"));
+    let timers = std::fs::read_to_string(format!("/proc/{}/timers", haproxy.pid())).unwrap();
+    assert_eq!(timers, "", "HAProxy armed a timer");
+}
+
+#[test]
+#[ignore = "needs haproxy and libfaketime"]
 fn haproxy_decides_a_request_log_as_the_real_haproxy_does_at_every_limit() {
     // An hour of a request log: forty clients, bots among them.
     let args = ["synth", "requests", "--clients", "40", "--requests", "300000", "--bots", "2"];
