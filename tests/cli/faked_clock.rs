@@ -106,7 +106,11 @@ impl FakedServer {
         let query = if key.is_empty() { String::new() } else { format!("?k={key}") };
         stream.write_all(format!("GET {path}{query} HTTP/1.0\r\n\r\n").as_bytes()).unwrap();
         let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
+        if let Err(err) = stream.read_to_string(&mut answer) {
+            panic!(
+                "no whole answer to {path}?k={key} at {micros} µs within 5 s ({err}): {answer:?}"
+            );
+        }
         answer
     }
 }
