@@ -7,6 +7,8 @@ use std::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 
+use super::values::Values;
+
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
 pub type Key = u32;
 
@@ -43,8 +45,8 @@ pub fn slot(key: Key) -> usize {
 /// probed ([`intern_all`](KeyTable::intern_all)), which halves numbering 2 million new keys.
 #[derive(Clone, Default)]
 pub struct KeyTable {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+    /// Each key's bytes, in the order of the keys.
+    values: Values,
     /// 0 for an empty slot; else the key in the low 32 bits and the hash's high half, its
     /// top bit set, in the high. The length is 0 or a power of two.
     slots: Vec<u64>,
@@ -92,17 +94,17 @@ impl KeyTable {
 
     /// Returns the number of keys.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.values.len()
     }
 
     /// Returns true if there are no keys.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.values.len() == 0
     }
 
     /// Returns the bytes of key `key`.
     pub fn get(&self, key: Key) -> &[u8] {
-        stored(&self.bytes, &self.ends, key)
+        self.values.get(slot(key))
     }
 
     /// Returns the key of `value`, adding it if it is new; `None` if a new key would be
@@ -166,11 +168,10 @@ impl KeyTable {
             }
             at = (at + 1) & mask;
         }
-        let key = Key::try_from(self.ends.len()).ok()?;
+        let key = Key::try_from(self.values.len()).ok()?;
         self.slots[at] = entry(key, high);
-        self.bytes.extend_from_slice(value);
-        self.ends.push(self.bytes.len());
-        if self.ends.len() > self.slots.len() / 2 {
+        self.values.push(value);
+        if self.values.len() > self.slots.len() / 2 {
             self.grow();
         }
         Some(key)
@@ -227,7 +228,7 @@ impl KeyTable {
 
     /// Returns each key's name, in order: its bytes as UTF-8, invalid sequences replaced.
     pub fn names(&self) -> impl Iterator<Item = String> + '_ {
-        (0..self.ends.len()).map(|k| self.name(Key::try_from(k).unwrap_or(Key::MAX)))
+        (0..self.values.len()).map(|k| self.name(Key::try_from(k).unwrap_or(Key::MAX)))
     }
 
     /// Returns the name of key `key`.
@@ -236,15 +237,9 @@ impl KeyTable {
     }
 }
 
-/// The bytes of key `key`: from the end of the one before to its own end.
-fn stored<'a>(bytes: &'a [u8], ends: &[usize], key: Key) -> &'a [u8] {
-    let k = slot(key);
-    &bytes[if k == 0 { 0 } else { ends[k - 1] }..ends[k]]
-}
-
 impl PartialEq for KeyTable {
     fn eq(&self, other: &KeyTable) -> bool {
-        self.ends == other.ends && self.bytes == other.bytes
+        self.values == other.values
     }
 }
 

@@ -9,6 +9,7 @@ use super::keys::{Key, KeyTable, joined};
 use super::reading::Reading;
 use super::stats::ReadStats;
 use super::timeline::Timeline;
+use super::values::Values;
 use crate::units::time::Timestamp;
 
 /// Whether to go on reading.
@@ -119,8 +120,8 @@ pub(super) struct Batch {
     events: Timeline,
     keys: Vec<Key>,
     pub(super) lines: Vec<u64>,
-    ends: Vec<usize>,
-    bytes: Vec<u8>,
+    /// Each event's key, as bytes.
+    names: Values,
 }
 
 impl Batch {
@@ -128,15 +129,13 @@ impl Batch {
         self.events.clear();
         self.keys.clear();
         self.lines.clear();
-        self.ends.clear();
-        self.bytes.clear();
+        self.names.clear();
     }
 
     pub(super) fn push(&mut self, time: Timestamp, cost: u64, line: u64, key: &[u8]) {
         self.events.push(time, cost);
         self.lines.push(line);
-        self.bytes.extend_from_slice(key);
-        self.ends.push(self.bytes.len());
+        self.names.push(key);
     }
 
     /// Returns event `event` of the batch, once its key is numbered.
@@ -168,25 +167,19 @@ impl Batch {
         name: &str,
         first: u64,
     ) -> Result<()> {
-        let Batch { events, keys: numbers, lines, ends, bytes } = self;
+        let Batch { events, keys: numbers, lines, names } = self;
         numbers.clear();
         if !keyed {
             numbers.resize(events.len(), 0);
             return Ok(());
         }
         let count = events.len();
-        let Err(event) = keys.intern_all(count, |n| key_bytes(bytes, ends, n), numbers) else {
+        let Err(event) = keys.intern_all(count, |n| names.get(n), numbers) else {
             return Ok(());
         };
         events.truncate(event);
         keys_error(name, first + lines[event] - 1, None).map(drop)
     }
-}
-
-/// The bytes of the key of event `event`, from the end of the one before to its own end.
-fn key_bytes<'b>(bytes: &'b [u8], ends: &[usize], event: usize) -> &'b [u8] {
-    let start = if event == 0 { 0 } else { ends[event - 1] };
-    &bytes[start..ends[event]]
 }
 
 /// Gives the events of each numbered batch to `take` until it says stop (then `false`),

@@ -198,21 +198,22 @@ fn nth(bytes: &[u8], byte: u8, n: usize) -> Result<usize, usize> {
         left -= ones;
         base += 16;
     }
-    for (at, &b) in chunks.remainder().iter().enumerate() {
-        if b == byte {
-            if left == 0 {
-                return Ok(base + at);
-            }
-            left -= 1;
-        }
+    // The last bytes, fewer than 16, one at a time.
+    match walk(chunks.remainder(), byte, left) {
+        Ok(at) => Ok(base + at),
+        Err(found) => Err(n - left + found),
     }
-    Err(n - left)
 }
 
 /// Returns where the `n`th `byte` (counted from 0) is in a slice, or how many there are if
 /// fewer, on other processors.
 #[cfg(not(target_arch = "x86_64"))]
 fn nth(bytes: &[u8], byte: u8, n: usize) -> Result<usize, usize> {
+    walk(bytes, byte, n)
+}
+
+/// [`nth`], a byte at a time.
+fn walk(bytes: &[u8], byte: u8, n: usize) -> Result<usize, usize> {
     let mut left = n;
     for (at, &b) in bytes.iter().enumerate() {
         if b == byte {

@@ -1,9 +1,10 @@
-//! The fields of a row, or of a column's rows, made rather than borrowed: one buffer.
+//! Byte strings made rather than borrowed, one after another in one buffer.
 
-/// The fields of one row, or one column's rows, in one buffer: each field's bytes, and
-/// where each ends. A format whose fields are made, not borrowed (JSON's unescaped strings,
-/// Parquet's numbers written out), writes them here.
-#[derive(Default)]
+/// Byte strings in one buffer: each one's bytes, and where each ends. A format whose fields
+/// are made, not borrowed (JSON's unescaped strings, Parquet's numbers written out), writes
+/// a row's or a column's here; a batch keeps its events' keys here, and the key table each
+/// key's bytes.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub(super) struct Values {
     bytes: Vec<u8>,
     ends: Vec<usize>,
@@ -23,6 +24,17 @@ impl Values {
     /// Ends the field being written.
     pub(super) fn end(&mut self) {
         self.ends.push(self.bytes.len());
+    }
+
+    /// Adds `value` as a field of its own.
+    pub(super) fn push(&mut self, value: &[u8]) {
+        self.bytes.extend_from_slice(value);
+        self.end();
+    }
+
+    /// Returns how many fields there are.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
     }
 
     /// Returns field `index`, or nothing past the last.

@@ -107,7 +107,6 @@ impl RedisEngine {
     fn land(&mut self, flight: Flight, recorder: &mut Recorder) -> Result<()> {
         let Flight { events, calls: Calls { commands, decided }, sent } = flight;
         let replies = self.redis.borrow_mut().receive(&commands, sent)?;
-        let url = self.redis.borrow().url().to_owned();
         let refused = Decision { passed: false, wait: 0 };
         let mut decisions = vec![refused; events.len() * self.remotes.len()];
         for (reply, (r, at, alone)) in replies.iter().zip(decided) {
@@ -118,7 +117,8 @@ impl RedisEngine {
                     .map(|o| vec![Decision { passed: o.allowed, wait: o.wait }]),
                 false => remote.batch_decisions(reply, at.len()),
             };
-            let decided = decided.map_err(|e| anyhow!("Redis at {url}: {e}"))?;
+            let decided =
+                decided.map_err(|e| anyhow!("Redis at {}: {e}", self.redis.borrow().url()))?;
             for (event, decision) in at.into_iter().zip(decided) {
                 decisions[event * self.remotes.len() + r] = decision;
             }

@@ -100,11 +100,7 @@ impl Server {
     pub fn send(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Sent> {
         match &mut self.kind {
             Kind::One(redis) => {
-                let mut packed = Vec::new();
-                for (_, cmd) in calls {
-                    cmd.write_packed_command(&mut packed);
-                }
-                redis.send(&packed)?;
+                redis.send(&packed(calls))?;
                 Ok(Sent(None))
             }
             Kind::Cluster(_) => Ok(Sent(Some(self.exchange(calls)?))),
@@ -118,11 +114,10 @@ impl Server {
         }
         let Kind::One(redis) = &mut self.kind else { bail!("a cluster's replies come with send") };
         let mut replies = redis.receive(calls.len())?;
-        // The calls from the first a server without its scripts refused: again, loaded.
+        // The calls from the first a server without its scripts refused: sent again, by
+        // the exchange that loads them again.
         if let Some(first) = replies.iter().position(is_noscript) {
             replies.truncate(first);
-            let loaded = &self.loaded;
-            loaded.iter().try_for_each(|&s| redis.load(s))?;
             replies.extend(self.exchange(&calls[first..])?);
         }
         Ok(replies)
@@ -138,14 +133,9 @@ impl Server {
             Kind::One(redis) => {
                 let mut replies = Vec::with_capacity(calls.len());
                 let mut reloaded = false;
-                let mut packed = Vec::new();
                 while replies.len() < calls.len() {
                     let rest = &calls[replies.len()..];
-                    packed.clear();
-                    for (_, cmd) in rest {
-                        cmd.write_packed_command(&mut packed);
-                    }
-                    for reply in redis.round_trip(&packed, rest.len())? {
+                    for reply in redis.round_trip(&packed(rest), rest.len())? {
                         if is_noscript(&reply) && !reloaded {
                             reload(redis)?;
                             reloaded = true;
@@ -158,4 +148,13 @@ impl Server {
             }
         }
     }
+}
+
+/// The calls written one after another as Redis reads them, to be sent at once.
+fn packed(calls: &[(u16, redis::Cmd)]) -> Vec<u8> {
+    let mut packed = Vec::new();
+    for (_, cmd) in calls {
+        cmd.write_packed_command(&mut packed);
+    }
+    packed
 }

@@ -163,24 +163,18 @@ fn integer(value: i64, kind: Kind, cells: &mut Cells) {
         Kind::Integer { scale } if scale > 0 => {
             let text = buffer.format(value.unsigned_abs());
             let digits = usize::try_from(scale).unwrap_or(usize::MAX);
+            let out = cells.values.text();
             if value < 0 {
-                cells.values.text().push(b'-');
+                out.push(b'-');
             }
             let (whole, fraction) = match text.len().checked_sub(digits) {
                 Some(split) => text.split_at(split),
                 None => ("", text),
             };
-            cells.values.text().extend_from_slice(if whole.is_empty() {
-                b"0"
-            } else {
-                whole.as_bytes()
-            });
-            cells.values.text().push(b'.');
-            cells
-                .values
-                .text()
-                .extend(std::iter::repeat_n(b'0', digits.saturating_sub(fraction.len())));
-            cells.values.text().extend_from_slice(fraction.as_bytes());
+            out.extend_from_slice(if whole.is_empty() { b"0" } else { whole.as_bytes() });
+            out.push(b'.');
+            out.extend(std::iter::repeat_n(b'0', digits.saturating_sub(fraction.len())));
+            out.extend_from_slice(fraction.as_bytes());
         }
         _ => cells.values.text().extend_from_slice(buffer.format(value).as_bytes()),
     }
