@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::QUAKES;
-use crate::harness::{RedisServer, Stdin, json, real_catalog, run, run_with};
+use crate::harness::{RedisServer, Stdin, json, real_catalog, run, run_with, temp_file};
 
 const ALGOS: [&str; 6] =
     ["fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue"];
@@ -327,4 +327,43 @@ fn a_zero_redis_timeout_is_refused() {
         run(&["check", "k", "--rate", "1/h", "--redis", "redis://x", "--redis-timeout", "0s"], "")
             .error();
     assert_eq!(err, "ratelimit: --redis-timeout must be longer than zero");
+}
+
+/// A log of `rows` events in time order, a second to a few minutes apart in bursts, each
+/// with one of three keys, and the second row again at data row `late`: a straggler.
+fn log_with_a_straggler(rows: usize, late: usize) -> String {
+    let mut lines: Vec<String> = (0..rows)
+        .map(|i| {
+            // Bursts of 40 events a second apart, then a gap of 17 minutes.
+            let seconds = i + (i / 40) * 1_020;
+            let (hours, minutes, seconds) = (seconds / 3_600, seconds / 60 % 60, seconds % 60);
+            format!(
+                "2020-01-{:02}T{:02}:{minutes:02}:{seconds:02}Z,k{}",
+                1 + hours / 24,
+                hours % 24,
+                i % 3
+            )
+        })
+        .collect();
+    let straggler = lines[1].clone();
+    lines.insert(late - 1, straggler);
+    format!("time,key\n{}\n", lines.join("\n"))
+}
+
+#[test]
+#[ignore = "needs redis-server"]
+fn a_straggler_after_the_first_batch_is_decided_in_redis_as_in_memory() {
+    // The first pass streams 512 events to Redis before it meets the straggler and reads
+    // again, sorted: its batch in flight must not answer the second pass's.
+    let server = RedisServer::start();
+    for (rows, late) in [(1_023, 513), (1_023, 1_000), (3_199, 3_000)] {
+        let log = temp_file("late.csv", &log_with_a_straggler(rows, late));
+        let file = log.to_str().unwrap();
+        let compare = ["compare", file, "--rate", "100/h", "--burst", "5", "--format", "json"];
+        same_in_redis(&server, &compare, Stdin::Null);
+        same_in_redis(&server, &[&compare[..], &["--key", "key"]].concat(), Stdin::Null);
+        let replay =
+            ["replay", file, "--algo", "sliding-log", "--rate", "100/h", "--format", "json"];
+        same_in_redis(&server, &replay, Stdin::Null);
+    }
 }

@@ -127,7 +127,8 @@ impl Cluster {
             by_node[self.slots[usize::from(*slot)]].push(i);
         }
         let mut packed = Vec::new();
-        for (node, calls_here) in self.nodes.iter_mut().zip(&by_node) {
+        let mut tickets = Vec::new();
+        for (n, (node, calls_here)) in self.nodes.iter_mut().zip(&by_node).enumerate() {
             if calls_here.is_empty() {
                 continue;
             }
@@ -135,15 +136,13 @@ impl Cluster {
             for &i in calls_here {
                 calls[i].1.write_packed_command(&mut packed);
             }
-            node.redis.send(&packed)?;
+            tickets.push((n, node.redis.send(&packed, calls_here.len())?));
         }
         let mut replies = vec![Value::Nil; calls.len()];
         let mut again = Vec::new();
-        for (node, calls_here) in self.nodes.iter_mut().zip(&by_node) {
-            if calls_here.is_empty() {
-                continue;
-            }
-            for (&i, reply) in calls_here.iter().zip(node.redis.receive(calls_here.len())?) {
+        for (n, ticket) in tickets {
+            let calls_here = &by_node[n];
+            for (&i, reply) in calls_here.iter().zip(self.nodes[n].redis.receive(ticket)?) {
                 if retried(&reply).is_some() {
                     again.push(i);
                 }

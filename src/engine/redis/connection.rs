@@ -27,6 +27,21 @@ pub struct Redis {
     parser: Parser,
     timeout: Duration,
     cluster: bool,
+    /// The sends made so far: each one's number.
+    sends: u64,
+    /// The send whose replies are still to be read, and how many it has.
+    owed: Option<(u64, usize)>,
+    /// Whether a read failed part way, so that where the next reply starts is unknown.
+    lost: bool,
+}
+
+/// A send whose replies are still to be read: only [`Redis::receive`] with it reads them.
+/// Dropped unread, its replies are read and thrown away before the next send, so that they
+/// can never be taken for another's.
+#[must_use = "the replies must be read with Redis::receive"]
+#[derive(Debug)]
+pub struct Ticket {
+    number: u64,
 }
 
 impl Redis {
@@ -48,6 +63,9 @@ impl Redis {
             parser: Parser::new(),
             timeout: budget,
             cluster: false,
+            sends: 0,
+            owed: None,
+            lost: false,
         };
         let settings = info.redis_settings();
         if let Some(password) = settings.password() {
@@ -110,21 +128,54 @@ impl Redis {
     /// among them as values. The whole exchange must finish within the timeout; if it
     /// does not, or the connection fails, the error says so and names the URL.
     pub fn round_trip(&mut self, packed: &[u8], count: usize) -> Result<Vec<Value>> {
-        self.send(packed)?;
-        self.receive(count)
+        let ticket = self.send(packed, count)?;
+        self.receive(ticket)
     }
 
-    /// Sends packed commands, and starts the time their replies must come within.
-    pub fn send(&mut self, packed: &[u8]) -> Result<()> {
+    /// Sends `count` packed commands, and starts the time their replies must come within.
+    /// Replies still owed to an earlier send whose ticket was dropped are read first, and
+    /// thrown away: a connection has one send in flight, and answers only its own.
+    pub fn send(&mut self, packed: &[u8], count: usize) -> Result<Ticket> {
+        self.drain()?;
         self.socket.deadline = Instant::now() + self.timeout;
         self.socket.failure = None;
         let sent = self.socket.write_all(packed).and_then(|()| self.socket.flush());
-        sent.map_err(|e| explain(&self.url, self.timeout, &e, "lost the connection to Redis at"))
+        if let Err(e) = sent {
+            self.lost = true;
+            return Err(explain(&self.url, self.timeout, &e, "lost the connection to Redis at"));
+        }
+        self.sends += 1;
+        self.owed = Some((self.sends, count));
+        Ok(Ticket { number: self.sends })
     }
 
-    /// Reads the replies to `count` commands that [`send`](Redis::send) sent, by the time
-    /// it set.
-    pub fn receive(&mut self, count: usize) -> Result<Vec<Value>> {
+    /// Reads the replies to the send of `ticket`, by the time it set.
+    pub fn receive(&mut self, ticket: Ticket) -> Result<Vec<Value>> {
+        match self.owed {
+            Some((number, count)) if number == ticket.number => self.read(count),
+            // A ticket outlives its replies only if a send came between: not done here.
+            _ => bail!("Redis at {}: replies were asked for a send no longer awaited", self.url),
+        }
+    }
+
+    /// Reads and throws away the replies owed to a send whose ticket was dropped, within
+    /// the timeout, as when a replay gives up a pass with a batch in flight.
+    fn drain(&mut self) -> Result<()> {
+        if self.lost {
+            bail!("lost the connection to Redis at {} part way through a reply", self.url);
+        }
+        if let Some((_, count)) = self.owed {
+            self.socket.deadline = Instant::now() + self.timeout;
+            self.read(count)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the `count` replies owed, by the deadline set.
+    fn read(&mut self, count: usize) -> Result<Vec<Value>> {
+        // Until all are read, where the next reply starts is unknown.
+        self.owed = None;
+        self.lost = true;
         let mut replies = Vec::with_capacity(count);
         for _ in 0..count {
             match self.parser.parse_value(&mut self.socket) {
@@ -132,6 +183,7 @@ impl Redis {
                 Err(e) => return Err(self.read_failure(&e)),
             }
         }
+        self.lost = false;
         Ok(replies)
     }
 

@@ -271,7 +271,7 @@ impl Remote {
     }
 
     /// Returns the `EVALSHA` command that decides `calls` in order in one run of the batch
-    /// script: each call the number of its key among `keys` and of its set among `sets`
+    /// script, whose reply echoes `number`, the batch's: each call the number of its key among `keys` and of its set among `sets`
     /// (from 1; each set as [`Remote::fixed_args`] gives it), its time, and for the sliding
     /// log its member name.
     pub fn batch_command(
@@ -279,10 +279,11 @@ impl Remote {
         keys: &[&[u8]],
         sets: &[Vec<String>],
         calls: &[(usize, usize, Timestamp, u64)],
+        number: u64,
     ) -> redis::Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(&self.batch_script().hash).arg(keys.len()).arg(keys);
-        cmd.arg(sets.len()).arg(sets.first().map_or(0, Vec::len));
+        cmd.arg(number).arg(sets.len()).arg(sets.first().map_or(0, Vec::len));
         for set in sets {
             cmd.arg(set);
         }
@@ -296,11 +297,23 @@ impl Remote {
         cmd
     }
 
-    /// Reads a batch script's reply: whether each of its `calls` calls was allowed, and
-    /// how long it waits (GCRA's and the leaky queue's; else 0).
-    pub fn batch_decisions(&self, reply: &Value, calls: usize) -> Result<Vec<Decision>> {
+    /// Reads the reply of batch `number`: whether each of its `calls` calls was allowed,
+    /// and how long it waits (GCRA's and the leaky queue's; else 0). A reply that does not
+    /// echo the batch's number is refused, whatever its length.
+    pub fn batch_decisions(
+        &self,
+        reply: &Value,
+        calls: usize,
+        number: u64,
+    ) -> Result<Vec<Decision>> {
         let ints = integers(reply)?;
         let width = if self.script == RedisScript::Gcra { 3 } else { 1 };
+        let Some((&echoed, ints)) = ints.split_first() else {
+            bail!("a batch script gave an empty reply for batch {number}");
+        };
+        if u64::try_from(echoed).ok() != Some(number) {
+            bail!("the reply to batch {number} was that of batch {echoed}");
+        }
         if ints.len() != calls * width {
             bail!("a batch script gave {} numbers for {calls} calls", ints.len());
         }

@@ -6,12 +6,18 @@ use anyhow::{Result, bail};
 use redis::Value;
 
 use super::cluster::Cluster;
-use super::connection::Redis;
+use super::connection::{Redis, Ticket};
 use super::{Script, is_noscript};
 
-/// Calls sent and not yet read back: a cluster's replies, read already.
+/// Calls sent and not yet read back: one server's ticket, or a cluster's replies, read
+/// already.
 #[must_use = "the replies must be read with Server::receive"]
-pub struct Sent(Option<Vec<Value>>);
+pub enum Sent {
+    /// Sent to one server; its replies are read with the ticket.
+    Pending(Ticket),
+    /// A cluster's replies.
+    Read(Vec<Value>),
+}
 
 /// A Redis server or cluster, with the scripts it was asked to load, so that it can load
 /// them again where a server lost them.
@@ -99,21 +105,19 @@ impl Server {
     /// redirected and sent again, it waits for them now.
     pub fn send(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Sent> {
         match &mut self.kind {
-            Kind::One(redis) => {
-                redis.send(&packed(calls))?;
-                Ok(Sent(None))
-            }
-            Kind::Cluster(_) => Ok(Sent(Some(self.exchange(calls)?))),
+            Kind::One(redis) => Ok(Sent::Pending(redis.send(&packed(calls), calls.len())?)),
+            Kind::Cluster(_) => Ok(Sent::Read(self.exchange(calls)?)),
         }
     }
 
     /// Reads the replies to `calls`, which [`Server::send`] sent, as [`Server::run`] does.
     pub fn receive(&mut self, calls: &[(u16, redis::Cmd)], sent: Sent) -> Result<Vec<Value>> {
-        if let Sent(Some(replies)) = sent {
-            return Ok(replies);
-        }
+        let ticket = match sent {
+            Sent::Read(replies) => return Ok(replies),
+            Sent::Pending(ticket) => ticket,
+        };
         let Kind::One(redis) = &mut self.kind else { bail!("a cluster's replies come with send") };
-        let mut replies = redis.receive(calls.len())?;
+        let mut replies = redis.receive(ticket)?;
         // The calls from the first a server without its scripts refused: sent again, by
         // the exchange that loads them again.
         if let Some(first) = replies.iter().position(is_noscript) {

@@ -1,19 +1,20 @@
 -- A batch of one limiter's calls, decided in order in this one atomic run: the same as
 -- calling the limiter's script once for each, back to back, with nothing between.
 -- `decide` is the limiter's function of (KEYS, ARGV, charge); ratelimit defines it above.
--- KEYS: the keys the calls use. ARGV: the number of sets of fixed arguments S and the
--- number in each F, then the S sets (a call's arguments after its time: the limiter's own
+-- KEYS: the keys the calls use. ARGV: the batch's number, the number of sets of fixed
+-- arguments S and the number in each F, then the S sets (a call's arguments after its time: the limiter's own
 -- for a cost, and the time to live), then for each call the number of its key in KEYS and
 -- of its set (from 1), its time, and for the sliding log its member name. The sets are
 -- read as numbers once here, not in every call.
--- Returns, for each call in order, 1 if it was allowed, else 0, and with `WAIT` (GCRA's
+-- Returns the batch's number, so that a reply is never taken for another batch's; then,
+-- for each call in order, 1 if it was allowed, else 0, and with `WAIT` (GCRA's
 -- and the leaky queue's) the wait its script gives, as q and r: all a replay reads, in one
 -- flat array, which is quicker to make and to read than an array a call. `flush`
 -- (batch_cache.lua) writes the keys' hashes and lives at the end.
 -- Sets and keys are found by their numbers as written: a string is looked up in a table
 -- quicker than it is read as a number.
-local count, size = tonumber(ARGV[1]), tonumber(ARGV[2])
-local sets, a = {}, 3
+local count, size = tonumber(ARGV[2]), tonumber(ARGV[3])
+local sets, a = {}, 4
 for s = 1, count do
   local set = {}
   for i = 1, size do
@@ -29,8 +30,8 @@ local keys = {}
 for k = 1, #KEYS do
   keys[tostring(k)] = {KEYS[k]}
 end
-local replies, argv = {}, {}
-local n, last = 0, #ARGV
+local replies, argv = {tonumber(ARGV[1])}, {}
+local n, last = 1, #ARGV
 while a <= last do
   arguments(argv, a, sets)
   local reply = decide(keys[ARGV[a]], argv, true)
