@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use ratelimit_replay::units::time::{TimeFormat, Timestamp};
+use ratelimit_replay::units::time::TimeFormat;
 
 fn main() -> ExitCode {
     let Some(path) = std::env::args().nth(1) else {
@@ -34,7 +34,7 @@ fn floor(path: &str) -> Result<(u64, i64), Box<dyn std::error::Error>> {
     let mut record = csv::ByteRecord::new();
     let (mut rows, mut checksum) = (0u64, 0i64);
     while reader.read_byte_record(&mut record)? {
-        let time = Timestamp::parse(&record[column], TimeFormat::Rfc3339)?;
+        let time = ratelimit_replay::units::time::parse(&record[column], TimeFormat::Rfc3339)?;
         // Something to print, so that no parse can be skipped.
         checksum ^= time.as_micros();
         rows += 1;

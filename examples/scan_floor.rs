@@ -13,7 +13,7 @@ use std::num::NonZeroU64;
 use std::process::ExitCode;
 
 use ratelimit_replay::limiter::{Gcra, Limiter};
-use ratelimit_replay::units::time::{TimeFormat, Timestamp};
+use ratelimit_replay::units::time::TimeFormat;
 
 /// Bytes read at a time.
 const BLOCK: usize = 1 << 20;
@@ -65,7 +65,10 @@ fn scan(path: &str) -> Result<(u64, u64), Box<dyn std::error::Error>> {
             match column {
                 None => column = Some(field_index(record, b"time").ok_or("no time column")?),
                 Some(index) => {
-                    let time = Timestamp::parse(field(record, index), TimeFormat::Rfc3339)?;
+                    let time = ratelimit_replay::units::time::parse(
+                        field(record, index),
+                        TimeFormat::Rfc3339,
+                    )?;
                     rows += 1;
                     passed += u64::from(gcra.admit(time));
                 }

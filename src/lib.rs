@@ -28,26 +28,9 @@
 
 #![warn(missing_docs)]
 
-/// Implements `schemars::JsonSchema` for a value written as a string: its name, and the
-/// schema's other keywords (a description, a format).
-#[cfg(feature = "cli")]
-macro_rules! string_schema {
-    ($type:ty, $($keyword:tt)*) => {
-        impl schemars::JsonSchema for $type {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($type).into()
-            }
-
-            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                schemars::json_schema!({ "type": "string", $($keyword)* })
-            }
-        }
-    };
-}
+pub use ratelimit_core::{limiter, sizing};
 
 pub mod input;
-pub mod limiter;
-pub mod sizing;
 pub mod synth;
 pub mod units;
 

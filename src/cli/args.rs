@@ -102,7 +102,7 @@ pub struct InputArgs {
     pub threads: Option<u16>,
 
     /// Use only events at or after this time.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", value_parser = crate::units::time::rfc3339, allow_hyphen_values = true)]
     pub since: Option<Timestamp>,
 
     /// Use only events before this time, or before --since plus a duration: +48h.
@@ -291,7 +291,7 @@ impl NginxArgs {
 #[derive(Debug, Args)]
 pub struct LiveLimitArgs {
     /// The limiter.
-    #[arg(short = 'a', long, value_enum, value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::Gcra)]
     pub algo: Algorithm,
 
     /// The rate: N events per period, as in 5/h or 1/30s.
@@ -347,7 +347,7 @@ impl FromStr for Until {
     fn from_str(text: &str) -> anyhow::Result<Until> {
         match text.strip_prefix('+') {
             Some(span) => Ok(Until::After(span.parse()?)),
-            None => Ok(Until::At(text.parse()?)),
+            None => Ok(Until::At(crate::units::time::rfc3339(text)?)),
         }
     }
 }

@@ -56,7 +56,7 @@ impl FromStr for LayerSpec {
             match name {
                 "algo" => {
                     // The names the command line takes for --algo.
-                    let found = <Algorithm as clap::ValueEnum>::from_str(value.trim(), false);
+                    let found = value.trim().parse::<Algorithm>();
                     let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
                     let found = found.map_err(|_| {
                         format!("algo={value} is not a limiter: one of {}", names.join(", "))

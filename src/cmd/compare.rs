@@ -48,7 +48,7 @@ pub struct CompareArgs {
     /// The limiters to compare [default: all six]; repeat it, or separate names with
     /// commas. With --servers and one limiter but no --share, the share modes are
     /// compared instead: local, split, and synced at each --sync (default 1m).
-    #[arg(short = 'a', long, value_enum, value_name = "ALGO", value_delimiter = ',')]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", value_delimiter = ',')]
     pub algo: Vec<Algorithm>,
 
     #[command(flatten)]

@@ -72,7 +72,7 @@ pub struct PlotArgs {
 
     /// The limiters to draw, top to bottom [default: all six]; repeat it, or separate
     /// names with commas.
-    #[arg(short = 'a', long, value_enum, value_name = "ALGO", value_delimiter = ',')]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", value_delimiter = ',')]
     pub algo: Vec<Algorithm>,
 
     /// Write the SVG to FILE, which appears whole or not at all, or to stdout with `-o -`

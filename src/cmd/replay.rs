@@ -146,7 +146,7 @@ pub struct ReplayArgs {
     pub job: JobArgs,
 
     /// The limiter.
-    #[arg(short = 'a', long, value_enum, value_name = "ALGO", required_unless_present = "limits")]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", required_unless_present = "limits")]
     pub algo: Option<Algorithm>,
 
     /// The rate: N events per period, as in 5/h or 1/30s.

@@ -63,6 +63,7 @@ pub struct SynthArgs {
     #[arg(
         long,
         value_name = "TIME",
+        value_parser = crate::units::time::rfc3339,
         default_value = "2015-01-01T00:00:00Z",
         allow_hyphen_values = true
     )]
@@ -73,7 +74,7 @@ pub struct SynthArgs {
     pub days: Option<Days>,
 
     /// Simulate up to this instant, exclusive, instead of --days.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    #[arg(long, value_name = "TIME", value_parser = crate::units::time::rfc3339, allow_hyphen_values = true)]
     pub until: Option<Timestamp>,
 
     /// Plant a great earthquake, such as 8.8@2025-07-29T23:24:52.483Z; repeatable.
@@ -125,7 +126,7 @@ pub struct RequestsArgs {
     pub seed: u64,
 
     /// The first instant of the log.
-    #[arg(long, value_name = "TIME", default_value = "2025-01-01T00:00:00Z")]
+    #[arg(long, value_name = "TIME", value_parser = crate::units::time::rfc3339, default_value = "2025-01-01T00:00:00Z")]
     pub start: Timestamp,
 
     /// How many days the log spans.
@@ -191,7 +192,7 @@ impl FromStr for Mainshock {
         let (mag, time) = text.split_once('@').ok_or_else(|| {
             anyhow::anyhow!("'{text}' is not MAG@TIME, like 8.8@2025-07-29T23:24:52Z")
         })?;
-        Ok(Mainshock { mag: mag.parse()?, time: time.parse()? })
+        Ok(Mainshock { mag: mag.parse()?, time: crate::units::time::rfc3339(time)? })
     }
 }
 

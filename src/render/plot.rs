@@ -356,10 +356,13 @@ mod tests {
     use super::*;
 
     fn ticks(start: &str, end: &str) -> Vec<String> {
-        axis_ticks(start.parse().unwrap(), end.parse().unwrap())
-            .into_iter()
-            .map(|(_, l)| l.replace('\n', " "))
-            .collect()
+        axis_ticks(
+            crate::units::time::rfc3339(start).unwrap(),
+            crate::units::time::rfc3339(end).unwrap(),
+        )
+        .into_iter()
+        .map(|(_, l)| l.replace('\n', " "))
+        .collect()
     }
 
     #[test]
@@ -383,7 +386,10 @@ mod tests {
 
     #[test]
     fn columns_cover_the_range() {
-        let (start, end) = ("2025-01-01".parse().unwrap(), "2025-01-02".parse().unwrap());
+        let (start, end) = (
+            crate::units::time::rfc3339("2025-01-01").unwrap(),
+            crate::units::time::rfc3339("2025-01-02").unwrap(),
+        );
         assert_eq!(Scene::column(start, end, start), 0);
         assert_eq!(Scene::column(start, end, end), COLUMNS - 1);
     }

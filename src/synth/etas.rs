@@ -298,7 +298,7 @@ mod tests {
     }
 
     fn params(seed: u64, days: i64) -> Params {
-        let start: Timestamp = "2015-01-01".parse().unwrap();
+        let start: Timestamp = crate::units::time::rfc3339("2015-01-01").unwrap();
         let end =
             Timestamp::from_micros(start.as_micros() + days * 86_400 * MICROS_PER_SEC).unwrap();
         Params::new(seed, start, end)

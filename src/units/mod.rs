@@ -1,6 +1,7 @@
-//! Units of time and rate: exact timestamps, spans, decimals and N-per-P rates.
+//! Units of time and rate: the core's exact timestamps, spans, decimals and N-per-P rates,
+//! and how catalogs write times.
 
-pub mod decimal;
+pub use ratelimit_core::units::{decimal, rate};
+
 pub mod layout;
-pub mod rate;
 pub mod time;

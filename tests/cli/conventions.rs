@@ -300,3 +300,18 @@ fn whole_second_times_are_said_and_a_log_format_with_msec_reads_the_arrivals() {
         "ratelimit: --log-format '$msec$status': $msec and $status have nothing between them, so they cannot be told apart"
     );
 }
+
+#[test]
+fn readmes_library_example_is_the_one_the_core_compiles() {
+    // The core's README is a doctest of the core; the main README shows the same example.
+    let rust = |text: &str| -> Vec<String> {
+        text.split("```rust\n")
+            .skip(1)
+            .map(|block| block.split("```").next().unwrap().to_owned())
+            .collect()
+    };
+    let shown = rust(include_str!("../../README.md"));
+    let compiled = rust(include_str!("../../crates/core/README.md"));
+    assert_eq!(shown.len(), 1, "README shows one Rust example");
+    assert_eq!(shown, compiled);
+}

@@ -9,8 +9,8 @@ use ratelimit_replay::synth::etas::{Params, Simulation};
 use ratelimit_replay::units::time::Timestamp;
 
 fn times() -> Vec<Timestamp> {
-    let start: Timestamp = "2015-01-01".parse().unwrap();
-    let end: Timestamp = "2026-01-01".parse().unwrap();
+    let start: Timestamp = ratelimit_replay::units::time::rfc3339("2015-01-01").unwrap();
+    let end: Timestamp = ratelimit_replay::units::time::rfc3339("2026-01-01").unwrap();
     let mut params = Params::new(1, start, end);
     // Fifty times the world's background: about 950 000 events, 240 a day.
     params.background_per_day *= 50.0;

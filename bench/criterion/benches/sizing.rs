@@ -28,8 +28,8 @@ fn catalog_times() -> Option<Vec<Timestamp>> {
 /// A hundred rates over a million synthetic events, about 100 an hour: the work of
 /// `min-bucket --rate 1/h..100/h` beside reading the input.
 fn many_rates(c: &mut Criterion) {
-    let start: Timestamp = "2015-01-01".parse().unwrap();
-    let end: Timestamp = "2016-01-01".parse().unwrap();
+    let start: Timestamp = ratelimit_replay::units::time::rfc3339("2015-01-01").unwrap();
+    let end: Timestamp = ratelimit_replay::units::time::rfc3339("2016-01-01").unwrap();
     let mut params = Params::new(1, start, end);
     params.background_per_day *= 530.0;
     let times: Vec<Timestamp> = Simulation::new(params).map(|q| q.time).collect();

@@ -10,8 +10,8 @@ use ratelimit_replay::units::time::Timestamp;
 
 fn synth(c: &mut Criterion) {
     // Five times the world's background over 2015–2025: about 95 000 events.
-    let start: Timestamp = "2015-01-01".parse().unwrap();
-    let end: Timestamp = "2026-01-01".parse().unwrap();
+    let start: Timestamp = ratelimit_replay::units::time::rfc3339("2015-01-01").unwrap();
+    let end: Timestamp = ratelimit_replay::units::time::rfc3339("2026-01-01").unwrap();
     let mut params = Params::new(1, start, end);
     params.background_per_day *= 5.0;
     let events = Simulation::new(params.clone()).count() as u64;

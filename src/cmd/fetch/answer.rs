@@ -113,7 +113,7 @@ impl Writer {
                 )));
             }
             let text = &record[time_at];
-            let time = Timestamp::parse(text, TimeFormat::Rfc3339).map_err(|_| {
+            let time = crate::units::time::parse(text, TimeFormat::Rfc3339).map_err(|_| {
                 at(format!(
                     "the time {:?} is not RFC 3339",
                     one_line(&String::from_utf8_lossy(text))
@@ -150,7 +150,7 @@ impl Writer {
             let line = features.line();
             let at = |problem: String| anyhow!("{url}: line {line} of the answer: {problem}");
             let text = record.get(0).unwrap_or_default();
-            let time = Timestamp::parse(text, TimeFormat::UnixMs).map_err(|_| {
+            let time = crate::units::time::parse(text, TimeFormat::UnixMs).map_err(|_| {
                 at(format!(
                     "properties.time {:?} is not epoch milliseconds",
                     one_line(&String::from_utf8_lossy(text))

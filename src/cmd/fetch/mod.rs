@@ -464,11 +464,11 @@ Example: ratelimit fetch --since 2015-01-01 --until 2026-01-01 --min-mag 4.5 -o 
 #[derive(Debug, Args)]
 pub struct FetchArgs {
     /// The first instant to fetch.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = crate::units::time::rfc3339)]
     pub since: Timestamp,
 
     /// Fetch events before this instant.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", value_parser = crate::units::time::rfc3339)]
     pub until: Timestamp,
 
     /// Only events of at least this magnitude.

@@ -1,11 +1,11 @@
-//! Hand-worked cases for times and spans: parsing, printing and the edges of the range.
+//! Hand-worked cases for reading times, and the edges of the range.
 
 use chrono::{SecondsFormat, Utc};
 
 use super::*;
 
 fn ts(text: &str) -> Timestamp {
-    text.parse().unwrap()
+    rfc3339(text).unwrap()
 }
 
 #[test]
@@ -17,8 +17,8 @@ fn reads_usgs_times_offsets_and_dates() {
     assert_eq!(ts("2025-01-01T05:30:00+0530"), ts("2025-01-01T00:00:00Z"));
     assert_eq!(ts("2025-01-01T00:00:00.250-0700"), ts("2025-01-01T07:00:00.250Z"));
     assert_eq!(ts("2025-01-01T05:00:00+05"), ts("2025-01-01T00:00:00Z"));
-    assert!("2025-01-01T05:00:00+053".parse::<Timestamp>().is_err());
-    assert!("2025-01-01T05:00:00+2530".parse::<Timestamp>().is_err());
+    assert!(rfc3339("2025-01-01T05:00:00+053").is_err());
+    assert!(rfc3339("2025-01-01T05:00:00+2530").is_err());
     assert_eq!(ts("2025-07-29 23:24:52.483Z"), ts("2025-07-29T23:24:52.483Z"));
     assert_eq!(ts("2025-07-29"), ts("2025-07-29T00:00:00Z"));
     assert_eq!(ts("1969-12-31T23:59:59.999999Z").as_micros(), -1);
@@ -28,24 +28,21 @@ fn reads_usgs_times_offsets_and_dates() {
 
 #[test]
 fn refuses_times_without_an_offset() {
-    let err = Timestamp::parse(b"2025-07-29T23:24:52", TimeFormat::Rfc3339);
+    let err = parse(b"2025-07-29T23:24:52", TimeFormat::Rfc3339);
     assert_eq!(err, Err(TimeError::Rfc3339));
-    assert!("2025-13-01T00:00:00Z".parse::<Timestamp>().is_err());
-    assert!("yesterday".parse::<Timestamp>().is_err());
+    assert!(rfc3339("2025-13-01T00:00:00Z").is_err());
+    assert!(rfc3339("yesterday").is_err());
 }
 
 #[test]
 fn reads_unix_epoch_times() {
-    let at = |text: &str, f| Timestamp::parse(text.as_bytes(), f).unwrap().as_micros();
+    let at = |text: &str, f| parse(text.as_bytes(), f).unwrap().as_micros();
     assert_eq!(at("1753831492.483", TimeFormat::UnixS), 1_753_831_492_483_000);
     assert_eq!(at("1753831492483", TimeFormat::UnixMs), 1_753_831_492_483_000);
     assert_eq!(at("1753831492483123", TimeFormat::UnixUs), 1_753_831_492_483_123);
     assert_eq!(at("-1.5", TimeFormat::UnixS), -1_500_000);
-    assert_eq!(
-        Timestamp::parse(b"99999999999999999", TimeFormat::UnixS),
-        Err(TimeError::OutOfRange)
-    );
-    assert_eq!(Timestamp::parse(b"12:00", TimeFormat::UnixS), Err(TimeError::Unix));
+    assert_eq!(parse(b"99999999999999999", TimeFormat::UnixS), Err(TimeError::OutOfRange));
+    assert_eq!(parse(b"12:00", TimeFormat::UnixS), Err(TimeError::Unix));
 }
 
 #[test]
@@ -53,19 +50,6 @@ fn prints_rfc3339_utc_with_the_digits_needed() {
     assert_eq!(ts("2025-07-29T23:24:52.483Z").to_string(), "2025-07-29T23:24:52.483Z");
     assert_eq!(ts("2025-07-29T23:24:52Z").to_string(), "2025-07-29T23:24:52Z");
     assert_eq!(ts("2025-07-29T23:24:52.000001Z").to_string(), "2025-07-29T23:24:52.000001Z");
-}
-
-proptest::proptest! {
-    #[test]
-    fn prints_as_chrono_does(micros in Timestamp::MIN..=Timestamp::MAX) {
-        let ours = Timestamp::from_micros(micros).unwrap().to_string();
-        let chrono = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
-        proptest::prop_assert_eq!(ours, chrono.to_rfc3339_opts(SecondsFormat::AutoSi, true));
-        let mut millis = Vec::new();
-        Timestamp(micros).write_rfc3339(&mut millis, Subsecond::Millis);
-        let chrono = chrono.to_rfc3339_opts(SecondsFormat::Millis, true);
-        proptest::prop_assert_eq!(String::from_utf8(millis).unwrap(), chrono);
-    }
 }
 
 /// Reads with chrono alone, as before the fast path.
@@ -123,50 +107,10 @@ fn the_fast_path_checks_the_calendar() {
 }
 
 #[test]
-fn prints_whole_seconds_and_days_around_the_calendar() {
-    for micros in [0, 86_400 * MICROS_PER_SEC - 1, 951_782_400 * MICROS_PER_SEC, -1] {
-        let chrono = DateTime::<Utc>::from_timestamp_micros(micros).unwrap();
-        let want = chrono.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-        assert_eq!(Timestamp(micros).to_string(), want);
-    }
-}
-
-#[test]
 fn timestamp_range_ends_print() {
     for micros in [Timestamp::MIN, Timestamp::MAX] {
         let t = Timestamp::from_micros(micros).unwrap();
         assert_eq!(ts(&t.to_string()), t);
     }
     assert!(Timestamp::from_micros(Timestamp::MAX + 1).is_none());
-}
-
-#[test]
-fn spans_read_and_print() {
-    let span = |t: &str| t.parse::<Span>().unwrap().as_micros();
-    assert_eq!(span("48h"), 48 * 3_600 * MICROS_PER_SEC);
-    assert_eq!(span("15m"), span("15min"));
-    assert_eq!(span("1h30m"), 5_400 * MICROS_PER_SEC);
-    assert_eq!(span("250ms"), 250_000);
-    assert_eq!(span("0s"), 0);
-    for bad in ["", "-1h", "h", "5", "5x", "1.5h", "1h 30m", "99999999999d"] {
-        assert!(bad.parse::<Span>().is_err(), "{bad}");
-    }
-    assert_eq!("90m".parse::<Span>().unwrap().to_string(), "90m");
-    assert_eq!("120m".parse::<Span>().unwrap().to_string(), "2h");
-}
-
-#[test]
-fn compact_spans_read_back() {
-    for text in ["11h46m1s350ms", "1d", "6h45m12s318ms500us", "0s", "59m59s999ms999us"] {
-        assert_eq!(text.parse::<Span>().unwrap().compact(), text);
-    }
-}
-
-#[test]
-fn human_durations() {
-    assert_eq!(human_duration(0), "0s");
-    assert_eq!(human_duration(250_000), "250ms");
-    assert_eq!(human_duration(2_879_517_000_i64), "47m 59.517s");
-    assert_eq!(human_duration(183_600 * MICROS_PER_SEC), "2d 3h");
-    assert_eq!(human_duration(1), "0.000001s");
 }

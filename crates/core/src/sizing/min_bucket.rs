@@ -14,8 +14,8 @@ use crate::units::time::Timestamp;
 /// that `1/r` is the whole number P and the answer is exact.
 ///
 /// ```
-/// use ratelimit_replay::sizing::min_bucket::MinBucketFinder;
-/// use ratelimit_replay::units::time::Timestamp;
+/// use ratelimit_core::sizing::min_bucket::MinBucketFinder;
+/// use ratelimit_core::units::time::Timestamp;
 ///
 /// // Four events at 0, 1, 2 and 3 minutes, at 1 a minute: a bucket of 1 is enough; at 1
 /// // an hour, the four need a bucket of 4.
@@ -26,7 +26,7 @@ use crate::units::time::Timestamp;
 ///     times.iter().for_each(|&t| finder.push(t));
 ///     assert_eq!(finder.result().min_bucket, need);
 /// }
-/// # Ok::<(), ratelimit_replay::units::rate::RateError>(())
+/// # Ok::<(), ratelimit_core::units::rate::RateError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct MinBucketFinder {
@@ -44,8 +44,9 @@ pub struct MinBucketFinder {
 }
 
 /// A run of consecutive events, from the `start` of its first to the `end` of its last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stretch {
     /// The time of the first event.
     pub start: Timestamp,

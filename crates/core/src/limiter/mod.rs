@@ -17,7 +17,7 @@ mod tests;
 pub use aligned::{AlignedWindows, Step};
 pub use keyed::{AnyPerKey, Keys, PerKey};
 pub use leaky_queue::Waits;
-pub use registry::{Alone, AnyLimiter, RedisScript, Store, WithRule};
+pub use registry::{Alone, AnyLimiter, RedisScript, Store, UnknownAlgorithm, WithRule};
 pub use replicated::{AnyReplicated, Replicas, Replicated, Share};
 
 // The limiters, each `module::Type`: a new limiter is its file and one line here.

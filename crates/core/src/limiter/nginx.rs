@@ -69,6 +69,7 @@ impl std::fmt::Display for Delay {
     }
 }
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for Delay {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

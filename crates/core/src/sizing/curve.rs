@@ -85,9 +85,10 @@ impl std::fmt::Display for ExactRate {
     }
 }
 
-#[cfg(feature = "cli")]
+#[cfg(feature = "schema")]
 string_schema!(ExactRate, "description": "An exact rate: N events per period, as 74/3h, or 0");
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for ExactRate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

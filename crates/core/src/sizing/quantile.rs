@@ -65,9 +65,10 @@ impl fmt::Display for Percent {
     }
 }
 
-#[cfg(feature = "cli")]
+#[cfg(feature = "schema")]
 string_schema!(Percent, "description": "A share, as a percentage: 99%, 99.9%");
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for Percent {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -76,8 +77,9 @@ impl serde::Serialize for Percent {
 
 /// The quantiles a report gives of a value across keys: the median, p90, p99, p99.9 and
 /// the largest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Quantiles {
     /// The median.
     pub p50: u64,
@@ -86,7 +88,7 @@ pub struct Quantiles {
     /// The 99th percentile.
     pub p99: u64,
     /// The 99.9th percentile.
-    #[serde(rename = "p99.9")]
+    #[cfg_attr(feature = "serde", serde(rename = "p99.9"))]
     pub p99_9: u64,
     /// The largest.
     pub max: u64,

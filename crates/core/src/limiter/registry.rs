@@ -264,7 +264,31 @@ pub enum RedisScript {
     Gcra,
 }
 
-#[cfg(feature = "cli")]
+impl std::fmt::Display for Algorithm {
+    /// Writes the algorithm's name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no limiter's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a limiter")]
+pub struct UnknownAlgorithm(pub String);
+
+impl std::str::FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    /// Reads an algorithm by its name, exactly as [`Algorithm::name`] gives it.
+    fn from_str(name: &str) -> Result<Algorithm, UnknownAlgorithm> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| UnknownAlgorithm(name.to_owned()))
+    }
+}
+
+#[cfg(feature = "schema")]
 impl schemars::JsonSchema for Algorithm {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Algorithm".into()
@@ -276,20 +300,10 @@ impl schemars::JsonSchema for Algorithm {
     }
 }
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for Algorithm {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())
-    }
-}
-
-#[cfg(feature = "cli")]
-impl clap::ValueEnum for Algorithm {
-    fn value_variants<'a>() -> &'a [Algorithm] {
-        &Algorithm::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
     }
 }
 

@@ -3,8 +3,6 @@
 //! What each limiter promises, and how the measures judge it, sits beside the limiter, in
 //! its [`Rule`](super::Rule); this module only measures.
 
-use serde::Serialize;
-
 use super::{Algorithm, AlignedWindows, Step, Waits};
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
@@ -12,8 +10,9 @@ use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
 /// What a limiter promises, and whether the replay kept it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "cli", derive(schemars::JsonSchema))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Promise {
     /// The promise, and what was measured.
     pub text: String,

@@ -185,9 +185,10 @@ pub fn parse_rates(text: &str) -> Result<Vec<Rate>, RateError> {
     (0..len).map(|k| Rate::new(from_count + k * step, period)).collect()
 }
 
-#[cfg(feature = "cli")]
+#[cfg(feature = "schema")]
 string_schema!(Rate, "description": "A rate: N events per period, as 5/h or 1/30s");
 
+#[cfg(feature = "serde")]
 impl serde::Serialize for Rate {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
