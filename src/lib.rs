@@ -29,11 +29,13 @@
 #![warn(missing_docs)]
 
 pub use ratelimit_core::{limiter, sizing};
+pub use ratelimit_input as input;
+pub use ratelimit_input::units;
 
-pub mod input;
+pub mod sample;
 pub mod synth;
-pub mod units;
 
+#[cfg(feature = "cli")]
 pub(crate) mod message;
 
 #[cfg(feature = "cli")]

@@ -1,33 +1,10 @@
 //! Error messages are one line, whatever text from elsewhere they quote.
 
-/// Returns `text` trimmed, with line breaks and other control characters escaped as Rust
-/// writes them (`\n`, `\u{7}`), so that it cannot break a message's one line.
-pub fn one_line(text: &str) -> String {
-    let mut line = String::with_capacity(text.len());
-    for c in text.trim().chars() {
-        if c.is_control() {
-            line.extend(c.escape_debug());
-        } else {
-            line.push(c);
-        }
-    }
-    line
-}
+pub use ratelimit_input::message::one_line;
 
 /// An I/O error's reason, without the `(os error N)` that std appends: what `cp` and the
 /// shell print.
-#[cfg(feature = "cli")]
 pub fn io_reason(err: &std::io::Error) -> String {
     let text = err.to_string();
     text.find(" (os error").map_or(text.clone(), |at| text[..at].to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_are_escaped_and_quotes_kept() {
-        assert_eq!(one_line(" bad\r\nthing\u{7} \"q\" "), "bad\\r\\nthing\\u{7} \"q\"");
-    }
 }

@@ -20,11 +20,11 @@ use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
 use crate::input::format::InputFormat;
 use crate::input::log_format::{ARRIVAL, LogFormat};
-use crate::input::sample;
 use crate::limiter::{Algorithm, Share};
 use crate::message::one_line;
 use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
+use crate::sample;
 use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, TimeFormat};
@@ -232,7 +232,7 @@ impl InputArgs {
                 key_column: key_column.map(|(column, _)| column.to_owned()),
                 key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
-                progress: super::diagnostics::progress(),
+                progress: super::diagnostics::progress().then_some(crate::render::progress::bar),
                 skip_bad: self.skip_bad,
                 threads: self.threads.map_or_else(catalog::available_threads, usize::from),
             },

@@ -3,35 +3,28 @@
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ratelimit_input::progress::Progress;
 
 /// How long a read runs before its progress is shown.
 const AFTER: Duration = Duration::from_secs(1);
 
-/// Counts rows as they are read, and once a read has taken a second, draws a bar (of bytes,
-/// when the input's size is known) on stderr. It checks the clock only every 65 536 rows,
-/// so that it costs nothing on the way.
-pub struct Progress {
-    enabled: bool,
+/// Once a read has taken a second, draws a bar (of bytes, when the input's size is known)
+/// on stderr. The reader tells it its rows only every 65 536 ([`EVERY`](ratelimit_input::progress::EVERY)),
+/// so that the clock is read seldom.
+pub struct Bar {
     total: Option<u64>,
     start: Instant,
     bar: Option<ProgressBar>,
 }
 
-impl Progress {
-    /// Returns a tracker that draws only if `enabled`; `total` is the input's size in bytes.
-    pub fn new(enabled: bool, total: Option<u64>) -> Progress {
-        Progress { enabled, total, start: Instant::now(), bar: None }
-    }
+/// Returns the bar of a read of `total` bytes (if known): what the readers show progress
+/// with when a person watches stderr.
+pub fn bar(total: Option<u64>) -> Box<dyn Progress> {
+    Box::new(Bar { total, start: Instant::now(), bar: None })
+}
 
-    /// Notes that `rows` rows and `bytes` bytes have been read.
-    #[inline]
-    pub fn tick(&mut self, rows: u64, bytes: u64) {
-        if self.enabled && rows.is_multiple_of(65_536) {
-            self.draw(rows, bytes);
-        }
-    }
-
-    fn draw(&mut self, rows: u64, bytes: u64) {
+impl Progress for Bar {
+    fn show(&mut self, rows: u64, bytes: u64) {
         if self.bar.is_none() && self.start.elapsed() >= AFTER {
             self.bar = Some(self.bar());
         }
@@ -42,7 +35,9 @@ impl Progress {
             }
         }
     }
+}
 
+impl Bar {
     fn bar(&self) -> ProgressBar {
         let target = ProgressDrawTarget::stderr_with_hz(5);
         let (bar, template) = match self.total {
@@ -60,7 +55,7 @@ impl Progress {
     }
 }
 
-impl Drop for Progress {
+impl Drop for Bar {
     /// Clears the bar, so that what follows on stderr starts on a clean line.
     fn drop(&mut self) {
         if let Some(bar) = &self.bar {
@@ -74,19 +69,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bar_appears_only_after_a_second_and_only_if_enabled() {
-        let mut quick = Progress::new(true, Some(100));
-        quick.tick(65_536, 10);
+    fn a_bar_appears_only_after_a_second() {
+        let new = || Bar { total: Some(100), start: Instant::now(), bar: None };
+        let mut quick = new();
+        quick.show(65_536, 10);
         assert!(quick.bar.is_none(), "not within the first second");
-        let mut slow = Progress::new(true, Some(100));
+        let mut slow = new();
         slow.start -= Duration::from_secs(2);
-        slow.tick(65_535, 10);
-        assert!(slow.bar.is_none(), "the clock is read only every 65 536 rows");
-        slow.tick(65_536, 10);
+        slow.show(65_536, 10);
         assert_eq!(slow.bar.as_ref().map(ProgressBar::position), Some(10));
-        let mut off = Progress::new(false, None);
-        off.start -= Duration::from_secs(2);
-        off.tick(65_536, 10);
-        assert!(off.bar.is_none(), "never when stderr is not a terminal");
     }
 }

@@ -10,10 +10,10 @@ fn sample_path() -> PathBuf {
 
 #[test]
 fn the_sample_is_what_its_documented_command_makes() {
-    let made = run_with(&ratelimit_replay::input::sample::ARGS, Stdin::Null).ok();
+    let made = run_with(&ratelimit_replay::sample::ARGS, Stdin::Null).ok();
     let committed = std::fs::read_to_string(sample_path()).unwrap();
     assert!(made == committed, "data/sample.csv differs from what `synth` makes now");
-    assert_eq!(committed.as_bytes(), ratelimit_replay::input::sample::CSV, "the binary embeds it");
+    assert_eq!(committed.as_bytes(), ratelimit_replay::sample::CSV, "the binary embeds it");
 }
 
 #[test]

@@ -44,6 +44,7 @@ macro_rules! string_schema {
     };
 }
 
+pub mod event;
 pub mod limiter;
 pub mod sizing;
 pub mod units;

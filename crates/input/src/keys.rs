@@ -9,8 +9,7 @@ use foldhash::fast::FixedState;
 
 use super::values::Values;
 
-/// A key: its number among the keys of a read, from 0 in order of first appearance.
-pub type Key = u32;
+pub use ratelimit_core::event::Key;
 
 /// Waits for a thread of a scope and returns what it returned. A panic there is a bug in
 /// this program, not bad input: it is passed on as it is.

@@ -129,7 +129,7 @@ fn parse_canonical(text: &[u8]) -> Option<i64> {
 
 /// How the time column is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TimeFormat {
     /// RFC 3339 / ISO 8601 with `Z` or an offset, e.g. `2025-07-29T23:24:52.483Z`.
     #[default]

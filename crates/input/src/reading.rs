@@ -17,22 +17,8 @@ use super::options::ReadOptions;
 use super::row::{Columns, CostAt, Scratch, row_event};
 use super::source::Source;
 use super::stats::ReadStats;
-#[cfg(feature = "cli")]
-use crate::render::progress::Progress;
+use crate::progress::Ticker;
 use crate::units::time::Timestamp;
-
-/// Without the command line there is no progress bar to show.
-#[cfg(not(feature = "cli"))]
-pub(super) struct Progress;
-
-#[cfg(not(feature = "cli"))]
-impl Progress {
-    pub(super) fn new(_show: bool, _size: Option<u64>) -> Progress {
-        Progress
-    }
-
-    pub(super) fn tick(&mut self, _rows: u64, _bytes: u64) {}
-}
 
 /// Where rows come from: the csv crate for CSV and TSV, records for the other formats.
 pub(super) enum RowReader<R> {
@@ -117,7 +103,7 @@ pub(super) struct Reading<'a, R> {
     /// row must have; the csv crate checks it itself when it has read the header.
     width: Option<usize>,
     pub(super) stats: ReadStats,
-    progress: Progress,
+    progress: Ticker,
 }
 
 impl<'a, R: Read> Reading<'a, R> {
@@ -165,7 +151,7 @@ impl<'a, R: Read> Reading<'a, R> {
             scratch: Scratch::default(),
             width: None,
             stats: ReadStats::default(),
-            progress: Progress::new(options.progress, size),
+            progress: Ticker::new(options.progress, size),
         })
     }
 
@@ -376,7 +362,7 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             scratch: Scratch::default(),
             width: Some(header.width),
             stats,
-            progress: Progress::new(options.progress, size),
+            progress: Ticker::new(options.progress, size),
         })
     }
 }

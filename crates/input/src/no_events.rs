@@ -55,7 +55,7 @@ fn span(source: &Source, options: &ReadOptions) -> Option<(Timestamp, Timestamp)
     if matches!(source, Source::Stdin) {
         return None;
     }
-    let options = ReadOptions { filters: Vec::new(), progress: false, ..options.clone() };
+    let options = ReadOptions { filters: Vec::new(), progress: None, ..options.clone() };
     let (seen, _) = read_events(source, &options, Span::default).ok()?;
     seen.first.zip(seen.last)
 }
@@ -80,7 +80,7 @@ impl Sink for Span {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::catalog::ColumnFilter;
+    use crate::catalog::ColumnFilter;
 
     #[test]
     fn a_filter_is_described_as_its_flag() {

@@ -17,7 +17,7 @@ pub const ARGS: [&str; 9] = [
 ];
 
 /// The sample catalog.
-pub const CSV: &[u8] = include_bytes!("../../data/sample.csv");
+pub const CSV: &[u8] = include_bytes!("../data/sample.csv");
 
 /// The note on stderr when the sample is used because no input was given.
 pub const NOTE: &str = "no input given: replaying the bundled sample, a synthetic catalog \

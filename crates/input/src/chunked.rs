@@ -30,14 +30,11 @@ use super::keys::{joined, wide};
 use super::options::ReadOptions;
 use super::piece::{Piece, PieceBytes};
 use super::pipeline::Flow;
-#[cfg(not(feature = "cli"))]
-use super::reading::Progress;
 use super::reading::{Header, Reading};
 use super::row::{Fields, Scratch, row_event};
 use super::scan::{Row, Unusual};
 use super::stats::ReadStats;
-#[cfg(feature = "cli")]
-use crate::render::progress::Progress;
+use crate::progress::Ticker;
 
 /// The most bytes of one piece: large enough that a piece's start costs nothing, small
 /// enough that the pieces in flight (two per worker) take little memory.
@@ -196,7 +193,7 @@ fn take_pieces<E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let Plan { file, header, options, size, body, .. } = *plan;
-    let mut progress = Progress::new(options.progress, Some(size));
+    let mut progress = Ticker::new(options.progress, Some(size));
     let mut stats = ReadStats::default();
     let mut keys = KeyTable::new();
     let mut buffer = Vec::new();

@@ -1,7 +1,9 @@
 //! An event: when it came, whose it is, and what it costs.
 
-use super::keys::Key;
 use crate::units::time::Timestamp;
+
+/// A key: its number among the keys of a read, from 0 in order of first appearance.
+pub type Key = u32;
 
 /// One event of a catalog or log, as every reader gives it and every engine, limiter and
 /// sizing routine takes it.
@@ -11,7 +13,7 @@ pub struct Event {
     pub time: Timestamp,
     /// Its key's number; 0 when events are not keyed.
     pub key: Key,
-    /// The units it spends, at most [`MAX_COST`](crate::limiter::MAX_COST); 1 for an event
+    /// The units it spends, at most [`MAX_COST`](ratelimit_core::limiter::MAX_COST); 1 for an event
     /// that is one request.
     pub cost: u64,
 }

@@ -14,14 +14,11 @@ use super::keys::{KeyTable, joined, wide};
 use super::options::ReadOptions;
 use super::piece::{Piece, PieceBytes};
 use super::pipeline::Flow;
-#[cfg(not(feature = "cli"))]
-use super::reading::Progress;
 use super::reading::{Reading, long_row};
 use super::scan::{Row, Unusual};
 use super::source::Source;
 use super::stats::ReadStats;
-#[cfg(feature = "cli")]
-use crate::render::progress::Progress;
+use crate::progress::Ticker;
 
 /// The bytes of stdin read at a time, and about the size of a block of rows.
 const BLOCK: usize = 1 << 20;
@@ -121,7 +118,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut keys = KeyTable::new();
         let mut line = header.body.line();
         let mut next = 0;
-        let mut progress = Progress::new(options.progress, None);
+        let mut progress = Ticker::new(options.progress, None);
         let mut bytes = header.body.byte();
         while let Ok((mut piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;

@@ -4,6 +4,7 @@ use super::cost::Cost;
 use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
 use super::log_format::LogFormat;
+use crate::progress::ShowProgress;
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
 
@@ -33,8 +34,8 @@ pub struct ReadOptions {
     /// What asked for the key column, for messages: `--key` unless said, as a column
     /// filter says what asked for it.
     pub key_asked_by: &'static str,
-    /// Whether to show a progress bar on stderr when reading takes long.
-    pub progress: bool,
+    /// What shows a read's progress, if anything does: a progress bar, say.
+    pub progress: Option<ShowProgress>,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
     pub skip_bad: u64,
     /// How many threads may read and work on the events: with 1, all is done on the
@@ -56,7 +57,7 @@ impl ReadOptions {
             cost: Cost::default(),
             key_column: None,
             key_asked_by: "--key",
-            progress: false,
+            progress: None,
             skip_bad: 0,
             threads: available_threads(),
         }

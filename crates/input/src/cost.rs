@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::limiter::MAX_COST;
+use ratelimit_core::limiter::MAX_COST;
 
 /// Where each event's cost comes from: `--cost N` or `--cost COLUMN`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType;
 use parquet::schema::types::ColumnDescriptor;
 
-use crate::input::values::Values;
 use crate::units::time::Timestamp;
+use crate::values::Values;
 
 /// The Julian day of 1970-01-01, as INT96 timestamps count days.
 const JULIAN_DAY_OF_EPOCH: i64 = 2_440_588;

@@ -15,7 +15,7 @@ use super::values::Values;
 
 /// The layouts a catalog can be read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum InputFormat {
     /// Comma-separated values with a header row.
     #[default]

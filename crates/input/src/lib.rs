@@ -1,4 +1,10 @@
-//! Reading catalogs: rows to events (a time, a key and a cost), and the bundled sample.
+//! Reading event catalogs: rows to events (a time, a key and a cost), in time order.
+//!
+//! CSV, TSV, JSON Lines, GeoJSON, access logs and Parquet, each turned into
+//! [`Event`](event::Event)s that [`catalog::read_events`] feeds to a [`Sink`](sink::Sink),
+//! and the times those catalogs write ([`units::time`], [`units::layout`]).
+
+#![warn(missing_docs)]
 
 pub mod bounded;
 pub mod catalog;
@@ -18,6 +24,7 @@ mod json;
 mod json_pieces;
 pub mod keys;
 pub mod log_format;
+pub mod message;
 pub mod no_events;
 mod options;
 #[cfg(all(unix, feature = "parquet"))]
@@ -27,9 +34,9 @@ mod piece;
 #[cfg(unix)]
 mod pipe;
 mod pipeline;
+pub mod progress;
 mod reading;
 mod row;
-pub mod sample;
 #[cfg(unix)]
 mod scan;
 mod sink;
@@ -38,4 +45,5 @@ mod source;
 mod stats;
 mod streaming;
 mod timeline;
+pub mod units;
 mod values;
