@@ -180,7 +180,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                     line: tally.lines + 1,
                     field: name.clone(),
                     value: String::from_utf8_lossy(&text).into_owned(),
-                    reason,
+                    reason: reason.to_string(),
                 })?
             }
             (Cost::Each(units), _) => *units,

@@ -22,11 +22,11 @@ impl Default for Cost {
 
 /// Reads `--cost`: a whole number (every event costs it), else a column's name.
 impl FromStr for Cost {
-    type Err = String;
+    type Err = CostError;
 
-    fn from_str(text: &str) -> Result<Cost, String> {
+    fn from_str(text: &str) -> Result<Cost, CostError> {
         if text.is_empty() {
-            return Err("a cost is a whole number of units, or the column that holds it".into());
+            return Err(CostError::Nothing);
         }
         if !text.bytes().all(|b| b.is_ascii_digit()) {
             return Ok(Cost::Column(text.to_owned()));
@@ -44,28 +44,52 @@ impl fmt::Display for Cost {
     }
 }
 
+/// Why a field is not a cost: each says what the text is instead, for a message that
+/// names the field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CostError {
+    /// No `--cost` at all.
+    #[error("a cost is a whole number of units, or the column that holds it")]
+    Nothing,
+    /// Nothing.
+    #[error("empty: a cost is a whole number of units")]
+    Empty,
+    /// Below zero.
+    #[error("negative: a cost is a whole number of units, 0 or more")]
+    Negative,
+    /// A number with a fraction or an exponent.
+    #[error("fractional: a cost is a whole number of units")]
+    Fractional,
+    /// Not a number at all.
+    #[error("not a number: a cost is a whole number of units")]
+    NotANumber,
+    /// More than [`MAX_COST`].
+    #[error("more than {MAX_COST}, the largest cost an event may have")]
+    TooLarge,
+}
+
 /// Reads a cost from a field: a whole number of units, 0 to [`MAX_COST`], in decimal
-/// digits. The error says what the text is instead, for a message that names the field.
-pub fn parse_cost(text: &[u8]) -> Result<u64, String> {
+/// digits.
+pub fn parse_cost(text: &[u8]) -> Result<u64, CostError> {
     if text.is_empty() {
-        return Err("empty: a cost is a whole number of units".into());
+        return Err(CostError::Empty);
     }
     if text[0] == b'-' && text.len() > 1 {
-        return Err("negative: a cost is a whole number of units, 0 or more".into());
+        return Err(CostError::Negative);
     }
     if text.iter().any(|&b| b == b'.' || b == b'e' || b == b'E')
         && text.iter().any(u8::is_ascii_digit)
     {
-        return Err("fractional: a cost is a whole number of units".into());
+        return Err(CostError::Fractional);
     }
     if !text.iter().all(u8::is_ascii_digit) {
-        return Err("not a number: a cost is a whole number of units".into());
+        return Err(CostError::NotANumber);
     }
     // All digits: the value overflows only past u64, far past the largest cost.
     let units = std::str::from_utf8(text).ok().and_then(|t| t.parse::<u64>().ok());
     match units {
         Some(units) if units <= MAX_COST => Ok(units),
-        _ => Err(format!("more than {MAX_COST}, the largest cost an event may have")),
+        _ => Err(CostError::TooLarge),
     }
 }
 
@@ -87,7 +111,7 @@ mod tests {
         assert_eq!(parse_cost(b"0"), Ok(0));
         assert_eq!(parse_cost(b"1200"), Ok(1200));
         assert_eq!(parse_cost(b"1000000000000"), Ok(MAX_COST));
-        let reason = |text: &[u8]| parse_cost(text).unwrap_err();
+        let reason = |text: &[u8]| parse_cost(text).unwrap_err().to_string();
         assert!(reason(b"").starts_with("empty"));
         assert!(reason(b"-3").starts_with("negative"));
         assert!(reason(b"2.5").starts_with("fractional"));

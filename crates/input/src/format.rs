@@ -222,7 +222,9 @@ impl<R: Read> Records<R> {
             record.clear();
             let read = match self.format {
                 InputFormat::Clf => match &self.log_format {
-                    Some(layout) => layout.fields(&self.text, &self.fields),
+                    Some(layout) => {
+                        layout.fields(&self.text, &self.fields).map_err(|e| e.to_string())
+                    }
                     None => clf_fields(&self.text, &self.fields),
                 }
                 .map(|values| values.iter().for_each(|v| record.push_field(v))),

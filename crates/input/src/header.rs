@@ -4,24 +4,50 @@ use csv::ByteRecord;
 
 use crate::message::one_line;
 
+/// Why a column could not be found in a header; names and the header are as a message
+/// quotes them, each on one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnError {
+    /// Two columns have the name.
+    #[error(
+        "the header names `{name}` twice, as columns {first} and {second}; which one is meant \
+         cannot be told"
+    )]
+    Twice {
+        /// The name.
+        name: String,
+        /// The first column with it, from 1.
+        first: usize,
+        /// The second, from 1.
+        second: usize,
+    },
+    /// No column has the name.
+    #[error("no column named `{name}` {why}; the header has: {header}")]
+    Missing {
+        /// The name.
+        name: String,
+        /// Who asked for it.
+        why: String,
+        /// The header's names, joined with commas.
+        header: String,
+    },
+}
+
 /// Returns the index of the column named `wanted` in `header`; `why` says who asked for it
 /// (`(named by --key)`, say). It is an error, in words for the user, if no column or two
 /// columns have that name.
-pub fn find_column(header: &ByteRecord, wanted: &str, why: &str) -> Result<usize, String> {
+pub fn find_column(header: &ByteRecord, wanted: &str, why: &str) -> Result<usize, ColumnError> {
     let mut found = header.iter().enumerate().filter(|(_, h)| *h == wanted.as_bytes());
-    let wanted = one_line(wanted);
+    let name = one_line(wanted);
     match (found.next(), found.next()) {
         (Some((index, _)), None) => Ok(index),
-        (Some((first, _)), Some((second, _))) => Err(format!(
-            "the header names `{wanted}` twice, as columns {} and {}; which one is meant \
-             cannot be told",
-            first + 1,
-            second + 1
-        )),
+        (Some((first, _)), Some((second, _))) => {
+            Err(ColumnError::Twice { name, first: first + 1, second: second + 1 })
+        }
         (None, _) => {
             let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
-            let names = one_line(&names.join(","));
-            Err(format!("no column named `{wanted}` {why}; the header has: {names}"))
+            let header = one_line(&names.join(","));
+            Err(ColumnError::Missing { name, why: why.to_owned(), header })
         }
     }
 }
@@ -35,9 +61,10 @@ mod tests {
         let header = ByteRecord::from(vec!["time", "user", "time"]);
         assert_eq!(find_column(&header, "user", "(named by --key)"), Ok(1));
         assert_eq!(
-            find_column(&header, "who", "(named by --key)"),
-            Err("no column named `who` (named by --key); the header has: time,user,time".into())
+            find_column(&header, "who", "(named by --key)").unwrap_err().to_string(),
+            "no column named `who` (named by --key); the header has: time,user,time"
         );
-        assert!(find_column(&header, "time", "").unwrap_err().contains("as columns 1 and 3"));
+        let twice = find_column(&header, "time", "").unwrap_err();
+        assert!(twice.to_string().contains("as columns 1 and 3"), "{twice}");
     }
 }

@@ -8,6 +8,54 @@ use crate::units::decimal;
 /// `$request_time` seconds before.
 pub const ARRIVAL: &str = "arrival";
 
+/// Why a `log_format` string cannot be read, or a line cannot be read by one; names and
+/// values are as a message quotes them, each on one line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LogFormatError {
+    /// A `${` with no `}`.
+    #[error("a `${{` is not closed")]
+    Unclosed,
+    /// A `$` with no name after it.
+    #[error("a `$` names no variable")]
+    NoName,
+    /// Two variables with nothing between them.
+    #[error("${before} and ${after} have nothing between them, so they cannot be told apart")]
+    Adjacent {
+        /// The first variable.
+        before: String,
+        /// The second.
+        after: String,
+    },
+    /// A format without a variable.
+    #[error("it names no $variable")]
+    NoVariable,
+    /// A line that the format does not split.
+    #[error("the line is not in the --log-format '{0}'")]
+    NotInFormat(String),
+    /// The arrival asked for without `$msec` and `$request_time`.
+    #[error("the arrival needs $msec and $request_time in the --log-format")]
+    NoArrival,
+    /// A variable the format lacks.
+    #[error("the --log-format has no ${name}; it has ${has}")]
+    Missing {
+        /// The variable asked for.
+        name: String,
+        /// The format's variables, joined with `, $`.
+        has: String,
+    },
+    /// `$msec` less `$request_time` that is no time.
+    #[error(
+        "$msec {msec:?} less $request_time {request_time:?} is no time: each must be seconds, \
+         to the millisecond"
+    )]
+    NoTime {
+        /// `$msec` as logged.
+        msec: String,
+        /// `$request_time` as logged.
+        request_time: String,
+    },
+}
+
 /// An nginx `log_format` string: text written as it is, and `$variables` between.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogFormat {
@@ -26,7 +74,7 @@ impl LogFormat {
     /// Reads a `log_format` string: `$name` or `${name}` for a variable, anything else as
     /// written. Two variables with nothing between them cannot be told apart, and are
     /// refused, as is a format with no variable.
-    pub fn parse(text: &str) -> Result<LogFormat, String> {
+    pub fn parse(text: &str) -> Result<LogFormat, LogFormatError> {
         let mut parts = Vec::new();
         let mut literal = Vec::new();
         let mut rest = text.as_bytes();
@@ -39,7 +87,7 @@ impl LogFormat {
             let (name, after) = match after.strip_prefix(b"{") {
                 Some(braced) => {
                     let end =
-                        braced.iter().position(|&b| b == b'}').ok_or("a `${` is not closed")?;
+                        braced.iter().position(|&b| b == b'}').ok_or(LogFormatError::Unclosed)?;
                     (&braced[..end], &braced[end + 1..])
                 }
                 None => {
@@ -51,15 +99,15 @@ impl LogFormat {
                 }
             };
             if name.is_empty() {
-                return Err("a `$` names no variable".into());
+                return Err(LogFormatError::NoName);
             }
             if !literal.is_empty() {
                 parts.push(Part::Text(std::mem::take(&mut literal)));
             } else if let Some(Part::Variable(before)) = parts.last() {
-                return Err(format!(
-                    "${before} and ${} have nothing between them, so they cannot be told apart",
-                    String::from_utf8_lossy(name)
-                ));
+                return Err(LogFormatError::Adjacent {
+                    before: before.clone(),
+                    after: String::from_utf8_lossy(name).into_owned(),
+                });
             }
             parts.push(Part::Variable(String::from_utf8_lossy(name).into_owned()));
             rest = after;
@@ -69,7 +117,7 @@ impl LogFormat {
         }
         let format = LogFormat { parts, text: text.to_owned() };
         if format.variables().next().is_none() {
-            return Err("it names no $variable".into());
+            return Err(LogFormatError::NoVariable);
         }
         Ok(format)
     }
@@ -98,10 +146,9 @@ impl LogFormat {
     }
 
     /// Returns the values of `fields` in `line`, each a variable's name or [`ARRIVAL`].
-    pub fn fields(&self, line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, String> {
-        let values = self.split(line).ok_or_else(|| {
-            format!("the line is not in the --log-format '{}'", one_line(&self.text))
-        })?;
+    pub fn fields(&self, line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>, LogFormatError> {
+        let values =
+            self.split(line).ok_or_else(|| LogFormatError::NotInFormat(one_line(&self.text)))?;
         let value = |name: &str| {
             let index = self.variables().position(|v| v == name)?;
             Some(values[index])
@@ -118,15 +165,11 @@ impl LogFormat {
             .collect()
     }
 
-    fn missing(&self, name: &str) -> String {
+    fn missing(&self, name: &str) -> LogFormatError {
         let names: Vec<&str> = self.variables().collect();
         match name {
-            ARRIVAL => "the arrival needs $msec and $request_time in the --log-format".into(),
-            _ => format!(
-                "the --log-format has no ${}; it has ${}",
-                one_line(name),
-                names.join(", $")
-            ),
+            ARRIVAL => LogFormatError::NoArrival,
+            _ => LogFormatError::Missing { name: one_line(name), has: names.join(", $") },
         }
     }
 
@@ -175,16 +218,14 @@ fn unescaped_quote(text: &[u8]) -> Option<usize> {
 
 /// Returns `$msec − $request_time` as epoch seconds to the millisecond, or why not:
 /// either is not a number of seconds with at most three decimals.
-fn arrival(msec: &[u8], request_time: &[u8]) -> Result<Vec<u8>, String> {
+fn arrival(msec: &[u8], request_time: &[u8]) -> Result<Vec<u8>, LogFormatError> {
     let seconds = |text: &[u8]| decimal::parse_exact(text, 3).ok();
     let Some(came) = seconds(msec).zip(seconds(request_time)).and_then(|(s, t)| s.checked_sub(t))
     else {
-        return Err(format!(
-            "$msec {:?} less $request_time {:?} is no time: each must be seconds, to the \
-             millisecond",
-            one_line(&String::from_utf8_lossy(msec)),
-            one_line(&String::from_utf8_lossy(request_time))
-        ));
+        return Err(LogFormatError::NoTime {
+            msec: one_line(&String::from_utf8_lossy(msec)),
+            request_time: one_line(&String::from_utf8_lossy(request_time)),
+        });
     };
     let sign = if came < 0 { "-" } else { "" };
     let (whole, millis) = (came.unsigned_abs() / 1000, came.unsigned_abs() % 1000);
@@ -199,7 +240,8 @@ mod tests {
 
     fn fields(format: &str, line: &str, names: &[&str]) -> Result<Vec<String>, String> {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let values = LogFormat::parse(format)?.fields(line.as_bytes(), &names)?;
+        let format = LogFormat::parse(format).map_err(|e| e.to_string())?;
+        let values = format.fields(line.as_bytes(), &names).map_err(|e| e.to_string())?;
         Ok(values.into_iter().map(|v| String::from_utf8(v).unwrap()).collect())
     }
 
@@ -219,13 +261,13 @@ mod tests {
         let format = LogFormat::parse("${msec}|$remote_addr").unwrap();
         assert_eq!(format.variables().collect::<Vec<_>>(), ["msec", "remote_addr"]);
         assert_eq!(format.time_field(), Some("msec"));
-        let err = LogFormat::parse("$msec$remote_addr").unwrap_err();
+        let err = LogFormat::parse("$msec$remote_addr").unwrap_err().to_string();
         assert_eq!(
             err,
             "$msec and $remote_addr have nothing between them, so they cannot be told apart"
         );
-        assert_eq!(LogFormat::parse("no variables").unwrap_err(), "it names no $variable");
-        assert_eq!(LogFormat::parse("${msec").unwrap_err(), "a `${` is not closed");
+        assert_eq!(LogFormat::parse("no variables").unwrap_err(), LogFormatError::NoVariable);
+        assert_eq!(LogFormat::parse("${msec").unwrap_err().to_string(), "a `${` is not closed");
         assert_eq!(LogFormat::parse("$request_time").unwrap().time_field(), None);
     }
 
@@ -238,7 +280,7 @@ mod tests {
         let err = fields("$msec $status", "1.5 200", &[ARRIVAL]).unwrap_err();
         assert_eq!(err, "the arrival needs $msec and $request_time in the --log-format");
         assert_eq!(arrival(b"0.100", b"0.250"), Ok(b"-0.150".to_vec()));
-        let err = arrival(b"1.5", b"-").unwrap_err();
+        let err = arrival(b"1.5", b"-").unwrap_err().to_string();
         assert_eq!(
             err,
             "$msec \"1.5\" less $request_time \"-\" is no time: each must be seconds, to the millisecond"

@@ -301,7 +301,7 @@ pub(super) fn resolve_columns(
             // An empty input is an empty catalog, not a missing column.
             return Ok(0);
         }
-        find_column(header, wanted, why).map_err(|problem| layout(name, problem))
+        find_column(header, wanted, why).map_err(|problem| layout(name, problem.to_string()))
     };
     let why = "(choose the time column with --time-column)";
     let time =

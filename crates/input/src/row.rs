@@ -178,7 +178,7 @@ fn rest_of_row<'a, 'o>(
         CostAt::Column(index) => {
             let text = row.field(index, filter);
             let name = options.cost_column().unwrap_or("cost");
-            parse_cost(text).map_err(|reason| problem(name, text, reason))?
+            parse_cost(text).map_err(|reason| problem(name, text, reason.to_string()))?
         }
     };
     let key = match columns.key {
