@@ -13,7 +13,7 @@ pub struct Event {
     pub time: Timestamp,
     /// Its key's number; 0 when events are not keyed.
     pub key: Key,
-    /// The units it spends, at most [`MAX_COST`](ratelimit_core::limiter::MAX_COST); 1 for an event
+    /// The units it spends, at most [`MAX_COST`](crate::limiter::MAX_COST); 1 for an event
     /// that is one request.
     pub cost: u64,
 }

@@ -27,7 +27,7 @@ pub struct Window {
 }
 
 impl LimitsFixedWindow {
-    /// Returns the limiter for N per P, P a whole number of seconds ([`whole_seconds`]).
+    /// Returns the limiter for N per P, P a whole number of seconds.
     pub fn new(rate: Rate) -> LimitsFixedWindow {
         let (limit, period) = (rate.count(), rate.period().as_micros());
         LimitsFixedWindow { limit, period, state: Window::default() }
