@@ -101,8 +101,14 @@ impl BusiestWindow {
         costs.sum += u128::from(cost);
         // A count of events held in memory: a usize, which fits in a u64.
         let (units, events) = (costs.sum, self.recent.len() as u64);
-        if self.best.is_none_or(|best| units > best.units) {
-            self.best = Some(Best { start: self.recent[0], units, events });
+        let start = self.recent[0];
+        // The busiest window still growing by events that cost nothing keeps its start and
+        // its units, and counts them: its count is every event in it.
+        if self
+            .best
+            .is_none_or(|best| units > best.units || (units == best.units && start == best.start))
+        {
+            self.best = Some(Best { start, units, events });
         }
     }
 
@@ -192,6 +198,17 @@ mod tests {
         assert_eq!((found.start, found.count, found.units), (Some(at(50)), 1, 9));
     }
 
+    #[test]
+    fn events_that_cost_nothing_are_counted_in_the_busiest_window() {
+        // 60 events a minute apart, each costing 0: the first hour holds all 60, 0 units.
+        let mut window = BusiestWindow::new(Span::from_micros(3_600_000_000).unwrap());
+        for minute in 0..60 {
+            window.push_cost(at(minute * 60_000_000), 0);
+        }
+        let found = window.busiest();
+        assert_eq!((found.start, found.count, found.units), (Some(at(0)), 60, 0));
+    }
+
     proptest! {
         #[test]
         fn weighted_matches_brute_force(
@@ -208,6 +225,9 @@ mod tests {
                 .map(|&(s, _)| (inside(s).map(|&(_, c)| u128::from(c)).sum::<u128>(), s))
                 .fold((0, None), |best, (units, s)| if units > best.0 || best.1.is_none() { (units, Some(at(s))) } else { best });
             prop_assert_eq!((found.units, found.start), brute);
+            // Its count is every event in it, those that cost nothing too.
+            let count = brute.1.map_or(0, |s| inside(s.as_micros()).count());
+            prop_assert_eq!(usize::try_from(found.count).unwrap(), count);
         }
 
         #[test]
