@@ -149,3 +149,30 @@ fn a_bad_parquet_field_names_its_row_and_column() {
     assert_eq!(piped.code, 2);
     assert!(piped.stderr.contains("Parquet is read from a file"), "{}", piped.stderr);
 }
+
+#[test]
+fn unsigned_integers_of_2_to_the_63_and_above_are_not_read_as_negative() {
+    let file = parquet_file("unsigned.parquet", include_bytes!("../fixtures/unsigned.parquet"));
+    let keys = |column: &str| {
+        let args =
+            ["replay", "--algo", "gcra", "--rate", "1/h", "--key", column, "--format", "json"];
+        let (out, _, code) = outcome(&args, &file);
+        assert_eq!(code, 0);
+        let report = crate::harness::json(&out);
+        let mut keys: Vec<String> = (report["keys"]["top"].as_array().unwrap().iter())
+            .map(|k| k["key"].as_str().unwrap().to_owned())
+            .collect();
+        keys.sort();
+        keys
+    };
+    assert_eq!(keys("u64"), ["1", "18446744073709551615", "9223372036854775808"]);
+    assert_eq!(keys("u32"), ["1", "2147483648", "4294967295"]);
+    let (_, err, code) =
+        outcome(&["replay", "--algo", "gcra", "--rate", "1/h", "--cost", "u64"], &file);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "ratelimit: INPUT: row 2, field `u64`: \"9223372036854775808\" is more than \
+         1000000000000, the largest cost an event may have\n"
+    );
+}

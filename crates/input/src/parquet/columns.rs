@@ -19,6 +19,8 @@ pub(super) enum Kind {
     /// An integer, in decimal; with a scale, a decimal number with that many digits after
     /// its point.
     Integer { scale: u32 },
+    /// An unsigned integer, stored in the bits of a signed one: as written, never negative.
+    Unsigned,
     /// A float, as Rust writes it: the shortest text that reads back the same.
     Float,
     /// `true` or `false`.
@@ -71,7 +73,14 @@ pub(super) fn kind_of(column: &ColumnDescriptor) -> Result<Kind, String> {
         (Physical::INT32 | Physical::INT64, Some(LogicalType::Decimal(_))) => {
             Kind::Integer { scale: scale() }
         }
+        (Physical::INT32 | Physical::INT64, Some(LogicalType::Integer(int))) if !int.is_signed => {
+            Kind::Unsigned
+        }
         (Physical::INT32 | Physical::INT64, _) => match column.converted_type() {
+            parquet::basic::ConvertedType::UINT_8
+            | parquet::basic::ConvertedType::UINT_16
+            | parquet::basic::ConvertedType::UINT_32
+            | parquet::basic::ConvertedType::UINT_64 => Kind::Unsigned,
             parquet::basic::ConvertedType::TIMESTAMP_MILLIS => Kind::Time(TimeScale::Millis),
             parquet::basic::ConvertedType::TIMESTAMP_MICROS => Kind::Time(TimeScale::Micros),
             parquet::basic::ConvertedType::DATE => Kind::Time(TimeScale::Days),
@@ -117,11 +126,18 @@ pub(super) fn decode(
         ColumnReader::BoolColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
             c.values.text().extend_from_slice(if *v { b"true" } else { b"false" });
         }),
+        // An unsigned column's values come in the bits of signed ones.
         ColumnReader::Int32ColumnReader(r) => {
-            typed(r, rows, max_def, levels, cells, |v, c| integer(i64::from(*v), kind, c))
+            typed(r, rows, max_def, levels, cells, |v, c| match kind {
+                Kind::Unsigned => unsigned(u64::from(v.cast_unsigned()), c),
+                _ => integer(i64::from(*v), kind, c),
+            })
         }
         ColumnReader::Int64ColumnReader(r) => {
-            typed(r, rows, max_def, levels, cells, |v, c| integer(*v, kind, c))
+            typed(r, rows, max_def, levels, cells, |v, c| match kind {
+                Kind::Unsigned => unsigned(v.cast_unsigned(), c),
+                _ => integer(*v, kind, c),
+            })
         }
         ColumnReader::Int96ColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
             // Its Julian day, and the nanoseconds of that day.
@@ -149,6 +165,12 @@ pub(super) fn decode(
             })
         }
     }
+}
+
+/// Writes an unsigned integer column's value.
+fn unsigned(value: u64, cells: &mut Cells) {
+    let mut buffer = itoa::Buffer::new();
+    cells.values.text().extend_from_slice(buffer.format(value).as_bytes());
 }
 
 /// Writes an integer column's value: a time's as its time and its number, a decimal's
