@@ -22,10 +22,17 @@ pub const UNITS: [(&str, i64); 7] = [
 /// envoyproxy/ratelimit's fixed window on Redis (`src/redis/fixed_cache_impl.go`, `DoLimit`
 /// and `pipelineAppend`; the window in `src/limiter/cache_key.go`, `GenerateCacheKey`; the
 /// verdict in `src/limiter/base_limiter.go`, `GetResponseDescriptorStatus`), at commit
-/// f2fb157. A request's key names its window, `⌊now / unit⌋·unit` in whole seconds; each
-/// request `INCRBY`s it by its hits (the cost; a cost of 0 is 1, as `GetHitsAddends`
-/// makes a request's `hits_addend` of 0) and is over the limit if the count after is above
-/// N. Refused requests count.
+/// f2fb157. A request's key names its window, `now / unit · unit` in Go's integers: `now`
+/// the whole seconds of `UnixNow` (floored), divided by truncation toward zero. Each
+/// request `INCRBY`s it by its hits (the cost; a cost of 0 is 1, as `GetHitsAddends` makes
+/// a request's `hits_addend` of 0), `EXPIRE`s it a unit later, and is over the limit if the
+/// count after is above N. Refused requests count.
+///
+/// From 1970 on, a window is one unit long and its hits are less than a unit apart, so the
+/// key never expires while it is read. Truncation makes the window named 0 span (−unit,
+/// unit), and there a key idle for a unit expires (when Redis's clock in ms is past its
+/// time): this model expires it so, as envoy does with `EXPIRATION_JITTER_MAX_SECONDS=0`.
+/// (By default envoy adds 0 to 300 s of random jitter to each expiry.)
 ///
 /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT` changes nothing for one limit: a key whose
 /// count would pass N is "near limit" itself, and `getHitsAddend` increments it. Among
@@ -35,22 +42,26 @@ pub const UNITS: [(&str, i64); 7] = [
 #[derive(Clone, Debug)]
 pub struct EnvoyRatelimit {
     limit: u64,
-    /// The unit, in microseconds.
+    /// The unit, in whole seconds.
     unit: i64,
     state: Count,
 }
 
-/// One key's count, and the window it is for.
+/// One key's count, the window it is for, and its last hit's time in ms, from which its
+/// expiry counts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Count {
     window: i64,
     hits: u64,
+    last_ms: i64,
 }
 
 impl EnvoyRatelimit {
     /// Returns the limiter for N per one of envoy's units.
     pub fn new(rate: Rate) -> EnvoyRatelimit {
-        EnvoyRatelimit { limit: rate.count(), unit: rate.period().as_micros(), state: Count::default() }
+        // Envoy's units are whole seconds (`refuses` takes no other period).
+        let unit = (rate.period().as_micros() / 1_000_000).max(1);
+        EnvoyRatelimit { limit: rate.count(), unit, state: Count::default() }
     }
 }
 
@@ -59,13 +70,16 @@ impl KeyedState for EnvoyRatelimit {
 
     #[inline]
     fn step(&self, count: &mut Count, now: Timestamp, cost: u64, force: bool) -> Decision {
-        // Whole seconds, then the unit's window: the same window as the µs one's floor
-        // (before 1970, Go's division truncates where this floors).
-        let window = now.as_micros().div_euclid(self.unit);
-        if window != count.window {
-            *count = Count { window, hits: 0 };
+        let micros = now.as_micros();
+        // Go: `UnixNow()` floors to whole seconds; `now / divider` truncates toward zero.
+        let window = micros.div_euclid(1_000_000) / self.unit;
+        let ms = micros.div_euclid(1_000);
+        let expired = ms > count.last_ms.saturating_add(self.unit.saturating_mul(1_000));
+        if window != count.window || expired {
+            *count = Count { window, hits: 0, last_ms: ms };
         }
         count.hits = count.hits.saturating_add(cost.max(1));
+        count.last_ms = ms;
         Decision { passed: force || count.hits <= self.limit, wait: 0 }
     }
 
@@ -148,5 +162,25 @@ mod tests {
         assert!(!refuses("5/s") && !refuses("5/m") && !refuses("5/h") && !refuses("5/d"));
         assert!(!refuses("5/7d") && !refuses("5/30d") && !refuses("5/365d"));
         assert!(refuses("5/2m") && refuses("5/90s"));
+    }
+
+    #[test]
+    fn before_1970_windows_are_named_by_truncation_and_an_idle_key_expires() {
+        // 1 a minute. −90 s and −70 s: window −1 (Go: −90/60 = −1, −70/60 = −1), the second
+        // over. −30 s: window 0 (−30/60 = 0), which runs to 60 s: at 20 s the count is 2,
+        // over (floored windows would have passed it), and at 25 s 3, over: the key, hit 55
+        // and 5 s before, lives. At 86 s window 1 begins.
+        let mut limiter = EnvoyRatelimit::new("1/m".parse().unwrap());
+        let got = decisions(&mut limiter, &secs(&[-90, -70, -30, 20, 25, 86]));
+        assert_eq!(got, [true, false, true, false, false, true]);
+        // Window 0 idle for more than a unit: −40 s, then 25 s (65 s later), when the key
+        // has expired and counts again from 0; a fraction before 1970 floors to the second
+        // before it, −1 s: window 0 too.
+        let mut limiter = EnvoyRatelimit::new("1/m".parse().unwrap());
+        let got = decisions(&mut limiter, &secs(&[-40, 25]));
+        assert_eq!(got, [true, true]);
+        let mut limiter = EnvoyRatelimit::new("1/m".parse().unwrap());
+        let half = Timestamp::from_micros(-500_000).unwrap();
+        assert_eq!(decisions(&mut limiter, &[half, secs(&[59])[0]]), [true, false]);
     }
 }

@@ -314,12 +314,23 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
                 count <= n
             }
             Algorithm::EnvoyRatelimit => {
+                // The hits counted: back from this one, those named for the same window
+                // (whole seconds, then Go's truncating division by the unit in seconds),
+                // until a gap of more than a unit in ms, when the key had expired.
                 hits.push((t, c.max(1)));
-                hits.iter()
-                    .filter(|&&(s, _)| s.div_euclid(p) == window)
-                    .map(|&(_, c)| c)
-                    .sum::<i128>()
-                    <= n
+                let unit = (p / 1_000_000).max(1);
+                let name = |t: i128| t.div_euclid(1_000_000) / unit;
+                let mut counted = 0;
+                for (i, &(s, c)) in hits.iter().enumerate().rev() {
+                    let idle = hits.get(i + 1).is_some_and(|&(next, _)| {
+                        next.div_euclid(1000) > s.div_euclid(1000) + unit * 1000
+                    });
+                    if name(s) != name(t) || idle {
+                        break;
+                    }
+                    counted += c;
+                }
+                counted <= n
             }
             Algorithm::Traefik => {
                 // limit = N·10⁹/P_ns; maxDelay 10⁹/(2·⌊limit⌋) ns, or 0.5 s below 1/s;
@@ -398,9 +409,23 @@ fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)])
             }
             Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,
             Algorithm::LimitsSlidingWindow => {
-                let prev = used(&|s| s.div_euclid(p) == window - 1);
-                let cur = used(&|s| s.div_euclid(p) == window);
-                (prev * (p - (t - window * p))).div_euclid(p) + cur + c <= n
+                // Counters named by Python's int(), toward zero: each holds the passed hits
+                // named so since it was made, and expires 2·P after the hit that made it.
+                let count = |name: i128| {
+                    let (mut count, mut expires) = (0, i128::MIN);
+                    for &(s, c) in passed.iter().filter(|&&(s, _)| s / p == name) {
+                        if expires <= s {
+                            count = 0;
+                        }
+                        count += c;
+                        if count == c {
+                            expires = s + 2 * p;
+                        }
+                    }
+                    if expires <= t { 0 } else { count }
+                };
+                let (prev, cur) = (count((t - p) / p), count(t / p));
+                (prev * (p - t.rem_euclid(p))).div_euclid(p) + cur + c <= n
             }
             Algorithm::Gcra | Algorithm::LeakyQueue => {
                 let from = tat.max(t * n);
