@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Serialize, Serializer};
 
-use crate::limiter::{Algorithm, Delay, Waits};
+use crate::limiter::{Algorithm, Waits};
 use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
 use crate::sizing::quantile::{Percent, Quantiles};
@@ -24,7 +24,7 @@ pub struct LimiterReport {
     /// nginx's: when it serves what it admits.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
-    pub delay: Option<Delay>,
+    pub delay: Option<String>,
     pub events: u64,
     pub passed: u64,
     pub dropped: u64,

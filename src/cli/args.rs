@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
-use crate::limiter::{Algorithm, Delay};
+use crate::limiter::{Algorithm, ParamError, Params};
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -266,23 +266,75 @@ pub struct NginxArgs {
 }
 
 impl NginxArgs {
-    /// The flag given, if any.
-    pub fn given(&self) -> Option<&'static str> {
-        match (self.delay, self.nodelay, self.dry_run) {
-            (Some(_), ..) => Some("--delay"),
-            (_, true, _) => Some("--nodelay"),
-            (_, _, true) => Some("--dry-run"),
-            _ => None,
+    /// The parameters the flags give, as a spec writes them.
+    pub fn given(&self) -> GivenParams {
+        let mut given = Vec::new();
+        if let Some(delay) = self.delay {
+            given.push(("delay".to_owned(), Some(delay.to_string())));
+        }
+        if self.nodelay {
+            given.push(("nodelay".to_owned(), None));
+        }
+        if self.dry_run {
+            given.push(("dry-run".to_owned(), None));
+        }
+        GivenParams(given)
+    }
+}
+
+/// A limiter's own parameters as given, each key with its value (`None` for a bare key), in
+/// the order given: by flags (`--delay 2`), or in a `--limit` spec (`delay=2`). The limiter
+/// reads them ([`Algorithm::params`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GivenParams(pub Vec<(String, Option<String>)>);
+
+impl GivenParams {
+    /// Settles `algorithm`'s parameters. A key it does not take is an error when the user
+    /// named that limiter (`strict`), naming the limiters that take it, each key written
+    /// after `prefix` (`--` for flags); one of several limiters keeps its defaults.
+    pub fn settle(
+        &self,
+        algorithm: Algorithm,
+        strict: bool,
+        prefix: &str,
+    ) -> Result<Params, String> {
+        let given: Vec<(&str, Option<&str>)> =
+            self.0.iter().map(|(key, value)| (key.as_str(), value.as_deref())).collect();
+        match algorithm.params(&given) {
+            Ok(params) => Ok(params),
+            Err(ParamError::NotMine(_)) if !strict => Ok(algorithm.default_params()),
+            Err(ParamError::NotMine(key)) => {
+                let owners: Vec<&str> = (Algorithm::ALL.iter())
+                    .filter(|a| a.param_keys().contains(&key.as_str()))
+                    .map(|a| a.name())
+                    .collect();
+                Err(format!(
+                    "{prefix}{key} applies to {}, not {}",
+                    owners.join(", "),
+                    algorithm.name()
+                ))
+            }
+            Err(e) => Err(e.to_string()),
         }
     }
 
-    /// The delay they say, nginx's default (`delay=0`) if none.
-    pub fn delay(&self) -> Delay {
-        match (self.delay, self.nodelay, self.dry_run) {
-            (_, _, true) => Delay::DryRun,
-            (_, true, _) => Delay::Never,
-            (d, ..) => Delay::Beyond(d.unwrap_or(0)),
+    /// Whether none was given.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for GivenParams {
+    /// As a spec writes them: `delay=2`, `nodelay`, joined by commas.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (key, value)) in self.0.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            match value {
+                Some(value) => write!(f, "{comma}{key}={value}")?,
+                None => write!(f, "{comma}{key}")?,
+            }
         }
+        Ok(())
     }
 }
 

@@ -11,8 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 
 use crate::cli::args::{
-    ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, RouteArg,
-    ShareMode, Until,
+    ColorChoice, FleetArgs, GivenParams, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs,
+    RouteArg, ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::recorder::Settings;
@@ -96,6 +96,19 @@ impl RateArgs {
         window: Option<Span>,
         strict: bool,
     ) -> Result<Settings> {
+        self.settings_with(algorithm, window, strict, &self.nginx.given(), "--")
+    }
+
+    /// Settles one limiter's settings as [`settings`](RateArgs::settings) does, with the
+    /// limiter's own parameters `given`, each key written after `prefix` in messages.
+    pub fn settings_with(
+        &self,
+        algorithm: Algorithm,
+        window: Option<Span>,
+        strict: bool,
+        given: &GivenParams,
+        prefix: &str,
+    ) -> Result<Settings> {
         let rate = self.rate;
         if let Some(why) = algorithm.refuses(rate) {
             bail!(why);
@@ -112,14 +125,12 @@ impl RateArgs {
             // A system's own default (nginx's burst=0, Traefik's 1), or N.
             None => algorithm.default_burst(rate),
         };
-        if let Some(flag) = self.nginx.given().filter(|_| strict && !algorithm.takes_delay()) {
-            bail!("{flag} applies to nginx, not {}", algorithm.name());
-        }
+        let params = given.settle(algorithm, strict, prefix).map_err(anyhow::Error::msg)?;
         let window = window.unwrap_or(rate.period());
         if window.is_zero() {
             bail!("--window must be longer than zero");
         }
-        Ok(Settings { algorithm, rate, burst, window, delay: self.nginx.delay() })
+        Ok(Settings { algorithm, rate, burst, window, params })
     }
 }
 

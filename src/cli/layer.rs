@@ -4,7 +4,7 @@ use std::fmt;
 use std::num::NonZeroU64;
 use std::str::FromStr;
 
-use crate::cli::args::NginxArgs;
+use crate::cli::args::GivenParams;
 use crate::input::cost::Cost;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
@@ -23,28 +23,30 @@ pub struct LayerSpec {
     pub cost: Cost,
     /// The column that keys it, if any.
     pub key: Option<String>,
-    /// nginx's `delay=`, `nodelay` or dry run, when given.
-    pub nginx: NginxArgs,
+    /// The limiter's own parameters, as given (nginx's `delay=`, `nodelay` or `dry-run`).
+    pub params: GivenParams,
 }
 
 /// Reads the comma-separated `key=value` form of `docker --mount`: the keys are `algo`,
-/// `rate`, `burst`, `cost`, `key` and nginx's `delay`, each at most once, and nginx's bare
-/// `nodelay` or `dry-run`; `algo` and `rate` are needed.
+/// `rate`, `burst`, `cost` and `key`, each at most once, and the limiter's own parameters
+/// (nginx's `delay=`, and its bare `nodelay` or `dry-run`), which the limiter reads;
+/// `algo` and `rate` are needed.
 impl FromStr for LayerSpec {
     type Err = String;
 
     fn from_str(text: &str) -> Result<LayerSpec, String> {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
             (None, None::<Rate>, None, None::<Cost>, None);
-        let mut nginx = NginxArgs::default();
+        let mut params = GivenParams::default();
         for part in text.split(',') {
-            match part.trim() {
-                "nodelay" if !nginx.nodelay => nginx.nodelay = true,
-                "dry-run" if !nginx.dry_run => nginx.dry_run = true,
-                "nodelay" | "dry-run" => return Err(format!("{} is given twice", part.trim())),
-                _ => {}
-            }
-            if matches!(part.trim(), "nodelay" | "dry-run") {
+            let bare = part.trim();
+            // A limiter's bare parameter, such as nginx's `nodelay`.
+            if Algorithm::ALL.iter().any(|a| a.param_keys().contains(&bare)) && !bare.contains('=')
+            {
+                if params.0.iter().any(|(key, _)| key == bare) {
+                    return Err(format!("{bare} is given twice"));
+                }
+                params.0.push((bare.to_owned(), None));
                 continue;
             }
             let Some((name, value)) = part.split_once('=') else {
@@ -78,18 +80,27 @@ impl FromStr for LayerSpec {
                     let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
                     once(&mut cost, found, name)?;
                 }
-                "delay" => {
-                    let found = value
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|_| format!("delay={value} is not a whole number of requests"))?;
-                    once(&mut nginx.delay, found, name)?;
-                }
                 "key" if !value.trim().is_empty() => once(&mut key, value.trim().to_owned(), name)?,
                 "key" => return Err("key= needs a column's name".into()),
+                own if Algorithm::ALL.iter().any(|a| a.param_keys().contains(&own)) => {
+                    if params.0.iter().any(|(key, _)| key == own) {
+                        return Err(format!("{own}= is given twice"));
+                    }
+                    params.0.push((own.to_owned(), Some(value.trim().to_owned())));
+                }
                 other => {
+                    let mut keys = vec!["algo", "rate", "burst", "cost", "key"];
+                    for algorithm in Algorithm::ALL {
+                        for own in algorithm.param_keys() {
+                            if !keys.contains(own) {
+                                keys.push(own);
+                            }
+                        }
+                    }
+                    let last = keys.pop().unwrap_or_default();
                     return Err(format!(
-                        "'{other}' is not a key of a limit: algo, rate, burst, cost, key or delay"
+                        "'{other}' is not a key of a limit: {} or {last}",
+                        keys.join(", ")
                     ));
                 }
             }
@@ -100,15 +111,10 @@ impl FromStr for LayerSpec {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
-        if let Some(flag) = nginx.given().filter(|_| !algorithm.takes_delay()) {
-            let flag = flag.trim_start_matches('-');
-            return Err(format!("{flag} applies to nginx, not {}", algorithm.name()));
-        }
-        if [nginx.delay.is_some(), nginx.nodelay, nginx.dry_run].iter().filter(|&&g| g).count() > 1
-        {
-            return Err("delay=, nodelay and dry-run say different things: give one".into());
-        }
-        Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key, nginx })
+        // The limiter reads its own parameters now, so that a spec it refuses is refused
+        // as it is read.
+        params.settle(algorithm, true, "")?;
+        Ok(LayerSpec { algorithm, rate, burst, cost: cost.unwrap_or_default(), key, params })
     }
 }
 
@@ -133,8 +139,8 @@ impl fmt::Display for LayerSpec {
         if let Some(key) = &self.key {
             write!(f, ",key={key}")?;
         }
-        if self.nginx.given().is_some() {
-            write!(f, ",{}", self.nginx.delay())?;
+        if !self.params.is_empty() {
+            write!(f, ",{}", self.params)?;
         }
         Ok(())
     }
@@ -179,6 +185,8 @@ mod tests {
             assert_eq!(text.parse::<LayerSpec>().unwrap().to_string(), text);
         }
         let dry: LayerSpec = "algo=nginx,rate=5/s,dry-run".parse().unwrap();
-        assert_eq!(dry.nginx.delay(), crate::limiter::Delay::DryRun);
+        let settled = dry.params.settle(dry.algorithm, true, "").unwrap();
+        assert_eq!(settled.to_string(), "dry-run");
+        assert_eq!(dry.to_string(), "algo=nginx,rate=5/s,dry-run");
     }
 }

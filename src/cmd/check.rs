@@ -260,7 +260,7 @@ mod tests {
             rate: rate.parse().unwrap(),
             burst: NonZeroU64::new(burst).unwrap(),
             window: Span::from_micros(1).unwrap(),
-            delay: crate::limiter::Delay::Never,
+            params: algorithm.default_params(),
         };
         let check = |algorithm, limit, remaining, reset_micros| report::Check {
             key: "k".into(),

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 
 use super::write_stdout;
 use crate::cli::args::{NginxArgs, parse_burst};
-use crate::limiter::{Algorithm, Delay, ENVOY_UNITS, nginx_rate};
+use crate::limiter::{Algorithm, ENVOY_UNITS, nginx_rate};
 use crate::units::rate::Rate;
 
 /// `ratelimit config`.
@@ -50,9 +50,10 @@ pub enum System {
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
-    if let Some(flag) = args.nginx.given().filter(|_| args.system != System::Nginx) {
+    let given = args.nginx.given();
+    if let Some((flag, _)) = given.0.first().filter(|_| args.system != System::Nginx) {
         anyhow::bail!(
-            "{flag} applies to nginx, not {}",
+            "--{flag} applies to nginx, not {}",
             args.system.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
         );
     }
@@ -105,13 +106,14 @@ fn nginx(args: &ConfigArgs) -> String {
     }
     let _ = writeln!(text, "limit_req_zone {key} zone=ratelimit:10m rate={count}r/{unit};");
     let burst = if burst == 0 { String::new() } else { format!(" burst={burst}") };
-    // nginx's default, delay=0, is written as nothing.
-    let delay = match args.nginx.delay() {
-        Delay::Beyond(0) | Delay::DryRun => String::new(),
-        delay => format!(" {delay}"),
+    // nginx's default, delay=0, is written as nothing; a dry run is a directive of its own.
+    let delay = match (args.nginx.delay, args.nginx.nodelay) {
+        (Some(delay), _) if delay > 0 => format!(" delay={delay}"),
+        (_, true) => " nodelay".to_owned(),
+        _ => String::new(),
     };
     let _ = writeln!(text, "limit_req zone=ratelimit{burst}{delay};");
-    if args.nginx.delay() == Delay::DryRun {
+    if args.nginx.dry_run {
         let _ = writeln!(text, "limit_req_dry_run on;");
     }
     text

@@ -139,9 +139,10 @@ pub(super) fn resolve(
     let layers = specs
         .iter()
         .map(|spec| {
-            let size = RateArgs { rate: spec.rate, burst: spec.burst, nginx: spec.nginx };
+            let nginx = crate::cli::args::NginxArgs::default();
+            let size = RateArgs { rate: spec.rate, burst: spec.burst, nginx };
             Ok(Layer {
-                settings: size.settings(spec.algorithm, window, true)?,
+                settings: size.settings_with(spec.algorithm, window, true, &spec.params, "")?,
                 keyed: spec.key.is_some(),
                 cost: match spec.cost {
                     Cost::Each(units) => Some(units),

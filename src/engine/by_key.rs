@@ -100,7 +100,7 @@ mod tests {
     use crate::engine::Backend;
     use crate::engine::recorder::{KeyNames, Recorder, Settings};
     use crate::input::catalog::{Event, KeyTable};
-    use crate::limiter::{Algorithm, Delay};
+    use crate::limiter::Algorithm;
     use crate::units::time::{Span, Timestamp};
 
     #[test]
@@ -129,7 +129,7 @@ mod tests {
                 rate,
                 burst: NonZeroU64::new(3).unwrap(),
                 window: Span::from_micros(60_000_000).unwrap(),
-                delay: Delay::Never,
+                params: algorithm.default_params(),
             })
             .collect();
         assert!(settings.len() > 8, "decisions of more than one byte an event");

@@ -109,7 +109,7 @@ impl FleetEngine {
         let mut tally = Vec::new();
         for (s, &share) in settings.iter().zip(&plan.shares) {
             let (rate, burst) = share.server_limit(s.rate, s.burst, k).unwrap_or((s.rate, s.burst));
-            lanes.push(AnyReplicated::new(s.algorithm, rate, burst, k, share, s.delay));
+            lanes.push(AnyReplicated::new(s.algorithm, rate, burst, k, share, s.params));
             tally.push(report::FleetReport {
                 servers: k,
                 route: plan.route.name(),

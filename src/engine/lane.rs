@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, Decision, Delay, LeakyQueue, Limiter, Waits};
+use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Params, Waits};
 use crate::report;
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
@@ -21,8 +21,8 @@ pub struct Settings {
     pub burst: NonZeroU64,
     /// The length of the busiest window to report.
     pub window: Span,
-    /// When nginx serves what it admits; ignored by the others.
-    pub delay: Delay,
+    /// The limiter's own parameters (nginx's `delay=`, say).
+    pub params: Params,
 }
 
 impl Settings {
@@ -35,23 +35,23 @@ impl Settings {
     /// Returns true if the limiter says how long each event it admits waits, as nginx does
     /// without `nodelay` (a leaky queue's waits are found again, not told).
     pub fn tells_waits(&self) -> bool {
-        self.algorithm.takes_delay() && matches!(self.delay, Delay::Beyond(_))
+        self.params.tells_waits()
     }
 
     /// Returns the limiter these settings make, for one key alone.
     pub fn limiter(&self) -> crate::limiter::AnyLimiter {
-        let Settings { algorithm, rate, burst, delay, .. } = *self;
-        algorithm.make::<crate::limiter::Alone>(rate, burst, delay, &())
+        let Settings { algorithm, rate, burst, params, .. } = *self;
+        algorithm.make::<crate::limiter::Alone>(rate, burst, params, &())
     }
 
     /// Returns the limiter these settings make, for every key.
     pub fn per_key(&self) -> crate::limiter::AnyPerKey {
-        crate::limiter::AnyPerKey::delaying(self.algorithm, self.rate, self.burst, self.delay)
+        crate::limiter::AnyPerKey::with_params(self.algorithm, self.rate, self.burst, self.params)
     }
 
     /// Returns the delay a report shows, for a limiter that takes one (nginx).
-    pub fn shown_delay(&self) -> Option<Delay> {
-        self.algorithm.takes_delay().then_some(self.delay)
+    pub fn shown_delay(&self) -> Option<String> {
+        self.params.shown()
     }
 }
 

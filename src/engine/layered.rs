@@ -299,7 +299,7 @@ mod tests {
                 rate,
                 burst,
                 window,
-                delay: crate::limiter::Delay::Never,
+                params: algorithm.default_params(),
             },
             keyed: false,
             cost,
@@ -396,7 +396,7 @@ mod tests {
             for algorithm in Algorithm::ALL {
                 let burst = NonZeroU64::new(b).unwrap();
                 let window = Span::from_micros(1_000_000).unwrap();
-                let one = Layer { settings: Settings { algorithm, rate, burst, window, delay: crate::limiter::Delay::Never }, keyed: false, cost: None, counts_refused: false };
+                let one = Layer { settings: Settings { algorithm, rate, burst, window, params: algorithm.default_params() }, keyed: false, cost: None, counts_refused: false };
                 let roomy = layer(Algorithm::TokenBucket, "1000/s", 1_000_000, None);
                 let mut alone = algorithm.build(rate, burst);
                 let mut layered = in_memory(std::slice::from_ref(&one)).unwrap();

@@ -563,7 +563,7 @@ mod tests {
             rate: "1/10s".parse().unwrap(),
             burst: NonZeroU64::new(3).unwrap(),
             window: Span::from_micros(10_000_000).unwrap(),
-            delay: crate::limiter::Delay::Never,
+            params: Algorithm::TokenBucket.default_params(),
         }];
         let mut table = KeyTable::new();
         let (a, b) = (table.intern(b"a").unwrap(), table.intern(b"b").unwrap());

@@ -286,7 +286,7 @@ mod tests {
                 rate,
                 burst: std::num::NonZeroU64::new(3).unwrap(),
                 window,
-                delay: crate::limiter::Delay::Never,
+                params: algorithm.default_params(),
             })
             .collect();
         let mut redis = Server::connect(&[server.url()], Duration::from_secs(5)).unwrap();
@@ -353,7 +353,7 @@ mod tests {
                 rate: "40/h".parse().unwrap(),
                 burst: std::num::NonZeroU64::new(4).unwrap(),
                 window: "1h".parse().unwrap(),
-                delay: crate::limiter::Delay::Never,
+                params: algorithm.default_params(),
             })
             .collect();
         let target = RedisTarget {

@@ -105,7 +105,7 @@ pub fn replay_table(
         Some(burst) => format!("{} at {}, burst {burst}", r.algorithm.name(), r.rate),
         None => format!("{} at {}", r.algorithm.name(), r.rate),
     };
-    if let Some(delay) = r.delay {
+    if let Some(delay) = &r.delay {
         limiter += &format!(", {delay}");
     }
     let length = r.busiest_window.length_s;

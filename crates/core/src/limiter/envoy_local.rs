@@ -72,6 +72,8 @@ impl KeyedState for EnvoyLocal {
 }
 
 impl Rule for EnvoyLocal {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "envoy-local";
     const HELP: &'static str =
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";

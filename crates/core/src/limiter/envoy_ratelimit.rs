@@ -94,6 +94,8 @@ impl KeyedState for EnvoyRatelimit {
 }
 
 impl Rule for EnvoyRatelimit {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "envoy-ratelimit";
     const HELP: &'static str =
         "envoy's ratelimit service: a window of one unit from the epoch, refused hits counted";

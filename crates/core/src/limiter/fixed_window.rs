@@ -62,6 +62,8 @@ impl KeyedState for FixedWindow {
 }
 
 impl Rule for FixedWindow {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "fixed-window";
     const HELP: &'static str =
         "At most N events in each period-long window aligned to the Unix epoch";

@@ -57,6 +57,8 @@ impl KeyedState for Gcra {
 }
 
 impl Rule for Gcra {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "gcra";
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;

@@ -108,6 +108,8 @@ impl KeyedState for Haproxy {
 }
 
 impl Rule for Haproxy {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "haproxy";
     const HELP: &'static str =
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";

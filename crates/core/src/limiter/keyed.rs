@@ -162,21 +162,20 @@ impl Store for Keys {
 pub type AnyPerKey = Any<Keys>;
 
 impl AnyPerKey {
-    /// Returns limiters of this kind for every key, serving what they admit at once.
+    /// Returns limiters of this kind for every key, with the limiter's default parameters.
     /// Algorithms without a burst ignore it.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: std::num::NonZeroU64) -> AnyPerKey {
-        AnyPerKey::delaying(algorithm, rate, burst, super::Delay::Never)
+        AnyPerKey::with_params(algorithm, rate, burst, algorithm.default_params())
     }
 
-    /// Returns limiters of this kind for every key, serving what they admit as `delay`
-    /// says (nginx's).
-    pub fn delaying(
+    /// Returns limiters of this kind for every key, set by `params`, the limiter's own.
+    pub fn with_params(
         algorithm: Algorithm,
         rate: Rate,
         burst: std::num::NonZeroU64,
-        delay: super::Delay,
+        params: super::Params,
     ) -> AnyPerKey {
-        algorithm.make::<Keys>(rate, burst, delay, &())
+        algorithm.make::<Keys>(rate, burst, params, &())
     }
 
     /// Decides on an event of key `key` at `now`, as [`PerKey::decide`] does.

@@ -149,6 +149,8 @@ impl KeyedState for LeakyQueue {
 }
 
 impl Rule for LeakyQueue {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "leaky-queue";
     const HELP: &'static str =
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";

@@ -69,6 +69,8 @@ impl KeyedState for LimitsFixedWindow {
 }
 
 impl Rule for LimitsFixedWindow {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "limits-fixed-window";
     const HELP: &'static str =
         "Python limits' fixed window: opened by the first hit, refused hits counted";

@@ -46,6 +46,8 @@ impl KeyedState for LimitsMovingWindow {
 }
 
 impl Rule for LimitsMovingWindow {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "limits-moving-window";
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;

@@ -121,6 +121,8 @@ impl KeyedState for LimitsSlidingWindow {
 }
 
 impl Rule for LimitsSlidingWindow {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "limits-sliding-window";
     const HELP: &'static str =
         "Python limits' sliding-window counter: ⌊prev·(P − elapsed)/P⌋ + cur + c ≤ N";

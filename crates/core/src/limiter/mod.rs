@@ -5,6 +5,7 @@
 
 mod aligned;
 mod keyed;
+pub mod params;
 pub mod promise;
 mod replicated;
 pub mod zone;
@@ -41,7 +42,8 @@ limiters! {
 use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
-pub use self::nginx::{Delay, nginx_rate};
+pub use self::nginx::nginx_rate;
+pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Limit, Seen, Watch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -164,6 +166,9 @@ pub struct Decision {
 /// promises. Implementing it, and one line in the registry, makes a limiter run everywhere
 /// limiters run.
 pub trait Rule: KeyedState {
+    /// Its own parameters beside a rate and a burst ([`NoParams`] for none).
+    type Params: Parameters;
+
     /// The name on the command line and in reports.
     const NAME: &'static str;
     /// One line that says what it does, for `--help`.
@@ -184,9 +189,6 @@ pub trait Rule: KeyedState {
     /// The burst a system takes when none is given, as its reports show it (nginx's 0,
     /// Traefik's 1); `None` for the exact limiters, whose burst is then N.
     const DEFAULT_BURST: Option<u64> = None;
-    /// Whether it takes nginx's `delay=`, `nodelay` and dry run ([`Delay`]), and says each
-    /// admitted event's wait as it decides it (with `delay=`).
-    const TAKES_DELAY: bool = false;
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;
@@ -203,9 +205,8 @@ pub trait Rule: KeyedState {
     /// is ignored.
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Self;
 
-    /// Returns it serving what it admits as `delay` says: only nginx delays so; the others
-    /// ignore it.
-    fn delayed(self, _delay: Delay) -> Self {
+    /// Returns it set by its own parameters; a limiter without any is as it was.
+    fn with_params(self, _params: Self::Params) -> Self {
         self
     }
 

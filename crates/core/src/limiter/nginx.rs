@@ -2,6 +2,7 @@
 
 use std::num::NonZeroU64;
 
+use super::params::{ParamError, Parameters};
 use super::promise::Limit;
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
@@ -42,20 +43,27 @@ pub struct Nginx {
     state: Node,
 }
 
-/// When nginx serves a request it admits: at once, or once its excess has leaked to
-/// `delay=D` (`limit_req`'s parameters; `limit_req_dry_run` delays nothing, and refuses
-/// nothing, but decides and charges the same).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// When nginx serves a request it admits, nginx's own parameters: at once, or once its
+/// excess has leaked to `delay=D` (`limit_req`'s parameters; `limit_req_dry_run` delays
+/// nothing, and refuses nothing, but decides and charges the same). None given is nginx's
+/// default, `delay=0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delay {
     /// `delay=D`: a request admitted with more than D requests of excess waits until it
     /// has leaked to D. nginx's default is `delay=0`.
     Beyond(u64),
     /// `nodelay`: every admitted request at once.
-    #[default]
     Never,
     /// `limit_req_dry_run on`: nothing delayed or refused; the refused are those nginx
     /// logs as `REJECTED_DRY_RUN`.
     DryRun,
+}
+
+impl Default for Delay {
+    /// nginx's default, `delay=0`.
+    fn default() -> Delay {
+        Delay::Beyond(0)
+    }
 }
 
 impl std::fmt::Display for Delay {
@@ -69,10 +77,47 @@ impl std::fmt::Display for Delay {
     }
 }
 
-#[cfg(feature = "serde")]
-impl serde::Serialize for Delay {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+impl Parameters for Delay {
+    const KEYS: &'static [&'static str] = &["delay", "nodelay", "dry-run"];
+
+    fn parse(given: &[(&str, Option<&str>)]) -> Result<Delay, ParamError> {
+        let mut delay = None;
+        for &(key, value) in given {
+            let found = match (key, value) {
+                ("delay", Some(value)) => Delay::Beyond(value.trim().parse().map_err(|_| {
+                    ParamError::Value {
+                        key: key.to_owned(),
+                        value: value.to_owned(),
+                        why: "is not a whole number of requests",
+                    }
+                })?),
+                ("delay", None) => {
+                    let why = "is not a whole number of requests";
+                    return Err(ParamError::Value { key: key.into(), value: String::new(), why });
+                }
+                ("nodelay", None) => Delay::Never,
+                ("dry-run", None) => Delay::DryRun,
+                ("nodelay" | "dry-run", Some(value)) => {
+                    let why = "takes no value";
+                    return Err(ParamError::Value { key: key.into(), value: value.into(), why });
+                }
+                _ => return Err(ParamError::NotMine(key.to_owned())),
+            };
+            if delay.replace(found).is_some() {
+                return Err(ParamError::Conflict(
+                    "delay=, nodelay and dry-run say different things: give one",
+                ));
+            }
+        }
+        Ok(delay.unwrap_or_default())
+    }
+
+    fn shown(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn tells_waits(&self) -> bool {
+        matches!(self, Delay::Beyond(_))
     }
 }
 
@@ -116,8 +161,11 @@ impl Nginx {
     /// `(excess − D·1000)·1000/rate` whole milliseconds (`ngx_http_limit_req_account`,
     /// lines 567–571 and 604–613), when the excess is above D·1000.
     fn wait(&self, excess: i128) -> i128 {
+        // A rate below one milli-request a second is none nginx can write (`refuses` says
+        // so); made all the same, it waits as if it leaked one.
+        let milli = self.milli.max(1);
         match self.served {
-            Some(served) if excess > served => (excess - served) * 1000 / self.milli * 1000 * self.n,
+            Some(served) if excess > served => (excess - served) * 1000 / milli * 1000 * self.n,
             _ => 0,
         }
     }
@@ -200,6 +248,8 @@ impl KeyedState for Nginx {
 }
 
 impl Rule for Nginx {
+    type Params = Delay;
+
     const NAME: &'static str = "nginx";
     const HELP: &'static str =
         "nginx's limit_req, to its arithmetic: milli-requests, whole ms, truncated";
@@ -207,7 +257,6 @@ impl Rule for Nginx {
     const BURST_BEYOND_FIRST: bool = true;
     const SYSTEM: bool = true;
     const DEFAULT_BURST: Option<u64> = Some(0);
-    const TAKES_DELAY: bool = true;
 
     fn refuses(rate: Rate) -> Option<String> {
         nginx_rate(rate).is_none().then(|| {
@@ -219,7 +268,7 @@ impl Rule for Nginx {
         Nginx::new(rate, burst)
     }
 
-    fn delayed(self, delay: Delay) -> Nginx {
+    fn with_params(self, delay: Delay) -> Nginx {
         self.with_delay(delay)
     }
 
@@ -323,6 +372,24 @@ mod tests {
         assert_eq!(rate("1/2s"), Some((30, 60)));
         assert_eq!(rate("1/7s"), None);
     }
+
+    #[test]
+    fn its_own_parameters_are_read_as_limit_req_writes_them() {
+        let parse = |given: &[(&str, Option<&str>)]| Delay::parse(given);
+        assert_eq!(parse(&[]), Ok(Delay::Beyond(0)), "nginx's default, delay=0");
+        assert_eq!(parse(&[("delay", Some("3"))]), Ok(Delay::Beyond(3)));
+        assert_eq!(parse(&[("nodelay", None)]), Ok(Delay::Never));
+        assert_eq!(parse(&[("dry-run", None)]), Ok(Delay::DryRun));
+        let both = parse(&[("nodelay", None), ("delay", Some("2"))]).unwrap_err();
+        assert_eq!(both.to_string(), "delay=, nodelay and dry-run say different things: give one");
+        let bad = parse(&[("delay", Some("x"))]).unwrap_err();
+        assert_eq!(bad.to_string(), "delay=x is not a whole number of requests");
+        assert_eq!(parse(&[("burst", Some("2"))]), Err(ParamError::NotMine("burst".into())));
+        for delay in [Delay::Beyond(2), Delay::Never, Delay::DryRun] {
+            assert_eq!(delay.shown(), Some(delay.to_string()));
+            assert_eq!(delay.tells_waits(), delay == Delay::Beyond(2));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -354,4 +421,5 @@ mod zone_tests {
         assert!(zone.decide(2, at(61_200), 1).passed);
         assert!(!zone.decide(0, at(62_000), 1).passed);
     }
+
 }

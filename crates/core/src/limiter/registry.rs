@@ -127,10 +127,27 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as $crate::limiter::KeyedState>::ZONE,)* }
             }
 
-            /// Returns true if it takes nginx's delay parameters
-            /// ([`Rule::TAKES_DELAY`](crate::limiter::Rule::TAKES_DELAY)).
-            pub fn takes_delay(self) -> bool {
-                match self { $(Algorithm::$rule => <$rule as Rule>::TAKES_DELAY,)* }
+            /// Returns the keys of its own parameters ([`Rule::Params`]); none for most.
+            pub fn param_keys(self) -> &'static [&'static str] {
+                use $crate::limiter::Parameters;
+                match self { $(Algorithm::$rule => <<$rule as Rule>::Params as Parameters>::KEYS,)* }
+            }
+
+            /// Reads its own parameters from what was given, each key with its value
+            /// (`None` for a bare key); none given is the system's own default.
+            pub fn params(
+                self,
+                given: &[(&str, Option<&str>)],
+            ) -> Result<Params, $crate::limiter::ParamError> {
+                use $crate::limiter::Parameters;
+                Ok(match self {
+                    $(Algorithm::$rule => Params::$rule(<<$rule as Rule>::Params as Parameters>::parse(given)?),)*
+                })
+            }
+
+            /// Returns its own parameters as none were given: the system's defaults.
+            pub fn default_params(self) -> Params {
+                match self { $(Algorithm::$rule => Params::$rule(Default::default()),)* }
             }
 
             /// Returns true if it counts a request refused by another of its limits
@@ -149,19 +166,24 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }
             }
 
-            /// Returns a new limiter of this kind, held in store `S`, serving what it admits
-            /// as `delay` says. Algorithms without a burst ignore `burst`; all but nginx
-            /// ignore `delay`.
+            /// Returns a new limiter of this kind, held in store `S`, set by `params` (its
+            /// defaults if they are another limiter's). Algorithms without a burst ignore
+            /// `burst`.
             pub fn make<S: Store>(
                 self,
                 rate: $crate::units::rate::Rate,
                 burst: std::num::NonZeroU64,
-                delay: $crate::limiter::Delay,
+                params: Params,
                 setup: &S::Setup,
             ) -> Any<S> {
                 match self {
                     $(Algorithm::$rule => {
-                        let limiter = <$rule as Rule>::new_limit(rate, burst).delayed(delay);
+                        #[allow(unreachable_patterns)]
+                        let own = match params {
+                            Params::$rule(own) => own,
+                            _ => Default::default(),
+                        };
+                        let limiter = <$rule as Rule>::new_limit(rate, burst).with_params(own);
                         Any::$rule(S::make(limiter, setup))
                     })*
                 }
@@ -193,6 +215,41 @@ macro_rules! limiters {
                 seen: &$crate::limiter::promise::Seen,
             ) -> bool {
                 match self { $(Algorithm::$rule => <$rule as Rule>::held(limit, seen),)* }
+            }
+        }
+
+        /// Any limiter's own parameters ([`Rule::Params`]), as its variant says.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Params {
+            $(
+                #[doc = concat!("[`", stringify!($rule), "`]'s.")]
+                $rule(<$rule as Rule>::Params),
+            )*
+        }
+
+        impl Params {
+            /// Returns the limiter whose parameters these are.
+            pub fn algorithm(&self) -> Algorithm {
+                match self { $(Params::$rule(_) => Algorithm::$rule,)* }
+            }
+
+            /// What a report shows of them, under `delay`; nothing for most limiters.
+            pub fn shown(&self) -> Option<String> {
+                use $crate::limiter::Parameters;
+                match self { $(Params::$rule(own) => own.shown(),)* }
+            }
+
+            /// Whether the limiter, so set, says how long each event it admits waits.
+            pub fn tells_waits(&self) -> bool {
+                use $crate::limiter::Parameters;
+                match self { $(Params::$rule(own) => own.tells_waits(),)* }
+            }
+        }
+
+        impl std::fmt::Display for Params {
+            /// As a `--limit` spec writes them: `delay=2`, `nodelay`; nothing for none.
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self { $(Params::$rule(own) => own.fmt(f),)* }
             }
         }
 
@@ -352,7 +409,7 @@ impl Algorithm {
     /// Returns a new limiter of this kind, serving at once what it admits. Algorithms
     /// without a burst ignore `burst`.
     pub fn build(self, rate: Rate, burst: NonZeroU64) -> AnyLimiter {
-        self.make::<Alone>(rate, burst, super::Delay::Never, &())
+        self.make::<Alone>(rate, burst, self.default_params(), &())
     }
 }
 

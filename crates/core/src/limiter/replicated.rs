@@ -167,20 +167,20 @@ pub type AnyReplicated = Any<Replicas>;
 
 impl AnyReplicated {
     /// Returns `servers` servers of this kind, each running `rate` and `burst` (already
-    /// split, for [`Share::Split`]); a synced fleet syncs as `share` says.
+    /// split, for [`Share::Split`]), set by `params`; a synced fleet syncs as `share` says.
     pub fn new(
         algorithm: Algorithm,
         rate: Rate,
         burst: NonZeroU64,
         servers: u32,
         share: Share,
-        delay: super::Delay,
+        params: super::Params,
     ) -> AnyReplicated {
         let sync = match share {
             Share::Synced(every) => Some(every),
             Share::Local | Share::Split => None,
         };
-        algorithm.make::<Replicas>(rate, burst, delay, &(servers, sync))
+        algorithm.make::<Replicas>(rate, burst, params, &(servers, sync))
     }
 
     /// Decides on an event as [`Replicated::decide`] does.
@@ -199,7 +199,7 @@ mod tests {
     /// Two servers of `algorithm` at 1/10s, burst 1, sharing as `share` says.
     fn pair(algorithm: Algorithm, share: Share) -> AnyReplicated {
         let rate: Rate = "1/10s".parse().unwrap();
-        AnyReplicated::new(algorithm, rate, burst(1), 2, share, crate::limiter::Delay::Never)
+        AnyReplicated::new(algorithm, rate, burst(1), 2, share, algorithm.default_params())
     }
 
     fn run(fleet: &mut AnyReplicated, events: &[(usize, i64)]) -> Vec<bool> {

@@ -73,6 +73,8 @@ impl KeyedState for SlidingCounter {
 }
 
 impl Rule for SlidingCounter {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "sliding-counter";
     const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
     const USES_BURST: bool = false;

@@ -140,6 +140,8 @@ impl KeyedState for SlidingLog {
 }
 
 impl Rule for SlidingLog {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "sliding-log";
     const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
     const USES_BURST: bool = false;

@@ -162,7 +162,7 @@ proptest! {
             let alone = decisions(&mut algorithm.build(rate, burst(b)), &times);
             for share in [Share::Local, Share::Split, sync] {
                 let (r, bb) = share.server_limit(rate, burst(b), 1).unwrap();
-                let mut fleet = AnyReplicated::new(algorithm, r, bb, 1, share, Delay::Never);
+                let mut fleet = AnyReplicated::new(algorithm, r, bb, 1, share, algorithm.default_params());
                 let decided: Vec<bool> = times.iter().map(|&t| fleet.decide(0, 0, t, 1).passed).collect();
                 prop_assert_eq!(&decided, &alone, "{:?} {:?}", algorithm, share);
             }
@@ -174,7 +174,7 @@ proptest! {
         (rate, b, times) in scenario(), servers in 2u32..=5
     ) {
         let (each, share) = Share::Split.server_limit(rate, burst(b), servers).unwrap();
-        let mut fleet = AnyReplicated::new(Algorithm::TokenBucket, each, share, servers, Share::Split, Delay::Never);
+        let mut fleet = AnyReplicated::new(Algorithm::TokenBucket, each, share, servers, Share::Split, Algorithm::TokenBucket.default_params());
         let decided: Vec<bool> = (0..times.len())
             .map(|i| fleet.decide(i % servers as usize, 0, times[i], 1).passed)
             .collect();
@@ -492,6 +492,21 @@ proptest! {
                 prop_assert_eq!(decided, foretold, "{:?}", algorithm);
                 prop_assert_eq!(plain.decide(0, t, c).passed, decided, "{:?}", algorithm);
             }
+        }
+    }
+}
+
+#[test]
+fn every_limiters_parameters_read_from_nothing_are_its_defaults() {
+    for algorithm in Algorithm::ALL {
+        let read = algorithm.params(&[]).unwrap();
+        assert_eq!(read, algorithm.default_params(), "{algorithm}");
+        assert_eq!(read.algorithm(), algorithm);
+        // A key it does not take is refused, naming the key.
+        if algorithm.param_keys().is_empty() {
+            let refused = algorithm.params(&[("delay", Some("1"))]).unwrap_err();
+            assert_eq!(refused, ParamError::NotMine("delay".into()), "{algorithm}");
+            assert_eq!(read.shown(), None);
         }
     }
 }

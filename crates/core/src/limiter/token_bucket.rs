@@ -61,6 +61,8 @@ impl KeyedState for TokenBucket {
 }
 
 impl Rule for TokenBucket {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "token-bucket";
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;

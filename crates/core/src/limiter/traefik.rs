@@ -101,6 +101,8 @@ impl Traefik {
 }
 
 impl Rule for Traefik {
+    type Params = super::NoParams;
+
     const NAME: &'static str = "traefik";
     const HELP: &'static str =
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
