@@ -74,6 +74,27 @@ impl KeyedState for EnvoyLocal {
 impl Rule for EnvoyLocal {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // The time (s, float64) the bucket was empty.
+        let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+        let mut empty: Option<f64> = None;
+        super::tests::by_rule(events, |_, t, _| {
+            #[allow(clippy::cast_precision_loss)]
+            let (rate, now, most) = (
+                (n as f64 / ((p / 1000) as f64 / 1000.0)).max(1.0 / 31_536_000.0),
+                t as f64 / 1e6,
+                b as f64,
+            );
+            let tokens = empty.map_or(most, |at| most.min((now - at) * rate));
+            let ok = tokens >= 1.0;
+            if ok {
+                empty = Some(now - (tokens - 1.0) / rate);
+            }
+            ok
+        })
+    }
+
     const NAME: &'static str = "envoy-local";
     const HELP: &'static str =
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";

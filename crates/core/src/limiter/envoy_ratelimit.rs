@@ -96,6 +96,31 @@ impl KeyedState for EnvoyRatelimit {
 impl Rule for EnvoyRatelimit {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // The hits counted: back from this one, those named for the same window (whole
+        // seconds, then Go's truncating division by the unit in seconds), until a gap of more
+        // than a unit in ms, when the key had expired. Every hit, passed or not, is kept.
+        let (n, p) = (rate.n(), rate.p());
+        let mut hits: Vec<(i128, i128)> = Vec::new();
+        super::tests::by_rule(events, |_, t, c| {
+            hits.push((t, c.max(1)));
+            let unit = (p / 1_000_000).max(1);
+            let name = |t: i128| t.div_euclid(1_000_000) / unit;
+            let mut counted = 0;
+            for (i, &(s, c)) in hits.iter().enumerate().rev() {
+                let idle = hits.get(i + 1).is_some_and(|&(next, _)| {
+                    next.div_euclid(1000) > s.div_euclid(1000) + unit * 1000
+                });
+                if name(s) != name(t) || idle {
+                    break;
+                }
+                counted += c;
+            }
+            counted <= n
+        })
+    }
+
     const NAME: &'static str = "envoy-ratelimit";
     const HELP: &'static str =
         "envoy's ratelimit service: a window of one unit from the epoch, refused hits counted";

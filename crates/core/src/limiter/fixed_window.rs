@@ -64,6 +64,14 @@ impl KeyedState for FixedWindow {
 impl Rule for FixedWindow {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p) = (rate.n(), rate.p());
+        super::tests::by_rule(events, |passed, t, c| {
+            super::tests::used(passed, |s| s.div_euclid(p) == t.div_euclid(p)) + c <= n
+        })
+    }
+
     const NAME: &'static str = "fixed-window";
     const HELP: &'static str =
         "At most N events in each period-long window aligned to the Unix epoch";

@@ -59,6 +59,18 @@ impl KeyedState for Gcra {
 impl Rule for Gcra {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+        let mut tat = i128::MIN;
+        super::tests::by_rule(events, |_, t, c| {
+            let from = tat.max(t * n);
+            let ok = from + c * p - t * n <= b * p;
+            tat = if ok { from + c * p } else { tat };
+            ok
+        })
+    }
+
     const NAME: &'static str = "gcra";
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;

@@ -110,6 +110,46 @@ impl KeyedState for Haproxy {
 impl Rule for Haproxy {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // The freq_ctr as freq_ctr.h writes it, in 32-bit ms that wrap: a fresh counter's
+        // period begins at tick 0; an update past the period moves it on by P, or starts it
+        // now (even) after two; every request counts; the rate is ⌊(prev·remain + curr·P)/P⌋,
+        // with the flapping correction. The counter's tick, and its current and previous
+        // counts.
+        let (n, p) = (rate.n(), rate.p());
+        let mut counter: (i128, i128, i128) = (0, 0, 0);
+        super::tests::by_rule(events, |_, t, c| {
+            let wrap = |x: i128| x.rem_euclid(1 << 32);
+            let (period, now) = ((p / 1000).max(1), wrap(t.div_euclid(1000)));
+            let (tick, curr, prev) = &mut counter;
+            if wrap(now - *tick) < period {
+                *curr += c;
+            } else {
+                *prev = std::mem::replace(curr, c);
+                *tick = wrap(*tick + period);
+                if wrap(now - *tick) >= period {
+                    (*prev, *tick) = (0, now);
+                }
+                *tick -= *tick % 2;
+            }
+            let mut remain = wrap(*tick + period - now);
+            remain -= if remain >= 1 << 31 { 1 << 32 } else { 0 };
+            let (mut cur, mut past) = (*curr, *prev);
+            if remain < 0 {
+                remain += period;
+                past = if remain >= 0 { cur } else { 0 };
+                cur = 0;
+            }
+            let rate = if cur == 0 && past <= 1 {
+                past
+            } else {
+                (past * remain + cur * period) / period
+            };
+            rate <= n
+        })
+    }
+
     const NAME: &'static str = "haproxy";
     const HELP: &'static str =
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";

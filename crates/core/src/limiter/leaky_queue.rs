@@ -151,6 +151,12 @@ impl KeyedState for LeakyQueue {
 impl Rule for LeakyQueue {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // It admits exactly what GCRA passes.
+        super::Gcra::by_the_rule(rate, b, events)
+    }
+
     const NAME: &'static str = "leaky-queue";
     const HELP: &'static str =
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";

@@ -71,6 +71,25 @@ impl KeyedState for LimitsFixedWindow {
 impl Rule for LimitsFixedWindow {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p) = (rate.n(), rate.p());
+        // When its window expires, and every hit's cost since it opened.
+        let mut opened: Option<(i128, i128)> = None;
+        super::tests::by_rule(events, |_, t, c| {
+            let count = match opened {
+                Some((expires, count)) if t < expires => count + c,
+                _ => c,
+            };
+            let expires = match opened {
+                Some((expires, before)) if t < expires && before != 0 => expires,
+                _ => t + p,
+            };
+            opened = Some((expires, count));
+            count <= n
+        })
+    }
+
     const NAME: &'static str = "limits-fixed-window";
     const HELP: &'static str =
         "Python limits' fixed window: opened by the first hit, refused hits counted";

@@ -48,6 +48,14 @@ impl KeyedState for LimitsMovingWindow {
 impl Rule for LimitsMovingWindow {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p) = (rate.n(), rate.p());
+        super::tests::by_rule(events, |passed, t, c| {
+            super::tests::used(passed, |s| s >= t - p) + c <= n
+        })
+    }
+
     const NAME: &'static str = "limits-moving-window";
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;

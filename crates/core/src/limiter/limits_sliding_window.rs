@@ -123,6 +123,30 @@ impl KeyedState for LimitsSlidingWindow {
 impl Rule for LimitsSlidingWindow {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // Counters named by Python's int(), toward zero: each holds the passed hits named so
+        // since it was made, and expires 2·P after the hit that made it.
+        let (n, p) = (rate.n(), rate.p());
+        super::tests::by_rule(events, |passed, t, c| {
+            let count = |name: i128| {
+                let (mut count, mut expires) = (0, i128::MIN);
+                for &(s, c) in passed.iter().filter(|&&(s, _)| s / p == name) {
+                    if expires <= s {
+                        count = 0;
+                    }
+                    count += c;
+                    if count == c {
+                        expires = s + 2 * p;
+                    }
+                }
+                if expires <= t { 0 } else { count }
+            };
+            let (prev, cur) = (count((t - p) / p), count(t / p));
+            (prev * (p - t.rem_euclid(p))).div_euclid(p) + cur + c <= n
+        })
+    }
+
     const NAME: &'static str = "limits-sliding-window";
     const HELP: &'static str =
         "Python limits' sliding-window counter: ⌊prev·(P − elapsed)/P⌋ + cur + c ≤ N";

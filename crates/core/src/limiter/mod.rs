@@ -205,6 +205,13 @@ pub trait Rule: KeyedState {
     /// is ignored.
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Self;
 
+    /// What it passes of `events` (time in µs, cost) at N per P and burst b, by the rule
+    /// README writes for it, computed plainly (from every passed event so far, say): the
+    /// reference the property tests hold the limiter to, written in its own file, apart
+    /// from its code.
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool>;
+
     /// Returns it set by its own parameters; a limiter without any is as it was.
     fn with_params(self, _params: Self::Params) -> Self {
         self

@@ -250,6 +250,33 @@ impl KeyedState for Nginx {
 impl Rule for Nginx {
     type Params = Delay;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // limit_req: the rate in milli-requests a second, truncated; whole ms; the first
+        // request free; a truncated leak, lost when `last` moves.
+        let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+        // Its node (excess in milli-requests, last whole ms), none before the first.
+        let mut node: Option<(i128, i128)> = None;
+        super::tests::by_rule(events, |_, t, c| {
+            let (milli, now) = (n * 1_000_000_000 / p, t.div_euclid(1000));
+            match node {
+                None => {
+                    node = Some((0, now));
+                    true
+                }
+                Some((excess, at)) => {
+                    let ms = now - at;
+                    let excess = (excess - milli * ms / 1000 + 1000 * c).max(0);
+                    let ok = excess <= (b - 1) * 1000;
+                    if ok {
+                        node = Some((excess, if ms == 0 { at } else { now }));
+                    }
+                    ok
+                }
+            }
+        })
+    }
+
     const NAME: &'static str = "nginx";
     const HELP: &'static str =
         "nginx's limit_req, to its arithmetic: milli-requests, whole ms, truncated";

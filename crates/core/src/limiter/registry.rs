@@ -189,6 +189,17 @@ macro_rules! limiters {
                 }
             }
 
+            /// What it passes of `events` by its written rule; see [`Rule::by_the_rule`].
+            #[cfg(test)]
+            pub(crate) fn by_the_rule(
+                self,
+                rate: $crate::units::rate::Rate,
+                b: u64,
+                events: &[(i128, u64)],
+            ) -> Vec<bool> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::by_the_rule(rate, b, events),)* }
+            }
+
             /// Which measures its promise needs.
             pub(crate) fn watch(self) -> $crate::limiter::promise::Watch {
                 match self { $(Algorithm::$rule => <$rule as Rule>::WATCH,)* }

@@ -75,6 +75,17 @@ impl KeyedState for SlidingCounter {
 impl Rule for SlidingCounter {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p) = (rate.n(), rate.p());
+        super::tests::by_rule(events, |passed, t, c| {
+            let window = t.div_euclid(p);
+            let prev = super::tests::used(passed, |s| s.div_euclid(p) == window - 1);
+            let cur = super::tests::used(passed, |s| s.div_euclid(p) == window);
+            prev * (p - (t - window * p)) + (cur + c - 1) * p < n * p
+        })
+    }
+
     const NAME: &'static str = "sliding-counter";
     const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
     const USES_BURST: bool = false;

@@ -142,6 +142,14 @@ impl KeyedState for SlidingLog {
 impl Rule for SlidingLog {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, _b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p) = (rate.n(), rate.p());
+        super::tests::by_rule(events, |passed, t, c| {
+            super::tests::used(passed, |s| s > t - p) + c <= n
+        })
+    }
+
     const NAME: &'static str = "sliding-log";
     const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
     const USES_BURST: bool = false;

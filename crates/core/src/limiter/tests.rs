@@ -237,209 +237,29 @@ proptest! {
     }
 }
 
-/// What each limiter passes of `events` (time in µs, cost), by the rule README and the
-/// weighted-limits issue write for it, computed plainly from every passed event so far:
-/// the reference the limiters are held to, with costs of 1 and with any others.
-fn by_the_rule(algorithm: Algorithm, rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
-    let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+/// Replays `events` (time in µs, cost) through a written rule: `decide(passed, t, c)`
+/// says whether the event at `t` of cost `c` passes, given every event that passed before
+/// it (time, cost). The limiters' own `by_the_rule` are written with it.
+pub(super) fn by_rule(
+    events: &[(i128, u64)],
+    mut decide: impl FnMut(&[(i128, i128)], i128, i128) -> bool,
+) -> Vec<bool> {
     let mut passed: Vec<(i128, i128)> = Vec::new();
-    let (mut tat, mut level, mut last) = (i128::MIN, b * p, None::<i128>);
-    // nginx: its node (excess in milli-requests, last whole ms), none before the first.
-    let mut node: Option<(i128, i128)> = None;
-    // limits' fixed window: when it expires, and every hit's cost since it opened.
-    let mut opened: Option<(i128, i128)> = None;
-    // envoy's ratelimit: every hit, passed or not, with its time.
-    let mut hits: Vec<(i128, i128)> = Vec::new();
-    // Traefik: x/time/rate's tokens and when they were counted, in float64, and the second
-    // of the bucket's last request.
-    let mut bucket: Option<(f64, i128, i128)> = None;
-    // envoy's local bucket: the time (s, float64) it was empty.
-    let mut empty: Option<f64> = None;
-    // HAProxy: the counter's tick, and its current and previous counts.
-    let mut counter: (i128, i128, i128) = (0, 0, 0);
     let mut out = Vec::with_capacity(events.len());
     for &(t, c) in events {
         let c = i128::from(c);
-        let used = |keep: &dyn Fn(i128) -> bool| -> i128 {
-            passed.iter().filter(|&&(s, _)| keep(s)).map(|&(_, c)| c).sum()
-        };
-        let window = t.div_euclid(p);
-        let ok = match algorithm {
-            Algorithm::FixedWindow => used(&|s| s.div_euclid(p) == window) + c <= n,
-            Algorithm::SlidingLog => used(&|s| s > t - p) + c <= n,
-            Algorithm::SlidingCounter => {
-                let prev = used(&|s| s.div_euclid(p) == window - 1);
-                let cur = used(&|s| s.div_euclid(p) == window);
-                prev * (p - (t - window * p)) + (cur + c - 1) * p < n * p
-            }
-            Algorithm::TokenBucket => {
-                if let Some(last) = last {
-                    level = (level + (t - last) * n).min(b * p);
-                }
-                last = Some(t);
-                let ok = level >= c * p;
-                level -= if ok { c * p } else { 0 };
-                ok
-            }
-            Algorithm::Nginx => {
-                // limit_req: the rate in milli-requests a second, truncated; whole ms; the
-                // first request free; a truncated leak, lost when `last` moves.
-                let (milli, now) = (n * 1_000_000_000 / p, t.div_euclid(1000));
-                match node {
-                    None => {
-                        node = Some((0, now));
-                        true
-                    }
-                    Some((excess, at)) => {
-                        let ms = now - at;
-                        let excess = (excess - milli * ms / 1000 + 1000 * c).max(0);
-                        let ok = excess <= (b - 1) * 1000;
-                        if ok {
-                            node = Some((excess, if ms == 0 { at } else { now }));
-                        }
-                        ok
-                    }
-                }
-            }
-            Algorithm::LimitsFixedWindow => {
-                let count = match opened {
-                    Some((expires, count)) if t < expires => count + c,
-                    _ => c,
-                };
-                let expires = match opened {
-                    Some((expires, before)) if t < expires && before != 0 => expires,
-                    _ => t + p,
-                };
-                opened = Some((expires, count));
-                count <= n
-            }
-            Algorithm::EnvoyRatelimit => {
-                // The hits counted: back from this one, those named for the same window
-                // (whole seconds, then Go's truncating division by the unit in seconds),
-                // until a gap of more than a unit in ms, when the key had expired.
-                hits.push((t, c.max(1)));
-                let unit = (p / 1_000_000).max(1);
-                let name = |t: i128| t.div_euclid(1_000_000) / unit;
-                let mut counted = 0;
-                for (i, &(s, c)) in hits.iter().enumerate().rev() {
-                    let idle = hits.get(i + 1).is_some_and(|&(next, _)| {
-                        next.div_euclid(1000) > s.div_euclid(1000) + unit * 1000
-                    });
-                    if name(s) != name(t) || idle {
-                        break;
-                    }
-                    counted += c;
-                }
-                counted <= n
-            }
-            Algorithm::Traefik => {
-                // limit = N·10⁹/P_ns; maxDelay 10⁹/(2·⌊limit⌋) ns, or 0.5 s below 1/s;
-                // a bucket idle for ttl whole seconds comes back full.
-                #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
-                let (limit, burst) = ((n * 1_000_000_000) as f64 / (p * 1000) as f64, b as f64);
-                #[allow(clippy::cast_possible_truncation)]
-                let (max_delay, ttl) = if limit < 1.0 {
-                    (500_000_000, 1 + (1.0 / limit) as i128)
-                } else {
-                    (1_000_000_000 / (2 * limit as i128), 2)
-                };
-                let (ns, second) = (t * 1000, t.div_euclid(1_000_000));
-                let tokens = match bucket {
-                    Some((tokens, last, at)) if second < at + ttl => {
-                        let elapsed = ns - last;
-                        #[allow(clippy::cast_precision_loss)]
-                        let secs = (elapsed / 1_000_000_000) as f64
-                            + (elapsed % 1_000_000_000) as f64 / 1e9;
-                        (tokens + secs * limit).min(burst) - 1.0
-                    }
-                    _ => burst - 1.0,
-                };
-                #[allow(clippy::cast_possible_truncation)]
-                let wait = if tokens < 0.0 { (1e9 * (-tokens / limit)) as i128 } else { 0 };
-                let ok = wait <= max_delay;
-                bucket = Some((if ok { tokens } else { (tokens + 1.0).min(burst) }, ns, second));
-                ok
-            }
-            Algorithm::EnvoyLocal => {
-                #[allow(clippy::cast_precision_loss)]
-                let (rate, now, most) = (
-                    (n as f64 / ((p / 1000) as f64 / 1000.0)).max(1.0 / 31_536_000.0),
-                    t as f64 / 1e6,
-                    b as f64,
-                );
-                let tokens = empty.map_or(most, |at| most.min((now - at) * rate));
-                let ok = tokens >= 1.0;
-                if ok {
-                    empty = Some(now - (tokens - 1.0) / rate);
-                }
-                ok
-            }
-            Algorithm::Haproxy => {
-                // The freq_ctr as freq_ctr.h writes it, in 32-bit ms that wrap: a fresh
-                // counter's period begins at tick 0; an update past the period moves it on
-                // by P, or starts it now (even) after two; every request counts; the rate is
-                // ⌊(prev·remain + curr·P)/P⌋, with the flapping correction.
-                let wrap = |x: i128| x.rem_euclid(1 << 32);
-                let (period, now) = ((p / 1000).max(1), wrap(t.div_euclid(1000)));
-                let (tick, curr, prev) = &mut counter;
-                if wrap(now - *tick) < period {
-                    *curr += c;
-                } else {
-                    *prev = std::mem::replace(curr, c);
-                    *tick = wrap(*tick + period);
-                    if wrap(now - *tick) >= period {
-                        (*prev, *tick) = (0, now);
-                    }
-                    *tick -= *tick % 2;
-                }
-                let mut remain = wrap(*tick + period - now);
-                remain -= if remain >= 1 << 31 { 1 << 32 } else { 0 };
-                let (mut cur, mut past) = (*curr, *prev);
-                if remain < 0 {
-                    remain += period;
-                    past = if remain >= 0 { cur } else { 0 };
-                    cur = 0;
-                }
-                let rate = if cur == 0 && past <= 1 {
-                    past
-                } else {
-                    (past * remain + cur * period) / period
-                };
-                rate <= n
-            }
-            Algorithm::LimitsMovingWindow => used(&|s| s >= t - p) + c <= n,
-            Algorithm::LimitsSlidingWindow => {
-                // Counters named by Python's int(), toward zero: each holds the passed hits
-                // named so since it was made, and expires 2·P after the hit that made it.
-                let count = |name: i128| {
-                    let (mut count, mut expires) = (0, i128::MIN);
-                    for &(s, c) in passed.iter().filter(|&&(s, _)| s / p == name) {
-                        if expires <= s {
-                            count = 0;
-                        }
-                        count += c;
-                        if count == c {
-                            expires = s + 2 * p;
-                        }
-                    }
-                    if expires <= t { 0 } else { count }
-                };
-                let (prev, cur) = (count((t - p) / p), count(t / p));
-                (prev * (p - t.rem_euclid(p))).div_euclid(p) + cur + c <= n
-            }
-            Algorithm::Gcra | Algorithm::LeakyQueue => {
-                let from = tat.max(t * n);
-                let ok = from + c * p - t * n <= b * p;
-                tat = if ok { from + c * p } else { tat };
-                ok
-            }
-        };
+        let ok = decide(&passed, t, c);
         if ok {
             passed.push((t, c));
         }
         out.push(ok);
     }
     out
+}
+
+/// The units of the passed events whose times `keep` keeps.
+pub(super) fn used(passed: &[(i128, i128)], keep: impl Fn(i128) -> bool) -> i128 {
+    passed.iter().filter(|&&(s, _)| keep(s)).map(|&(_, c)| c).sum()
 }
 
 proptest! {
@@ -461,7 +281,7 @@ proptest! {
             let mut limiter = algorithm.build(rate, burst(b));
             let got: Vec<bool> =
                 times.iter().zip(&costs).map(|(&t, &c)| limiter.take(t, c, false).passed).collect();
-            prop_assert_eq!(got, by_the_rule(algorithm, rate, b, &events), "{:?}", algorithm);
+            prop_assert_eq!(got, algorithm.by_the_rule(rate, b, &events), "{:?}", algorithm);
         }
     }
 }

@@ -63,6 +63,21 @@ impl KeyedState for TokenBucket {
 impl Rule for TokenBucket {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+        let (mut level, mut last) = (b * p, None::<i128>);
+        super::tests::by_rule(events, |_, t, c| {
+            if let Some(last) = last {
+                level = (level + (t - last) * n).min(b * p);
+            }
+            last = Some(t);
+            let ok = level >= c * p;
+            level -= if ok { c * p } else { 0 };
+            ok
+        })
+    }
+
     const NAME: &'static str = "token-bucket";
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;

@@ -103,6 +103,41 @@ impl Traefik {
 impl Rule for Traefik {
     type Params = super::NoParams;
 
+    #[cfg(test)]
+    fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
+        // limit = N·10⁹/P_ns; maxDelay 10⁹/(2·⌊limit⌋) ns, or 0.5 s below 1/s; a bucket
+        // idle for ttl whole seconds comes back full. x/time/rate's tokens and when they were
+        // counted, in float64, and the second of the bucket's last request.
+        let (n, p, b) = (rate.n(), rate.p(), i128::from(b));
+        let mut bucket: Option<(f64, i128, i128)> = None;
+        super::tests::by_rule(events, |_, t, _| {
+            #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+            let (limit, burst) = ((n * 1_000_000_000) as f64 / (p * 1000) as f64, b as f64);
+            #[allow(clippy::cast_possible_truncation)]
+            let (max_delay, ttl) = if limit < 1.0 {
+                (500_000_000, 1 + (1.0 / limit) as i128)
+            } else {
+                (1_000_000_000 / (2 * limit as i128), 2)
+            };
+            let (ns, second) = (t * 1000, t.div_euclid(1_000_000));
+            let tokens = match bucket {
+                Some((tokens, last, at)) if second < at + ttl => {
+                    let elapsed = ns - last;
+                    #[allow(clippy::cast_precision_loss)]
+                    let secs = (elapsed / 1_000_000_000) as f64
+                        + (elapsed % 1_000_000_000) as f64 / 1e9;
+                    (tokens + secs * limit).min(burst) - 1.0
+                }
+                _ => burst - 1.0,
+            };
+            #[allow(clippy::cast_possible_truncation)]
+            let wait = if tokens < 0.0 { (1e9 * (-tokens / limit)) as i128 } else { 0 };
+            let ok = wait <= max_delay;
+            bucket = Some((if ok { tokens } else { (tokens + 1.0).min(burst) }, ns, second));
+            ok
+        })
+    }
+
     const NAME: &'static str = "traefik";
     const HELP: &'static str =
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
