@@ -7,6 +7,7 @@ mod csv_line;
 mod fetch;
 mod filter;
 mod layered;
+mod limiters;
 mod man;
 mod min_bucket;
 mod min_rate;
@@ -57,6 +58,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),
         Command::Schema(args) => schema::run(&args),
+        Command::Limiters(args) => limiters::run(&args),
         Command::Config(args) => config::run(&args),
         Command::Completions(args) => {
             // clap_complete panics if it cannot write; a buffer it can always write.
@@ -210,6 +212,8 @@ pub enum Command {
     Fetch(fetch::FetchArgs),
     /// Print the JSON Schema of a command's --format json output.
     Schema(schema::SchemaArgs),
+    /// List every limiter: what it models, its burst and parameters, its rule and promise.
+    Limiters(limiters::LimitersArgs),
     /// Print the configuration that runs a limit on nginx, envoy (ratelimit or local),
     /// Python's limits, Traefik or HAProxy, in that system's units.
     Config(config::ConfigArgs),

@@ -122,18 +122,9 @@ fn writeln_bytes(out: &mut impl Write, row: &[u8], suffix: &[u8]) -> io::Result<
 }
 
 pub(super) const REPLAY_AFTER_HELP: &str = "\
-Limiters, for a rate of N per period P and a burst b:
-  fixed-window     passes an event iff fewer than N passed in its window; windows are P \
-long and aligned to the Unix epoch (so /h windows are UTC clock hours).
-  sliding-log      passes iff fewer than N passed in (t - P, t].
-  sliding-counter  passes iff prev*(P - elapsed)/P + cur < N, counting passed events in the \
-previous and current aligned windows.
-  token-bucket     a bucket of b tokens (default N), starting full, refilled continuously at N \
-per P; an event passes if a whole token is there, and takes it.
-  gcra             with I = P/N, passes iff t >= tat - (b - 1)*I, then tat = max(tat, t) + I; \
-exactly the token bucket's decisions.
-  leaky-queue      nginx limit_req with burst=b-1 and without nodelay: an event leaves at \
-max(t, last departure + I), and is dropped if it would wait over (b - 1)*I.
+Limiters: --algo's possible values say each one's rule; `ratelimit limiters` also says what \
+each models, its burst, its own parameters (given as --limit keys, or nginx's flags) and its \
+promise.
 
 Every decision is made with integers: times in microseconds, rates as N per P.
 

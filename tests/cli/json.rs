@@ -154,3 +154,21 @@ fn a_field_the_schema_does_not_declare_breaks_it() {
     let faults = crate::schema::faults(&schema, &report);
     assert_eq!(faults[0], "/events: \"many\" is not of type \"integer\"");
 }
+
+#[test]
+fn the_limiter_reference_is_what_ratelimit_limiters_writes() {
+    let path = format!("{}/docs/limiters.md", env!("CARGO_MANIFEST_DIR"));
+    let published = std::fs::read_to_string(&path).unwrap();
+    let printed = run(&["limiters", "--format", "markdown"], "").ok();
+    assert_eq!(
+        printed, published,
+        "{path} is stale: ratelimit limiters --format markdown > docs/limiters.md"
+    );
+    // Every limiter of the list is on the page, and so is each one's own parameter.
+    let text = run(&["limiters"], "").ok();
+    let listed = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).count();
+    assert_eq!(listed, 14);
+    assert!(printed.contains(
+        "| `nginx` | nginx 1.22.1, limit_req | its own, default 0 | `delay, nodelay, dry-run` |"
+    ));
+}

@@ -99,7 +99,7 @@ impl Rule for EnvoyLocal {
     const HELP: &'static str =
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";
     const USES_BURST: bool = true;
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("envoy's local_ratelimit token bucket");
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();

@@ -155,7 +155,7 @@ impl Rule for Haproxy {
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();

@@ -95,7 +95,7 @@ impl Rule for LimitsFixedWindow {
         "Python limits' fixed window: opened by the first hit, refused hits counted";
     const USES_BURST: bool = false;
     const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, FixedWindowRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
         whole_seconds(rate)

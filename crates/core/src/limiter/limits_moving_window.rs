@@ -60,7 +60,7 @@ impl Rule for LimitsMovingWindow {
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;
     const WATCH: Watch = SlidingLog::WATCH;
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, MovingWindowRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
         super::limits_fixed_window::whole_seconds(rate)

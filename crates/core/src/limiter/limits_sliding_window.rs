@@ -152,7 +152,7 @@ impl Rule for LimitsSlidingWindow {
         "Python limits' sliding-window counter: ⌊prev·(P − elapsed)/P⌋ + cur + c ≤ N";
     const USES_BURST: bool = false;
     const WATCH: Watch = SlidingCounter::WATCH;
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, SlidingWindowCounterRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
         super::limits_fixed_window::whole_seconds(rate)

@@ -192,9 +192,10 @@ pub trait Rule: KeyedState {
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;
-    /// Whether it models one system's own arithmetic rather than being an exact limiter:
-    /// `compare` puts only the exact limiters side by side unless asked for others.
-    const SYSTEM: bool = false;
+    /// The system whose own arithmetic it models, with the version followed; `None` for
+    /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
+    /// for others.
+    const MODELS: Option<&'static str> = None;
 
     /// Returns why it cannot run at `rate`, if it cannot; every exact limiter can.
     fn refuses(_rate: Rate) -> Option<String> {

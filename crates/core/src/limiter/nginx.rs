@@ -282,7 +282,7 @@ impl Rule for Nginx {
         "nginx's limit_req, to its arithmetic: milli-requests, whole ms, truncated";
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
     const DEFAULT_BURST: Option<u64> = Some(0);
 
     fn refuses(rate: Rate) -> Option<String> {

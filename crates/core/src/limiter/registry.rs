@@ -111,8 +111,14 @@ macro_rules! limiters {
 
             /// Returns its burst b when none is given: a system's own default, or N.
             pub fn default_burst(self, rate: $crate::units::rate::Rate) -> std::num::NonZeroU64 {
-                let default = match self { $(Algorithm::$rule => <$rule as Rule>::DEFAULT_BURST,)* };
+                let default = self.own_default_burst();
                 default.and_then(|shown| self.burst_from(shown)).unwrap_or(rate.count_nonzero())
+            }
+
+            /// Returns a system's own default burst, as its reports show it (nginx's 0,
+            /// Traefik's 1); `None` where the default is N.
+            pub fn own_default_burst(self) -> Option<u64> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::DEFAULT_BURST,)* }
             }
 
             /// Returns why it cannot run at `rate`, if it cannot: a system that writes no
@@ -158,7 +164,13 @@ macro_rules! limiters {
 
             /// Returns true if it models one system's own arithmetic.
             pub fn is_system(self) -> bool {
-                match self { $(Algorithm::$rule => <$rule as Rule>::SYSTEM,)* }
+                self.models().is_some()
+            }
+
+            /// Returns the system whose arithmetic it models, with the version followed;
+            /// `None` for an exact limiter.
+            pub fn models(self) -> Option<&'static str> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::MODELS,)* }
             }
 
             /// Returns the Redis script it runs as, if it can run in Redis.

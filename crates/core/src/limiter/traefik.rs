@@ -142,7 +142,7 @@ impl Rule for Traefik {
     const HELP: &'static str =
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
-    const SYSTEM: bool = true;
+    const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
     const DEFAULT_BURST: Option<u64> = Some(1);
 
     fn refuses(rate: Rate) -> Option<String> {
