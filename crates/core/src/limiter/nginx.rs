@@ -21,7 +21,7 @@ use crate::units::time::Timestamp;
 ///   `B·1000` the request is refused and nothing changes; else the excess is stored, and
 ///   `last` moves to now if `ms` is not 0, so the truncated part of the leak is lost.
 /// - A request admitted with more excess than `delay=D` allows waits for it to leak to D
-///   ([`Delay`]); the decisions do not depend on it.
+///   (its parameters, `Delay`); the decisions do not depend on it.
 ///
 /// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
 /// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. An event of cost
