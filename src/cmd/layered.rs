@@ -26,6 +26,18 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (layers, input) = setup(&args.limits, &args.job.input, args.window, stop)?;
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
+    if let Some(column) = &args.validate {
+        // Every event's all-or-nothing decision, against what the system logged.
+        let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+        let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+        super::validate::say(&rows, &record.trace, column, &input.read)?;
+        notes(&input, &stats);
+        let report = report(&args.limits, &input, record, &stats, top);
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &report)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let Some(emit) = args.emit else {
         let report = replay_to(&args.limits, &layers, &backend, &input, top)?;
         let mut out = BufWriter::new(stdout());

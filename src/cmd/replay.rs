@@ -34,13 +34,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         None if args.validate.is_some() => {
             let column = args.validate.as_deref().unwrap_or_default();
             let (rows, recorder, stats) = job.replay_rows()?;
-            let lines =
-                super::validate::validate(&rows, recorder.trace(), column, &job.input.read)?;
-            // The agreement is a report on stderr, as --emit's is: -q silences it.
-            let mut err = diagnostics();
-            for line in lines {
-                let _ = writeln!(err, "ratelimit: {line}");
-            }
+            super::validate::say(&rows, recorder.trace(), column, &job.input.read)?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         None => {

@@ -19,6 +19,17 @@ fn logged(value: &[u8]) -> Option<Option<bool>> {
     }
 }
 
+/// Compares `trace` with each row's `column`, as [`validate`] does, and says how they agree
+/// on stderr (as `--emit`'s report is: `-q` silences it).
+pub fn say(rows: &Rows, trace: &[bool], column: &str, read: &ReadOptions) -> Result<()> {
+    let lines = validate(rows, trace, column, read)?;
+    let mut err = crate::cli::diagnostics::diagnostics();
+    for line in lines {
+        let _ = writeln!(err, "ratelimit: {line}");
+    }
+    Ok(())
+}
+
 /// Compares `trace` (one decision a row, in `rows`' order) with each row's `column`, and
 /// returns the lines that say how they agree: the count, then the first disagreements.
 pub fn validate(

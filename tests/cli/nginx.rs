@@ -350,3 +350,26 @@ fn validate_says_how_many_agree_and_shows_the_first_apart() {
          not a $limit_req_status (PASSED, DELAYED, REJECTED, their _DRY_RUN, or -)"
     );
 }
+
+#[test]
+fn validate_reads_the_status_with_limit_layers_too() {
+    // Two layers, all or nothing: nginx at 1r/s, and gcra at 2 a minute. 0 passes both;
+    // 0.5 s nginx refuses; 1 s passes both; 2 s gcra refuses (its two are spent). The log
+    // says PASSED at 2 s: one apart.
+    let log = "time,status\n2025-01-01T00:00:00Z,PASSED\n2025-01-01T00:00:00.5Z,REJECTED\n\
+               2025-01-01T00:00:01Z,PASSED\n2025-01-01T00:00:02Z,PASSED\n";
+    let limits = ["--limit", "algo=nginx,rate=1/s", "--limit", "algo=gcra,rate=2/m,burst=2"];
+    let args = [&["replay"][..], &limits, &["--validate", "status"]].concat();
+    let out = crate::harness::run(&args, log);
+    assert_eq!(
+        out.stderr,
+        "ratelimit: validate: 4 events with a status, 3 decided alike (75.0%), 1 apart\n\
+         ratelimit: validate: at 2025-01-01T00:00:02Z, logged PASSED (passed), replayed \
+         refused: 2025-01-01T00:00:02Z,PASSED\n"
+    );
+    assert!(out.ok().starts_with("input "), "the report is on stdout as ever");
+    // A column the input has not is an error, not ignored.
+    let missing = [&["replay"][..], &limits, &["--validate", "nope"]].concat();
+    let err = crate::harness::run(&missing, log).error();
+    assert_eq!(err, "ratelimit: --validate nope: the input has no column nope");
+}
