@@ -409,3 +409,19 @@ impl RedisArgs {
         }))
     }
 }
+
+/// Refuses a cost other than 1 for a limiter that takes none (a system that counts each
+/// request once, whatever it costs), naming what gave it: `--cost`, or a layer's `cost=`.
+pub fn check_cost(
+    cost: &crate::input::cost::Cost,
+    algorithms: impl IntoIterator<Item = Algorithm>,
+    given_by: &str,
+) -> Result<()> {
+    if *cost == crate::input::cost::Cost::Each(1) {
+        return Ok(());
+    }
+    match algorithms.into_iter().find_map(Algorithm::refuses_cost) {
+        Some(why) => bail!("{given_by}: {why}"),
+        None => Ok(()),
+    }
+}

@@ -34,6 +34,11 @@ impl JobArgs {
     /// Settles the job of limiters with `settings` over `input`. With `modes`, one
     /// limiter on a fleet with no `--share` runs in every share mode side by side.
     pub fn job(&self, input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
+        super::config::check_cost(
+            &input.read.cost,
+            settings.iter().map(|s| s.algorithm),
+            "--cost",
+        )?;
         let key = self.keys.key.as_deref();
         let (settings, fleet) = match settings[..] {
             [one] if modes && self.fleet.servers.is_some() && self.fleet.share.is_none() => {

@@ -111,6 +111,11 @@ impl FromStr for LayerSpec {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
+        if let Some(why) =
+            cost.as_ref().filter(|&c| *c != Cost::Each(1)).and(algorithm.refuses_cost())
+        {
+            return Err(format!("cost=: {why}"));
+        }
         // The limiter reads its own parameters now, so that a spec it refuses is refused
         // as it is read.
         params.settle(algorithm, true, "")?;

@@ -51,7 +51,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut decider, settings, key, cost): (Box<dyn Live>, _, _, _) = if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
-        (job.decider()?, Some(settings), job.key, args.cost.clone().unwrap_or_default())
+        let cost = args.cost.clone().unwrap_or_default();
+        crate::cli::config::check_cost(&cost, [settings.algorithm], "--cost")?;
+        (job.decider()?, Some(settings), job.key, cost)
     } else {
         let Layers { layers, key, cost } =
             layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;

@@ -28,7 +28,14 @@ pub fn events(csv: &str, key: Option<&str>) -> Vec<Event> {
 pub fn decisions(events: &[Event], args: &[&str]) -> Vec<bool> {
     let csv = csv(events);
     let replay = ["replay", "-", "--emit", "all", "--key", "k", "--cost", "cost"];
-    let replay = if args.contains(&"--limit") { &replay[..4] } else { &replay[..] };
+    // Weighed only if some event costs other than 1: the systems that count each request
+    // once take no --cost at all.
+    let weighed = events.iter().any(|&(_, _, cost)| cost != 1);
+    let replay = match (args.contains(&"--limit"), weighed) {
+        (true, _) => &replay[..4],
+        (false, false) => &replay[..6],
+        (false, true) => &replay[..],
+    };
     let out = run(&[replay, args].concat(), &csv).ok();
     out.lines().skip(1).map(|line| line.ends_with(",passed")).collect()
 }

@@ -363,3 +363,31 @@ fn min_bucket_sizes_each_layer_on_its_own_events_and_costs() {
     let tightest = if tokens * 40 > worst * 250 { specs[0] } else { specs[1] };
     assert_eq!(report["tightest"], tightest);
 }
+
+#[test]
+fn the_systems_that_count_each_request_once_take_no_cost() {
+    // nginx, Traefik and envoy's local limit count a request once, whatever it costs: a
+    // cost would be ignored, or counted as events that "never pass" though they did.
+    let log = "time,tokens\n2025-01-01T00:00:00Z,3\n2025-01-01T00:00:01Z,9\n";
+    for (algo, rate, system) in [
+        ("nginx", "10/s", "nginx 1.22.1, limit_req"),
+        ("traefik", "10/s", "Traefik's rateLimit over golang.org/x/time/rate 0.3.0"),
+        ("envoy-local", "10/s", "envoy's local_ratelimit token bucket"),
+    ] {
+        let why = format!("{algo} counts each request once, as {system} does, and takes no cost");
+        for cost in ["tokens", "2"] {
+            let args = ["replay", "--algo", algo, "--rate", rate, "--cost", cost];
+            assert_eq!(run(&args, log).error(), format!("ratelimit: --cost: {why}"));
+        }
+        let spec = format!("algo={algo},rate={rate},cost=tokens");
+        let err = run(&["replay", "--limit", &spec, "--limit", "algo=gcra,rate=5/s"], log).error();
+        assert!(err.ends_with(&format!("cost=: {why}")), "{err}");
+        // Every event costing 1 is what they count.
+        let args = ["replay", "--algo", algo, "--rate", rate, "--cost", "1"];
+        let report = json(&run(&[&args[..], &["--format", "json"]].concat(), log).ok());
+        assert_eq!(report["passed"].as_u64(), Some(2), "{algo}");
+    }
+    // A limiter that spends costs takes them.
+    let args = ["replay", "--algo", "envoy-ratelimit", "--rate", "10/s", "--cost", "tokens"];
+    run(&args, log).ok();
+}

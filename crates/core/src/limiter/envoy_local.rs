@@ -27,7 +27,7 @@ const MIN_FILL_RATE: f64 = 1.0 / (365.0 * 24.0 * 60.0 * 60.0);
 /// may round otherwise. The timer bucket envoy uses unless
 /// `envoy.reloadable_features.no_timer_based_rate_limit_token_bucket` is set adds
 /// `tokens_per_fill` at each `fill_interval` from the filter's creation, a phase no log
-/// records either; it is not modelled. One token a request, whatever `--cost` says.
+/// records either; it is not modelled. One token a request: it takes no cost (`SPENDS_COST`).
 #[derive(Clone, Debug)]
 pub struct EnvoyLocal {
     max_tokens: f64,
@@ -100,6 +100,7 @@ impl Rule for EnvoyLocal {
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("envoy's local_ratelimit token bucket");
+    const SPENDS_COST: bool = false;
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();

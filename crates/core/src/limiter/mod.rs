@@ -189,6 +189,10 @@ pub trait Rule: KeyedState {
     /// The burst a system takes when none is given, as its reports show it (nginx's 0,
     /// Traefik's 1); `None` for the exact limiters, whose burst is then N.
     const DEFAULT_BURST: Option<u64> = None;
+    /// Whether it spends an event's cost, as its system spends one (envoy's `hits_addend`,
+    /// `limits`' `cost`), or as the exact limiters do; false for a system that counts each
+    /// request once whatever it costs, which then takes no cost at all.
+    const SPENDS_COST: bool = true;
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;

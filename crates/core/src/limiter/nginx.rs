@@ -24,8 +24,9 @@ use crate::units::time::Timestamp;
 ///   (its parameters, `Delay`); the decisions do not depend on it.
 ///
 /// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
-/// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. An event of cost
-/// c counts as c requests (nginx has no cost). Keys share the zone: a new key frees up to
+/// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. nginx counts each
+/// request once: the command line gives it no cost (`SPENDS_COST`), and a cost c given
+/// here counts as c requests. Keys share the zone: a new key frees up to
 /// two idle nodes ([`KeyedState::freed`]), kept in order by
 /// [`Zone`](super::zone::Zone). The node nginx frees when the zone's memory runs short is
 /// kept here: the zone is taken to be large enough.
@@ -283,6 +284,7 @@ impl Rule for Nginx {
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
     const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
+    const SPENDS_COST: bool = false;
     const DEFAULT_BURST: Option<u64> = Some(0);
 
     fn refuses(rate: Rate) -> Option<String> {

@@ -162,6 +162,16 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::COUNTS_EVERY_LIMIT,)* }
             }
 
+            /// Returns why it takes no cost, if it takes none: its system counts each
+            /// request once ([`Rule::SPENDS_COST`]).
+            pub fn refuses_cost(self) -> Option<String> {
+                let spends = match self { $(Algorithm::$rule => <$rule as Rule>::SPENDS_COST,)* };
+                (!spends).then(|| {
+                    let system = self.models().unwrap_or(self.name());
+                    format!("{} counts each request once, as {system} does, and takes no cost", self.name())
+                })
+            }
+
             /// Returns true if it models one system's own arithmetic.
             pub fn is_system(self) -> bool {
                 self.models().is_some()

@@ -143,6 +143,7 @@ impl Rule for Traefik {
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
+    const SPENDS_COST: bool = false;
     const DEFAULT_BURST: Option<u64> = Some(1);
 
     fn refuses(rate: Rate) -> Option<String> {
