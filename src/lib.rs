@@ -47,7 +47,7 @@ pub(crate) mod engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
 #[cfg(feature = "cli")]
-pub(crate) mod report;
+pub(crate) use ratelimit_engine::report;
 
 #[cfg(feature = "cli")]
 pub use cmd::{error_line, run};

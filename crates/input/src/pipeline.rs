@@ -132,6 +132,7 @@ impl Batch {
         self.names.clear();
     }
 
+    #[inline]
     pub(super) fn push(&mut self, time: Timestamp, cost: u64, line: u64, key: &[u8]) {
         self.events.push(time, cost);
         self.lines.push(line);

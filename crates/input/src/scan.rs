@@ -104,6 +104,7 @@ impl Row {
     }
 
     /// Returns the number of fields.
+    #[inline]
     pub fn width(&self, bytes: &[u8], delimiter: u8) -> usize {
         let inside: usize = self.quoted.iter().map(|&(o, c)| count(&bytes[o..c], delimiter)).sum();
         count(&bytes[self.start..self.end], delimiter) - inside + 1

@@ -44,6 +44,8 @@ impl Timestamp {
 
 /// Returns the days from 1970-01-01 to a proleptic Gregorian date, by Howard Hinnant's
 /// `days_from_civil`: for readers that do their own calendar arithmetic.
+// Inlined into the readers' hot path, across the crate boundary.
+#[inline]
 pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);

@@ -547,7 +547,7 @@ mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
-    use crate::engine::Backend;
+    use crate::decide_in_memory;
     use crate::limiter::Algorithm;
     use crate::report::LimiterReport;
     use crate::units::time::{Span, Timestamp};
@@ -572,7 +572,7 @@ mod tests {
         // two events, 4 units in 1 s (4 − 0.1, rounded up), and all three, 6 units in 20 s.
         let a_events = [event(0, a, 3), event(1_000, a, 1), event(20_000, a, 2)];
         let events = [a_events[0], event(500, b, 1), a_events[1], a_events[2]];
-        let keyed = Backend::Memory.decide(&settings, true, events).unwrap();
+        let keyed = decide_in_memory(&settings, true, events).unwrap();
         let names = KeyNames { column: "k", names: Some(&table) };
         let reports = keyed.reports("test", names, 0, 1);
         let over_keys = &reports.lanes[0];
@@ -587,7 +587,7 @@ mod tests {
             Some(("a", 4))
         );
         // The same events alone, unkeyed, give the same figures.
-        let alone = Backend::Memory.decide(&settings, false, a_events).unwrap();
+        let alone = decide_in_memory(&settings, false, a_events).unwrap();
         let alone = &alone.reports("test", KeyNames::default(), 0, 1).lanes[0];
         assert_eq!(LimiterReport { key: Some("a".into()), ..alone.clone() }, *key_a);
     }

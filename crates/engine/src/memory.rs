@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
-use super::Engine;
 use super::recorder::{Recorder, Settings};
+use crate::Engine;
 use crate::input::catalog::{Event, slot};
 use crate::limiter::AnyPerKey;
 

@@ -97,10 +97,10 @@ impl WithRule for Deciding<'_> {
 mod tests {
     use std::num::NonZeroU64;
 
-    use crate::engine::Backend;
-    use crate::engine::recorder::{KeyNames, Recorder, Settings};
+    use crate::decide_in_memory;
     use crate::input::catalog::{Event, KeyTable};
     use crate::limiter::Algorithm;
+    use crate::recorder::{KeyNames, Recorder, Settings};
     use crate::units::time::{Span, Timestamp};
 
     #[test]
@@ -135,7 +135,7 @@ mod tests {
         assert!(settings.len() > 8, "decisions of more than one byte an event");
         let names = KeyNames { column: "k", names: Some(&table) };
         // Deciding as read keeps a trace, which deciding later cannot.
-        let as_read = Backend::Memory.decide(&settings, true, events.iter().copied()).unwrap();
+        let as_read = decide_in_memory(&settings, true, events.iter().copied()).unwrap();
         let mut later = Recorder::new(&settings, true);
         assert!(later.decide_later());
         events.iter().for_each(|&event| later.keep(event).unwrap());
@@ -146,7 +146,7 @@ mod tests {
         // One limiter at a time, as replay runs it.
         let alone = [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::LeakyQueue];
         for one in settings.iter().filter(|s| alone.contains(&s.algorithm)) {
-            let as_read = Backend::Memory.decide(&[*one], true, events.iter().copied()).unwrap();
+            let as_read = decide_in_memory(&[*one], true, events.iter().copied()).unwrap();
             let mut later = Recorder::new(&[*one], true);
             assert!(later.decide_later());
             events.iter().for_each(|&event| later.keep(event).unwrap());

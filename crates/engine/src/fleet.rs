@@ -7,8 +7,8 @@ use rand_distr::{Distribution, Uniform};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::SeedableRng;
 
-use super::Engine;
 use super::recorder::{Recorder, Settings};
+use crate::Engine;
 use crate::input::catalog::{Event, Key, slot};
 use crate::input::keys::wide;
 use crate::limiter::{AnyPerKey, AnyReplicated, Share};
