@@ -1,14 +1,14 @@
 //! `ratelimit config --for SYSTEM`: the snippet that runs a limit on that system, in its units.
 
 use std::fmt::Write as _;
-use std::num::NonZeroU64;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
 use super::write_stdout;
-use crate::cli::args::{NginxArgs, parse_burst};
+use crate::cli::args::NginxArgs;
+use crate::cli::config::MAX_BURST;
 use crate::limiter::{Algorithm, ENVOY_UNITS, nginx_rate};
 use crate::units::rate::Rate;
 
@@ -21,11 +21,15 @@ pub struct ConfigArgs {
     /// The rate, N per period: the model of the system replays it as written here.
     #[arg(short = 'r', long, value_name = "RATE")]
     pub rate: Rate,
-    /// The burst, for nginx: its burst= (the requests beyond the first) [default: 0].
-    #[arg(short = 'b', long, value_name = "B", value_parser = parse_burst)]
-    pub burst: Option<NonZeroU64>,
-    /// The column the limit is per, named as the system's key.
-    #[arg(short = 'k', long, value_name = "COLUMN")]
+    /// The burst, as the system writes it: nginx's burst= (the requests beyond the first)
+    /// [default: 0]; Traefik's burst [default: 1]; envoy-local's max_tokens [default: N].
+    /// The others have none.
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true)]
+    pub burst: Option<u64>,
+    /// What the limit is per, as the system names it: an nginx variable
+    /// ($binary_remote_addr, $http_x_api_key), or a request header's name; remote_addr
+    /// (and client) is the client's address. Without it, one limit for all requests.
+    #[arg(short = 'k', long, value_name = "KEY", allow_hyphen_values = true)]
     pub key: Option<String>,
 
     #[command(flatten)]
@@ -50,30 +54,122 @@ pub enum System {
 }
 
 pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
+    let name =
+        args.system.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned());
     let given = args.nginx.given();
     if let Some((flag, _)) = given.0.first().filter(|_| args.system != System::Nginx) {
-        anyhow::bail!(
-            "--{flag} applies to nginx, not {}",
-            args.system.to_possible_value().map_or_else(String::new, |v| v.get_name().to_owned())
-        );
+        bail!("--{flag} applies to nginx, not {name}");
     }
+    match (args.system, args.burst) {
+        (System::Nginx, _) | (_, None) => {}
+        (System::Traefik | System::EnvoyLocal, Some(0)) => {
+            bail!("--burst 0: {name}'s burst is at least 1")
+        }
+        (System::Traefik | System::EnvoyLocal, Some(b)) if b > MAX_BURST => {
+            bail!("--burst may be at most {MAX_BURST}")
+        }
+        (System::Traefik | System::EnvoyLocal, Some(_)) => {}
+        (_, Some(_)) => bail!("--burst applies to nginx, traefik and envoy-local; {name} has none"),
+    }
+    if args.burst.is_some_and(|b| b > MAX_BURST) {
+        bail!("--burst may be at most {MAX_BURST}");
+    }
+    let key = args.key.as_deref().map(|key| Key::of(args.system, key)).transpose()?;
     let text = match args.system {
-        System::Nginx => nginx(args),
-        System::EnvoyRatelimit => envoy(args),
-        System::Limits => limits(args),
-        System::Traefik => traefik(args),
+        System::Nginx => nginx(args, key.as_ref()),
+        System::EnvoyRatelimit => envoy(args, key.as_ref()),
+        System::Limits => limits(args, key.as_ref()),
+        System::Traefik => traefik(args, key.as_ref()),
         System::EnvoyLocal => envoy_local(args),
-        System::Haproxy => haproxy(args),
+        System::Haproxy => haproxy(args, key.as_ref()),
     };
     write_stdout(text.as_bytes())
 }
 
+/// What a limit is per, as one token of the system's own syntax: never text that could
+/// end a directive, open a comment or quote, or start a statement of its own.
+enum Key {
+    /// The client's address: nginx's `$binary_remote_addr`, HAProxy's `src`, Traefik's
+    /// default source.
+    Client,
+    /// An nginx variable's name, without its `$`.
+    Variable(String),
+    /// A request header's name.
+    Header(String),
+    /// Text written as a quoted string: a YAML scalar, or a Python string literal.
+    Quoted(String),
+}
+
+impl Key {
+    /// Reads `--key` for `system`; refuses what is not one token of its syntax.
+    fn of(system: System, key: &str) -> Result<Key> {
+        let shown = crate::message::one_line(key);
+        let name = key.strip_prefix('$').unwrap_or(key);
+        let word = |text: &str| {
+            text.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        };
+        let header = |text: &str| {
+            !text.is_empty()
+                && text.len() <= 256
+                && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        Ok(match system {
+            // The client's address, by the names a log or a replay gives it: nginx keeps
+            // $remote_addr as written, as a variable of its own.
+            System::Nginx if key == "client" => Key::Client,
+            System::Haproxy | System::Traefik
+                if matches!(name, "remote_addr" | "binary_remote_addr" | "client") =>
+            {
+                Key::Client
+            }
+            System::Nginx if word(name) && name.len() <= 256 => Key::Variable(name.to_owned()),
+            System::Nginx => bail!(
+                "--key '{shown}': nginx keys a zone by one variable, such as $binary_remote_addr \
+                 or $http_x_api_key, and this is not one"
+            ),
+            System::Haproxy | System::Traefik if header(key) => Key::Header(key.to_owned()),
+            System::Haproxy | System::Traefik => bail!(
+                "--key '{shown}': the key is a request header's name (letters, digits, - and _), \
+                 or remote_addr for the client's address, and this is not one"
+            ),
+            System::EnvoyRatelimit | System::Limits if !key.is_empty() => {
+                Key::Quoted(key.to_owned())
+            }
+            _ => bail!("--key must name something: it is empty"),
+        })
+    }
+}
+
+/// Returns `text` as a double-quoted string that YAML and Python read back as `text`:
+/// backslashes and quotes escaped, and every character that is not printable ASCII written
+/// as a `\u` or `\U` escape, which both read alike.
+fn quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            ' '..='~' => out.push(c),
+            c if u32::from(c) <= 0xFFFF => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// `limit_req_zone` and `limit_req`. nginx writes N r/s or N r/m; a rate it cannot write
 /// becomes the fastest one it can that is no faster, said in a comment.
-fn nginx(args: &ConfigArgs) -> String {
+fn nginx(args: &ConfigArgs, key: Option<&Key>) -> String {
     let rate = args.rate;
-    let burst = args.burst.map_or(0, NonZeroU64::get);
-    let key = args.key.as_deref().map_or("$binary_remote_addr".to_owned(), |k| format!("${k}"));
+    let burst = args.burst.unwrap_or(0);
+    // Without a key, one zone entry for all requests: a constant key.
+    let key = match key {
+        Some(Key::Client) => "$binary_remote_addr".to_owned(),
+        Some(Key::Variable(name)) => format!("${name}"),
+        Some(Key::Header(_) | Key::Quoted(_)) | None => "ratelimit".to_owned(),
+    };
     let mut text = format!("# ratelimit: nginx at {rate}, burst {burst}\n");
     let (count, unit) = match nginx_rate(rate) {
         Some((count, 1)) => (count, "s"),
@@ -122,7 +218,7 @@ fn nginx(args: &ConfigArgs) -> String {
 /// The descriptor YAML of envoy's ratelimit service, whose units are one second, minute,
 /// hour, day, week, month or year: a rate of another period becomes N a unit in the
 /// smallest unit that holds it in whole requests, said in a comment.
-fn envoy(args: &ConfigArgs) -> String {
+fn envoy(args: &ConfigArgs, key: Option<&Key>) -> String {
     let rate = args.rate;
     let (n, p) = (i128::from(rate.count()), i128::from(rate.period().as_micros()));
     let mut text = format!("# ratelimit: envoy-ratelimit at {rate}\n");
@@ -143,7 +239,10 @@ fn envoy(args: &ConfigArgs) -> String {
             (unit, count)
         }
     };
-    let key = args.key.as_deref().unwrap_or("generic_key");
+    let key = match key {
+        Some(Key::Quoted(key)) => quoted(key),
+        _ => "generic_key".to_owned(),
+    };
     let _ = write!(
         text,
         "domain: ratelimit\ndescriptors:\n  - key: {key}\n    rate_limit:\n      unit: {unit}\n      \
@@ -154,7 +253,7 @@ fn envoy(args: &ConfigArgs) -> String {
 
 /// Traefik's `rateLimit` middleware: `average` per `period` (a Go duration, whole), and
 /// its burst (Traefik's default is 1); `--algo traefik` replays it, float64 and all.
-fn traefik(args: &ConfigArgs) -> String {
+fn traefik(args: &ConfigArgs, key: Option<&Key>) -> String {
     let rate = args.rate;
     let micros = rate.period().as_micros();
     let period = match micros {
@@ -162,10 +261,18 @@ fn traefik(args: &ConfigArgs) -> String {
         m if m % 1000 == 0 => format!("{}ms", m / 1000),
         m => format!("{m}us"),
     };
-    let burst = args.burst.map_or(1, NonZeroU64::get);
-    let source = args.key.as_deref().map_or(String::new(), |key| {
-        format!("        sourceCriterion:\n          requestHeaderName: {key}\n")
-    });
+    let burst = args.burst.unwrap_or(1);
+    // Traefik's default source is the client's address; without a key, the request's host
+    // (one limit a host: Traefik has none for all requests at once).
+    let source = match key {
+        Some(Key::Client) => String::new(),
+        Some(Key::Header(name)) => {
+            format!("        sourceCriterion:\n          requestHeaderName: {name}\n")
+        }
+        Some(Key::Variable(_) | Key::Quoted(_)) | None => {
+            "        sourceCriterion:\n          requestHost: true\n".to_owned()
+        }
+    };
     format!(
         "# ratelimit: traefik at {rate}, burst {burst} (--algo traefik replays it)\n\
          http:\n  middlewares:\n    ratelimit:\n      rateLimit:\n        average: {}\n        \
@@ -187,7 +294,7 @@ fn envoy_local(args: &ConfigArgs) -> String {
         ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
         ms => format!("{}.{:03}s", ms / 1000, ms % 1000),
     };
-    let burst = args.burst.map_or(rate.count(), NonZeroU64::get);
+    let burst = args.burst.unwrap_or(rate.count());
     let _ = write!(
         text,
         "token_bucket:\n  max_tokens: {burst}\n  tokens_per_fill: {}\n  fill_interval: {interval}\n",
@@ -198,7 +305,7 @@ fn envoy_local(args: &ConfigArgs) -> String {
 
 /// The `limits` item, in its string notation and as Python, with the strategy the models
 /// replay.
-fn limits(args: &ConfigArgs) -> String {
+fn limits(args: &ConfigArgs, key: Option<&Key>) -> String {
     let rate = args.rate;
     let micros = rate.period().as_micros();
     let seconds = (micros / 1_000_000).max(1);
@@ -214,7 +321,10 @@ fn limits(args: &ConfigArgs) -> String {
          item = parse(\"{n} per {seconds} second\")\n\
          limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())\n\
          # limiter.hit(item, key) for each request{}\n",
-        args.key.as_deref().map_or(String::new(), |k| format!(", key being its {k}"))
+        match key {
+            Some(Key::Quoted(column)) => format!(", key being its {}", quoted(column)),
+            _ => String::new(),
+        }
     );
     text
 }
@@ -222,7 +332,7 @@ fn limits(args: &ConfigArgs) -> String {
 /// A stick table of `http_req_rate(P)`, tracked per key (the client's address, or a header),
 /// and `deny if { sc_http_req_rate(0) gt N }`; `--algo haproxy` replays it. Entries expire
 /// two periods after their last request, when a kept counter reads as a new one would.
-fn haproxy(args: &ConfigArgs) -> String {
+fn haproxy(args: &ConfigArgs, key: Option<&Key>) -> String {
     let rate = args.rate;
     let mut text = format!("# ratelimit: haproxy at {rate} (--algo haproxy replays it)\n");
     // HAProxy's periods are whole milliseconds below 2^31; a longer one is taken at the
@@ -241,9 +351,11 @@ fn haproxy(args: &ConfigArgs) -> String {
     if let Some(why) = Algorithm::Haproxy.refuses(rate) {
         let _ = writeln!(text, "# {why}: it becomes {count} per {ms} ms{faster}");
     }
-    let (kind, track) = match args.key.as_deref() {
-        Some(key) => ("string len 64", format!("req.hdr({key})")),
-        None => ("ip", "src".to_owned()),
+    // Without a key, one entry for all requests: a constant.
+    let (kind, track) = match key {
+        Some(Key::Client) => ("ip", "src".to_owned()),
+        Some(Key::Header(name)) => ("string len 64", format!("req.hdr({name})")),
+        Some(Key::Variable(_) | Key::Quoted(_)) | None => ("integer", "int(0)".to_owned()),
     };
     let expire = ms.saturating_mul(2).min(MOST);
     let _ = write!(

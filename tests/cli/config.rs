@@ -21,7 +21,7 @@ fn nginx_config_says_what_a_rate_it_cannot_write_becomes() {
     assert_eq!(
         out,
         "# ratelimit: nginx at 10/s, burst 0\n\
-         limit_req_zone $binary_remote_addr zone=ratelimit:10m rate=10r/s;\n\
+         limit_req_zone ratelimit zone=ratelimit:10m rate=10r/s;\n\
          limit_req zone=ratelimit nodelay;\n"
     );
     // nginx's delay=, and its dry run, as the replay takes them.
@@ -42,7 +42,7 @@ fn envoy_and_limits_configs_are_in_their_units() {
         out.ok(),
         "# ratelimit: envoy-ratelimit at 5/2h\n\
          # 5/2h is not N a unit: 60 a day passes as many on average, but all of them may come at once in one day's window\n\
-         domain: ratelimit\ndescriptors:\n  - key: client\n    rate_limit:\n      unit: day\n      requests_per_unit: 60\n"
+         domain: ratelimit\ndescriptors:\n  - key: \"client\"\n    rate_limit:\n      unit: day\n      requests_per_unit: 60\n"
     );
     let out =
         run(&["config", "--for", "traefik", "--rate", "3/90s", "-b", "4", "-k", "X-Client"], "");
@@ -77,7 +77,7 @@ fn haproxy_config_counts_whole_milliseconds_and_says_what_a_rate_becomes() {
     // it, the count with it, and where no whole request is left, one is, faster.
     let out = run(&["config", "--for", "haproxy", "--rate", "3/1500us"], "").ok();
     assert!(out.contains(": it becomes 3 per 2 ms\n"), "{out}");
-    assert!(out.contains("type ip size 1m expire 4ms store http_req_rate(2ms)\n"), "{out}");
+    assert!(out.contains("type integer size 1m expire 4ms store http_req_rate(2ms)\n"), "{out}");
     let out = run(&["config", "--for", "haproxy", "--rate", "60/30d"], "").ok();
     assert!(out.contains(": it becomes 49 per 2147483647 ms\n"), "{out}");
     let out = run(&["config", "--for", "haproxy", "--rate", "1/30d"], "").ok();
@@ -101,4 +101,187 @@ fn a_bucket_min_bucket_finds_is_an_nginx_burst_one_less_that_drops_nothing() {
         json(&run(&args, log).ok())["dropped"].as_u64()
     };
     assert_eq!((replay("2"), replay("1")), (Some(0), Some(1)));
+}
+
+/// Keys a red team fed `config --key`: each is refused in one line, or written as one
+/// token of the system's syntax.
+fn hostile_keys() -> Vec<String> {
+    let mut keys: Vec<String> = [
+        "",
+        " ",
+        "a b",
+        "\"",
+        "'",
+        "a\"b",
+        ";",
+        "a;b",
+        "}",
+        "{",
+        "#",
+        "a#b",
+        "\r",
+        "x\ry",
+        "\u{1b}[31m",
+        "$remote_addr",
+        "remote_addr",
+        "client",
+        "é",
+        "日本",
+        "\n",
+        "$",
+        "a\\b",
+        "http_x_api_key",
+        "X-Api-Key",
+        "binary_remote_addr zone=ratelimit:10m rate=1000r/s; #",
+        "x)\n    http-request allow #",
+    ]
+    .iter()
+    .map(|k| (*k).to_owned())
+    .collect();
+    keys.push("x".repeat(10_000));
+    keys
+}
+
+/// Checks a config with the real program: nginx -t, haproxy -c, or Python (YAML, and the
+/// key read back as it was given).
+fn accepted(system: &str, config: &str, key: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let checked = match system {
+        "nginx" => {
+            let (zone, rest): (Vec<&str>, Vec<&str>) = config
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .partition(|l| l.starts_with("limit_req_zone"));
+            let prefix = path("");
+            let conf = format!(
+                "pid {prefix}nginx.pid;\nerror_log {prefix}error.log;\nevents {{}}\nhttp {{\n\
+                 access_log off;\nclient_body_temp_path {prefix}body;\nproxy_temp_path {prefix}proxy;\n\
+                 fastcgi_temp_path {prefix}fastcgi;\nuwsgi_temp_path {prefix}uwsgi;\nscgi_temp_path {prefix}scgi;\n\
+                 {}\nserver {{\nlisten 127.0.0.1:1;\nlocation / {{\n{}\n}}\n}}\n}}\n",
+                zone.join("\n"),
+                rest.join("\n")
+            );
+            std::fs::write(path("nginx.conf"), conf).unwrap();
+            std::process::Command::new("/usr/sbin/nginx")
+                .args(["-t", "-q", "-p", &prefix, "-c", &path("nginx.conf")])
+                .output()
+                .expect("nginx runs (Debian: nginx)")
+        }
+        "haproxy" => {
+            let lines: Vec<&str> = config.lines().filter(|l| !l.starts_with('#')).collect();
+            let conf = format!(
+                "defaults\n    mode http\n    timeout client 1s\n    timeout server 1s\n    \
+                 timeout connect 1s\nfrontend f\n    bind 127.0.0.1:1\n{}\n    default_backend b\n\
+                 backend b\n    server s 127.0.0.1:2\n",
+                lines.join("\n")
+            );
+            std::fs::write(path("haproxy.cfg"), conf).unwrap();
+            std::process::Command::new("/usr/sbin/haproxy")
+                .args(["-c", "-q", "-f", &path("haproxy.cfg")])
+                .output()
+                .expect("haproxy runs (Debian: haproxy)")
+        }
+        _ => {
+            // YAML read back, or the Python compiled and the key's literal read back.
+            std::fs::write(path("config"), config).unwrap();
+            std::fs::write(path("key"), key).unwrap();
+            let check = r#"
+import ast, sys, yaml
+config, key = open(sys.argv[1]).read(), open(sys.argv[2], newline="").read()
+if sys.argv[3] == "limits":
+    compile(config, "config", "exec")
+    line = [l for l in config.splitlines() if "key being its" in l]
+    assert [ast.literal_eval(l.split("key being its ", 1)[1]) for l in line] == [key], line
+else:
+    found = yaml.safe_load(config)
+    if sys.argv[3] == "envoy-ratelimit":
+        assert found["descriptors"][0]["key"] == key, found
+"#;
+            std::process::Command::new("python3")
+                .args(["-c", check, &path("config"), &path("key"), system])
+                .output()
+                .expect("python3 runs")
+        }
+    };
+    assert!(
+        checked.status.success(),
+        "{system} refuses the config for key {key:?}: {}\n{config}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
+
+/// Asserts that a config keys its limit by one token and says nothing else: it is the
+/// config for a plain header's name, or for the client's address, with only the key's
+/// token in the plain key's place.
+fn one_token(system: &str, config: &str) {
+    let shapes = ["plainkey", "client", "remote_addr"]
+        .map(|key| run(&["config", "--for", system, "--rate", "10/s", "--key", key], "").stdout);
+    assert!(shapes.iter().any(|shape| same_but_the_key(config, shape)), "{system}: {config}");
+}
+
+/// Whether `config` is `shape` with at most one token (or one quoted string) in place of
+/// `plainkey`.
+fn same_but_the_key(config: &str, shape: &str) -> bool {
+    let token = |c: char| c.is_ascii_alphanumeric() || "_-$".contains(c);
+    config.lines().count() == shape.lines().count()
+        && config.lines().zip(shape.lines()).all(|(line, want)| {
+            let Some(at) = want.find("plainkey") else { return line == want };
+            let (head, tail) = (want[..at].trim_end_matches(['$', '"']), &want[at + 8..]);
+            let tail = tail.trim_start_matches('"');
+            if !(line.starts_with(head)
+                && line.ends_with(tail)
+                && line.len() >= head.len() + tail.len())
+            {
+                return false;
+            }
+            let inside = &line[head.len()..line.len() - tail.len()];
+            let quoted = inside.len() >= 2
+                && inside.starts_with('"')
+                && inside.ends_with('"')
+                && !inside[1..inside.len() - 1]
+                    .replace("\\\\", "")
+                    .replace("\\\"", "")
+                    .contains('"');
+            quoted || (!inside.is_empty() && inside.chars().all(token))
+        })
+}
+
+#[test]
+#[ignore = "needs nginx and haproxy"]
+fn no_key_can_change_the_limit_a_config_writes() {
+    for system in ["nginx", "haproxy", "traefik", "envoy-ratelimit", "limits"] {
+        let (mut refused, mut written) = (0, 0);
+        for key in hostile_keys() {
+            let out = run(&["config", "--for", system, "--rate", "10/s", "--key", &key], "");
+            if out.code == 0 {
+                accepted(system, &out.stdout, &key);
+                one_token(system, &out.stdout);
+                written += 1;
+            } else {
+                assert!(out.error().starts_with("ratelimit: --key"), "{system}, {key:?}");
+                refused += 1;
+            }
+        }
+        eprintln!("{system}: {written} keys written as one token, {refused} refused");
+        assert!(refused > 0 || matches!(system, "envoy-ratelimit" | "limits"), "{system}");
+    }
+    // Without a key, one limit for all requests, not one a client; nginx's own default
+    // burst, 0, is taken as given; a burst is not dropped where the system has none.
+    for system in ["nginx", "haproxy"] {
+        let out = run(&["config", "--for", system, "--rate", "10/s", "--burst", "0"], "");
+        if system == "nginx" {
+            let config = out.ok();
+            assert!(config.contains("limit_req_zone ratelimit zone=ratelimit"), "{config}");
+            accepted(system, &config, "");
+        } else {
+            assert_eq!(
+                out.error(),
+                "ratelimit: --burst applies to nginx, traefik and envoy-local; haproxy has none"
+            );
+        }
+    }
+    let config = run(&["config", "--for", "haproxy", "--rate", "10/s"], "").ok();
+    assert!(config.contains("http-request track-sc0 int(0)"), "{config}");
+    accepted("haproxy", &config, "");
 }
