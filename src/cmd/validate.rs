@@ -3,6 +3,7 @@
 use anyhow::{Result, bail};
 
 use crate::input::catalog::{ReadOptions, Rows};
+use crate::message::one_line;
 use crate::input::format::InputFormat;
 
 /// How many disagreements are shown, first in time.
@@ -44,9 +45,11 @@ pub fn validate(
     for ((event, row), &replayed) in rows.iter().zip(trace) {
         let value = field(row)?;
         let Some(status) = logged(&value) else {
-            let value = String::from_utf8_lossy(&value);
+            // A logged value is quoted with its control characters escaped, as every
+            // message that quotes input is: a log's bytes never reach the terminal raw.
+            let value = one_line(&String::from_utf8_lossy(&value));
             bail!(
-                "--validate {column}: the row at {} has {value:?}, which is not a \
+                "--validate {column}: the row at {} has \"{value}\", which is not a \
                  $limit_req_status (PASSED, DELAYED, REJECTED, their _DRY_RUN, or -)",
                 event.time
             );
@@ -63,23 +66,29 @@ pub fn validate(
             apart.push(format!(
                 "validate: at {}, logged {} ({}), replayed {}: {}",
                 event.time,
-                String::from_utf8_lossy(&value),
+                one_line(&String::from_utf8_lossy(&value)),
                 said(passed),
                 said(replayed),
-                String::from_utf8_lossy(row)
+                one_line(&String::from_utf8_lossy(row))
             ));
         }
     }
+    let column = one_line(column);
+    let unlimited = if unlimited == 0 {
+        String::new()
+    } else {
+        format!("; {unlimited} with no limit applied, not compared")
+    };
+    // With nothing compared there is no share to give: not 100%.
+    if compared == 0 {
+        return Ok(vec![format!("validate: no event with a {column} to compare{unlimited}")]);
+    }
     #[allow(clippy::cast_precision_loss)] // A percentage to one decimal, for people.
-    let share = if compared == 0 { 100.0 } else { agree as f64 * 100.0 / compared as f64 };
+    let share = agree as f64 * 100.0 / compared as f64;
     let mut lines = vec![format!(
-        "validate: {compared} events with a {column}, {agree} decided alike ({share:.1}%), {} apart{}",
+        "validate: {compared} events with a {column}, {agree} decided alike ({share:.1}%), {} \
+         apart{unlimited}",
         compared - agree,
-        if unlimited == 0 {
-            String::new()
-        } else {
-            format!("; {unlimited} with no limit applied, not compared")
-        }
     )];
     lines.extend(apart);
     Ok(lines)

@@ -373,3 +373,30 @@ fn validate_reads_the_status_with_limit_layers_too() {
     let err = crate::harness::run(&missing, log).error();
     assert_eq!(err, "ratelimit: --validate nope: the input has no column nope");
 }
+
+#[test]
+fn validate_escapes_the_control_characters_of_a_logged_row() {
+    // A row with an escape sequence and a line break in a quoted field: quoted on one line,
+    // never written to the terminal raw.
+    let log = "time,status,agent\n2025-01-01T00:00:00Z,PASSED,a\n\
+               2025-01-01T00:00:00.5Z,PASSED,\"\u{1b}[31mred\r\nX\"\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "1/s", "--validate", "status"];
+    let err = crate::harness::run(&args, log).stderr;
+    assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+    assert!(err.ends_with("PASSED,\"\\u{1b}[31mred\\r\\nX\"\n"), "{err:?}");
+    let bad = "time,status\n2025-01-01T00:00:00Z,\u{1b}[2J\n";
+    let err = crate::harness::run(&args, bad).error();
+    assert!(err.contains("has \"\\u{1b}[2J\""), "{err}");
+}
+
+#[test]
+fn validate_with_no_status_to_compare_gives_no_share() {
+    // Every request logged with no limit applied (-): nothing compared, and no 100%.
+    let log = "time,status\n2025-01-01T00:00:00Z,-\n2025-01-01T00:00:01Z,-\n";
+    let args = ["replay", "--algo", "nginx", "--rate", "1/s", "--validate", "status"];
+    assert_eq!(
+        crate::harness::run(&args, log).stderr,
+        "ratelimit: validate: no event with a status to compare; 2 with no limit applied, not \
+         compared\n"
+    );
+}
