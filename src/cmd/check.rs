@@ -42,8 +42,19 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
 
 /// `check KEY --limit … --limit …`: one call of the layered script, all or nothing.
 fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say only
+    // that it is keyed or weighed, whatever column they name (README: any name).
+    let specs: Vec<LayerSpec> = (args.limits.iter().cloned())
+        .map(|mut spec| {
+            spec.key = spec.key.map(|_| "KEY".to_owned());
+            if let Cost::Column(_) = spec.cost {
+                spec.cost = Cost::Column("--cost".to_owned());
+            }
+            spec
+        })
+        .collect();
     let Layers { layers, cost, .. } =
-        layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;
+        layered::resolve(&specs, None, args.stop_counting_over_limit)?;
     if let (Cost::Each(_), true) = (&cost, args.cost != 1) {
         bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
     }

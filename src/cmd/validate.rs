@@ -3,8 +3,8 @@
 use anyhow::{Result, bail};
 
 use crate::input::catalog::{ReadOptions, Rows};
-use crate::message::one_line;
 use crate::input::format::InputFormat;
+use crate::message::one_line;
 
 /// How many disagreements are shown, first in time.
 const SHOWN: usize = 5;

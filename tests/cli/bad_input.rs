@@ -211,11 +211,13 @@ fn a_duplicated_column_the_command_uses_is_refused() {
 
 #[test]
 fn cost_and_magnitude_say_their_own_limits() {
+    // check reads a cost as a replay's field is read: 0 is one, -1 is not.
     let err =
-        run(&["check", "k", "--rate", "5/h", "--cost", "0", "--redis", "redis://x"], "").error();
+        run(&["check", "k", "--rate", "5/h", "--cost", "-1", "--redis", "redis://x"], "").error();
     assert_eq!(
         err,
-        "ratelimit: invalid value '0' for '--cost <N>': a cost must be at least 1 unit"
+        "ratelimit: invalid value '-1' for '--cost <N>': negative: a cost is a whole number of \
+         units, 0 or more"
     );
     let err = replay_error(&["--min-mag", "5.1234567"], QUAKES);
     assert_eq!(

@@ -367,3 +367,47 @@ fn a_straggler_after_the_first_batch_is_decided_in_redis_as_in_memory() {
         same_in_redis(&server, &replay, Stdin::Null);
     }
 }
+
+#[test]
+#[ignore = "needs redis-server"]
+fn check_takes_a_cost_of_0_as_a_replay_does() {
+    // A cost of 0 takes nothing: allowed, and the next call finds the bucket as it was.
+    let server = RedisServer::start();
+    let five = ["--rate", "5/h", "--burst", "5", "--format", "json"];
+    let (code, out) = check(&server, "zero", &[&five[..], &["--cost", "0"]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(json(&out)["remaining"].as_u64(), Some(5), "{out}");
+    let (_, out) = check(&server, "zero", &five);
+    assert_eq!(json(&out)["remaining"].as_u64(), Some(4), "{out}");
+}
+
+#[test]
+#[ignore = "needs redis-server"]
+fn check_layers_may_name_their_keys_and_costs_as_they_like() {
+    // README: a layer's key= is any name, as is its cost=COLUMN; KEY and --cost are what
+    // they limit and weigh.
+    let server = RedisServer::start();
+    let url = server.url();
+    let args = [
+        "check",
+        "ann",
+        "--redis",
+        &url,
+        "--cost",
+        "3",
+        "--format",
+        "json",
+        "--limit",
+        "algo=gcra,rate=5/m,burst=5,key=api_key",
+        "--limit",
+        "algo=gcra,rate=10/m,burst=10,key=user,cost=tokens",
+        "--limit",
+        "algo=gcra,rate=100/m,burst=100,cost=total_tokens",
+    ];
+    let out = run(&args, "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let found = json(&out.stdout);
+    let remaining: Vec<Option<u64>> =
+        (found["layers"].as_array().unwrap().iter()).map(|l| l["remaining"].as_u64()).collect();
+    assert_eq!(remaining, [Some(4), Some(7), Some(97)], "{found}");
+}

@@ -2,7 +2,7 @@
 
 use csv::ByteRecord;
 
-use crate::message::one_line;
+use crate::message::escaped;
 
 /// Why a column could not be found in a header; names and the header are as a message
 /// quotes them, each on one line.
@@ -38,15 +38,22 @@ pub enum ColumnError {
 /// columns have that name.
 pub fn find_column(header: &ByteRecord, wanted: &str, why: &str) -> Result<usize, ColumnError> {
     let mut found = header.iter().enumerate().filter(|(_, h)| *h == wanted.as_bytes());
-    let name = one_line(wanted);
+    // Names are quoted exactly: `cost ` is not `cost`.
+    let name = escaped(wanted);
     match (found.next(), found.next()) {
         (Some((index, _)), None) => Ok(index),
         (Some((first, _)), Some((second, _))) => {
             Err(ColumnError::Twice { name, first: first + 1, second: second + 1 })
         }
         (None, _) => {
-            let names: Vec<_> = header.iter().map(String::from_utf8_lossy).collect();
-            let header = one_line(&names.join(","));
+            // A name with a space at an end is shown in backticks, so that the space shows.
+            let names: Vec<String> = (header.iter().map(String::from_utf8_lossy))
+                .map(|name| match name.trim() == name {
+                    true => escaped(&name),
+                    false => format!("`{}`", escaped(&name)),
+                })
+                .collect();
+            let header = names.join(",");
             Err(ColumnError::Missing { name, why: why.to_owned(), header })
         }
     }
@@ -66,5 +73,15 @@ mod tests {
         );
         let twice = find_column(&header, "time", "").unwrap_err();
         assert!(twice.to_string().contains("as columns 1 and 3"), "{twice}");
+    }
+
+    #[test]
+    fn a_name_with_a_space_at_an_end_is_quoted_as_it_is() {
+        let header = ByteRecord::from(vec!["time", "cost "]);
+        assert_eq!(find_column(&header, "cost ", "(named by --cost)"), Ok(1));
+        assert_eq!(
+            find_column(&header, "cost", "(named by --cost)").unwrap_err().to_string(),
+            "no column named `cost` (named by --cost); the header has: time,`cost `"
+        );
     }
 }

@@ -3,8 +3,14 @@
 /// Returns `text` trimmed, with line breaks and other control characters escaped as Rust
 /// writes them (`\n`, `\u{7}`), so that it cannot break a message's one line.
 pub fn one_line(text: &str) -> String {
+    escaped(text.trim())
+}
+
+/// Returns `text` with line breaks and other control characters escaped as Rust writes them,
+/// its spaces kept: for a name that must be quoted exactly, such as a column's.
+pub fn escaped(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
-    for c in text.trim().chars() {
+    for c in text.chars() {
         if c.is_control() {
             line.extend(c.escape_debug());
         } else {
