@@ -29,9 +29,16 @@ pub(super) fn run(args: &ManArgs) -> Result<ExitCode> {
     let top = pages_command();
     if let Some(dir) = &args.dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
+        // Every page, or none: a full disk leaves the pages there were, not some new ones.
+        let mut files = Vec::new();
         for page in pages(&top) {
             let path = dir.join(man(page.clone()).get_filename());
-            Output::new(path.clone()).write(|out| man(page).render(out))?;
+            let mut text = Vec::new();
+            man(page).render(&mut text)?;
+            files.push((path, text));
+        }
+        crate::render::outfile::write_all(&files)?;
+        for (path, _) in &files {
             // A note stderr cannot take is lost; the pages are written.
             let _ = writeln!(diagnostics(), "wrote {}", path.display());
         }

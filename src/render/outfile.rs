@@ -159,6 +159,58 @@ impl Identity {
     }
 }
 
+/// Writes every file of `files` (a path and its bytes) or none: each goes whole to a
+/// temporary file beside its path, and only when all are written are they put in place.
+/// A file that cannot be written (a full disk, say) is named, and nothing is changed.
+pub fn write_all(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    let mut staged = Vec::with_capacity(files.len());
+    let unstage = |staged: &[tempfile::NamedTempFile]| {
+        let mut temps = Temps::lock();
+        staged.iter().for_each(|temp| temps.remove(temp.path()));
+    };
+    for (path, bytes) in files {
+        let target = follow_links(path)?;
+        match fs::metadata(&target) {
+            Ok(meta) if !meta.is_file() => {
+                unstage(&staged);
+                bail!("cannot write {}: it is not a regular file", path.display());
+            }
+            _ => {}
+        }
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let temp = tempfile::Builder::new().prefix(".ratelimit-").tempfile_in(dir);
+        let temp = match temp {
+            Ok(temp) => temp,
+            Err(e) => {
+                unstage(&staged);
+                bail!("cannot create regular file '{}': {}", path.display(), io_reason(&e));
+            }
+        };
+        Temps::lock().add(temp.path());
+        let written = (|| {
+            let mut file = temp.as_file();
+            file.write_all(bytes)?;
+            file.sync_all()
+        })();
+        staged.push(temp);
+        if let Err(e) = written {
+            unstage(&staged);
+            bail!("cannot write {}: {}", path.display(), io_reason(&e));
+        }
+    }
+    let mut temps = Temps::lock();
+    for (temp, (path, _)) in staged.into_iter().zip(files) {
+        temps.remove(temp.path());
+        let target = follow_links(path)?;
+        temp.persist(&target)
+            .map_err(|e| anyhow!("cannot write {}: {}", path.display(), io_reason(&e.error)))?;
+    }
+    Ok(())
+}
+
 /// How many links to follow before giving up, as the kernel does (ELOOP).
 const MAX_LINKS: usize = 40;
 
@@ -236,7 +288,8 @@ fn replace(
     let mut temps = Temps::lock();
     temps.remove(temp.path());
     let fail = || format!("cannot write {}", name.display());
-    written.with_context(fail)?;
+    // The reason as cp gives it, without std's "(os error N)".
+    written.map_err(|e| anyhow!("cannot write {}: {}", name.display(), io_reason(&e)))?;
     // The rename happens under the lock, so that a signal either removes the temporary
     // file or finds it already in place.
     temp.persist(target).map_err(|e| e.error).with_context(fail)?;
@@ -255,7 +308,10 @@ fn write_temp(
         let _ = std::os::unix::fs::fchown(file, Some(meta.uid()), Some(meta.gid()));
     }
     let mut out = file;
-    write(&mut out)
+    write(&mut out)?;
+    // A full disk can let the writes through and fail only when the data reaches it: ask
+    // now, so that no file is put in place with less than was written.
+    file.sync_all()
 }
 
 /// The temporary files being written, which a signal must remove.

@@ -315,3 +315,24 @@ fn readmes_library_example_is_the_one_the_core_compiles() {
     assert_eq!(shown.len(), 1, "README shows one Rust example");
     assert_eq!(shown, compiled);
 }
+
+#[test]
+fn man_dir_writes_every_page_or_none() {
+    // Files past 8 KiB cannot be written (ulimit -f, with SIGXFSZ ignored, as a full disk
+    // refuses a write): the longer pages fail, and no page is left, whole or part.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 16; exec {} man --dir {}",
+        env!("CARGO_BIN_EXE_ratelimit"),
+        out.display()
+    );
+    let run = crate::harness::finished(
+        std::process::Command::new("sh").args(["-c", &script]).output().unwrap(),
+    );
+    let err = run.error();
+    assert!(err.starts_with(&format!("ratelimit: cannot write {}/", out.display())), "{err}");
+    assert!(err.ends_with(": File too large"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -104,3 +104,25 @@ fn a_count_that_is_not_a_number_is_quoted_once() {
     let err = run_with(&args, Stdin::Null).error();
     assert!(err.contains(r#"answered "oops\n"down"", not a count"#), "{err}");
 }
+
+#[test]
+fn a_full_disk_names_the_file_and_leaves_nothing() {
+    // The sample served, and written where files past 8 KiB cannot be (ulimit -f, with
+    // SIGXFSZ ignored, as a full disk refuses a write).
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.csv");
+    let service = Fdsn::start(&sample, 5000, true);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("quakes.csv");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 16; exec {} fetch --url {} --since 2025-07-01 --until 2025-08-12 -o {}",
+        env!("CARGO_BIN_EXE_ratelimit"),
+        service.url,
+        out.display()
+    );
+    let run = crate::harness::finished(
+        std::process::Command::new("sh").args(["-c", &script]).output().unwrap(),
+    );
+    assert_eq!(run.error(), format!("ratelimit: cannot write {}: File too large", out.display()));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -57,16 +57,21 @@ pub(super) fn run(args: &FetchArgs) -> Result<ExitCode> {
     let mut failure = None;
     let mut events = 0;
     let written = output.write(|out| {
-        let mut out = io::BufWriter::new(out);
+        let mut out = io::BufWriter::new(Watched { inner: out, failed: None });
         match service.fetch(args.since, args.until, args.format, &mut out) {
             Ok(count) => {
                 events = count;
                 out.flush()
             }
-            Err(error) => {
-                failure = Some(error);
-                Err(io::Error::other("fetch failed"))
-            }
+            // The file could not take what was fetched (a full disk): its own error, which
+            // the output names.
+            Err(error) => match out.get_mut().failed.take() {
+                Some(failed) => Err(failed),
+                None => {
+                    failure = Some(error);
+                    Err(io::Error::other("fetch failed"))
+                }
+            },
         }
     });
     if let Some(error) = failure {
@@ -76,6 +81,41 @@ pub(super) fn run(args: &FetchArgs) -> Result<ExitCode> {
     let (requests, retries) = (service.requests, service.retries);
     eprintln!("ratelimit: fetched {events} events in {requests} requests ({retries} tried again)");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A writer that remembers whether a write failed, so that a failure of the output is told
+/// from one of the service.
+struct Watched<W> {
+    inner: W,
+    failed: Option<io::Error>,
+}
+
+impl<W> Watched<W> {
+    /// Keeps a copy of a write's error: the system's own, if it is one.
+    fn keep(&mut self, e: &io::Error) {
+        self.failed = Some(match e.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code),
+            None => io::Error::new(e.kind(), e.to_string()),
+        });
+    }
+}
+
+impl<W: io::Write> io::Write for Watched<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf);
+        if let Err(e) = &written {
+            self.keep(e);
+        }
+        written
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let flushed = self.inner.flush();
+        if let Err(e) = &flushed {
+            self.keep(e);
+        }
+        flushed
+    }
 }
 
 /// An FDSN event service, with what a query asks besides its span.
