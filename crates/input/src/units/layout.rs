@@ -118,9 +118,18 @@ impl TimePattern {
     pub fn parse(&self, text: &[u8]) -> Result<Timestamp, TimeError> {
         let text = std::str::from_utf8(text).map_err(|_| TimeError::Pattern)?;
         let micros = match self.offset {
-            None => DateTime::parse_from_str(text, &self.pattern)
-                .map_err(|_| TimeError::Pattern)?
-                .timestamp_micros(),
+            None => match DateTime::parse_from_str(text, &self.pattern) {
+                Ok(time) => time.timestamp_micros(),
+                // chrono reads %::z as +hh:mm: an offset with seconds, +hh:mm:ss, is read
+                // without them, and they are taken off after.
+                Err(_) if self.pattern.contains("%::z") => {
+                    let (text, seconds) = offset_seconds(text).ok_or(TimeError::Pattern)?;
+                    let time = DateTime::parse_from_str(&text, &self.pattern)
+                        .map_err(|_| TimeError::Pattern)?;
+                    time.timestamp_micros() - seconds * 1_000_000
+                }
+                Err(_) => return Err(TimeError::Pattern),
+            },
             Some(offset) => {
                 let local = if self.has_time {
                     NaiveDateTime::parse_from_str(text, &self.pattern)
@@ -135,6 +144,35 @@ impl TimePattern {
         };
         Timestamp::from_micros(micros).ok_or(TimeError::OutOfRange)
     }
+}
+
+/// Returns `text` with the seconds of its last `+hh:mm:ss` (or `-hh:mm:ss`) offset cut,
+/// and those seconds, signed as the offset is; `None` if it has no such offset.
+fn offset_seconds(text: &str) -> Option<(String, i64)> {
+    let bytes = text.as_bytes();
+    let shaped = |at: usize| {
+        let b = bytes.get(at..at + 9)?;
+        let digit = |i: usize| b[i].is_ascii_digit();
+        let ok = matches!(b[0], b'+' | b'-')
+            && digit(1)
+            && digit(2)
+            && b[3] == b':'
+            && digit(4)
+            && digit(5)
+            && b[6] == b':'
+            && digit(7)
+            && digit(8)
+            && !bytes.get(at + 9).is_some_and(u8::is_ascii_digit);
+        ok.then_some(b)
+    };
+    let at = (0..bytes.len()).rev().find(|&at| shaped(at).is_some())?;
+    let b = shaped(at)?;
+    let seconds = i64::from(b[7] - b'0') * 10 + i64::from(b[8] - b'0');
+    if seconds > 59 {
+        return None;
+    }
+    let sign = if b[0] == b'-' { -1 } else { 1 };
+    Some((format!("{}{}", &text[..at + 6], &text[at + 9..]), sign * seconds))
 }
 
 impl fmt::Display for TimePattern {
@@ -281,6 +319,18 @@ mod tests {
             TimePattern::new("%Q", parse_offset("Z")),
             Err(PatternError::Invalid("%Q".into()))
         );
+    }
+
+    #[test]
+    fn an_offset_with_seconds_is_read_by_its_double_colon() {
+        // %::z is +hh:mm:ss: +01:00:00 is an hour east; +00:00:30 half a minute east.
+        let pattern = TimePattern::new("%Y-%m-%d %H:%M:%S %::z", None).unwrap();
+        let at = |text: &str| pattern.parse(text.as_bytes()).map(Timestamp::as_micros);
+        let midnight = crate::units::time::rfc3339("2025-01-01T00:00:00Z").unwrap().as_micros();
+        assert_eq!(at("2025-01-01 01:00:00 +01:00:00"), Ok(midnight));
+        assert_eq!(at("2025-01-01 00:00:30 +00:00:30"), Ok(midnight));
+        assert_eq!(at("2024-12-31 23:59:30 -00:00:30"), Ok(midnight));
+        assert_eq!(at("2025-01-01 01:00:00 +01:00:61"), Err(TimeError::Pattern));
     }
 
     #[test]
