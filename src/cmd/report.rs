@@ -48,6 +48,9 @@ const FIRST_BINS: i64 = 1_000;
 const FINER: i64 = 4;
 const LEVELS: u32 = 5;
 
+/// The most keys a page lists, whatever `--top` asks.
+const MOST_KEYS: usize = 500;
+
 pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let began = Instant::now();
     let input = args.job.input()?;
@@ -63,7 +66,12 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let settings = args.limit.side_by_side(&algorithms)?;
     let chosen = settings.iter().position(|s| s.algorithm == args.algo).unwrap_or(0);
     let rate = settings[chosen].rate;
-    let job = args.job.job(input, settings, false)?;
+    let mut job = args.job.job(input, settings, false)?;
+    // The page lists at most MOST_KEYS keys, whatever --top asks, so that it stays under
+    // 5 MB (each key is about 2.8 kB of it) and is made in bounded memory.
+    if job.keyed() && (job.top == 0 || job.top > MOST_KEYS) {
+        job.top = MOST_KEYS;
+    }
     let fresh = || Collect(Vec::new());
     let (Collect(events), stats) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
@@ -73,6 +81,15 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let recorder = job.backend.decide(&job.settings, job.keyed(), events.iter().copied())?;
     let lanes = job.reports(&recorder, &stats).lanes;
     let names = KeyNames::of(job.key.as_deref(), &stats);
+    let keys = stats.keys.names().count();
+    if job.keyed() && keys > job.top && (args.job.keys.top == 0 || args.job.keys.top > job.top) {
+        let _ = writeln!(
+            crate::cli::diagnostics::diagnostics(),
+            "ratelimit: report: the page lists the {} keys with the most drops, of {keys}: at \
+             most {MOST_KEYS}, to stay under 5 MB",
+            job.top
+        );
+    }
 
     // The smallest lossless bucket, per key with --key, and the cover.
     let mut finders = KeyedFinders::new(&[rate], job.keyed(), job.top, job.input.read.threads);

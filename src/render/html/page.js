@@ -318,6 +318,11 @@
     if (q.min_bucket) quantileBars($("needs"), q.min_bucket, "#009E73");
     if (q.dropped) quantileBars($("drops"), q.dropped, "#D55E00");
     const tb = document.querySelector("#top-keys tbody");
+    const listed = (chosen.keys.top || []).length;
+    if (chosen.keys.count > listed) {
+      document.querySelector("#top-keys caption").textContent =
+        `The ${num(listed)} clients with the most drops, of ${num(chosen.keys.count)}`;
+    }
     for (const k of chosen.keys.top || []) {
       const tr = html("tr", {}, tb);
       html("td", {}, tr, k.key);
