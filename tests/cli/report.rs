@@ -257,3 +257,31 @@ fn the_page_lists_at_most_500_keys_whatever_top_asks() {
         "the page says what was left out"
     );
 }
+
+#[test]
+#[ignore = "needs chromium"]
+fn names_that_hold_markup_are_shown_as_text_and_run_nothing() {
+    // A file, a key column and keys whose names hold markup that could end or open a
+    // script: the page opens, draws, shows each name as it is, and runs none of them.
+    let dir = tempfile::tempdir().unwrap();
+    let payloads = [
+        "<!--<script>",
+        "</script><script>document.title='pwned'</script>",
+        "<img src=x onerror=\"document.title='pwned'\">",
+        "&lt;b&gt;",
+    ];
+    let column = "<!--<script>who";
+    let mut csv = format!("time,\"{column}\"\n");
+    for (i, key) in payloads.iter().cycle().take(40).enumerate() {
+        csv += &format!("2025-01-01T00:{:02}:00Z,\"{}\"\n", i, key.replace('"', "\"\""));
+    }
+    let log = dir.path().join("<!--<script>.csv");
+    std::fs::write(&log, csv).unwrap();
+    let log = log.display().to_string();
+    let path = write_report(dir.path(), &[&log, "--rate", "2/h", "--key", column]);
+    let (mut browser, _, text) = open_and_check(&path);
+    assert_ne!(browser.eval("document.title"), "pwned", "a name's script ran");
+    for key in payloads {
+        assert!(text.contains(key), "{key} is not shown as text");
+    }
+}

@@ -15,8 +15,10 @@ const SCRIPT: &str = include_str!("page.js");
 /// Writes the page for `data`, which the script reads as JSON.
 pub fn write_page(out: &mut dyn Write, data: &impl Serialize) -> io::Result<()> {
     let json = serde_json::to_string(data).map_err(io::Error::other)?;
-    // Inside a script element only `</` can end it early; `<\/` is the same JSON string.
-    let json = json.replace("</", "<\\/");
+    // Inside a script element `</` can end it early, and `<!--` with `<script` can keep its
+    // `</script>` from ending it: no `<` is left, nor `>` and `&` for any other context.
+    // `\u003c` is the same JSON string.
+    let json = json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026");
     let (head, rest) = PAGE.split_once("/*STYLE*/").unwrap_or((PAGE, ""));
     let (middle, rest) = rest.split_once("/*DATA*/").unwrap_or((rest, ""));
     let (before_script, tail) = rest.split_once("/*SCRIPT*/").unwrap_or((rest, ""));
@@ -32,11 +34,18 @@ mod tests {
 
     #[test]
     fn data_cannot_end_its_script_early() {
-        let mut out = Vec::new();
-        write_page(&mut out, &serde_json::json!({ "input": "</script><b>" })).unwrap();
-        let page = String::from_utf8(out).unwrap();
-        assert!(page.contains(r#"{"input":"<\/script><b>"}"#));
-        assert_eq!(page.matches("</script>").count(), 2, "the data's and the script's ends");
-        assert!(!page.contains("/*STYLE*/") && !page.contains("/*DATA*/"));
+        for payload in ["</script><b>", "<!--<script>", "<!--<script></script>-->", "&lt;<>&"] {
+            let mut out = Vec::new();
+            write_page(&mut out, &serde_json::json!({ "input": payload })).unwrap();
+            let page = String::from_utf8(out).unwrap();
+            assert_eq!(page.matches("</script>").count(), 2, "the data's and the script's ends");
+            assert_eq!(page.matches("<!--").count(), 0, "{payload}");
+            assert!(!page.contains("/*STYLE*/") && !page.contains("/*DATA*/"));
+            // The data reads back as it was.
+            let data = page.split(r#"id="report-data">"#).nth(1).unwrap();
+            let data: serde_json::Value =
+                serde_json::from_str(data.split("</script>").next().unwrap()).unwrap();
+            assert_eq!(data["input"], payload);
+        }
     }
 }
