@@ -12,7 +12,7 @@ use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
-use crate::input::catalog::{ReadOptions, Rows};
+use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
@@ -33,8 +33,12 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None if args.validate.is_some() => {
             let column = args.validate.as_deref().unwrap_or_default();
-            let (rows, recorder, stats) = job.replay_rows()?;
-            super::validate::say(&rows, recorder.trace(), column, &job.input.read)?;
+            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
+            // Decided in the order nginx decided them, as its log tells.
+            let decided = super::validate::decided_order(&rows, column, &job.input.read)?;
+            let events = decided.iter().map(|&(event, _)| event);
+            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
+            super::validate::say(&rows, &decided, recorder.trace(), column, &job.input.read)?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         None => {

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::input::catalog::{ReadOptions, Rows};
+use crate::input::catalog::{Event, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::message::one_line;
 
@@ -20,10 +20,66 @@ fn logged(value: &[u8]) -> Option<Option<bool>> {
     }
 }
 
+/// Returns the rows in the order nginx decided them, as far as its log can tell: in time
+/// order, and among the rows of one key at one time, the PASSED first, then the DELAYED by
+/// their `$request_time` (nginx logs a delayed request when it is served, so two requests
+/// of one client in one millisecond are logged in the order they were served), then the
+/// REJECTED; rows alike keep their order.
+pub fn decided_order<'r>(
+    rows: &'r Rows,
+    column: &str,
+    read: &ReadOptions,
+) -> Result<Vec<(Event, &'r [u8])>> {
+    let status = field_of(rows, column, read)?;
+    // $request_time, if the log has it: the delay a DELAYED request waited, in seconds.
+    let took = field_of(rows, "request_time", read).ok();
+    let mut ranked = Vec::with_capacity(rows.len());
+    for (event, row) in rows.iter() {
+        let rank = match status(row)?.as_slice() {
+            b"DELAYED" | b"DELAYED_DRY_RUN" => 1,
+            b"REJECTED" | b"REJECTED_DRY_RUN" => 2,
+            _ => 0,
+        };
+        let took = match (&took, rank) {
+            (Some(took), 1) => crate::units::decimal::parse_floor(&took(row)?, 3).unwrap_or(0),
+            _ => 0,
+        };
+        ranked.push(((rank, took), (event, row)));
+    }
+    // Within each run of one time, each key's rows are put in order in the places that
+    // key's rows had: other keys' rows stay where they were (nginx's zone sees the keys in
+    // the order they came). Stable: rows alike keep their order.
+    let mut start = 0;
+    while start < ranked.len() {
+        let time = ranked[start].1.0.time;
+        let end = start + ranked[start..].iter().take_while(|r| r.1.0.time == time).count();
+        // The run's places, grouped by key, each key's in order.
+        let mut places: Vec<(u32, usize)> = (start..end).map(|i| (ranked[i].1.0.key, i)).collect();
+        places.sort_unstable();
+        let places: Vec<(u32, usize)> = places;
+        for group in places.chunk_by(|a, b| a.0 == b.0) {
+            let group: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+            let mut mine: Vec<_> = group.iter().map(|&i| ranked[i]).collect();
+            mine.sort_by_key(|(order, _)| *order);
+            for (&at, row) in group.iter().zip(mine) {
+                ranked[at] = row;
+            }
+        }
+        start = end;
+    }
+    Ok(ranked.into_iter().map(|(_, row)| row).collect())
+}
+
 /// Compares `trace` with each row's `column`, as [`validate`] does, and says how they agree
 /// on stderr (as `--emit`'s report is: `-q` silences it).
-pub fn say(rows: &Rows, trace: &[bool], column: &str, read: &ReadOptions) -> Result<()> {
-    let lines = validate(rows, trace, column, read)?;
+pub fn say(
+    rows: &Rows,
+    decided: &[(Event, &[u8])],
+    trace: &[bool],
+    column: &str,
+    read: &ReadOptions,
+) -> Result<()> {
+    let lines = validate(rows, decided, trace, column, read)?;
     let mut err = crate::cli::diagnostics::diagnostics();
     for line in lines {
         let _ = writeln!(err, "ratelimit: {line}");
@@ -31,10 +87,12 @@ pub fn say(rows: &Rows, trace: &[bool], column: &str, read: &ReadOptions) -> Res
     Ok(())
 }
 
-/// Compares `trace` (one decision a row, in `rows`' order) with each row's `column`, and
-/// returns the lines that say how they agree: the count, then the first disagreements.
+/// Compares `trace` (one decision a row of `decided`, in its order) with each row's
+/// `column`, and returns the lines that say how they agree: the count, then the first
+/// disagreements.
 pub fn validate(
     rows: &Rows,
+    decided: &[(Event, &[u8])],
     trace: &[bool],
     column: &str,
     read: &ReadOptions,
@@ -42,7 +100,7 @@ pub fn validate(
     let field = field_of(rows, column, read)?;
     let (mut compared, mut agree, mut unlimited) = (0u64, 0u64, 0u64);
     let mut apart = Vec::new();
-    for ((event, row), &replayed) in rows.iter().zip(trace) {
+    for (&(event, row), &replayed) in decided.iter().zip(trace) {
         let value = field(row)?;
         let Some(status) = logged(&value) else {
             // A logged value is quoted with its control characters escaped, as every

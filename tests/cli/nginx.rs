@@ -400,3 +400,34 @@ fn validate_with_no_status_to_compare_gives_no_share() {
          compared\n"
     );
 }
+
+#[test]
+fn validate_orders_one_clients_requests_of_one_time_as_nginx_decided_them() {
+    // 1r/s, burst=1: three requests of one client in one millisecond. nginx passed the
+    // first, delayed the second (served, and so logged, a second later) and rejected the
+    // third, logged at once: the log holds them as A, C, B. Read so, the replay would pass
+    // C and refuse B, two apart; decided as nginx decided them, none.
+    let log = "time,client,status,request_time\n\
+               2025-01-01T00:00:00.250Z,a,PASSED,0.000\n\
+               2025-01-01T00:00:00.250Z,a,REJECTED,0.000\n\
+               2025-01-01T00:00:00.250Z,b,PASSED,0.000\n\
+               2025-01-01T00:00:00.250Z,a,DELAYED,1.000\n";
+    let args = [
+        "replay",
+        "--algo",
+        "nginx",
+        "--rate",
+        "1/s",
+        "--burst",
+        "1",
+        "--key",
+        "client",
+        "--validate",
+        "status",
+    ];
+    let out = crate::harness::run(&args, log);
+    assert_eq!(
+        out.stderr,
+        "ratelimit: validate: 4 events with a status, 4 decided alike (100.0%), 0 apart\n"
+    );
+}
