@@ -172,3 +172,24 @@ fn the_limiter_reference_is_what_ratelimit_limiters_writes() {
         "| `nginx` | nginx 1.22.1, limit_req | its own, default 0 | `delay, nodelay, dry-run` |"
     ));
 }
+
+#[test]
+fn the_promise_gives_its_figures_as_fields() {
+    // A token bucket's promise: its burst, and the smallest bucket the passed events fit,
+    // which min-bucket finds again from the passed rows themselves.
+    let args = ["replay", "--algo", "gcra", "--rate", "2/h", "--burst", "3"];
+    let report = json(&run(&[&args[..], &["--format", "json"]].concat(), QUAKES).ok());
+    let bound = &report["promise"]["bound"];
+    assert_eq!((bound["kind"].as_str(), bound["burst"].as_u64()), (Some("bucket"), Some(3)));
+    let passed = run(&[&args[..], &["--emit", "passed", "-q"]].concat(), QUAKES).ok();
+    let need = json(&run(&["min-bucket", "--rate", "2/h", "--format", "json"], &passed).ok());
+    assert_eq!(bound["fit"], need[0]["min_bucket"]);
+    assert!(bound["fit"].as_u64().unwrap() <= 3, "held: {bound}");
+    // A sliding log's: at most N in any period, and the most the passed events put in one.
+    let args = ["replay", "--algo", "sliding-log", "--rate", "2/h", "--format", "json"];
+    let report = json(&run(&args, QUAKES).ok());
+    let bound = &report["promise"]["bound"];
+    assert_eq!((bound["kind"].as_str(), bound["most"].as_u64()), (Some("period"), Some(2)));
+    assert_eq!(bound["period_s"].as_f64(), Some(3600.0));
+    assert_eq!(bound["seen"], report["busiest_window"]["count"]);
+}

@@ -539,7 +539,7 @@ fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> report
         0 => format!("{}, for each key: held by all {keys}", check.statement()),
         n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
     };
-    report::Promise { text, held: broken == 0 }
+    report::Promise { text, held: broken == 0, bound: None }
 }
 
 #[cfg(test)]

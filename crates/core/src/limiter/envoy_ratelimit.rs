@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -125,7 +125,6 @@ impl Rule for EnvoyRatelimit {
     const HELP: &'static str =
         "envoy's ratelimit service: a window of one unit from the epoch, refused hits counted";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
     const MODELS: Option<&'static str> = Some("envoyproxy/ratelimit f2fb157, the Redis fixed window");
     /// `fixed_cache_impl.go`, `getHitsAddend`: without
     /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`, every limit of a request is incremented.
@@ -149,13 +148,11 @@ impl Rule for EnvoyRatelimit {
         super::FixedWindow::promise(limit)
     }
 
-    fn measured(limit: &Limit, seen: &Seen) -> String {
-        super::FixedWindow::measured(limit, seen)
+    fn bound(limit: &Limit) -> Bound {
+        super::FixedWindow::bound(limit)
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        super::FixedWindow::held(limit, seen)
-    }
+
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -76,7 +76,6 @@ impl Rule for FixedWindow {
     const HELP: &'static str =
         "At most N events in each period-long window aligned to the Unix epoch";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
     const REDIS: Option<RedisScript> = Some(RedisScript::FixedWindow);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> FixedWindow {
@@ -89,14 +88,11 @@ impl Rule for FixedWindow {
         format!("at most {n} per aligned {p} window, so at most {} in any {p}", 2 * n)
     }
 
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": saw {} and {}", seen.aligned, seen.period)
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Aligned { aligned: limit.rate.count(), period: 2 * limit.rate.count() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        let n = limit.rate.count();
-        seen.aligned <= n && seen.period <= 2 * n
-    }
+
 }
 
 #[cfg(test)]

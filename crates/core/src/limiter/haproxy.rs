@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -154,7 +154,6 @@ impl Rule for Haproxy {
     const HELP: &'static str =
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
 
     fn refuses(rate: Rate) -> Option<String> {
@@ -174,13 +173,11 @@ impl Rule for Haproxy {
         format!("about {n} per {p}, estimated over two periods: at most {} in any {p}", 2 * n)
     }
 
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": saw {}", seen.period)
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Period { most: 2 * limit.rate.count() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.period <= 2 * limit.rate.count()
-    }
+
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
@@ -161,7 +161,6 @@ impl Rule for LeakyQueue {
     const HELP: &'static str =
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";
     const USES_BURST: bool = true;
-    const WATCH: Watch = Watch { aligned: false, period: false, bucket: false };
     const DELAYS: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
@@ -175,16 +174,11 @@ impl Rule for LeakyQueue {
         format!("no wait over (b - 1)·I = {}", human_duration(longest))
     }
 
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        // The recorder measures waits for every limiter that delays (`Rule::DELAYS`), and
-        // only for those; no input reaches here without them.
-        let waits = seen.waits.expect("a leaky queue reports its waits");
-        format!(": the longest was {}", human_duration(waits.longest_micros()))
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Wait { longest: limit.longest_wait() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.waits.is_none_or(|w| w.longest <= limit.longest_wait())
-    }
+
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -94,7 +94,6 @@ impl Rule for LimitsFixedWindow {
     const HELP: &'static str =
         "Python limits' fixed window: opened by the first hit, refused hits counted";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, FixedWindowRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
@@ -111,13 +110,11 @@ impl Rule for LimitsFixedWindow {
         format!("at most {n} per window opened by a hit, so at most {} in any {p}", 2 * n)
     }
 
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": saw {}", seen.period)
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Period { most: 2 * limit.rate.count() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.period <= 2 * limit.rate.count()
-    }
+
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::sliding_log::{Log, SlidingLog};
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
@@ -59,7 +59,6 @@ impl Rule for LimitsMovingWindow {
     const NAME: &'static str = "limits-moving-window";
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;
-    const WATCH: Watch = SlidingLog::WATCH;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, MovingWindowRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
@@ -74,13 +73,11 @@ impl Rule for LimitsMovingWindow {
         SlidingLog::promise(limit)
     }
 
-    fn measured(limit: &Limit, seen: &Seen) -> String {
-        SlidingLog::measured(limit, seen)
+    fn bound(limit: &Limit) -> Bound {
+        SlidingLog::bound(limit)
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        SlidingLog::held(limit, seen)
-    }
+
 }
 
 #[cfg(test)]

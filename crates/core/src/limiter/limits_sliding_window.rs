@@ -2,7 +2,7 @@
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::sliding_counter::SlidingCounter;
 use super::{Decision, KeyedState, Rule};
 use crate::units::rate::Rate;
@@ -151,7 +151,6 @@ impl Rule for LimitsSlidingWindow {
     const HELP: &'static str =
         "Python limits' sliding-window counter: ⌊prev·(P − elapsed)/P⌋ + cur + c ≤ N";
     const USES_BURST: bool = false;
-    const WATCH: Watch = SlidingCounter::WATCH;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, SlidingWindowCounterRateLimiter");
 
     fn refuses(rate: Rate) -> Option<String> {
@@ -170,13 +169,11 @@ impl Rule for LimitsSlidingWindow {
         SlidingCounter::promise(limit)
     }
 
-    fn measured(limit: &Limit, seen: &Seen) -> String {
-        SlidingCounter::measured(limit, seen)
+    fn bound(limit: &Limit) -> Bound {
+        SlidingCounter::bound(limit)
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        SlidingCounter::held(limit, seen)
-    }
+
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ use std::num::NonZeroU64;
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
 pub use self::nginx::nginx_rate;
 pub use self::params::{NoParams, ParamError, Parameters};
-use self::promise::{Limit, Seen, Watch};
+use self::promise::{Bound, Limit};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -175,9 +175,6 @@ pub trait Rule: KeyedState {
     const HELP: &'static str;
     /// Whether it has a burst, b.
     const USES_BURST: bool;
-    /// Which measures of the passed events its promise needs; by default the smallest
-    /// bucket they fit, for the token bucket's promise.
-    const WATCH: Watch = Watch { aligned: false, period: false, bucket: true };
     /// Whether it delays the events it admits (and reports their waits) rather than
     /// passing them at once.
     const DELAYS: bool = false;
@@ -229,13 +226,9 @@ pub trait Rule: KeyedState {
         format!("at most b + r·T = {} + T·{} in any interval T", limit.burst, limit.rate)
     }
 
-    /// Says what was measured, as the statement of the promise goes on.
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": the passed events fit a bucket of {}", seen.bucket)
-    }
-
-    /// Returns whether what was measured kept the promise.
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.bucket <= limit.burst
+    /// Returns its promise as figures: by default the token bucket's, a bucket of b at the
+    /// rate, which GCRA, deciding as a token bucket does, keeps too.
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Bucket { burst: limit.burst }
     }
 }

@@ -10,7 +10,7 @@ use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
 /// What a limiter promises, and whether the replay kept it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Promise {
@@ -18,6 +18,176 @@ pub struct Promise {
     pub text: String,
     /// Whether the passed events kept it.
     pub held: bool,
+    /// The promise's figures, and what was measured, for a program to read; none where
+    /// the promise is said of many keys at once.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub bound: Option<Measured>,
+}
+
+/// What a limiter promises of the events it passes, as figures: its kind of bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// At most b + r·T in any interval T: the passed events fit a bucket of b at the rate.
+    Bucket {
+        /// b, in units.
+        burst: u64,
+    },
+    /// At most `most` units in any one period.
+    Period {
+        /// The most.
+        most: u64,
+    },
+    /// At most `aligned` units in each epoch-aligned window of one period, and so at most
+    /// `period` in any one period.
+    Aligned {
+        /// The most in an aligned window.
+        aligned: u64,
+        /// The most in any period.
+        period: u64,
+    },
+    /// About N a period, approximate: at most `aligned` units in each epoch-aligned window;
+    /// the worst period is measured and shown, not promised.
+    Approximate {
+        /// The most in an aligned window.
+        aligned: u64,
+    },
+    /// No admitted event waits longer than `longest`, in units of 1/N µs.
+    Wait {
+        /// The longest wait.
+        longest: i128,
+    },
+}
+
+/// A promise's figures and what was measured of them, as the JSON gives them: `kind` says
+/// which bound, and the times are seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
+pub enum Measured {
+    /// At most b + r·T in any interval T, and the smallest bucket the passed events fit.
+    Bucket {
+        /// b, in units.
+        burst: u64,
+        /// The smallest bucket at the rate that the passed events fit.
+        fit: u64,
+    },
+    /// At most `most` units in any period of `period_s` seconds, and the most seen.
+    Period {
+        /// The most promised.
+        most: u64,
+        /// The period, in seconds.
+        period_s: f64,
+        /// The most the passed events put in any period.
+        seen: u64,
+    },
+    /// At most `aligned` units in each aligned window and `most` in any period, and the
+    /// most seen of each.
+    Aligned {
+        /// The most promised in an aligned window.
+        aligned: u64,
+        /// The most promised in any period.
+        most: u64,
+        /// The period, in seconds.
+        period_s: f64,
+        /// The most the passed events put in an aligned window.
+        seen_aligned: u64,
+        /// The most they put in any period.
+        seen: u64,
+    },
+    /// At most `aligned` units in each aligned window, approximate; the most seen there,
+    /// and in the worst period.
+    Approximate {
+        /// The most promised in an aligned window.
+        aligned: u64,
+        /// The period, in seconds.
+        period_s: f64,
+        /// The most the passed events put in an aligned window.
+        seen_aligned: u64,
+        /// The most they put in any period.
+        seen: u64,
+    },
+    /// No admitted event waits longer than `longest_s`, and the longest seen.
+    Wait {
+        /// The longest wait promised, in seconds.
+        longest_s: f64,
+        /// The longest an admitted event waited, in seconds.
+        seen_s: f64,
+    },
+}
+
+impl Bound {
+    /// Which measures of the passed events the bound needs.
+    pub fn watch(self) -> Watch {
+        match self {
+            Bound::Bucket { .. } => Watch { aligned: false, period: false, bucket: true },
+            Bound::Period { .. } => Watch { aligned: false, period: true, bucket: false },
+            Bound::Aligned { .. } | Bound::Approximate { .. } => {
+                Watch { aligned: true, period: true, bucket: false }
+            }
+            Bound::Wait { .. } => Watch { aligned: false, period: false, bucket: false },
+        }
+    }
+
+    /// Says what was measured, as the statement of the promise goes on: for a period of
+    /// `period`.
+    pub fn measured(self, seen: &Seen, period: crate::units::time::Span) -> String {
+        match self {
+            Bound::Bucket { .. } => format!(": the passed events fit a bucket of {}", seen.bucket),
+            Bound::Period { .. } => format!(": saw {}", seen.period),
+            Bound::Aligned { .. } => format!(": saw {} and {}", seen.aligned, seen.period),
+            Bound::Approximate { .. } => {
+                format!(" (saw {}); the worst {period} saw {}", seen.aligned, seen.period)
+            }
+            Bound::Wait { .. } => {
+                let longest = seen.waits.map_or(0, |w| w.longest_micros());
+                format!(": the longest was {}", crate::units::time::human_duration(longest))
+            }
+        }
+    }
+
+    /// Returns whether what was measured kept the bound.
+    pub fn held(self, seen: &Seen) -> bool {
+        match self {
+            Bound::Bucket { burst } => seen.bucket <= burst,
+            Bound::Period { most } => seen.period <= most,
+            Bound::Aligned { aligned, period } => seen.aligned <= aligned && seen.period <= period,
+            Bound::Approximate { aligned } => seen.aligned <= aligned,
+            Bound::Wait { longest } => seen.waits.is_none_or(|w| w.longest <= longest),
+        }
+    }
+
+    /// Returns the bound's figures with what was measured, for a period of `period`
+    /// and a rate of `n` per it (a wait's units are 1/n µs).
+    pub fn figures(self, seen: &Seen, period: crate::units::time::Span, n: i128) -> Measured {
+        let period_s = period.as_secs_f64();
+        match self {
+            Bound::Bucket { burst } => Measured::Bucket { burst, fit: seen.bucket },
+            Bound::Period { most } => Measured::Period { most, period_s, seen: seen.period },
+            Bound::Aligned { aligned, period: most } => Measured::Aligned {
+                aligned,
+                most,
+                period_s,
+                seen_aligned: seen.aligned,
+                seen: seen.period,
+            },
+            Bound::Approximate { aligned } => Measured::Approximate {
+                aligned,
+                period_s,
+                seen_aligned: seen.aligned,
+                seen: seen.period,
+            },
+            Bound::Wait { longest } => {
+                // Seconds, for people and programs to read; no decision depends on them.
+                #[allow(clippy::cast_precision_loss)]
+                let seconds = |units: i128| units as f64 / n.max(1) as f64 / 1e6;
+                Measured::Wait {
+                    longest_s: seconds(longest),
+                    seen_s: seconds(seen.waits.map_or(0, |w| w.longest)),
+                }
+            }
+        }
+    }
 }
 
 /// A limit as a promise speaks of it: N per P, and the burst (ignored without one).
@@ -81,7 +251,7 @@ struct AlignedMax {
 impl PromiseCheck {
     /// Returns a check for a limiter with this algorithm, rate and burst.
     pub fn new(algorithm: Algorithm, rate: Rate, burst: u64) -> PromiseCheck {
-        let watch = algorithm.watch();
+        let watch = algorithm.bound(&Limit { rate, burst }).watch();
         PromiseCheck {
             algorithm,
             limit: Limit { rate, burst },
@@ -150,16 +320,17 @@ impl PromiseCheck {
 
     /// Returns whether the limiter kept its promise; `waits` are a leaky queue's.
     pub fn held(&self, waits: Option<Waits>) -> bool {
-        self.algorithm.held(&self.limit, &self.seen(waits))
+        self.algorithm.bound(&self.limit).held(&self.seen(waits))
     }
 
     /// Says what the limiter promises, what was measured, and whether it held; `waits` are
     /// a leaky queue's.
     pub fn result(&self, waits: Option<Waits>) -> Promise {
         let seen = self.seen(waits);
-        let measured = self.algorithm.measured(&self.limit, &seen);
-        let held = self.algorithm.held(&self.limit, &seen);
-        Promise { text: format!("{}{measured}", self.statement()), held }
+        let (bound, period) = (self.algorithm.bound(&self.limit), self.limit.rate.period());
+        let (measured, held) = (bound.measured(&seen, period), bound.held(&seen));
+        let figures = bound.figures(&seen, period, self.limit.rate.n());
+        Promise { text: format!("{}{measured}", self.statement()), held, bound: Some(figures) }
     }
 }
 
@@ -183,7 +354,7 @@ mod tests {
     fn a_sliding_log_that_passed_three_in_an_hour_broke_it() {
         assert!(check(Algorithm::SlidingLog, 0, &at(&[0, 30, 60, 90])).held);
         let broken = check(Algorithm::SlidingLog, 0, &at(&[0, 30, 59]));
-        assert_eq!(broken, Promise { text: "at most 2 in any 1h: saw 3".into(), held: false });
+        assert_eq!((broken.text.as_str(), broken.held), ("at most 2 in any 1h: saw 3", false));
     }
 
     #[test]

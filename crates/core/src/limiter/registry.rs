@@ -222,32 +222,14 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::by_the_rule(rate, b, events),)* }
             }
 
-            /// Which measures its promise needs.
-            pub(crate) fn watch(self) -> $crate::limiter::promise::Watch {
-                match self { $(Algorithm::$rule => <$rule as Rule>::WATCH,)* }
+            /// Returns its promise for `limit`, as figures.
+            pub fn bound(self, limit: &$crate::limiter::promise::Limit) -> $crate::limiter::promise::Bound {
+                match self { $(Algorithm::$rule => <$rule as Rule>::bound(limit),)* }
             }
 
             /// Says what it promises for `limit`.
             pub(crate) fn promise(self, limit: &$crate::limiter::promise::Limit) -> String {
                 match self { $(Algorithm::$rule => <$rule as Rule>::promise(limit),)* }
-            }
-
-            /// Says what was measured, as the promise's statement goes on.
-            pub(crate) fn measured(
-                self,
-                limit: &$crate::limiter::promise::Limit,
-                seen: &$crate::limiter::promise::Seen,
-            ) -> String {
-                match self { $(Algorithm::$rule => <$rule as Rule>::measured(limit, seen),)* }
-            }
-
-            /// Returns whether what was measured kept the promise.
-            pub(crate) fn held(
-                self,
-                limit: &$crate::limiter::promise::Limit,
-                seen: &$crate::limiter::promise::Seen,
-            ) -> bool {
-                match self { $(Algorithm::$rule => <$rule as Rule>::held(limit, seen),)* }
             }
         }
 

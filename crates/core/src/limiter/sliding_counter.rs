@@ -3,7 +3,7 @@
 use super::aligned::{AlignedWindows, Step};
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -89,7 +89,6 @@ impl Rule for SlidingCounter {
     const NAME: &'static str = "sliding-counter";
     const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: true, period: true, bucket: false };
     const REDIS: Option<RedisScript> = Some(RedisScript::SlidingCounter);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingCounter {
@@ -102,14 +101,11 @@ impl Rule for SlidingCounter {
         format!("about {n} per {p}, approximate: at most {n} per aligned window")
     }
 
-    fn measured(limit: &Limit, seen: &Seen) -> String {
-        let p = limit.rate.period();
-        format!(" (saw {}); the worst {p} saw {}", seen.aligned, seen.period)
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Approximate { aligned: limit.rate.count() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.aligned <= limit.rate.count()
-    }
+
 }
 
 #[cfg(test)]

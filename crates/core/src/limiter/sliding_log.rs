@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use std::num::NonZeroU64;
 
-use super::promise::{Limit, Seen, Watch};
+use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, RedisScript, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -153,7 +153,6 @@ impl Rule for SlidingLog {
     const NAME: &'static str = "sliding-log";
     const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
     const USES_BURST: bool = false;
-    const WATCH: Watch = Watch { aligned: false, period: true, bucket: false };
     const REDIS: Option<RedisScript> = Some(RedisScript::SlidingLog);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingLog {
@@ -165,13 +164,11 @@ impl Rule for SlidingLog {
         format!("at most {} in any {}", limit.rate.count(), limit.rate.period())
     }
 
-    fn measured(_: &Limit, seen: &Seen) -> String {
-        format!(": saw {}", seen.period)
+    fn bound(limit: &Limit) -> Bound {
+        Bound::Period { most: limit.rate.count() }
     }
 
-    fn held(limit: &Limit, seen: &Seen) -> bool {
-        seen.period <= limit.rate.count()
-    }
+
 }
 
 #[cfg(test)]
