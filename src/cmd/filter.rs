@@ -47,6 +47,10 @@ use crate::units::time::{Timestamp, human_duration};
 /// How often the filter looks for SIGINT while it waits.
 const TICK: Duration = Duration::from_millis(50);
 
+/// The most a leaky queue's admitted lines may hold, waiting to leave: the bound README
+/// states.
+pub const MOST_QUEUED: usize = 64 << 20;
+
 pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut decider, settings, key, cost): (Box<dyn Live>, _, _, _) = if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
@@ -104,6 +108,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut header, mut repeated): (Option<Vec<u8>>, bool) = (None, false);
     let mut csv = LineReader::new();
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
+    // The bytes of the lines in the queue.
+    let mut queued = 0usize;
     // The lines that came together, and the next of them to decide.
     let (mut batch, mut at) = (Batch::default(), 0);
     // Only one limiter delays: layers decide at once.
@@ -117,6 +123,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 break;
             }
             write_line(&mut out, line)?;
+            queued -= line.len();
             queue.pop_front();
             if each_line {
                 out.flush()?;
@@ -203,6 +210,15 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                     out.flush()?;
                 }
             } else {
+                queued += line.len();
+                if queued > MOST_QUEUED {
+                    bail!(
+                        "the leaky queue holds {} lines waiting to leave, past the {} MiB it may \
+                         hold: a smaller --burst bounds it (at most b lines wait a key)",
+                        queue.len() + 1,
+                        MOST_QUEUED >> 20
+                    );
+                }
                 queue.push_back((arrived + Duration::from_micros(hold), line.to_vec()));
             }
         } else {

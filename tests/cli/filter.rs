@@ -360,3 +360,37 @@ fn the_readme_leaky_queue_example_shows_what_filter_prints() {
         assert!(said.starts_with(prefix) && said.contains(suffix), "{said}");
     }
 }
+
+#[test]
+fn a_leaky_queue_holds_at_most_64_mib_of_lines_waiting() {
+    // 1/h with a burst of 1,000: every line after the first waits, an hour more each. 70
+    // lines of 1 MiB pass the 64 MiB the queue may hold: one line, exit 2, no abort.
+    // Its stdout is thrown away, so that the first line's MiB does not fill a pipe that
+    // the test reads only at the end.
+    let line = "x".repeat(1 << 20);
+    let args = ["filter", "--lines", "--algo", "leaky-queue", "--rate", "1/h", "--burst", "1000"];
+    let mut child = command()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for _ in 0..70 {
+        // The filter stops reading once it refuses: a broken pipe is expected.
+        if stdin.write_all(line.as_bytes()).and_then(|()| stdin.write_all(b"\n")).is_err() {
+            break;
+        }
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let err = err.trim_end();
+    assert_eq!(
+        err,
+        "ratelimit: the leaky queue holds 65 lines waiting to leave, past the 64 MiB it may \
+         hold: a smaller --burst bounds it (at most b lines wait a key)"
+    );
+}
