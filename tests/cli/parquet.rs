@@ -176,3 +176,29 @@ fn unsigned_integers_of_2_to_the_63_and_above_are_not_read_as_negative() {
          1000000000000, the largest cost an event may have\n"
     );
 }
+
+#[test]
+fn a_value_is_held_to_16_mib_and_a_page_to_64_before_it_is_decompressed() {
+    // A 20 MiB string in row 2: refused once decoded, naming its row and column.
+    let file = parquet_file("long.parquet", include_bytes!("../fixtures/long_value.parquet"));
+    let args = ["replay", "--algo", "gcra", "--rate", "5/h", "--key", "who"];
+    let (_, err, code) = outcome(&args, &file);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "ratelimit: INPUT: row 2, field `who`: a value of 20 MiB, past the 16 MiB a field may \
+         hold (as a CSV row may)\n"
+    );
+    // A column it does not read is no one's concern.
+    assert_eq!(outcome(&args[..5], &file).2, 0);
+    // A 100 MiB string, 4 kB compressed: refused from its page's header, before the page
+    // is decompressed (the file took 1.84 GB to read a 256 MiB one before).
+    let file = parquet_file("big.parquet", include_bytes!("../fixtures/big_page.parquet"));
+    let (_, err, code) = outcome(&args, &file);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "ratelimit: INPUT: row 1, field `who`: a page of 100 MiB uncompressed, past the 64 MiB \
+         a page may hold here (a field may hold 16 MiB, as a CSV row may)\n"
+    );
+}

@@ -1,6 +1,8 @@
 //! Parquet's columns decoded, a slice of rows at a time, into each row's text and time.
 
 use parquet::basic::{LogicalType, TimeUnit, Type as Physical};
+
+use crate::bounded::MOST_ROW;
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType;
 use parquet::schema::types::ColumnDescriptor;
@@ -104,12 +106,27 @@ pub(super) fn kind_of(column: &ColumnDescriptor) -> Result<Kind, String> {
 pub(super) struct Cells {
     pub(super) values: Values,
     pub(super) times: Vec<Option<Timestamp>>,
+    /// The first value longer than a field may be ([`MOST_ROW`]), if one came: its row in
+    /// the slice, and its length. It is kept as an empty cell.
+    pub(super) too_long: Option<(usize, usize)>,
 }
 
 impl Cells {
     pub(super) fn clear(&mut self) {
         self.values.clear();
         self.times.clear();
+        self.too_long = None;
+    }
+
+    /// Writes a string or bytes value, unless it is longer than a field may be.
+    fn bytes(&mut self, value: &[u8]) {
+        // MOST_ROW, 16 MiB, fits a usize.
+        #[allow(clippy::cast_possible_truncation)]
+        if value.len() > MOST_ROW as usize {
+            self.too_long.get_or_insert((self.values.len(), value.len()));
+        } else {
+            self.values.text().extend_from_slice(value);
+        }
     }
 }
 
@@ -156,13 +173,11 @@ pub(super) fn decode(
         ColumnReader::DoubleColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
             c.values.text().extend_from_slice(v.to_string().as_bytes());
         }),
-        ColumnReader::ByteArrayColumnReader(r) => typed(r, rows, max_def, levels, cells, |v, c| {
-            c.values.text().extend_from_slice(v.data())
-        }),
+        ColumnReader::ByteArrayColumnReader(r) => {
+            typed(r, rows, max_def, levels, cells, |v, c| c.bytes(v.data()))
+        }
         ColumnReader::FixedLenByteArrayColumnReader(r) => {
-            typed(r, rows, max_def, levels, cells, |v, c| {
-                c.values.text().extend_from_slice(v.data())
-            })
+            typed(r, rows, max_def, levels, cells, |v, c| c.bytes(v.data()))
         }
     }
 }

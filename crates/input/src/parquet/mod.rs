@@ -18,6 +18,7 @@ use parquet::file::reader::{ChunkReader, FileReader, Length};
 use parquet::file::serialized_reader::SerializedFileReader;
 
 mod columns;
+mod pages;
 
 use self::columns::{Cells, Kind, TimeScale, decode, kind_of};
 use super::error::{ReadError, field_error, layout};
@@ -105,6 +106,8 @@ impl Read for PlacedRead {
 /// What every worker reads with: the file, the columns and what the header settled.
 struct Plan<'a> {
     reader: &'a SerializedFileReader<Placed>,
+    /// The file, for reading page headers ahead of the decoder.
+    file: Arc<File>,
     header: &'a Header,
     options: &'a ReadOptions,
     /// The schema's numbers of the columns read, and how each is written.
@@ -146,6 +149,10 @@ impl Plan<'_> {
         };
         let mut readers = Vec::with_capacity(self.read.len());
         for &(column, _) in &self.read {
+            // No page is decompressed past its bound: its header says its size first.
+            if let Err(error) = self.check_pages(group, column) {
+                return if send(Err(error)) { Ok(()) } else { Err(()) };
+            }
             match row_group.get_column_reader(column).map_err(fail) {
                 Ok(reader) => readers.push(reader),
                 Err(error) => return if send(Err(error)) { Ok(()) } else { Err(()) },
@@ -165,6 +172,16 @@ impl Plan<'_> {
                 cells[at].clear();
                 let kind = self.read[at].1;
                 let read = decode(reader, want, max_def[at], kind, &mut levels, &mut cells[at]);
+                if let Some((index, length)) = cells[at].too_long {
+                    let problem = format!(
+                        "row {}, field `{}`: a value of {} MiB, past the 16 MiB a field may hold \
+                         (as a CSV row may)",
+                        row_number + wide(index),
+                        self.column_name(self.read[at].0),
+                        length >> 20
+                    );
+                    return if send(Err(layout(name, problem))) { Ok(()) } else { Err(()) };
+                }
                 match read.map_err(fail) {
                     Ok(got) if got == want => {}
                     Ok(got) => {
@@ -186,6 +203,52 @@ impl Plan<'_> {
         }
         if rows == 0 && !send(Ok(self.events(&cells, 0, row_number))) {
             return Err(());
+        }
+        Ok(())
+    }
+
+    /// Returns column `column`'s name, its dotted path.
+    fn column_name(&self, column: usize) -> String {
+        let schema = self.reader.metadata().file_metadata().schema_descr();
+        crate::message::one_line(&schema.column(column).path().string())
+    }
+
+    /// Reads the page headers of column `column` in row group `group` and refuses a page
+    /// past [`pages::MOST_PAGE`] uncompressed, naming its first row and the column.
+    fn check_pages(&self, group: usize, column: usize) -> Result<(), ReadError> {
+        let name = &self.header.name;
+        let chunk = self.reader.metadata().row_group(group).column(column);
+        let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+        let (Ok(start), Ok(length)) =
+            (u64::try_from(start), u64::try_from(chunk.compressed_size()))
+        else {
+            return Err(layout(
+                name,
+                "cannot read Parquet: a column chunk at a negative place".into(),
+            ));
+        };
+        let end = start.saturating_add(length);
+        let (mut at, mut row) = (start, self.first_rows[group]);
+        while at < end {
+            let read = PlacedRead { file: Arc::clone(&self.file), at };
+            let (page, header) = pages::header(std::io::BufReader::new(read)).map_err(|e| {
+                let why = crate::message::one_line(&e.to_string());
+                layout(name, format!("cannot read Parquet: the page at byte {at}: {why}"))
+            })?;
+            if page.uncompressed > pages::MOST_PAGE {
+                let problem = format!(
+                    "row {row}, field `{}`: a page of {} MiB uncompressed, past the {} MiB a \
+                     page may hold here (a field may hold 16 MiB, as a CSV row may)",
+                    self.column_name(column),
+                    page.uncompressed >> 20,
+                    pages::MOST_PAGE >> 20
+                );
+                return Err(layout(name, problem));
+            }
+            if page.data {
+                row = row.saturating_add(page.values);
+            }
+            at = at.saturating_add(header).saturating_add(page.compressed);
         }
         Ok(())
     }
@@ -230,7 +293,8 @@ pub(super) fn stream<E: From<ReadError>>(
         layout(name, format!("not a Parquet file: {}", crate::message::one_line(&e.to_string())))
     };
     let copy = file.try_clone().map_err(|error| ReadError::Io { name: name.to_owned(), error })?;
-    let reader = SerializedFileReader::new(Placed(Arc::new(copy))).map_err(not_parquet)?;
+    let copy = Arc::new(copy);
+    let reader = SerializedFileReader::new(Placed(Arc::clone(&copy))).map_err(not_parquet)?;
     let metadata = reader.metadata();
     let schema = metadata.file_metadata().schema_descr();
     let names: ByteRecord = schema.columns().iter().map(|c| c.path().string()).collect();
@@ -275,8 +339,17 @@ pub(super) fn stream<E: From<ReadError>>(
         body: csv::Position::new(),
         json: None,
     };
-    let plan =
-        Plan { reader: &reader, header: &header, options, read, slot_of, time, finer, first_rows };
+    let plan = Plan {
+        reader: &reader,
+        file: copy,
+        header: &header,
+        options,
+        read,
+        slot_of,
+        time,
+        finer,
+        first_rows,
+    };
     let workers = options.threads.clamp(1, groups.max(1));
     let skip_bad = options.skip_bad;
     let mut taker = Taker { stats: ReadStats::default(), keys: KeyTable::new(), skip_bad };
