@@ -109,9 +109,15 @@ pub struct InputArgs {
     #[arg(long, value_name = "TIME|+DURATION", allow_hyphen_values = true)]
     pub until: Option<Until>,
 
-    /// Use only events whose `mag` column is at least M.
+    /// Use only events whose `mag` column is at least M: --where mag>=M.
     #[arg(long, value_name = "M", allow_hyphen_values = true)]
     pub min_mag: Option<Decimal>,
+
+    /// Use only events whose column holds a number at least a value, written COLUMN>=NUMBER
+    /// (score>=0.9; six decimals kept); a row where it is empty is left out and counted.
+    /// Repeat it for several columns.
+    #[arg(long = "where", value_name = "COND", allow_hyphen_values = true)]
+    pub at_least: Vec<AtLeast>,
 
     /// What each event costs: a whole number for every event (--cost 3), or the column
     /// that holds each event's cost in units, such as tokens or bytes (--cost
@@ -426,6 +432,29 @@ impl FromStr for Decimal {
             DecimalError::Overflow => anyhow::anyhow!("'{text}' is too large"),
             DecimalError::Malformed => anyhow::anyhow!("'{text}' is not a number like 5 or 4.5"),
         })
+    }
+}
+
+/// `--where COLUMN>=NUMBER`: a column, and the least number its rows must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AtLeast {
+    /// The column's name (a dotted path in JSON).
+    pub column: String,
+    /// The least value kept.
+    pub at_least: Decimal,
+}
+
+impl FromStr for AtLeast {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> anyhow::Result<AtLeast> {
+        let Some((column, value)) = text.split_once(">=") else {
+            anyhow::bail!("'{text}' is not COLUMN>=NUMBER, like mag>=5.5");
+        };
+        if column.is_empty() {
+            anyhow::bail!("'{text}' names no column: COLUMN>=NUMBER, like mag>=5.5");
+        }
+        Ok(AtLeast { column: column.to_owned(), at_least: value.parse()? })
     }
 }
 

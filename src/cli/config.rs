@@ -238,6 +238,13 @@ impl InputArgs {
                             asked_by: "--min-mag",
                         })
                     }))
+                    .chain(self.at_least.iter().map(|w| {
+                        RowFilter::Column(ColumnFilter {
+                            column: w.column.clone(),
+                            at_least: w.at_least.0,
+                            asked_by: "--where",
+                        })
+                    }))
                     .collect(),
                 cost: self.cost.clone().unwrap_or_default(),
                 key_column: key_column.map(|(column, _)| column.to_owned()),

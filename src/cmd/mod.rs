@@ -130,8 +130,19 @@ fn notes(input: &Input, stats: &ReadStats) {
     }
     if stats.left_out_empty > 0 {
         let n = stats.left_out_empty;
-        let _ =
-            writeln!(err, "ratelimit: note: {n} rows with no magnitude were left out by --min-mag");
+        let by: Vec<String> = (input.read.filters.iter())
+            .filter_map(|f| match f {
+                crate::input::catalog::RowFilter::Column(c) => Some(c.asked_by.to_owned()),
+                crate::input::catalog::RowFilter::Time(_) => None,
+            })
+            .collect();
+        let note = match &by[..] {
+            [only] if only == "--min-mag" => {
+                format!("{n} rows with no magnitude were left out by --min-mag")
+            }
+            _ => format!("{n} rows with an empty field were left out by {}", by.join(" and ")),
+        };
+        let _ = writeln!(err, "ratelimit: note: {note}");
     }
     if let Some(why) = why_no_events(&input.source, &input.read, stats) {
         let _ = writeln!(err, "ratelimit: note: {why}");

@@ -145,3 +145,34 @@ fn the_environment_forces_or_forbids_color_as_clicolor_says() {
         .unwrap();
     assert!(!String::from_utf8(out.stdout).unwrap().contains('\x1b'));
 }
+
+#[test]
+fn where_keeps_the_rows_whose_column_is_at_least_a_number() {
+    // score>=7 keeps rows 2 and 4 of four (row 3's score is empty: left out, and said);
+    // with mag>=5 too, only row 2 is left, whose mag is empty: none.
+    let csv = "time,score,mag\n2025-01-01T00:00:00Z,3,5\n2025-01-01T00:00:01Z,7.5,\n\
+               2025-01-01T00:00:02Z,,6\n2025-01-01T00:00:03Z,9,4\n";
+    let replay = ["replay", "--algo", "gcra", "--rate", "5/h", "--format", "json"];
+    let out = run(&[&replay[..], &["--where", "score>=7"]].concat(), csv);
+    assert_eq!(
+        out.stderr,
+        "ratelimit: note: 1 rows with an empty field were left out by --where\n"
+    );
+    let want = csv
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split(',').nth(1).is_some_and(|s| !s.is_empty() && s.parse::<f64>().unwrap() >= 7.0)
+        })
+        .count();
+    assert_eq!(json(&out.ok())["events"].as_u64(), Some(u64::try_from(want).unwrap()));
+    let both = run(&[&replay[..], &["--where", "score>=7", "--where", "mag>=5"]].concat(), csv);
+    assert_eq!(json(&both.stdout)["events"].as_u64(), Some(0));
+    assert!(
+        both.stderr.contains("the filters (--where score>=7, --where mag>=5) kept none"),
+        "{}",
+        both.stderr
+    );
+    let err = run(&[&replay[..], &["--where", "score=7"]].concat(), csv).error();
+    assert!(err.ends_with("'score=7' is not COLUMN>=NUMBER, like mag>=5.5"), "{err}");
+}

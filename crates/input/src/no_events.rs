@@ -44,7 +44,12 @@ fn describe(filter: &RowFilter) -> String {
             let part = format!("{part:06}");
             let part = part.trim_end_matches('0');
             let dot = if part.is_empty() { "" } else { "." };
-            format!("{} {sign}{whole}{dot}{part}", c.asked_by)
+            let value = format!("{sign}{whole}{dot}{part}");
+            // A filter named by its column writes it, as the flag took it.
+            match c.asked_by {
+                "--where" => format!("--where {}>={value}", crate::message::one_line(&c.column)),
+                by => format!("{by} {value}"),
+            }
         }
     }
 }
