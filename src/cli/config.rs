@@ -233,7 +233,7 @@ impl InputArgs {
                     // The magnitude is a column like any other to the reader.
                     .chain(self.min_mag.iter().map(|m| {
                         RowFilter::Column(ColumnFilter {
-                            column: format.mag_column().to_owned(),
+                            column: mag_column(format).to_owned(),
                             at_least: m.0,
                             asked_by: "--min-mag",
                         })
@@ -430,5 +430,15 @@ pub fn check_cost(
     match algorithms.into_iter().find_map(Algorithm::refuses_cost) {
         Some(why) => bail!("{given_by}: {why}"),
         None => Ok(()),
+    }
+}
+
+/// Returns the field `--min-mag` reads in an earthquake catalog of `format`: the USGS
+/// CSV's `mag`, or its GeoJSON's `properties.mag`. The readers know no magnitude: to
+/// them it is a column like any other (`--where`).
+fn mag_column(format: InputFormat) -> &'static str {
+    match format {
+        InputFormat::Geojson => "properties.mag",
+        _ => "mag",
     }
 }

@@ -59,14 +59,6 @@ impl InputFormat {
         }
     }
 
-    /// Returns the field `--min-mag` reads.
-    pub fn mag_column(self) -> &'static str {
-        match self {
-            InputFormat::Geojson => "properties.mag",
-            _ => "mag",
-        }
-    }
-
     /// Returns the name messages use.
     pub fn name(self) -> &'static str {
         match self {
