@@ -310,10 +310,7 @@ impl GivenParams {
             Ok(params) => Ok(params),
             Err(ParamError::NotMine(_)) if !strict => Ok(algorithm.default_params()),
             Err(ParamError::NotMine(key)) => {
-                let owners: Vec<&str> = (Algorithm::ALL.iter())
-                    .filter(|a| a.param_keys().contains(&key.as_str()))
-                    .map(|a| a.name())
-                    .collect();
+                let owners: Vec<&str> = Algorithm::taking(&key).map(Algorithm::name).collect();
                 Err(format!(
                     "{prefix}{key} applies to {}, not {}",
                     owners.join(", "),
@@ -322,6 +319,17 @@ impl GivenParams {
             }
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// Adds parameter `key`, with its value (none for a bare key); a key given twice is an
+    /// error, as a spec writes it.
+    pub fn give(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+        if self.0.iter().any(|(given, _)| given == key) {
+            let eq = if value.is_some() { "=" } else { "" };
+            return Err(format!("{key}{eq} is given twice"));
+        }
+        self.0.push((key.to_owned(), value.map(str::to_owned)));
+        Ok(())
     }
 
     /// Whether none was given.

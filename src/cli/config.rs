@@ -417,20 +417,19 @@ impl RedisArgs {
     }
 }
 
-/// Refuses a cost other than 1 for a limiter that takes none (a system that counts each
-/// request once, whatever it costs), naming what gave it: `--cost`, or a layer's `cost=`.
-pub fn check_cost(
+/// Returns why a cost other than 1 is refused, if one of `algorithms` takes none (a system
+/// that counts each request once, whatever it costs), naming what gave it: `--cost`, or a
+/// layer's `cost=`.
+pub fn cost_refused(
     cost: &crate::input::cost::Cost,
     algorithms: impl IntoIterator<Item = Algorithm>,
     given_by: &str,
-) -> Result<()> {
+) -> Option<String> {
     if *cost == crate::input::cost::Cost::Each(1) {
-        return Ok(());
+        return None;
     }
-    match algorithms.into_iter().find_map(Algorithm::refuses_cost) {
-        Some(why) => bail!("{given_by}: {why}"),
-        None => Ok(()),
-    }
+    let why = algorithms.into_iter().find_map(Algorithm::refuses_cost)?;
+    Some(format!("{given_by}: {why}"))
 }
 
 /// Returns the field `--min-mag` reads in an earthquake catalog of `format`: the USGS

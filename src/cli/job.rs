@@ -1,7 +1,7 @@
 //! A job, resolved once: its input, its limiters, where they run, and how its reports name
 //! keys. `replay` and `compare` replay one; `filter` decides one live.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::args::{JobArgs, RedisArgs};
 use super::config::Input;
@@ -34,11 +34,10 @@ impl JobArgs {
     /// Settles the job of limiters with `settings` over `input`. With `modes`, one
     /// limiter on a fleet with no `--share` runs in every share mode side by side.
     pub fn job(&self, input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
-        super::config::check_cost(
-            &input.read.cost,
-            settings.iter().map(|s| s.algorithm),
-            "--cost",
-        )?;
+        let algorithms = settings.iter().map(|s| s.algorithm);
+        if let Some(why) = super::config::cost_refused(&input.read.cost, algorithms, "--cost") {
+            bail!(why);
+        }
         let key = self.keys.key.as_deref();
         let (settings, fleet) = match settings[..] {
             [one] if modes && self.fleet.servers.is_some() && self.fleet.share.is_none() => {

@@ -5,6 +5,7 @@ use std::num::NonZeroU64;
 use std::str::FromStr;
 
 use crate::cli::args::GivenParams;
+use crate::cli::config::cost_refused;
 use crate::input::cost::Cost;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
@@ -41,12 +42,8 @@ impl FromStr for LayerSpec {
         for part in text.split(',') {
             let bare = part.trim();
             // A limiter's bare parameter, such as nginx's `nodelay`.
-            if Algorithm::ALL.iter().any(|a| a.param_keys().contains(&bare)) && !bare.contains('=')
-            {
-                if params.0.iter().any(|(key, _)| key == bare) {
-                    return Err(format!("{bare} is given twice"));
-                }
-                params.0.push((bare.to_owned(), None));
+            if !bare.contains('=') && Algorithm::taking(bare).next().is_some() {
+                params.give(bare, None)?;
                 continue;
             }
             let Some((name, value)) = part.split_once('=') else {
@@ -82,11 +79,8 @@ impl FromStr for LayerSpec {
                 }
                 "key" if !value.trim().is_empty() => once(&mut key, value.trim().to_owned(), name)?,
                 "key" => return Err("key= needs a column's name".into()),
-                own if Algorithm::ALL.iter().any(|a| a.param_keys().contains(&own)) => {
-                    if params.0.iter().any(|(key, _)| key == own) {
-                        return Err(format!("{own}= is given twice"));
-                    }
-                    params.0.push((own.to_owned(), Some(value.trim().to_owned())));
+                own if Algorithm::taking(own).next().is_some() => {
+                    params.give(own, Some(value.trim()))?;
                 }
                 other => {
                     let mut keys = vec!["algo", "rate", "burst", "cost", "key"];
@@ -111,10 +105,9 @@ impl FromStr for LayerSpec {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
         }
-        if let Some(why) =
-            cost.as_ref().filter(|&c| *c != Cost::Each(1)).and(algorithm.refuses_cost())
-        {
-            return Err(format!("cost=: {why}"));
+        let refused = cost.as_ref().and_then(|c| cost_refused(c, [algorithm], "cost="));
+        if let Some(why) = refused {
+            return Err(why);
         }
         // The limiter reads its own parameters now, so that a spec it refuses is refused
         // as it is read.

@@ -136,7 +136,13 @@ impl Key {
             System::EnvoyRatelimit | System::Limits if !key.is_empty() => {
                 Key::Quoted(key.to_owned())
             }
-            _ => bail!("--key must name something: it is empty"),
+            System::EnvoyRatelimit | System::Limits => {
+                bail!("--key must name something: it is empty")
+            }
+            System::EnvoyLocal => bail!(
+                "--key: envoy's local_ratelimit is one bucket for all the requests it sees, and \
+                 takes no key"
+            ),
         })
     }
 }

@@ -56,7 +56,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
         let cost = args.cost.clone().unwrap_or_default();
-        crate::cli::config::check_cost(&cost, [settings.algorithm], "--cost")?;
+        if let Some(why) = crate::cli::config::cost_refused(&cost, [settings.algorithm], "--cost") {
+            bail!(why);
+        }
         (job.decider()?, Some(settings), job.key, cost)
     } else {
         let Layers { layers, key, cost } =

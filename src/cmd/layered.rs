@@ -30,8 +30,8 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         // Every event's all-or-nothing decision, against what the system logged.
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
         let decided = super::validate::decided_order(&rows, column, &input.read)?;
-        let record = backend.decide_layers(&layers, decided.iter().map(|&(event, _)| event))?;
-        super::validate::say(&rows, &decided, &record.trace, column, &input.read)?;
+        let record = backend.decide_layers(&layers, decided.iter().map(|d| d.event))?;
+        super::validate::say(&decided, &record.trace, column);
         notes(&input, &stats);
         let report = report(&args.limits, &input, record, &stats, top);
         let mut out = BufWriter::new(stdout());

@@ -36,9 +36,9 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             // Decided in the order nginx decided them, as its log tells.
             let decided = super::validate::decided_order(&rows, column, &job.input.read)?;
-            let events = decided.iter().map(|&(event, _)| event);
+            let events = decided.iter().map(|d| d.event);
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
-            super::validate::say(&rows, &decided, recorder.trace(), column, &job.input.read)?;
+            super::validate::say(&decided, recorder.trace(), column);
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         None => {

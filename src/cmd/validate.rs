@@ -20,22 +20,45 @@ fn logged(value: &[u8]) -> Option<Option<bool>> {
     }
 }
 
-/// Returns the rows in the order nginx decided them, as far as its log can tell: in time
-/// order, and among the rows of one key at one time, the PASSED first, then the DELAYED by
-/// their `$request_time` (nginx logs a delayed request when it is served, so two requests
-/// of one client in one millisecond are logged in the order they were served), then the
-/// REJECTED; rows alike keep their order.
+/// A row as the log has it: its event, its text, and the status it logged.
+pub struct Decided<'r> {
+    /// The row's event.
+    pub event: Event,
+    row: &'r [u8],
+    status: Vec<u8>,
+    /// What the status says: passed, refused, or no limit applied.
+    logged: Option<bool>,
+}
+
+/// Returns the rows in the order nginx decided them, as far as its log can tell, each with
+/// its logged status (`column`), read once: in time order, and among the rows of one key at
+/// one time, the PASSED first, then the DELAYED by their `$request_time` (nginx logs a
+/// delayed request when it is served, so two requests of one client in one millisecond are
+/// logged in the order they were served), then the REJECTED; rows alike keep their order.
+/// A status that is none of nginx's is an error, before anything is decided.
 pub fn decided_order<'r>(
     rows: &'r Rows,
     column: &str,
     read: &ReadOptions,
-) -> Result<Vec<(Event, &'r [u8])>> {
+) -> Result<Vec<Decided<'r>>> {
     let status = field_of(rows, column, read)?;
     // $request_time, if the log has it: the delay a DELAYED request waited, in seconds.
     let took = field_of(rows, "request_time", read).ok();
-    let mut ranked = Vec::with_capacity(rows.len());
+    let mut decided = Vec::with_capacity(rows.len());
+    let mut order = Vec::with_capacity(rows.len());
     for (event, row) in rows.iter() {
-        let rank = match status(row)?.as_slice() {
+        let status = status(row)?;
+        let Some(logged) = logged(&status) else {
+            // A logged value is quoted with its control characters escaped, as every
+            // message that quotes input is: a log's bytes never reach the terminal raw.
+            let value = one_line(&String::from_utf8_lossy(&status));
+            bail!(
+                "--validate {column}: the row at {} has \"{value}\", which is not a \
+                 $limit_req_status (PASSED, DELAYED, REJECTED, their _DRY_RUN, or -)",
+                event.time
+            );
+        };
+        let rank = match status.as_slice() {
             b"DELAYED" | b"DELAYED_DRY_RUN" => 1,
             b"REJECTED" | b"REJECTED_DRY_RUN" => 2,
             _ => 0,
@@ -44,75 +67,50 @@ pub fn decided_order<'r>(
             (Some(took), 1) => crate::units::decimal::parse_floor(&took(row)?, 3).unwrap_or(0),
             _ => 0,
         };
-        ranked.push(((rank, took), (event, row)));
+        order.push((rank, took));
+        decided.push(Some(Decided { event, row, status, logged }));
     }
-    // Within each run of one time, each key's rows are put in order in the places that
-    // key's rows had: other keys' rows stay where they were (nginx's zone sees the keys in
-    // the order they came). Stable: rows alike keep their order.
+    // Which row goes at each place. Within each run of one time, each key's rows are put in
+    // order in the places that key's rows had: other keys' rows stay where they were
+    // (nginx's zone sees the keys in the order they came). Stable: rows alike keep their
+    // order.
+    let mut at: Vec<usize> = (0..decided.len()).collect();
+    let key = |i: usize| decided[i].as_ref().map_or(0, |d| d.event.key);
+    let time = |i: usize| decided[i].as_ref().map(|d| d.event.time);
     let mut start = 0;
-    while start < ranked.len() {
-        let time = ranked[start].1.0.time;
-        let end = start + ranked[start..].iter().take_while(|r| r.1.0.time == time).count();
-        // The run's places, grouped by key, each key's in order.
-        let mut places: Vec<(u32, usize)> = (start..end).map(|i| (ranked[i].1.0.key, i)).collect();
+    while start < at.len() {
+        let end = start + (start..at.len()).take_while(|&i| time(i) == time(start)).count();
+        let mut places: Vec<(u32, usize)> = (start..end).map(|i| (key(i), i)).collect();
         places.sort_unstable();
-        let places: Vec<(u32, usize)> = places;
         for group in places.chunk_by(|a, b| a.0 == b.0) {
-            let group: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
-            let mut mine: Vec<_> = group.iter().map(|&i| ranked[i]).collect();
-            mine.sort_by_key(|(order, _)| *order);
-            for (&at, row) in group.iter().zip(mine) {
-                ranked[at] = row;
+            let mut mine: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+            mine.sort_by_key(|&i| order[i]);
+            for (&(_, place), row) in group.iter().zip(mine) {
+                at[place] = row;
             }
         }
         start = end;
     }
-    Ok(ranked.into_iter().map(|(_, row)| row).collect())
+    Ok(at.into_iter().filter_map(|row| decided[row].take()).collect())
 }
 
-/// Compares `trace` with each row's `column`, as [`validate`] does, and says how they agree
-/// on stderr (as `--emit`'s report is: `-q` silences it).
-pub fn say(
-    rows: &Rows,
-    decided: &[(Event, &[u8])],
-    trace: &[bool],
-    column: &str,
-    read: &ReadOptions,
-) -> Result<()> {
-    let lines = validate(rows, decided, trace, column, read)?;
+/// Compares `trace` with each row's logged status, as [`validate`] does, and says how they
+/// agree on stderr (as `--emit`'s report is: `-q` silences it).
+pub fn say(decided: &[Decided], trace: &[bool], column: &str) {
     let mut err = crate::cli::diagnostics::diagnostics();
-    for line in lines {
+    for line in validate(decided, trace, column) {
         let _ = writeln!(err, "ratelimit: {line}");
     }
-    Ok(())
 }
 
-/// Compares `trace` (one decision a row of `decided`, in its order) with each row's
-/// `column`, and returns the lines that say how they agree: the count, then the first
-/// disagreements.
-pub fn validate(
-    rows: &Rows,
-    decided: &[(Event, &[u8])],
-    trace: &[bool],
-    column: &str,
-    read: &ReadOptions,
-) -> Result<Vec<String>> {
-    let field = field_of(rows, column, read)?;
+/// Compares `trace` (one decision a row of `decided`, in its order) with each row's logged
+/// status (of `column`), and returns the lines that say how they agree: the count, then the
+/// first disagreements.
+pub fn validate(decided: &[Decided], trace: &[bool], column: &str) -> Vec<String> {
     let (mut compared, mut agree, mut unlimited) = (0u64, 0u64, 0u64);
     let mut apart = Vec::new();
-    for (&(event, row), &replayed) in decided.iter().zip(trace) {
-        let value = field(row)?;
-        let Some(status) = logged(&value) else {
-            // A logged value is quoted with its control characters escaped, as every
-            // message that quotes input is: a log's bytes never reach the terminal raw.
-            let value = one_line(&String::from_utf8_lossy(&value));
-            bail!(
-                "--validate {column}: the row at {} has \"{value}\", which is not a \
-                 $limit_req_status (PASSED, DELAYED, REJECTED, their _DRY_RUN, or -)",
-                event.time
-            );
-        };
-        let Some(passed) = status else {
+    for (row, &replayed) in decided.iter().zip(trace) {
+        let Some(passed) = row.logged else {
             unlimited += 1;
             continue;
         };
@@ -123,11 +121,11 @@ pub fn validate(
             let said = |pass: bool| if pass { "passed" } else { "refused" };
             apart.push(format!(
                 "validate: at {}, logged {} ({}), replayed {}: {}",
-                event.time,
-                one_line(&String::from_utf8_lossy(&value)),
+                row.event.time,
+                one_line(&String::from_utf8_lossy(&row.status)),
                 said(passed),
                 said(replayed),
-                one_line(&String::from_utf8_lossy(row))
+                one_line(&String::from_utf8_lossy(row.row))
             ));
         }
     }
@@ -139,7 +137,7 @@ pub fn validate(
     };
     // With nothing compared there is no share to give: not 100%.
     if compared == 0 {
-        return Ok(vec![format!("validate: no event with a {column} to compare{unlimited}")]);
+        return vec![format!("validate: no event with a {column} to compare{unlimited}")];
     }
     #[allow(clippy::cast_precision_loss)] // A percentage to one decimal, for people.
     let share = agree as f64 * 100.0 / compared as f64;
@@ -149,7 +147,7 @@ pub fn validate(
         compared - agree,
     )];
     lines.extend(apart);
-    Ok(lines)
+    lines
 }
 
 /// Reads one field from a row's text.

@@ -164,51 +164,19 @@ impl Identity {
 /// A file that cannot be written (a full disk, say) is named, and nothing is changed.
 pub fn write_all(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
     let mut staged = Vec::with_capacity(files.len());
-    let unstage = |staged: &[tempfile::NamedTempFile]| {
-        let mut temps = Temps::lock();
-        staged.iter().for_each(|temp| temps.remove(temp.path()));
-    };
     for (path, bytes) in files {
         let target = follow_links(path)?;
-        match fs::metadata(&target) {
-            Ok(meta) if !meta.is_file() => {
-                unstage(&staged);
-                bail!("cannot write {}: it is not a regular file", path.display());
-            }
-            _ => {}
-        }
-        let dir = match target.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
+        let existing = match fs::metadata(&target) {
+            Ok(meta) if meta.is_file() => Some(meta),
+            // A device or FIFO cannot take part in all or nothing: it is written in place.
+            Ok(_) => bail!("cannot write {}: it is not a regular file", path.display()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => bail!("cannot write {}: {}", path.display(), io_reason(&e)),
         };
-        let temp = tempfile::Builder::new().prefix(".ratelimit-").tempfile_in(dir);
-        let temp = match temp {
-            Ok(temp) => temp,
-            Err(e) => {
-                unstage(&staged);
-                bail!("cannot create regular file '{}': {}", path.display(), io_reason(&e));
-            }
-        };
-        Temps::lock().add(temp.path());
-        let written = (|| {
-            let mut file = temp.as_file();
-            file.write_all(bytes)?;
-            file.sync_all()
-        })();
-        staged.push(temp);
-        if let Err(e) = written {
-            unstage(&staged);
-            bail!("cannot write {}: {}", path.display(), io_reason(&e));
-        }
+        // Should one fail, those staged before are dropped: removed, none put in place.
+        staged.push(stage(path, &target, existing.as_ref(), |out| out.write_all(bytes))?);
     }
-    let mut temps = Temps::lock();
-    for (temp, (path, _)) in staged.into_iter().zip(files) {
-        temps.remove(temp.path());
-        let target = follow_links(path)?;
-        temp.persist(&target)
-            .map_err(|e| anyhow!("cannot write {}: {}", path.display(), io_reason(&e.error)))?;
-    }
-    Ok(())
+    staged.into_iter().try_for_each(Staged::place)
 }
 
 /// How many links to follow before giving up, as the kernel does (ELOOP).
@@ -259,6 +227,25 @@ fn replace(
     existing: Option<&fs::Metadata>,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
+    stage(name, target, existing, write)?.place()
+}
+
+/// A file written whole to a temporary file beside its target, not yet put in place; one
+/// dropped before it is placed is removed, and no longer listed for a signal to remove.
+struct Staged {
+    temp: Option<tempfile::NamedTempFile>,
+    target: PathBuf,
+    name: PathBuf,
+}
+
+/// Writes what `write` writes, for `target` (named `name` in messages), to a temporary file
+/// beside it, synced: see [`replace`].
+fn stage(
+    name: &Path,
+    target: &Path,
+    existing: Option<&fs::Metadata>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<Staged> {
     let cannot_create = |e: io::Error| {
         anyhow!("cannot create regular file '{}': {}", name.display(), io_reason(&e))
     };
@@ -280,20 +267,42 @@ fn replace(
         let mode = existing.map_or(0o666, |m| m.permissions().mode() & 0o7777);
         builder.permissions(fs::Permissions::from_mode(mode));
     }
-    let mut temps = Temps::lock();
-    let temp = builder.tempfile_in(dir).map_err(cannot_create)?;
-    temps.add(temp.path());
-    drop(temps);
-    let written = write_temp(temp.as_file(), existing, write);
-    let mut temps = Temps::lock();
-    temps.remove(temp.path());
-    let fail = || format!("cannot write {}", name.display());
-    // The reason as cp gives it, without std's "(os error N)".
-    written.map_err(|e| anyhow!("cannot write {}: {}", name.display(), io_reason(&e)))?;
-    // The rename happens under the lock, so that a signal either removes the temporary
-    // file or finds it already in place.
-    temp.persist(target).map_err(|e| e.error).with_context(fail)?;
-    Ok(())
+    // Made and listed under the lock, so that a signal finds every temporary file.
+    let temp = {
+        let mut temps = Temps::lock();
+        let temp = builder.tempfile_in(dir).map_err(cannot_create)?;
+        temps.add(temp.path());
+        temp
+    };
+    let staged = Staged { temp: Some(temp), target: target.to_owned(), name: name.to_owned() };
+    if let Some(temp) = &staged.temp {
+        // The reason as cp gives it, without std's "(os error N)". Failed, the staged file
+        // is dropped, and so removed.
+        write_temp(temp.as_file(), existing, write)
+            .map_err(|e| anyhow!("cannot write {}: {}", name.display(), io_reason(&e)))?;
+    }
+    Ok(staged)
+}
+
+impl Staged {
+    /// Puts the file in place. The rename happens under the lock, so that a signal either
+    /// removes the temporary file or finds it already in place.
+    fn place(mut self) -> Result<()> {
+        let Some(temp) = self.temp.take() else { return Ok(()) };
+        let mut temps = Temps::lock();
+        temps.remove(temp.path());
+        let fail = || format!("cannot write {}", self.name.display());
+        temp.persist(&self.target).map_err(|e| e.error).with_context(fail)?;
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(temp) = &self.temp {
+            Temps::lock().remove(temp.path());
+        }
+    }
 }
 
 fn write_temp(

@@ -283,5 +283,12 @@ fn no_key_can_change_the_limit_a_config_writes() {
     }
     let config = run(&["config", "--for", "haproxy", "--rate", "10/s"], "").ok();
     assert!(config.contains("http-request track-sc0 int(0)"), "{config}");
+    // envoy's local limit has no key to write one into.
+    let local = run(&["config", "--for", "envoy-local", "--rate", "10/s", "--key", "x"], "");
+    assert_eq!(
+        local.error(),
+        "ratelimit: --key: envoy's local_ratelimit is one bucket for all the requests it sees, \
+         and takes no key"
+    );
     accepted("haproxy", &config, "");
 }

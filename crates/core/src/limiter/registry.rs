@@ -139,6 +139,11 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <<$rule as Rule>::Params as Parameters>::KEYS,)* }
             }
 
+            /// Returns the algorithms whose own parameters include `key`.
+            pub fn taking(key: &str) -> impl Iterator<Item = Algorithm> + '_ {
+                Algorithm::ALL.into_iter().filter(move |a| a.param_keys().contains(&key))
+            }
+
             /// Reads its own parameters from what was given, each key with its value
             /// (`None` for a bare key); none given is the system's own default.
             pub fn params(

@@ -120,9 +120,7 @@ impl Cells {
 
     /// Writes a string or bytes value, unless it is longer than a field may be.
     fn bytes(&mut self, value: &[u8]) {
-        // MOST_ROW, 16 MiB, fits a usize.
-        #[allow(clippy::cast_possible_truncation)]
-        if value.len() > MOST_ROW as usize {
+        if crate::keys::wide(value.len()) > MOST_ROW {
             self.too_long.get_or_insert((self.values.len(), value.len()));
         } else {
             self.values.text().extend_from_slice(value);

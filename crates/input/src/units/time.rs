@@ -59,8 +59,8 @@ fn parse_rfc3339(text: &[u8]) -> Result<i64, TimeError> {
             .ok_or(TimeError::OutOfRange);
     }
     if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        let midnight = date.and_hms_opt(0, 0, 0).expect("midnight exists");
-        return Ok(midnight.and_utc().timestamp() * MICROS_PER_SEC);
+        let midnight = date.and_time(chrono::NaiveTime::MIN).and_utc();
+        return midnight.timestamp().checked_mul(MICROS_PER_SEC).ok_or(TimeError::OutOfRange);
     }
     Err(TimeError::Rfc3339)
 }
