@@ -4,6 +4,8 @@
 //! input redirected from one): if a row turns out to be out of order, the input is read
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
+#[cfg(all(unix, feature = "arrow"))]
+pub use super::arrow::ArrowData;
 pub use super::cost::Cost;
 pub use super::emit::{Rows, read_rows};
 pub use super::error::ReadError;

@@ -38,6 +38,12 @@ impl Rows {
         trim_line_end(&self.header)
     }
 
+    /// Returns where each row is stored, in time order: the stored rows are in the order
+    /// they came, so these rank them in it.
+    pub fn places(&self) -> impl Iterator<Item = usize> + '_ {
+        self.order.iter().map(|&(_, at)| at)
+    }
+
     /// Returns each event and its row text (without its line ending), in time order.
     pub fn iter(&self) -> impl Iterator<Item = (Event, &[u8])> {
         // Each row is stored as its length, its key, and its text.
@@ -58,6 +64,10 @@ impl Rows {
 /// Reads every kept row of `source` with its text, sorted by time, stable for equal times.
 pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
     let mut input = Opened::open(source)?;
+    #[cfg(all(unix, feature = "arrow"))]
+    if let Opened::Arrow(data) = &input {
+        return arrow_rows(data, options);
+    }
     let size = input.size();
     let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
     let mut pass = Reading::new(capture, source, options, size)?;
@@ -103,6 +113,33 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
     let mut stats = pass.stats;
+    rows.order.iter().for_each(|&(time, _)| stats.instants.see(time));
+    Ok((rows, stats))
+}
+
+/// Keeps the events of Arrow data in time order, each with its row's number, from 0, as
+/// its text: a table's rows are where they are, and a caller finds them by number.
+#[cfg(all(unix, feature = "arrow"))]
+fn arrow_rows(data: &super::arrow::ArrowData, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
+    let mut rows =
+        Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+    let mut number = itoa::Buffer::new();
+    let read = super::arrow::each_row(data, options, |Event { time, key, cost }, row| {
+        let text = number.format(row).as_bytes();
+        if cost != 1 {
+            rows.costs.push((rows.store.len(), cost));
+        }
+        rows.order.push((time, rows.store.len()));
+        // A number's text is at most 20 bytes.
+        let len = u32::try_from(text.len()).unwrap_or(0);
+        rows.store.extend_from_slice(&len.to_le_bytes());
+        rows.store.extend_from_slice(&key.to_le_bytes());
+        rows.store.extend_from_slice(text);
+        Ok::<_, super::error::ReadError>(super::pipeline::Flow::More)
+    })?;
+    // `each_row` gives `None` only when the taker says stop, and this one never does.
+    let mut stats = read.unwrap_or_default();
+    rows.order.sort_unstable();
     rows.order.iter().for_each(|&(time, _)| stats.instants.see(time));
     Ok((rows, stats))
 }

@@ -6,11 +6,15 @@
 
 #![warn(missing_docs)]
 
+#[cfg(all(unix, feature = "arrow"))]
+pub mod arrow;
 pub mod bounded;
 pub mod catalog;
 #[cfg(unix)]
 mod chunked;
 mod clf;
+#[cfg(all(unix, any(feature = "parquet", feature = "arrow")))]
+mod columnar;
 pub mod cost;
 mod emit;
 mod error;

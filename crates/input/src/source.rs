@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use super::error::{ReadError, Result, layout};
 
-/// Where a catalog comes from.
+/// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Source {
     /// Standard input.
     Stdin,
@@ -20,6 +21,9 @@ pub enum Source {
         /// The catalog.
         bytes: &'static [u8],
     },
+    /// Arrow record batches held in memory, read where they are.
+    #[cfg(all(unix, feature = "arrow"))]
+    Arrow(super::arrow::ArrowData),
 }
 
 impl Source {
@@ -29,6 +33,8 @@ impl Source {
             Source::Stdin => "<stdin>".into(),
             Source::Path(path) => path.display().to_string(),
             Source::Embedded { name, .. } => (*name).into(),
+            #[cfg(all(unix, feature = "arrow"))]
+            Source::Arrow(data) => data.name().into(),
         }
     }
 
@@ -46,9 +52,14 @@ impl Source {
 /// An opened input. Regular files and built-in bytes can be read again from the start;
 /// anything else (a pipe, a FIFO, `<(...)`, a device) is read once, as it comes.
 pub(super) enum Opened {
-    File { file: File, start: u64 },
+    File {
+        file: File,
+        start: u64,
+    },
     Once(Option<Box<dyn Read + Send>>),
     Bytes(&'static [u8]),
+    #[cfg(all(unix, feature = "arrow"))]
+    Arrow(super::arrow::ArrowData),
 }
 
 impl Opened {
@@ -67,6 +78,8 @@ impl Opened {
                 None => Opened::Once(Some(Box::new(io::stdin()))),
             },
             Source::Embedded { bytes, .. } => Opened::Bytes(bytes),
+            #[cfg(all(unix, feature = "arrow"))]
+            Source::Arrow(data) => Opened::Arrow(data.clone()),
         })
     }
 
@@ -79,6 +92,8 @@ impl Opened {
             Opened::Once(_) => None,
             // A slice's length fits in 64 bits on every platform Rust supports.
             Opened::Bytes(bytes) => Some(bytes.len() as u64),
+            #[cfg(all(unix, feature = "arrow"))]
+            Opened::Arrow(_) => None,
         }
     }
 
@@ -98,6 +113,10 @@ impl Opened {
                 .take()
                 .ok_or_else(|| layout(&source.name(), "cannot be read a second time".into()))?,
             Opened::Bytes(bytes) => Box::new(*bytes),
+            #[cfg(all(unix, feature = "arrow"))]
+            Opened::Arrow(_) => {
+                return Err(layout(&source.name(), "Arrow data has no bytes to read".into()));
+            }
         })
     }
 }

@@ -22,6 +22,10 @@ pub(super) fn stream_input<E: From<ReadError>>(
     busy: bool,
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
+    #[cfg(all(unix, feature = "arrow"))]
+    if let Opened::Arrow(data) = input {
+        return super::arrow::stream(data, options, take);
+    }
     let size = input.size();
     if options.format == InputFormat::Parquet {
         return stream_parquet(input, source, options, take);

@@ -21,19 +21,15 @@ mod columns;
 mod pages;
 
 use self::columns::{Cells, Kind, TimeScale, decode, kind_of};
-use super::error::{ReadError, field_error, layout};
-use super::keys::{KeyTable, wide};
+use super::columnar::{SLICE, Slice, Taker, events};
+use super::error::{ReadError, layout};
+use super::keys::wide;
 use super::options::ReadOptions;
-use super::piece::Piece;
 use super::pipeline::Flow;
 use super::reading::{Header, resolve_columns};
-use super::row::{Fields, Scratch, row_event};
+use super::row::Fields;
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
-
-/// The rows decoded at a time: enough that a slice's start costs nothing, few enough that
-/// the slices in flight (two a worker) take little memory.
-const SLICE: usize = 16_384;
 
 /// Row `row` of a slice: its fields, by the schema's column numbers.
 struct SliceRow<'s> {
@@ -117,15 +113,6 @@ struct Plan<'a> {
     finer: bool,
     /// The first row of each row group, counted from 1.
     first_rows: Vec<u64>,
-}
-
-/// A slice of a row group, decoded: its events, its bad rows (up to one more than may be
-/// skipped), and whether it ends its row group.
-struct Slice {
-    piece: Piece,
-    bad: Vec<ReadError>,
-    bad_rows: u64,
-    last: bool,
 }
 
 impl Plan<'_> {
@@ -255,29 +242,14 @@ impl Plan<'_> {
 
     /// Makes the events of `rows` decoded rows, the first of them row `first`.
     fn events(&self, cells: &[Cells], rows: usize, first: u64) -> Slice {
-        let mut piece = Piece::empty(0);
-        let (mut scratch, mut counted) = (Scratch::default(), ReadStats::default());
-        let (mut bad, mut bad_rows) = (Vec::new(), 0);
-        let (header, options) = (self.header, self.options);
-        for row in 0..rows {
-            let fields =
-                SliceRow { cells, slot_of: &self.slot_of, time: self.time, finer: self.finer, row };
-            let number = first + wide(row);
-            match row_event(&fields, &header.columns, options, &mut scratch, &mut counted) {
-                Ok(Some(event)) => piece.batch.push(event.time, event.cost, number, event.key),
-                Ok(None) => {}
-                Err(p) => {
-                    bad_rows += 1;
-                    if wide(bad.len()) <= options.skip_bad {
-                        let at = ("row", number);
-                        bad.push(field_error(&header.name, at, p.field, &p.value, p.reason));
-                    }
-                }
-            }
-        }
-        piece.rows = wide(rows);
-        piece.counted(&counted);
-        Slice { piece, bad, bad_rows, last: true }
+        let (slot_of, time, finer) = (&self.slot_of[..], self.time, self.finer);
+        events(rows, first, self.header, self.options, |row| SliceRow {
+            cells,
+            slot_of,
+            time,
+            finer,
+            row,
+        })
     }
 }
 
@@ -351,8 +323,7 @@ pub(super) fn stream<E: From<ReadError>>(
         first_rows,
     };
     let workers = options.threads.clamp(1, groups.max(1));
-    let skip_bad = options.skip_bad;
-    let mut taker = Taker { stats: ReadStats::default(), keys: KeyTable::new(), skip_bad };
+    let mut taker = Taker::new(options);
     if workers == 1 {
         for group in 0..groups {
             let mut stop = None;
@@ -406,43 +377,4 @@ pub(super) fn stream<E: From<ReadError>>(
         }
         Ok(Some(taker.finish()))
     })
-}
-
-/// What takes the slices in order: counts, bad rows, and the keys' numbers.
-struct Taker {
-    stats: ReadStats,
-    keys: KeyTable,
-    skip_bad: u64,
-}
-
-impl Taker {
-    fn slice<E: From<ReadError>>(
-        &mut self,
-        slice: Result<Slice, ReadError>,
-        header: &Header,
-        take: &mut impl FnMut(super::event::Event) -> Result<Flow, E>,
-    ) -> Result<Flow, E> {
-        let mut slice = slice?;
-        let allowed = self.skip_bad;
-        if slice.bad_rows > 0 {
-            let before = self.stats.skipped;
-            if before + slice.bad_rows > allowed {
-                // The first bad row past what may be skipped.
-                let at = usize::try_from(allowed - before).unwrap_or(usize::MAX);
-                let error = slice.bad.into_iter().nth(at);
-                return Err(error
-                    .unwrap_or_else(|| layout(&header.name, "a bad row".into()))
-                    .into());
-            }
-            self.stats.skipped += slice.bad_rows;
-            if self.stats.first_skipped.is_none() {
-                self.stats.first_skipped = slice.bad.first().map(ToString::to_string);
-            }
-        }
-        slice.piece.deliver(1, header, &mut self.keys, &mut self.stats, take)
-    }
-
-    fn finish(self) -> ReadStats {
-        ReadStats { keys: self.keys, ..self.stats }
-    }
 }

@@ -1,0 +1,380 @@
+//! Reading Arrow record batches held in memory, where they are: a data frame's columns, as
+//! a binding hands them over.
+//!
+//! Each row's fields are given to the one row reader as the text a CSV would hold (a
+//! string as it is, an integer in decimal, a float as Rust writes it), as Parquet's are, so
+//! that a row makes the same event whatever holds it. A time column of timestamps (of any
+//! unit and zone: the instant is the same) or of dates is taken as it is, whatever
+//! `--time-format` says. A null is an empty field. Nothing is copied: a string is read
+//! where it lies, a number is written out in a buffer kept from row to row.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
+use arrow_schema::{DataType, SchemaRef, TimeUnit};
+use csv::ByteRecord;
+
+use super::columnar::{SLICE, Taker, events};
+use super::error::{ReadError, layout};
+use super::event::Event;
+use super::keys::wide;
+use super::options::ReadOptions;
+use super::pipeline::Flow;
+use super::reading::{Header, resolve_columns};
+use super::row::{CostAt, Fields};
+use super::stats::ReadStats;
+use crate::units::time::Timestamp;
+
+/// Record batches of one schema, in row order: a table held in memory. Cloning it shares
+/// the batches.
+#[derive(Clone, Debug)]
+pub struct ArrowData {
+    name: String,
+    schema: SchemaRef,
+    batches: Arc<[RecordBatch]>,
+}
+
+impl ArrowData {
+    /// Returns the table of `batches`, all of `schema`, named `name` in reports and
+    /// messages.
+    pub fn new(name: impl Into<String>, schema: SchemaRef, batches: Vec<RecordBatch>) -> ArrowData {
+        ArrowData { name: name.into(), schema, batches: batches.into() }
+    }
+
+    /// Returns the name reports and messages give it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Returns the number of rows.
+    pub fn rows(&self) -> u64 {
+        self.batches.iter().map(|b| wide(b.num_rows())).sum()
+    }
+}
+
+/// A column read a row at a time: its text, written out if it is not text already, and
+/// for a time stored as one, its microseconds since the epoch.
+struct Column<'a> {
+    array: &'a dyn Array,
+    text: Text<'a>,
+    /// The column's microseconds since the epoch, if it holds times; `None` for a time out
+    /// of range, which is then read (and refused) from its number.
+    time: Option<Time<'a>>,
+}
+
+/// Writes a column's value in a row, as text.
+type Write<'a> = Box<dyn Fn(usize, &mut Vec<u8>) + 'a>;
+
+/// A column's instant in a row, if it is in range.
+type Time<'a> = Box<dyn Fn(usize) -> Option<Timestamp> + 'a>;
+
+/// How a column's value is had as text.
+enum Text<'a> {
+    /// Borrowed where it lies.
+    Borrowed(Box<dyn Fn(usize) -> &'a [u8] + 'a>),
+    /// Written into a buffer.
+    Written(Write<'a>),
+    /// Every value is null.
+    Empty,
+}
+
+/// Row `row` of a batch: its fields, by the schema's column numbers.
+struct ArrowRow<'s, 'a> {
+    columns: &'s [Option<Column<'a>>],
+    /// The column of the time, if it is stored as a time.
+    time: Option<usize>,
+    finer: bool,
+    row: usize,
+}
+
+impl Fields for ArrowRow<'_, '_> {
+    fn field<'f>(&'f self, index: usize, scratch: &'f mut Vec<u8>) -> &'f [u8] {
+        let Some(Some(column)) = self.columns.get(index) else { return &[] };
+        if column.array.is_null(self.row) {
+            return &[];
+        }
+        match &column.text {
+            Text::Borrowed(text) => text(self.row),
+            Text::Written(write) => {
+                scratch.clear();
+                write(self.row, scratch);
+                scratch
+            }
+            Text::Empty => &[],
+        }
+    }
+
+    fn time(&self) -> Option<(Timestamp, bool)> {
+        let column = self.columns[self.time?].as_ref()?;
+        if column.array.is_null(self.row) {
+            return None;
+        }
+        Some((column.time.as_ref()?(self.row)?, self.finer))
+    }
+}
+
+/// Returns a column's text and time, or why it cannot be read.
+fn column<'a>(array: &'a dyn Array, name: &str) -> Result<Column<'a>, String> {
+    fn number<'a, T: ArrowPrimitiveType>(
+        array: &'a dyn Array,
+        write: impl Fn(T::Native, &mut Vec<u8>) + 'a,
+    ) -> Text<'a> {
+        let values = array.as_primitive::<T>();
+        Text::Written(Box::new(move |row, out| write(values.value(row), out)))
+    }
+    fn integer(value: impl itoa::Integer, out: &mut Vec<u8>) {
+        out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+    }
+    /// A float as Rust writes it (the shortest text that reads back the same), and a
+    /// boolean as `true` or `false`, as Parquet's are.
+    fn shown(value: impl ToString, out: &mut Vec<u8>) {
+        out.extend_from_slice(value.to_string().as_bytes());
+    }
+    /// A column of times, each as its number and as its instant.
+    fn stamps<'a, T: ArrowPrimitiveType<Native = i64>>(
+        array: &'a dyn Array,
+        micros: fn(i64) -> Option<i64>,
+    ) -> (Text<'a>, Option<Time<'a>>) {
+        let values = array.as_primitive::<T>();
+        let time = move |row| Timestamp::from_micros(micros(values.value(row))?);
+        (number::<T>(array, integer), Some(Box::new(time)))
+    }
+    let millis: fn(i64) -> Option<i64> = |ms| ms.checked_mul(1000);
+    let (text, time) = match array.data_type() {
+        DataType::Utf8 => {
+            let strings = array.as_string::<i32>();
+            (Text::Borrowed(Box::new(move |row| strings.value(row).as_bytes())), None)
+        }
+        DataType::LargeUtf8 => {
+            let strings = array.as_string::<i64>();
+            (Text::Borrowed(Box::new(move |row| strings.value(row).as_bytes())), None)
+        }
+        DataType::Utf8View => {
+            let strings = array.as_string_view();
+            (Text::Borrowed(Box::new(move |row| strings.value(row).as_bytes())), None)
+        }
+        DataType::Dictionary(_, values) if is_string(values) => {
+            let dictionary = array.as_any_dictionary();
+            let keys = dictionary.normalized_keys();
+            let values = column(dictionary.values().as_ref(), name)?;
+            let Text::Borrowed(value) = values.text else {
+                return Err(format!("column `{name}`: a dictionary of strings unread"));
+            };
+            (Text::Borrowed(Box::new(move |row| value(keys[row]))), None)
+        }
+        DataType::Int8 => (number::<Int8Type>(array, integer), None),
+        DataType::Int16 => (number::<Int16Type>(array, integer), None),
+        DataType::Int32 => (number::<Int32Type>(array, integer), None),
+        DataType::Int64 => (number::<Int64Type>(array, integer), None),
+        DataType::UInt8 => (number::<UInt8Type>(array, integer), None),
+        DataType::UInt16 => (number::<UInt16Type>(array, integer), None),
+        DataType::UInt32 => (number::<UInt32Type>(array, integer), None),
+        DataType::UInt64 => (number::<UInt64Type>(array, integer), None),
+        DataType::Float32 => (number::<Float32Type>(array, shown), None),
+        DataType::Float64 => (number::<Float64Type>(array, shown), None),
+        DataType::Boolean => {
+            let values = array.as_boolean();
+            let text = move |row, out: &mut Vec<u8>| shown(values.value(row), out);
+            (Text::Written(Box::new(text)), None)
+        }
+        DataType::Null => (Text::Empty, None),
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            let micros = |s: i64| s.checked_mul(1_000_000);
+            stamps::<TimestampSecondType>(array, micros)
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            stamps::<TimestampMillisecondType>(array, millis)
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            stamps::<TimestampMicrosecondType>(array, Some)
+        }
+        // Cut to the microsecond before, as a finer fraction in a text time is.
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            stamps::<TimestampNanosecondType>(array, |ns| Some(ns.div_euclid(1000)))
+        }
+        DataType::Date32 => {
+            let days = array.as_primitive::<Date32Type>();
+            let time = move |row| {
+                Timestamp::from_micros(i64::from(days.value(row)).checked_mul(86_400_000_000)?)
+            };
+            (number::<Date32Type>(array, integer), Some(Box::new(time) as Time<'a>))
+        }
+        DataType::Date64 => stamps::<Date64Type>(array, millis),
+        other => {
+            return Err(format!(
+                "column `{name}` holds {other}; read are strings, numbers, booleans, \
+                 timestamps and dates"
+            ));
+        }
+    };
+    Ok(Column { array, text, time })
+}
+
+/// Whether a dictionary's values are strings.
+fn is_string(values: &DataType) -> bool {
+    matches!(values, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// Whether a column of this type holds times finer than whole seconds.
+fn finer(data_type: &DataType) -> bool {
+    !matches!(
+        data_type,
+        DataType::Timestamp(TimeUnit::Second, _) | DataType::Date32 | DataType::Date64
+    )
+}
+
+/// Reads the events of `data`, as [`super::chunked::stream`] reads a CSV's: each to
+/// `take`, in order, until it says stop (then `None`).
+pub(super) fn stream<E: From<ReadError>>(
+    data: &ArrowData,
+    options: &ReadOptions,
+    mut take: impl FnMut(Event) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    each_row(data, options, |event, _| take(event))
+}
+
+/// Reads the events of `data` as [`stream`] does, giving `take` each one's row too,
+/// counted from 0.
+pub(super) fn each_row<E: From<ReadError>>(
+    data: &ArrowData,
+    options: &ReadOptions,
+    mut take: impl FnMut(Event, u64) -> Result<Flow, E>,
+) -> Result<Option<ReadStats>, E> {
+    let name = &data.name;
+    let names: ByteRecord = data.schema.fields().iter().map(|f| f.name().as_bytes()).collect();
+    let columns = resolve_columns(&names, options, name)?;
+    let mut wanted: Vec<usize> = columns.time.clone();
+    wanted.extend(&columns.filters);
+    wanted.extend(columns.key);
+    if let CostAt::Column(cost) = columns.cost {
+        wanted.push(cost);
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    // A time stored as one is taken as it is, if the time is one column.
+    let stored = |index: usize| {
+        let data_type = data.schema.field(index).data_type();
+        matches!(data_type, DataType::Timestamp(..) | DataType::Date32 | DataType::Date64)
+            .then(|| (index, finer(data_type)))
+    };
+    let (time, finer) = match columns.time[..] {
+        [one] => stored(one).map_or((None, false), |(index, finer)| (Some(index), finer)),
+        _ => (None, false),
+    };
+    let header = Header {
+        name: name.clone(),
+        columns,
+        width: names.len(),
+        body: csv::Position::new(),
+        json: None,
+    };
+    let mut taker = Taker::new(options);
+    let mut first = 1u64;
+    for batch in data.batches.iter() {
+        let mut read: Vec<Option<Column>> = (0..batch.num_columns()).map(|_| None).collect();
+        for &index in &wanted {
+            let field = data.schema.field(index);
+            let array = batch.column(index).as_ref();
+            read[index] = Some(column(array, field.name()).map_err(|p| layout(name, p))?);
+        }
+        let rows = batch.num_rows();
+        let mut done = 0;
+        while done < rows {
+            let want = SLICE.min(rows - done);
+            let columns = &read[..];
+            let slice = events(want, first, &header, options, |row| ArrowRow {
+                columns,
+                time,
+                finer,
+                row: done + row,
+            });
+            // The slice's events come out in the order of their rows.
+            let mut rows = slice.piece.batch.lines.clone().into_iter();
+            let mut take = |event| take(event, rows.next().map_or(0, |row| row - 1));
+            if let Flow::Stop = taker.slice(Ok(slice), &header, &mut take)? {
+                return Ok(None);
+            }
+            done += want;
+            first += wide(want);
+        }
+    }
+    Ok(Some(taker.finish()))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+    use crate::catalog::{Source, read_events};
+
+    fn table(times: Vec<Option<i64>>, keys: Vec<Option<&str>>, costs: Vec<i64>) -> ArrowData {
+        let zone = Some("Asia/Tokyo".into());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("time", DataType::Timestamp(TimeUnit::Millisecond, zone.clone()), true),
+            Field::new("client", DataType::Utf8, true),
+            Field::new("tokens", DataType::Int64, false),
+        ]));
+        let columns: Vec<arrow_array::ArrayRef> = vec![
+            Arc::new(TimestampMillisecondArray::from(times).with_timezone_opt(zone)),
+            Arc::new(StringArray::from(keys)),
+            Arc::new(Int64Array::from(costs)),
+        ];
+        let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+        ArrowData::new("<arrow>", schema, vec![batch])
+    }
+
+    /// Events kept as they come.
+    #[derive(Default)]
+    struct Kept(Vec<Event>);
+
+    impl crate::catalog::Sink for Kept {
+        type Error = ReadError;
+
+        fn event(&mut self, event: Event) -> Result<(), ReadError> {
+            self.0.push(event);
+            Ok(())
+        }
+    }
+
+    fn events(data: ArrowData, options: &ReadOptions) -> Result<Vec<Event>, ReadError> {
+        let (kept, _) = read_events(&Source::Arrow(data), options, Kept::default)?;
+        Ok(kept.0)
+    }
+
+    #[test]
+    fn a_table_makes_the_events_its_rows_say_in_time_order_whatever_the_zone() {
+        let data = table(
+            vec![Some(2_000), Some(1_500), Some(2_000)],
+            vec![Some("a"), None, Some("")],
+            vec![3, 1, 7],
+        );
+        let options = ReadOptions {
+            key_column: Some("client".into()),
+            cost: crate::cost::Cost::Column("tokens".into()),
+            ..ReadOptions::new()
+        };
+        let ms = |ms: i64| Timestamp::from_micros(ms * 1000).unwrap();
+        // A null key is an empty one: rows 2 and 3 share key 1. Sorted, stable.
+        let want = [
+            Event { time: ms(1_500), key: 1, cost: 1 },
+            Event { time: ms(2_000), key: 0, cost: 3 },
+            Event { time: ms(2_000), key: 1, cost: 7 },
+        ];
+        assert_eq!(events(data, &options).unwrap(), want);
+    }
+
+    #[test]
+    fn a_null_time_is_an_empty_field_refused_with_its_row() {
+        let data = table(vec![Some(0), None], vec![None, None], vec![1, 1]);
+        let err = events(data, &ReadOptions::new()).unwrap_err().to_string();
+        assert!(err.starts_with("<arrow>: row 2, field `time`: "), "{err}");
+    }
+}
