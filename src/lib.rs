@@ -41,7 +41,9 @@ pub(crate) mod message;
 #[cfg(feature = "cli")]
 pub(crate) mod cli;
 #[cfg(feature = "cli")]
-mod cmd;
+pub(crate) mod cmd;
+#[cfg(feature = "cli")]
+pub mod embed;
 #[cfg(feature = "cli")]
 pub(crate) mod engine;
 #[cfg(feature = "cli")]

@@ -158,6 +158,7 @@ impl InputArgs {
     pub fn resolve(&self, key_column: Option<(&str, &'static str)>) -> Result<Input> {
         let mut note = None;
         let source = match self.file.as_deref() {
+            _ if let Some(given) = &self.given => given.clone(),
             _ if self.sample => sample::source(),
             Some(path) if path == Path::new("-") => Source::Stdin,
             Some(path) => Source::Path(path.to_owned()),
@@ -307,7 +308,7 @@ impl Input {
         let identity = match &self.source {
             Source::Path(path) => std::fs::metadata(path).ok().as_ref().and_then(Identity::of),
             Source::Stdin => Identity::of_stdin(),
-            Source::Embedded { .. } => None,
+            _ => None,
         };
         output.check_not_input(identity.as_ref(), &self.source.name())
     }

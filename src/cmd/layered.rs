@@ -39,6 +39,16 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
+    if args.keep_decisions {
+        let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+        let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+        crate::embed::keep(&rows, &record.trace, &input.source);
+        let report = report(&args.limits, &input, record, &stats, top);
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &report)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let Some(emit) = args.emit else {
         let report = replay_to(&args.limits, &layers, &backend, &input, top)?;
         let mut out = BufWriter::new(stdout());

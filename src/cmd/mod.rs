@@ -42,6 +42,20 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
+    dispatch(cli)
+}
+
+/// Parses `args` as the command line, for a program that runs a command itself: help is
+/// an error too, as there is no terminal to print it on.
+pub(crate) fn parse(args: &[String]) -> Result<Cli> {
+    Cli::try_parse_from(args).map_err(|err| match clap_exit(err) {
+        Err(err) => err,
+        Ok(_) => anyhow!("help and version are the command line's"),
+    })
+}
+
+/// Runs the command `cli` gives.
+pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     set_quiet(cli.quiet);
     let styles = Styles::resolve(cli.color);
     match cli.command {
@@ -186,6 +200,29 @@ pub struct Cli {
     /// Write data only: no notes, summaries, progress or reports on stderr; errors still.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+impl Command {
+    /// Returns where the command reads its catalog from, if it reads one.
+    pub(crate) fn input_mut(&mut self) -> Option<&mut crate::cli::args::InputArgs> {
+        match self {
+            Command::Replay(args) => Some(&mut args.job.input),
+            Command::Compare(args) => Some(&mut args.job.input),
+            Command::Report(args) => Some(&mut args.job.input),
+            Command::MinBucket(args) => Some(&mut args.input),
+            Command::MinRate(args) => Some(&mut args.input),
+            Command::Plot(args) => Some(&mut args.input),
+            _ => None,
+        }
+    }
+
+    /// Returns a replay's arguments, if the command is one.
+    pub(crate) fn replay_mut(&mut self) -> Option<&mut replay::ReplayArgs> {
+        match self {
+            Command::Replay(args) => Some(args),
+            _ => None,
+        }
+    }
 }
 
 /// The subcommands.

@@ -41,6 +41,11 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             super::validate::say(&decided, recorder.trace(), column);
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
+        None if args.keep_decisions => {
+            let (rows, recorder, stats) = job.replay_rows()?;
+            crate::embed::keep(&rows, recorder.trace(), &job.input.source);
+            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
+        }
         None => {
             let (recorder, stats) = job.replay()?;
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
@@ -187,6 +192,10 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    /// Keep each row's decision for the program that runs the command ([`crate::embed`]).
+    #[arg(skip)]
+    pub keep_decisions: bool,
 }
 
 /// Which rows `--emit` writes.

@@ -146,7 +146,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
             bytes: match &job.input.source {
                 Source::Path(path) => std::fs::metadata(path).ok().map(|m| m.len()),
                 Source::Embedded { bytes, .. } => Some(wide(bytes.len())),
-                Source::Stdin => None,
+                _ => None,
             },
             events: events.len(),
             version: env!("CARGO_PKG_VERSION"),
