@@ -1,0 +1,45 @@
+"""Times ratelimit_replay.replay on an in-memory pyarrow table of a CSV catalog, and its
+memory beyond the table. Used by bench/run.
+
+    python bench/python_replay.py FILE RUNS
+    -> median seconds, and the peak resident memory beyond the loaded table in MiB
+"""
+
+import statistics
+import sys
+import time
+
+import pyarrow.csv
+
+import ratelimit_replay as rl
+
+
+def kib(field: str) -> int:
+    """A field of /proc/self/status, in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def main() -> None:
+    path, runs = sys.argv[1], int(sys.argv[2])
+    # Times as pyarrow reads them: timestamps, taken as they are.
+    table = pyarrow.csv.read_csv(path)
+    # The peak so far is pyarrow's reading; from here it is the replay's.
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    loaded = kib("VmRSS")
+    seconds = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        report = rl.replay(table, algo="gcra", rate="5/h", burst=5)
+        seconds.append(time.perf_counter() - began)
+        assert report.events == table.num_rows and len(report.decisions) == table.num_rows
+        del report
+    print(f"{statistics.median(seconds):.2f} {(kib('VmHWM') - loaded) / 1024:.0f}")
+
+
+if __name__ == "__main__":
+    main()

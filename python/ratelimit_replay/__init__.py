@@ -1,0 +1,197 @@
+"""Replay recorded events through exact rate limiters, as the ``ratelimit`` program does.
+
+Every function takes its data as a path (read as the program reads a FILE) or as anything
+that speaks the Arrow PyCapsule interface: a pyarrow ``Table``, ``RecordBatch`` or
+``RecordBatchReader``, a polars ``DataFrame``, a DuckDB result's ``.arrow()``, a pandas
+frame through ``pyarrow.Table.from_pandas``. The columns are read where they are, without
+a copy, and the GIL is released while the engine works.
+
+Keyword arguments are named as the program's flags are (``time_format`` is
+``--time-format``), and every answer is the program's own: ``replay(...).to_dict()`` is the
+object ``ratelimit replay --format json`` prints for the same rows. Bad input raises
+``ValueError`` with the program's one-line message, naming the column and the row.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any, Iterable, Mapping
+
+import pyarrow
+
+from . import _native
+
+__all__ = ["Report", "replay", "compare", "min_bucket", "min_rate", "curve", "report"]
+
+# The program's flag for each keyword whose name is not the flag's own.
+_RENAMED = {"time": "time_column", "limits": "limit", "where": "where", "algos": "algo"}
+
+
+class Report:
+    """What a replay did: the object ``ratelimit replay --format json`` prints, and each
+    row's decision.
+
+    Its top-level fields (``passed``, ``dropped``, ``events``, ``promise``, ...) are
+    attributes; ``to_dict()`` gives the whole object.
+    """
+
+    def __init__(self, fields: dict[str, Any], decisions: pyarrow.BooleanArray | None):
+        self._fields = fields
+        #: Each row's decision, in the input's row order: True passed, False dropped, null
+        #: for a row that made no event (left out by ``since``, ``until`` or ``where``).
+        #: With ``limits``, the all-or-nothing decision of every layer together.
+        self.decisions = decisions
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns the object ``ratelimit replay --format json`` prints, as a new dict."""
+        return copy.deepcopy(self._fields)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return f"Report({json.dumps(self._fields)})"
+
+
+def replay(
+    data: Any,
+    *,
+    algo: str | None = None,
+    rate: str | None = None,
+    burst: int | None = None,
+    window: str | None = None,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    servers: int | None = None,
+    limits: Iterable[str] | None = None,
+    **flags: Any,
+) -> Report:
+    """Replays ``data`` through one limiter (``algo`` at ``rate``, with ``burst``), or
+    through several at once (``limits``: the program's ``--limit`` SPECs, such as
+    ``"algo=gcra,rate=500/m,burst=500"``), and returns what passed and what was dropped.
+
+    ``key`` names the column whose values each get a limiter of their own; ``cost`` the
+    column (or a number) of what each event spends. Any other flag of ``ratelimit replay``
+    is a keyword too: ``time_format="unix-ms"``, ``since="2025-01-01"``, ``redis=URL``.
+    """
+    stdout, decisions = _run(
+        "replay",
+        data,
+        dict(
+            algo=algo,
+            rate=rate,
+            burst=burst,
+            window=window,
+            key=key,
+            cost=cost,
+            time=time,
+            servers=servers,
+            limits=limits,
+            **flags,
+        ),
+        decisions=True,
+    )
+    return Report(json.loads(stdout), pyarrow.array(decisions) if decisions is not None else None)
+
+
+def compare(
+    data: Any,
+    *,
+    rate: str,
+    burst: int | None = None,
+    algos: Iterable[str] | None = None,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> list[dict[str, Any]]:
+    """Replays ``data`` through several limiters side by side (``algos``, by default all
+    six of the program's own), and returns ``ratelimit compare --format json``'s list."""
+    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, time=time, **flags)
+    return json.loads(_run("compare", data, args)[0])
+
+
+def min_bucket(
+    data: Any,
+    *,
+    rate: str | None = None,
+    key: str | None = None,
+    cost: str | int | None = None,
+    cover: str | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> list[dict[str, Any]]:
+    """Returns the smallest token bucket at ``rate`` that loses none of ``data``, as
+    ``ratelimit min-bucket --format json`` does: one object for each rate (with ``key``,
+    each key's too)."""
+    args = dict(rate=rate, key=key, cost=cost, cover=cover, time=time, **flags)
+    return json.loads(_run("min-bucket", data, args)[0])
+
+
+def min_rate(
+    data: Any,
+    *,
+    burst: int,
+    cost: str | int | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> list[dict[str, Any]]:
+    """Returns the smallest rate at which a bucket of ``burst`` loses none of ``data``, as
+    ``ratelimit min-rate --format json`` does: one object for each burst."""
+    args = dict(burst=burst, cost=cost, time=time, **flags)
+    return json.loads(_run("min-rate", data, args)[0])
+
+
+def curve(
+    data: Any, *, key: str | None = None, cost: str | int | None = None, time: str = "time", **flags: Any
+) -> pyarrow.Table:
+    """Returns the whole burst-rate curve of ``data``: for each span of rates, the smallest
+    lossless bucket, as the rows of ``ratelimit min-bucket --curve --format json``."""
+    args = dict(curve=True, key=key, cost=cost, time=time, **flags)
+    return pyarrow.Table.from_pylist(json.loads(_run("min-bucket", data, args)[0]))
+
+
+def report(data: Any, path: str | os.PathLike[str], **flags: Any) -> None:
+    """Writes ``ratelimit report``'s HTML page on ``data`` to ``path``; the keywords are
+    ``replay``'s."""
+    _run("report", data, dict(output=os.fspath(path), **flags))
+
+
+def _run(
+    command: str, data: Any, args: Mapping[str, Any], decisions: bool = False
+) -> tuple[bytes, Any]:
+    """Runs ``ratelimit COMMAND`` on ``data`` with ``args`` as its flags."""
+    argv = ["ratelimit", command]
+    if command != "report":
+        argv += ["--format", "json"]
+    for name, value in args.items():
+        argv += _flag(name, value)
+    if isinstance(data, (str, os.PathLike)):
+        return _native.call(argv + ["--", os.fspath(data)], None, decisions)
+    if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
+        raise TypeError(
+            f"data is a {type(data).__name__}: give a path or Arrow data "
+            "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
+        )
+    return _native.call(argv, data, decisions)
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    """Returns the command-line words of keyword ``name`` given ``value``."""
+    if value is None or value is False:
+        return []
+    # The time column's default is the program's; said only when it is another.
+    if name == "time" and value == "time":
+        return []
+    flag = "--" + _RENAMED.get(name, name).replace("_", "-")
+    if value is True:
+        return [flag]
+    if isinstance(value, (list, tuple)):
+        return [word for item in value for word in (flag, str(item))]
+    return [flag, str(value)]

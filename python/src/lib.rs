@@ -1,0 +1,66 @@
+//! The Python package's native part: runs a command of the engine on a path or on Arrow
+//! data, with the GIL released, and hands back what it would print and each row's decision.
+//!
+//! It is only an exchange: the arguments are the command line's, built by the package's
+//! Python from keyword arguments, and every answer is the command's own, so that the
+//! package gives exactly what the program prints.
+
+use std::sync::Arc;
+
+use arrow_array::{BooleanArray, RecordBatchReader};
+use arrow_schema::{DataType, Field};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_arrow::PyArray;
+use pyo3_arrow::input::AnyRecordBatch;
+use ratelimit_replay::embed::{self, Decisions};
+use ratelimit_replay::input::catalog::{ArrowData, Source};
+
+/// Runs the command `args` give (the program's name first), reading `data` (anything that
+/// speaks the Arrow PyCapsule interface) instead of a FILE if given. Returns what it would
+/// print on stdout, and with `decisions`, each row's decision as an Arrow array (which
+/// `pyarrow.array` takes as it is).
+/// Raises ValueError with the program's one-line message.
+#[pyfunction]
+#[pyo3(signature = (args, data=None, decisions=false))]
+fn call<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    data: Option<AnyRecordBatch>,
+    decisions: bool,
+) -> PyResult<(Bound<'py, PyBytes>, Option<Bound<'py, PyAny>>)> {
+    let given = match data {
+        Some(data) => Some(Source::Arrow(table(data)?)),
+        None => None,
+    };
+    let answer = py
+        .detach(|| embed::call(&args, given, decisions))
+        .map_err(|err| PyValueError::new_err(ratelimit_replay::error_line(&err)))?;
+    let decisions = match answer.decisions {
+        Some(Decisions(each)) => {
+            let array = Arc::new(BooleanArray::from(each));
+            let field = Arc::new(Field::new("passed", DataType::Boolean, true));
+            Some(PyArray::new(array, field).into_pyobject(py)?.into_any())
+        }
+        None => None,
+    };
+    Ok((PyBytes::new(py, &answer.stdout), decisions))
+}
+
+/// Takes the record batches of `data` as they are: its buffers are shared, not copied.
+fn table(data: AnyRecordBatch) -> PyResult<ArrowData> {
+    let reader = data.into_reader()?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| PyValueError::new_err(format!("cannot read the Arrow data: {err}")))?;
+    Ok(ArrowData::new("<arrow>", schema, batches))
+}
+
+/// The module `ratelimit_replay._native`.
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(call, module)?)?;
+    Ok(())
+}

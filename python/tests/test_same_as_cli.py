@@ -1,0 +1,118 @@
+"""The package gives exactly the program's answers, on the real catalogs and on logs."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow
+import pytest
+
+import ratelimit_replay as rl
+from conftest import cli, cli_json, without_input
+
+
+def algorithms() -> list[str]:
+    """Every limiter, as the program lists them when given one it does not know."""
+    with pytest.raises(ValueError) as refused:
+        rl.replay(pyarrow.table({"time": ["2025-01-01"]}), algo="none", rate="1/s")
+    found = re.search(r"\[possible values: ([^\]]+)\]", str(refused.value))
+    assert found, str(refused.value)
+    return found.group(1).split(", ")
+
+
+ALGORITHMS = algorithms()
+
+
+def test_every_limiter_is_listed():
+    assert len(ALGORITHMS) == 14 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+@pytest.mark.parametrize("keyed", [False, True], ids=["one", "keyed"])
+def test_replay_of_the_real_catalog_is_the_programs(m5, m5_table, algo, keyed):
+    flags = ["--algo", algo, "--rate", "1/m"] + (["--key", "net"] if keyed else [])
+    want = cli_json("replay", str(m5), *flags)
+    key = "net" if keyed else None
+    got = rl.replay(m5_table, algo=algo, rate="1/m", key=key)
+    assert without_input(got.to_dict()) == without_input(want)
+    assert got.passed == want["passed"] and got.dropped == want["dropped"]
+    # From the path, the package reads as the program reads: the same object, input too.
+    assert rl.replay(m5, algo=algo, rate="1/m", key=key).to_dict() == want
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_weighted_keyed_replay_of_a_log_is_the_programs(log_csv, log_table, algo):
+    flags = ["--algo", algo, "--rate", "2000/m", "--key", "client", "--cost", "tokens"]
+    flags += ["--time-column", "ts", "--time-format", "unix-ms"]
+    done = cli("replay", str(log_csv), *flags, "--format", "json")
+    kwargs = dict(algo=algo, rate="2000/m", key="client", cost="tokens", time="ts", time_format="unix-ms")
+    if done.returncode != 0:
+        # A model whose system counts each request once refuses a cost, in the same words.
+        with pytest.raises(ValueError) as refused:
+            rl.replay(log_table, **kwargs)
+        assert str(refused.value) == done.stderr.decode().strip().removeprefix("ratelimit: ")
+        return
+    import json
+
+    got = rl.replay(log_table, **kwargs)
+    assert without_input(got.to_dict()) == without_input(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize("algo,burst", [("gcra", 5), ("sliding-log", None), ("nginx", 5), ("haproxy", None)])
+def test_decisions_are_the_programs_emitted_row_by_row(log_csv, log_table, algo, burst):
+    flags = ["--algo", algo, "--rate", "30/m", "--key", "client"] + (["--burst", str(burst)] if burst else [])
+    flags += ["--time-column", "ts", "--time-format", "unix-ms"]
+    done = cli("replay", str(log_csv), *flags, "--emit", "all", "--quiet")
+    assert done.returncode == 0, done.stderr.decode()
+    # Emitted in time order, each row with its decision last; the id says which row.
+    want = {}
+    for line in done.stdout.decode().splitlines()[1:]:
+        fields = line.split(",")
+        want[int(fields[0])] = fields[-1] == "passed"
+    got = rl.replay(log_table, algo=algo, rate="30/m", burst=burst, key="client", time="ts", time_format="unix-ms")
+    assert len(got.decisions) == log_table.num_rows == len(want)
+    assert got.decisions.null_count == 0
+    assert got.decisions.to_pylist() == [want[row] for row in log_table["id"].to_pylist()]
+    assert sum(got.decisions.to_pylist()) == got.passed
+
+
+def test_layered_replay_is_the_programs(log_csv, log_table):
+    limits = ["algo=gcra,rate=100/m,burst=20,key=client", "algo=token-bucket,rate=20000/m,burst=5000,cost=tokens"]
+    flags = [word for spec in limits for word in ("--limit", spec)]
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("replay", str(log_csv), *flags, *time)
+    got = rl.replay(log_table, limits=limits, time="ts", time_format="unix-ms")
+    assert without_input(got.to_dict()) == without_input(want)
+    done = cli("replay", str(log_csv), *flags, *time, "--emit", "all", "--quiet")
+    emitted = {int(line.split(",")[0]): line.endswith(",passed") for line in done.stdout.decode().splitlines()[1:]}
+    assert got.decisions.to_pylist() == [emitted[row] for row in log_table["id"].to_pylist()]
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["one", "keyed"])
+def test_compare_and_min_bucket_are_the_programs(m5, m5_table, keyed):
+    key = ["--key", "net"] if keyed else []
+    assert without_input(rl.compare(m5_table, rate="5/h", burst=5, key="net" if keyed else None)) == without_input(
+        cli_json("compare", str(m5), "--rate", "5/h", "--burst", "5", *key)
+    )
+    want = cli_json("min-bucket", str(m5), "--rate", "5/h", *key)
+    assert without_input(rl.min_bucket(m5_table, rate="5/h", key="net" if keyed else None)) == without_input(want)
+
+
+def test_weighted_min_bucket_min_rate_and_curve_are_the_programs(log_csv, log_table):
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    kw = dict(time="ts", time_format="unix-ms", cost="tokens")
+    want = cli_json("min-bucket", str(log_csv), "--rate", "2000/m", "--cost", "tokens", *time)
+    assert without_input(rl.min_bucket(log_table, rate="2000/m", **kw)) == without_input(want)
+    want = cli_json("min-rate", str(log_csv), "--burst", "5000", "--cost", "tokens", *time)
+    assert without_input(rl.min_rate(log_table, burst=5000, **kw)) == without_input(want)
+    want = cli_json("min-bucket", str(log_csv), "--curve", "--cost", "tokens", *time)
+    assert rl.curve(log_table, **kw).to_pylist() == want
+
+
+def test_report_writes_the_programs_page(m5_table, tmp_path):
+    page = tmp_path / "report.html"
+    rl.report(m5_table, page, algo="gcra", rate="5/h", burst=5)
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
+    # The page's data names the input and counts its events.
+    assert "\"input\":\"\\u003carrow\\u003e\"" in text and "\"events\":19032" in text
