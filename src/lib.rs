@@ -43,8 +43,6 @@ pub(crate) mod cli;
 #[cfg(feature = "cli")]
 pub(crate) mod cmd;
 #[cfg(feature = "cli")]
-pub mod embed;
-#[cfg(feature = "cli")]
 pub(crate) mod engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
@@ -52,7 +50,7 @@ pub(crate) mod render;
 pub(crate) use ratelimit_engine::report;
 
 #[cfg(feature = "cli")]
-pub use cmd::{error_line, run};
+pub use cmd::{embed, error_line, run};
 
 #[cfg(feature = "cli")]
 pub mod huge_pages;

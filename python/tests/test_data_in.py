@@ -163,3 +163,18 @@ def test_the_gil_is_released_while_the_engine_works(m5_table):
     beside = spin(done.is_set)
     worker.join()
     assert beside / spans[0] > alone / 10, f"{beside / spans[0]:.0f} turns a second, {alone:.0f} alone"
+
+
+def test_emit_is_refused_on_a_table_whose_decisions_are_read_instead(log_table):
+    with pytest.raises(ValueError, match="^--emit writes rows as text, which Arrow data has not"):
+        rl.replay(log_table, **GCRA, time="ts", time_format="unix-ms", emit="all")
+
+
+def test_a_row_a_filter_leaves_out_has_no_decision(m5_table):
+    got = rl.replay(m5_table, **GCRA, where=["mag>=6"])
+    mags = m5_table["mag"].to_pylist()
+    # Null where the row made no event; the events' decisions where it did, as they came.
+    assert [d is None for d in got.decisions.to_pylist()] == [m < 6 for m in mags]
+    assert got.decisions.null_count == sum(m < 6 for m in mags) and got.events == len(mags) - got.decisions.null_count
+    kept = rl.replay(m5_table.filter(pc.greater_equal(m5_table["mag"], 6)), **GCRA)
+    assert got.decisions.drop_null().to_pylist() == kept.decisions.to_pylist()

@@ -78,7 +78,14 @@ impl Job {
 
     /// Reads the input and replays it; returns the record and what reading found.
     pub fn replay(&self) -> Result<(Recorder, ReadStats)> {
-        self.backend.replay(&self.settings, self.keyed(), &self.input.source, &self.input.read)
+        self.replay_traced(false)
+    }
+
+    /// Reads the input and replays it as [`replay`](Job::replay) does, keeping every
+    /// decision if `trace`.
+    pub fn replay_traced(&self, trace: bool) -> Result<(Recorder, ReadStats)> {
+        let input = (&self.input.source, &self.input.read);
+        self.backend.replay(&self.settings, self.keyed(), input, trace)
     }
 
     /// Reads every row with its text, in time order, and decides them: the record holds

@@ -4,6 +4,7 @@ mod check;
 mod compare;
 mod config;
 mod csv_line;
+pub mod embed;
 mod fetch;
 mod filter;
 mod layered;

@@ -42,8 +42,19 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         None if args.keep_decisions => {
-            let (rows, recorder, stats) = job.replay_rows()?;
-            crate::embed::keep(&rows, recorder.trace(), &job.input.source);
+            let (recorder, stats) = match job.replay_traced(true)? {
+                // Every row made an event, taken in the rows' order: one decision a row.
+                (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
+                    super::embed::keep_in_order(recorder.trace());
+                    (recorder, stats)
+                }
+                // Else read again, keeping where each event's row is.
+                _ => {
+                    let (rows, recorder, stats) = job.replay_rows()?;
+                    super::embed::keep(&rows, recorder.trace(), &job.input.source);
+                    (recorder, stats)
+                }
+            };
             (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
         }
         None => {
@@ -78,6 +89,11 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
     }
     if emit.is_some() {
         input.check_output(&Output::Stdout)?;
+    }
+    // A table handed over has no text to write: its caller reads each row's decision.
+    #[cfg(feature = "arrow")]
+    if emit.is_some() && matches!(input.source, crate::input::catalog::Source::Arrow(_)) {
+        bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
     }
     Ok(())
 }

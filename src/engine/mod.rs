@@ -85,15 +85,15 @@ impl Backend {
     }
 
     /// Replays the events of `source` through limiters with `settings` (by key if `keyed`),
-    /// and returns the record and what reading found.
+    /// and returns the record (with every decision if `trace`) and what reading found.
     pub fn replay(
         &self,
         settings: &[Settings],
         keyed: bool,
-        source: &Source,
-        options: &ReadOptions,
+        (source, options): (&Source, &ReadOptions),
+        trace: bool,
     ) -> Result<(Recorder, ReadStats)> {
-        self.run(settings, ReadAll { settings, keyed, source, options })
+        self.run(settings, ReadAll { settings, keyed, source, options, trace })
     }
 
     /// Replays events already read, in time order, and returns the record with every

@@ -78,6 +78,30 @@ impl Output {
     }
 }
 
+thread_local! {
+    /// What a command run on this thread would print on stdout, while [`captured`] runs it.
+    static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `command`, and returns what it gives and what it wrote to [`stdout`] on this
+/// thread, which is not printed: for a program that runs a command itself.
+pub fn captured<T>(command: impl FnOnce() -> T) -> (T, Vec<u8>) {
+    CAPTURED.with(|out| *out.borrow_mut() = Some(Vec::new()));
+    let ran = command();
+    (ran, CAPTURED.with(|out| out.borrow_mut().take()).unwrap_or_default())
+}
+
+/// Writes `buf` to what this thread's command gives its caller, if [`captured`] runs it.
+fn capture(buf: &[u8]) -> bool {
+    CAPTURED.with(|out| match out.borrow_mut().as_mut() {
+        Some(out) => {
+            out.extend_from_slice(buf);
+            true
+        }
+        None => false,
+    })
+}
+
 /// Returns standard output, locked, whose write errors say that it was standard output
 /// that failed (a full disk under `> file`, say). They keep their kind, so that a reader
 /// that went away (a broken pipe) is still told apart.
@@ -91,7 +115,7 @@ pub struct Stdout(io::StdoutLock<'static>);
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // A command run inside another program gives it what it would print.
-        if crate::embed::captured(buf) {
+        if capture(buf) {
             return Ok(buf.len());
         }
         self.0.write(buf).map_err(named)

@@ -74,13 +74,21 @@ pub struct ReadAll<'a> {
     pub source: &'a Source,
     /// How to read it.
     pub options: &'a ReadOptions,
+    /// Whether to keep every decision (see [`Recorder::trace`]).
+    pub trace: bool,
 }
 
 impl UseEngine for ReadAll<'_> {
     type Out = (Recorder, ReadStats);
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
-        let recorder = || Recorder::new(self.settings, self.keyed);
+        let recorder = || {
+            let mut recorder = Recorder::new(self.settings, self.keyed);
+            if self.trace {
+                recorder.keep_trace();
+            }
+            recorder
+        };
         let read =
             catalog::read_events(self.source, self.options, || Run::new(fresh(), recorder()));
         finish(read)

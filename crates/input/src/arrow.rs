@@ -8,55 +8,27 @@
 //! `--time-format` says. A null is an empty field. Nothing is copied: a string is read
 //! where it lies, a number is written out in a buffer kept from row to row.
 
-use std::sync::Arc;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Date64Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
-use arrow_schema::{DataType, SchemaRef, TimeUnit};
+use arrow_array::{Array, ArrowPrimitiveType};
+use arrow_schema::{DataType, TimeUnit};
 use csv::ByteRecord;
 
-use super::columnar::{SLICE, Taker, events};
+use super::arrow_data::ArrowData;
+use super::columnar::{self, SLICE, Slice, Taker, events};
 use super::error::{ReadError, layout};
 use super::event::Event;
 use super::keys::wide;
 use super::options::ReadOptions;
 use super::pipeline::Flow;
-use super::reading::{Header, resolve_columns};
-use super::row::{CostAt, Fields};
+use super::reading::Header;
+use super::row::Fields;
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
-
-/// Record batches of one schema, in row order: a table held in memory. Cloning it shares
-/// the batches.
-#[derive(Clone, Debug)]
-pub struct ArrowData {
-    name: String,
-    schema: SchemaRef,
-    batches: Arc<[RecordBatch]>,
-}
-
-impl ArrowData {
-    /// Returns the table of `batches`, all of `schema`, named `name` in reports and
-    /// messages.
-    pub fn new(name: impl Into<String>, schema: SchemaRef, batches: Vec<RecordBatch>) -> ArrowData {
-        ArrowData { name: name.into(), schema, batches: batches.into() }
-    }
-
-    /// Returns the name reports and messages give it.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Returns the number of rows.
-    pub fn rows(&self) -> u64 {
-        self.batches.iter().map(|b| wide(b.num_rows())).sum()
-    }
-}
 
 /// A column read a row at a time: its text, written out if it is not text already, and
 /// for a time stored as one, its microseconds since the epoch.
@@ -246,70 +218,117 @@ pub(super) fn each_row<E: From<ReadError>>(
     options: &ReadOptions,
     mut take: impl FnMut(Event, u64) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
-    let name = &data.name;
-    let names: ByteRecord = data.schema.fields().iter().map(|f| f.name().as_bytes()).collect();
-    let columns = resolve_columns(&names, options, name)?;
-    let mut wanted: Vec<usize> = columns.time.clone();
-    wanted.extend(&columns.filters);
-    wanted.extend(columns.key);
-    if let CostAt::Column(cost) = columns.cost {
-        wanted.push(cost);
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
-    // A time stored as one is taken as it is, if the time is one column.
-    let stored = |index: usize| {
-        let data_type = data.schema.field(index).data_type();
-        matches!(data_type, DataType::Timestamp(..) | DataType::Date32 | DataType::Date64)
-            .then(|| (index, finer(data_type)))
-    };
-    let (time, finer) = match columns.time[..] {
-        [one] => stored(one).map_or((None, false), |(index, finer)| (Some(index), finer)),
-        _ => (None, false),
-    };
-    let header = Header {
-        name: name.clone(),
-        columns,
-        width: names.len(),
-        body: csv::Position::new(),
-        json: None,
-    };
+    let plan = Plan::new(data, options)?;
     let mut taker = Taker::new(options);
-    let mut first = 1u64;
-    for batch in data.batches.iter() {
-        let mut read: Vec<Option<Column>> = (0..batch.num_columns()).map(|_| None).collect();
-        for &index in &wanted {
-            let field = data.schema.field(index);
-            let array = batch.column(index).as_ref();
-            read[index] = Some(column(array, field.name()).map_err(|p| layout(name, p))?);
+    let mut give = |taker: &mut Taker, slice: Result<Slice, ReadError>| {
+        // The slice's events come out in the order of their rows.
+        let lines = slice.as_ref().map(|s| s.piece.batch.lines.clone()).unwrap_or_default();
+        let mut rows = lines.into_iter();
+        let mut take = |event| take(event, rows.next().map_or(0, |row| row - 1));
+        taker.slice(slice, &plan.header, &mut take)
+    };
+    // With a second core, one thread makes the rows' events while this one takes them.
+    if options.threads < 2 || data.rows() < wide(2 * SLICE) {
+        let mut stop = None;
+        plan.slices(|slice| match give(&mut taker, slice) {
+            Ok(Flow::More) => true,
+            other => {
+                stop = Some(other);
+                false
+            }
+        });
+        if let Some(stopped) = stop {
+            stopped?;
+            return Ok(None);
         }
-        let rows = batch.num_rows();
-        let mut done = 0;
-        while done < rows {
-            let want = SLICE.min(rows - done);
-            let columns = &read[..];
-            let slice = events(want, first, &header, options, |row| ArrowRow {
-                columns,
-                time,
-                finer,
-                row: done + row,
-            });
-            // The slice's events come out in the order of their rows.
-            let mut rows = slice.piece.batch.lines.clone().into_iter();
-            let mut take = |event| take(event, rows.next().map_or(0, |row| row - 1));
-            if let Flow::Stop = taker.slice(Ok(slice), &header, &mut take)? {
+        return Ok(Some(taker.finish()));
+    }
+    std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel(2);
+        let plan = &plan;
+        scope.spawn(move || plan.slices(|slice| send.send(slice).is_ok()));
+        // Dropping `receive` on the way out stops the maker at its next slice.
+        for slice in receive {
+            if let Flow::Stop = give(&mut taker, slice)? {
                 return Ok(None);
             }
-            done += want;
-            first += wide(want);
+        }
+        Ok(Some(taker.finish()))
+    })
+}
+
+/// What reading a table settled: its columns, and whether its time is stored as one.
+struct Plan<'d> {
+    data: &'d ArrowData,
+    options: &'d ReadOptions,
+    header: Header,
+    /// The columns read, by the schema's numbers, in its order.
+    wanted: Vec<usize>,
+    time: Option<usize>,
+    finer: bool,
+}
+
+impl<'d> Plan<'d> {
+    fn new(data: &'d ArrowData, options: &'d ReadOptions) -> Result<Plan<'d>, ReadError> {
+        let name = data.name();
+        let names: ByteRecord = data.schema.fields().iter().map(|f| f.name().as_bytes()).collect();
+        let (header, wanted) = columnar::header(&names, options, name)?;
+        // A time stored as one is taken as it is, if the time is one column.
+        let stored = |index: usize| {
+            let data_type = data.schema.field(index).data_type();
+            matches!(data_type, DataType::Timestamp(..) | DataType::Date32 | DataType::Date64)
+                .then(|| (index, finer(data_type)))
+        };
+        let (time, finer) = match header.columns.time[..] {
+            [one] => stored(one).map_or((None, false), |(index, finer)| (Some(index), finer)),
+            _ => (None, false),
+        };
+        Ok(Plan { data, options, header, wanted, time, finer })
+    }
+
+    /// Makes the events of every row, a slice at a time, giving each slice to `give` until
+    /// it says stop; a column that cannot be read is given as an error, and ends it.
+    fn slices(&self, mut give: impl FnMut(Result<Slice, ReadError>) -> bool) {
+        let mut first = 1u64;
+        for batch in self.data.batches.iter() {
+            let mut read: Vec<Option<Column>> = (0..batch.num_columns()).map(|_| None).collect();
+            for &index in &self.wanted {
+                let field = self.data.schema.field(index);
+                let array = batch.column(index).as_ref();
+                match column(array, field.name()) {
+                    Ok(column) => read[index] = Some(column),
+                    Err(problem) => {
+                        give(Err(layout(self.data.name(), problem)));
+                        return;
+                    }
+                }
+            }
+            let rows = batch.num_rows();
+            let mut done = 0;
+            while done < rows {
+                let want = SLICE.min(rows - done);
+                let (columns, time, finer) = (&read[..], self.time, self.finer);
+                let slice = events(want, first, &self.header, self.options, |row| ArrowRow {
+                    columns,
+                    time,
+                    finer,
+                    row: done + row,
+                });
+                if !give(Ok(slice)) {
+                    return;
+                }
+                done += want;
+                first += wide(want);
+            }
         }
     }
-    Ok(Some(taker.finish()))
 }
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::{Int64Array, StringArray, TimestampMillisecondArray};
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
     use arrow_schema::{Field, Schema};
 
     use super::*;

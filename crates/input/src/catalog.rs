@@ -5,7 +5,7 @@
 //! again and sorted. A pipe is buffered, at 8 bytes per event. `--emit` keeps every row.
 
 #[cfg(all(unix, feature = "arrow"))]
-pub use super::arrow::ArrowData;
+pub use super::arrow_data::ArrowData;
 pub use super::cost::Cost;
 pub use super::emit::{Rows, read_rows};
 pub use super::error::ReadError;

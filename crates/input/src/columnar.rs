@@ -7,7 +7,7 @@ use super::keys::{KeyTable, wide};
 use super::options::ReadOptions;
 use super::piece::Piece;
 use super::pipeline::Flow;
-use super::reading::Header;
+use super::reading::{Header, resolve_columns};
 use super::row::{Fields, Scratch, row_event};
 use super::stats::ReadStats;
 
@@ -22,6 +22,32 @@ pub(super) struct Slice {
     pub(super) bad: Vec<ReadError>,
     pub(super) bad_rows: u64,
     pub(super) last: bool,
+}
+
+/// Settles which of the columns `names` (a table's, by number) make an event, for input
+/// `name`: the header, and the columns to read, each once, in the table's order.
+pub(super) fn header(
+    names: &csv::ByteRecord,
+    options: &ReadOptions,
+    name: &str,
+) -> Result<(Header, Vec<usize>), ReadError> {
+    let columns = resolve_columns(names, options, name)?;
+    let mut wanted: Vec<usize> = columns.time.clone();
+    wanted.extend(&columns.filters);
+    wanted.extend(columns.key);
+    if let super::row::CostAt::Column(cost) = columns.cost {
+        wanted.push(cost);
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    let header = Header {
+        name: name.to_owned(),
+        columns,
+        width: names.len(),
+        body: csv::Position::new(),
+        json: None,
+    };
+    Ok((header, wanted))
 }
 
 /// Makes the events of `rows` rows, the first of them row `first` (counted from 1), each

@@ -120,7 +120,10 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
 /// Keeps the events of Arrow data in time order, each with its row's number, from 0, as
 /// its text: a table's rows are where they are, and a caller finds them by number.
 #[cfg(all(unix, feature = "arrow"))]
-fn arrow_rows(data: &super::arrow::ArrowData, options: &ReadOptions) -> Result<(Rows, ReadStats)> {
+fn arrow_rows(
+    data: &super::arrow_data::ArrowData,
+    options: &ReadOptions,
+) -> Result<(Rows, ReadStats)> {
     let mut rows =
         Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
     let mut number = itoa::Buffer::new();

@@ -7,7 +7,9 @@
 #![warn(missing_docs)]
 
 #[cfg(all(unix, feature = "arrow"))]
-pub mod arrow;
+mod arrow;
+#[cfg(all(unix, feature = "arrow"))]
+mod arrow_data;
 pub mod bounded;
 pub mod catalog;
 #[cfg(unix)]

@@ -109,6 +109,11 @@ pub(super) fn row_event<'a, 'o>(
     stats: &mut ReadStats,
 ) -> Result<Option<RowEvent<'a>>, FieldProblem<'o>> {
     let Scratch { field, joined, filter, key } = scratch;
+    // A time stored as one is taken as it is; its text is read only for one that is not.
+    if let Some((time, finer)) = row.time() {
+        stats.fractions |= finer;
+        return rest_of_row(row, time, columns, options, (filter, key), stats);
+    }
     let problem = |field, text: &[u8], reason| FieldProblem { field, value: text.to_vec(), reason };
     let text = match columns.time[..] {
         [one] => row.field(one, field),
@@ -123,10 +128,6 @@ pub(super) fn row_event<'a, 'o>(
             joined
         }
     };
-    if let Some((time, finer)) = row.time() {
-        stats.fractions |= finer;
-        return rest_of_row(row, time, columns, options, (filter, key), stats);
-    }
     let time = options.time_format.parse(text).map_err(|e| {
         // Read as RFC 3339 by default, a time of another common shape says what would read it.
         let hint = match options.time_format {

@@ -31,7 +31,7 @@ pub(super) fn read_sorted<S: Sink>(
         instants.see(event.time);
         sink.event(event)
     })?;
-    Ok((sink, ReadStats { instants, ..stats }))
+    Ok((sink, ReadStats { instants, sorted: true, ..stats }))
 }
 
 /// Events kept to be sorted, in as few bytes as tell them apart: without keys and costs a

@@ -23,7 +23,7 @@ pub enum Source {
     },
     /// Arrow record batches held in memory, read where they are.
     #[cfg(all(unix, feature = "arrow"))]
-    Arrow(super::arrow::ArrowData),
+    Arrow(super::arrow_data::ArrowData),
 }
 
 impl Source {
@@ -59,7 +59,7 @@ pub(super) enum Opened {
     Once(Option<Box<dyn Read + Send>>),
     Bytes(&'static [u8]),
     #[cfg(all(unix, feature = "arrow"))]
-    Arrow(super::arrow::ArrowData),
+    Arrow(super::arrow_data::ArrowData),
 }
 
 impl Opened {

@@ -23,4 +23,7 @@ pub struct ReadStats {
     pub fractions: bool,
     /// How many events share an instant: what reading in time order saw.
     pub instants: Instants,
+    /// Whether the input came out of time order, and its events were kept and sorted: then
+    /// they were not taken in the order of their rows.
+    pub sorted: bool,
 }

@@ -387,7 +387,7 @@ mod tests {
                 options.key_column = keyed.then(|| "key".to_owned());
                 let decide = |backend: Backend| {
                     let (record, stats) =
-                        backend.replay(&settings, keyed, &source, &options).unwrap();
+                        backend.replay(&settings, keyed, (&source, &options), false).unwrap();
                     let names = KeyNames::of(options.key_column.as_deref(), &stats);
                     format!("{:?}", record.reports("x", names, 0, 1))
                 };

@@ -21,12 +21,12 @@ mod columns;
 mod pages;
 
 use self::columns::{Cells, Kind, TimeScale, decode, kind_of};
-use super::columnar::{SLICE, Slice, Taker, events};
+use super::columnar::{self, SLICE, Slice, Taker, events};
 use super::error::{ReadError, layout};
 use super::keys::wide;
 use super::options::ReadOptions;
 use super::pipeline::Flow;
-use super::reading::{Header, resolve_columns};
+use super::reading::Header;
 use super::row::Fields;
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
@@ -270,16 +270,7 @@ pub(super) fn stream<E: From<ReadError>>(
     let metadata = reader.metadata();
     let schema = metadata.file_metadata().schema_descr();
     let names: ByteRecord = schema.columns().iter().map(|c| c.path().string()).collect();
-    let columns = resolve_columns(&names, options, name)?;
-    // The columns read, each once, in the schema's order.
-    let mut wanted: Vec<usize> = columns.time.clone();
-    wanted.extend(&columns.filters);
-    wanted.extend(columns.key);
-    if let super::row::CostAt::Column(cost) = columns.cost {
-        wanted.push(cost);
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
+    let (header, wanted) = columnar::header(&names, options, name)?;
     let mut read = Vec::with_capacity(wanted.len());
     for &column in &wanted {
         read.push((column, kind_of(schema.column(column).as_ref()).map_err(|p| layout(name, p))?));
@@ -289,7 +280,7 @@ pub(super) fn stream<E: From<ReadError>>(
         slot_of[column] = slot;
     }
     // A time stored as one is taken as it is, if the time is one column.
-    let (time, finer) = match columns.time[..] {
+    let (time, finer) = match header.columns.time[..] {
         [one] => match read[slot_of[one]].1 {
             Kind::Time(scale) => (Some(slot_of[one]), scale != TimeScale::Days),
             Kind::Int96 => (Some(slot_of[one]), true),
@@ -304,13 +295,6 @@ pub(super) fn stream<E: From<ReadError>>(
         first_rows.push(next_row);
         next_row += u64::try_from(group.num_rows()).unwrap_or(0);
     }
-    let header = Header {
-        name: name.to_owned(),
-        columns,
-        width: names.len(),
-        body: csv::Position::new(),
-        json: None,
-    };
     let plan = Plan {
         reader: &reader,
         file: copy,

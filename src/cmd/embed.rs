@@ -3,16 +3,14 @@
 //! each row's decision, are returned instead.
 
 use std::cell::RefCell;
-use std::io::Write;
 
 use anyhow::{Result, bail};
 
-use crate::cmd::{Cli, dispatch, parse};
+use super::{Cli, dispatch, parse};
 use crate::input::catalog::{Rows, Source};
+use crate::render::outfile;
 
 thread_local! {
-    /// What the command run on this thread would have printed on stdout, while it runs.
-    static STDOUT: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
     /// Each kept row's decisions, while a command that keeps them runs on this thread.
     static DECISIONS: RefCell<Option<Decisions>> = const { RefCell::new(None) };
 }
@@ -52,22 +50,18 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<A
             None => bail!("only replay decides rows"),
         }
     }
-    STDOUT.with(|out| *out.borrow_mut() = Some(Vec::new()));
     DECISIONS.with(|kept| *kept.borrow_mut() = None);
-    let ran = dispatch(cli);
-    let stdout = STDOUT.with(|out| out.borrow_mut().take()).unwrap_or_default();
+    let (ran, stdout) = outfile::captured(|| dispatch(cli));
     let decisions = DECISIONS.with(|kept| kept.borrow_mut().take());
     ran?;
     Ok(Answer { stdout, decisions })
 }
 
-/// Writes to what this thread's command would print, if a [`call`] runs it: else returns
-/// `buf` untouched, to be written to stdout.
-pub(crate) fn captured(buf: &[u8]) -> bool {
-    STDOUT.with(|out| match out.borrow_mut().as_mut() {
-        Some(out) => out.write_all(buf).is_ok(),
-        None => false,
-    })
+/// Keeps each row's decision, `trace` holding one for each row in the rows' order, for the
+/// [`call`] that runs this thread's command.
+pub(crate) fn keep_in_order(trace: &[bool]) {
+    let decisions = trace.iter().map(|&passed| Some(passed)).collect();
+    DECISIONS.with(|kept| *kept.borrow_mut() = Some(Decisions(decisions)));
 }
 
 /// Keeps each row's decision, `trace` holding one for each of `rows` in time order, for
