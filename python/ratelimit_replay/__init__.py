@@ -15,6 +15,8 @@ object ``ratelimit replay --format json`` prints for the same rows. Bad input ra
 from __future__ import annotations
 
 import copy
+import dataclasses
+import datetime as dt
 import json
 import os
 from typing import Any, Iterable, Mapping
@@ -23,7 +25,7 @@ import pyarrow
 
 from . import _native
 
-__all__ = ["Report", "replay", "compare", "min_bucket", "min_rate", "curve", "report"]
+__all__ = ["Report", "replay", "compare", "min_bucket", "min_rate", "curve", "report", "Limiter", "Outcome"]
 
 # The program's flag for each keyword whose name is not the flag's own.
 _RENAMED = {"time": "time_column", "limits": "limit", "where": "where", "algos": "algo"}
@@ -161,6 +163,57 @@ def report(data: Any, path: str | os.PathLike[str], **flags: Any) -> None:
     """Writes ``ratelimit report``'s HTML page on ``data`` to ``path``; the keywords are
     ``replay``'s."""
     _run("report", data, dict(output=os.fspath(path), **flags))
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """A live decision, and what a service may tell its client, as ``ratelimit check``
+    tells it."""
+
+    #: Whether the event passed.
+    passed: bool
+    #: How many more units would pass at once, after this decision.
+    remaining: int
+    #: How long until an event of this cost would pass: zero if this one did, ``None`` if
+    #: it never would (a cost larger than the limit holds).
+    retry_after: dt.timedelta | None
+    #: How long a passed event waits before it is served, rounded up to the microsecond:
+    #: only a leaky queue, and nginx without ``nodelay``, delay.
+    wait: dt.timedelta
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICROSECOND = dt.timedelta(microseconds=1)
+
+
+class Limiter:
+    """One limit, decided event by event as it happens: in memory, at the times given (or
+    the clock's), or in Redis (``redis="redis://host:6379"``), at the server's clock and
+    shared with every process that uses the same keys.
+
+    The keywords are ``ratelimit filter``'s flags: ``algo``, ``rate``, ``burst``, and a
+    limiter's own (``nodelay=True``). A Limiter belongs to the thread that made it.
+    """
+
+    def __init__(self, *, algo: str = "gcra", rate: str, burst: int | None = None, redis: str | None = None, **flags: Any):
+        argv = ["ratelimit", "filter"]
+        for name, value in dict(algo=algo, rate=rate, burst=burst, redis=redis, **flags).items():
+            argv += _flag(name, value)
+        self._native = _native.Limiter(argv)
+
+    def decide(self, time: dt.datetime | None = None, key: str | bytes | None = None, cost: int = 1) -> Outcome:
+        """Decides on an event of ``key`` (one limit for all if ``None``) that costs
+        ``cost`` units, at ``time`` (a datetime with a zone; the clock's time if ``None``,
+        and always in Redis). Times must not go back."""
+        micros = None
+        if time is not None:
+            if time.tzinfo is None:
+                raise ValueError(f"{time} has no zone: give a datetime with one, such as UTC")
+            micros = (time - _EPOCH) // _MICROSECOND
+        name = key.encode() if isinstance(key, str) else (key or b"")
+        passed, wait, remaining, retry = self._native.decide(micros, name, cost)
+        retry_after = None if retry is None else dt.timedelta(microseconds=retry)
+        return Outcome(passed, remaining, retry_after, dt.timedelta(microseconds=wait))
 
 
 def _run(

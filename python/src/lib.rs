@@ -38,9 +38,7 @@ fn call<'py>(
         Some(data) => Some(Source::Arrow(table(data)?)),
         None => None,
     };
-    let answer = py
-        .detach(|| embed::call(&args, given, decisions))
-        .map_err(|err| PyValueError::new_err(ratelimit_replay::error_line(&err)))?;
+    let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;
     let decisions = match answer.decisions {
         Some(Decisions(each)) => {
             let array = Arc::new(BooleanArray::from(each));
@@ -50,6 +48,39 @@ fn call<'py>(
         None => None,
     };
     Ok((PyBytes::new(py, &answer.stdout), decisions))
+}
+
+/// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
+/// event. It lives on the thread that made it (a Redis connection is not shared).
+#[pyclass(unsendable)]
+struct Limiter(embed::Limiter);
+
+#[pymethods]
+impl Limiter {
+    /// Makes the limit that `args` give as `ratelimit filter`'s flags, its name first.
+    #[new]
+    fn new(args: Vec<String>) -> PyResult<Limiter> {
+        embed::Limiter::new(&args).map(Limiter).map_err(value_error)
+    }
+
+    /// Decides on an event of `key` that costs `cost`, at `micros` µs after 1970 (the
+    /// clock's time if `None`): (passed, wait µs, remaining, retry after µs or None).
+    #[pyo3(signature = (micros, key, cost))]
+    fn decide(
+        &mut self,
+        micros: Option<i64>,
+        key: &[u8],
+        cost: u64,
+    ) -> PyResult<(bool, u64, u64, Option<i64>)> {
+        let answer = self.0.decide_at(micros, key, cost).map_err(value_error)?;
+        let wait = self.0.wait_micros(&answer);
+        Ok((answer.decision.passed, wait, answer.remaining, answer.retry_after_us))
+    }
+}
+
+/// The program's one-line message, as a ValueError.
+fn value_error(err: anyhow::Error) -> PyErr {
+    PyValueError::new_err(ratelimit_replay::error_line(&err))
 }
 
 /// Takes the record batches of `data` as they are: its buffers are shared, not copied.
@@ -66,5 +97,6 @@ fn table(data: AnyRecordBatch) -> PyResult<ArrowData> {
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call, module)?)?;
+    module.add_class::<Limiter>()?;
     Ok(())
 }

@@ -2,28 +2,20 @@
 //! command line's, its input may be handed over (Arrow data), and what it would print, and
 //! each row's decision, are returned instead.
 
-use std::cell::RefCell;
-
 use anyhow::{Result, bail};
 
-use super::{Cli, dispatch, parse};
-use crate::input::catalog::{Rows, Source};
+pub use crate::engine::live::Answer;
+use crate::engine::live::Live;
+use crate::units::time::Timestamp;
+
+pub use super::decisions::Decisions;
+use super::{Cli, decisions, dispatch, parse};
+use crate::input::catalog::Source;
 use crate::render::outfile;
-
-thread_local! {
-    /// Each kept row's decisions, while a command that keeps them runs on this thread.
-    static DECISIONS: RefCell<Option<Decisions>> = const { RefCell::new(None) };
-}
-
-/// Each row's decision: for a table handed over, one per row of it, `None` for a row that
-/// made no event (left out by a filter); for a file, one per event, in the order of its
-/// rows.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Decisions(pub Vec<Option<bool>>);
 
 /// What a command run by [`call`] gave.
 #[derive(Debug)]
-pub struct Answer {
+pub struct Output {
     /// What it would have printed on stdout.
     pub stdout: Vec<u8>,
     /// Each row's decision, if asked for and the command decides rows (`replay`).
@@ -35,7 +27,7 @@ pub struct Answer {
 /// stdout; with `decisions`, `replay` keeps each row's decision too. Notes on stderr are
 /// not written. An error is the command's, as the program prints it (see
 /// [`crate::error_line`]).
-pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<Answer> {
+pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<Output> {
     let mut cli: Cli = parse(args)?;
     cli.quiet = true;
     if let Some(source) = given {
@@ -50,43 +42,81 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<A
             None => bail!("only replay decides rows"),
         }
     }
-    DECISIONS.with(|kept| *kept.borrow_mut() = None);
-    let (ran, stdout) = outfile::captured(|| dispatch(cli));
-    let decisions = DECISIONS.with(|kept| kept.borrow_mut().take());
+    let ((ran, stdout), decisions) = decisions::kept(|| outfile::captured(|| dispatch(cli)));
     ran?;
-    Ok(Answer { stdout, decisions })
+    Ok(Output { stdout, decisions })
 }
 
-/// Keeps each row's decision, `trace` holding one for each row in the rows' order, for the
-/// [`call`] that runs this thread's command.
-pub(crate) fn keep_in_order(trace: &[bool]) {
-    let decisions = trace.iter().map(|&passed| Some(passed)).collect();
-    DECISIONS.with(|kept| *kept.borrow_mut() = Some(Decisions(decisions)));
+/// One limit decided live, event by event, as `filter` decides lines: in memory at the
+/// times given, or in Redis at the server's clock, shared with every process that uses
+/// the same keys.
+pub struct Limiter {
+    live: Box<dyn Live>,
+    settings: crate::engine::recorder::Settings,
+    /// Whether Redis decides, at its own clock.
+    remote: bool,
+    /// The time of the last decision, in memory: none may come before it.
+    last: Option<Timestamp>,
+    clock: super::filter::Clock,
 }
 
-/// Keeps each row's decision, `trace` holding one for each of `rows` in time order, for
-/// the [`call`] that runs this thread's command.
-pub(crate) fn keep(rows: &Rows, trace: &[bool], source: &Source) {
-    let decisions = match source {
-        // A table's rows are kept as their numbers.
-        #[cfg(feature = "arrow")]
-        Source::Arrow(data) => {
-            let mut each = vec![None; usize::try_from(data.rows()).unwrap_or(0)];
-            for ((_, text), &passed) in rows.iter().zip(trace) {
-                let row = std::str::from_utf8(text).ok().and_then(|t| t.parse::<usize>().ok());
-                if let Some(slot) = row.and_then(|row| each.get_mut(row)) {
-                    *slot = Some(passed);
-                }
-            }
-            each
+impl Limiter {
+    /// Makes the limit that `args` give as `ratelimit filter`'s flags, the program's name
+    /// first: `--algo`, `--rate`, `--burst`, their parameters, `--redis`.
+    pub fn new(args: &[String]) -> Result<Limiter> {
+        let cli: Cli = parse(args)?;
+        let Some(filter) = cli.command.filter() else { bail!("a live limit takes filter's flags") };
+        if !filter.limits.is_empty() {
+            bail!("a live limit is one limit: several at once are replay's --limit layers");
         }
-        // A file's rows are stored in the order they came.
-        _ => {
-            let mut each: Vec<(usize, bool)> =
-                rows.places().zip(trace).map(|(place, &passed)| (place, passed)).collect();
-            each.sort_unstable_by_key(|&(place, _)| place);
-            each.into_iter().map(|(_, passed)| Some(passed)).collect()
+        let (live, settings, ..) = super::filter::decider(filter)?;
+        let Some(settings) = settings else { bail!("a live limit is one limit") };
+        let remote = !filter.remote.redis.is_empty();
+        let clock = super::filter::Clock::start();
+        Ok(Limiter { live, settings, remote, last: None, clock })
+    }
+
+    /// Decides on an event of key `key` (empty for none) that costs `cost`, at `now`: in
+    /// memory, the time given, which must not go back; in Redis, the server's clock, and
+    /// `now` must not be given.
+    pub fn decide_at(&mut self, now: Option<i64>, key: &[u8], cost: u64) -> Result<Answer> {
+        let now = match now {
+            Some(micros) => match Timestamp::from_micros(micros) {
+                Some(now) => Some(now),
+                None => bail!("{micros} µs from 1970 is past the years 0000-9999"),
+            },
+            None => None,
+        };
+        self.decide(now, key, cost)
+    }
+
+    /// Returns how long an event this limit admitted with `answer` waits, in µs, rounded
+    /// up: only a leaky queue (and nginx without nodelay) delays.
+    pub fn wait_micros(&self, answer: &Answer) -> u64 {
+        super::filter::micros_of(answer.decision.wait, self.settings.rate)
+    }
+
+    /// Decides as [`decide_at`](Limiter::decide_at) does, at `now`.
+    pub fn decide(&mut self, now: Option<Timestamp>, key: &[u8], cost: u64) -> Result<Answer> {
+        let now = match (now, self.remote) {
+            (Some(_), true) => bail!("Redis decides at its own clock: give no time"),
+            (Some(now), false) => now,
+            (None, _) => self.clock.at(std::time::Instant::now()),
+        };
+        let algorithms = [self.settings.algorithm];
+        let cost_given = crate::input::cost::Cost::Each(cost);
+        if let Some(why) = crate::cli::config::cost_refused(&cost_given, algorithms, "cost") {
+            bail!(why);
         }
-    };
-    DECISIONS.with(|kept| *kept.borrow_mut() = Some(Decisions(decisions)));
+        if let Some(last) = self.last.filter(|&last| now < last) {
+            bail!(
+                "{now} is before {last}, the time of the last decision: a limit's clock never goes back"
+            );
+        }
+        self.last = Some(now);
+        match self.live.answer_now(now, key, cost)? {
+            Some(answer) => Ok(answer),
+            None => bail!("this limit cannot say what remains"),
+        }
+    }
 }

@@ -51,22 +51,31 @@ const TICK: Duration = Duration::from_millis(50);
 /// states.
 pub const MOST_QUEUED: usize = 64 << 20;
 
-pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
-    let (mut decider, settings, key, cost): (Box<dyn Live>, _, _, _) = if args.limits.is_empty() {
+/// What decides a filter's lines: its live engine, its one limiter's settings (none for
+/// layers), and its key and cost columns.
+pub(super) type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
+
+/// Settles what decides the lines: one limit, or layers, in memory or in Redis.
+pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
+    if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
         let cost = args.cost.clone().unwrap_or_default();
         if let Some(why) = crate::cli::config::cost_refused(&cost, [settings.algorithm], "--cost") {
             bail!(why);
         }
-        (job.decider()?, Some(settings), job.key, cost)
+        Ok((job.decider()?, Some(settings), job.key, cost))
     } else {
         let Layers { layers, key, cost } =
             layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;
         let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
         let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
-        (backend.live_layers(&layers)?, None, key, cost)
-    };
+        Ok((backend.live_layers(&layers)?, None, key, cost))
+    }
+}
+
+pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
+    let (mut decider, settings, key, cost) = decider(args)?;
     let key = key.as_deref();
     if let (Some(key), true) = (key, args.lines)
         && key != "line"
@@ -413,26 +422,27 @@ fn write_line(out: &mut impl Write, line: &[u8]) -> io::Result<()> {
 }
 
 /// The wall clock at the start, carried on by a monotonic clock.
-struct Clock {
+/// The wall clock at the start, run on by a monotonic one: times that never go back.
+pub(super) struct Clock {
     wall: i64,
     started: Instant,
 }
 
 impl Clock {
-    fn start() -> Clock {
+    pub(super) fn start() -> Clock {
         let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         Clock { wall: i64::try_from(since.as_micros()).unwrap_or(0), started: Instant::now() }
     }
 
     /// Returns the time of an instant since the start.
-    fn at(&self, when: Instant) -> Timestamp {
+    pub(super) fn at(&self, when: Instant) -> Timestamp {
         let elapsed = i64::try_from(when.duration_since(self.started).as_micros()).unwrap_or(0);
         Timestamp::from_micros(self.wall.saturating_add(elapsed)).unwrap_or(Timestamp::EPOCH)
     }
 }
 
 /// Returns a leaky queue's wait, in units of 1/N µs, in whole microseconds, rounded up.
-fn micros_of(wait: i128, rate: Rate) -> u64 {
+pub(super) fn micros_of(wait: i128, rate: Rate) -> u64 {
     let n = rate.n();
     u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }

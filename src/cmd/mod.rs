@@ -4,6 +4,7 @@ mod check;
 mod compare;
 mod config;
 mod csv_line;
+mod decisions;
 pub mod embed;
 mod fetch;
 mod filter;
@@ -213,6 +214,14 @@ impl Command {
             Command::MinBucket(args) => Some(&mut args.input),
             Command::MinRate(args) => Some(&mut args.input),
             Command::Plot(args) => Some(&mut args.input),
+            _ => None,
+        }
+    }
+
+    /// Returns a filter's arguments, if the command is one.
+    pub(crate) fn filter(&self) -> Option<&filter::FilterArgs> {
+        match self {
+            Command::Filter(args) => Some(args),
             _ => None,
         }
     }

@@ -45,13 +45,13 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let (recorder, stats) = match job.replay_traced(true)? {
                 // Every row made an event, taken in the rows' order: one decision a row.
                 (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
-                    super::embed::keep_in_order(recorder.trace());
+                    super::decisions::keep_in_order(recorder.trace());
                     (recorder, stats)
                 }
                 // Else read again, keeping where each event's row is.
                 _ => {
                     let (rows, recorder, stats) = job.replay_rows()?;
-                    super::embed::keep(&rows, recorder.trace(), &job.input.source);
+                    super::decisions::keep(&rows, recorder.trace(), &job.input.source);
                     (recorder, stats)
                 }
             };

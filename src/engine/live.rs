@@ -17,7 +17,7 @@ use super::redis::{Remote, RemoteLayers, SHARED, Server};
 use crate::input::catalog::Event;
 use crate::input::keys::{Key, KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
-use crate::units::time::Timestamp;
+use crate::units::time::{Span, Timestamp};
 
 /// The most distinct keys a live engine keeps a limiter for, in memory.
 pub const MAX_LIVE_KEYS: usize = 1 << 24;
@@ -27,10 +27,28 @@ const ONE_KEY: &str = "filter";
 
 /// An engine that decides each event as it arrives.
 pub trait Live {
-    /// Decides on an event of key `key` (empty for no key) arriving at `now`, at once.
     /// Decides on an event of key `key` (empty for no key) that costs `cost`, arriving at
     /// `now`, at once.
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision>;
+
+    /// Decides as [`decide_now`](Live::decide_now) does, and says what a caller may tell
+    /// its client; `None` from an engine that cannot say (several layers at once).
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        let _ = (now, key, cost);
+        Ok(None)
+    }
+}
+
+/// A live decision, with what a caller may tell its client, as `check` tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The decision.
+    pub decision: Decision,
+    /// How many more units would pass at once, after this decision.
+    pub remaining: u64,
+    /// How long until an event of this cost would pass, in µs: 0 if this one did; `None`
+    /// if it never would.
+    pub retry_after_us: Option<i64>,
 }
 
 impl Backend {
@@ -39,9 +57,12 @@ impl Backend {
     /// only in a replay.
     pub fn live(&self, settings: &Settings) -> Result<Box<dyn Live>> {
         Ok(match self {
-            Backend::Memory => {
-                Box::new(LiveMemory { limiter: settings.per_key(), keys: KeyTable::new() })
-            }
+            Backend::Memory => Box::new(LiveMemory {
+                limiter: settings.per_key(),
+                probe: settings.per_key(),
+                keys: KeyTable::new(),
+                settings: *settings,
+            }),
             Backend::Redis { redis, remotes, prefix } => Box::new(LiveRedis {
                 server: redis.clone(),
                 remote: remotes[0].clone(),
@@ -66,7 +87,10 @@ fn number_of(keys: &mut KeyTable, key: &[u8]) -> Result<Key> {
 /// In this process: one limiter state per key.
 struct LiveMemory {
     limiter: AnyPerKey,
+    /// One key's state, copied to be asked about.
+    probe: AnyPerKey,
     keys: KeyTable,
+    settings: Settings,
 }
 
 impl Live for LiveMemory {
@@ -74,6 +98,65 @@ impl Live for LiveMemory {
         let number = number_of(&mut self.keys, key)?;
         Ok(self.limiter.decide(slot(number), now, cost))
     }
+
+    /// Asks the key's own limiter, spending nothing, for the largest cost that would pass
+    /// now and the first instant this one would: exact, as the limiter decides, and found
+    /// by halving, since a smaller cost or a later instant never passes less.
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        let decision = self.decide_now(now, key, cost)?;
+        let key = slot(number_of(&mut self.keys, key)?);
+        // Asked on a copy of the key's state, afresh each time: asking may tidy a state as
+        // of the time asked (a log forgets what is older than a period before it).
+        let (table, probe) = (&self.limiter, &mut self.probe);
+        let mut admits = |at: Timestamp, cost: u64| {
+            probe.copy_key(table, key, 0);
+            probe.admits(0, at, cost)
+        };
+        let capacity = self.settings.capacity();
+        let remaining = last_true(0, capacity, |c| c == 0 || admits(now, c));
+        let retry_after_us = if decision.passed {
+            Some(0)
+        } else {
+            // A bucket refills a cost in cost·P/N; a window opens within two periods.
+            let rate = self.settings.rate;
+            let periods = i64::try_from(cost.div_ceil(rate.count()).saturating_add(2)).ok();
+            let most = periods.and_then(|n| n.checked_mul(rate.period().as_micros()));
+            let mut admits_after = |micros: u64| {
+                let span = i64::try_from(micros).ok().and_then(Span::from_micros);
+                let at = span.and_then(|span| now.checked_add(span));
+                at.is_some_and(|at| admits(at, cost))
+            };
+            match most.and_then(|most| u64::try_from(most).ok()) {
+                Some(most) if admits_after(most) => {
+                    i64::try_from(first_true(1, most, admits_after)).ok()
+                }
+                _ => None,
+            }
+        };
+        Ok(Some(Answer { decision, remaining, retry_after_us }))
+    }
+}
+
+/// Returns the largest `x` in `low..=high` for which `holds`, given that it holds for
+/// `low` and, once false, stays false.
+fn last_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
+    let (mut yes, mut past) = (low, high.saturating_add(1));
+    while past - yes > 1 {
+        let mid = yes + (past - yes) / 2;
+        if holds(mid) { yes = mid } else { past = mid }
+    }
+    yes
+}
+
+/// Returns the smallest `x` in `low..=high` (`low` at least 1) for which `holds`, given
+/// that it holds for `high` and, once true, stays true.
+fn first_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
+    let (mut before, mut yes) = (low.saturating_sub(1), high);
+    while yes - before > 1 {
+        let mid = before + (yes - before) / 2;
+        if holds(mid) { yes = mid } else { before = mid }
+    }
+    yes
 }
 
 /// In Redis, at its clock, shared with every process that uses the same keys.
@@ -94,6 +177,21 @@ impl Live for LiveRedis {
         let (base, member) = live_key(&self.prefix, key, now, self.calls);
         let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
         Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
+    }
+
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        let Some(remote) = self.remote.costing(cost) else {
+            let decision = Decision { passed: false, wait: 0 };
+            return Ok(Some(Answer { decision, remaining: 0, retry_after_us: None }));
+        };
+        self.calls += 1;
+        let (base, member) = live_key(&self.prefix, key, now, self.calls);
+        let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
+        Ok(Some(Answer {
+            decision: Decision { passed: outcome.allowed, wait: outcome.wait },
+            remaining: u64::try_from(outcome.remaining).unwrap_or(0),
+            retry_after_us: Some(outcome.retry_after_us.max(0)),
+        }))
     }
 }
 

@@ -316,6 +316,18 @@ macro_rules! limiters {
             }
         }
 
+        impl Any<$crate::limiter::Keys> {
+            /// Gives key `to` the state that key `key` has in `from`, a table of the same
+            /// limiter (else nothing): to ask what a key's limiter would do later, on a
+            /// copy, without changing it.
+            pub fn copy_key(&mut self, from: &Self, key: usize, to: usize) {
+                match (self, from) {
+                    $((Any::$rule(this), Any::$rule(that)) => this.copy_key(that, key, to),)*
+                    _ => {}
+                }
+            }
+        }
+
         impl Any<$crate::limiter::Alone> {
             /// Does `job` with the limiter as its own type; see [`WithRule`](crate::limiter::WithRule).
             pub fn with_rule<W: $crate::limiter::WithRule>(&self, job: W) -> W::Out {

@@ -1,0 +1,143 @@
+"""A live Limiter decides as a replay does, and says truly what remains and when to retry."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import shutil
+import socket
+import subprocess
+import time
+
+import pyarrow
+import pytest
+
+import ratelimit_replay as rl
+from test_same_as_cli import ALGORITHMS
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+US = dt.timedelta(microseconds=1)
+
+# Each limiter at a rate every one of them runs at (nginx takes N r/s or N r/m).
+SIZES = {algo: dict(rate="30/m") for algo in ALGORITHMS}
+for algo in ("token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"):
+    SIZES[algo] = dict(rate="30/m", burst=5)
+# These count each request once, and take no cost.
+UNWEIGHED = {"nginx", "traefik", "envoy-local"}
+
+
+def events(count: int, seed: int, keys: int = 3, weighed: bool = True):
+    """`count` events in time order over a minute: (time, key, cost)."""
+    rng = random.Random(seed)
+    start = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+    times = sorted(start + dt.timedelta(milliseconds=rng.randrange(60_000)) for _ in range(count))
+    return [(t, f"k{rng.randrange(keys)}", rng.randrange(1, 4) if weighed else 1) for t in times]
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_a_live_limiter_decides_as_a_replay_does(algo):
+    weighed = algo not in UNWEIGHED
+    log = events(400, seed=3, weighed=weighed)
+    table = pyarrow.table(
+        {
+            "time": pyarrow.array([t for t, _, _ in log], pyarrow.timestamp("us", tz="UTC")),
+            "key": [k for _, k, _ in log],
+            "cost": [c for _, _, c in log],
+        }
+    )
+    want = rl.replay(table, algo=algo, key="key", cost="cost" if weighed else None, **SIZES[algo])
+    limiter = rl.Limiter(algo=algo, **SIZES[algo])
+    got = [limiter.decide(t, key=k, cost=c).passed for t, k, c in log]
+    assert got == want.decisions.to_pylist()
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_remaining_and_retry_after_are_what_the_limiter_would_do(algo):
+    weighed = algo not in UNWEIGHED
+    log = events(120, seed=11, keys=1, weighed=weighed)
+    sizes = SIZES[algo]
+
+    def replayed(upto: int) -> rl.Limiter:
+        limiter = rl.Limiter(algo=algo, **sizes)
+        for t, k, c in log[:upto]:
+            limiter.decide(t, key=k, cost=c)
+        return limiter
+
+    full = replayed(0)
+    outcomes = [full.decide(t, key=k, cost=c) for t, k, c in log]
+    rng = random.Random(5)
+    checked = {"remaining": 0, "retry": 0}
+    for at in sorted(rng.sample(range(len(log)), 12)):
+        t, k, c = log[at]
+        seen = outcomes[at]
+        # `remaining` more units pass at once after this decision, and one more does not.
+        if seen.remaining > 0 and weighed:
+            assert replayed(at + 1).decide(t, key=k, cost=seen.remaining).passed
+            checked["remaining"] += 1
+        if weighed or seen.remaining == 0:
+            assert not replayed(at + 1).decide(t, key=k, cost=seen.remaining + 1).passed
+        # After this refusal (which some systems count), an event of this cost passes
+        # `retry_after` later, and not a µs sooner.
+        if not seen.passed and seen.retry_after is not None:
+            assert replayed(at + 1).decide(t + seen.retry_after, key=k, cost=c).passed
+            assert not replayed(at + 1).decide(t + seen.retry_after - US, key=k, cost=c).passed
+            checked["retry"] += 1
+    assert checked["retry"] > 0, "no refused event was checked"
+
+
+def test_a_live_limiters_clock_never_goes_back():
+    limiter = rl.Limiter(algo="gcra", rate="5/h", burst=5)
+    now = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+    limiter.decide(now)
+    with pytest.raises(ValueError, match="before 2025-06-01T00:00:00Z, the time of the last decision"):
+        limiter.decide(now - US)
+    with pytest.raises(ValueError, match="has no zone"):
+        limiter.decide(dt.datetime(2025, 6, 2))
+    with pytest.raises(ValueError, match="invalid value 'nope' for '--algo"):
+        rl.Limiter(algo="nope", rate="5/h")
+
+
+@pytest.fixture()
+def redis_url():
+    """A real redis-server on a free loopback port, stopped by its PID at the end."""
+    server = shutil.which("redis-server")
+    assert server, "needs redis-server (.ci/run installs Debian's)"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.1) as ping:
+                    ping.sendall(b"PING\r\n")
+                    if ping.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_limiter_in_redis_is_shared_and_says_when_to_retry(redis_url):
+    one = rl.Limiter(algo="gcra", rate="5/h", burst=2, redis=redis_url)
+    other = rl.Limiter(algo="gcra", rate="5/h", burst=2, redis=redis_url)
+    first, second, third = one.decide(key="alice"), other.decide(key="alice"), one.decide(key="alice")
+    assert (first.passed, first.remaining) == (True, 1)
+    assert (second.passed, second.remaining) == (True, 0)
+    # Refused: a token comes back 12 minutes after the first, less the time since.
+    assert not third.passed and dt.timedelta(minutes=11) < third.retry_after <= dt.timedelta(minutes=12)
+    assert one.decide(key="bob").passed
+    with pytest.raises(ValueError, match="Redis decides at its own clock"):
+        one.decide(dt.datetime.now(dt.timezone.utc), key="alice")
+
+
+def test_a_limit_that_counts_each_request_once_refuses_a_cost():
+    limiter = rl.Limiter(algo="nginx", rate="30/m", burst=5)
+    with pytest.raises(ValueError, match="^cost: nginx counts each request once, as nginx .* and takes no cost$"):
+        limiter.decide(dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc), cost=2)
