@@ -39,11 +39,14 @@ class Report:
     attributes; ``to_dict()`` gives the whole object.
     """
 
-    def __init__(self, fields: dict[str, Any], decisions: pyarrow.BooleanArray | None):
+    def __init__(self, fields: dict[str, Any], decisions: pyarrow.BooleanArray | pyarrow.Table | None):
         self._fields = fields
-        #: Each row's decision, in the input's row order: True passed, False dropped, null
-        #: for a row that made no event (left out by ``since``, ``until`` or ``where``).
-        #: With ``limits``, the all-or-nothing decision of every layer together.
+        #: Each row's decision, in the input's row order, as a pyarrow ``BooleanArray``:
+        #: True passed, False dropped, null for a row that made no event (left out by
+        #: ``since``, ``until`` or ``where``). With ``limits``, a pyarrow ``Table``: its
+        #: column ``passed`` is the decision of all the layers together, and a column for
+        #: each layer, named by its SPEC, says whether that layer admitted the row (a row
+        #: one layer admits may be dropped by another).
         self.decisions = decisions
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,7 +102,15 @@ def replay(
         ),
         decisions=True,
     )
-    return Report(json.loads(stdout), pyarrow.array(decisions) if decisions is not None else None)
+    fields = json.loads(stdout)
+    if decisions is not None:
+        columns = [pyarrow.array(column) for column in decisions]
+        if "layers" in fields:
+            names = ["passed"] + [layer["spec"] for layer in fields["layers"]]
+            decisions = pyarrow.table(columns, names=names)
+        else:
+            decisions = columns[0]
+    return Report(fields, decisions)
 
 
 def compare(

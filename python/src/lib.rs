@@ -21,10 +21,14 @@ use ratelimit_replay::input::catalog::{ArrowData, Source};
 #[global_allocator]
 static ALLOCATOR: ratelimit_replay::huge_pages::HugePages = ratelimit_replay::huge_pages::HugePages;
 
+/// Arrow arrays, each a column of decisions.
+type Columns<'py> = Vec<Bound<'py, PyAny>>;
+
 /// Runs the command `args` give (the program's name first), reading `data` (anything that
 /// speaks the Arrow PyCapsule interface) instead of a FILE if given. Returns what it would
-/// print on stdout, and with `decisions`, each row's decision as an Arrow array (which
-/// `pyarrow.array` takes as it is).
+/// print on stdout, and with `decisions`, each row's decision as Arrow arrays (which
+/// `pyarrow.array` takes as they are): whether it passed, then, with layers, whether each
+/// layer admitted it.
 /// Raises ValueError with the program's one-line message.
 #[pyfunction]
 #[pyo3(signature = (args, data=None, decisions=false))]
@@ -33,17 +37,21 @@ fn call<'py>(
     args: Vec<String>,
     data: Option<AnyRecordBatch>,
     decisions: bool,
-) -> PyResult<(Bound<'py, PyBytes>, Option<Bound<'py, PyAny>>)> {
+) -> PyResult<(Bound<'py, PyBytes>, Option<Columns<'py>>)> {
     let given = match data {
         Some(data) => Some(Source::Arrow(table(data)?)),
         None => None,
     };
     let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;
     let decisions = match answer.decisions {
-        Some(Decisions(each)) => {
-            let array = Arc::new(BooleanArray::from(each));
-            let field = Arc::new(Field::new("passed", DataType::Boolean, true));
-            Some(PyArray::new(array, field).into_pyobject(py)?.into_any())
+        Some(Decisions { passed, layers }) => {
+            let mut columns = Vec::with_capacity(1 + layers.len());
+            for each in std::iter::once(passed).chain(layers) {
+                let array = Arc::new(BooleanArray::from(each));
+                let field = Arc::new(Field::new("passed", DataType::Boolean, true));
+                columns.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
+            }
+            Some(columns)
         }
         None => None,
     };

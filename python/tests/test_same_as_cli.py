@@ -58,8 +58,12 @@ def test_weighted_keyed_replay_of_a_log_is_the_programs(log_csv, log_table, algo
     assert without_input(got.to_dict()) == without_input(json.loads(done.stdout))
 
 
-@pytest.mark.parametrize("algo,burst", [("gcra", 5), ("sliding-log", None), ("nginx", 5), ("haproxy", None)])
-def test_decisions_are_the_programs_emitted_row_by_row(log_csv, log_table, algo, burst):
+BURSTS = {"token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"}
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_decisions_are_the_programs_emitted_row_by_row(log_csv, log_table, algo):
+    burst = 5 if algo in BURSTS else None
     flags = ["--algo", algo, "--rate", "30/m", "--key", "client"] + (["--burst", str(burst)] if burst else [])
     flags += ["--time-column", "ts", "--time-format", "unix-ms"]
     done = cli("replay", str(log_csv), *flags, "--emit", "all", "--quiet")
@@ -85,7 +89,16 @@ def test_layered_replay_is_the_programs(log_csv, log_table):
     assert without_input(got.to_dict()) == without_input(want)
     done = cli("replay", str(log_csv), *flags, *time, "--emit", "all", "--quiet")
     emitted = {int(line.split(",")[0]): line.endswith(",passed") for line in done.stdout.decode().splitlines()[1:]}
-    assert got.decisions.to_pylist() == [emitted[row] for row in log_table["id"].to_pylist()]
+    ids = log_table["id"].to_pylist()
+    assert got.decisions.column_names == ["passed", *limits]
+    assert got.decisions["passed"].to_pylist() == [emitted[row] for row in ids]
+    # Each layer's own column: a row passes when every layer admits it, and each layer
+    # refused as many as its report says.
+    layers = [got.decisions[spec].to_pylist() for spec in limits]
+    assert got.decisions["passed"].to_pylist() == [all(each) for each in zip(*layers)]
+    for spec, admitted, report in zip(limits, layers, got.layers):
+        assert admitted.count(False) == report["refused"], spec
+    assert sum(1 for each in zip(*layers) if each.count(False) == 1) == sum(r["only"] for r in got.layers)
 
 
 @pytest.mark.parametrize("keyed", [False, True], ids=["one", "keyed"])
@@ -96,6 +109,14 @@ def test_compare_and_min_bucket_are_the_programs(m5, m5_table, keyed):
     )
     want = cli_json("min-bucket", str(m5), "--rate", "5/h", *key)
     assert without_input(rl.min_bucket(m5_table, rate="5/h", key="net" if keyed else None)) == without_input(want)
+
+
+def test_compare_of_every_weighed_limiter_keyed_is_the_programs(log_csv, log_table):
+    weighed = [algo for algo in ALGORITHMS if algo not in ("nginx", "traefik", "envoy-local")]
+    flags = ["--rate", "2000/m", "--key", "client", "--cost", "tokens", "--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("compare", str(log_csv), "--algo", ",".join(weighed), *flags)
+    got = rl.compare(log_table, rate="2000/m", algos=weighed, key="client", cost="tokens", time="ts", time_format="unix-ms")
+    assert len(got) == len(weighed) and without_input(got) == without_input(want)
 
 
 def test_weighted_min_bucket_min_rate_and_curve_are_the_programs(log_csv, log_table):

@@ -42,7 +42,8 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     if args.keep_decisions {
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
         let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
-        super::decisions::keep(&rows, &record.trace, &input.source);
+        let (trace, refusals) = (&record.trace, &record.refusals);
+        super::decisions::keep_layers(&rows, trace, refusals, layers.len(), &input.source);
         let report = report(&args.limits, &input, record, &stats, top);
         let mut out = BufWriter::new(stdout());
         export::write(&mut out, args.output.format, styles.stdout, &report)?;

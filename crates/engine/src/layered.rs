@@ -150,6 +150,8 @@ pub struct Tally {
     only: Vec<u64>,
     /// If kept: every event's decision, in order.
     trace: Option<Vec<bool>>,
+    /// If kept, with the trace: the layers that refused each event (bit n for layer n).
+    refusals: Vec<u32>,
 }
 
 impl Tally {
@@ -161,6 +163,7 @@ impl Tally {
             events: 0,
             passed: 0,
             trace: None,
+            refusals: Vec::new(),
         }
     }
 
@@ -179,6 +182,7 @@ impl Tally {
         self.passed += u64::from(passed);
         if let Some(trace) = &mut self.trace {
             trace.push(passed);
+            self.refusals.push(refused);
         }
         passed
     }
@@ -207,6 +211,8 @@ pub struct LayeredRecord {
     pub layers: Vec<(Recorder, u64, u64)>,
     /// Every event's decision, in order, if they were kept.
     pub trace: Vec<bool>,
+    /// With the trace: the layers that refused each event, in order (bit n for layer n).
+    pub refusals: Vec<u32>,
 }
 
 /// Says whether `layers` make a layered limit: 1 to [`MAX_LAYERS`] of them.
@@ -238,6 +244,7 @@ impl<D: Decide> Layered<D> {
             passed: tally.passed,
             layers: layers.collect(),
             trace: tally.trace.unwrap_or_default(),
+            refusals: tally.refusals,
         })
     }
 }
