@@ -2,6 +2,7 @@
 
 pub mod curve;
 pub mod many_rates;
+pub mod merge;
 pub mod min_bucket;
 pub mod quantile;
 pub mod window;
