@@ -39,7 +39,7 @@ fn call<'py>(
     decisions: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, Option<Columns<'py>>)> {
     let given = match data {
-        Some(data) => Some(Source::Arrow(table(data)?)),
+        Some(data) => Some(Source::Arrow(table(data, "<arrow>".to_owned())?)),
         None => None,
     };
     let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;
@@ -56,6 +56,33 @@ fn call<'py>(
         None => None,
     };
     Ok((PyBytes::new(py, &answer.stdout), decisions))
+}
+
+/// Sums up a chunk of one stream in time order (a Spark partition's rows), for each rate
+/// that `args` (`ratelimit min-bucket`'s flags) give: a line of text a rate, to be merged
+/// with the other chunks' by `merge_bucket_summaries`. The GIL is released meanwhile.
+/// `name` names the chunk in messages.
+#[pyfunction]
+fn bucket_summaries(
+    py: Python<'_>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+) -> PyResult<Vec<String>> {
+    let given = Source::Arrow(table(data, name)?);
+    py.detach(|| embed::bucket_summaries(&args, given)).map_err(value_error)
+}
+
+/// Merges the summaries of a stream's chunks, given in the stream's order, into what
+/// `ratelimit min-bucket --format json` prints for the whole stream.
+#[pyfunction]
+fn merge_bucket_summaries<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    chunks: Vec<Vec<String>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let merged = embed::merge_bucket_summaries(&args, &chunks).map_err(value_error)?;
+    Ok(PyBytes::new(py, &merged))
 }
 
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
@@ -91,14 +118,15 @@ fn value_error(err: anyhow::Error) -> PyErr {
     PyValueError::new_err(ratelimit_replay::error_line(&err))
 }
 
-/// Takes the record batches of `data` as they are: its buffers are shared, not copied.
-fn table(data: AnyRecordBatch) -> PyResult<ArrowData> {
+/// Takes the record batches of `data` as they are (its buffers are shared, not copied),
+/// named `name` in reports and messages.
+fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
     let reader = data.into_reader()?;
     let schema = reader.schema();
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| PyValueError::new_err(format!("cannot read the Arrow data: {err}")))?;
-    Ok(ArrowData::new("<arrow>", schema, batches))
+    Ok(ArrowData::new(name, schema, batches))
 }
 
 /// The module `ratelimit_replay._native`.
@@ -106,5 +134,7 @@ fn table(data: AnyRecordBatch) -> PyResult<ArrowData> {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_class::<Limiter>()?;
+    module.add_function(wrap_pyfunction!(bucket_summaries, module)?)?;
+    module.add_function(wrap_pyfunction!(merge_bucket_summaries, module)?)?;
     Ok(())
 }

@@ -154,6 +154,58 @@ impl BucketSummary {
         }
     }
 
+    /// Returns the summary as one line of text, for a summary to go from where its chunk
+    /// was read to where the chunks are merged: [`decode`](BucketSummary::decode) reads
+    /// it back, at the same rate. Whole numbers only; `-` for a figure of no events.
+    pub fn encode(&self) -> String {
+        let at = |at: &At| format!("{} {} {}", at.value, at.index, at.time.as_micros());
+        let or_none = |figure: Option<At>| figure.as_ref().map_or_else(|| "- - -".to_owned(), at);
+        let worst = self.worst.as_ref().map_or_else(
+            || "- - - - - - -".to_owned(),
+            |(w, i, j)| format!("{w} {} {}", at(i), at(j)),
+        );
+        format!(
+            "{} {} {} {} {}",
+            self.events,
+            self.cost,
+            or_none(self.high),
+            or_none(self.low),
+            worst
+        )
+    }
+
+    /// Reads a summary that [`encode`](BucketSummary::encode) wrote, at `rate`; `None` if
+    /// the text is not one.
+    pub fn decode(rate: Rate, text: &str) -> Option<BucketSummary> {
+        let words: Vec<&str> = text.split(' ').collect();
+        let [events, cost, rest @ ..] = &words[..] else { return None };
+        let at = |w: &[&str]| -> Option<Option<At>> {
+            match w {
+                ["-", "-", "-"] => Some(None),
+                [value, index, time] => Some(Some(At {
+                    value: value.parse().ok()?,
+                    index: index.parse().ok()?,
+                    time: Timestamp::from_micros(time.parse().ok()?)?,
+                })),
+                _ => None,
+            }
+        };
+        let [h0, h1, h2, l0, l1, l2, w, i0, i1, i2, j0, j1, j2] = rest else { return None };
+        let worst = match (*w, at(&[i0, i1, i2])?, at(&[j0, j1, j2])?) {
+            ("-", None, None) => None,
+            (w, Some(i), Some(j)) => Some((w.parse().ok()?, i, j)),
+            _ => return None,
+        };
+        Some(BucketSummary {
+            rate,
+            events: events.parse().ok()?,
+            cost: cost.parse().ok()?,
+            high: at(&[h0, h1, h2])?,
+            low: at(&[l0, l1, l2])?,
+            worst,
+        })
+    }
+
     /// Returns the smallest lossless bucket of the events summed up, and a stretch that
     /// needs it: what [`MinBucketFinder`](super::min_bucket::MinBucketFinder) finds in one
     /// pass over them.
@@ -257,6 +309,7 @@ mod tests {
             // Right to left, and pairwise as a tree: the merge is associative.
             let right = chunks.iter().rev().fold(BucketSummary::new(rate), |done, earlier| earlier.merge(&done));
             prop_assert_eq!(right.result(), want);
+            let level_copy = chunks.clone();
             let mut level = chunks;
             while level.len() > 1 {
                 level = level.chunks(2).map(|pair| match pair {
@@ -266,6 +319,11 @@ mod tests {
                 }).collect();
             }
             prop_assert_eq!(level.pop().unwrap_or_else(|| BucketSummary::new(rate)).result(), want);
+            // Written out and read back, each summary is itself.
+            for chunk in &level_copy {
+                let read = BucketSummary::decode(rate, &chunk.encode());
+                prop_assert_eq!(read.as_ref(), Some(chunk));
+            }
         }
     }
 }

@@ -1,0 +1,120 @@
+"""Spark in local[2] gives the program's answers, from summaries merged on the driver."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pyarrow
+import pyarrow.csv
+import pyarrow.parquet
+import pytest
+
+from conftest import cli_json, synthetic_log, without_input
+
+# The real thing, installed by .ci/run: a run without it fails, it does not skip.
+from pyspark.sql import SparkSession, functions as F  # noqa: E402
+
+from ratelimit_replay import spark as rls  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """Spark in local[2], on loopback, its UI off, its driver taking at most 1 MiB of
+    results: only summaries may reach it."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ratelimit-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.maxResultSize", "1m")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory):
+    """200,000 requests over an hour as CSV (for the program) and as 1, 3 and 7 Parquet
+    files (for Spark), the same rows in the same order, with their row number."""
+    folder = tmp_path_factory.mktemp("spark")
+    csv = folder / "log.csv"
+    csv.write_text(synthetic_log(200_000, seed=23))
+    table = pyarrow.csv.read_csv(csv)
+    table = table.append_column("tie", pyarrow.array(range(table.num_rows), pyarrow.int64()))
+    files = {}
+    for count in (1, 3, 7):
+        parts = folder / f"parquet-{count}"
+        parts.mkdir()
+        step = -(-table.num_rows // count)
+        for n in range(count):
+            pyarrow.parquet.write_table(table.slice(n * step, step), parts / f"part-{n}.parquet")
+        files[count] = parts
+    return csv, files
+
+
+@pytest.mark.parametrize("count", [1, 3, 7])
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_min_bucket_of_one_stream_is_the_programs_for_any_files_and_partitions(spark, big_log, count, partitions):
+    csv, files = big_log
+    df = spark.read.parquet(str(files[count]))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for cost in (None, "tokens"):
+        weigh = ["--cost", cost] if cost else []
+        want = cli_json("min-bucket", str(csv), "--rate", "100/s,2000/m,1/h", *weigh, *time)
+        got = rls.min_bucket(
+            df, rate="100/s,2000/m,1/h", cost=cost, time="ts", time_format="unix-ms", tie="tie", partitions=partitions
+        )
+        assert without_input(got) == without_input(want), (count, partitions, cost)
+
+
+def test_min_bucket_of_the_real_catalog_with_spark_timestamps_is_the_programs(spark, m5, m5_table):
+    rows = m5_table.select(["time", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
+    df = spark.createDataFrame(rows.to_pandas())
+    assert dict(df.dtypes)["time"] == "timestamp"
+    want = cli_json("min-bucket", str(m5), "--rate", "1/h..100/h")
+    assert rls.min_bucket(df, rate="1/h..100/h", tie="tie", partitions=3) == without_input(want)
+
+
+def test_a_bad_row_on_an_executor_raises_the_programs_message(spark):
+    df = spark.createDataFrame([("2025-01-01T00:00:00Z",), ("not a time",)], "time string")
+    # Named by its range and its place there, in time order (text sorts "n" after "2").
+    with pytest.raises(ValueError, match=r"^<partition 0>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"):
+        rls.min_bucket(df.withColumn("tie", F.lit(0)), rate="1/s", partitions=1)
+
+
+def test_events_at_one_time_are_taken_in_the_tie_order_whatever_the_files_order(spark, tmp_path):
+    # 3,000 events of 0 to 2 units at 30 instants: where the free ones stand in an instant
+    # moves the stretch. The files hold them shuffled; `tie` says the order the program reads.
+    import random
+
+    rng = random.Random(4)
+    rows = [(1_750_000_000_000 + (n // 100) * 1000, rng.randrange(0, 3), n) for n in range(3000)]
+    csv = tmp_path / "ties.csv"
+    csv.write_text("ts,tokens,tie\n" + "".join(f"{t},{c},{n}\n" for t, c, n in rows))
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    columns = list(zip(*shuffled))
+    table = pyarrow.table({"ts": columns[0], "tokens": columns[1], "tie": columns[2]})
+    for n in range(3):
+        pyarrow.parquet.write_table(table.slice(n * 1000, 1000), tmp_path / f"part-{n}.parquet")
+    df = spark.read.parquet(*[str(tmp_path / f"part-{n}.parquet") for n in range(3)])
+    want = cli_json("min-bucket", str(csv), "--rate", "90/s", "--cost", "tokens", "--time-column", "ts", "--time-format", "unix-ms")
+    got = rls.min_bucket(df, rate="90/s", cost="tokens", time="ts", time_format="unix-ms", tie="tie", partitions=4)
+    assert without_input(got) == without_input(want)
+
+
+def test_the_examples_in_the_spark_page_run_as_written(spark):
+    import doctest
+
+    from conftest import REPO
+
+    result = doctest.testfile(
+        str(REPO / "docs" / "spark.md"), module_relative=False, globs={"spark": spark}, optionflags=doctest.ELLIPSIS
+    )
+    assert result.attempted > 0 and result.failed == 0
