@@ -164,10 +164,18 @@ def min_rate(
 def curve(
     data: Any, *, key: str | None = None, cost: str | int | None = None, time: str = "time", **flags: Any
 ) -> pyarrow.Table:
-    """Returns the whole burst-rate curve of ``data``: for each span of rates, the smallest
-    lossless bucket, as the rows of ``ratelimit min-bucket --curve --format json``."""
+    """Returns the whole burst-rate curve of ``data`` as a pyarrow table of (rate,
+    min_bucket): a row for each rate where the curve bends, with the smallest lossless
+    bucket there, exact; between one row's rate and the next, the bucket falls by
+    ``r·span_s`` as the rate r rises. The other columns are the rest of ``ratelimit
+    min-bucket --curve --format json``'s fields: ``rate_per_hour``, ``to``, ``events``,
+    ``span_s``, ``start``, ``end`` (the stretch that sets the bucket on the piece)."""
     args = dict(curve=True, key=key, cost=cost, time=time, **flags)
-    return pyarrow.Table.from_pylist(json.loads(_run("min-bucket", data, args)[0]))
+    pieces = json.loads(_run("min-bucket", data, args)[0])
+    names = {"from": "rate", "from_per_hour": "rate_per_hour"}
+    rows = [{names.get(name, name): value for name, value in piece.items()} for piece in pieces]
+    order = ["rate", "min_bucket", "rate_per_hour", "to", "to_per_hour", "events", "span_s", "start", "end"]
+    return pyarrow.Table.from_pylist(rows).select(order)
 
 
 def report(data: Any, path: str | os.PathLike[str], **flags: Any) -> None:

@@ -337,6 +337,7 @@ fn run_curve(
                 from_per_hour: curve.starts[m].per_hour(),
                 to,
                 to_per_hour: to.map(|t| t.per_hour()),
+                min_bucket: curve.min_bucket(curve.starts[m].events, curve.starts[m].micros),
                 events,
                 span_s: Span::from_micros(line.span).expect("times are sorted"),
                 start,

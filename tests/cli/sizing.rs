@@ -99,6 +99,29 @@ fn the_curve_agrees_with_the_one_pass_minimum_at_many_rates() {
     }
 }
 
+#[test]
+fn each_piece_of_the_curve_says_the_one_pass_bucket_at_its_start() {
+    // The sample's curve: at each piece's lower rate, the bucket it states is the one
+    // that min-bucket finds in one pass at that rate (and at rate 0, every event).
+    let curve = json(&run(&["min-bucket", "--sample", "--curve", "--format", "json"], "").ok());
+    let pieces = curve.as_array().unwrap();
+    assert!(pieces.len() > 10);
+    assert_eq!(pieces[0]["from"], "0");
+    let all = json(
+        &run(&["replay", "--sample", "--algo", "gcra", "--rate", "1/s", "--format", "json"], "")
+            .ok(),
+    );
+    assert_eq!(pieces[0]["min_bucket"], all["events"]);
+    let rates: Vec<&str> = pieces[1..].iter().map(|p| p["from"].as_str().unwrap()).collect();
+    let args = ["min-bucket", "--sample", "--rate", &rates.join(","), "--format", "json"];
+    let one_pass = json(&run(&args, "").ok());
+    // One answer a rate, in the order asked (each rate written its own way).
+    assert_eq!(one_pass.as_array().unwrap().len(), rates.len());
+    for (piece, found) in pieces[1..].iter().zip(one_pass.as_array().unwrap()) {
+        assert_eq!(piece["min_bucket"], found["min_bucket"], "{}", piece["from"]);
+    }
+}
+
 fn gcra_dropped(file: &str, rate: &str, burst: u64) -> u64 {
     let args = [
         "replay",

@@ -384,6 +384,9 @@ pub struct CurveSegment {
     pub from_per_hour: f64,
     pub to: Option<ExactRate>,
     pub to_per_hour: Option<f64>,
+    /// The smallest lossless bucket at `from`, in units (events when each costs 1); it
+    /// falls by `r·span_s` as the rate r rises to `to`.
+    pub min_bucket: u64,
     pub events: u64,
     #[serde(serialize_with = "seconds")]
     #[schemars(with = "f64")]

@@ -398,6 +398,7 @@ pub fn curve_table(
                 per_hour(s.from_per_hour),
                 s.to.map_or("-".into(), |t| t.to_string()),
                 s.to_per_hour.map_or("-".into(), per_hour),
+                s.min_bucket.to_string(),
                 s.events.to_string(),
                 human_duration(s.span_s.as_micros()),
                 s.start.to_string(),
@@ -405,7 +406,8 @@ pub fn curve_table(
             ]
         })
         .collect();
-    let header = ["from", "per_hour", "to", "per_hour", "events", "span", "start", "end"];
+    let header =
+        ["from", "per_hour", "to", "per_hour", "min_bucket", "events", "span", "start", "end"];
     table(out, &header, &rows, style)
 }
 
