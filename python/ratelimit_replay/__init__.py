@@ -211,7 +211,9 @@ class Limiter:
     shared with every process that uses the same keys.
 
     The keywords are ``ratelimit filter``'s flags: ``algo``, ``rate``, ``burst``, and a
-    limiter's own (``nodelay=True``). A Limiter belongs to the thread that made it.
+    limiter's own (``nodelay=True``). Threads may share a Limiter: each decision is made
+    whole, one at a time, with the GIL released (a Redis round trip holds no other thread
+    back).
     """
 
     def __init__(self, *, algo: str = "gcra", rate: str, burst: int | None = None, redis: str | None = None, **flags: Any):

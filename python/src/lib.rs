@@ -5,7 +5,7 @@
 //! Python from keyword arguments, and every answer is the command's own, so that the
 //! package gives exactly what the program prints.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{BooleanArray, RecordBatchReader};
 use arrow_schema::{DataType, Field};
@@ -86,29 +86,36 @@ fn merge_bucket_summaries<'py>(
 }
 
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
-/// event. It lives on the thread that made it (a Redis connection is not shared).
-#[pyclass(unsendable)]
-struct Limiter(embed::Limiter);
+/// event, with the GIL released (a Redis round trip is waited for by this thread alone).
+#[pyclass]
+struct Limiter(Mutex<embed::Limiter>);
 
 #[pymethods]
 impl Limiter {
     /// Makes the limit that `args` give as `ratelimit filter`'s flags, its name first.
     #[new]
     fn new(args: Vec<String>) -> PyResult<Limiter> {
-        embed::Limiter::new(&args).map(Limiter).map_err(value_error)
+        let limiter = embed::Limiter::new(&args).map_err(value_error)?;
+        Ok(Limiter(Mutex::new(limiter)))
     }
 
     /// Decides on an event of `key` that costs `cost`, at `micros` µs after 1970 (the
     /// clock's time if `None`): (passed, wait µs, remaining, retry after µs or None).
     #[pyo3(signature = (micros, key, cost))]
     fn decide(
-        &mut self,
+        &self,
+        py: Python<'_>,
         micros: Option<i64>,
         key: &[u8],
         cost: u64,
     ) -> PyResult<(bool, u64, u64, Option<i64>)> {
-        let answer = self.0.decide_at(micros, key, cost).map_err(value_error)?;
-        let wait = self.0.wait_micros(&answer);
+        // One decision at a time: a thread that shares the limiter waits its turn.
+        let decided = py.detach(|| {
+            let mut limiter = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let answer = limiter.decide_at(micros, key, cost)?;
+            Ok::<_, anyhow::Error>((answer, limiter.wait_micros(&answer)))
+        });
+        let (answer, wait) = decided.map_err(value_error)?;
         Ok((answer.decision.passed, wait, answer.remaining, answer.retry_after_us))
     }
 }

@@ -7,6 +7,7 @@ import random
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import pyarrow
@@ -106,7 +107,8 @@ def redis_url():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--enable-debug-command", "local"],
         stdout=subprocess.DEVNULL,
     )
     try:
@@ -135,6 +137,44 @@ def test_a_limiter_in_redis_is_shared_and_says_when_to_retry(redis_url):
     assert one.decide(key="bob").passed
     with pytest.raises(ValueError, match="Redis decides at its own clock"):
         one.decide(dt.datetime.now(dt.timezone.utc), key="alice")
+
+
+def test_a_limiter_in_redis_waits_for_its_answer_without_the_gil(redis_url):
+    limiter = rl.Limiter(algo="gcra", rate="5/h", burst=5, redis=redis_url)
+    limiter.decide(key="warm")
+    # Keep the server busy for half a second, then ask it from another thread: this one
+    # runs Python all the while, where a limiter holding the GIL would freeze it.
+    host, port = redis_url.removeprefix("redis://").split(":")
+    with socket.create_connection((host, int(port))) as busy:
+        busy.sendall(b"DEBUG SLEEP 0.5\r\n")
+        time.sleep(0.05)
+        asking = threading.Thread(target=lambda: limiter.decide(key="alice"))
+        began = last = time.perf_counter()
+        asking.start()
+        longest = 0.0
+        while asking.is_alive():
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+        asking.join()
+        assert busy.recv(16).startswith(b"+OK")
+    waited = time.perf_counter() - began
+    assert waited > 0.3, f"the server answered in {waited:.3f} s: it did not sleep"
+    assert longest < 0.1, f"this thread stopped for {longest:.3f} s of a {waited:.3f} s wait"
+
+
+def test_threads_may_share_a_limiter_and_each_decision_is_whole():
+    limiter = rl.Limiter(algo="gcra", rate="5/h", burst=100)
+    now = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+    passed = []
+
+    def work():
+        passed.extend(limiter.decide(now, key="shared").passed for _ in range(60))
+
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    [w.start() for w in workers]
+    [w.join() for w in workers]
+    # 240 at one instant against a bucket of 100: exactly 100 pass, whoever asked.
+    assert passed.count(True) == 100 and len(passed) == 240
 
 
 def test_a_limit_that_counts_each_request_once_refuses_a_cost():

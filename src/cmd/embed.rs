@@ -2,6 +2,8 @@
 //! command line's, its input may be handed over (Arrow data), and what it would print, and
 //! each row's decision, are returned instead.
 
+use std::sync::mpsc;
+
 use anyhow::{Result, bail};
 
 pub use crate::engine::live::Answer;
@@ -50,15 +52,26 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<O
 
 /// One limit decided live, event by event, as `filter` decides lines: in memory at the
 /// times given, or in Redis at the server's clock, shared with every process that uses
-/// the same keys.
+/// the same keys. It may move between threads, and a caller may wait for it while it
+/// holds nothing (Python's GIL): Redis is asked from a thread of the limiter's own.
 pub struct Limiter {
-    live: Box<dyn Live>,
+    decider: Decider,
     settings: crate::engine::recorder::Settings,
-    /// Whether Redis decides, at its own clock.
-    remote: bool,
     /// The time of the last decision, in memory: none may come before it.
     last: Option<Timestamp>,
     clock: super::filter::Clock,
+}
+
+/// Who decides a live limit's events.
+enum Decider {
+    /// This process, in memory.
+    Here(Box<dyn Live + Send>),
+    /// Redis, asked by a thread that holds the connection: each question goes to it, and
+    /// its answer comes back.
+    Remote {
+        ask: mpsc::SyncSender<(Vec<u8>, u64)>,
+        answers: mpsc::Receiver<Result<Option<Answer>>>,
+    },
 }
 
 impl Limiter {
@@ -70,16 +83,19 @@ impl Limiter {
         if !filter.limits.is_empty() {
             bail!("a live limit is one limit: several at once are replay's --limit layers");
         }
-        let (live, settings, ..) = super::filter::decider(filter)?;
-        let Some(settings) = settings else { bail!("a live limit is one limit") };
-        let remote = !filter.remote.redis.is_empty();
+        let settings = filter.limit.settings("filter")?;
+        let decider = if filter.remote.redis.is_empty() {
+            Decider::Here(crate::engine::live::in_memory(&settings))
+        } else {
+            remote(cli)?
+        };
         let clock = super::filter::Clock::start();
-        Ok(Limiter { live, settings, remote, last: None, clock })
+        Ok(Limiter { decider, settings, last: None, clock })
     }
 
-    /// Decides on an event of key `key` (empty for none) that costs `cost`, at `now`: in
-    /// memory, the time given, which must not go back; in Redis, the server's clock, and
-    /// `now` must not be given.
+    /// Decides on an event of key `key` (empty for none) that costs `cost`, at `now` µs
+    /// after 1970: in memory, the time given (the clock's if none), which must not go
+    /// back; in Redis, the server's clock, and `now` must not be given.
     pub fn decide_at(&mut self, now: Option<i64>, key: &[u8], cost: u64) -> Result<Answer> {
         let now = match now {
             Some(micros) => match Timestamp::from_micros(micros) {
@@ -99,7 +115,8 @@ impl Limiter {
 
     /// Decides as [`decide_at`](Limiter::decide_at) does, at `now`.
     pub fn decide(&mut self, now: Option<Timestamp>, key: &[u8], cost: u64) -> Result<Answer> {
-        let now = match (now, self.remote) {
+        let remote = matches!(self.decider, Decider::Remote { .. });
+        let now = match (now, remote) {
             (Some(_), true) => bail!("Redis decides at its own clock: give no time"),
             (Some(now), false) => now,
             (None, _) => self.clock.at(std::time::Instant::now()),
@@ -115,10 +132,47 @@ impl Limiter {
             );
         }
         self.last = Some(now);
-        match self.live.answer_now(now, key, cost)? {
-            Some(answer) => Ok(answer),
-            None => bail!("this limit cannot say what remains"),
+        let answer = match &mut self.decider {
+            Decider::Here(live) => live.answer_now(now, key, cost)?,
+            Decider::Remote { ask, answers } => {
+                let gone = || anyhow::anyhow!("the thread that asks Redis has ended");
+                ask.send((key.to_vec(), cost)).map_err(|_| gone())?;
+                answers.recv().map_err(|_| gone())??
+            }
+        };
+        answer.ok_or_else(|| anyhow::anyhow!("this limit cannot say what remains"))
+    }
+}
+
+/// Starts the thread that asks Redis the limit `cli` gives, and returns how to ask it. The
+/// connection lives and dies with the thread, which ends when the limiter is dropped.
+fn remote(cli: Cli) -> Result<Decider> {
+    let (ask, questions) = mpsc::sync_channel::<(Vec<u8>, u64)>(0);
+    let (answer, answers) = mpsc::sync_channel(1);
+    std::thread::Builder::new().name("ratelimit-redis".into()).spawn(move || {
+        let made = cli.command.filter().map(super::filter::decider);
+        let mut live = match made {
+            Some(Ok((live, ..))) => {
+                let _ = answer.send(Ok(None));
+                live
+            }
+            Some(Err(err)) => return drop(answer.send(Err(err))),
+            None => return,
+        };
+        let clock = super::filter::Clock::start();
+        for (key, cost) in questions {
+            // Redis decides at its clock; the time given names the call only.
+            let found = live.answer_now(clock.at(std::time::Instant::now()), &key, cost);
+            if answer.send(found).is_err() {
+                return;
+            }
         }
+    })?;
+    // The first answer says whether the connection was made.
+    match answers.recv() {
+        Ok(Ok(_)) => Ok(Decider::Remote { ask, answers }),
+        Ok(Err(err)) => Err(err),
+        Err(_) => bail!("the thread that asks Redis ended before it connected"),
     }
 }
 

@@ -57,12 +57,7 @@ impl Backend {
     /// only in a replay.
     pub fn live(&self, settings: &Settings) -> Result<Box<dyn Live>> {
         Ok(match self {
-            Backend::Memory => Box::new(LiveMemory {
-                limiter: settings.per_key(),
-                probe: settings.per_key(),
-                keys: KeyTable::new(),
-                settings: *settings,
-            }),
+            Backend::Memory => in_memory(settings),
             Backend::Redis { redis, remotes, prefix } => Box::new(LiveRedis {
                 server: redis.clone(),
                 remote: remotes[0].clone(),
@@ -72,6 +67,17 @@ impl Backend {
             Backend::Fleet(_) => bail!("a fleet of servers is simulated in a replay, not live"),
         })
     }
+}
+
+/// Returns a live engine in memory for one limiter with `settings`: one state per key, in
+/// this process, which may move to another thread.
+pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
+    Box::new(LiveMemory {
+        limiter: settings.per_key(),
+        probe: settings.per_key(),
+        keys: KeyTable::new(),
+        settings: *settings,
+    })
 }
 
 /// Returns a key's number in `keys`, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an
