@@ -7,7 +7,12 @@ are merged in the ranges' order. The merge is exact and associative
 (``ratelimit_core::sizing::merge``): the answer is the program's on the same rows, for
 any number of partitions.
 
-Only ``min_bucket`` of one stream (no ``key``) runs this way so far.
+Keyed, each key stays whole: the rows are cut by a hash of the key
+(``repartition``), each partition sorted by (key, time, tie), and each key sized on its
+executor; a line per key reaches the driver, where the program's own ranking, quantiles
+and cover are made of them.
+
+``min_bucket`` runs this way so far, of one stream or per key.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ def min_bucket(
     df: Any,
     *,
     rate: str,
+    key: str | None = None,
     cost: str | int | None = None,
     time: str = "time",
     tie: str | None = None,
@@ -35,15 +41,19 @@ def min_bucket(
     min-bucket --format json`` prints for the same rows in the same order.
 
     ``time`` names the time column (Spark timestamps, dates, or text as the program reads
-    it, with ``time_format``); ``cost`` a column of each event's cost. Events at the same
+    it, with ``time_format``); ``key`` a column whose values are each sized alone, as
+    ``--key`` does (with ``top`` and ``cover``); ``cost`` a column of each event's cost.
+    Events at the same
     time are taken in the order of ``tie``, a column that says the rows' order (a row
     number, or ``_metadata.row_index`` of a Parquet file); without it their order is
     Spark's, which changes nothing when every event costs the same. ``partitions`` is how
     many ranges Spark makes (its default if ``None``).
     """
     argv = ["ratelimit", "min-bucket", "--format", "json"]
-    for name, value in dict(rate=rate, cost=cost, time=time, **flags).items():
+    for name, value in dict(rate=rate, key=key, cost=cost, time=time, **flags).items():
         argv += _flag(name, value)
+    if key:
+        return _by_key(df, argv, key, [key, time] + ([tie] if tie else []), partitions)
     order = [time] + ([tie] if tie else [])
     ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
     ranged = ranged.sortWithinPartitions(*order)
@@ -61,17 +71,43 @@ def min_bucket(
         table = pyarrow.Table.from_batches(batches)
         partition = TaskContext.get().partitionId()
         # A bad row is named by its range and its place there, in (time, tie) order.
-        lines = native.bucket_summaries(argv, table, f"<partition {partition}>")
+        lines = native.chunk_lines(argv, table, f"<partition {partition}>")
         yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "summary": ["\n".join(lines)]})
 
+    parts = _collect(ranged.mapInArrow(summarize, "partition long, summary string"))
+    # Range partition n holds the n-th range: merged in that order.
+    chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
+    return json.loads(_native.merge_chunks(argv, chunks))
+
+
+def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None) -> list[dict[str, Any]]:
+    """Sizes each key whole on an executor, and joins the keys' lines on the driver."""
+    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
+    hashed = hashed.sortWithinPartitions(*order)
+
+    def size(batches):
+        import pyarrow
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return
+        partition = TaskContext.get().partitionId()
+        lines = native.chunk_lines(argv, pyarrow.Table.from_batches(batches), f"<partition {partition}>")
+        yield pyarrow.RecordBatch.from_pydict({"line": lines})
+
+    lines = [row["line"] for row in _collect(hashed.mapInArrow(size, "line string"))]
+    return json.loads(_native.merge_chunks(argv, [lines]))
+
+
+def _collect(df: Any) -> list[Any]:
+    """Collects `df`, raising the engine's one-line message if an executor raised it."""
     try:
-        parts = ranged.mapInArrow(summarize, "partition long, summary string").collect()
+        return df.collect()
     except Exception as failed:
-        # The engine's one-line message, from the executor's traceback.
         said = [line for line in str(failed).splitlines() if line.startswith("ValueError: ")]
         if said:
             raise ValueError(said[-1].removeprefix("ValueError: ")) from None
         raise
-    # Range partition n holds the n-th range: merged in that order.
-    chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
-    return json.loads(_native.merge_bucket_summaries(argv, chunks))

@@ -58,30 +58,30 @@ fn call<'py>(
     Ok((PyBytes::new(py, &answer.stdout), decisions))
 }
 
-/// Sums up a chunk of one stream in time order (a Spark partition's rows), for each rate
-/// that `args` (`ratelimit min-bucket`'s flags) give: a line of text a rate, to be merged
-/// with the other chunks' by `merge_bucket_summaries`. The GIL is released meanwhile.
-/// `name` names the chunk in messages.
+/// Returns what a chunk of rows tells (a Spark partition's: a range of one stream in
+/// time order, or whole keys with `--key`), read with `args` as `ratelimit min-bucket`'s
+/// flags: lines of text, to be merged with the other chunks' by `merge_chunks`. `name`
+/// names the chunk in messages. The GIL is released meanwhile.
 #[pyfunction]
-fn bucket_summaries(
+fn chunk_lines(
     py: Python<'_>,
     args: Vec<String>,
     data: AnyRecordBatch,
     name: String,
 ) -> PyResult<Vec<String>> {
     let given = Source::Arrow(table(data, name)?);
-    py.detach(|| embed::bucket_summaries(&args, given)).map_err(value_error)
+    py.detach(|| embed::chunk_lines(&args, given)).map_err(value_error)
 }
 
-/// Merges the summaries of a stream's chunks, given in the stream's order, into what
-/// `ratelimit min-bucket --format json` prints for the whole stream.
+/// Merges every chunk's lines (of one stream, in its order) into what `ratelimit
+/// min-bucket --format json` prints for all the rows.
 #[pyfunction]
-fn merge_bucket_summaries<'py>(
+fn merge_chunks<'py>(
     py: Python<'py>,
     args: Vec<String>,
     chunks: Vec<Vec<String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = embed::merge_bucket_summaries(&args, &chunks).map_err(value_error)?;
+    let merged = py.detach(|| embed::merge_chunks(&args, &chunks)).map_err(value_error)?;
     Ok(PyBytes::new(py, &merged))
 }
 
@@ -141,7 +141,7 @@ fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_class::<Limiter>()?;
-    module.add_function(wrap_pyfunction!(bucket_summaries, module)?)?;
-    module.add_function(wrap_pyfunction!(merge_bucket_summaries, module)?)?;
+    module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(merge_chunks, module)?)?;
     Ok(())
 }

@@ -118,3 +118,31 @@ def test_the_examples_in_the_spark_page_run_as_written(spark):
         str(REPO / "docs" / "spark.md"), module_relative=False, globs={"spark": spark}, optionflags=doctest.ELLIPSIS
     )
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_keyed_min_bucket_is_the_programs_for_any_partitions(spark, tmp_path):
+    # 200,000 requests from 5,000 clients (and some with none), as 3 Parquet files.
+    import random
+
+    rng = random.Random(31)
+    start = 1_750_000_000_000
+    rows = sorted((start + rng.randrange(3_600_000), rng.randrange(5_000), rng.randrange(0, 40)) for _ in range(200_000))
+    client = lambda c: "" if c % 997 == 0 else f"client-{c}"
+    csv = tmp_path / "keyed.csv"
+    csv.write_text("ts,client,tokens,tie\n" + "".join(f"{t},{client(c)},{k},{n}\n" for n, (t, c, k) in enumerate(rows)))
+    table = pyarrow.csv.read_csv(csv, convert_options=pyarrow.csv.ConvertOptions(column_types={"client": pyarrow.string()}, strings_can_be_null=False))
+    for n in range(3):
+        pyarrow.parquet.write_table(table.slice(n * 70_000, 70_000), tmp_path / f"part-{n}.parquet")
+    df = spark.read.parquet(*[str(tmp_path / f"part-{n}.parquet") for n in range(3)])
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for partitions in (1, 4):
+        for cost, extra in ((None, []), ("tokens", ["--cover", "99"])):
+            weigh = ["--cost", cost] if cost else []
+            want = cli_json("min-bucket", str(csv), "--rate", "1/m", "--key", "client", *weigh, *extra, *time)
+            got = rls.min_bucket(
+                df, rate="1/m", key="client", cost=cost, cover=extra[1] if extra else None,
+                time="ts", time_format="unix-ms", tie="tie", partitions=partitions,
+            )
+            assert without_input(got) == without_input(want), (partitions, cost)
+    # 5,000 clients, six of them (every 997th) written empty: one key, as the program reads it.
+    assert want[0]["keys"]["count"] == 4_995

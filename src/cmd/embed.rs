@@ -8,9 +8,9 @@ use anyhow::{Result, bail};
 
 pub use crate::engine::live::Answer;
 use crate::engine::live::Live;
-use crate::sizing::merge::BucketSummary;
 use crate::units::time::Timestamp;
 
+pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
 use super::{Cli, decisions, dispatch, parse};
 use crate::input::catalog::Source;
@@ -173,73 +173,5 @@ fn remote(cli: Cli) -> Result<Decider> {
         Ok(Ok(_)) => Ok(Decider::Remote { ask, answers }),
         Ok(Err(err)) => Err(err),
         Err(_) => bail!("the thread that asks Redis ended before it connected"),
-    }
-}
-
-/// What a chunk of a stream tells of its smallest lossless buckets, one summary a rate,
-/// read from `given` with `args` as `ratelimit min-bucket`'s flags (the program's name
-/// first): for an engine that reads a stream in time-ordered chunks on many machines
-/// (Spark's partitions). Each summary is one line of text; [`merge_bucket_summaries`]
-/// merges the chunks' in their order into min-bucket's answer.
-pub fn bucket_summaries(args: &[String], given: Source) -> Result<Vec<String>> {
-    let (rates, input) = global_min_bucket(args, Some(given))?;
-    let fresh = || Summaries(rates.iter().map(|&rate| BucketSummary::new(rate)).collect());
-    let (summaries, _) = crate::input::catalog::read_events(&input.source, &input.read, fresh)?;
-    Ok(summaries.0.iter().map(BucketSummary::encode).collect())
-}
-
-/// Merges the summaries of a stream's chunks, given in the stream's order, each chunk's
-/// one a rate as [`bucket_summaries`] wrote them, and returns what `ratelimit min-bucket
-/// --format json` prints for the whole stream.
-pub fn merge_bucket_summaries(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> {
-    let (rates, _) = global_min_bucket(args, None)?;
-    let mut found = Vec::with_capacity(rates.len());
-    for (at, &rate) in rates.iter().enumerate() {
-        let mut whole = BucketSummary::new(rate);
-        for (n, chunk) in chunks.iter().enumerate() {
-            let text = chunk.get(at).map_or("", String::as_str);
-            let Some(summary) = BucketSummary::decode(rate, text) else {
-                bail!("chunk {n}: {text:?} is not a summary at {rate}")
-            };
-            whole = whole.merge(&summary);
-        }
-        found.push(crate::report::MinBucket::from(whole.result()));
-    }
-    let mut out = Vec::new();
-    let style = crate::render::export::Style::new(false);
-    crate::render::export::write(&mut out, crate::render::export::Format::Json, style, &found)?;
-    Ok(out)
-}
-
-/// Settles the rates and input of a global `min-bucket` from its flags: a chunk of one
-/// stream has no other keys, no curve (yet) and no layers.
-fn global_min_bucket(
-    args: &[String],
-    given: Option<Source>,
-) -> Result<(Vec<crate::units::rate::Rate>, crate::cli::config::Input)> {
-    let mut cli: Cli = parse(args)?;
-    let super::Command::MinBucket(sizing) = &mut cli.command else {
-        bail!("summaries are min-bucket's")
-    };
-    if sizing.keys.key.is_some() || sizing.curve || !sizing.limits.is_empty() {
-        bail!("summaries size one stream at given rates: no --key, --curve or --limit");
-    }
-    if sizing.rate.is_empty() {
-        bail!("summaries need --rate");
-    }
-    sizing.input.given = given.or(Some(Source::Stdin));
-    let (rates, _, input) = sizing.resolve()?;
-    Ok((rates, input))
-}
-
-/// A summary for each rate, fed a chunk's events in time order.
-struct Summaries(Vec<BucketSummary>);
-
-impl crate::input::catalog::Sink for Summaries {
-    type Error = anyhow::Error;
-
-    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
-        self.0.iter_mut().for_each(|summary| summary.push_cost(event.time, event.cost));
-        Ok(())
     }
 }

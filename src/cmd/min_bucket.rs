@@ -185,107 +185,146 @@ impl KeyedFinders {
         let groups = Groups::new(&keys, table.len());
         drop(keys);
         let events = events.gather(&groups);
-        let size = |finders: &mut KeyFinders, key: usize| {
-            finders.clear(&self.rates);
-            events.each(groups.range(key)).for_each(|(time, cost)| finders.push(time, cost));
-            finders.results()
+        let rates = &self.rates;
+        let sizing = KeySizing {
+            fresh: || KeyFinders::new(rates),
+            size: |finders: &mut KeyFinders, key: usize| {
+                finders.clear(rates);
+                events.each(groups.range(key)).for_each(|(time, cost)| finders.push(time, cost));
+                finders.results()
+            },
+            events: |key: usize| groups.count(key),
         };
-        // A cover names the neediest keys it leaves out: rank at least that many.
-        let ranked_top = if self.top == 0 { 0 } else { self.top.max(LEFT_OUT_SHOWN) };
-        // Each core sizes a run of keys, with histograms and rankings of its own.
-        let fresh = || {
-            let needs = vec![Histogram::new(); self.rates.len()];
-            let rankings: Vec<Ranking> =
-                self.rates.iter().map(|_| Ranking::new(table, ranked_top)).collect();
-            (needs, rankings, KeyFinders::new(&self.rates))
-        };
-        let each = |part: &mut _, key: usize| {
-            let (needs, rankings, finders): &mut (Vec<Histogram>, Vec<Ranking>, KeyFinders) = part;
-            let events = groups.count(key);
-            // Keys count up from 0 to the table's length, and the table numbers keys in 32
-            // bits.
-            let number = Key::try_from(key).expect("keys are numbered in 32 bits");
-            let name = table.get(number);
-            for (n, found) in size(finders, key).iter().enumerate() {
-                needs[n].add(found.min_bucket, events);
-                rankings[n].offer_named(number, name, found.min_bucket);
-            }
-        };
-        let (needs, rankings, _) =
-            fold_keys(table.len(), self.threads, fresh, each, |all, (needs, rankings, _)| {
-                let (all_needs, all_rankings, _): &mut (Vec<Histogram>, Vec<Ranking>, _) = all;
-                all_needs.iter_mut().zip(&needs).for_each(|(mine, other)| mine.merge(other));
-                all_rankings.iter_mut().zip(rankings).for_each(|(mine, other)| mine.merge(other));
-            });
-        // The keys listed, sized again for their spans, the largest first, on every core.
-        let ranked: Vec<Vec<(Key, u64)>> = rankings.into_iter().map(Ranking::into_keys).collect();
-        let mut keys: Vec<Key> = ranked.iter().flatten().map(|&(key, _)| key).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.sort_by_key(|&key| std::cmp::Reverse(groups.count(slot(key))));
-        let sized = for_each_listed(&keys, self.threads, |key| {
-            size(&mut KeyFinders::new(&self.rates), slot(key))
-        });
-        let listed: HashMap<Key, Vec<Lossless>> = keys.into_iter().zip(sized).collect();
-        let need_of = |n: usize, key: Key| KeyNeed {
-            key: table.name(key),
-            min_bucket: listed[&key][n].min_bucket,
-            events: groups.count(slot(key)),
-        };
-        (0..self.rates.len())
-            .map(|n| {
-                let mut keys: Vec<report::MinBucket> = ranked[n]
-                    .iter()
-                    .map(|&(key, _)| report::MinBucket {
-                        key: Some(table.name(key)),
-                        ..listed[&key][n].into()
-                    })
-                    .collect();
-                let worst_key = keys.first().map(|worst| {
-                    let need = worst.shown();
-                    WorstKey {
-                        key: worst.key.clone().unwrap_or_default(),
-                        min_bucket: need.min_bucket,
-                        span: need.span,
-                    }
-                });
-                let cover = cover.map(|share| {
-                    let min_bucket = needs[n].quantile(share).unwrap_or(0);
-                    let covered = needs[n].at_most(min_bucket);
-                    let all = needs[n].total();
-                    let count = usize::try_from(all.count - covered.count).unwrap_or(usize::MAX);
-                    let shown = ranked[n].iter().take(count.min(LEFT_OUT_SHOWN));
-                    Box::new(Cover {
-                        share,
-                        min_bucket,
-                        keys_covered: usize::try_from(covered.count).unwrap_or(usize::MAX),
-                        events_covered: covered.weight,
-                        events: all.weight,
-                        left_out: LeftOut {
-                            count,
-                            top: shown.map(|&(key, _)| need_of(n, key)).collect(),
-                        },
-                    })
-                });
-                if self.top > 0 {
-                    keys.truncate(self.top);
-                }
-                let quantiles = needs[n]
-                    .quantiles()
-                    .map(|min_bucket| KeyQuantiles { min_bucket, dropped: None });
-                let column = names.column.to_owned();
-                let by_key = KeyList { column, count: table.len(), quantiles, top: keys };
-                report::MinBucket {
-                    rate: self.rates[n],
-                    key: None,
-                    need: None,
-                    worst_key,
-                    cover,
-                    by_key: Some(by_key),
-                }
-            })
-            .collect()
+        let shown = Shown { top: self.top, cover, column: names.column, threads: self.threads };
+        by_key(rates, table, &sizing, &shown)
     }
+}
+
+/// How a keyed min-bucket sizes its keys: `size` finds key n's buckets, one a rate, with
+/// room that `fresh` makes (one a thread), and `events` counts key n's events.
+pub(super) struct KeySizing<F, S, E> {
+    pub(super) fresh: F,
+    pub(super) size: S,
+    pub(super) events: E,
+}
+
+/// What a keyed min-bucket shows: its `top` keys (all for 0), a `cover` if asked, the
+/// key `column`, sized on `threads` threads.
+pub(super) struct Shown<'a> {
+    pub(super) top: usize,
+    pub(super) cover: Option<Percent>,
+    pub(super) column: &'a str,
+    pub(super) threads: usize,
+}
+
+/// Returns a keyed min-bucket's answer for each of `rates`, over the keys of `table`,
+/// each sized by `sizing`: its quantiles, its top keys, the worst, and the cover. What it
+/// says depends only on each key's name, events and buckets, not on the keys' numbers.
+pub(super) fn by_key<'t, P: Send, F, S, E>(
+    rates: &[Rate],
+    table: &'t KeyTable,
+    sizing: &KeySizing<F, S, E>,
+    shown: &Shown,
+) -> Vec<report::MinBucket>
+where
+    F: Fn() -> P + Sync,
+    S: Fn(&mut P, usize) -> Vec<Lossless> + Sync,
+    E: Fn(usize) -> u64 + Sync,
+{
+    let KeySizing { fresh: room, size, events: count } = sizing;
+    let (top, cover) = (shown.top, shown.cover);
+    // A cover names the neediest keys it leaves out: rank at least that many.
+    let ranked_top = if top == 0 { 0 } else { top.max(LEFT_OUT_SHOWN) };
+    // Each core sizes a run of keys, with histograms and rankings of its own.
+    let fresh = || {
+        let needs = vec![Histogram::new(); rates.len()];
+        let rankings: Vec<Ranking> =
+            rates.iter().map(|_| Ranking::new(table, ranked_top)).collect();
+        (needs, rankings, room())
+    };
+    let each = |part: &mut (Vec<Histogram>, Vec<Ranking<'t>>, P), key: usize| {
+        let (needs, rankings, finders) = part;
+        let events = count(key);
+        // Keys count up from 0 to the table's length, and the table numbers keys in 32
+        // bits.
+        let number = Key::try_from(key).expect("keys are numbered in 32 bits");
+        let name = table.get(number);
+        for (n, found) in size(finders, key).iter().enumerate() {
+            needs[n].add(found.min_bucket, events);
+            rankings[n].offer_named(number, name, found.min_bucket);
+        }
+    };
+    let (needs, rankings, _) =
+        fold_keys(table.len(), shown.threads, fresh, each, |all, (needs, rankings, _)| {
+            let (all_needs, all_rankings, _) = all;
+            all_needs.iter_mut().zip(&needs).for_each(|(mine, other)| mine.merge(other));
+            all_rankings.iter_mut().zip(rankings).for_each(|(mine, other)| mine.merge(other));
+        });
+    // The keys listed, sized again for their spans, the largest first, on every core.
+    let ranked: Vec<Vec<(Key, u64)>> = rankings.into_iter().map(Ranking::into_keys).collect();
+    let mut keys: Vec<Key> = ranked.iter().flatten().map(|&(key, _)| key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.sort_by_key(|&key| std::cmp::Reverse(count(slot(key))));
+    let sized = for_each_listed(&keys, shown.threads, |key| size(&mut room(), slot(key)));
+    let listed: HashMap<Key, Vec<Lossless>> = keys.into_iter().zip(sized).collect();
+    let need_of = |n: usize, key: Key| KeyNeed {
+        key: table.name(key),
+        min_bucket: listed[&key][n].min_bucket,
+        events: count(slot(key)),
+    };
+    (0..rates.len())
+        .map(|n| {
+            let mut keys: Vec<report::MinBucket> = ranked[n]
+                .iter()
+                .map(|&(key, _)| report::MinBucket {
+                    key: Some(table.name(key)),
+                    ..listed[&key][n].into()
+                })
+                .collect();
+            let worst_key = keys.first().map(|worst| {
+                let need = worst.shown();
+                WorstKey {
+                    key: worst.key.clone().unwrap_or_default(),
+                    min_bucket: need.min_bucket,
+                    span: need.span,
+                }
+            });
+            let cover = cover.map(|share| {
+                let min_bucket = needs[n].quantile(share).unwrap_or(0);
+                let covered = needs[n].at_most(min_bucket);
+                let all = needs[n].total();
+                let count = usize::try_from(all.count - covered.count).unwrap_or(usize::MAX);
+                let shown = ranked[n].iter().take(count.min(LEFT_OUT_SHOWN));
+                Box::new(Cover {
+                    share,
+                    min_bucket,
+                    keys_covered: usize::try_from(covered.count).unwrap_or(usize::MAX),
+                    events_covered: covered.weight,
+                    events: all.weight,
+                    left_out: LeftOut {
+                        count,
+                        top: shown.map(|&(key, _)| need_of(n, key)).collect(),
+                    },
+                })
+            });
+            if top > 0 {
+                keys.truncate(top);
+            }
+            let quantiles =
+                needs[n].quantiles().map(|min_bucket| KeyQuantiles { min_bucket, dropped: None });
+            let column = shown.column.to_owned();
+            let by_key = KeyList { column, count: table.len(), quantiles, top: keys };
+            report::MinBucket {
+                rate: rates[n],
+                key: None,
+                need: None,
+                worst_key,
+                cover,
+                by_key: Some(by_key),
+            }
+        })
+        .collect()
 }
 
 /// Keys a cover lists among those it leaves out.

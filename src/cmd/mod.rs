@@ -1,6 +1,7 @@
 //! The commands: parse the command line, resolve it, and run the job.
 
 mod check;
+mod chunks;
 mod compare;
 mod config;
 mod csv_line;

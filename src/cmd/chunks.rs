@@ -1,0 +1,205 @@
+//! `min-bucket` over a stream read in chunks on many machines (Spark's partitions): what
+//! each chunk tells, as lines of text, and the chunks' lines merged into the answer.
+//!
+//! Of one stream, the chunks are ranges in time order, and each sums up its buckets in a
+//! [`BucketSummary`] a rate, merged in the ranges' order. Per key, each chunk holds whole
+//! keys, and says what each needs (a line a key); the program's ranking, quantiles and
+//! cover are made of all the keys' lines, as they are of its own sizing.
+
+use anyhow::{Result, anyhow, bail};
+
+use super::min_bucket::{KeySizing, Shown, by_key};
+use super::{Cli, parse};
+use crate::cli::config::Input;
+use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, slot};
+use crate::render::export::{self, Format, Style};
+use crate::sizing::merge::BucketSummary;
+use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
+use crate::units::rate::Rate;
+use crate::units::time::Timestamp;
+
+/// Returns what a chunk tells, read from `given` with `args` as `ratelimit min-bucket`'s
+/// flags (the program's name first, `--rate` given): of one stream, a summary a rate, for
+/// a chunk of it in time order; with `--key`, a line a key (its name in hex, its events,
+/// and its bucket and stretch at each rate), for a chunk that holds whole keys.
+pub fn chunk_lines(args: &[String], given: Source) -> Result<Vec<String>> {
+    let plan = Plan::of(args, Some(given))?;
+    let (source, read) = (&plan.input.source, &plan.input.read);
+    if !plan.keyed {
+        let fresh = || Summaries(plan.rates.iter().map(|&rate| BucketSummary::new(rate)).collect());
+        let (summaries, _) = catalog::read_events(source, read, fresh)?;
+        return Ok(summaries.0.iter().map(BucketSummary::encode).collect());
+    }
+    let fresh = || EachKey { rates: plan.rates.clone(), each: Vec::new() };
+    let (per_key, stats) = catalog::read_events(source, read, fresh)?;
+    let mut lines = Vec::with_capacity(per_key.each.len());
+    for (key, (events, finders)) in per_key.each.iter().enumerate() {
+        let name = stats.keys.get(Key::try_from(key)?);
+        let mut line: String = name.iter().map(|b| format!("{b:02x}")).collect();
+        if line.is_empty() {
+            // The empty key: a name of no bytes.
+            line.push('-');
+        }
+        line.push_str(&format!(" {events}"));
+        for found in finders.iter().map(MinBucketFinder::result) {
+            let stretch = found.stretch.map_or_else(
+                || "- - -".to_owned(),
+                |s| format!("{} {} {}", s.start.as_micros(), s.end.as_micros(), s.events),
+            );
+            line.push_str(&format!(" {} {stretch}", found.min_bucket));
+        }
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
+/// Merges the lines of every chunk, as [`chunk_lines`] wrote them with the same `args`,
+/// and returns what `ratelimit min-bucket --format json` prints for all the rows: of one
+/// stream, the chunks given in the stream's order; per key, in any order.
+pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> {
+    let plan = Plan::of(args, None)?;
+    let found = if plan.keyed {
+        plan.by_key(chunks.iter().flatten())?
+    } else {
+        let mut found = Vec::with_capacity(plan.rates.len());
+        for (at, &rate) in plan.rates.iter().enumerate() {
+            let mut whole = BucketSummary::new(rate);
+            for (n, chunk) in chunks.iter().enumerate() {
+                let text = chunk.get(at).map_or("", String::as_str);
+                let Some(summary) = BucketSummary::decode(rate, text) else {
+                    bail!("chunk {n}: {text:?} is not a summary at {rate}")
+                };
+                whole = whole.merge(&summary);
+            }
+            found.push(crate::report::MinBucket::from(whole.result()));
+        }
+        found
+    };
+    let mut out = Vec::new();
+    export::write(&mut out, Format::Json, Style::new(false), &found)?;
+    Ok(out)
+}
+
+/// A chunked min-bucket, settled from its flags: its rates, its input, whether it is per
+/// key, and what it shows of the keys.
+struct Plan {
+    rates: Vec<Rate>,
+    input: Input,
+    keyed: bool,
+    top: usize,
+    cover: Option<crate::sizing::quantile::Percent>,
+}
+
+impl Plan {
+    /// Settles `args`, reading `given` (stdin, never read, if none).
+    fn of(args: &[String], given: Option<Source>) -> Result<Plan> {
+        let mut cli: Cli = parse(args)?;
+        let super::Command::MinBucket(sizing) = &mut cli.command else {
+            bail!("chunks are min-bucket's")
+        };
+        if sizing.curve || !sizing.limits.is_empty() || sizing.rate.is_empty() {
+            bail!("chunks are sized at given rates: --rate, and no --curve or --limit");
+        }
+        sizing.input.given = given.or(Some(Source::Stdin));
+        let (rates, _, input) = sizing.resolve()?;
+        let (keyed, top, cover) = (sizing.keys.key.is_some(), sizing.keys.top, sizing.cover);
+        Ok(Plan { rates, input, keyed, top, cover })
+    }
+
+    /// Reads every key's line and returns the keyed answer made of them.
+    fn by_key<'l>(
+        &self,
+        lines: impl Iterator<Item = &'l String>,
+    ) -> Result<Vec<crate::report::MinBucket>> {
+        let mut table = KeyTable::new();
+        let (mut events, mut sizes) = (Vec::new(), Vec::new());
+        for line in lines {
+            let (name, count, found) = self.key_line(line)?;
+            let before = table.len();
+            table.intern(&name).ok_or_else(|| anyhow!("more keys than a table numbers"))?;
+            if table.len() == before {
+                let name = String::from_utf8_lossy(&name);
+                bail!("key {name:?} came from two chunks: each chunk must hold whole keys");
+            }
+            events.push(count);
+            sizes.push(found);
+        }
+        let sizing = KeySizing {
+            fresh: || (),
+            size: |(): &mut (), key: usize| sizes[key].clone(),
+            events: |key: usize| events[key],
+        };
+        let column = self.input.read.key_column.clone().unwrap_or_default();
+        let threads = self.input.read.threads;
+        let shown = Shown { top: self.top, cover: self.cover, column: &column, threads };
+        Ok(by_key(&self.rates, &table, &sizing, &shown))
+    }
+
+    /// Reads one key's line: its name, its events, and its bucket at each rate.
+    fn key_line(&self, line: &str) -> Result<(Vec<u8>, u64, Vec<Lossless>)> {
+        let bad = || anyhow!("{line:?} is not a key's buckets");
+        let words: Vec<&str> = line.split(' ').collect();
+        let [name, count, rest @ ..] = &words[..] else { return Err(bad()) };
+        if rest.len() != 4 * self.rates.len() {
+            return Err(bad());
+        }
+        let name = match *name {
+            "-" => Vec::new(),
+            hex => (0..hex.len())
+                .step_by(2)
+                .map(|at| hex.get(at..at + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(bad)?,
+        };
+        let time = |word: &str| word.parse().ok().and_then(Timestamp::from_micros).ok_or_else(bad);
+        let mut found = Vec::with_capacity(self.rates.len());
+        for (&rate, words) in self.rates.iter().zip(rest.chunks(4)) {
+            let min_bucket = words[0].parse().map_err(|_| bad())?;
+            let stretch = match words[1..] {
+                ["-", "-", "-"] => None,
+                [start, end, n] => Some(Stretch {
+                    start: time(start)?,
+                    end: time(end)?,
+                    events: n.parse().map_err(|_| bad())?,
+                }),
+                _ => return Err(bad()),
+            };
+            found.push(Lossless { rate, min_bucket, stretch });
+        }
+        Ok((name, count.parse().map_err(|_| bad())?, found))
+    }
+}
+
+/// A summary for each rate, fed a chunk's events in time order.
+struct Summaries(Vec<BucketSummary>);
+
+impl Sink for Summaries {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        self.0.iter_mut().for_each(|summary| summary.push_cost(event.time, event.cost));
+        Ok(())
+    }
+}
+
+/// Each key's events, and its finders, one a rate, fed a chunk's events in time order.
+struct EachKey {
+    rates: Vec<Rate>,
+    each: Vec<(u64, Vec<MinBucketFinder>)>,
+}
+
+impl Sink for EachKey {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        let key = slot(event.key);
+        while self.each.len() <= key {
+            self.each
+                .push((0, self.rates.iter().map(|&rate| MinBucketFinder::new(rate)).collect()));
+        }
+        let (events, finders) = &mut self.each[key];
+        *events += 1;
+        finders.iter_mut().for_each(|finder| finder.push_cost(event.time, event.cost));
+        Ok(())
+    }
+}
