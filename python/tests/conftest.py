@@ -43,9 +43,10 @@ def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(PROGRAM), *args], input=stdin, capture_output=True)
 
 
-def cli_json(*args: str):
-    """Runs the program with `args` and `--format json`, and returns what it printed."""
-    done = cli(*args, "--format", "json")
+def cli_json(*args: str, stdin: bytes | None = None):
+    """Runs the program with `args` and `--format json` (and `stdin`), and returns what it
+    printed."""
+    done = cli(*args, "--format", "json", stdin=stdin)
     assert done.returncode == 0, done.stderr.decode()
     return json.loads(done.stdout)
 

@@ -146,3 +146,10 @@ def test_keyed_min_bucket_is_the_programs_for_any_partitions(spark, tmp_path):
             assert without_input(got) == without_input(want), (partitions, cost)
     # 5,000 clients, six of them (every 997th) written empty: one key, as the program reads it.
     assert want[0]["keys"]["count"] == 4_995
+
+
+def test_no_rows_give_the_programs_answer_to_none(spark):
+    df = spark.createDataFrame([], "time string, client string, tie long")
+    for key, flags in ((None, []), ("client", ["--key", "client"])):
+        done = cli_json("min-bucket", "-", "--rate", "1/s", *flags, stdin=b"time,client,tie\n")
+        assert rls.min_bucket(df, rate="1/s", key=key, tie="tie", partitions=2) == without_input(done)
