@@ -245,7 +245,7 @@ pub struct OutputArgs {
 /// The size of a limiter: its rate and burst.
 #[derive(Debug, Args)]
 pub struct RateArgs {
-    /// The rate: N events per period, as in 5/h or 1/30s.
+    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
     #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Rate,
 
@@ -365,7 +365,7 @@ pub struct LiveLimitArgs {
     #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::Gcra)]
     pub algo: Algorithm,
 
-    /// The rate: N events per period, as in 5/h or 1/30s.
+    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
     #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,

@@ -159,7 +159,7 @@ pub struct ReplayArgs {
     #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", required_unless_present = "limits")]
     pub algo: Option<Algorithm>,
 
-    /// The rate: N events per period, as in 5/h or 1/30s.
+    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
     #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,

@@ -124,6 +124,11 @@ impl FromStr for Rate {
     fn from_str(text: &str) -> Result<Rate, RateError> {
         let malformed = || RateError::Malformed(text.to_owned());
         let (count, period) = text.split_once('/').ok_or_else(malformed)?;
+        // nginx's notation, `10r/s` and `30r/m`: its only periods.
+        let count = match count.strip_suffix('r') {
+            Some(count) if matches!(period, "s" | "m") => count,
+            _ => count,
+        };
         if count.starts_with('-') || period.starts_with('-') {
             return Err(RateError::Negative(text.to_owned()));
         }
@@ -199,6 +204,17 @@ impl serde::Serialize for Rate {
 mod tests {
     use super::*;
     use crate::units::time::MICROS_PER_SEC;
+
+    #[test]
+    fn nginx_writes_a_rate_as_n_r_per_second_or_minute() {
+        assert_eq!("10r/s".parse::<Rate>().unwrap().to_string(), "10/s");
+        assert_eq!("30r/m".parse::<Rate>().unwrap(), "30/m".parse::<Rate>().unwrap());
+        // Only those two: nginx has no other, and an `r` is nowhere else.
+        assert!("10r/h".parse::<Rate>().is_err());
+        assert!("10r/2s".parse::<Rate>().is_err());
+        assert!("r/s".parse::<Rate>().is_err());
+        assert_eq!(parse_rates("1r/s..3r/s").unwrap().len(), 3);
+    }
 
     #[test]
     fn ranges_expand_to_each_rate() {
