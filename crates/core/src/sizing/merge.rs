@@ -25,7 +25,12 @@ struct At {
 impl At {
     /// The same figure as seen from `events` events and `shift` units earlier.
     fn later(self, events: u64, shift: i128) -> At {
-        At { value: self.value + shift, index: self.index + events, ..self }
+        // Saturating: a summary read back from text may hold anything.
+        At {
+            value: self.value.saturating_add(shift),
+            index: self.index.saturating_add(events),
+            ..self
+        }
     }
 }
 
@@ -102,9 +107,10 @@ impl BucketSummary {
     /// than this one's, at the same rate. Merging is associative: chunks merge in any
     /// grouping, so long as their order is kept.
     pub fn merge(&self, later: &BucketSummary) -> BucketSummary {
-        // C_A·P, as B's figures are seen from A's start. The costs of a stream fit in
-        // i128 with room (each at most MAX_COST, P at most a few 10^14 µs).
-        let shift = i128::try_from(self.cost).unwrap_or(i128::MAX / 4) * self.rate.p();
+        // C_A·P, as B's figures are seen from A's start. A stream's costs times P fit in
+        // i128 with room (10^10 events of MAX_COST at a period of years is about 10^37);
+        // past that, the figures saturate rather than wrap.
+        let shift = i128::try_from(self.cost).unwrap_or(i128::MAX).saturating_mul(self.rate.p());
         let moved = |at: Option<At>| at.map(|at| at.later(self.events, shift));
         let (high_b, low_b) = (moved(later.high), moved(later.low));
         // The earliest largest: A's on a tie.
@@ -124,7 +130,7 @@ impl BucketSummary {
             .worst
             .map(|(w, i, j)| (w, i.later(self.events, shift), j.later(self.events, shift)));
         let across = match (self.low, high_b) {
-            (Some(i), Some(j)) => Some((j.value - i.value - p, i, j)),
+            (Some(i), Some(j)) => Some((j.value.saturating_sub(i.value).saturating_sub(p), i, j)),
             _ => None,
         };
         // Of B's: the larger need, then the earlier j; on the same j, B's own i, which is
@@ -146,8 +152,8 @@ impl BucketSummary {
         };
         BucketSummary {
             rate: self.rate,
-            events: self.events + later.events,
-            cost: self.cost + later.cost,
+            events: self.events.saturating_add(later.events),
+            cost: self.cost.saturating_add(later.cost),
             high,
             low,
             worst,
@@ -214,7 +220,8 @@ impl BucketSummary {
         // no stretch.
         let (worst, stretch) = match self.worst {
             Some((worst, i, j)) if worst > -1 => {
-                let stretch = Stretch { start: i.time, end: j.time, events: j.index - i.index + 1 };
+                let events = j.index.saturating_sub(i.index).saturating_add(1);
+                let stretch = Stretch { start: i.time, end: j.time, events };
                 (worst, Some(stretch))
             }
             _ => (-1, None),

@@ -147,9 +147,10 @@ pub fn whole_bucket(events: u64, worst: i128, p: i128) -> u64 {
         // With events, the worst is at least −P (an event of cost 0 with no excess) and at
         // most the events' costs times P. Clamped at 0, the numerator is never negative (at
         // P = 1, −1 / 1 would be −1, where every other P rounds −1 / P to 0): the quotient
-        // is at least 0 and a count of units.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        _ => 1 + ((worst + p - 1).max(0) / p) as u64,
+        // is at least 0 and a count of units. Saturating, for a worst merged from
+        // summaries that were read back from text.
+        _ => u64::try_from(worst.saturating_add(p - 1).max(0) / p)
+            .map_or(u64::MAX, |units| units.saturating_add(1)),
     }
 }
 
