@@ -1,0 +1,45 @@
+"""Dask on a local cluster on 127.0.0.1 gives the program's answers from the same summaries."""
+
+from __future__ import annotations
+
+import dask.dataframe
+import pyarrow.csv
+import pytest
+from dask.distributed import Client, LocalCluster
+
+from conftest import cli_json, synthetic_log, without_input
+from ratelimit_replay import dask as rld
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes on loopback, no dashboard: a run that cannot start one fails."""
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True)
+    with Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory):
+    """50,000 requests as CSV (for the program) and as a pandas frame with its row order."""
+    csv = tmp_path_factory.mktemp("dask") / "log.csv"
+    csv.write_text(synthetic_log(50_000, seed=41))
+    options = pyarrow.csv.ConvertOptions(column_types={"client": pyarrow.string()}, strings_can_be_null=False)
+    frame = pyarrow.csv.read_csv(csv, convert_options=options).to_pandas()
+    frame["tie"] = range(len(frame))
+    return csv, frame
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_min_bucket_on_dask_is_the_programs_of_one_stream_and_per_key(client, log, partitions):
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=partitions)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    kw = dict(time="ts", time_format="unix-ms", tie="tie")
+    for cost in (None, "tokens"):
+        weigh = ["--cost", cost] if cost else []
+        want = cli_json("min-bucket", str(csv), "--rate", "100/m,30/s", *weigh, *time)
+        assert rld.min_bucket(ddf, rate="100/m,30/s", cost=cost, **kw) == without_input(want)
+        want = cli_json("min-bucket", str(csv), "--rate", "10/m", "--key", "client", *weigh, *time)
+        assert rld.min_bucket(ddf, rate="10/m", key="client", cost=cost, **kw) == without_input(want)
