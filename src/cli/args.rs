@@ -251,8 +251,8 @@ pub struct RateArgs {
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
     /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<NonZeroU64>,
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
+    pub burst: Option<u64>,
 
     #[command(flatten)]
     pub nginx: NginxArgs,
@@ -372,8 +372,8 @@ pub struct LiveLimitArgs {
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
     /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<NonZeroU64>,
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
+    pub burst: Option<u64>,
 
     #[command(flatten)]
     pub nginx: NginxArgs,
@@ -491,6 +491,19 @@ pub(crate) fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
         anyhow::bail!("a quote or a line break cannot separate fields");
     }
     Ok(byte)
+}
+
+/// Reads a limiter's burst as its system writes it: a whole number of events, at most N's
+/// bound, 10^12; 0 only for a system whose burst counts the requests beyond the first
+/// (nginx's), which the limiter's settings decide.
+pub(crate) fn parse_given_burst(text: &str) -> anyhow::Result<u64> {
+    match text.parse::<u64>() {
+        Ok(burst) if burst > Rate::MAX_COUNT => {
+            anyhow::bail!("a burst may be at most {}", Rate::MAX_COUNT)
+        }
+        Ok(burst) => Ok(burst),
+        Err(_) => anyhow::bail!("'{text}' is not a burst: a whole number of events"),
+    }
 }
 
 /// Reads a burst: a whole number of events, at least one and at most N's bound, 10^12,

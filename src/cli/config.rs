@@ -3,7 +3,7 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::path::Path;
 use std::time::Duration;
 
@@ -118,10 +118,11 @@ impl RateArgs {
                 let name = algorithm.name();
                 bail!("--burst applies to {}, not {name}", with_burst())
             }
-            Some(b) if b.get() > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
-            // A system's own burst (nginx's counts the requests beyond the first); b is at
-            // most MAX_BURST, so b + 1 cannot overflow.
-            Some(b) => algorithm.burst_from(b.get()).unwrap_or(b),
+            Some(b) if b > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
+            Some(b) => {
+                let flag = if prefix == "--" { "--burst" } else { "burst=" };
+                burst_of(algorithm, b, flag).map_err(anyhow::Error::msg)?
+            }
             // A system's own default (nginx's burst=0, Traefik's 1), or N.
             None => algorithm.default_burst(rate),
         };
@@ -132,6 +133,20 @@ impl RateArgs {
         }
         Ok(Settings { algorithm, rate, burst, window, params })
     }
+}
+
+/// Returns the burst b of `algorithm` given as its system writes it (`shown`, by `flag`):
+/// nginx's counts the requests beyond the first, so its burst=0 is a bucket of one; any
+/// other is b itself, at least 1. `shown` is at most [`MAX_BURST`], so b + 1 cannot
+/// overflow.
+pub fn burst_of(algorithm: Algorithm, shown: u64, flag: &str) -> Result<NonZeroU64, String> {
+    algorithm.burst_from(shown).ok_or_else(|| {
+        let flag = if flag.ends_with('=') { format!("{flag}0") } else { format!("{flag} 0") };
+        format!(
+            "{flag}: a burst must be at least 1 (only nginx's counts the requests beyond the \
+             first, and may be 0)"
+        )
+    })
 }
 
 /// Names the limiters that take a burst, for errors.

@@ -1,7 +1,6 @@
 //! One layer of a layered limit, as `--limit` writes it: `algo=gcra,rate=60/m,burst=10`.
 
 use std::fmt;
-use std::num::NonZeroU64;
 use std::str::FromStr;
 
 use crate::cli::args::GivenParams;
@@ -19,7 +18,7 @@ pub struct LayerSpec {
     /// Its rate.
     pub rate: Rate,
     /// Its burst, for the limiters that have one.
-    pub burst: Option<NonZeroU64>,
+    pub burst: Option<u64>,
     /// What each event costs it: 1 unless said.
     pub cost: Cost,
     /// The column that keys it, if any.
@@ -67,9 +66,8 @@ impl FromStr for LayerSpec {
                     once(&mut rate, found, name)?;
                 }
                 "burst" => {
-                    let found = value.trim().parse::<u64>().ok().and_then(NonZeroU64::new);
-                    let found = found.ok_or_else(|| {
-                        format!("burst={value} is not a whole number of at least 1")
+                    let found = value.trim().parse::<u64>().map_err(|_| {
+                        format!("burst={value} is not a whole number (0 only for nginx)")
                     })?;
                     once(&mut burst, found, name)?;
                 }
@@ -104,6 +102,9 @@ impl FromStr for LayerSpec {
         if burst.is_some() && !algorithm.uses_burst() {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
+        }
+        if let Some(shown) = burst {
+            crate::cli::config::burst_of(algorithm, shown, "burst=")?;
         }
         let refused = cost.as_ref().and_then(|c| cost_refused(c, [algorithm], "cost="));
         if let Some(why) = refused {
@@ -152,7 +153,7 @@ mod tests {
     fn reads_what_docker_mount_style_says() {
         let spec: LayerSpec = "algo=gcra,rate=60/m,burst=10,key=api_key".parse().unwrap();
         assert_eq!(spec.algorithm, Algorithm::Gcra);
-        assert_eq!(spec.burst.map(NonZeroU64::get), Some(10));
+        assert_eq!(spec.burst, Some(10));
         assert_eq!((spec.cost.clone(), spec.key.as_deref()), (Cost::Each(1), Some("api_key")));
         assert_eq!(spec.to_string(), "algo=gcra,rate=60/m,burst=10,key=api_key");
         let tokens: LayerSpec = "rate=200000/m,algo=gcra,cost=total_tokens".parse().unwrap();
@@ -170,7 +171,10 @@ mod tests {
         assert!(error("algo=gcra,rate=5/h,size=3").contains("'size' is not a key"));
         assert!(error("algo=gcra,rate=5/h,burst").contains("not key=value"));
         assert!(error("algo=sliding-log,rate=5/h,burst=3").contains("not sliding-log"));
-        assert!(error("algo=gcra,rate=5/h,burst=0").contains("at least 1"));
+        assert!(
+            error("algo=gcra,rate=5/h,burst=0").starts_with("burst=0: a burst must be at least 1")
+        );
+        assert!("algo=nginx,rate=5/s,burst=0".parse::<LayerSpec>().is_ok());
         assert!(error("algo=gcra,rate=5/h,key=").contains("needs a column"));
         assert_eq!(error("algo=gcra,rate=5/h,nodelay"), "nodelay applies to nginx, not gcra");
         assert!(error("algo=nginx,rate=5/s,nodelay,delay=2").contains("give one"));

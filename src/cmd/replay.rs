@@ -1,14 +1,13 @@
 //! `ratelimit replay`: one limiter over a catalog, as a report or as a filter.
 
 use std::io::{self, BufWriter, Write};
-use std::num::NonZeroU64;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
 use super::notes;
-use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_burst};
+use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_given_burst};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
@@ -166,8 +165,8 @@ pub struct ReplayArgs {
 
     /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
     /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_burst)]
-    pub burst: Option<NonZeroU64>,
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
+    pub burst: Option<u64>,
 
     #[command(flatten)]
     pub nginx: crate::cli::args::NginxArgs,

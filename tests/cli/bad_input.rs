@@ -1,7 +1,7 @@
 //! Bad input: one line on stderr naming what is wrong, exit code 2, never a panic.
 
 use crate::QUAKES;
-use crate::harness::{Stdin, run, run_with, temp_file};
+use crate::harness::{Stdin, json, run, run_with, temp_file};
 
 const GCRA: [&str; 5] = ["replay", "--algo", "gcra", "--rate", "2/h"];
 
@@ -80,6 +80,23 @@ fn since_must_be_before_until() {
     assert_eq!(err, "ratelimit: --until +DURATION needs --since");
     let err = replay_error(&["--since", "2025-07-30", "--until", "+0s"], QUAKES);
     assert!(err.contains("must be before"), "{err}");
+}
+
+#[test]
+fn nginx_takes_burst_0_its_default_as_nginx_conf_writes_it() {
+    // nginx's burst= counts the requests beyond the first: burst=0 is its bucket of one,
+    // the default; no other limiter's burst may be 0.
+    let args = ["replay", "--sample", "--algo", "nginx", "--rate", "10r/m", "--format", "json"];
+    let default = run(&args, "").ok();
+    assert_eq!(run(&[&args[..], &["--burst", "0"]].concat(), "").ok(), default);
+    let layer = run(
+        &["replay", "--sample", "--limit", "algo=nginx,rate=10/m,burst=0", "--format", "json"],
+        "",
+    )
+    .ok();
+    assert_eq!(json(&layer)["passed"], json(&default)["passed"]);
+    let err = run(&["replay", "--sample", "--limit", "algo=gcra,rate=5/h,burst=0"], "").error();
+    assert!(err.contains("burst=0: a burst must be at least 1 (only nginx's"), "{err}");
 }
 
 #[test]
