@@ -12,7 +12,8 @@ Keyed, each key stays whole: the rows are cut by a hash of the key
 executor; a line per key reaches the driver, where the program's own ranking, quantiles
 and cover are made of them.
 
-``min_bucket`` runs this way so far, of one stream or per key.
+``min_bucket`` runs this way so far, of one stream or per key; and ``decisions`` of a
+limit per key, which needs no merge: each key's decisions are its own limiter's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from . import _flag, _native
 
-__all__ = ["min_bucket"]
+__all__ = ["min_bucket", "decisions"]
 
 
 def min_bucket(
@@ -78,6 +79,53 @@ def min_bucket(
     # Range partition n holds the n-th range: merged in that order.
     chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
     return json.loads(_native.merge_chunks(argv, chunks))
+
+
+def decisions(
+    df: Any,
+    *,
+    algo: str,
+    rate: str,
+    key: str,
+    burst: int | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    tie: str | None = None,
+    partitions: int | None = None,
+    **flags: Any,
+) -> Any:
+    """Returns ``df`` with a column ``passed``: each row's decision by a limit of ``algo``
+    at ``rate`` (with ``burst``) for each value of ``key``, exactly as ``ratelimit replay
+    --key KEY --emit all`` decides it (null for a row that made no event). Nothing is
+    collected: each key is decided whole on its executor, and its decisions are its own
+    limiter's, whatever the other keys do.
+
+    A global limit (no key) shares its state across every row, and nginx's keys share its
+    zone: neither is decided here yet.
+    """
+    if algo == "nginx":
+        raise ValueError("nginx's keys share its zone: decide them on one machine (replay)")
+    argv = ["ratelimit", "replay", "--format", "json"]
+    given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, **flags)
+    for name, value in given.items():
+        argv += _flag(name, value)
+    order = [key, time] + ([tie] if tie else [])
+    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
+    hashed = hashed.sortWithinPartitions(*order)
+
+    def decide(batches):
+        import pyarrow
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return
+        table = pyarrow.Table.from_batches(batches)
+        _, passed = native.call(argv, table, True)
+        yield from table.append_column("passed", pyarrow.array(passed[0])).to_batches()
+
+    return hashed.mapInArrow(decide, df.schema.add("passed", "boolean"))
 
 
 def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import pyarrow.csv
 import pyarrow.parquet
 import pytest
 
-from conftest import cli_json, synthetic_log, without_input
+from conftest import cli, cli_json, synthetic_log, without_input
 
 # The real thing, installed by .ci/run: a run without it fails, it does not skip.
 from pyspark.sql import SparkSession, functions as F  # noqa: E402
@@ -153,3 +153,24 @@ def test_no_rows_give_the_programs_answer_to_none(spark):
     for key, flags in ((None, []), ("client", ["--key", "client"])):
         done = cli_json("min-bucket", "-", "--rate", "1/s", *flags, stdin=b"time,client,tie\n")
         assert rls.min_bucket(df, rate="1/s", key=key, tie="tie", partitions=2) == without_input(done)
+
+
+@pytest.mark.parametrize("algo,burst", [("gcra", 3), ("sliding-log", None), ("limits-fixed-window", None), ("haproxy", None)])
+def test_keyed_decisions_on_spark_are_the_programs_emitted_row_by_row(spark, big_log, algo, burst):
+    csv, files = big_log
+    df = spark.read.parquet(str(files[3]))
+    flags = ["--algo", algo, "--rate", "20/m", "--key", "client", "--time-column", "ts", "--time-format", "unix-ms"]
+    done = cli("replay", str(csv), *flags, *(["--burst", str(burst)] if burst else []), "--emit", "all", "--quiet")
+    assert done.returncode == 0, done.stderr.decode()
+    # The program's rows come in time order; the log's id says which row each is.
+    want = {int(line.split(",")[0]): line.endswith(",passed") for line in done.stdout.decode().splitlines()[1:]}
+    got = rls.decisions(
+        df, algo=algo, rate="20/m", burst=burst, key="client", time="ts", time_format="unix-ms", tie="tie", partitions=4
+    )
+    # Counted on Spark, as no row may reach the driver: the rows, those that passed, and
+    # those where the two disagree (or one has no decision).
+    expected = spark.createDataFrame(list(want.items()), "id long, want boolean")
+    assert got.count() == len(want)
+    assert got.where("passed").count() == sum(want.values())
+    differ = got.join(expected, "id", "full_outer").where("passed IS NULL OR want IS NULL OR passed != want")
+    assert differ.count() == 0
