@@ -5,9 +5,9 @@ local now = now_us(ARGV[1])
 local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cost, ttl, member = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
--- An event exactly one period old has left (t − P, t].
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', int(now - p))
-local count = redis.call('ZCARD', KEYS[1])
+-- An event exactly one period old has left (t − P, t]: the log's events after `gone`.
+local gone = int(now - p)
+local count = redis.call('ZCOUNT', KEYS[1], '(' .. gone, '+inf')
 local allowed = count + cost <= n
 if allowed and charge then
   for i = 1, cost do
@@ -15,15 +15,22 @@ if allowed and charge then
   end
   count = count + cost
 end
+-- The events that left are removed only if some stay: a log emptied is a key gone, and
+-- in a slot being resharded Redis Cluster refuses any later command on a key its node no
+-- longer holds ("non local key"), in this script or in the rest of a batch. Kept, they
+-- are never counted, and they expire with the key.
+if count > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', gone)
+end
 local retry = 0
-if not allowed then
+if not allowed and count > 0 then
   -- Enough of the oldest must leave: the (count + cost − N)-th oldest.
   local oldest = redis.call('ZRANGE', KEYS[1], count + cost - n - 1, count + cost - n - 1, 'WITHSCORES')
   retry = tonumber(oldest[2]) + p - now
 end
 local reset = 0
-local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-if newest[2] then
+if count > 0 then
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   reset = tonumber(newest[2]) + p - now
 end
 expire(KEYS[1], ceil_div(p, 1000), ttl)
