@@ -3,17 +3,18 @@
 //! One thread reads stdin and stamps each line with the time it arrived, handing over at
 //! once the lines that came together; this one decides each at that time, writes the
 //! passed lines to stdout, holds a leaky queue's lines until they leave, and appends the
-//! dropped ones to `--dropped`. What is written is flushed whenever the filter would wait
-//! for input, and after each line to a terminal or with `--line-buffered`. The clock
+//! dropped ones to `--dropped`, each output written on a thread of its own ([`Output`]).
+//! What is written goes out whenever the filter would wait for input, and after each line
+//! to a terminal or with `--line-buffered`. The clock
 //! is the wall clock at the start, carried on by a monotonic clock, so that it never runs
 //! backwards under a limiter; with Redis, the server's clock decides, shared by every
 //! process that uses it.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +26,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use super::csv_line::LineReader;
+use super::filter_output::Output;
 use super::layered::{self, Layers};
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
@@ -38,9 +40,7 @@ use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
 use crate::input::header::find_column;
 use crate::input::keys::wide;
-use crate::message::io_reason;
 use crate::render::outfile::Identity;
-use crate::render::outfile::stdout;
 use crate::units::rate::Rate;
 use crate::units::time::{Timestamp, human_duration};
 
@@ -109,9 +109,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     let lines = read_lines(!args.lines);
     let clock = Clock::start();
-    let mut out = io::BufWriter::with_capacity(64 << 10, stdout());
+    let mut out = Output::stdout();
     let each_line = args.line_buffered || io::stdout().is_terminal();
-    let mut dropped = dropped.map(|file| io::BufWriter::with_capacity(64 << 10, file));
+    let mut dropped = (dropped.zip(args.dropped.clone())).map(|(f, p)| Output::dropped(f, p));
     let mut tally = Tally::default();
     let mut column = None;
     let mut cost_column = None;
@@ -133,17 +133,17 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             if *due > Instant::now() {
                 break;
             }
-            write_line(&mut out, line)?;
+            out.line(line, &interrupted)?;
             queued -= line.len();
             queue.pop_front();
             if each_line {
-                out.flush()?;
+                out.hand_over(&interrupted)?;
             }
         }
         let Some(&(arrived, from, to)) = batch.lines.get(at) else {
             // Nothing is left to decide: what was written goes out before the wait.
-            out.flush()?;
-            flush_dropped(&mut dropped, args.dropped.as_deref())?;
+            out.hand_over(&interrupted)?;
+            dropped.as_mut().map_or(Ok(()), |d| d.hand_over(&interrupted))?;
             let wait = queue
                 .front()
                 .map_or(TICK, |(due, _)| due.saturating_duration_since(Instant::now()));
@@ -167,8 +167,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             if let Cost::Column(name) = &cost {
                 cost_column = Some(header_column(&mut csv, line, Some(name), "--cost")?);
             }
-            write_line(&mut out, line)?;
-            write_dropped(&mut dropped, args.dropped.as_deref(), line)?;
+            out.line(line, &interrupted)?;
+            dropped.as_mut().map_or(Ok(()), |d| d.line(line, &interrupted))?;
             header = Some(line.to_vec());
             continue;
         }
@@ -216,9 +216,9 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 tally.longest = tally.longest.max(hold);
             }
             if hold == 0 && queue.is_empty() {
-                write_line(&mut out, line)?;
+                out.line(line, &interrupted)?;
                 if each_line {
-                    out.flush()?;
+                    out.hand_over(&interrupted)?;
                 }
             } else {
                 queued += line.len();
@@ -233,7 +233,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 queue.push_back((arrived + Duration::from_micros(hold), line.to_vec()));
             }
         } else {
-            write_dropped(&mut dropped, args.dropped.as_deref(), line)?;
+            dropped.as_mut().map_or(Ok(()), |d| d.line(line, &interrupted))?;
         }
     };
     if ended {
@@ -247,13 +247,16 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
                 thread::sleep((*due - now).min(TICK));
                 continue;
             }
-            write_line(&mut out, line)?;
-            out.flush()?;
+            out.line(line, &interrupted)?;
+            out.hand_over(&interrupted)?;
             queue.pop_front();
         }
     }
-    out.flush()?;
-    flush_dropped(&mut dropped, args.dropped.as_deref())?;
+    tally.unwritten = out.finish(&interrupted)?;
+    if let Some(dropped) = &mut dropped {
+        dropped.finish(&interrupted)?;
+        tally.left_out = dropped.left_out();
+    }
     tally.summary(queue.len(), clock.started.elapsed(), delays.is_some());
     Ok(ExitCode::SUCCESS)
 }
@@ -265,6 +268,10 @@ struct Tally {
     passed: u64,
     delayed: u64,
     longest: u64,
+    /// Passed lines stdout had not taken at SIGINT.
+    unwritten: u64,
+    /// Dropped lines left out of `--dropped` while its reader was behind.
+    left_out: u64,
 }
 
 impl Tally {
@@ -289,6 +296,13 @@ impl Tally {
         }
         if queued > 0 {
             line += &format!(", {queued} still queued at SIGINT, not written");
+        }
+        if self.unwritten > 0 {
+            line += &format!(", {} not taken by stdout at SIGINT", self.unwritten);
+        }
+        if self.left_out > 0 {
+            line +=
+                &format!(", {} left out of --dropped while its reader was behind", self.left_out);
         }
         // A summary that stderr cannot take is lost; the exit code is not.
         let _ = writeln!(diagnostics(), "{line}");
@@ -376,52 +390,6 @@ fn open_quote(text: &[u8]) -> bool {
     text.iter().filter(|&&b| b == b'"').count() % 2 == 1
 }
 
-/// Where `--dropped` goes: its file, buffered and flushed as stdout is.
-type Dropped = Option<io::BufWriter<File>>;
-
-/// Appends a dropped line to `--dropped`, if it is still open. If its reader went away (a
-/// pipe closed), the filter goes on, says so once, and writes no more dropped lines: they
-/// are a side stream, and the lines that pass are what the pipeline is for.
-fn write_dropped(dropped: &mut Dropped, path: Option<&Path>, line: &[u8]) -> Result<()> {
-    let Some(file) = dropped else { return Ok(()) };
-    let written = file.write_all(line).and_then(|()| file.write_all(b"\n"));
-    went_away(dropped, path, written)
-}
-
-/// Flushes `--dropped`, if it is still open, as [`write_dropped`] writes it.
-fn flush_dropped(dropped: &mut Dropped, path: Option<&Path>) -> Result<()> {
-    let Some(file) = dropped else { return Ok(()) };
-    let flushed = file.flush();
-    went_away(dropped, path, flushed)
-}
-
-/// Takes a write to `--dropped`: a closed pipe closes it, with a note; another error ends
-/// the filter.
-fn went_away(dropped: &mut Dropped, path: Option<&Path>, done: io::Result<()>) -> Result<()> {
-    let name = path.map_or(String::new(), |p| p.display().to_string());
-    match done {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-            // What it still holds is dropped unwritten: its reader is gone.
-            let _ = dropped.take().map(io::BufWriter::into_parts);
-            let _ = writeln!(
-                diagnostics(),
-                "ratelimit: note: the reader of --dropped {name} went away; the dropped lines \
-                 after this one are not written"
-            );
-            Ok(())
-        }
-        Err(e) => Err(anyhow!("cannot write --dropped {name}: {}", io_reason(&e))),
-    }
-}
-
-/// Writes a line; it is flushed with the others.
-fn write_line(out: &mut impl Write, line: &[u8]) -> io::Result<()> {
-    out.write_all(line)?;
-    out.write_all(b"\n")
-}
-
-/// The wall clock at the start, carried on by a monotonic clock.
 /// The wall clock at the start, run on by a monotonic one: times that never go back.
 pub(super) struct Clock {
     wall: i64,

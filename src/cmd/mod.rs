@@ -9,6 +9,7 @@ mod decisions;
 pub mod embed;
 mod fetch;
 mod filter;
+mod filter_output;
 mod layered;
 mod limiters;
 mod man;

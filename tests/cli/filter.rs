@@ -16,16 +16,17 @@ struct Filter {
     reader: thread::JoinHandle<()>,
 }
 
+/// Starts `ratelimit filter` with `args`, its stdin, stdout and stderr piped.
+fn spawned(args: &[&str]) -> Child {
+    let mut cmd = command();
+    cmd.arg("filter").args(args);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
 impl Filter {
     fn start(args: &[&str]) -> Filter {
-        let mut child = command()
-            .arg("filter")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawned(args);
         let stdout = child.stdout.take().unwrap();
         let (send, lines) = mpsc::channel();
         let reader = thread::spawn(move || {
@@ -317,6 +318,86 @@ fn a_dropped_reader_that_goes_away_leaves_the_filter_running() {
     assert!(notes[0].starts_with("ratelimit: note: the reader of --dropped "), "{stderr}");
     assert!(notes[1].contains(": 4 lines in "), "{stderr}");
     assert!(notes[1].ends_with("1 passed, 3 dropped"), "{stderr}");
+}
+
+#[test]
+fn a_stalled_dropped_reader_holds_up_no_passed_line() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("dropped");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let path = fifo.to_str().unwrap();
+    // The reader opens the FIFO, so that the filter's open returns, and never reads it.
+    let reader =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let args = ["--lines", "--key", "line", "--rate", "1/h", "--burst", "1", "--dropped", path];
+    let mut filter = Filter::start(&args);
+    // One key's 40,000 lines: the first passes, and the rest, 4 MB, are dropped, far more
+    // than the FIFO and the filter hold for a reader that does not read.
+    // Fed from a thread, which a filter that stops reading would hold up, not the test.
+    let same = "d".repeat(99);
+    let mut stdin = filter.stdin.take().unwrap();
+    let text = format!("{same}\n").repeat(40_000);
+    let feeder = thread::spawn(move || {
+        stdin.write_all(text.as_bytes()).unwrap();
+        // Every new key's first line still passes, at once.
+        for line in ["p1", "p2", "p3"] {
+            thread::sleep(Duration::from_millis(30));
+            stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        }
+        stdin
+    });
+    for line in [same.as_str(), "p1", "p2", "p3"] {
+        assert_eq!(filter.next().1, line);
+    }
+    filter.stdin = Some(feeder.join().unwrap());
+    // The reader goes away: the filter ends, and says what --dropped missed.
+    drop(reader);
+    let (code, rest, stderr) = filter.end();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    let notes: Vec<&str> = stderr.lines().collect();
+    assert_eq!(notes.len(), 3, "{stderr}");
+    assert!(notes[0].ends_with(" is behind; dropped lines are left out of it while it is"));
+    assert!(notes[1].starts_with("ratelimit: note: the reader of --dropped "), "{stderr}");
+    assert!(notes[2].contains(": 40003 lines in "), "{stderr}");
+    assert!(notes[2].contains(" 4 passed, 39999 dropped, "), "{stderr}");
+    assert!(notes[2].ends_with(" left out of --dropped while its reader was behind"));
+}
+
+#[test]
+fn sigint_ends_a_filter_whose_stdout_is_not_read() {
+    let mut child = spawned(&["--lines", "--rate", "1000000/s"]);
+    // Its stdout is held open and never read: 8 MB of lines that pass fill the pipe, and
+    // the filter waits for room.
+    let stdout = child.stdout.take().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = thread::spawn(move || {
+        let line = format!("{}\n", "x".repeat(79));
+        for _ in 0..100_000 {
+            if stdin.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    thread::sleep(Duration::from_secs(1));
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("SIGINT did not end a filter whose stdout is full within 5 s");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdout);
+    let out = finished(child.wait_with_output().unwrap());
+    feeder.join().unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.starts_with("ratelimit: filter: "), "{}", out.stderr);
+    assert!(out.stderr.trim_end().ends_with(" not taken by stdout at SIGINT"), "{}", out.stderr);
 }
 
 #[test]
