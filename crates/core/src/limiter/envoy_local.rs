@@ -66,6 +66,14 @@ impl KeyedState for EnvoyLocal {
         Decision { passed: true, wait: 0 }
     }
 
+    /// Once the bucket has refilled, it reads full until a request, as a fresh one does
+    /// (the refill, in doubles as envoy's, grows with the time).
+    #[allow(clippy::cast_precision_loss)] // Seconds as a double, as envoy reads them.
+    fn at_rest(&self, bucket: &Bucket, now: Timestamp) -> bool {
+        let now = now.as_micros() as f64 / 1e6;
+        bucket.0.is_none_or(|empty| (now - empty) * self.rate >= self.max_tokens)
+    }
+
     fn state_mut(&mut self) -> &mut Bucket {
         &mut self.state
     }

@@ -88,6 +88,15 @@ impl KeyedState for EnvoyRatelimit {
         self.step(state, now, cost, false);
     }
 
+    /// With no hit counted, or a count the next hit starts again (its window over, or
+    /// expired), every later hit counts from nothing, as a fresh key's does.
+    fn at_rest(&self, count: &Count, now: Timestamp) -> bool {
+        let micros = now.as_micros();
+        let window = micros.div_euclid(1_000_000) / self.unit;
+        let expired = micros.div_euclid(1_000) > count.last_ms.saturating_add(self.unit.saturating_mul(1_000));
+        count.hits == 0 || window != count.window || expired
+    }
+
     fn state_mut(&mut self) -> &mut Count {
         &mut self.state
     }

@@ -56,6 +56,13 @@ impl KeyedState for FixedWindow {
         Decision { passed: pass, wait: 0 }
     }
 
+    /// With nothing counted in the window of `now`, or that window over, the next event
+    /// counts from 0, as a fresh key's does.
+    fn at_rest(&self, state: &Counted, now: Timestamp) -> bool {
+        let mut windows = state.windows;
+        state.count == 0 || windows.advance(now.as_micros(), self.period) != Step::Same
+    }
+
     fn state_mut(&mut self) -> &mut Counted {
         &mut self.state
     }

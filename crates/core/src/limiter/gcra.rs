@@ -51,6 +51,11 @@ impl KeyedState for Gcra {
         Decision { passed: pass, wait: 0 }
     }
 
+    /// Once tat is past, every later event finds max(tat, t) = t, as a fresh key does.
+    fn at_rest(&self, tat: &i128, now: Timestamp) -> bool {
+        *tat <= i128::from(now.as_micros()) * self.n
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.tat
     }

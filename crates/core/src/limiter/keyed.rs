@@ -103,6 +103,14 @@ impl<L: KeyedState> PerKey<L> {
         }
     }
 
+    /// Returns whether key `key` is back at its start as of `now` ([`KeyedState::at_rest`]):
+    /// it may be forgotten, and a key that comes again then starts afresh, deciding as it
+    /// would have. Never for keys that share a zone, which keeps them itself.
+    #[inline]
+    pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
+        !L::ZONE && self.states.get(key).is_none_or(|state| self.limiter.at_rest(state, now))
+    }
+
     /// Gives key `to` the state that key `key` has in `from`.
     pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
         self.hold(to);

@@ -143,6 +143,11 @@ impl KeyedState for LeakyQueue {
         Decision { passed: true, wait }
     }
 
+    /// Once the queue has emptied, every later event leaves at once, as from a fresh one.
+    fn at_rest(&self, free_at: &i128, now: Timestamp) -> bool {
+        *free_at <= i128::from(now.as_micros()) * self.n
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.free_at
     }

@@ -63,6 +63,11 @@ impl KeyedState for LimitsFixedWindow {
         self.step(state, now, cost, false);
     }
 
+    /// Once the window has expired, the next hit starts one, as a fresh key's does.
+    fn at_rest(&self, window: &Window, now: Timestamp) -> bool {
+        window.expires.is_none_or(|at| at <= now.as_micros())
+    }
+
     fn state_mut(&mut self) -> &mut Window {
         &mut self.state
     }

@@ -40,6 +40,10 @@ impl KeyedState for LimitsMovingWindow {
         self.0.admits(log, now, cost)
     }
 
+    fn at_rest(&self, log: &Log, now: Timestamp) -> bool {
+        self.0.at_rest(log, now)
+    }
+
     fn state_mut(&mut self) -> &mut Log {
         self.0.state_mut()
     }

@@ -115,6 +115,16 @@ impl KeyedState for LimitsSlidingWindow {
         Decision { passed: pass, wait: 0 }
     }
 
+    /// With the counters of the window of `now` and of the one before at 0, or gone, every
+    /// later hit counts from nothing, as a fresh key's does.
+    fn at_rest(&self, state: &Counters, now: Timestamp) -> bool {
+        let (t, p) = (now.as_micros(), self.period);
+        let name = |t: i128| i64::try_from(t / i128::from(p)).unwrap_or(i64::MIN);
+        let (previous, current) = (name(i128::from(t) - i128::from(p)), name(i128::from(t)));
+        let mut state = state.clone();
+        state.get(previous, t) == 0 && state.get(current, t) == 0
+    }
+
     fn state_mut(&mut self) -> &mut Counters {
         &mut self.state
     }

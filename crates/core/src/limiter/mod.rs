@@ -139,6 +139,14 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// free, but the zone now holds it. Nothing, for limiters without a zone.
     fn open(&self, _state: &mut Self::State) {}
 
+    /// Whether `state` is back at its start as of `now`: every event from `now` on is
+    /// decided as a fresh key's would be, so that a live engine may forget the key, as
+    /// Redis lets an idle key expire. Never, by default: a limiter that cannot say so
+    /// keeps its keys.
+    fn at_rest(&self, _state: &Self::State, _now: Timestamp) -> bool {
+        false
+    }
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }

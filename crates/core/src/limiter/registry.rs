@@ -317,6 +317,12 @@ macro_rules! limiters {
         }
 
         impl Any<$crate::limiter::Keys> {
+            /// Returns whether key `key` is back at its start as of `now`; see
+            /// [`PerKey::at_rest`](crate::limiter::PerKey::at_rest).
+            pub fn at_rest(&self, key: usize, now: $crate::units::time::Timestamp) -> bool {
+                match self { $(Any::$rule(this) => this.at_rest(key, now),)* }
+            }
+
             /// Gives key `to` the state that key `key` has in `from`, a table of the same
             /// limiter (else nothing): to ask what a key's limiter would do later, on a
             /// copy, without changing it.

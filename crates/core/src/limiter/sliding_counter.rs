@@ -67,6 +67,17 @@ impl KeyedState for SlidingCounter {
         Decision { passed: pass, wait: 0 }
     }
 
+    /// With both counters 0 as of `now`, every later event counts from nothing, as a fresh
+    /// key's does: the window it is in weighs nothing.
+    fn at_rest(&self, state: &Counters, now: Timestamp) -> bool {
+        let mut windows = state.windows;
+        match windows.advance(now.as_micros(), self.period) {
+            Step::Same => state.prev == 0 && state.cur == 0,
+            Step::Next => state.cur == 0,
+            Step::Later => true,
+        }
+    }
+
     fn state_mut(&mut self) -> &mut Counters {
         &mut self.state
     }

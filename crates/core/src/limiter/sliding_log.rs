@@ -134,6 +134,11 @@ impl KeyedState for SlidingLog {
         state.used().saturating_add(cost) <= self.limit
     }
 
+    /// Once its newest time has left the window, the log counts nothing, as a fresh one.
+    fn at_rest(&self, state: &Log, now: Timestamp) -> bool {
+        state.newest == Log::NONE || state.newest <= now.as_micros().saturating_sub(self.period)
+    }
+
     fn state_mut(&mut self) -> &mut Log {
         &mut self.log
     }

@@ -330,3 +330,69 @@ fn every_limiters_parameters_read_from_nothing_are_its_defaults() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A key at rest decides every later event as a fresh key does, so that a live engine
+    /// may forget it: checked before each event, for every limiter, with costs from 0 to
+    /// past the burst.
+    #[test]
+    fn a_key_at_rest_decides_every_later_event_as_a_fresh_key(
+        ((rate, b, times), costs) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 2);
+            (Just(s), prop::collection::vec(0..=most, len))
+        })
+    ) {
+        let events: Vec<(Timestamp, u64)> = times.iter().copied().zip(costs).collect();
+        for algorithm in Algorithm::ALL {
+            let mut kept = AnyPerKey::new(algorithm, rate, burst(b));
+            for (cut, &(now, cost)) in events.iter().enumerate() {
+                if kept.at_rest(0, now) {
+                    let mut again = kept.clone();
+                    let mut fresh = AnyPerKey::new(algorithm, rate, burst(b));
+                    for &(t, c) in &events[cut..] {
+                        let (want, got) = (fresh.decide(0, t, c), again.decide(0, t, c));
+                        prop_assert_eq!(got, want, "{:?} at rest before event {}", algorithm, cut);
+                    }
+                }
+                kept.decide(0, now, cost);
+            }
+        }
+    }
+}
+
+/// When one event at 0 s, at 1/s with a burst of 1, leaves each limiter at rest: the
+/// first instant after which it decides as a fresh one, by its rule.
+#[test]
+fn a_limiter_comes_to_rest_when_its_rule_forgets_the_event() {
+    let rate = Rate::new(1, Span::from_micros(1_000_000).unwrap()).unwrap();
+    let at = |micros: i64| Timestamp::from_micros(micros).unwrap();
+    let rests = [
+        (Algorithm::Gcra, 1_000_000),
+        (Algorithm::TokenBucket, 1_000_000),
+        (Algorithm::LeakyQueue, 1_000_000),
+        (Algorithm::FixedWindow, 1_000_000),
+        (Algorithm::SlidingLog, 1_000_000),
+        (Algorithm::SlidingCounter, 2_000_000),
+        (Algorithm::LimitsFixedWindow, 1_000_000),
+        (Algorithm::LimitsMovingWindow, 1_000_001),
+        (Algorithm::LimitsSlidingWindow, 2_000_000),
+        (Algorithm::EnvoyRatelimit, 1_000_000),
+        (Algorithm::EnvoyLocal, 1_000_000),
+    ];
+    for (algorithm, rest) in rests {
+        let mut limiter = AnyPerKey::new(algorithm, rate, burst(1));
+        assert!(limiter.at_rest(0, at(0)), "{algorithm:?}: a key never seen");
+        assert!(limiter.decide(0, at(0), 1).passed);
+        assert!(!limiter.at_rest(0, at(rest - 1)), "{algorithm:?} at {}", rest - 1);
+        assert!(limiter.at_rest(0, at(rest)), "{algorithm:?} at {rest}");
+    }
+    // nginx's keys live in its zone, which frees them as nginx does; HAProxy's and
+    // Traefik's are kept.
+    for algorithm in [Algorithm::Nginx, Algorithm::Haproxy, Algorithm::Traefik] {
+        let mut limiter = AnyPerKey::new(algorithm, rate, burst(1));
+        limiter.decide(0, at(0), 1);
+        assert!(!limiter.at_rest(0, at(1 << 40)), "{algorithm:?}");
+    }
+}

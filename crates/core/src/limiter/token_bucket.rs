@@ -55,6 +55,12 @@ impl KeyedState for TokenBucket {
         Decision { passed: pass, wait: 0 }
     }
 
+    /// Once the bucket has refilled, it stays full until an event, as a fresh one is.
+    fn at_rest(&self, state: &Level, now: Timestamp) -> bool {
+        let elapsed = (i128::from(now.as_micros()) - i128::from(state.last)).max(0);
+        state.level + self.refill * elapsed >= self.capacity
+    }
+
     fn state_mut(&mut self) -> &mut Level {
         &mut self.state
     }
