@@ -19,8 +19,12 @@ use crate::input::keys::{Key, KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::{Span, Timestamp};
 
-/// The most distinct keys a live engine keeps a limiter for, in memory.
+/// The most keys a live engine keeps a limiter for, in memory, at once: the keys whose
+/// limiters are not back at their start, and those new since they were last counted.
 pub const MAX_LIVE_KEYS: usize = 1 << 24;
+
+/// How many keys a live engine in memory holds before it first forgets those at rest.
+const FIRST_SWEEP: usize = 1 << 16;
 
 /// The Redis key of every event when events have no key of their own.
 const ONE_KEY: &str = "filter";
@@ -75,19 +79,61 @@ pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
     Box::new(LiveMemory {
         limiter: settings.per_key(),
         probe: settings.per_key(),
-        keys: KeyTable::new(),
+        keys: LiveKeys::new(),
         settings: *settings,
     })
 }
 
-/// Returns a key's number in `keys`, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an
-/// error: a live engine in memory keeps a limiter state for each.
-fn number_of(keys: &mut KeyTable, key: &[u8]) -> Result<Key> {
-    let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
-    let Some(number) = number else {
-        bail!("more than {MAX_LIVE_KEYS} distinct keys: filter keeps a limiter for each")
-    };
-    Ok(number)
+/// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
+/// limiters are back at their start are forgotten (as Redis lets an idle key expire, and
+/// nginx's zone frees an idle node), so that a filter runs for days at a steady number of
+/// active keys: whenever the table has grown to twice what it kept last time (and
+/// [`FIRST_SWEEP`] at least), each key is asked once, so a key costs O(1) time amortized,
+/// and the table holds at most twice the keys that are not at rest.
+struct LiveKeys {
+    table: KeyTable,
+    sweep_at: usize,
+}
+
+impl LiveKeys {
+    fn new() -> LiveKeys {
+        LiveKeys { table: KeyTable::new(), sweep_at: FIRST_SWEEP }
+    }
+
+    /// Returns a key's number, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an error:
+    /// a live engine in memory keeps a limiter state for each.
+    fn number(&mut self, key: &[u8]) -> Result<Key> {
+        let keys = &mut self.table;
+        let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
+        let Some(number) = number else {
+            bail!(
+                "more than {MAX_LIVE_KEYS} keys at once whose limits are not back at their \
+                 start: filter keeps a limiter for each"
+            )
+        };
+        Ok(number)
+    }
+
+    /// If the table is due to be swept, forgets the keys that `at_rest` says are back at
+    /// their start, and returns the numbers of those kept: key `kept[n]` is now key n, and
+    /// its state must move there.
+    fn sweep(&mut self, at_rest: impl Fn(usize) -> bool) -> Option<Vec<usize>> {
+        if self.table.len() < self.sweep_at {
+            return None;
+        }
+        let mut table = KeyTable::new();
+        let mut kept = Vec::new();
+        for (old, key) in (0..self.table.len()).zip(0..) {
+            if !at_rest(old) {
+                // Fewer keys than the table numbered: each gets a number again.
+                table.intern(self.table.get(key))?;
+                kept.push(old);
+            }
+        }
+        self.sweep_at = kept.len().saturating_mul(2).clamp(FIRST_SWEEP, MAX_LIVE_KEYS);
+        self.table = table;
+        Some(kept)
+    }
 }
 
 /// In this process: one limiter state per key.
@@ -95,13 +141,28 @@ struct LiveMemory {
     limiter: AnyPerKey,
     /// One key's state, copied to be asked about.
     probe: AnyPerKey,
-    keys: KeyTable,
+    keys: LiveKeys,
     settings: Settings,
+}
+
+impl LiveMemory {
+    /// Returns a key's number, after forgetting the keys at rest as of `now` if due.
+    fn number(&mut self, now: Timestamp, key: &[u8]) -> Result<Key> {
+        let limiter = &self.limiter;
+        if let Some(kept) = self.keys.sweep(|old| limiter.at_rest(old, now)) {
+            let mut moved = self.settings.per_key();
+            for (new, &old) in kept.iter().enumerate() {
+                moved.copy_key(limiter, old, new);
+            }
+            self.limiter = moved;
+        }
+        self.keys.number(key)
+    }
 }
 
 impl Live for LiveMemory {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let number = number_of(&mut self.keys, key)?;
+        let number = self.number(now, key)?;
         Ok(self.limiter.decide(slot(number), now, cost))
     }
 
@@ -110,7 +171,7 @@ impl Live for LiveMemory {
     /// by halving, since a smaller cost or a later instant never passes less.
     fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
         let decision = self.decide_now(now, key, cost)?;
-        let key = slot(number_of(&mut self.keys, key)?);
+        let key = slot(self.keys.number(key)?);
         // Asked on a copy of the key's state, afresh each time: asking may tidy a state as
         // of the time asked (a log forgets what is older than a period before it).
         let (table, probe) = (&self.limiter, &mut self.probe);
@@ -212,7 +273,7 @@ impl Backend {
         }
         Ok(match self {
             Backend::Memory => {
-                Box::new(LiveLayers { limits: Limits::new(layers), keys: KeyTable::new() })
+                Box::new(LiveLayers { limits: Limits::new(layers), keys: LiveKeys::new() })
             }
             Backend::Redis { redis, prefix, .. } => Box::new(LiveRedisLayers {
                 remote: RemoteLayers::new(&mut redis.borrow_mut(), layers)?,
@@ -229,12 +290,16 @@ impl Backend {
 /// then all are charged or none, by the same [`Limits`] a layered replay decides with.
 struct LiveLayers {
     limits: Limits,
-    keys: KeyTable,
+    keys: LiveKeys,
 }
 
 impl Live for LiveLayers {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let number = number_of(&mut self.keys, key)?;
+        let limits = &self.limits;
+        if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
+            self.limits = limits.renumbered(&kept);
+        }
+        let number = self.keys.number(key)?;
         let event = Event { time: now, key: number, cost };
         let refused = self.limits.refusals(event);
         self.limits.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
@@ -269,5 +334,85 @@ impl Live for LiveRedisLayers {
         let bases = self.remote.bases(&own, shared.as_bytes());
         let outcome = self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)?;
         Ok(Decision { passed: outcome.allowed, wait: 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::limiter::Algorithm;
+
+    /// 300,000 events: a third from 50 keys that are never at rest, the others each from a
+    /// key of its own, which comes to rest a second later.
+    fn events() -> impl Iterator<Item = (Timestamp, Vec<u8>)> {
+        (0..300_000i64).map(|i| {
+            let key = if i % 3 == 0 { format!("hot{}", i % 50) } else { format!("once{i}") };
+            (Timestamp::from_micros(1_000_000_000 + i * 100).unwrap(), key.into_bytes())
+        })
+    }
+
+    fn settings(algorithm: Algorithm, rate: &str) -> Settings {
+        Settings {
+            algorithm,
+            rate: rate.parse().unwrap(),
+            burst: NonZeroU64::new(2).unwrap(),
+            window: Span::from_micros(1_000_000).unwrap(),
+            params: algorithm.default_params(),
+        }
+    }
+
+    #[test]
+    fn keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        for algorithm in [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter] {
+            let settings = settings(algorithm, "1/s");
+            let mut live = LiveMemory {
+                limiter: settings.per_key(),
+                probe: settings.per_key(),
+                keys: LiveKeys::new(),
+                settings,
+            };
+            // The same events, each key kept for ever.
+            let (mut kept, mut names) = (settings.per_key(), KeyTable::new());
+            let mut most = 0;
+            for (n, (now, key)) in events().enumerate() {
+                let want = kept.decide(slot(names.intern(&key).unwrap()), now, 1);
+                assert_eq!(
+                    live.decide_now(now, &key, 1).unwrap(),
+                    want,
+                    "{algorithm:?}: event {n}"
+                );
+                most = most.max(live.keys.table.len());
+            }
+            // About 6,700 keys at a time are not at rest: the table never grows past the
+            // first sweep's size, while 200,050 keys came.
+            assert_eq!(names.len(), 200_050);
+            assert_eq!(most, FIRST_SWEEP, "{algorithm:?}");
+        }
+    }
+
+    #[test]
+    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        // Each key's own limit, and one over all that refuses a few in a hundred.
+        let layer = |algorithm, rate, keyed| Layer {
+            settings: settings(algorithm, rate),
+            keyed,
+            cost: None,
+            counts_refused: false,
+        };
+        let layers =
+            [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
+        let mut live = LiveLayers { limits: Limits::new(&layers), keys: LiveKeys::new() };
+        let (mut kept, mut names) = (Limits::new(&layers), KeyTable::new());
+        let mut most = 0;
+        for (n, (now, key)) in events().enumerate() {
+            let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
+            let refused = kept.refusals(event);
+            kept.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(())).unwrap();
+            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, refused == 0, "event {n}");
+            most = most.max(live.keys.table.len());
+        }
+        assert_eq!(most, FIRST_SWEEP);
     }
 }

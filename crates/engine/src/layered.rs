@@ -13,6 +13,7 @@ use super::recorder::{Recorder, Settings};
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
+use crate::units::time::Timestamp;
 
 /// The most layers one run takes: each event is asked of every layer.
 pub const MAX_LAYERS: usize = 16;
@@ -45,6 +46,29 @@ impl Limits {
     /// Returns the limiters of `layers`, each in its first state.
     pub fn new(layers: &[Layer]) -> Limits {
         Limits { each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect() }
+    }
+
+    /// Returns whether key `key` is back at its start as of `now` in every keyed layer
+    /// ([`AnyPerKey::at_rest`]); the other layers keep no state a key.
+    pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
+        let mut keyed = self.each.iter().filter(|(_, layer)| layer.keyed);
+        keyed.all(|(limiter, _)| limiter.at_rest(key, now))
+    }
+
+    /// Returns the layers with their keys renumbered: key `kept[n]` becomes key n in every
+    /// keyed layer, and the keys not kept are forgotten.
+    pub fn renumbered(&self, kept: &[usize]) -> Limits {
+        let each = self.each.iter().map(|(limiter, layer)| {
+            if !layer.keyed {
+                return (limiter.clone(), layer.clone());
+            }
+            let mut fresh = layer.settings.per_key();
+            for (new, &old) in kept.iter().enumerate() {
+                fresh.copy_key(limiter, old, new);
+            }
+            (fresh, layer.clone())
+        });
+        Limits { each: each.collect() }
     }
 
     /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
