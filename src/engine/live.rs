@@ -150,11 +150,7 @@ impl LiveMemory {
     fn number(&mut self, now: Timestamp, key: &[u8]) -> Result<Key> {
         let limiter = &self.limiter;
         if let Some(kept) = self.keys.sweep(|old| limiter.at_rest(old, now)) {
-            let mut moved = self.settings.per_key();
-            for (new, &old) in kept.iter().enumerate() {
-                moved.copy_key(limiter, old, new);
-            }
-            self.limiter = moved;
+            self.limiter = limiter.renumbered(&kept);
         }
         self.keys.number(key)
     }
@@ -344,12 +340,13 @@ mod tests {
     use super::*;
     use crate::limiter::Algorithm;
 
-    /// 300,000 events: a third from 50 keys that are never at rest, the others each from a
-    /// key of its own, which comes to rest a second later.
+    /// 300,000 events a millisecond apart: a third from 50 keys that are never at rest,
+    /// the others each from a key of its own, which comes to rest a second later (nginx's
+    /// when its zone frees it, a minute later at the least).
     fn events() -> impl Iterator<Item = (Timestamp, Vec<u8>)> {
         (0..300_000i64).map(|i| {
             let key = if i % 3 == 0 { format!("hot{}", i % 50) } else { format!("once{i}") };
-            (Timestamp::from_micros(1_000_000_000 + i * 100).unwrap(), key.into_bytes())
+            (Timestamp::from_micros(1_000_000_000 + i * 1000).unwrap(), key.into_bytes())
         })
     }
 
@@ -365,7 +362,9 @@ mod tests {
 
     #[test]
     fn keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
-        for algorithm in [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter] {
+        let algorithms =
+            [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter, Algorithm::Nginx];
+        for algorithm in algorithms {
             let settings = settings(algorithm, "1/s");
             let mut live = LiveMemory {
                 limiter: settings.per_key(),
@@ -385,10 +384,12 @@ mod tests {
                 );
                 most = most.max(live.keys.table.len());
             }
-            // About 6,700 keys at a time are not at rest: the table never grows past the
-            // first sweep's size, while 200,050 keys came.
+            // About 700 keys at a time are not at rest (nginx's zone holds 40,000): the
+            // table holds at most twice those, or the first sweep's 65,536, while 200,050
+            // keys came.
             assert_eq!(names.len(), 200_050);
-            assert_eq!(most, FIRST_SWEEP, "{algorithm:?}");
+            let nodes = if algorithm == Algorithm::Nginx { 40_050 } else { 0 };
+            assert!(most <= FIRST_SWEEP.max(2 * nodes), "{algorithm:?}: {most}");
         }
     }
 

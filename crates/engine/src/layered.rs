@@ -58,15 +58,9 @@ impl Limits {
     /// Returns the layers with their keys renumbered: key `kept[n]` becomes key n in every
     /// keyed layer, and the keys not kept are forgotten.
     pub fn renumbered(&self, kept: &[usize]) -> Limits {
-        let each = self.each.iter().map(|(limiter, layer)| {
-            if !layer.keyed {
-                return (limiter.clone(), layer.clone());
-            }
-            let mut fresh = layer.settings.per_key();
-            for (new, &old) in kept.iter().enumerate() {
-                fresh.copy_key(limiter, old, new);
-            }
-            (fresh, layer.clone())
+        let each = self.each.iter().map(|(limiter, layer)| match layer.keyed {
+            true => (limiter.renumbered(kept), layer.clone()),
+            false => (limiter.clone(), layer.clone()),
         });
         Limits { each: each.collect() }
     }

@@ -108,7 +108,20 @@ impl<L: KeyedState> PerKey<L> {
     /// would have. Never for keys that share a zone, which keeps them itself.
     #[inline]
     pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
-        !L::ZONE && self.states.get(key).is_none_or(|state| self.limiter.at_rest(state, now))
+        self.states.get(key).is_none_or(|state| self.limiter.at_rest(state, now))
+    }
+
+    /// Returns the limiter with its keys renumbered: key `kept[n]` becomes key n, and the
+    /// keys not kept, which must be [at rest](PerKey::at_rest), are forgotten. A zone keeps
+    /// its order.
+    pub fn renumbered(&self, kept: &[usize]) -> PerKey<L> {
+        let state = |&old: &usize| self.states.get(old).unwrap_or(&self.fresh).clone();
+        PerKey {
+            limiter: self.limiter.clone(),
+            fresh: self.fresh.clone(),
+            states: kept.iter().map(state).collect(),
+            zone: self.zone.as_ref().map(|zone| zone.renumbered(kept)),
+        }
     }
 
     /// Gives key `to` the state that key `key` has in `from`.

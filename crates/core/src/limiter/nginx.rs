@@ -234,6 +234,13 @@ impl KeyedState for Nginx {
         node.0.is_none()
     }
 
+    /// A key without a node (its zone freed it, or it never had one) is new to nginx.
+    /// A node whose excess has leaked away is not: nginx charges its next request, and
+    /// makes a new key's free.
+    fn at_rest(&self, node: &Node, _now: Timestamp) -> bool {
+        node.0.is_none()
+    }
+
     /// A node made by a lookup that does not account (`account` 0: a chained `limit_req`
     /// before the last) has no excess and `last` 0, nginx's monotonic clock's start: its
     /// next request leaks all, and so is free.

@@ -323,6 +323,12 @@ macro_rules! limiters {
                 match self { $(Any::$rule(this) => this.at_rest(key, now),)* }
             }
 
+            /// Returns the limiter with its keys renumbered; see
+            /// [`PerKey::renumbered`](crate::limiter::PerKey::renumbered).
+            pub fn renumbered(&self, kept: &[usize]) -> Self {
+                match self { $(Any::$rule(this) => Any::$rule(this.renumbered(kept)),)* }
+            }
+
             /// Gives key `to` the state that key `key` has in `from`, a table of the same
             /// limiter (else nothing): to ask what a key's limiter would do later, on a
             /// copy, without changing it.

@@ -388,8 +388,8 @@ fn a_limiter_comes_to_rest_when_its_rule_forgets_the_event() {
         assert!(!limiter.at_rest(0, at(rest - 1)), "{algorithm:?} at {}", rest - 1);
         assert!(limiter.at_rest(0, at(rest)), "{algorithm:?} at {rest}");
     }
-    // nginx's keys live in its zone, which frees them as nginx does; HAProxy's and
-    // Traefik's are kept.
+    // nginx's keys come to rest only when its zone frees them, as nginx does; HAProxy's
+    // and Traefik's are kept.
     for algorithm in [Algorithm::Nginx, Algorithm::Haproxy, Algorithm::Traefik] {
         let mut limiter = AnyPerKey::new(algorithm, rate, burst(1));
         limiter.decide(0, at(0), 1);

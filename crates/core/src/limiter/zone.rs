@@ -54,6 +54,25 @@ impl Zone {
         }
     }
 
+    /// Returns the zone with its keys renumbered, in the same order: key `kept[n]` becomes
+    /// key n. Every key the zone holds must be kept.
+    pub fn renumbered(&self, kept: &[usize]) -> Zone {
+        let mut new = vec![NONE; self.links.len()];
+        for (n, &old) in (0u32..).zip(kept) {
+            if let Some(slot) = new.get_mut(old) {
+                *slot = n;
+            }
+        }
+        let mut zone = Zone::new();
+        // From the least recent to the most, each to the front: the order stays.
+        let mut at = self.tail;
+        while at != NONE {
+            zone.touch(new[at as usize] as usize);
+            at = self.links[at as usize].0;
+        }
+        zone
+    }
+
     /// Whether `key` holds a node: it has a neighbour, or it is the only one.
     fn holds(&self, key: usize) -> bool {
         self.links.get(key).is_some_and(|&links| links != (NONE, NONE)) || self.head as usize == key
@@ -76,6 +95,31 @@ impl Zone {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keys from the most recent to the least.
+    fn order(zone: &Zone) -> Vec<usize> {
+        let mut keys = Vec::new();
+        let mut at = zone.head;
+        while at != NONE {
+            keys.push(at as usize);
+            at = zone.links[at as usize].1;
+        }
+        keys
+    }
+
+    #[test]
+    fn a_renumbered_zone_keeps_its_order() {
+        let mut zone = Zone::new();
+        for key in [4, 0, 7, 2, 0] {
+            zone.touch(key);
+        }
+        zone.free(2);
+        assert_eq!(order(&zone), [0, 7, 4]);
+        // Keys 0, 4 and 7 become 0, 1 and 2 (key 3 held no node).
+        let renumbered = zone.renumbered(&[0, 3, 4, 7]);
+        assert_eq!(order(&renumbered), [0, 3, 2]);
+        assert_eq!(renumbered.tail(), Some(2));
+    }
 
     #[test]
     fn the_tail_is_the_least_recently_looked_up() {
