@@ -176,6 +176,13 @@ impl KeyedState for Traefik {
         self.reserve(bucket, now, Some(true));
     }
 
+    /// Once Traefik's cache has let the bucket go (its time to live, in whole seconds,
+    /// over), the next request finds a new one, as a fresh key's does.
+    fn at_rest(&self, bucket: &Bucket, now: Timestamp) -> bool {
+        let second = now.as_micros().div_euclid(1_000_000);
+        bucket.0.is_none_or(|b| second >= b.second.saturating_add(self.ttl))
+    }
+
     fn state_mut(&mut self) -> &mut Bucket {
         &mut self.state
     }
