@@ -12,8 +12,11 @@ Keyed, each key stays whole: the rows are cut by a hash of the key
 executor; a line per key reaches the driver, where the program's own ranking, quantiles
 and cover are made of them.
 
-``min_bucket`` runs this way so far, of one stream or per key; and ``decisions`` of a
-limit per key, which needs no merge: each key's decisions are its own limiter's.
+``min_bucket`` runs this way so far, of one stream or per key; ``decisions`` of a limit
+per key, which needs no merge: each key's decisions are its own limiter's; and ``replay``
+of a limit per key: each key is replayed whole on its executor, each partition sums up
+its keys, and what mixes keys in time order (the busiest windows) is found over blocks
+of time, each reading on a window's length into the next.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from . import _flag, _native
 
-__all__ = ["min_bucket", "decisions"]
+__all__ = ["min_bucket", "decisions", "replay"]
 
 
 def min_bucket(
@@ -126,6 +129,114 @@ def decisions(
         yield from table.append_column("passed", pyarrow.array(passed[0])).to_batches()
 
     return hashed.mapInArrow(decide, df.schema.add("passed", "boolean"))
+
+
+def replay(
+    df: Any,
+    *,
+    algo: str,
+    rate: str,
+    key: str,
+    burst: int | None = None,
+    window: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    tie: str | None = None,
+    partitions: int | None = None,
+    **flags: Any,
+) -> dict[str, Any]:
+    """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
+    Spark DataFrame ``df``, a limit of ``algo`` at ``rate`` (with ``burst``) for each value
+    of ``key``, as ``ratelimit_replay.replay(...).to_dict()`` returns it; its ``input`` is
+    ``<DataFrame>``. Only summaries reach the driver: a partition's, a line a block of time.
+
+    ``tie`` names a column that says the rows' order among events at one time (a row
+    number), as for ``min_bucket``. A limit over every row (no key), and nginx's keys,
+    which share its zone, share state across rows: they are not replayed here yet.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    argv = ["ratelimit", "replay", "--format", "json"]
+    given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
+    for name, value in given.items():
+        argv += _flag(name, value)
+    order = [key, time] + ([tie] if tie else [])
+    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
+    hashed = hashed.sortWithinPartitions(*order)
+    # Nullable: the summary's row has no tie.
+    ties = [StructField(tie, df.schema[tie].dataType)] if tie else []
+    schema = StructType(
+        [StructField("summary", StringType()), StructField("t", LongType()), StructField("c", LongType()),
+         StructField("passed", BooleanType())] + ties
+    )
+
+    def part(batches):
+        # On an executor: whole keys, replayed; a row of summary, then each event's row.
+        import pyarrow
+        import pyarrow.compute
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return
+        table = pyarrow.Table.from_batches(batches)
+        name = f"<partition {TaskContext.get().partitionId()}>"
+        summary, (passed, t, c) = native.replay_part(argv, table, name)
+        rows = table.num_rows
+        columns = {
+            "summary": pyarrow.nulls(rows, pyarrow.string()),
+            "t": pyarrow.array(t),
+            "c": pyarrow.array(c),
+            "passed": pyarrow.array(passed),
+        }
+        if tie:
+            columns[tie] = table.column(tie)
+        events = pyarrow.table(columns)
+        events = events.filter(pyarrow.compute.is_valid(events.column("t")))
+        said = pyarrow.table({name: pyarrow.nulls(1, column.type) for name, column in zip(events.column_names, events.columns)})
+        said = said.set_column(0, "summary", pyarrow.array([summary]))
+        yield from pyarrow.concat_tables([said, events]).to_batches()
+
+    # Read three times (summaries, span, blocks): kept rather than replayed again.
+    decided = hashed.mapInArrow(part, schema).cache()
+    summaries = [row["summary"] for row in _collect(decided.where(F.col("summary").isNotNull()).select("summary"))]
+    if not summaries:
+        raise ValueError("<DataFrame>: no rows")
+    length = max(json.loads(summary)["window_us"] for summary in summaries)
+    events = decided.where(F.col("summary").isNull()).drop("summary")
+    span = events.agg(F.min("t").alias("first"), F.max("t").alias("last")).first()
+    if span["first"] is None:
+        return json.loads(_native.merge_parts(argv, summaries, []))
+    # Blocks of time, each at least a window long, a few for each partition; each reads
+    # on a window's length into the next, so that a window is counted whole where it starts.
+    count = partitions or df.sparkSession.sparkContext.defaultParallelism
+    first, width = span["first"], max(length, -(-(span["last"] - span["first"] + 1) // (4 * count)))
+    own = events.withColumn("block", F.expr(f"(t - {first}) div {width}")).withColumn("own", F.lit(True))
+    ahead = (
+        own.where(F.expr(f"(t - {first}) % {width} < {length} and block > 0"))
+        .withColumn("block", F.col("block") - 1)
+        .withColumn("own", F.lit(False))
+    )
+    blocks = own.unionByName(ahead)
+    blocks = blocks.repartition(partitions, "block") if partitions else blocks.repartition("block")
+    blocks = blocks.sortWithinPartitions("block", "t", *([tie] if tie else []))
+
+    def windows(batches):
+        import pyarrow
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if batches:
+            table = pyarrow.Table.from_batches(batches).select(["block", "t", "c", "passed", "own"])
+            yield pyarrow.RecordBatch.from_pydict({"line": native.block_lines(argv, table)})
+
+    lines = [row["line"] for row in _collect(blocks.mapInArrow(windows, "line string"))]
+    decided.unpersist()
+    return json.loads(_native.merge_parts(argv, summaries, lines))
 
 
 def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None) -> list[dict[str, Any]]:

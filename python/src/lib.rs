@@ -7,7 +7,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use arrow_array::{BooleanArray, RecordBatchReader};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatchReader};
 use arrow_schema::{DataType, Field};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -85,6 +87,93 @@ fn merge_chunks<'py>(
     Ok(PyBytes::new(py, &merged))
 }
 
+/// Replays the rows of `data`, which hold whole keys (a Spark partition's), with `args` as
+/// `ratelimit replay --key`'s flags: returns the part's summary, to be merged by
+/// `merge_parts`, and for each row its decision, its event's time in µs and its cost, as
+/// Arrow arrays (null for a row that made no event). The GIL is released meanwhile.
+#[pyfunction]
+fn replay_part<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+) -> PyResult<(String, Columns<'py>)> {
+    let given = Source::Arrow(table(data, name)?);
+    let part = py.detach(|| embed::replay_part(&args, given)).map_err(value_error)?;
+    let costs: Vec<Option<i64>> =
+        part.costs.iter().map(|c| c.map(|c| i64::try_from(c).unwrap_or(i64::MAX))).collect();
+    let columns: [(&str, ArrayRef); 3] = [
+        ("passed", Arc::new(BooleanArray::from(part.passed))),
+        ("t", Arc::new(Int64Array::from(part.times))),
+        ("c", Arc::new(Int64Array::from(costs))),
+    ];
+    let mut arrays = Vec::with_capacity(columns.len());
+    for (name, array) in columns {
+        let field = Arc::new(Field::new(name, array.data_type().clone(), true));
+        arrays.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
+    }
+    Ok((part.summary, arrays))
+}
+
+/// Returns a line for each block of time in `data` (columns `block`, `t`, `c`, `passed`,
+/// `own`, sorted by block and time), to be merged by `merge_parts`.
+#[pyfunction]
+fn block_lines(py: Python<'_>, args: Vec<String>, data: AnyRecordBatch) -> PyResult<Vec<String>> {
+    let reader = data.into_reader()?;
+    let (mut blocks, mut times, mut costs, mut passed, mut own) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for batch in reader {
+        let batch =
+            batch.map_err(|err| PyValueError::new_err(format!("cannot read a block: {err}")))?;
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .cloned()
+                .ok_or_else(|| PyValueError::new_err(format!("a block has no column {name}")))
+        };
+        let longs = |name: &str| -> PyResult<Vec<i64>> {
+            let array = column(name)?;
+            let longs = array
+                .as_primitive_opt::<Int64Type>()
+                .ok_or_else(|| PyValueError::new_err(format!("{name} is not a long")))?;
+            Ok(longs.values().to_vec())
+        };
+        let flags = |name: &str| -> PyResult<Vec<bool>> {
+            let array = column(name)?;
+            let flags = array
+                .as_boolean_opt()
+                .ok_or_else(|| PyValueError::new_err(format!("{name} is not a boolean")))?;
+            Ok(flags.iter().map(|f| f.unwrap_or(false)).collect())
+        };
+        blocks.extend(longs("block")?);
+        times.extend(longs("t")?);
+        costs.extend(longs("c")?.into_iter().map(|c| u64::try_from(c).unwrap_or(0)));
+        passed.extend(flags("passed")?);
+        own.extend(flags("own")?);
+    }
+    let rows = embed::BlockRows {
+        blocks: &blocks,
+        times: &times,
+        costs: &costs,
+        passed: &passed,
+        own: &own,
+    };
+    py.detach(|| embed::block_lines(&args, &rows)).map_err(value_error)
+}
+
+/// Merges every part's summary and every block's line into what `ratelimit replay
+/// --format json` prints for all the rows.
+#[pyfunction]
+fn merge_parts<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    parts: Vec<String>,
+    blocks: Vec<String>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let merged = py.detach(|| embed::merge_parts(&args, &parts, &blocks)).map_err(value_error)?;
+    Ok(PyBytes::new(py, &merged))
+}
+
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
 /// event, with the GIL released (a Redis round trip is waited for by this thread alone).
 #[pyclass]
@@ -143,5 +232,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Limiter>()?;
     module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_chunks, module)?)?;
+    module.add_function(wrap_pyfunction!(replay_part, module)?)?;
+    module.add_function(wrap_pyfunction!(block_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
     Ok(())
 }

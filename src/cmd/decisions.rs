@@ -62,7 +62,7 @@ pub(crate) fn keep_layers(
 /// Puts `values`, one for each of `rows` in time order, in the rows' order: for a table,
 /// one for each of its rows, `None` for one that made no event; for a file, one for each
 /// event.
-fn in_row_order<T: Copy>(rows: &Rows, values: &[T], source: &Source) -> Vec<Option<T>> {
+pub(super) fn in_row_order<T: Copy>(rows: &Rows, values: &[T], source: &Source) -> Vec<Option<T>> {
     match source {
         // A table's rows are kept as their numbers.
         #[cfg(feature = "arrow")]

@@ -17,6 +17,7 @@ mod min_bucket;
 mod min_rate;
 mod plot;
 mod replay;
+mod replay_parts;
 mod report;
 mod schema;
 mod synth;

@@ -10,6 +10,7 @@
 
 mod by_key;
 pub mod fleet;
+mod key_spread;
 pub mod lane;
 pub mod layered;
 pub mod memory;

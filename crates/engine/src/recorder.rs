@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 
+pub use super::key_spread::{KeySpread, promise_over_keys};
 pub use super::lane::Settings;
 use super::lane::{Demand, Lane, Spent};
 use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
@@ -131,6 +132,9 @@ pub struct Reports {
     pub lanes: Vec<report::LimiterReport>,
     /// With keys, the first keys by their drops over all lanes.
     pub across: Vec<report::KeyDrops>,
+    /// With keys, what the keys add up to, as the reports' figures over keys are made of
+    /// it: to be added to another run's over other keys (keys split among machines).
+    pub spread: Option<KeySpread>,
 }
 
 impl Recorder {
@@ -249,6 +253,7 @@ impl Recorder {
                     })
                     .collect(),
                 across: Vec::new(),
+                spread: None,
             },
             Kept::KeyedEvents(keyed) => {
                 keyed.reports(&self.settings, input, keys, (top, threads), fleet)
@@ -529,17 +534,15 @@ impl KeyedEvents {
                 }
             })
             .collect();
-        Reports { lanes, across }
+        let spread = KeySpread {
+            keys: count,
+            min_buckets: spread.min_buckets,
+            dropped: spread.dropped,
+            broken: spread.broken,
+            waits: spread.waits,
+        };
+        Reports { lanes, across, spread: Some(spread) }
     }
-}
-
-/// The promise over all keys: held if every key's limiter kept it.
-fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> report::Promise {
-    let text = match broken {
-        0 => format!("{}, for each key: held by all {keys}", check.statement()),
-        n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
-    };
-    report::Promise { text, held: broken == 0, bound: None }
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub struct Quantiles {
 /// Values counted by size, each size with the weight its values carry: exact nearest-rank
 /// quantiles in memory that grows with the distinct values, not with the values. Two
 /// million keys needing buckets of a few sizes take a few entries, not two million.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Histogram {
     /// The tallies of the small values, which are most of them, by value.
     small: Vec<Tally>,
@@ -130,7 +130,7 @@ impl Histogram {
 
     /// Counts `tally.count` values of one size, carrying `tally.weight` in all.
     #[inline]
-    fn add_tally(&mut self, value: u64, tally: Tally) {
+    pub fn add_tally(&mut self, value: u64, tally: Tally) {
         let mine = match usize::try_from(value) {
             Ok(small) if small < Histogram::SMALL => {
                 if self.small.is_empty() {
@@ -162,7 +162,7 @@ impl Histogram {
     }
 
     /// Returns the distinct values, smallest first, each with its tally.
-    fn sorted(&self) -> Vec<(u64, Tally)> {
+    pub fn sorted(&self) -> Vec<(u64, Tally)> {
         let small = (0..).zip(self.small.iter().copied()).filter(|(_, t)| t.count > 0);
         let mut sizes: Vec<(u64, Tally)> = self.sizes.iter().map(|(&v, &t)| (v, t)).collect();
         sizes.sort_unstable_by_key(|&(value, _)| value);

@@ -1,0 +1,437 @@
+//! `replay --key` over keys split among machines (Spark's partitions, each holding whole
+//! keys): what each part tells, the busiest windows over every key from the events cut
+//! into blocks of time, and the whole report made of them, as the program prints it.
+//!
+//! A key's figures are its own events' alone, so a part replays its keys as the program
+//! would, and says what they add up to ([`KeySpread`]) beside its report, whose listed
+//! keys are the part's first by drops: the whole run's first are among them. What mixes
+//! keys in time order (the busiest windows, the first event too big to pass) comes from
+//! blocks of time: block k holds the events of its span and reads on a window's length
+//! into the next, so that every window that starts in it is counted whole there.
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Value, json};
+
+use super::{Cli, parse};
+use crate::cli::args::RateArgs;
+use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
+use crate::input::catalog::Source;
+use crate::limiter::Waits;
+use crate::limiter::promise::PromiseCheck;
+use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
+use crate::sizing::quantile::{Histogram, Tally};
+use crate::sizing::window::{Busiest, BusiestWindow};
+use crate::units::time::{Span, Timestamp};
+
+/// What a part of the keys tells: its summary (a line of JSON), and for each of its rows,
+/// in their order, the decision, the event's time in µs and its cost (`None` for a row
+/// that made no event).
+#[derive(Debug)]
+pub struct Part {
+    /// The part's report and what its keys add up to, for [`merge_parts`].
+    pub summary: String,
+    /// Whether each row passed.
+    pub passed: Vec<Option<bool>>,
+    /// Each row's event time, in µs from 1970.
+    pub times: Vec<Option<i64>>,
+    /// Each row's event cost.
+    pub costs: Vec<Option<u64>>,
+}
+
+/// A keyed replay of one limit, settled from `ratelimit replay`'s flags.
+struct Plan {
+    settings: Settings,
+    replay: super::replay::ReplayArgs,
+}
+
+impl Plan {
+    fn of(args: &[String]) -> Result<Plan> {
+        let cli: Cli = parse(args)?;
+        let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
+        let (Some(algorithm), Some(rate)) = (replay.algo, replay.rate) else {
+            bail!("a replay in parts is of one limit: --algo and --rate, no --limit")
+        };
+        if replay.job.keys.key.is_none() {
+            bail!("a replay in parts holds whole keys: give --key");
+        }
+        if algorithm.has_zone() {
+            bail!("{algorithm}'s keys share its zone: replay them on one machine");
+        }
+        if !replay.job.remote.redis.is_empty() || replay.job.fleet.servers.is_some() {
+            bail!("a replay in parts runs in memory, on one server");
+        }
+        let size = RateArgs { rate, burst: replay.burst, nginx: replay.nginx };
+        let settings = size.settings(algorithm, replay.window, true)?;
+        Ok(Plan { settings, replay })
+    }
+}
+
+/// Replays the rows of `given`, which hold whole keys, by `args` (`ratelimit replay`'s
+/// flags, the program's name first, with `--key`), and returns what they tell.
+pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
+    let mut plan = Plan::of(args)?;
+    plan.replay.job.input.given = Some(given);
+    let input = plan.replay.job.input()?;
+    let job = plan.replay.job.job(input, vec![plan.settings], false)?;
+    let (rows, recorder, stats) = job.replay_rows()?;
+    let reports = job.reports(&recorder, &stats);
+    let spread = reports.spread.unwrap_or_default();
+    let summary = json!({
+        "report": serde_json::to_value(&reports.lanes[0])?,
+        "spread": encode(&spread),
+        "window_us": plan.settings.window.as_micros(),
+    });
+    let source = &job.input.source;
+    let events: Vec<_> = rows.iter().map(|(event, _)| event).collect();
+    let times: Vec<i64> = events.iter().map(|e| e.time.as_micros()).collect();
+    let costs: Vec<u64> = events.iter().map(|e| e.cost).collect();
+    Ok(Part {
+        summary: summary.to_string(),
+        passed: super::decisions::in_row_order(&rows, recorder.trace(), source),
+        times: super::decisions::in_row_order(&rows, &times, source),
+        costs: super::decisions::in_row_order(&rows, &costs, source),
+    })
+}
+
+/// One block's events in time order, as [`block_lines`] reads them.
+pub struct BlockRows<'a> {
+    /// Each row's block.
+    pub blocks: &'a [i64],
+    /// Each row's event time, in µs.
+    pub times: &'a [i64],
+    /// Each row's cost.
+    pub costs: &'a [u64],
+    /// Whether each row passed.
+    pub passed: &'a [bool],
+    /// Whether each row is its block's own, rather than read on from the next block.
+    pub own: &'a [bool],
+}
+
+/// Returns a line for each block in `rows` (sorted by block, then time): the busiest
+/// window of every event that starts in it, of the passed ones, and its first event too
+/// big to pass, as [`merge_parts`] reads them.
+pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
+    let settings = Plan::of(args)?.settings;
+    lines_of_blocks(rows, settings.window, settings.capacity())
+}
+
+/// Returns [`block_lines`]' lines for windows of `length` and a limiter that holds at
+/// most `capacity` units.
+fn lines_of_blocks(rows: &BlockRows, length: Span, capacity: u64) -> Result<Vec<String>> {
+    let n = rows.blocks.len();
+    if [rows.times.len(), rows.costs.len(), rows.passed.len(), rows.own.len()] != [n; 4] {
+        bail!("a block's columns must be as long as each other");
+    }
+    let mut lines = Vec::new();
+    let mut at = 0;
+    while at < n {
+        let block = rows.blocks[at];
+        let (mut demand, mut passed) = (BusiestWindow::new(length), BusiestWindow::new(length));
+        let mut too_big = None;
+        while at < n && rows.blocks[at] == block {
+            let time = Timestamp::from_micros(rows.times[at])
+                .ok_or_else(|| anyhow!("{} µs is past the years 0000-9999", rows.times[at]))?;
+            let cost = rows.costs[at];
+            demand.push_cost(time, cost);
+            if rows.passed[at] {
+                passed.push_cost(time, cost);
+            } else if rows.own[at] && cost > capacity && too_big.is_none() {
+                too_big = Some((time.as_micros(), cost));
+            }
+            at += 1;
+        }
+        let too_big = too_big.map_or_else(|| "- -".to_owned(), |(t, c)| format!("{t} {c}"));
+        lines.push(format!(
+            "{block} {} {} {too_big}",
+            busiest_words(&demand.busiest()),
+            busiest_words(&passed.busiest())
+        ));
+    }
+    Ok(lines)
+}
+
+fn busiest_words(busiest: &Busiest) -> String {
+    match busiest.start {
+        Some(start) => format!("{} {} {}", start.as_micros(), busiest.units, busiest.count),
+        None => "- 0 0".to_owned(),
+    }
+}
+
+/// Merges every part's summary, and every block's line, into what `ratelimit replay
+/// --format json` prints for all the rows, as a JSON object.
+pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
+    let plan = Plan::of(args)?;
+    let Settings { algorithm, rate, burst, window, .. } = plan.settings;
+    let parts: Vec<Value> = (parts.iter())
+        .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))
+        .collect::<Result<_>>()?;
+    let reports: Vec<&Value> = parts.iter().map(|part| &part["report"]).collect();
+    let number = |value: &Value, name: &str| value[name].as_u64().unwrap_or(0);
+    let sum = |name: &str| reports.iter().map(|r| number(r, name)).sum::<u64>();
+    let (events, passed) = (sum("events"), sum("passed"));
+    let weighted = reports.iter().any(|r| !r["units"].is_null());
+    let mut spread = KeySpread::default();
+    for part in &parts {
+        spread.merge(&decode(&part["spread"]).context("a part's keys are not a summary")?);
+    }
+    // Units: a part whose events all cost 1 tells none, and its events are its units.
+    let units = |r: &Value, name: &str| match &r["units"] {
+        Value::Null => u128::from(number(r, name)),
+        units => units[name].as_u64().map_or(0, u128::from),
+    };
+    let (units_in, units_passed) = reports
+        .iter()
+        .fold((0u128, 0u128), |(e, p), r| (e + units(r, "events"), p + units(r, "passed")));
+    let too_big_events: u64 = reports.iter().map(|r| number(&r["too_big"], "events")).sum();
+    let mut merged = Blocks::default();
+    for line in blocks {
+        merged.add(line).with_context(|| format!("{line:?} is not a block's line"))?;
+    }
+    let worst_key = reports
+        .iter()
+        .filter_map(|r| {
+            let worst = &r["worst_key"];
+            Some((worst["key"].as_str()?.to_owned(), worst["min_bucket"].as_u64()?))
+        })
+        .min_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)))
+        .map(|(key, min_bucket)| report::WorstKey { key, min_bucket, span: None });
+    let check = PromiseCheck::new(algorithm, rate, burst.get());
+    let column = plan.replay.job.keys.key.clone().unwrap_or_default();
+    let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
+        min_bucket,
+        dropped: spread.dropped.first().and_then(Histogram::quantiles),
+    });
+    let report = LimiterReport {
+        input: "<DataFrame>".to_owned(),
+        key: None,
+        algorithm,
+        rate,
+        burst: algorithm.shown_burst(burst),
+        delay: plan.settings.shown_delay(),
+        events,
+        passed,
+        dropped: events - passed,
+        units: weighted.then(|| report::Units {
+            events: units_in,
+            passed: units_passed,
+            dropped: units_in - units_passed,
+        }),
+        too_big: merged.too_big.filter(|_| weighted).map(|(time, cost)| report::TooBig {
+            events: too_big_events,
+            first: report::Heavy { time, cost },
+        }),
+        busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
+        demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
+        min_bucket: None,
+        worst_key,
+        queue: spread.waits.first().copied().flatten().map(Into::into),
+        promise: promise_over_keys(
+            &check,
+            spread.broken.first().copied().unwrap_or(0),
+            spread.keys,
+        ),
+        fleet: None,
+        by_key: Some(KeyList::<LimiterReport> {
+            column,
+            count: spread.keys,
+            quantiles,
+            top: Vec::new(),
+        }),
+    };
+    // The keys listed: the whole run's first by drops, then by name, are among each part's.
+    let mut top: Vec<&Value> =
+        reports.iter().filter_map(|r| r["keys"]["top"].as_array()).flatten().collect();
+    top.sort_by(|a, b| {
+        let (da, db) = (number(a, "dropped"), number(b, "dropped"));
+        db.cmp(&da).then_with(|| a["key"].as_str().cmp(&b["key"].as_str()))
+    });
+    let shown = plan.replay.job.keys.top;
+    if shown > 0 {
+        top.truncate(shown);
+    }
+    let mut whole = serde_json::to_value(&report)?;
+    whole["keys"]["top"] = Value::Array(top.into_iter().cloned().collect());
+    Ok(serde_json::to_vec(&whole)?)
+}
+
+/// The blocks' lines merged: the busiest windows, the earliest of the busiest, and the
+/// first event too big to pass.
+#[derive(Default)]
+struct Blocks {
+    demand: Best,
+    passed: Best,
+    /// The first too big, and its block.
+    too_big: Option<(Timestamp, u64)>,
+    too_big_block: Option<i64>,
+}
+
+/// The busiest window of the blocks so far: the most units, then the earliest start, then
+/// the most events (zero-cost events in the same window).
+#[derive(Default)]
+struct Best(Option<(u128, Timestamp, u64)>);
+
+impl Best {
+    fn offer(&mut self, units: u128, start: Timestamp, events: u64) {
+        let better = self.0.is_none_or(|(u, s, e)| {
+            units > u || (units == u && (start > s || (start == s && events > e)))
+        });
+        if better {
+            self.0 = Some((units, start, events));
+        }
+    }
+
+    fn busiest(&self, length: Span) -> Busiest {
+        match self.0 {
+            Some((units, start, count)) => Busiest { length, start: Some(start), count, units },
+            None => Busiest { length, start: None, count: 0, units: 0 },
+        }
+    }
+}
+
+impl Blocks {
+    /// Reads a block's line, as [`block_lines`] writes it.
+    fn add(&mut self, line: &str) -> Option<()> {
+        let words: Vec<&str> = line.split(' ').collect();
+        let [block, d @ .., t, c] = &words[..] else { return None };
+        let [ds, du, de, ps, pu, pe] = d else { return None };
+        let block: i64 = block.parse().ok()?;
+        let time = |word: &str| word.parse().ok().and_then(Timestamp::from_micros);
+        for (best, (start, units, events)) in
+            [(&mut self.demand, (ds, du, de)), (&mut self.passed, (ps, pu, pe))]
+        {
+            if *start != "-" {
+                best.offer(units.parse().ok()?, time(start)?, events.parse().ok()?);
+            }
+        }
+        if *t != "-" && self.too_big_block.is_none_or(|b| block < b) {
+            self.too_big = Some((time(t)?, c.parse().ok()?));
+            self.too_big_block = Some(block);
+        }
+        Some(())
+    }
+}
+
+/// Writes what keys add up to as JSON: histograms as [value, count, weight] triples,
+/// waits as their five figures, in text where they pass 64 bits.
+fn encode(spread: &KeySpread) -> Value {
+    let histogram = |h: &Histogram| -> Value {
+        h.sorted().into_iter().map(|(v, t)| json!([v, t.count, t.weight])).collect()
+    };
+    let waits = |w: &Option<Waits>| match w {
+        Some(w) => json!([
+            w.delayed,
+            w.admitted,
+            w.longest.to_string(),
+            w.total.to_string(),
+            w.units_per_micro.to_string()
+        ]),
+        None => Value::Null,
+    };
+    json!({
+        "keys": spread.keys,
+        "min_buckets": histogram(&spread.min_buckets),
+        "dropped": spread.dropped.iter().map(histogram).collect::<Vec<_>>(),
+        "broken": spread.broken,
+        "waits": spread.waits.iter().map(waits).collect::<Vec<_>>(),
+    })
+}
+
+/// Reads what [`encode`] wrote.
+fn decode(value: &Value) -> Option<KeySpread> {
+    let histogram = |value: &Value| -> Option<Histogram> {
+        let mut h = Histogram::new();
+        for triple in value.as_array()? {
+            let [v, count, weight] = triple.as_array()?.as_slice() else { return None };
+            let tally = Tally { count: count.as_u64()?, weight: weight.as_u64()? };
+            h.add_tally(v.as_u64()?, tally);
+        }
+        Some(h)
+    };
+    let wide = |value: &Value| value.as_str()?.parse::<i128>().ok();
+    let waits = |value: &Value| -> Option<Option<Waits>> {
+        if value.is_null() {
+            return Some(None);
+        }
+        let [delayed, admitted, longest, total, units] = value.as_array()?.as_slice() else {
+            return None;
+        };
+        Some(Some(Waits {
+            delayed: delayed.as_u64()?,
+            admitted: admitted.as_u64()?,
+            longest: wide(longest)?,
+            total: wide(total)?,
+            units_per_micro: wide(units)?,
+        }))
+    };
+    Some(KeySpread {
+        keys: usize::try_from(value["keys"].as_u64()?).ok()?,
+        min_buckets: histogram(&value["min_buckets"])?,
+        dropped: value["dropped"].as_array()?.iter().map(histogram).collect::<Option<_>>()?,
+        broken: (value["broken"].as_array()?.iter())
+            .map(|b| b.as_u64().and_then(|b| usize::try_from(b).ok()))
+            .collect::<Option<_>>()?,
+        waits: value["waits"].as_array()?.iter().map(waits).collect::<Option<_>>()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The busiest windows and the first event too big, merged from blocks of any
+        /// width that each read on a window's length into the next, are one pass's over
+        /// every event, ties and counts included.
+        #[test]
+        fn blocks_merge_into_the_busiest_windows_of_one_pass(
+            steps in prop::collection::vec((0i64..=6, 0u64..=3, any::<bool>()), 1..200),
+            length in 1i64..=12,
+            wider in 0i64..=20,
+        ) {
+            let times: Vec<i64> = steps.iter().scan(1_000, |t, s| { *t += s.0; Some(*t) }).collect();
+            let (length, width) = (Span::from_micros(length).unwrap(), length + wider);
+            let capacity = 2;
+            let first = times[0];
+            // Each event in its block, and again as read on by the block before.
+            let mut rows: Vec<(i64, usize, bool)> = Vec::new();
+            for (n, &t) in times.iter().enumerate() {
+                let block = (t - first) / width;
+                rows.push((block, n, true));
+                if (t - first) % width < length.as_micros() && block > 0 {
+                    rows.push((block - 1, n, false));
+                }
+            }
+            rows.sort_by_key(|&(block, n, _)| (block, n));
+            let at = |f: &dyn Fn(usize) -> i64| rows.iter().map(|r| f(r.1)).collect::<Vec<i64>>();
+            let blocks: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            let times_of = at(&|n| times[n]);
+            let costs: Vec<u64> = rows.iter().map(|r| steps[r.1].1).collect();
+            let passed: Vec<bool> = rows.iter().map(|r| steps[r.1].2).collect();
+            let own: Vec<bool> = rows.iter().map(|r| r.2).collect();
+            let block_rows = BlockRows { blocks: &blocks, times: &times_of, costs: &costs, passed: &passed, own: &own };
+            let mut merged = Blocks::default();
+            for line in lines_of_blocks(&block_rows, length, capacity).unwrap() {
+                prop_assert!(merged.add(&line).is_some(), "{}", line);
+            }
+            // One pass, in time order.
+            let (mut demand, mut kept) = (BusiestWindow::new(length), BusiestWindow::new(length));
+            let mut too_big = None;
+            for (&t, &(_, cost, pass)) in times.iter().zip(&steps) {
+                let t = Timestamp::from_micros(t).unwrap();
+                demand.push_cost(t, cost);
+                if pass {
+                    kept.push_cost(t, cost);
+                } else if cost > capacity {
+                    too_big = too_big.or(Some((t, cost)));
+                }
+            }
+            prop_assert_eq!(merged.demand.busiest(length), demand.busiest());
+            prop_assert_eq!(merged.passed.busiest(length), kept.busiest());
+            prop_assert_eq!(merged.too_big, too_big);
+        }
+    }
+}
