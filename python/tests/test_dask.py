@@ -43,3 +43,18 @@ def test_min_bucket_on_dask_is_the_programs_of_one_stream_and_per_key(client, lo
         assert rld.min_bucket(ddf, rate="100/m,30/s", cost=cost, **kw) == without_input(want)
         want = cli_json("min-bucket", str(csv), "--rate", "10/m", "--key", "client", *weigh, *time)
         assert rld.min_bucket(ddf, rate="10/m", key="client", cost=cost, **kw) == without_input(want)
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_keyed_replay_on_dask_is_the_programs(client, log, partitions):
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=partitions)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for algo, burst, cost in (("gcra", 3, None), ("token-bucket", 40, "tokens"), ("leaky-queue", 2, None)):
+        flags = ["--algo", algo, "--rate", "20/m", "--key", "client", "--burst", str(burst)]
+        want = cli_json("replay", str(csv), *flags, *(["--cost", cost] if cost else []), *time)
+        got = rld.replay(
+            ddf, algo=algo, rate="20/m", burst=burst, key="client", cost=cost, time="ts", time_format="unix-ms", tie="tie"
+        )
+        assert without_input(got) == without_input(want), (algo, partitions)
+        assert want["dropped"] > 0
