@@ -273,7 +273,7 @@ struct Best(Option<(u128, Timestamp, u64)>);
 impl Best {
     fn offer(&mut self, units: u128, start: Timestamp, events: u64) {
         let better = self.0.is_none_or(|(u, s, e)| {
-            units > u || (units == u && (start > s || (start == s && events > e)))
+            units > u || (units == u && (start < s || (start == s && events > e)))
         });
         if better {
             self.0 = Some((units, start, events));
