@@ -42,12 +42,35 @@ fn each_key_has_its_own_bucket() {
 
 #[test]
 fn the_table_names_the_empty_key() {
+    // The empty key and `a` each drop one, `b` none.
+    let clients = "time,client\n2025-01-01T00:00:00Z,a\n2025-01-01T00:00:00Z,a\n\
+                   2025-01-01T00:00:00Z,\n2025-01-01T00:10:00Z,\n2025-01-01T00:20:00Z,b\n";
     let args =
         ["replay", "--algo", "sliding-log", "--rate", "1/h", "--key", "client", "--top", "2"];
-    let out = run(&args, CLIENTS).ok();
+    let out = run(&args, clients).ok();
     assert!(out.contains("The top 2 of 3 keys by `client`, most dropped first:"), "{out}");
     let keys = out.split("most dropped first:\n").nth(1).unwrap();
     insta::assert_snapshot!(keys);
+}
+
+#[test]
+fn the_keyed_table_lists_no_key_that_dropped_nothing() {
+    // `a` drops 4 and the others none: listed alone, though --top asks for 3.
+    let args =
+        ["replay", "--algo", "sliding-log", "--rate", "1/h", "--key", "client", "--top", "3"];
+    let out = run(&args, CLIENTS).ok();
+    let heading =
+        "The top 1 of 3 keys by `client`, most dropped first (the others dropped nothing):";
+    let keys = out.split(&format!("{heading}\n")).nth(1).unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(keys.lines().count(), 2, "{out}");
+    assert!(keys.lines().nth(1).unwrap().starts_with("a  "), "{out}");
+    // And with none dropped, it says so rather than list any.
+    let args = ["replay", "--algo", "sliding-log", "--rate", "9/h", "--key", "client"];
+    let out = run(&args, CLIENTS).ok();
+    assert!(out.trim_end().ends_with("No key by `client` dropped an event."), "{out}");
+    let args = ["compare", "--rate", "9/h", "--key", "client"];
+    let out = run(&args, CLIENTS).ok();
+    assert!(out.trim_end().ends_with("No key by `client` dropped an event."), "{out}");
 }
 
 #[test]

@@ -476,22 +476,44 @@ fn key_label(key: Option<&str>) -> String {
 
 /// The line that introduces a table of keys.
 fn keys_heading(column: &str, shown: usize, count: usize, order: &str) -> String {
+    let keys = if count == 1 { "key" } else { "keys" };
     if shown < count {
-        format!("\nThe top {shown} of {count} keys by `{column}`, {order}:")
+        format!("\nThe top {shown} of {count} {keys} by `{column}`, {order}:")
     } else {
-        format!("\nThe {count} keys by `{column}`, {order}:")
+        format!("\nThe {count} {keys} by `{column}`, {order}:")
     }
 }
 
-/// Writes a keyed replay's keys, most dropped first.
+/// Writes that no key dropped an event, if none of `dropped` did, and says whether it did.
+fn none_dropped(
+    out: &mut dyn Write,
+    column: &str,
+    mut dropped: impl Iterator<Item = u64>,
+) -> io::Result<bool> {
+    if dropped.any(|d| d > 0) {
+        return Ok(false);
+    }
+    writeln!(out, "\nNo key by `{column}` dropped an event.")?;
+    Ok(true)
+}
+
+/// Writes a keyed replay's keys, most dropped first: those that dropped any, never padded
+/// with keys that dropped nothing.
 fn replay_keys_table(
     out: &mut dyn Write,
     r: &report::LimiterReport,
     style: Style,
 ) -> io::Result<()> {
     let Some(list) = &r.by_key else { return Ok(()) };
-    let (keys, count) = (&list.top, list.count);
-    writeln!(out, "{}", keys_heading(&list.column, keys.len(), count, "most dropped first"))?;
+    if none_dropped(out, &list.column, list.top.iter().map(|k| k.dropped))? {
+        return Ok(());
+    }
+    let keys: Vec<&report::LimiterReport> = list.top.iter().filter(|k| k.dropped > 0).collect();
+    let order = match keys.len() < list.top.len() {
+        true => "most dropped first (the others dropped nothing)",
+        false => "most dropped first",
+    };
+    writeln!(out, "{}", keys_heading(&list.column, keys.len(), list.count, order))?;
     let length = r.busiest_window.length_s;
     let rows: Vec<Vec<String>> = keys
         .iter()
@@ -521,7 +543,18 @@ fn compare_keys_table(
     style: Style,
 ) -> io::Result<()> {
     let Some(list) = reports.iter().find_map(|r| r.by_key.as_ref()) else { return Ok(()) };
-    let order = "most dropped over all limiters first; dropped by each";
+    let total = |k: &report::KeyDrops| k.dropped.iter().sum::<u64>();
+    if none_dropped(out, &list.column, across.iter().map(total))? {
+        return Ok(());
+    }
+    let shown: Vec<&report::KeyDrops> = across.iter().filter(|k| total(k) > 0).collect();
+    let order = match shown.len() < across.len() {
+        true => {
+            "most dropped over all limiters first (the others dropped nothing); dropped by each"
+        }
+        false => "most dropped over all limiters first; dropped by each",
+    };
+    let across = shown;
     writeln!(out, "{}", keys_heading(&list.column, across.len(), list.count, order))?;
     let rows: Vec<Vec<String>> = across
         .iter()

@@ -1,0 +1,86 @@
+"""Times ratelimit_replay.spark.replay, a keyed replay on Spark in local[2], against a
+no-op Arrow pass over the same shuffle and sort (Spark's floor: the rows cut by key,
+sorted, and handed to Python as Arrow batches that are only counted), in one run, and the
+program on the same rows' CSV. Used by bench/spark.
+
+    python bench/spark_replay.py BIN ROWS RUNS
+    -> median seconds of the no-op, the replay, and the program
+"""
+
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    program, rows, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import pyarrow
+    import pyarrow.csv
+    import pyarrow.parquet
+    from pyspark.sql import SparkSession
+
+    from ratelimit_replay import spark as rls
+
+    folder = Path(tempfile.mkdtemp(prefix="ratelimit-spark-"))
+    # Requests over an hour from 5,000 clients, each of 0 to 39 tokens, in time order.
+    rng = random.Random(7)
+    start = 1_750_000_000_000
+    events = sorted((start + rng.randrange(3_600_000), rng.randrange(5_000), rng.randrange(40)) for _ in range(rows))
+    csv = folder / "requests.csv"
+    with open(csv, "w") as out:
+        out.write("ts,client,tokens,tie\n")
+        out.writelines(f"{t},c{c},{k},{n}\n" for n, (t, c, k) in enumerate(events))
+    table = pyarrow.csv.read_csv(csv, convert_options=pyarrow.csv.ConvertOptions(column_types={"client": pyarrow.string()}))
+    step = -(-table.num_rows // 4)
+    for n in range(4):
+        pyarrow.parquet.write_table(table.slice(n * step, step), folder / f"part-{n}.parquet")
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    df = spark.read.parquet(*[str(folder / f"part-{n}.parquet") for n in range(4)])
+    flags = dict(algo="gcra", rate="20/m", burst=5, key="client", time="ts", time_format="unix-ms", tie="tie", partitions=4)
+
+    def noop(batches):
+        count = sum(batch.num_rows for batch in batches)
+        yield pyarrow.RecordBatch.from_pydict({"n": [count]})
+
+    def floor():
+        cut = df.repartition(4, "client").sortWithinPartitions("client", "ts", "tie")
+        return sum(row["n"] for row in cut.mapInArrow(noop, "n long").collect())
+
+    def replay():
+        return rls.replay(df, **flags)["events"]
+
+    def cli():
+        argv = [program, "replay", str(csv), "--algo", "gcra", "--rate", "20/m", "--burst", "5", "--key", "client"]
+        argv += ["--time-column", "ts", "--time-format", "unix-ms", "--format", "json"]
+        subprocess.run(argv, check=True, capture_output=True)
+        return rows
+
+    times = {floor: [], replay: [], cli: []}
+    for job in times:
+        assert job() == rows, job.__name__
+    for _ in range(runs):
+        for job, seconds in times.items():
+            began = time.perf_counter()
+            job()
+            seconds.append(time.perf_counter() - began)
+    spark.stop()
+    print(" ".join(f"{statistics.median(seconds):.2f}" for seconds in times.values()))
+
+
+if __name__ == "__main__":
+    main()
