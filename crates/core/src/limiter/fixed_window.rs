@@ -63,6 +63,12 @@ impl KeyedState for FixedWindow {
         state.count == 0 || windows.advance(now.as_micros(), self.period) != Step::Same
     }
 
+    /// The window after the last event's counts from 0.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        let last = last.as_micros();
+        Timestamp::from_micros((last - last.rem_euclid(self.period)).checked_add(self.period)?)
+    }
+
     fn state_mut(&mut self) -> &mut Counted {
         &mut self.state
     }

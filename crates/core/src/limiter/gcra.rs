@@ -56,6 +56,12 @@ impl KeyedState for Gcra {
         *tat <= i128::from(now.as_micros()) * self.n
     }
 
+    /// An event passes only with tat at most b·I past it: tat is past b·I later.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        let wait = i64::try_from((self.capacity + self.n - 1) / self.n).ok()?;
+        Timestamp::from_micros(last.as_micros().checked_add(wait)?)
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.tat
     }

@@ -124,6 +124,12 @@ impl<L: KeyedState> PerKey<L> {
         }
     }
 
+    /// Returns an instant from which every key whose events all came at `last` or before
+    /// is at rest ([`KeyedState::rests_after`]).
+    pub fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        self.limiter.rests_after(last)
+    }
+
     /// Gives key `to` the state that key `key` has in `from`.
     pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
         self.hold(to);

@@ -148,6 +148,12 @@ impl KeyedState for LeakyQueue {
         *free_at <= i128::from(now.as_micros()) * self.n
     }
 
+    /// An event is admitted only with the queue at most b·I long: empty b·I later.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        let wait = i64::try_from(self.capacity.checked_add(self.n - 1)? / self.n).ok()?;
+        Timestamp::from_micros(last.as_micros().checked_add(wait)?)
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.free_at
     }

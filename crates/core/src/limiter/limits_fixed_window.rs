@@ -68,6 +68,11 @@ impl KeyedState for LimitsFixedWindow {
         window.expires.is_none_or(|at| at <= now.as_micros())
     }
 
+    /// A window starts at its first hit, no later than the last, and lasts a period.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        Timestamp::from_micros(last.as_micros().checked_add(self.period)?)
+    }
+
     fn state_mut(&mut self) -> &mut Window {
         &mut self.state
     }

@@ -44,6 +44,10 @@ impl KeyedState for LimitsMovingWindow {
         self.0.at_rest(log, now)
     }
 
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        self.0.rests_after(last)
+    }
+
     fn state_mut(&mut self) -> &mut Log {
         self.0.state_mut()
     }

@@ -147,6 +147,14 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         false
     }
 
+    /// Returns an instant from which every state whose events all came at `last` or
+    /// before is [at rest](KeyedState::at_rest), whatever they were: where a stream may be
+    /// cut and each side replayed from a fresh state, exactly. `None` if no such instant is
+    /// known.
+    fn rests_after(&self, _last: Timestamp) -> Option<Timestamp> {
+        None
+    }
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }

@@ -323,6 +323,15 @@ macro_rules! limiters {
                 match self { $(Any::$rule(this) => this.at_rest(key, now),)* }
             }
 
+            /// Returns an instant from which every key whose events all came at `last` or
+            /// before is at rest; see [`KeyedState::rests_after`](crate::limiter::KeyedState::rests_after).
+            pub fn rests_after(
+                &self,
+                last: $crate::units::time::Timestamp,
+            ) -> Option<$crate::units::time::Timestamp> {
+                match self { $(Any::$rule(this) => this.rests_after(last),)* }
+            }
+
             /// Returns the limiter with its keys renumbered; see
             /// [`PerKey::renumbered`](crate::limiter::PerKey::renumbered).
             pub fn renumbered(&self, kept: &[usize]) -> Self {

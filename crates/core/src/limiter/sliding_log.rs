@@ -139,6 +139,11 @@ impl KeyedState for SlidingLog {
         state.newest == Log::NONE || state.newest <= now.as_micros().saturating_sub(self.period)
     }
 
+    /// A period after the last event, the log holds nothing.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        Timestamp::from_micros(last.as_micros().checked_add(self.period)?)
+    }
+
     fn state_mut(&mut self) -> &mut Log {
         &mut self.log
     }

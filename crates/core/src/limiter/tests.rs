@@ -397,3 +397,30 @@ fn a_limiter_comes_to_rest_when_its_rule_forgets_the_event() {
         assert!(!limiter.at_rest(0, at(1 << 40)), "{algorithm:?}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever the events before, a key is at rest from the instant `rests_after` gives
+    /// for the last of them: a stream cut there replays from a fresh state exactly.
+    #[test]
+    fn a_key_is_at_rest_once_its_last_event_rests(
+        ((rate, b, times), costs) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 2);
+            (Just(s), prop::collection::vec(0..=most, len))
+        })
+    ) {
+        for algorithm in Algorithm::ALL {
+            let mut limiter = AnyPerKey::new(algorithm, rate, burst(b));
+            for (n, (&t, &c)) in times.iter().zip(&costs).enumerate() {
+                limiter.decide(0, t, c);
+                let Some(rest) = limiter.rests_after(t) else { continue };
+                prop_assert!(limiter.at_rest(0, rest), "{:?} after event {}", algorithm, n);
+                let later = times.iter().skip(n + 1).copied().filter(|&u| u >= rest);
+                for u in later {
+                    prop_assert!(limiter.at_rest(0, u), "{:?} after event {}", algorithm, n);
+                }
+            }
+        }
+    }
+}

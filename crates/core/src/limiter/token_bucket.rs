@@ -61,6 +61,12 @@ impl KeyedState for TokenBucket {
         state.level + self.refill * elapsed >= self.capacity
     }
 
+    /// A bucket is never below empty after an event: full again after a whole refill.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        let wait = i64::try_from((self.capacity + self.refill - 1) / self.refill).ok()?;
+        Timestamp::from_micros(last.as_micros().checked_add(wait)?)
+    }
+
     fn state_mut(&mut self) -> &mut Level {
         &mut self.state
     }

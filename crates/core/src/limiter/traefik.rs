@@ -183,6 +183,12 @@ impl KeyedState for Traefik {
         bucket.0.is_none_or(|b| second >= b.second.saturating_add(self.ttl))
     }
 
+    /// The cache lets the bucket go its time to live after the last request's second.
+    fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
+        let second = last.as_micros().div_euclid(1_000_000).checked_add(self.ttl)?;
+        Timestamp::from_micros(second.checked_mul(1_000_000)?)
+    }
+
     fn state_mut(&mut self) -> &mut Bucket {
         &mut self.state
     }
