@@ -89,7 +89,7 @@ def decisions(
     *,
     algo: str,
     rate: str,
-    key: str,
+    key: str | None = None,
     burst: int | None = None,
     cost: str | int | None = None,
     time: str = "time",
@@ -98,20 +98,27 @@ def decisions(
     **flags: Any,
 ) -> Any:
     """Returns ``df`` with a column ``passed``: each row's decision by a limit of ``algo``
-    at ``rate`` (with ``burst``) for each value of ``key``, exactly as ``ratelimit replay
-    --key KEY --emit all`` decides it (null for a row that made no event). Nothing is
-    collected: each key is decided whole on its executor, and its decisions are its own
-    limiter's, whatever the other keys do.
+    at ``rate`` (with ``burst``), for each value of ``key`` or over every row, exactly as
+    ``ratelimit replay [--key KEY] --emit all`` decides it (null for a row that made no
+    event). Nothing is collected.
 
-    A global limit (no key) shares its state across every row, and nginx's keys share its
-    zone: neither is decided here yet.
+    Per key, each key is decided whole on its executor: its decisions are its own
+    limiter's, whatever the other keys do. Over every row (no key), the rows are cut into
+    ranges of time; a range is decided from a fresh state where its first event comes
+    once the limiter is at rest after the last event before it (a reset cut, exact:
+    ``KeyedState::rests_after``), and the ranges between such cuts are decided together,
+    in order, in one task. The DataFrame's ``ratelimit_method`` says which: ``"reset cuts:
+    N segments"``, or ``"sequential"`` when no cut is found. nginx's keys share its zone,
+    and are not decided here yet.
     """
-    if algo == "nginx":
+    if algo == "nginx" and key:
         raise ValueError("nginx's keys share its zone: decide them on one machine (replay)")
     argv = ["ratelimit", "replay", "--format", "json"]
     given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, **flags)
     for name, value in given.items():
         argv += _flag(name, value)
+    if not key:
+        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions)
     order = [key, time] + ([tie] if tie else [])
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
@@ -237,6 +244,70 @@ def replay(
     lines = [row["line"] for row in _collect(blocks.mapInArrow(windows, "line string"))]
     decided.unpersist()
     return json.loads(_native.merge_parts(argv, summaries, lines))
+
+
+def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None) -> Any:
+    """Decides every row of one stream from ranges of time, cut where the limiter rests."""
+    from pyspark.sql import functions as F
+
+    ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
+    # Read twice (the ranges' spans, then their rows): kept, so that each row stays in its range.
+    ranged = ranged.sortWithinPartitions(*order).cache()
+
+    def span(batches):
+        import pyarrow
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        partition = TaskContext.get().partitionId()
+        if batches:
+            line = native.range_line(argv, pyarrow.Table.from_batches(batches), f"<partition {partition}>")
+            yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
+
+    spans = sorted(_collect(ranged.mapInArrow(span, "partition long, line string")), key=lambda row: row["partition"])
+    # A range starts a segment of its own when its first event comes once the limiter is at
+    # rest after the last event before it; else it joins the segment before.
+    segment_of, segment, rest = {}, -1, None
+    for row in spans:
+        if row["line"] == "-":
+            segment_of[row["partition"]] = max(segment, 0)
+            continue
+        first, _, rests = row["line"].split(" ")
+        if segment < 0 or (rest is not None and int(first) >= rest):
+            segment += 1
+        segment_of[row["partition"]] = segment
+        rest = None if rests == "-" else int(rests)
+    count = max(segment + 1, 1)
+
+    def decide(batches):
+        # One segment's rows in order, decided from a fresh state as the program decides.
+        import pyarrow
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        if not batches:
+            return
+        table = pyarrow.Table.from_batches(batches)
+        parts = table.column("__segment").to_pylist()
+        start = 0
+        while start < table.num_rows:
+            end = start
+            while end < table.num_rows and parts[end] == parts[start]:
+                end += 1
+            rows = table.slice(start, end - start).drop_columns(["__segment"])
+            _, passed = native.call(argv, rows, True)
+            yield from rows.append_column("passed", pyarrow.array(passed[0])).to_batches()
+            start = end
+
+    mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
+    tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()])
+    segments = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order)
+    decided = segments.mapInArrow(decide, df.schema.add("passed", "boolean"))
+    decided.ratelimit_method = "sequential" if count == 1 else f"reset cuts: {count} segments"
+    return decided
 
 
 def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None) -> list[dict[str, Any]]:

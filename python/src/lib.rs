@@ -115,6 +115,19 @@ fn replay_part<'py>(
     Ok((part.summary, arrays))
 }
 
+/// Returns what a range of one stream tells (a Spark partition's rows, in time order):
+/// "first last rest" (µs; rest `-` if unknown), or `-` without events.
+#[pyfunction]
+fn range_line(
+    py: Python<'_>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+) -> PyResult<String> {
+    let given = Source::Arrow(table(data, name)?);
+    py.detach(|| embed::range_line(&args, given)).map_err(value_error)
+}
+
 /// Returns a line for each block of time in `data` (columns `block`, `t`, `c`, `passed`,
 /// `own`, sorted by block and time), to be merged by `merge_parts`.
 #[pyfunction]
@@ -235,5 +248,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(replay_part, module)?)?;
     module.add_function(wrap_pyfunction!(block_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
+    module.add_function(wrap_pyfunction!(range_line, module)?)?;
     Ok(())
 }

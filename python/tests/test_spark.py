@@ -216,3 +216,49 @@ def test_keyed_replay_of_the_synthetic_log_in_any_files_is_the_programs(spark, b
         df = spark.read.parquet(str(files[count]))
         got = rls.replay(df, algo="gcra", rate="20/m", burst=3, key="client", time="ts", time_format="unix-ms", tie="tie")
         assert without_input(got) == without_input(want), count
+
+
+def emitted(path, *flags: str) -> dict:
+    """Each row's decision by the program (`--emit all`), by the row's `id`."""
+    import csv as csvlib
+
+    done = cli("replay", str(path), *flags, "--emit", "all", "--quiet")
+    assert done.returncode == 0, done.stderr.decode()
+    rows = csvlib.reader(done.stdout.decode().splitlines())
+    header = next(rows)
+    at, decision = header.index("id"), header.index("decision")
+    return {row[at]: row[decision] == "passed" for row in rows}
+
+
+def same_decisions(spark, got, want: dict) -> None:
+    """Checks on Spark that `got`'s `passed` is `want`'s, row by row: no row reaches the
+    driver, only counts."""
+    expected = spark.createDataFrame([(str(k), v) for k, v in want.items()], "id string, want boolean")
+    got = got.withColumn("id", got["id"].cast("string"))
+    assert got.count() == len(want)
+    differ = got.join(expected, "id", "full_outer").where("passed IS NULL OR want IS NULL OR passed != want")
+    assert differ.count() == 0
+
+
+@pytest.mark.parametrize("algo,burst", [("gcra", 1), ("sliding-log", None), ("fixed-window", None)])
+def test_decisions_of_one_stream_cut_where_the_limiter_rests_are_the_programs(spark, m5, m5_table, algo, burst):
+    # Earthquakes an hour apart or more leave a limit of 1/h at rest: the 11-year catalog
+    # is cut into 6 ranges of time, each decided from a fresh state where it may be.
+    flags = ["--algo", algo, "--rate", "1/h", *(["--burst", str(burst)] if burst else [])]
+    rows = m5_table.select(["time", "id", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
+    df = spark.createDataFrame(rows.to_pandas())
+    got = rls.decisions(df, algo=algo, rate="1/h", burst=burst, tie="tie", partitions=6)
+    # Where two ranges meet less than an hour apart, they are one segment, decided in order.
+    method, segments = got.ratelimit_method.split(": ")
+    assert method == "reset cuts" and 2 <= int(segments.split()[0]) <= 6, got.ratelimit_method
+    same_decisions(spark, got, emitted(m5, *flags))
+
+
+def test_decisions_of_one_stream_that_never_rests_are_decided_in_order_in_one_task(spark, big_log):
+    # A request every 18 ms against 20/m with a burst of 3: never 9 s idle, no cut.
+    csv, files = big_log
+    df = spark.read.parquet(str(files[3]))
+    flags = ["--algo", "gcra", "--rate", "20/m", "--burst", "3", "--time-column", "ts", "--time-format", "unix-ms"]
+    got = rls.decisions(df, algo="gcra", rate="20/m", burst=3, time="ts", time_format="unix-ms", tie="tie", partitions=4)
+    assert got.ratelimit_method == "sequential"
+    same_decisions(spark, got, emitted(csv, *flags))

@@ -8,6 +8,10 @@
 //! keys in time order (the busiest windows, the first event too big to pass) comes from
 //! blocks of time: block k holds the events of its span and reads on a window's length
 //! into the next, so that every window that starts in it is counted whole there.
+//!
+//! One stream (no key) is cut into ranges of time instead, and a range may be replayed
+//! from a fresh state, exactly, where its first event comes once the limiter is at rest
+//! after the last event before it ([`range_line`]): a reset cut.
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
@@ -38,23 +42,30 @@ pub struct Part {
     pub costs: Vec<Option<u64>>,
 }
 
-/// A keyed replay of one limit, settled from `ratelimit replay`'s flags.
+/// A replay of one limit in parts, settled from `ratelimit replay`'s flags.
 struct Plan {
     settings: Settings,
     replay: super::replay::ReplayArgs,
 }
 
 impl Plan {
+    /// Settles `args`, for a replay by key.
     fn of(args: &[String]) -> Result<Plan> {
+        let plan = Plan::of_limit(args)?;
+        if plan.replay.job.keys.key.is_none() {
+            bail!("a replay in parts holds whole keys: give --key");
+        }
+        Ok(plan)
+    }
+
+    /// Settles `args`, for a replay of one limit, by key or not.
+    fn of_limit(args: &[String]) -> Result<Plan> {
         let cli: Cli = parse(args)?;
         let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
         let (Some(algorithm), Some(rate)) = (replay.algo, replay.rate) else {
             bail!("a replay in parts is of one limit: --algo and --rate, no --limit")
         };
-        if replay.job.keys.key.is_none() {
-            bail!("a replay in parts holds whole keys: give --key");
-        }
-        if algorithm.has_zone() {
+        if algorithm.has_zone() && replay.job.keys.key.is_some() {
             bail!("{algorithm}'s keys share its zone: replay them on one machine");
         }
         if !replay.job.remote.redis.is_empty() || replay.job.fleet.servers.is_some() {
@@ -91,6 +102,39 @@ pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
         times: super::decisions::in_row_order(&rows, &times, source),
         costs: super::decisions::in_row_order(&rows, &costs, source),
     })
+}
+
+/// Returns what a range of one stream tells (a Spark partition's rows, in time order),
+/// read by `args` (`ratelimit replay`'s flags, no `--key`): its first and last events'
+/// times in µs, and the instant from which the limiter is at rest after the last, `-` if
+/// none is known (`"first last rest"`); `-` for a range without events.
+pub fn range_line(args: &[String], given: Source) -> Result<String> {
+    let mut plan = Plan::of_limit(args)?;
+    if plan.replay.job.keys.key.is_some() {
+        bail!("a range of one stream has no --key");
+    }
+    plan.replay.job.input.given = Some(given);
+    let input = plan.replay.job.input()?;
+    let read = crate::input::catalog::read_events(&input.source, &input.read, FirstLast::default);
+    let FirstLast(Some((first, last))) = read?.0 else { return Ok("-".to_owned()) };
+    let rest = plan.settings.per_key().rests_after(last);
+    let rest = rest.map_or_else(|| "-".to_owned(), |rest| rest.as_micros().to_string());
+    Ok(format!("{} {} {rest}", first.as_micros(), last.as_micros()))
+}
+
+/// The first and last events' times of a range.
+#[derive(Default)]
+struct FirstLast(Option<(Timestamp, Timestamp)>);
+
+impl crate::input::catalog::Sink for FirstLast {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
+        let (first, last) = self.0.get_or_insert((event.time, event.time));
+        *first = (*first).min(event.time);
+        *last = (*last).max(event.time);
+        Ok(())
+    }
 }
 
 /// One block's events in time order, as [`block_lines`] reads them.
