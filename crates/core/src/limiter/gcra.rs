@@ -15,10 +15,10 @@ use crate::units::time::Timestamp;
 /// whole number P, so the state is one integer and no decision depends on rounding.
 #[derive(Clone, Debug)]
 pub struct Gcra {
-    n: i128,
-    interval: i128,
+    pub(super) n: i128,
+    pub(super) interval: i128,
     /// b·I: how far ahead of now tat may be after an event is taken.
-    capacity: i128,
+    pub(super) capacity: i128,
     tat: i128,
 }
 

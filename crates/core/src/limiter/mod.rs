@@ -8,6 +8,7 @@ mod keyed;
 pub mod params;
 pub mod promise;
 mod replicated;
+mod transfer;
 pub mod zone;
 #[macro_use]
 mod registry;
@@ -20,6 +21,7 @@ pub use keyed::{AnyPerKey, Keys, PerKey};
 pub use leaky_queue::Waits;
 pub use registry::{Alone, AnyLimiter, RedisScript, Store, UnknownAlgorithm, WithRule};
 pub use replicated::{AnyReplicated, Replicas, Replicated, Share};
+pub use transfer::{Piece, Transfer};
 
 // The limiters, each `module::Type`: a new limiter is its file and one line here.
 limiters! {
