@@ -107,9 +107,11 @@ def decisions(
     ranges of time; a range is decided from a fresh state where its first event comes
     once the limiter is at rest after the last event before it (a reset cut, exact:
     ``KeyedState::rests_after``), and the ranges between such cuts are decided together,
-    in order, in one task. The DataFrame's ``ratelimit_method`` says which: ``"reset cuts:
-    N segments"``, or ``"sequential"`` when no cut is found. nginx's keys share its zone,
-    and are not decided here yet.
+    in order, in one task; GCRA's ranges are each decided from their true start instead,
+    found by composing the ranges' functions of their start (``limiter::Transfer``). The
+    DataFrame's ``ratelimit_method`` says which: ``"reset cuts: N segments"``, ``"transfer
+    functions: N ranges"``, or ``"sequential"`` when no cut is found. nginx's keys share
+    its zone, and are not decided here yet.
     """
     if algo == "nginx" and key:
         raise ValueError("nginx's keys share its zone: decide them on one machine (replay)")
@@ -118,7 +120,7 @@ def decisions(
     for name, value in given.items():
         argv += _flag(name, value)
     if not key:
-        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions)
+        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions, algo == "gcra")
     order = [key, time] + ([tie] if tie else [])
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
@@ -135,7 +137,7 @@ def decisions(
         _, passed = native.call(argv, table, True)
         yield from table.append_column("passed", pyarrow.array(passed[0])).to_batches()
 
-    return hashed.mapInArrow(decide, df.schema.add("passed", "boolean"))
+    return hashed.mapInArrow(decide, _with_passed(df.schema))
 
 
 def replay(
@@ -246,7 +248,7 @@ def replay(
     return json.loads(_native.merge_parts(argv, summaries, lines))
 
 
-def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None) -> Any:
+def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool) -> Any:
     """Decides every row of one stream from ranges of time, cut where the limiter rests."""
     from pyspark.sql import functions as F
 
@@ -254,19 +256,8 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
     # Read twice (the ranges' spans, then their rows): kept, so that each row stays in its range.
     ranged = ranged.sortWithinPartitions(*order).cache()
 
-    def span(batches):
-        import pyarrow
-        from pyspark import TaskContext
-
-        from ratelimit_replay import _native as native
-
-        batches = [batch for batch in batches if batch.num_rows]
-        partition = TaskContext.get().partitionId()
-        if batches:
-            line = native.range_line(argv, pyarrow.Table.from_batches(batches), f"<partition {partition}>")
-            yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
-
-    spans = sorted(_collect(ranged.mapInArrow(span, "partition long, line string")), key=lambda row: row["partition"])
+    lines = _range_lines(ranged, argv, "range_line")
+    spans = [{"partition": partition, "line": lines[partition]} for partition in sorted(lines)]
     # A range starts a segment of its own when its first event comes once the limiter is at
     # rest after the last event before it; else it joins the segment before.
     segment_of, segment, rest = {}, -1, None
@@ -280,6 +271,11 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
         segment_of[row["partition"]] = segment
         rest = None if rests == "-" else int(rests)
     count = max(segment + 1, 1)
+    if gcra and count < len(spans):
+        # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
+        found = _by_transfer(ranged, argv, sorted(segment_of))
+        if found is not None:
+            return found
 
     def decide(batches):
         # One segment's rows in order, decided from a fresh state as the program decides.
@@ -305,8 +301,47 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
     mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
     tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()])
     segments = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order)
-    decided = segments.mapInArrow(decide, df.schema.add("passed", "boolean"))
+    decided = segments.mapInArrow(decide, _with_passed(df.schema))
     decided.ratelimit_method = "sequential" if count == 1 else f"reset cuts: {count} segments"
+    return decided
+
+
+def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
+    """Decides every range of one stream from its true start, in parallel, by GCRA's
+    functions of the ranges (``limiter::Transfer``), composed in range order on the
+    driver; ``None`` if the limiter is not GCRA or a function has too many pieces."""
+    import bisect
+
+    found = _range_lines(ranged, argv, "range_transfer")
+    if any(line == "-" for line in found.values()):
+        return None
+    tat, starts = None, {}
+    for partition in partitions:
+        if partition not in found:
+            continue
+        fresh, *pieces = found[partition].split(" ")
+        tat = int(fresh) if tat is None else tat
+        starts[partition] = str(tat)
+        # The piece that holds tat: the last whose first tat is at most it.
+        firsts = [-(2**127) if p.split(":")[0] == "-" else int(p.split(":")[0]) for p in pieces]
+        _, kind, value = pieces[bisect.bisect_right(firsts, tat) - 1].split(":")
+        tat = tat + int(value) if kind == "S" else int(value)
+
+    def decide(batches):
+        import pyarrow
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        partition = TaskContext.get().partitionId()
+        if batches:
+            table = pyarrow.Table.from_batches(batches)
+            passed = native.decide_range(argv, table, f"<partition {partition}>", starts[partition])
+            yield from table.append_column("passed", pyarrow.array(passed)).to_batches()
+
+    decided = ranged.mapInArrow(decide, _with_passed(ranged.schema))
+    decided.ratelimit_method = f"transfer functions: {len(starts)} ranges"
     return decided
 
 
@@ -330,6 +365,34 @@ def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: in
 
     lines = [row["line"] for row in _collect(hashed.mapInArrow(size, "line string"))]
     return json.loads(_native.merge_chunks(argv, [lines]))
+
+
+def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
+    """Returns what each range with rows tells, by its partition: the native function
+    `tell`'s line."""
+
+    def told(batches):
+        import pyarrow
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        batches = [batch for batch in batches if batch.num_rows]
+        partition = TaskContext.get().partitionId()
+        if batches:
+            table = pyarrow.Table.from_batches(batches)
+            line = getattr(native, tell)(argv, table, f"<partition {partition}>")
+            yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
+
+    return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}
+
+
+def _with_passed(schema: Any) -> Any:
+    """Returns a copy of `schema` with a column `passed` (``StructType.add`` changes the
+    schema it is called on, which may be a DataFrame's own)."""
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    return StructType([*schema.fields, StructField("passed", BooleanType())])
 
 
 def _collect(df: Any) -> list[Any]:

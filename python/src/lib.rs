@@ -124,8 +124,49 @@ fn range_line(
     data: AnyRecordBatch,
     name: String,
 ) -> PyResult<String> {
+    range_text(py, &args, data, name, embed::range_line)
+}
+
+/// Returns GCRA's function of a range of one stream: the fresh tat and the pieces, or `-`.
+#[pyfunction]
+fn range_transfer(
+    py: Python<'_>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+) -> PyResult<String> {
+    range_text(py, &args, data, name, embed::range_transfer)
+}
+
+/// Runs `tell` on a range's rows, named `name`, with the GIL released.
+fn range_text(
+    py: Python<'_>,
+    args: &[String],
+    data: AnyRecordBatch,
+    name: String,
+    tell: fn(&[String], Source) -> anyhow::Result<String>,
+) -> PyResult<String> {
     let given = Source::Arrow(table(data, name)?);
-    py.detach(|| embed::range_line(&args, given)).map_err(value_error)
+    py.detach(|| tell(args, given)).map_err(value_error)
+}
+
+/// Decides the rows of a range of one stream by GCRA from tat `tat` (decimal, in 1/N µs):
+/// each row's decision as an Arrow array.
+#[pyfunction]
+fn decide_range<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+    tat: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let given = Source::Arrow(table(data, name)?);
+    let tat: i128 =
+        tat.parse().map_err(|_| PyValueError::new_err(format!("{tat:?} is not a tat")))?;
+    let passed = py.detach(|| embed::decide_range(&args, given, tat)).map_err(value_error)?;
+    let array: ArrayRef = Arc::new(BooleanArray::from(passed));
+    let field = Arc::new(Field::new("passed", DataType::Boolean, true));
+    Ok(PyArray::new(array, field).into_pyobject(py)?.into_any())
 }
 
 /// Returns a line for each block of time in `data` (columns `block`, `t`, `c`, `passed`,
@@ -249,5 +290,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(block_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
     module.add_function(wrap_pyfunction!(range_line, module)?)?;
+    module.add_function(wrap_pyfunction!(range_transfer, module)?)?;
+    module.add_function(wrap_pyfunction!(decide_range, module)?)?;
     Ok(())
 }

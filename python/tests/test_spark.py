@@ -240,7 +240,7 @@ def same_decisions(spark, got, want: dict) -> None:
     assert differ.count() == 0
 
 
-@pytest.mark.parametrize("algo,burst", [("gcra", 1), ("sliding-log", None), ("fixed-window", None)])
+@pytest.mark.parametrize("algo,burst", [("token-bucket", 1), ("sliding-log", None), ("fixed-window", None)])
 def test_decisions_of_one_stream_cut_where_the_limiter_rests_are_the_programs(spark, m5, m5_table, algo, burst):
     # Earthquakes an hour apart or more leave a limit of 1/h at rest: the 11-year catalog
     # is cut into 6 ranges of time, each decided from a fresh state where it may be.
@@ -254,11 +254,15 @@ def test_decisions_of_one_stream_cut_where_the_limiter_rests_are_the_programs(sp
     same_decisions(spark, got, emitted(m5, *flags))
 
 
-def test_decisions_of_one_stream_that_never_rests_are_decided_in_order_in_one_task(spark, big_log):
-    # A request every 18 ms against 20/m with a burst of 3: never 9 s idle, no cut.
+@pytest.mark.parametrize("algo,burst,method", [("gcra", 3, "transfer functions: 4 ranges"), ("sliding-log", None, "sequential")])
+def test_decisions_of_one_stream_that_never_rests_are_the_programs(spark, big_log, algo, burst, method):
+    # A request every 18 ms against 20/m: never idle long enough to cut. GCRA decides each
+    # range from its true start, found by composing the ranges' functions; the sliding
+    # log decides the whole stream in order in one task.
     csv, files = big_log
     df = spark.read.parquet(str(files[3]))
-    flags = ["--algo", "gcra", "--rate", "20/m", "--burst", "3", "--time-column", "ts", "--time-format", "unix-ms"]
-    got = rls.decisions(df, algo="gcra", rate="20/m", burst=3, time="ts", time_format="unix-ms", tie="tie", partitions=4)
-    assert got.ratelimit_method == "sequential"
+    flags = ["--algo", algo, "--rate", "20/m", *(["--burst", str(burst)] if burst else [])]
+    flags += ["--time-column", "ts", "--time-format", "unix-ms"]
+    got = rls.decisions(df, algo=algo, rate="20/m", burst=burst, time="ts", time_format="unix-ms", tie="tie", partitions=4)
+    assert got.ratelimit_method == method
     same_decisions(spark, got, emitted(csv, *flags))

@@ -58,6 +58,17 @@ impl Plan {
         Ok(plan)
     }
 
+    /// Settles `args`, for a range of one stream read from `given`.
+    fn of_range(args: &[String], given: Source) -> Result<(Plan, crate::cli::config::Input)> {
+        let mut plan = Plan::of_limit(args)?;
+        if plan.replay.job.keys.key.is_some() {
+            bail!("a range of one stream has no --key");
+        }
+        plan.replay.job.input.given = Some(given);
+        let input = plan.replay.job.input()?;
+        Ok((plan, input))
+    }
+
     /// Settles `args`, for a replay of one limit, by key or not.
     fn of_limit(args: &[String]) -> Result<Plan> {
         let cli: Cli = parse(args)?;
@@ -109,17 +120,75 @@ pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
 /// times in µs, and the instant from which the limiter is at rest after the last, `-` if
 /// none is known (`"first last rest"`); `-` for a range without events.
 pub fn range_line(args: &[String], given: Source) -> Result<String> {
-    let mut plan = Plan::of_limit(args)?;
-    if plan.replay.job.keys.key.is_some() {
-        bail!("a range of one stream has no --key");
-    }
-    plan.replay.job.input.given = Some(given);
-    let input = plan.replay.job.input()?;
+    let (plan, input) = Plan::of_range(args, given)?;
     let read = crate::input::catalog::read_events(&input.source, &input.read, FirstLast::default);
     let FirstLast(Some((first, last))) = read?.0 else { return Ok("-".to_owned()) };
     let rest = plan.settings.per_key().rests_after(last);
     let rest = rest.map_or_else(|| "-".to_owned(), |rest| rest.as_micros().to_string());
     Ok(format!("{} {} {rest}", first.as_micros(), last.as_micros()))
+}
+
+/// The most pieces a range's function may have before it is given up
+/// ([`Gcra::transfer`](crate::limiter::Gcra::transfer)).
+const MOST_PIECES: usize = 4096;
+
+/// Returns GCRA's function of a range of one stream (a Spark partition's rows, in time
+/// order), read by `args` (`ratelimit replay`'s flags, `--algo gcra`, no `--key`): the
+/// fresh tat, then each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in
+/// units of 1/N µs; `-` if the limiter is not GCRA or the function passes 4,096 pieces.
+pub fn range_transfer(args: &[String], given: Source) -> Result<String> {
+    let (plan, input) = Plan::of_range(args, given)?;
+    let Settings { algorithm, rate, burst, .. } = plan.settings;
+    if algorithm != crate::limiter::Algorithm::Gcra {
+        return Ok("-".to_owned());
+    }
+    let gcra = crate::limiter::Gcra::new(rate, burst);
+    let (events, _) =
+        crate::input::catalog::read_events(&input.source, &input.read, Events::default)?;
+    let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok("-".to_owned()) };
+    let mut line = gcra.fresh_tat().to_string();
+    for &(first, piece) in function.pieces() {
+        let first = if first == i128::MIN { "-".to_owned() } else { first.to_string() };
+        match piece {
+            crate::limiter::Piece::Shift(k) => line += &format!(" {first}:S:{k}"),
+            crate::limiter::Piece::Const(c) => line += &format!(" {first}:C:{c}"),
+        }
+    }
+    Ok(line)
+}
+
+/// Decides the rows of a range of one stream by GCRA (`args` as for [`range_transfer`]),
+/// starting from `tat`: each row's decision, in the rows' order (`None` for a row that
+/// made no event).
+pub fn decide_range(args: &[String], given: Source, tat: i128) -> Result<Vec<Option<bool>>> {
+    let (plan, input) = Plan::of_range(args, given)?;
+    let Settings { algorithm, rate, burst, .. } = plan.settings;
+    if algorithm != crate::limiter::Algorithm::Gcra {
+        bail!("a range is decided from a given state by GCRA alone");
+    }
+    let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
+    let mut gcra = crate::limiter::Gcra::new(rate, burst);
+    *crate::limiter::KeyedState::state_mut(&mut gcra) = tat;
+    let passed: Vec<bool> = rows
+        .iter()
+        .map(|(event, _)| {
+            crate::limiter::Limiter::take(&mut gcra, event.time, event.cost, false).passed
+        })
+        .collect();
+    Ok(super::decisions::in_row_order(&rows, &passed, &input.source))
+}
+
+/// A range's events, in time order.
+#[derive(Default)]
+struct Events(Vec<(Timestamp, u64)>);
+
+impl crate::input::catalog::Sink for Events {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
+        self.0.push((event.time, event.cost));
+        Ok(())
+    }
 }
 
 /// The first and last events' times of a range.
