@@ -107,7 +107,8 @@ def decisions(
     ranges of time; a range is decided from a fresh state where its first event comes
     once the limiter is at rest after the last event before it (a reset cut, exact:
     ``KeyedState::rests_after``), and the ranges between such cuts are decided together,
-    in order, in one task; GCRA's ranges are each decided from their true start instead,
+    in order, in one task; GCRA's ranges (and the token bucket's and the leaky queue's,
+    which pass the same events) are each decided from their true start instead,
     found by composing the ranges' functions of their start (``limiter::Transfer``). The
     DataFrame's ``ratelimit_method`` says which: ``"reset cuts: N segments"``, ``"transfer
     functions: N ranges"``, or ``"sequential"`` when no cut is found. nginx's keys share
@@ -120,7 +121,9 @@ def decisions(
     for name, value in given.items():
         argv += _flag(name, value)
     if not key:
-        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions, algo == "gcra")
+        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
+        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
+        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions, gcra)
     order = [key, time] + ([tie] if tie else [])
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)

@@ -240,7 +240,7 @@ def same_decisions(spark, got, want: dict) -> None:
     assert differ.count() == 0
 
 
-@pytest.mark.parametrize("algo,burst", [("token-bucket", 1), ("sliding-log", None), ("fixed-window", None)])
+@pytest.mark.parametrize("algo,burst", [("sliding-counter", None), ("sliding-log", None), ("fixed-window", None)])
 def test_decisions_of_one_stream_cut_where_the_limiter_rests_are_the_programs(spark, m5, m5_table, algo, burst):
     # Earthquakes an hour apart or more leave a limit of 1/h at rest: the 11-year catalog
     # is cut into 6 ranges of time, each decided from a fresh state where it may be.
@@ -254,7 +254,15 @@ def test_decisions_of_one_stream_cut_where_the_limiter_rests_are_the_programs(sp
     same_decisions(spark, got, emitted(m5, *flags))
 
 
-@pytest.mark.parametrize("algo,burst,method", [("gcra", 3, "transfer functions: 4 ranges"), ("sliding-log", None, "sequential")])
+@pytest.mark.parametrize(
+    "algo,burst,method",
+    [
+        ("gcra", 3, "transfer functions: 4 ranges"),
+        ("token-bucket", 3, "transfer functions: 4 ranges"),
+        ("leaky-queue", 3, "transfer functions: 4 ranges"),
+        ("sliding-log", None, "sequential"),
+    ],
+)
 def test_decisions_of_one_stream_that_never_rests_are_the_programs(spark, big_log, algo, burst, method):
     # A request every 18 ms against 20/m: never idle long enough to cut. GCRA decides each
     # range from its true start, found by composing the ranges' functions; the sliding

@@ -133,16 +133,12 @@ pub fn range_line(args: &[String], given: Source) -> Result<String> {
 const MOST_PIECES: usize = 4096;
 
 /// Returns GCRA's function of a range of one stream (a Spark partition's rows, in time
-/// order), read by `args` (`ratelimit replay`'s flags, `--algo gcra`, no `--key`): the
-/// fresh tat, then each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in
-/// units of 1/N µs; `-` if the limiter is not GCRA or the function passes 4,096 pieces.
+/// order), read by `args` (`ratelimit replay`'s flags, no `--key`): the fresh tat, then
+/// each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in units of 1/N µs;
+/// `-` if the limiter's decisions are not GCRA's or the function passes 4,096 pieces.
 pub fn range_transfer(args: &[String], given: Source) -> Result<String> {
     let (plan, input) = Plan::of_range(args, given)?;
-    let Settings { algorithm, rate, burst, .. } = plan.settings;
-    if algorithm != crate::limiter::Algorithm::Gcra {
-        return Ok("-".to_owned());
-    }
-    let gcra = crate::limiter::Gcra::new(rate, burst);
+    let Some(gcra) = as_gcra(&plan.settings) else { return Ok("-".to_owned()) };
     let (events, _) =
         crate::input::catalog::read_events(&input.source, &input.read, Events::default)?;
     let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok("-".to_owned()) };
@@ -162,12 +158,12 @@ pub fn range_transfer(args: &[String], given: Source) -> Result<String> {
 /// made no event).
 pub fn decide_range(args: &[String], given: Source, tat: i128) -> Result<Vec<Option<bool>>> {
     let (plan, input) = Plan::of_range(args, given)?;
-    let Settings { algorithm, rate, burst, .. } = plan.settings;
-    if algorithm != crate::limiter::Algorithm::Gcra {
-        bail!("a range is decided from a given state by GCRA alone");
-    }
+    let Some(mut gcra) = as_gcra(&plan.settings) else {
+        bail!(
+            "a range is decided from a given state by GCRA, and the limiters that decide as it does"
+        )
+    };
     let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
-    let mut gcra = crate::limiter::Gcra::new(rate, burst);
     *crate::limiter::KeyedState::state_mut(&mut gcra) = tat;
     let passed: Vec<bool> = rows
         .iter()
@@ -176,6 +172,15 @@ pub fn decide_range(args: &[String], given: Source, tat: i128) -> Result<Vec<Opt
         })
         .collect();
     Ok(super::decisions::in_row_order(&rows, &passed, &input.source))
+}
+
+/// Returns the GCRA that decides as the limiter of `settings` does, if one does: GCRA
+/// itself, the token bucket of the same rate and burst, and the leaky queue, which admits
+/// what GCRA passes (each checked against GCRA by the limiters' property tests).
+fn as_gcra(settings: &Settings) -> Option<crate::limiter::Gcra> {
+    use crate::limiter::Algorithm::{Gcra, LeakyQueue, TokenBucket};
+    matches!(settings.algorithm, Gcra | TokenBucket | LeakyQueue)
+        .then(|| crate::limiter::Gcra::new(settings.rate, settings.burst))
 }
 
 /// A range's events, in time order.
