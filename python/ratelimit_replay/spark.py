@@ -166,7 +166,6 @@ def replay(
     number), as for ``min_bucket``. A limit over every row (no key), and nginx's keys,
     which share its zone, share state across rows: they are not replayed here yet.
     """
-    from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
     argv = ["ratelimit", "replay", "--format", "json"]
@@ -176,15 +175,18 @@ def replay(
     order = [key, time] + ([tie] if tie else [])
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
-    # Nullable: the summary's row has no tie.
+    # Nullable: a summary's row has no tie.
     ties = [StructField(tie, df.schema[tie].dataType)] if tie else []
     schema = StructType(
-        [StructField("summary", StringType()), StructField("t", LongType()), StructField("c", LongType()),
-         StructField("passed", BooleanType())] + ties
+        [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
+         StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + ties
     )
 
     def part(batches):
-        # On an executor: whole keys, replayed; a row of summary, then each event's row.
+        # On an executor: whole keys, replayed; a row of summary, then each event's row in
+        # the block of its time, and again in the block before if it lies within a
+        # window's length of its block's start.
+        import numpy
         import pyarrow
         import pyarrow.compute
         from pyspark import TaskContext
@@ -197,58 +199,57 @@ def replay(
         table = pyarrow.Table.from_batches(batches)
         name = f"<partition {TaskContext.get().partitionId()}>"
         summary, (passed, t, c) = native.replay_part(argv, table, name)
-        rows = table.num_rows
-        columns = {
-            "summary": pyarrow.nulls(rows, pyarrow.string()),
-            "t": pyarrow.array(t),
-            "c": pyarrow.array(c),
-            "passed": pyarrow.array(passed),
-        }
+        columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
         if tie:
             columns[tie] = table.column(tie)
         events = pyarrow.table(columns)
         events = events.filter(pyarrow.compute.is_valid(events.column("t")))
-        said = pyarrow.table({name: pyarrow.nulls(1, column.type) for name, column in zip(events.column_names, events.columns)})
+        # Blocks of time a window long at least, the same on every executor.
+        length = json.loads(summary)["window_us"]
+        width = max(length, _BLOCK_US)
+        times = events.column("t").to_numpy()
+        blocks = numpy.floor_divide(times, width)
+        ahead = (times - blocks * width) < length
+        own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
+        read_on = events.filter(pyarrow.array(ahead))
+        read_on = read_on.append_column("block", pyarrow.array(blocks[ahead] - 1)).append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
+        rows = pyarrow.concat_tables([own, read_on])
+        rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
+        said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
         said = said.set_column(0, "summary", pyarrow.array([summary]))
-        yield from pyarrow.concat_tables([said, events]).to_batches()
+        yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    # Read three times (summaries, span, blocks): kept rather than replayed again.
-    decided = hashed.mapInArrow(part, schema).cache()
-    summaries = [row["summary"] for row in _collect(decided.where(F.col("summary").isNotNull()).select("summary"))]
-    if not summaries:
-        raise ValueError("<DataFrame>: no rows")
-    length = max(json.loads(summary)["window_us"] for summary in summaries)
-    events = decided.where(F.col("summary").isNull()).drop("summary")
-    span = events.agg(F.min("t").alias("first"), F.max("t").alias("last")).first()
-    if span["first"] is None:
-        return json.loads(_native.merge_parts(argv, summaries, []))
-    # Blocks of time, each at least a window long, a few for each partition; each reads
-    # on a window's length into the next, so that a window is counted whole where it starts.
-    count = partitions or df.sparkSession.sparkContext.defaultParallelism
-    first, width = span["first"], max(length, -(-(span["last"] - span["first"] + 1) // (4 * count)))
-    own = events.withColumn("block", F.expr(f"(t - {first}) div {width}")).withColumn("own", F.lit(True))
-    ahead = (
-        own.where(F.expr(f"(t - {first}) % {width} < {length} and block > 0"))
-        .withColumn("block", F.col("block") - 1)
-        .withColumn("own", F.lit(False))
-    )
-    blocks = own.unionByName(ahead)
-    blocks = blocks.repartition(partitions, "block") if partitions else blocks.repartition("block")
-    blocks = blocks.sortWithinPartitions("block", "t", *([tie] if tie else []))
+    blocked = hashed.mapInArrow(part, schema)
+    blocked = blocked.repartition(partitions, "block") if partitions else blocked.repartition("block")
+    # A block's rows in time order, the summaries (no block) first.
+    blocked = blocked.sortWithinPartitions("block", "t", *([tie] if tie else []))
 
-    def windows(batches):
+    def lines(batches):
         import pyarrow
+        import pyarrow.compute
 
         from ratelimit_replay import _native as native
 
         batches = [batch for batch in batches if batch.num_rows]
-        if batches:
-            table = pyarrow.Table.from_batches(batches).select(["block", "t", "c", "passed", "own"])
-            yield pyarrow.RecordBatch.from_pydict({"line": native.block_lines(argv, table)})
+        if not batches:
+            return
+        table = pyarrow.Table.from_batches(batches)
+        said = table.filter(pyarrow.compute.is_valid(table.column("summary"))).column("summary").to_pylist()
+        rows = table.filter(pyarrow.compute.is_null(table.column("summary")))
+        found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
+        yield pyarrow.RecordBatch.from_pydict({"kind": ["part"] * len(said) + ["block"] * len(found), "line": said + found})
 
-    lines = [row["line"] for row in _collect(blocks.mapInArrow(windows, "line string"))]
-    decided.unpersist()
-    return json.loads(_native.merge_parts(argv, summaries, lines))
+    told = _collect(blocked.mapInArrow(lines, "kind string, line string"))
+    parts = [row["line"] for row in told if row["kind"] == "part"]
+    if not parts:
+        raise ValueError("<DataFrame>: no rows")
+    found = [row["line"] for row in told if row["kind"] == "block"]
+    return json.loads(_native.merge_parts(argv, parts, found))
+
+
+# The shortest block of time a replay's busiest windows are found in (10 minutes), longer
+# if the window is: each block's events are read on a window's length into the next.
+_BLOCK_US = 600_000_000
 
 
 def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool) -> Any:
