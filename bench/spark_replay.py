@@ -1,10 +1,12 @@
-"""Times ratelimit_replay.spark.replay, a keyed replay on Spark in local[2], against a
-no-op Arrow pass over the same shuffle and sort (Spark's floor: the rows cut by key,
-sorted, and handed to Python as Arrow batches that are only counted), in one run, and the
-program on the same rows' CSV. Used by bench/spark.
+"""Times ratelimit_replay.spark.replay, a keyed replay on Spark in local[2], against two
+no-op floors over the rows cut by key and sorted, handed to Python as Arrow batches that
+are only counted: mapInArrow after the same repartition and sortWithinPartitions, and an
+Arrow UDTF over TABLE(df) PARTITION BY a hash bucket of the key (4,096) ORDER BY key,
+time, tie; in one run, interleaved, with the program on the same rows' CSV. Used by
+bench/spark.
 
     python bench/spark_replay.py BIN ROWS RUNS
-    -> median seconds of the no-op, the replay, and the program
+    -> median seconds of the mapInArrow no-op, the UDTF no-op, the replay, the program
 """
 
 import os
@@ -53,9 +55,32 @@ def main() -> None:
     df = spark.read.parquet(*[str(folder / f"part-{n}.parquet") for n in range(4)])
     flags = dict(algo="gcra", rate="20/m", burst=5, key="client", time="ts", time_format="unix-ms", tie="tie", partitions=4)
 
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import arrow_udtf
+
     def noop(batches):
         count = sum(batch.num_rows for batch in batches)
         yield pyarrow.RecordBatch.from_pydict({"n": [count]})
+
+    @arrow_udtf(returnType="n long")
+    class Count:
+        """Counts a bucket's rows, as they come in order."""
+
+        def __init__(self):
+            self.n = 0
+
+        def eval(self, batch):
+            self.n += batch.num_rows
+            return iter(())
+
+        def terminate(self):
+            yield pyarrow.table({"n": pyarrow.array([self.n], pyarrow.int64())})
+
+    bucketed = df.withColumn("bucket", F.expr("pmod(hash(client), 4096)"))
+
+    def udtf():
+        table = bucketed.asTable().partitionBy("bucket").orderBy("client", "ts", "tie")
+        return sum(row["n"] for row in Count(table).collect())
 
     def floor():
         cut = df.repartition(4, "client").sortWithinPartitions("client", "ts", "tie")
@@ -70,7 +95,7 @@ def main() -> None:
         subprocess.run(argv, check=True, capture_output=True)
         return rows
 
-    times = {floor: [], replay: [], cli: []}
+    times = {floor: [], udtf: [], replay: [], cli: []}
     for job in times:
         assert job() == rows, job.__name__
     for _ in range(runs):
