@@ -274,3 +274,14 @@ def test_decisions_of_one_stream_that_never_rests_are_the_programs(spark, big_lo
     got = rls.decisions(df, algo=algo, rate="20/m", burst=burst, time="ts", time_format="unix-ms", tie="tie", partitions=4)
     assert got.ratelimit_method == method
     same_decisions(spark, got, emitted(csv, *flags))
+
+
+def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spark):
+    df = spark.createDataFrame(
+        [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"
+    )
+    said = r"^<partition \d+>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"
+    with pytest.raises(ValueError, match=said):
+        rls.replay(df, algo="gcra", rate="1/s", key="client", tie="tie", partitions=1)
+    with pytest.raises(ValueError, match=said):
+        rls.decisions(df, algo="sliding-log", rate="1/s", tie="tie", partitions=1).count()
