@@ -36,7 +36,7 @@ def min_bucket(
     key: str | None = None,
     cost: str | int | None = None,
     time: str = "time",
-    tie: str | None = None,
+    tie: str | list[str] | None = None,
     partitions: int | None = None,
     **flags: Any,
 ) -> list[dict[str, Any]]:
@@ -49,7 +49,8 @@ def min_bucket(
     ``--key`` does (with ``top`` and ``cover``); ``cost`` a column of each event's cost.
     Events at the same
     time are taken in the order of ``tie``, a column that says the rows' order (a row
-    number, or ``_metadata.row_index`` of a Parquet file); without it their order is
+    number), or several in turn (a Parquet file's ``_metadata.file_path``, then its
+    ``_metadata.row_index``, taken as columns); without it their order is
     Spark's, which changes nothing when every event costs the same. ``partitions`` is how
     many ranges Spark makes (its default if ``None``).
     """
@@ -57,8 +58,8 @@ def min_bucket(
     for name, value in dict(rate=rate, key=key, cost=cost, time=time, **flags).items():
         argv += _flag(name, value)
     if key:
-        return _by_key(df, argv, key, [key, time] + ([tie] if tie else []), partitions)
-    order = [time] + ([tie] if tie else [])
+        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions)
+    order = [time] + _ties(tie)
     ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
     ranged = ranged.sortWithinPartitions(*order)
 
@@ -93,7 +94,7 @@ def decisions(
     burst: int | None = None,
     cost: str | int | None = None,
     time: str = "time",
-    tie: str | None = None,
+    tie: str | list[str] | None = None,
     partitions: int | None = None,
     **flags: Any,
 ) -> Any:
@@ -123,8 +124,8 @@ def decisions(
     if not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
-        return _decisions_of_one_stream(df, argv, [time] + ([tie] if tie else []), partitions, gcra)
-    order = [key, time] + ([tie] if tie else [])
+        return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, gcra)
+    order = [key, time] + _ties(tie)
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
 
@@ -153,7 +154,7 @@ def replay(
     window: str | None = None,
     cost: str | int | None = None,
     time: str = "time",
-    tie: str | None = None,
+    tie: str | list[str] | None = None,
     partitions: int | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
@@ -172,11 +173,11 @@ def replay(
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
     for name, value in given.items():
         argv += _flag(name, value)
-    order = [key, time] + ([tie] if tie else [])
+    order = [key, time] + _ties(tie)
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
     # Nullable: a summary's row has no tie.
-    ties = [StructField(tie, df.schema[tie].dataType)] if tie else []
+    ties = [StructField(name, df.schema[name].dataType) for name in _ties(tie)]
     schema = StructType(
         [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
          StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + ties
@@ -200,8 +201,8 @@ def replay(
         name = f"<partition {TaskContext.get().partitionId()}>"
         summary, (passed, t, c) = native.replay_part(argv, table, name)
         columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
-        if tie:
-            columns[tie] = table.column(tie)
+        for name in _ties(tie):
+            columns[name] = table.column(name)
         events = pyarrow.table(columns)
         events = events.filter(pyarrow.compute.is_valid(events.column("t")))
         # Blocks of time a window long at least, the same on every executor.
@@ -222,7 +223,7 @@ def replay(
     blocked = hashed.mapInArrow(part, schema)
     blocked = blocked.repartition(partitions, "block") if partitions else blocked.repartition("block")
     # A block's rows in time order, the summaries (no block) first.
-    blocked = blocked.sortWithinPartitions("block", "t", *([tie] if tie else []))
+    blocked = blocked.sortWithinPartitions("block", "t", *_ties(tie))
 
     def lines(batches):
         import pyarrow
@@ -389,6 +390,14 @@ def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
     return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}
+
+
+def _ties(tie: str | list[str] | None) -> list[str]:
+    """The columns that order events at one time: none, one, or several in turn (a Parquet
+    file's path, then its row's index)."""
+    if tie is None:
+        return []
+    return [tie] if isinstance(tie, str) else list(tie)
 
 
 def _with_passed(schema: Any) -> Any:
