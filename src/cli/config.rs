@@ -210,7 +210,9 @@ impl InputArgs {
             }
             _ if log_format.is_some() => InputFormat::Clf,
             (Some(format), _) => *format,
-            (None, Source::Path(path)) => InputFormat::of_path(path).unwrap_or_default(),
+            (None, Source::Path(path)) => InputFormat::of_path(path)
+                .or_else(|| InputFormat::of_content(path))
+                .unwrap_or_default(),
             (None, _) => InputFormat::Csv,
         };
         let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);

@@ -150,6 +150,36 @@ fn an_access_log_by_client_matches_brute_force() {
 }
 
 #[test]
+fn an_access_log_is_read_as_one_whatever_its_name() {
+    // Rotated, it is `access.log.1`: its lines say what it is.
+    let args = ["replay", "", "--algo", "gcra", "--rate", "10/m", "--format", "json"];
+    let named = temp_file("access.log", ACCESS_LOG);
+    let rotated = temp_file("access.log.1", ACCESS_LOG);
+    let report = |path: &Path| {
+        let mut args = args;
+        args[1] = path.to_str().unwrap();
+        let mut report = json(&run(&args, "").ok());
+        report.as_object_mut().unwrap().remove("input");
+        report
+    };
+    let want = report(&named);
+    assert!(want["events"].as_u64().unwrap() > 0, "{want}");
+    assert_eq!(report(&rotated), want);
+}
+
+#[test]
+fn an_access_log_read_as_csv_says_to_give_input_format_clf() {
+    // On stdin nothing names its format: read as CSV, its first line is no header.
+    let err = run(&["replay", "--algo", "gcra", "--rate", "10/m"], ACCESS_LOG).error();
+    let said = "<stdin>: no column named `time` (this is an access log read as CSV: give \
+                --input-format clf); the header has: ";
+    assert!(err.starts_with(&format!("ratelimit: {said}")), "{err}");
+    // A CSV without the column is still told to choose one.
+    let err = run(&["replay", "--algo", "gcra", "--rate", "10/m"], "when,who\n1,a\n").error();
+    assert!(err.contains("(choose the time column with --time-column)"), "{err}");
+}
+
+#[test]
 #[ignore = "needs ../shared/data"]
 fn a_time_split_over_two_columns_with_a_pattern() {
     let path = real_catalog("kaggle_significant_earthquakes_1965_2016.csv");

@@ -32,6 +32,12 @@ pub(super) fn clf_fields(line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>,
         .collect()
 }
 
+/// Returns whether `line` is an access log's line, in the combined (or common) log format.
+pub(super) fn is_access_log_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    split_clf(line.strip_suffix(b"\r").unwrap_or(line)).is_some()
+}
+
 /// Splits a combined-log line into its eight fields, or `None` if it is not one.
 fn split_clf(line: &[u8]) -> Option<[Vec<u8>; 8]> {
     let mut rest = line;

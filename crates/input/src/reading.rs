@@ -303,7 +303,12 @@ pub(super) fn resolve_columns(
         }
         find_column(header, wanted, why).map_err(|problem| layout(name, problem.to_string()))
     };
-    let why = "(choose the time column with --time-column)";
+    // A header that is an access log's line: the log was read as CSV.
+    let logged = super::clf::is_access_log_line(&header.iter().collect::<Vec<_>>().join(&b","[..]));
+    let why = match logged {
+        true => "(this is an access log read as CSV: give --input-format clf)",
+        false => "(choose the time column with --time-column)",
+    };
     let time =
         options.time_column.split(',').map(|c| column(c, why)).collect::<Result<Vec<_>>>()?;
     let filters = (options.column_filters())
