@@ -328,11 +328,11 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         delay: plan.settings.shown_delay(),
         events,
         passed,
-        dropped: events - passed,
+        dropped: events.saturating_sub(passed),
         units: weighted.then(|| report::Units {
             events: units_in,
             passed: units_passed,
-            dropped: units_in - units_passed,
+            dropped: units_in.saturating_sub(units_passed),
         }),
         too_big: merged.too_big.filter(|_| weighted).map(|(time, cost)| report::TooBig {
             events: too_big_events,

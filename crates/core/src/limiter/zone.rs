@@ -64,10 +64,16 @@ impl Zone {
             }
         }
         let mut zone = Zone::new();
-        // From the least recent to the most, each to the front: the order stays.
+        // From the least recent to the most, each to the front: the order stays. A key not
+        // kept has no node to keep (a key with a node is never at rest); were one given, it
+        // would be left out rather than numbered past the table.
         let mut at = self.tail;
         while at != NONE {
-            zone.touch(new[at as usize] as usize);
+            let renumbered = new[at as usize];
+            debug_assert!(renumbered != NONE, "a key with a node was not kept");
+            if renumbered != NONE {
+                zone.touch(renumbered as usize);
+            }
             at = self.links[at as usize].0;
         }
         zone
