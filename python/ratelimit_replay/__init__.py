@@ -241,11 +241,7 @@ def _run(
     command: str, data: Any, args: Mapping[str, Any], decisions: bool = False
 ) -> tuple[bytes, Any]:
     """Runs ``ratelimit COMMAND`` on ``data`` with ``args`` as its flags."""
-    argv = ["ratelimit", command]
-    if command != "report":
-        argv += ["--format", "json"]
-    for name, value in args.items():
-        argv += _flag(name, value)
+    argv = _argv(command, args)
     if isinstance(data, (str, os.PathLike)):
         return _native.call(argv + ["--", os.fspath(data)], None, decisions)
     if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
@@ -254,6 +250,15 @@ def _run(
             "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
         )
     return _native.call(argv, data, decisions)
+
+
+def _argv(command: str, args: Mapping[str, Any]) -> list[str]:
+    """Returns the command line of ``ratelimit COMMAND`` with ``args`` as its flags, its
+    output JSON (but a report's, which is a page)."""
+    argv = ["ratelimit", command] + ([] if command == "report" else ["--format", "json"])
+    for name, value in args.items():
+        argv += _flag(name, value)
+    return argv
 
 
 def _flag(name: str, value: Any) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _flag, _native
+from . import _argv, _native
 
 __all__ = ["min_bucket", "replay"]
 
@@ -35,9 +35,7 @@ def min_bucket(
     ``ratelimit_replay.spark.min_bucket``'s."""
     import pandas
 
-    argv = ["ratelimit", "min-bucket", "--format", "json"]
-    for name, value in dict(rate=rate, key=key, cost=cost, time=time, **flags).items():
-        argv += _flag(name, value)
+    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     order = ([key] if key else []) + [time] + ([tie] if tie else [])
     if key:
         # Whole keys in each partition, sorted there (a stable sort keeps the rows' order).
@@ -78,87 +76,67 @@ def replay(
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
     Dask DataFrame ``ddf``, as ``ratelimit_replay.spark.replay`` does, from the same
-    summaries: ``shuffle(key)`` keeps each key whole, where it is replayed, and the events'
-    times, costs and decisions are cut into blocks of time (``shuffle`` on the block) for
-    the busiest windows."""
-    import dask
+    summaries: ``shuffle(key)`` keeps each key whole, where it is replayed and its events
+    put in blocks of time, and ``shuffle`` on the block brings each block's events
+    together for the busiest windows."""
     import pandas
 
-    argv = ["ratelimit", "replay", "--format", "json"]
+    from .spark import _replayed_part
+
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
-    for name, value in given.items():
-        argv += _flag(name, value)
-    order = [key, time] + ([tie] if tie else [])
+    argv = _argv("replay", given)
     ties = [tie] if tie else []
+    order = [key, time] + ties
     parts = ddf.shuffle(on=key).map_partitions(lambda part: part.sort_values(order, kind="stable"))
 
     def replayed(part: Any, partition_info: dict | None = None) -> Any:
-        # Whole keys, replayed where they lie: a row of summary, then each event's row.
+        # Whole keys, replayed where they lie: a row of summary, then each event's rows in
+        # their blocks of time, as on Spark.
         import pyarrow
-
-        from ratelimit_replay import _native as native
 
         if part.empty:
             return meta
         number = (partition_info or {}).get("number", 0)
         table = pyarrow.Table.from_pandas(part, preserve_index=False)
-        import pyarrow.compute
-
-        summary, (passed, t, c) = native.replay_part(argv, table, f"<partition {number}>")
-        columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
-        columns.update({name: table.column(name) for name in ties})
-        events = pyarrow.table(columns)
-        # Rows that made no event have no time: they are left out, before pandas sees a null.
-        events = events.filter(pyarrow.compute.is_valid(events.column("t"))).to_pandas()
+        summary, rows = _replayed_part(argv, table, ties, f"<partition {number}>")
         said = pandas.DataFrame({"summary": [summary]})
-        return pandas.concat([said, events.assign(summary=None)], ignore_index=True).astype(meta.dtypes.to_dict())
+        rows = rows.to_pandas().assign(summary=None)
+        return pandas.concat([said, rows], ignore_index=True)[list(meta.columns)].astype(meta.dtypes.to_dict())
 
     meta = pandas.DataFrame(
         {"summary": pandas.Series([], dtype=object), "t": pandas.Series([], dtype="Int64"),
          "c": pandas.Series([], dtype="Int64"), "passed": pandas.Series([], dtype="boolean"),
-         **{name: pandas.Series([], dtype=_nullable(ddf.dtypes[name])) for name in ties}}
+         **{name: pandas.Series([], dtype=_nullable(ddf.dtypes[name])) for name in ties},
+         "block": pandas.Series([], dtype="Int64"), "own": pandas.Series([], dtype="boolean")}
     )
-    decided = parts.map_partitions(replayed, meta=meta).persist()
-    summaries = [s for s in decided["summary"].dropna().compute()]
-    if not summaries:
-        raise ValueError("<DataFrame>: no rows")
-    length = max(json.loads(summary)["window_us"] for summary in summaries)
-    events = decided[decided["summary"].isna()].drop(columns=["summary"])
-    first, last = dask.compute(events["t"].min(), events["t"].max())
-    if pandas.isna(first):
-        return json.loads(_native.merge_parts(argv, summaries, []))
-    first, last = int(first), int(last)
-    width = max(length, -(-(last - first + 1) // (4 * ddf.npartitions)))
-
-    def blocked(part: Any) -> Any:
-        # Each event in the block of its time, and again in the block before if it lies
-        # within a window's length of its block's start.
-        since = part["t"] - first
-        own = part.assign(block=since // width, own=True)
-        ahead = own[(since % width < length) & (own["block"] > 0)].assign(own=False)
-        ahead["block"] = ahead["block"] - 1
-        return pandas.concat([own, ahead], ignore_index=True)
-
-    blocks = events.map_partitions(blocked).shuffle(on="block")
+    blocks = parts.map_partitions(replayed, meta=meta).shuffle(on="block")
     blocks = blocks.map_partitions(lambda part: part.sort_values(["block", "t", *ties], kind="stable"))
 
     def lines(part: Any) -> Any:
+        # The summaries as they came, then a line for each block of time.
         import pyarrow
 
         from ratelimit_replay import _native as native
 
-        if part.empty:
-            return pandas.Series([], dtype=object)
+        said = ["part " + summary for summary in part["summary"].dropna()]
+        rows = part[part["summary"].isna()]
+        if rows.empty:
+            return pandas.Series(said, dtype=object)
         columns = {
-            "block": pyarrow.array(part["block"].astype("int64")),
-            "t": pyarrow.array(part["t"].astype("int64")),
-            "c": pyarrow.array(part["c"].astype("int64")),
-            "passed": pyarrow.array(part["passed"].astype(bool)),
-            "own": pyarrow.array(part["own"].astype(bool)),
+            "block": pyarrow.array(rows["block"].astype("int64")),
+            "t": pyarrow.array(rows["t"].astype("int64")),
+            "c": pyarrow.array(rows["c"].astype("int64")),
+            "passed": pyarrow.array(rows["passed"].astype(bool)),
+            "own": pyarrow.array(rows["own"].astype(bool)),
         }
-        return pandas.Series(native.block_lines(argv, pyarrow.table(columns)), dtype=object)
+        found = ["block " + line for line in native.block_lines(argv, pyarrow.table(columns))]
+        return pandas.Series(said + found, dtype=object)
 
-    found = list(blocks.map_partitions(lines, meta=(None, object)).compute())
+    told = list(blocks.map_partitions(lines, meta=(None, object)).compute())
+    summaries = [line.removeprefix("part ") for line in told if line.startswith("part ")]
+    if not summaries:
+        raise ValueError("<DataFrame>: no rows")
+    found = [line.removeprefix("block ") for line in told if line.startswith("block ")]
     return json.loads(_native.merge_parts(argv, summaries, found))
 
 

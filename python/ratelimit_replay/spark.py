@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _flag, _native
+from . import _argv, _native
 
 __all__ = ["min_bucket", "decisions", "replay"]
 
@@ -54,9 +54,7 @@ def min_bucket(
     Spark's, which changes nothing when every event costs the same. ``partitions`` is how
     many ranges Spark makes (its default if ``None``).
     """
-    argv = ["ratelimit", "min-bucket", "--format", "json"]
-    for name, value in dict(rate=rate, key=key, cost=cost, time=time, **flags).items():
-        argv += _flag(name, value)
+    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
         return _by_key(df, argv, key, [key, time] + _ties(tie), partitions)
     order = [time] + _ties(tie)
@@ -117,10 +115,7 @@ def decisions(
     """
     if algo == "nginx" and key:
         raise ValueError("nginx's keys share its zone: decide them on one machine (replay)")
-    argv = ["ratelimit", "replay", "--format", "json"]
-    given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, **flags)
-    for name, value in given.items():
-        argv += _flag(name, value)
+    argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, **flags))
     if not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
@@ -130,16 +125,9 @@ def decisions(
     hashed = hashed.sortWithinPartitions(*order)
 
     def decide(batches):
-        import pyarrow
-
-        from ratelimit_replay import _native as native
-
         batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
-            return
-        table = pyarrow.Table.from_batches(batches)
-        _, passed = native.call(argv, table, True)
-        yield from table.append_column("passed", pyarrow.array(passed[0])).to_batches()
+        if batches:
+            yield from _decided(argv, batches)
 
     return hashed.mapInArrow(decide, _with_passed(df.schema))
 
@@ -169,10 +157,8 @@ def replay(
     """
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-    argv = ["ratelimit", "replay", "--format", "json"]
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
-    for name, value in given.items():
-        argv += _flag(name, value)
+    argv = _argv("replay", given)
     order = [key, time] + _ties(tie)
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
@@ -184,37 +170,15 @@ def replay(
     )
 
     def part(batches):
-        # On an executor: whole keys, replayed; a row of summary, then each event's row in
-        # the block of its time, and again in the block before if it lies within a
-        # window's length of its block's start.
-        import numpy
+        # On an executor: whole keys, replayed; a row of summary, then each event's rows.
         import pyarrow
-        import pyarrow.compute
         from pyspark import TaskContext
-
-        from ratelimit_replay import _native as native
 
         batches = [batch for batch in batches if batch.num_rows]
         if not batches:
             return
         table = pyarrow.Table.from_batches(batches)
-        name = f"<partition {TaskContext.get().partitionId()}>"
-        summary, (passed, t, c) = native.replay_part(argv, table, name)
-        columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
-        for name in _ties(tie):
-            columns[name] = table.column(name)
-        events = pyarrow.table(columns)
-        events = events.filter(pyarrow.compute.is_valid(events.column("t")))
-        # Blocks of time a window long at least, the same on every executor.
-        length = json.loads(summary)["window_us"]
-        width = max(length, _BLOCK_US)
-        times = events.column("t").to_numpy()
-        blocks = numpy.floor_divide(times, width)
-        ahead = (times - blocks * width) < length
-        own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
-        read_on = events.filter(pyarrow.array(ahead))
-        read_on = read_on.append_column("block", pyarrow.array(blocks[ahead] - 1)).append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
-        rows = pyarrow.concat_tables([own, read_on])
+        summary, rows = _replayed_part(argv, table, _ties(tie), f"<partition {TaskContext.get().partitionId()}>")
         rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
         said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
         said = said.set_column(0, "summary", pyarrow.array([summary]))
@@ -253,6 +217,35 @@ def replay(
 _BLOCK_US = 600_000_000
 
 
+def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> tuple[str, Any]:
+    """Replays a part's whole keys (``replay_part``) and returns its summary and its
+    events' rows (`t`, `c`, `passed`, the ties, `block`, `own`): each in the block of its
+    time, and again in the block before if it lies within a window's length of its
+    block's start, so that every window is counted whole in the block where it starts.
+    The blocks are a window long at least, the same on every worker."""
+    import numpy
+    import pyarrow
+    import pyarrow.compute
+
+    from ratelimit_replay import _native as native
+
+    summary, (passed, t, c) = native.replay_part(argv, table, name)
+    columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
+    columns.update({tie: table.column(tie) for tie in ties})
+    events = pyarrow.table(columns)
+    # Rows that made no event have no time, and no block.
+    events = events.filter(pyarrow.compute.is_valid(events.column("t")))
+    length = json.loads(summary)["window_us"]
+    width = max(length, _BLOCK_US)
+    times = events.column("t").to_numpy()
+    blocks = numpy.floor_divide(times, width)
+    ahead = (times - blocks * width) < length
+    own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
+    read_on = events.filter(pyarrow.array(ahead)).append_column("block", pyarrow.array(blocks[ahead] - 1))
+    read_on = read_on.append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
+    return summary, pyarrow.concat_tables([own, read_on])
+
+
 def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool) -> Any:
     """Decides every row of one stream from ranges of time, cut where the limiter rests."""
     from pyspark.sql import functions as F
@@ -261,19 +254,18 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
     # Read twice (the ranges' spans, then their rows): kept, so that each row stays in its range.
     ranged = ranged.sortWithinPartitions(*order).cache()
 
-    lines = _range_lines(ranged, argv, "range_line")
-    spans = [{"partition": partition, "line": lines[partition]} for partition in sorted(lines)]
+    spans = _range_lines(ranged, argv, "range_line")
     # A range starts a segment of its own when its first event comes once the limiter is at
     # rest after the last event before it; else it joins the segment before.
     segment_of, segment, rest = {}, -1, None
-    for row in spans:
-        if row["line"] == "-":
-            segment_of[row["partition"]] = max(segment, 0)
+    for partition in sorted(spans):
+        if spans[partition] == "-":
+            segment_of[partition] = max(segment, 0)
             continue
-        first, _, rests = row["line"].split(" ")
+        first, _, rests = spans[partition].split(" ")
         if segment < 0 or (rest is not None and int(first) >= rest):
             segment += 1
-        segment_of[row["partition"]] = segment
+        segment_of[partition] = segment
         rest = None if rests == "-" else int(rests)
     count = max(segment + 1, 1)
     if gcra and count < len(spans):
@@ -283,10 +275,8 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
             return found
 
     def decide(batches):
-        # One segment's rows in order, decided from a fresh state as the program decides.
+        # Each segment's rows in order, decided from a fresh state as the program decides.
         import pyarrow
-
-        from ratelimit_replay import _native as native
 
         batches = [batch for batch in batches if batch.num_rows]
         if not batches:
@@ -298,9 +288,7 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
             end = start
             while end < table.num_rows and parts[end] == parts[start]:
                 end += 1
-            rows = table.slice(start, end - start).drop_columns(["__segment"])
-            _, passed = native.call(argv, rows, True)
-            yield from rows.append_column("passed", pyarrow.array(passed[0])).to_batches()
+            yield from _decided(argv, table.slice(start, end - start).drop_columns(["__segment"]).to_batches())
             start = end
 
     mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
@@ -314,23 +302,13 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
 def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
     """Decides every range of one stream from its true start, in parallel, by GCRA's
     functions of the ranges (``limiter::Transfer``), composed in range order on the
-    driver; ``None`` if the limiter is not GCRA or a function has too many pieces."""
-    import bisect
-
+    driver (``range_starts``, in Rust); ``None`` if the limiter is not GCRA or a function
+    has too many pieces."""
     found = _range_lines(ranged, argv, "range_transfer")
     if any(line == "-" for line in found.values()):
         return None
-    tat, starts = None, {}
-    for partition in partitions:
-        if partition not in found:
-            continue
-        fresh, *pieces = found[partition].split(" ")
-        tat = int(fresh) if tat is None else tat
-        starts[partition] = str(tat)
-        # The piece that holds tat: the last whose first tat is at most it.
-        firsts = [-(2**127) if p.split(":")[0] == "-" else int(p.split(":")[0]) for p in pieces]
-        _, kind, value = pieces[bisect.bisect_right(firsts, tat) - 1].split(":")
-        tat = tat + int(value) if kind == "S" else int(value)
+    ordered = [partition for partition in partitions if partition in found]
+    starts = dict(zip(ordered, _native.range_starts([found[partition] for partition in ordered])))
 
     def decide(batches):
         import pyarrow
@@ -390,6 +368,18 @@ def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
     return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}
+
+
+def _decided(argv: list[str], batches: list[Any]) -> Any:
+    """Decides rows as ``ratelimit replay`` does, from a fresh state, and returns their
+    batches with a column ``passed``."""
+    import pyarrow
+
+    from ratelimit_replay import _native as native
+
+    table = pyarrow.Table.from_batches(batches)
+    _, passed = native.call(argv, table, True)
+    return table.append_column("passed", pyarrow.array(passed[0])).to_batches()
 
 
 def _ties(tie: str | list[str] | None) -> list[str]:

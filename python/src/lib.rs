@@ -150,6 +150,13 @@ fn range_text(
     py.detach(|| tell(args, given)).map_err(value_error)
 }
 
+/// Returns the tat each range starts with (decimal), the ranges' functions composed in
+/// order from the first's fresh tat.
+#[pyfunction]
+fn range_starts(lines: Vec<String>) -> PyResult<Vec<String>> {
+    embed::range_starts(&lines).map_err(value_error)
+}
+
 /// Decides the rows of a range of one stream by GCRA from tat `tat` (decimal, in 1/N µs):
 /// each row's decision as an Arrow array.
 #[pyfunction]
@@ -291,6 +298,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
     module.add_function(wrap_pyfunction!(range_line, module)?)?;
     module.add_function(wrap_pyfunction!(range_transfer, module)?)?;
+    module.add_function(wrap_pyfunction!(range_starts, module)?)?;
     module.add_function(wrap_pyfunction!(decide_range, module)?)?;
     Ok(())
 }

@@ -13,8 +13,8 @@ use crate::units::time::Timestamp;
 pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
 pub use super::replay_parts::{
-    BlockRows, Part, block_lines, decide_range, merge_parts, range_line, range_transfer,
-    replay_part,
+    BlockRows, Part, block_lines, decide_range, merge_parts, range_line, range_starts,
+    range_transfer, replay_part,
 };
 use super::{Cli, decisions, dispatch, parse};
 use crate::input::catalog::Source;

@@ -20,8 +20,8 @@ use super::{Cli, parse};
 use crate::cli::args::RateArgs;
 use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
 use crate::input::catalog::Source;
-use crate::limiter::Waits;
 use crate::limiter::promise::PromiseCheck;
+use crate::limiter::{Piece, Transfer, Waits};
 use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
 use crate::sizing::quantile::{Histogram, Tally};
 use crate::sizing::window::{Busiest, BusiestWindow};
@@ -64,9 +64,14 @@ impl Plan {
         if plan.replay.job.keys.key.is_some() {
             bail!("a range of one stream has no --key");
         }
-        plan.replay.job.input.given = Some(given);
-        let input = plan.replay.job.input()?;
+        let input = plan.read(given)?;
         Ok((plan, input))
+    }
+
+    /// Settles the input, reading `given`.
+    fn read(&mut self, given: Source) -> Result<crate::cli::config::Input> {
+        self.replay.job.input.given = Some(given);
+        self.replay.job.input()
     }
 
     /// Settles `args`, for a replay of one limit, by key or not.
@@ -92,8 +97,7 @@ impl Plan {
 /// flags, the program's name first, with `--key`), and returns what they tell.
 pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
     let mut plan = Plan::of(args)?;
-    plan.replay.job.input.given = Some(given);
-    let input = plan.replay.job.input()?;
+    let input = plan.read(given)?;
     let job = plan.replay.job.job(input, vec![plan.settings], false)?;
     let (rows, recorder, stats) = job.replay_rows()?;
     let reports = job.reports(&recorder, &stats);
@@ -103,15 +107,16 @@ pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
         "spread": encode(&spread),
         "window_us": plan.settings.window.as_micros(),
     });
-    let source = &job.input.source;
-    let events: Vec<_> = rows.iter().map(|(event, _)| event).collect();
-    let times: Vec<i64> = events.iter().map(|e| e.time.as_micros()).collect();
-    let costs: Vec<u64> = events.iter().map(|e| e.cost).collect();
+    // Each event's decision, time and cost, put in the rows' order at once.
+    let decided: Vec<(bool, i64, u64)> = (rows.iter().zip(recorder.trace()))
+        .map(|((event, _), &passed)| (passed, event.time.as_micros(), event.cost))
+        .collect();
+    let in_order = super::decisions::in_row_order(&rows, &decided, &job.input.source);
     Ok(Part {
         summary: summary.to_string(),
-        passed: super::decisions::in_row_order(&rows, recorder.trace(), source),
-        times: super::decisions::in_row_order(&rows, &times, source),
-        costs: super::decisions::in_row_order(&rows, &costs, source),
+        passed: in_order.iter().map(|d| d.map(|(passed, _, _)| passed)).collect(),
+        times: in_order.iter().map(|d| d.map(|(_, time, _)| time)).collect(),
+        costs: in_order.iter().map(|d| d.map(|(_, _, cost)| cost)).collect(),
     })
 }
 
@@ -146,11 +151,45 @@ pub fn range_transfer(args: &[String], given: Source) -> Result<String> {
     for &(first, piece) in function.pieces() {
         let first = if first == i128::MIN { "-".to_owned() } else { first.to_string() };
         match piece {
-            crate::limiter::Piece::Shift(k) => line += &format!(" {first}:S:{k}"),
-            crate::limiter::Piece::Const(c) => line += &format!(" {first}:C:{c}"),
+            Piece::Shift(k) => line += &format!(" {first}:S:{k}"),
+            Piece::Const(c) => line += &format!(" {first}:C:{c}"),
         }
     }
     Ok(line)
+}
+
+/// Returns the tat each range starts with, in decimal: the ranges' functions, as
+/// [`range_transfer`] wrote them (in range order, none `-`), composed from the first's
+/// fresh tat.
+pub fn range_starts(lines: &[String]) -> Result<Vec<String>> {
+    let mut tat = None;
+    let mut starts = Vec::with_capacity(lines.len());
+    for line in lines {
+        let bad = || anyhow!("{line:?} is not a range's function");
+        let mut words = line.split(' ');
+        let fresh: i128 = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+        let pieces = words
+            .map(|word| {
+                let [first, kind, value] = word.split(':').collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let first = if first == "-" { i128::MIN } else { first.parse().ok()? };
+                let value = value.parse().ok()?;
+                let piece = match kind {
+                    "S" => Piece::Shift(value),
+                    "C" => Piece::Const(value),
+                    _ => return None,
+                };
+                Some((first, piece))
+            })
+            .collect::<Option<Vec<_>>>()
+            .and_then(Transfer::from_pieces)
+            .ok_or_else(bad)?;
+        let start = *tat.get_or_insert(fresh);
+        starts.push(start.to_string());
+        tat = Some(pieces.apply(start));
+    }
+    Ok(starts)
 }
 
 /// Decides the rows of a range of one stream by GCRA (`args` as for [`range_transfer`]),
@@ -334,7 +373,7 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
             passed: units_passed,
             dropped: units_in.saturating_sub(units_passed),
         }),
-        too_big: merged.too_big.filter(|_| weighted).map(|(time, cost)| report::TooBig {
+        too_big: merged.too_big.filter(|_| weighted).map(|(_, time, cost)| report::TooBig {
             events: too_big_events,
             first: report::Heavy { time, cost },
         }),
@@ -378,9 +417,8 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
 struct Blocks {
     demand: Best,
     passed: Best,
-    /// The first too big, and its block.
-    too_big: Option<(Timestamp, u64)>,
-    too_big_block: Option<i64>,
+    /// The first too big: its block, time and cost.
+    too_big: Option<(i64, Timestamp, u64)>,
 }
 
 /// The busiest window of the blocks so far: the most units, then the earliest start, then
@@ -421,9 +459,8 @@ impl Blocks {
                 best.offer(units.parse().ok()?, time(start)?, events.parse().ok()?);
             }
         }
-        if *t != "-" && self.too_big_block.is_none_or(|b| block < b) {
-            self.too_big = Some((time(t)?, c.parse().ok()?));
-            self.too_big_block = Some(block);
+        if *t != "-" && self.too_big.is_none_or(|(b, _, _)| block < b) {
+            self.too_big = Some((block, time(t)?, c.parse().ok()?));
         }
         Some(())
     }
@@ -549,7 +586,7 @@ mod tests {
             }
             prop_assert_eq!(merged.demand.busiest(length), demand.busiest());
             prop_assert_eq!(merged.passed.busiest(length), kept.busiest());
-            prop_assert_eq!(merged.too_big, too_big);
+            prop_assert_eq!(merged.too_big.map(|(_, t, c)| (t, c)), too_big);
         }
     }
 }

@@ -52,16 +52,6 @@ impl Transfer {
         self.pieces[at].1.at(x)
     }
 
-    /// Returns how many pieces it has.
-    pub fn len(&self) -> usize {
-        self.pieces.len()
-    }
-
-    /// Returns false: a function has a piece at least.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// Returns its pieces: each one's first tat and what it does.
     pub fn pieces(&self) -> &[(i128, Piece)] {
         &self.pieces
@@ -118,7 +108,7 @@ impl Gcra {
         let mut whole = Transfer::identity();
         for (time, cost) in events {
             whole = whole.then(&self.step_function(time, cost));
-            if whole.len() > most {
+            if whole.pieces.len() > most {
                 return None;
             }
         }
