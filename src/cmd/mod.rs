@@ -20,6 +20,7 @@ mod replay;
 mod replay_parts;
 mod report;
 mod schema;
+mod schema_page;
 mod synth;
 mod validate;
 

@@ -1,11 +1,13 @@
 //! `ratelimit schema`: the JSON Schema of a command's `--format json` output, the contract
-//! its field names are.
+//! its field names are, or all of them as the Markdown reference `docs/json.md`.
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
+use serde_json::Value;
 
+use super::schema_page::Described;
 use super::write_stdout;
 use crate::report::{
     Check, CurveSegment, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport, MinBucket, MinRate,
@@ -14,9 +16,22 @@ use crate::report::{
 /// `ratelimit schema`.
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// The output whose schema to print.
+    /// The output whose schema to print; with `--format markdown` and no output, every
+    /// output's.
     #[arg(value_enum)]
-    pub output: Output,
+    pub output: Option<Output>,
+    /// `json`, the JSON Schema; `markdown`, the reference page `docs/json.md`.
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: SchemaFormat,
+}
+
+/// How `ratelimit schema` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemaFormat {
+    /// The JSON Schema (draft 2020-12) of one output.
+    Json,
+    /// The fields of the outputs, each with its type and meaning, as Markdown.
+    Markdown,
 }
 
 /// The JSON outputs, by the command that prints them.
@@ -43,7 +58,39 @@ pub enum Output {
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
-    let schema = match args.output {
+    let text = match (args.format, args.output) {
+        (SchemaFormat::Json, Some(output)) => {
+            let mut text = serde_json::to_vec_pretty(&schema(output))?;
+            text.push(b'\n');
+            text
+        }
+        (SchemaFormat::Json, None) => bail!("schema: name the output whose schema to print"),
+        (SchemaFormat::Markdown, Some(output)) => page(&[output]).into_bytes(),
+        (SchemaFormat::Markdown, None) => page(Output::value_variants()).into_bytes(),
+    };
+    write_stdout(&text)
+}
+
+/// The JSON reference of `outputs`, as Markdown.
+fn page(outputs: &[Output]) -> String {
+    let described = outputs.iter().map(|output| {
+        let value = output.to_possible_value();
+        Described {
+            name: value.as_ref().map(|v| v.get_name().to_string()).unwrap_or_default(),
+            help: value
+                .as_ref()
+                .and_then(|v| v.get_help())
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            schema: schema(*output),
+        }
+    });
+    super::schema_page::page(described.collect())
+}
+
+/// The JSON Schema of an output, every object in it closed.
+fn schema(output: Output) -> Value {
+    let schema = match output {
         Output::Replay => schemars::schema_for!(LimiterReport),
         Output::Layered => schemars::schema_for!(LayeredReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
@@ -56,9 +103,7 @@ pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
     };
     let mut schema = schema.to_value();
     closed(&mut schema);
-    let mut text = serde_json::to_vec_pretty(&schema)?;
-    text.push(b'\n');
-    write_stdout(&text)
+    schema
 }
 
 /// Closes every object the schema describes: a field it does not name is an error, so a

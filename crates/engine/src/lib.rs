@@ -13,9 +13,11 @@ pub mod fleet;
 mod key_spread;
 pub mod lane;
 pub mod layered;
+mod live_check;
 pub mod memory;
 pub mod recorder;
 pub mod report;
+mod seconds;
 
 // The core's and the readers' modules, by the paths the engine's files name them.
 use ratelimit_core::{limiter, sizing};

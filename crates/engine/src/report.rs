@@ -2,31 +2,45 @@
 //! CSV are views of the same values.
 
 use schemars::JsonSchema;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::limiter::{Algorithm, Waits};
+use crate::seconds::{optional_seconds, seconds, wide_seconds};
 use crate::sizing::curve::ExactRate;
 use crate::sizing::min_bucket::{Lossless, Stretch};
 use crate::sizing::quantile::{Percent, Quantiles};
 use crate::sizing::window::Busiest;
 use crate::units::rate::Rate;
-use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
+use crate::units::time::{Span, Timestamp};
 
-/// What one replay found. See README, "JSON output", for each field.
+/// What one replay found: what passed and was dropped, the busiest windows, the smallest
+/// lossless bucket, and whether the limiter kept its promise.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct LimiterReport {
+    /// The input's name: its path, `<stdin>` or `<sample>`.
     pub input: String,
+    /// With `--key`, in a row of `keys.top`: the key this row is of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+    /// The limiter, by its `--algo` name: one of our own, or a model of a system (`nginx`,
+    /// `haproxy`, `traefik`, …).
     pub algorithm: Algorithm,
+    /// The rate, N per period, the period in the largest exact unit (`5/60m` is written
+    /// `5/h`).
     pub rate: Rate,
+    /// The burst b; for `nginx`, its `burst=` (b − 1, the requests beyond the first);
+    /// `null` for a limiter without one.
     pub burst: Option<u64>,
-    /// nginx's: when it serves what it admits.
+    /// `nginx` only: when it serves what it admits, as nginx writes it: `delay=D`,
+    /// `nodelay` or `dry-run`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub delay: Option<String>,
+    /// The events read, after the filters (`--since`, `--until`, `--where`).
     pub events: u64,
+    /// The events the limiter passed (admitted, for a queue).
     pub passed: u64,
+    /// The events the limiter dropped.
     pub dropped: u64,
     /// With costs (some event costs other than 1): what the events cost, in units.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,16 +48,23 @@ pub struct LimiterReport {
     /// With costs: the events that cost more than the limiter ever holds, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub too_big: Option<TooBig>,
+    /// The most passed events in any half-open window of the chosen length (`--window`,
+    /// default the rate's period); with costs, the window that holds the most units.
     pub busiest_window: Window,
+    /// The same as `busiest_window`, over every event, passed or not: the demand.
     pub demand_busiest_window: Window,
     /// The smallest lossless bucket at the rate; with `--key`, `worst_key` has the largest
     /// any key needs, and which key needs it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_bucket: Option<u64>,
+    /// With `--key`: the key that needs the largest lossless bucket (the first by name of
+    /// those that need as much), and its need.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_key: Option<WorstKey>,
     #[serde(flatten)]
     pub queue: Option<Queue>,
+    /// What the limiter promises of the events it passes, and whether it held on this
+    /// input; with `--key`, whether it held for every key.
     pub promise: Promise,
     /// With `--servers`: the fleet, and each server's share of the events.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,13 +82,18 @@ impl LimiterReport {
 }
 
 /// What a layered replay (`--limit`, given again for each layer) found: every event, those
-/// every layer admitted, and each layer. See README, "Several limits at once".
+/// every layer admitted, and each layer.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct LayeredReport {
+    /// The input's name: its path, `<stdin>` or `<sample>`.
     pub input: String,
+    /// The events read, after the filters.
     pub events: u64,
+    /// The events every layer admitted: each passed event charged every layer.
     pub passed: u64,
+    /// The events some layer refused: a refused event charges no layer.
     pub dropped: u64,
+    /// Each layer, in the order of the `--limit` flags.
     pub layers: Vec<LayerReport>,
 }
 
@@ -76,8 +102,11 @@ pub struct LayeredReport {
 /// the events every layer admitted.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct LayerReport {
+    /// The layer's `--limit` SPEC, its keys in a fixed order.
     pub spec: String,
+    /// The events this layer would refuse when asked, whatever the other layers said.
     pub refused: u64,
+    /// The events only this layer refused: every other layer admitted them.
     pub only: u64,
     #[serde(flatten)]
     pub limiter: LimiterReport,
@@ -87,7 +116,9 @@ pub struct LayerReport {
 /// layer that drops nothing sees every event, so its need is its own), and the tightest.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LayerNeeds {
+    /// The input's name: its path, `<stdin>` or `<sample>`.
     pub input: String,
+    /// Each layer's need, in the order of the `--limit` flags.
     pub layers: Vec<LayerNeed>,
     /// The spec of the bucket layer (token-bucket, gcra, leaky-queue) whose need is the
     /// largest share of its burst; `null` with no events, or no bucket layer.
@@ -101,11 +132,19 @@ pub struct LayerNeeds {
 /// loss a bucket does not tell.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LayerNeed {
+    /// The layer's `--limit` SPEC.
     pub spec: String,
+    /// The layer's burst, or its N for a limiter without one.
     pub burst: u64,
+    /// The smallest lossless token bucket at the layer's rate and cost; for a keyed layer,
+    /// its worst key's.
     pub min_bucket: u64,
+    /// For a keyed layer: the key that needs `min_bucket`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_key: Option<String>,
+    /// For a bucket layer (token-bucket, gcra, leaky-queue): whether `min_bucket` fits its
+    /// burst, so that it loses nothing; `null` for a window, whose loss a bucket does not
+    /// tell.
     pub fits: Option<bool>,
 }
 
@@ -148,7 +187,9 @@ impl LayerNeeds {
 /// those that need as much), and its need.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct WorstKey {
+    /// The key.
     pub key: String,
+    /// The smallest lossless bucket that key needs.
     pub min_bucket: u64,
     /// For `min-bucket`: the stretch of its events that needs it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -160,17 +201,25 @@ pub struct WorstKey {
 /// own figures are the fleet's, over all its servers.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct FleetReport {
+    /// How many servers shared the events (`--servers`).
     pub servers: u32,
+    /// How events were sent to servers: `round-robin`, `random` (seeded) or `hash:COLUMN`.
     pub route: String,
+    /// With `--route random`: the seed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// How the servers shared the limit: `local` (each the whole limit), `split` (each its
+    /// share) or `synced` (each syncing its count at `sync_s`).
     pub share: &'static str,
+    /// With `--share synced`: how often, in seconds, the servers synced their counts.
     #[serde(serialize_with = "optional_seconds")]
     #[schemars(with = "Option<f64>")]
     pub sync_s: Option<Span>,
     /// The limit each server ran: the whole one, or its share with `split`.
     pub server_rate: Rate,
+    /// The burst each server ran, or `null` for a limiter without one.
     pub server_burst: Option<u64>,
+    /// Each server's events, in server order.
     pub by_server: Vec<ServerCount>,
     /// What one limiter, seeing every event, passed.
     pub alone_passed: u64,
@@ -181,20 +230,27 @@ pub struct FleetReport {
 /// One server's events, and what it passed and dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ServerCount {
+    /// The events the server saw.
     pub events: u64,
+    /// The events it passed.
     pub passed: u64,
+    /// The events it dropped.
     pub dropped: u64,
 }
 
 pub use crate::limiter::promise::Promise;
+pub use crate::live_check::{Check, LayerCheck, LayeredCheck};
 
 /// The busiest window of a replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Window {
+    /// The window's length, in seconds.
     #[serde(serialize_with = "seconds")]
     #[schemars(with = "f64")]
     pub length_s: Span,
+    /// The time of the window's first event (RFC 3339, UTC); `null` with no events.
     pub start: Option<Timestamp>,
+    /// The events in the window.
     pub count: u64,
     /// With costs: the units in the window, which is the one that holds the most.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,14 +272,19 @@ impl Window {
 /// What a weighted run's events cost, in units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Units {
+    /// What every event cost, in units.
     pub events: u128,
+    /// What the passed events cost.
     pub passed: u128,
+    /// What the dropped events cost.
     pub dropped: u128,
 }
 
 /// The events that cost more than a limiter ever holds (its burst, or N): they never pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TooBig {
+    /// How many events cost more than the limiter ever holds (its burst, or N); they never
+    /// pass.
     pub events: u64,
     /// The first of them.
     pub first: Heavy,
@@ -232,19 +293,25 @@ pub struct TooBig {
 /// One event and its cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Heavy {
+    /// The event's time (RFC 3339, UTC).
     pub time: Timestamp,
+    /// Its cost, in units.
     pub cost: u64,
 }
 
 /// How long a leaky queue's admitted events waited, to the nearest microsecond.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Queue {
+    /// The admitted events that waited at all (a leaky queue, and nginx unless `nodelay` or
+    /// dry run).
     pub delayed: u64,
-    /// The longest wait in microseconds; waits can pass what a [`Span`] holds.
+    /// The longest wait of an admitted event, in seconds, to the microsecond.
+    // Kept in microseconds: waits can pass what a `Span` holds.
     #[serde(serialize_with = "wide_seconds")]
     #[schemars(with = "f64")]
     pub max_wait_s: i128,
-    /// The mean wait in microseconds.
+    /// The mean wait over admitted events (those that did not wait count as 0), in
+    /// seconds, to the microsecond.
     #[serde(serialize_with = "wide_seconds")]
     #[schemars(with = "f64")]
     pub mean_wait_s: i128,
@@ -264,7 +331,9 @@ impl From<Waits> for Queue {
 /// `key` names that key, and `keys` lists them, the largest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct MinBucket {
+    /// The rate, N per period, the period in the largest exact unit.
     pub rate: Rate,
+    /// In a row of `keys.top`: the key this row is of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// Without `--key` (and for each key): the smallest lossless bucket and its stretch.
@@ -285,7 +354,11 @@ pub struct MinBucket {
 /// for no events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Need {
+    /// The smallest burst with which a token bucket or GCRA at this rate drops nothing (0
+    /// for no events).
     pub min_bucket: u64,
+    /// The first and last event of a stretch of consecutive events that a bucket one
+    /// smaller could not pass whole, and how many it holds; `null` for no events.
     pub span: Option<Stretch>,
 }
 
@@ -304,10 +377,13 @@ impl MinBucket {
 /// nearest-rank quantile of the keys' own smallest buckets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Cover {
+    /// The share of keys asked for (`--cover`), in percent.
     pub share: Percent,
+    /// The smallest burst with which at least that share of the keys lose nothing.
     pub min_bucket: u64,
     /// The keys that lose nothing with that burst, and the events they carry.
     pub keys_covered: usize,
+    /// The events of the keys covered.
     pub events_covered: u64,
     /// All events, of all keys.
     pub events: u64,
@@ -318,23 +394,31 @@ pub struct Cover {
 /// The keys a cover leaves out: how many, and the first few by need.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct LeftOut {
+    /// How many keys need more than the cover's burst.
     pub count: usize,
+    /// The keys that need the most, the largest need first.
     pub top: Vec<KeyNeed>,
 }
 
 /// One key's drops by each limiter of a keyed compare, in the order of its reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyDrops {
+    /// The key.
     pub key: String,
+    /// Its events.
     pub events: u64,
+    /// What each limiter dropped of them, in the order of the reports.
     pub dropped: Vec<u64>,
 }
 
 /// One key's need: its smallest lossless bucket, and its events.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyNeed {
+    /// The key.
     pub key: String,
+    /// Its smallest lossless bucket.
     pub min_bucket: u64,
+    /// Its events.
     pub events: u64,
 }
 
@@ -351,100 +435,45 @@ impl From<Lossless> for MinBucket {
     }
 }
 
-/// Writes a span as a number of seconds: an integer when it is whole.
-fn seconds<S: Serializer>(span: &Span, s: S) -> Result<S::Ok, S::Error> {
-    wide_seconds(&i128::from(span.as_micros()), s)
-}
-
-/// Writes a span as [`seconds`] does, or null.
-fn optional_seconds<S: Serializer>(span: &Option<Span>, s: S) -> Result<S::Ok, S::Error> {
-    match span {
-        Some(span) => seconds(span, s),
-        None => s.serialize_none(),
-    }
-}
-
-/// Writes microseconds as a number of seconds: an integer when it is whole.
-fn wide_seconds<S: Serializer>(micros: &i128, s: S) -> Result<S::Ok, S::Error> {
-    let second = i128::from(MICROS_PER_SEC);
-    match i64::try_from(micros / second) {
-        Ok(secs) if micros % second == 0 => s.serialize_i64(secs),
-        _ if micros % second == 0 => s.serialize_i128(micros / second),
-        // A fraction is for display; the exact value is in microseconds.
-        #[allow(clippy::cast_precision_loss)]
-        _ => s.serialize_f64(*micros as f64 / 1e6),
-    }
-}
-
 /// One piece of the burst–rate curve: from rate `from` up to `to`, the stretch of `events`
 /// events spanning `span_s` needs the most burst, `events − r·span_s`.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct CurveSegment {
+    /// The piece's first rate, exact.
     pub from: ExactRate,
+    /// `from`, per hour, as a decimal for reading.
     pub from_per_hour: f64,
+    /// The rate where the next piece starts, exact; `null` for the last piece.
     pub to: Option<ExactRate>,
+    /// `to`, per hour, as a decimal; `null` for the last piece.
     pub to_per_hour: Option<f64>,
     /// The smallest lossless bucket at `from`, in units (events when each costs 1); it
     /// falls by `r·span_s` as the rate r rises to `to`.
     pub min_bucket: u64,
+    /// The events of the stretch that sets the burst on this piece.
     pub events: u64,
+    /// The stretch's length, in seconds.
     #[serde(serialize_with = "seconds")]
     #[schemars(with = "f64")]
     pub span_s: Span,
+    /// The time of the stretch's first event.
     pub start: Timestamp,
+    /// The time of its last event.
     pub end: Timestamp,
 }
 
 /// The smallest lossless rate for one burst.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct MinRate {
+    /// The burst asked for.
     pub burst: u64,
-    /// `None` when no rate will do: more than `burst` events share one instant.
+    /// The least lossless rate, exact; `null` when no rate will do: more than `burst`
+    /// events share one instant.
     pub rate: Option<ExactRate>,
+    /// `rate`, per hour, as a decimal for reading; `null` as `rate` is.
     pub per_hour: Option<f64>,
-    /// The stretch of events that forces the rate; `None` when the rate is zero.
+    /// The stretch of events that forces the rate; `null` when the rate is zero.
     pub span: Option<Stretch>,
-}
-
-/// One live decision, with what redis-cell's `CL.THROTTLE` reports.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct Check {
-    pub key: String,
-    pub algorithm: Algorithm,
-    pub rate: Rate,
-    pub cost: u64,
-    pub allowed: bool,
-    pub limit: u64,
-    pub remaining: u64,
-    #[serde(serialize_with = "seconds")]
-    #[schemars(with = "f64")]
-    pub retry_after_s: Span,
-    #[serde(serialize_with = "seconds")]
-    #[schemars(with = "f64")]
-    pub reset_after_s: Span,
-}
-
-/// One live decision over several limits at once (`check --limit … --limit …`): whether
-/// the call passed every layer (then each was charged), the longest any layer asks to wait,
-/// and each layer's own answer, as if asked alone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct LayeredCheck {
-    pub key: String,
-    pub allowed: bool,
-    #[serde(serialize_with = "seconds")]
-    #[schemars(with = "f64")]
-    pub retry_after_s: Span,
-    pub layers: Vec<LayerCheck>,
-}
-
-/// One layer of a layered check: its spec, and its decision, its `key` the call's if the
-/// layer is keyed, else `all`: one limit that every key shares.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct LayerCheck {
-    pub spec: String,
-    pub keyed: bool,
-    #[serde(flatten)]
-    pub check: Check,
 }
 
 /// The keys of a keyed report (`--key`), in JSON its `keys`: the column they come from,
@@ -452,10 +481,14 @@ pub struct LayerCheck {
 /// ranked, each a row with its `key` (`--top` keeps how many).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyList<T> {
+    /// The column the keys come from (`--key`).
     pub column: String,
+    /// How many keys there are.
     pub count: usize,
-    /// `None` for no keys.
+    /// How each key's figures spread across all keys; `null` for no keys.
     pub quantiles: Option<KeyQuantiles>,
+    /// The first keys ranked (`--top` of them; most dropped first, or the largest need
+    /// first), each a row of the same fields with its `key`.
     pub top: Vec<T>,
 }
 
@@ -463,7 +496,9 @@ pub struct KeyList<T> {
 /// limiter's replay, each key's dropped events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct KeyQuantiles {
+    /// Each key's smallest lossless bucket, by nearest rank across all keys.
     pub min_bucket: Quantiles,
+    /// For a replay: each key's dropped events, by nearest rank across all keys.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<Quantiles>,
 }
