@@ -8,6 +8,19 @@ fn table_of_all_six_on_the_inline_catalog() {
     // The rows are the per-limiter figures worked out in replay.rs; the sliding counter's
     // worst hour, [00:30, 01:30), holds 00:30, 00:30 and 01:10.
     let out = run(&["compare", "--rate", "2/h", "--burst", "2", "--color", "never"], QUAKES).ok();
+    // Three rows against the limiters' definitions.
+    let times = crate::brute::times(QUAKES);
+    let rows =
+        json(&run(&["compare", "--rate", "2/h", "--burst", "2", "--format", "json"], QUAKES).ok());
+    let passed = |algo: &str| {
+        rows.as_array().unwrap().iter().find(|r| r["algorithm"] == algo).unwrap()["passed"].clone()
+    };
+    assert_eq!(passed("sliding-log"), crate::brute::sliding_log(&times, 2, 3_600_000).len());
+    assert_eq!(passed("fixed-window"), crate::brute::fixed_window(&times, 2, 3_600_000).len());
+    assert_eq!(
+        passed("gcra"),
+        crate::brute::passed(&crate::brute::gcra(&times, 2, 3_600_000, 2).0)
+    );
     insta::assert_snapshot!(out);
 }
 

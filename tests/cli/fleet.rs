@@ -2,6 +2,7 @@
 //! servers written here from the definitions, and its table and errors.
 
 use crate::QUAKES;
+use crate::brute::busiest;
 use crate::harness::{Stdin, json, real_catalog, run, run_with};
 use crate::real_data::times_ms;
 
@@ -40,19 +41,6 @@ fn brute_fleet(
         }
     }
     (passed, by_server)
-}
-
-/// The largest number of times in any half-open window [t_i, t_i + len).
-fn busiest(times: &[i64], len: i64) -> usize {
-    let mut best = 0;
-    let mut start = 0;
-    for end in 0..times.len() {
-        while times[end] - times[start] >= len {
-            start += 1;
-        }
-        best = best.max(end - start + 1);
-    }
-    best
 }
 
 /// A share mode: its name, its flags, each server's I and b, and the sync period.
@@ -194,14 +182,35 @@ fn random_routing_is_the_same_for_a_seed() {
 fn replay_on_a_fleet_prints_the_fleet_and_each_server() {
     let args = ["replay", "-", "--algo", "gcra", "--rate", "2/h", "--burst", "1"];
     let fleet = ["--servers", "2", "--share", "synced", "--sync", "20m"];
-    insta::assert_snapshot!(run(&[&args[..], &fleet].concat(), QUAKES).ok());
+    let out = run(&[&args[..], &fleet].concat(), QUAKES).ok();
+    // The fleet by its definition: I = 30 min, b = 1, synced every 20 min.
+    let (passed, by_server) =
+        brute_fleet(&crate::brute::times(QUAKES), 2, HOUR / 2, 1, Some(HOUR / 3));
+    let report = json(&run(&[&args[..], &fleet, &["--format", "json"]].concat(), QUAKES).ok());
+    assert_eq!(report["passed"], passed.len());
+    let servers = report["fleet"]["by_server"].as_array().unwrap();
+    assert_eq!(
+        servers.iter().map(|s| s["passed"].as_u64().unwrap()).collect::<Vec<_>>(),
+        by_server
+    );
+    insta::assert_snapshot!(out);
 }
 
 #[test]
 fn compare_on_a_fleet_puts_the_share_modes_side_by_side_for_one_limiter() {
     let args = ["compare", "-", "--algo", "gcra", "--rate", "2/h", "--burst", "1"];
     let fleet = ["--servers", "2", "--sync", "20m", "--sync", "1h"];
-    insta::assert_snapshot!(run(&[&args[..], &fleet].concat(), QUAKES).ok());
+    let out = run(&[&args[..], &fleet].concat(), QUAKES).ok();
+    // Each share mode by its definition: local (each server the whole limit, never
+    // synced), and synced every 20 minutes and every hour.
+    let times = crate::brute::times(QUAKES);
+    let reports = json(&run(&[&args[..], &fleet, &["--format", "json"]].concat(), QUAKES).ok());
+    let passed: Vec<u64> =
+        reports.as_array().unwrap().iter().map(|r| r["passed"].as_u64().unwrap()).collect();
+    let brute = |sync| brute_fleet(&times, 2, HOUR / 2, 1, sync).0.len() as u64;
+    assert_eq!(passed[0], brute(None), "local");
+    assert_eq!(passed[2..], [brute(Some(HOUR / 3)), brute(Some(HOUR))], "synced");
+    insta::assert_snapshot!(out);
 }
 
 #[test]

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use chrono::DateTime;
 
+use crate::brute::min_bucket;
 use crate::harness::{Stdin, json, real_catalog, run, run_with, temp_file};
-use crate::real_data::{assert_cover, brute_min_bucket, ms};
+use crate::real_data::{assert_cover, ms};
 use crate::synth::dropped_at_one_a_second;
 
 /// 2,000 lines of an nginx combined access log, made by `tests/fixtures/make-access-log`
@@ -125,7 +126,7 @@ fn an_access_log_by_client_matches_brute_force() {
         by_client.entry(addr).or_default().push(time);
     }
     by_client.values_mut().for_each(|times| times.sort());
-    let needs: Vec<i64> = by_client.values().map(|t| brute_min_bucket(t, 60, 60_000)).collect();
+    let needs: Vec<i64> = by_client.values().map(|t| min_bucket(t, 60, 60_000)).collect();
     let events: Vec<i64> = by_client.values().map(|t| i64::try_from(t.len()).unwrap()).collect();
     // The .log extension says clf; the time is $time_local, the key the client's address.
     let found =

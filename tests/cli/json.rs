@@ -2,32 +2,73 @@
 //! catalogs, keyed where the command takes keys, so that a change of a field's name or
 //! place shows as a diff here and in README's "JSON fields".
 
-use crate::QUAKES;
 use crate::harness::{json, run};
 use crate::keys::CLIENTS;
+use crate::{QUAKES, brute};
+
+const HOUR: i64 = 3_600_000;
+
+/// Checks each piece of a curve against the definition: its `min_bucket` is the smallest
+/// lossless bucket at its first rate (whole thousandths of an event an hour here).
+pub fn assert_curve(pieces: &serde_json::Value) {
+    let times = brute::times(QUAKES);
+    for piece in pieces.as_array().unwrap() {
+        // The inline catalog's rates are whole thousandths an hour (0, 0.75 and 6): far
+        // inside an i64.
+        #[allow(clippy::cast_possible_truncation)]
+        let per_thousand_hours = (piece["from_per_hour"].as_f64().unwrap() * 1000.0).round() as i64;
+        let need = brute::min_bucket(&times, per_thousand_hours, 1000 * HOUR);
+        assert_eq!(piece["min_bucket"], need, "{piece}");
+    }
+}
 
 #[test]
 fn replay_json_by_key() {
     let args = ["replay", "--algo", "gcra", "--rate", "1/h", "--burst", "2", "--key", "client"];
-    insta::assert_snapshot!(run(&[&args[..], &["--format", "json"]].concat(), CLIENTS).ok());
+    let out = run(&[&args[..], &["--format", "json"]].concat(), CLIENTS).ok();
+    // Each key its own GCRA, by the definition.
+    let keys = brute::by_key(&brute::rows(CLIENTS, "client"));
+    let passed: usize = keys.values().map(|t| brute::passed(&brute::gcra(t, 1, HOUR, 2).0)).sum();
+    assert_eq!(json(&out)["passed"], passed);
+    insta::assert_snapshot!(out);
 }
 
 #[test]
 fn compare_json_by_key() {
     let args = ["compare", "--rate", "1/h", "--burst", "2", "--key", "client", "--top", "2"];
     let args = [&args[..], &["--algo", "sliding-log,leaky-queue", "--format", "json"]].concat();
-    insta::assert_snapshot!(run(&args, CLIENTS).ok());
+    let out = run(&args, CLIENTS).ok();
+    // Each key its own sliding log and its own queue (which admits what GCRA passes).
+    let keys = brute::by_key(&brute::rows(CLIENTS, "client"));
+    let log: usize = keys.values().map(|t| brute::sliding_log(t, 1, HOUR).len()).sum();
+    let queue: usize = keys.values().map(|t| brute::passed(&brute::gcra(t, 1, HOUR, 2).0)).sum();
+    let reports = json(&out);
+    assert_eq!(
+        (reports[0]["passed"].clone(), reports[1]["passed"].clone()),
+        (log.into(), queue.into())
+    );
+    insta::assert_snapshot!(out);
 }
 
 #[test]
 fn min_bucket_json_by_key_with_a_cover() {
     let args = ["min-bucket", "--rate", "1/h,4/h", "--key", "client", "--cover", "50%"];
-    insta::assert_snapshot!(run(&[&args[..], &["--format", "json"]].concat(), CLIENTS).ok());
+    let out = run(&[&args[..], &["--format", "json"]].concat(), CLIENTS).ok();
+    // Each key's need by the definition; the worst and the cover of half the keys.
+    let keys = brute::by_key(&brute::rows(CLIENTS, "client"));
+    let needs: Vec<i64> = keys.values().map(|t| brute::min_bucket(t, 1, HOUR)).collect();
+    let events: Vec<i64> = keys.values().map(|t| i64::try_from(t.len()).unwrap()).collect();
+    let found = &json(&out)[0];
+    assert_eq!(found["worst_key"]["min_bucket"], *needs.iter().max().unwrap());
+    crate::real_data::assert_cover(found, &needs, &events, 500);
+    insta::assert_snapshot!(out);
 }
 
 #[test]
 fn min_bucket_curve_json() {
-    insta::assert_snapshot!(run(&["min-bucket", "--curve", "--format", "json"], QUAKES).ok());
+    let out = run(&["min-bucket", "--curve", "--format", "json"], QUAKES).ok();
+    assert_curve(&json(&out));
+    insta::assert_snapshot!(out);
 }
 
 #[test]
@@ -76,7 +117,16 @@ fn layered_replay_json() {
 
 #[test]
 fn min_rate_json() {
-    insta::assert_snapshot!(run(&["min-rate", "--burst", "1,3", "--format", "json"], QUAKES).ok());
+    let out = run(&["min-rate", "--burst", "1,3", "--format", "json"], QUAKES).ok();
+    // By the definition: no rate for a burst of 1 (two events at 00:30); for 3, the most
+    // any stretch of more than 3 events asks.
+    let times = brute::times(QUAKES);
+    let found = json(&out);
+    assert_eq!(brute::min_rate_per_hour(&times, 1), None);
+    assert!(found[0]["rate"].is_null());
+    let per_hour = found[1]["per_hour"].as_f64().unwrap();
+    assert!((per_hour - brute::min_rate_per_hour(&times, 3).unwrap()).abs() < 1e-3, "{per_hour}");
+    insta::assert_snapshot!(out);
 }
 
 /// The published schema of an output, as `ratelimit schema` prints it.
@@ -192,4 +242,51 @@ fn the_promise_gives_its_figures_as_fields() {
     assert_eq!((bound["kind"].as_str(), bound["most"].as_u64()), (Some("period"), Some(2)));
     assert_eq!(bound["period_s"].as_f64(), Some(3600.0));
     assert_eq!(bound["seen"], report["busiest_window"]["count"]);
+}
+
+#[test]
+fn the_json_reference_is_what_ratelimit_schema_writes_and_every_field_has_a_meaning() {
+    let path = format!("{}/docs/json.md", env!("CARGO_MANIFEST_DIR"));
+    let published = std::fs::read_to_string(&path).unwrap();
+    let printed = run(&["schema", "--format", "markdown"], "").ok();
+    assert_eq!(
+        printed, published,
+        "{path} is stale: ratelimit schema --format markdown > docs/json.md"
+    );
+    // Every field says what it means: a field of any object in any output's schema has a
+    // description, but a variant's tag, whose meaning is its variant's.
+    fn undescribed(schema: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+        match schema {
+            serde_json::Value::Object(object) => {
+                let fields = object.get("properties").and_then(|p| p.as_object());
+                for (name, field) in fields.into_iter().flatten() {
+                    if field.get("description").is_none() && field.get("const").is_none() {
+                        found.push(format!("{at}.{name}"));
+                    }
+                }
+                for (key, value) in object {
+                    undescribed(value, &format!("{at}/{key}"), found);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| undescribed(v, at, found)),
+            _ => {}
+        }
+    }
+    let outputs = [
+        "replay",
+        "layered",
+        "compare",
+        "min-bucket",
+        "layer-needs",
+        "curve",
+        "min-rate",
+        "check",
+        "layered-check",
+    ];
+    let mut found = Vec::new();
+    for output in outputs {
+        undescribed(&schema(output), output, &mut found);
+    }
+    assert!(found.is_empty(), "fields without a meaning: {found:?}");
+    assert!(printed.contains("| `passed` | integer ≥ 0 | The events the limiter passed"));
 }

@@ -5,6 +5,7 @@ mod redis_server;
 
 mod bad_input;
 mod browser;
+mod brute;
 mod cluster;
 mod compare;
 mod config;

@@ -9,6 +9,13 @@ fn table_for_several_rates() {
     // at 01:10 (j = 5, t = 40 min): 5 − 4/3 = 11/3 above a_0, so b = 1 + ⌈11/3⌉ = 5.
     // At 1/10m everything comes at most once per 10 min but the first two: b = 2.
     let out = run(&["min-bucket", "--rate", "2/h,1/10m", "--rate", "1/d"], QUAKES).ok();
+    let times = crate::brute::times(QUAKES);
+    let found =
+        json(&run(&["min-bucket", "--rate", "2/h,1/10m,1/d", "--format", "json"], QUAKES).ok());
+    for (k, (n, period)) in [(2, 3_600_000), (1, 600_000), (1, 86_400_000)].into_iter().enumerate()
+    {
+        assert_eq!(found[k]["min_bucket"], crate::brute::min_bucket(&times, n, period), "rate {k}");
+    }
     insta::assert_snapshot!(out);
 }
 

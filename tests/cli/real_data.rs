@@ -5,6 +5,7 @@ use std::path::Path;
 
 use chrono::DateTime;
 
+use crate::brute::{busiest, fixed_window, min_bucket, sliding_log};
 use crate::harness::{Stdin, json, real_catalog, run_with};
 
 const M5: &str = "usgs_m5_2015_2025.csv";
@@ -42,21 +43,6 @@ fn gcra_and_token_bucket_agree_on_the_whole_catalog() {
     }
 }
 
-/// The smallest lossless bucket by definition: max over all pairs i ≤ j of
-/// ⌈(j − i + 1) − r·(t_j − t_i)⌉, in O(n²).
-pub fn brute_min_bucket(times: &[i64], n: i64, period_ms: i64) -> i64 {
-    let mut need = 0;
-    for i in 0..times.len() {
-        for j in i..times.len() {
-            let count = i64::try_from(j - i + 1).unwrap();
-            // ⌈count − n·dt/P⌉ = ⌈(count·P − n·dt) / P⌉
-            let num = count * period_ms - n * (times[j] - times[i]);
-            need = need.max(num.div_euclid(period_ms) + i64::from(num.rem_euclid(period_ms) != 0));
-        }
-    }
-    need
-}
-
 #[test]
 #[ignore = "needs ../shared/data"]
 fn min_bucket_matches_brute_force_over_2025() {
@@ -70,7 +56,7 @@ fn min_bucket_matches_brute_force_over_2025() {
     for (k, (n, period_ms)) in
         [(5, 3_600_000), (1, 3_600_000), (3, 86_400_000), (100, 1_000)].iter().enumerate()
     {
-        assert_eq!(found[k]["min_bucket"], brute_min_bucket(&times, *n, *period_ms), "rate {k}");
+        assert_eq!(found[k]["min_bucket"], min_bucket(&times, *n, *period_ms), "rate {k}");
     }
 }
 
@@ -98,39 +84,6 @@ fn the_minimum_bucket_loses_nothing_on_the_whole_catalog_and_one_less_does() {
     assert!(events * 3_600_000 - 5 * (end - start) > (i64::try_from(b).unwrap() - 1) * 3_600_000);
 }
 
-/// The largest number of times in any half-open window [t_i, t_i + len), in O(n²).
-fn brute_busiest(times: &[i64], len: i64) -> usize {
-    (0..times.len())
-        .map(|i| times[i..].iter().take_while(|&&t| t < times[i] + len).count())
-        .max()
-        .unwrap_or(0)
-}
-
-/// A sliding log by its definition: each event looks back over every passed one.
-fn brute_sliding_log(times: &[i64], n: usize, period_ms: i64) -> Vec<i64> {
-    let mut passed: Vec<i64> = Vec::new();
-    for &t in times {
-        if passed.iter().filter(|&&p| p > t - period_ms).count() < n {
-            passed.push(t);
-        }
-    }
-    passed
-}
-
-/// A fixed window by its definition: a count per clock hour.
-fn brute_fixed_window(times: &[i64], n: usize, period_ms: i64) -> Vec<i64> {
-    let mut counts = std::collections::HashMap::new();
-    times
-        .iter()
-        .copied()
-        .filter(|t| {
-            let count = counts.entry(t.div_euclid(period_ms)).or_insert(0);
-            *count += 1;
-            *count <= n
-        })
-        .collect()
-}
-
 #[test]
 #[ignore = "needs ../shared/data"]
 fn two_days_after_kamchatka() {
@@ -143,16 +96,16 @@ fn two_days_after_kamchatka() {
     };
 
     let log = run("sliding-log", &[]);
-    let brute = brute_sliding_log(&times, 5, hour);
+    let brute = sliding_log(&times, 5, hour);
     assert_eq!(log["events"], times.len());
     assert_eq!(log["passed"], brute.len());
-    assert_eq!(log["busiest_window"]["count"], brute_busiest(&brute, hour));
+    assert_eq!(log["busiest_window"]["count"], busiest(&brute, hour));
     assert!(log["busiest_window"]["count"].as_u64().unwrap() <= 5);
 
     let fixed = run("fixed-window", &[]);
-    let brute = brute_fixed_window(&times, 5, hour);
+    let brute = fixed_window(&times, 5, hour);
     assert_eq!(fixed["passed"], brute.len());
-    assert_eq!(fixed["busiest_window"]["count"], brute_busiest(&brute, hour));
+    assert_eq!(fixed["busiest_window"]["count"], busiest(&brute, hour));
     assert!(
         fixed["busiest_window"]["count"].as_u64().unwrap() > 5,
         "fixed windows pass 2N at an edge"
@@ -160,7 +113,7 @@ fn two_days_after_kamchatka() {
 
     let bucket = run("token-bucket", &["--burst", "5"]);
     assert!(bucket["busiest_window"]["count"].as_u64().unwrap() <= 10, "b + r·T = 10");
-    assert_eq!(bucket["demand_busiest_window"]["count"], brute_busiest(&times, hour));
+    assert_eq!(bucket["demand_busiest_window"]["count"], busiest(&times, hour));
     for algo in ["gcra", "leaky-queue"] {
         assert_eq!(run(algo, &["--burst", "5"])["passed"], bucket["passed"], "{algo}");
     }
@@ -248,7 +201,7 @@ fn key_quantiles_and_cover_match_brute_force_by_network() {
         .values_mut()
         .map(|times| {
             times.sort();
-            brute_min_bucket(times, 5, 3_600_000)
+            min_bucket(times, 5, 3_600_000)
         })
         .collect();
     let events: Vec<i64> = by_net.values().map(|t| i64::try_from(t.len()).unwrap()).collect();

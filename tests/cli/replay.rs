@@ -1,7 +1,9 @@
 //! `ratelimit replay` on the inline catalog, with every figure worked out by hand.
 
-use crate::QUAKES;
 use crate::harness::{json, run};
+use crate::{QUAKES, brute};
+
+const HOUR: i64 = 3_600_000;
 
 #[test]
 fn table_for_gcra() {
@@ -9,6 +11,8 @@ fn table_for_gcra() {
     // and two thirds of one; 01:00 finds one; 01:10 a third; 02:30 a full bucket. The
     // passed events need a bucket of 2 (three in 30 minutes: 3 − 1).
     let out = run(&["replay", "--algo", "gcra", "--rate", "2/h", "--burst", "2"], QUAKES).ok();
+    let (decisions, _) = brute::gcra(&brute::times(QUAKES), 2, HOUR, 2);
+    assert_eq!(counts("gcra", &["--burst", "2"]).0, brute::passed(&decisions) as u64);
     insta::assert_snapshot!(out);
 }
 
@@ -18,6 +22,11 @@ fn json_for_leaky_queue() {
     // and 01:10 would wait 50, 40 and 50 min, more than (b − 1)·I = 30 min.
     let args = ["replay", "-", "--algo", "leaky-queue", "--rate", "2/h", "--format", "json"];
     let out = run(&args, QUAKES).ok();
+    // The queue admits what GCRA passes, and its longest wait is GCRA's tat − t.
+    let (decisions, longest) = brute::gcra(&brute::times(QUAKES), 2, HOUR, 2);
+    let report = json(&out);
+    assert_eq!(report["passed"], brute::passed(&decisions));
+    assert_eq!(report["max_wait_s"], longest / 2 / 1000);
     insta::assert_snapshot!(out);
 }
 
@@ -28,6 +37,13 @@ fn csv_for_fixed_window() {
     // promise allows.
     let args = ["replay", "--algo", "fixed-window", "--rate", "2/h", "--format", "csv"];
     let out = run(&args, QUAKES).ok();
+    let passed = brute::fixed_window(&brute::times(QUAKES), 2, HOUR);
+    let mut rows = csv::Reader::from_reader(out.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    let row = rows.records().next().unwrap().unwrap();
+    let field = |name: &str| row[header.iter().position(|h| h == name).unwrap()].to_string();
+    assert_eq!(field("passed"), passed.len().to_string());
+    assert_eq!(field("busiest_window_count"), brute::busiest(&passed, HOUR).to_string());
     insta::assert_snapshot!(out);
 }
 

@@ -36,6 +36,9 @@ fn the_curve_of_the_inline_catalog() {
     // the first six (40 min) take over at (7 − 6)/80 min; the two at 00:30 (no span)
     // at (6 − 2)/40 min = 1/10m.
     let out = run(&["min-bucket", "--curve"], QUAKES).ok();
+    crate::json::assert_curve(&json(
+        &run(&["min-bucket", "--curve", "--format", "json"], QUAKES).ok(),
+    ));
     insta::assert_snapshot!(out);
 }
 

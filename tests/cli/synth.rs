@@ -215,7 +215,8 @@ pub fn dropped_at_one_a_second(times: &[i64], burst: i64) -> i64 {
 
 #[test]
 fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
-    use crate::real_data::{assert_cover, assert_quantiles, brute_min_bucket, ms};
+    use crate::brute::min_bucket;
+    use crate::real_data::{assert_cover, assert_quantiles, ms};
     let args = ["synth", "requests", "--clients", "2000", "--requests", "30000", "--seed", "7"];
     let log = run_with(&args, Stdin::Null).ok();
     // Each client's times, read with the csv crate and chrono, not ratelimit's reader.
@@ -226,7 +227,7 @@ fn cover_and_key_quantiles_match_brute_force_on_a_request_log() {
     }
     by_client.values_mut().for_each(|times| times.sort());
     let clients: Vec<(&String, &Vec<i64>)> = by_client.iter().collect();
-    let needs: Vec<i64> = clients.iter().map(|(_, t)| brute_min_bucket(t, 60, 60_000)).collect();
+    let needs: Vec<i64> = clients.iter().map(|(_, t)| min_bucket(t, 60, 60_000)).collect();
     let events: Vec<i64> = clients.iter().map(|(_, t)| i64::try_from(t.len()).unwrap()).collect();
     assert!(needs.iter().any(|&n| n > 100), "the log has bots that need a large bucket");
 
