@@ -424,11 +424,12 @@ fn plain_lines_taken_for_a_csv_are_said_to_want_lines() {
 }
 
 #[test]
-fn the_readme_leaky_queue_example_shows_what_filter_prints() {
-    let readme = include_str!("../../README.md");
+fn the_guides_leaky_queue_example_shows_what_filter_prints() {
+    let readme = include_str!("../../docs/guide.md");
     let command = "$ (for i in $(seq 6); do echo \"alert $i\"; done) | ratelimit filter --lines \
                    --algo leaky-queue --rate 2/s --burst 4\n";
-    let shown = &readme[readme.find(command).expect("README shows the example") + command.len()..];
+    let shown =
+        &readme[readme.find(command).expect("the guide shows the example") + command.len()..];
     let shown: Vec<&str> = shown.lines().take_while(|line| !line.starts_with("```")).collect();
     let args = ["filter", "--lines", "--algo", "leaky-queue", "--rate", "2/s", "--burst", "4"];
     let out = run(&args, "alert 1\nalert 2\nalert 3\nalert 4\nalert 5\nalert 6\n");

@@ -10,6 +10,7 @@ mod cluster;
 mod compare;
 mod config;
 mod conventions;
+mod docs;
 mod emit;
 mod faked_clock;
 mod fdsn;

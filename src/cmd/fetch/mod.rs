@@ -531,8 +531,14 @@ pub struct FetchArgs {
     #[arg(short, long, value_name = "FILE", default_value = "-")]
     pub output: PathBuf,
 
-    /// The FDSN event service: USGS, or another that speaks the protocol (EMSC, IRIS).
-    #[arg(long, value_name = "URL", default_value = "https://earthquake.usgs.gov/fdsnws/event/1")]
+    /// The FDSN event service: USGS, or another that speaks the protocol (EMSC, IRIS), or a
+    /// mirror named once in the environment.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "RATELIMIT_FDSN_URL",
+        default_value = "https://earthquake.usgs.gov/fdsnws/event/1"
+    )]
     pub url: String,
 
     /// The most events the service gives in one answer.
