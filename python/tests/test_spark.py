@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import os
 import sys
 
@@ -10,7 +11,7 @@ import pyarrow.csv
 import pyarrow.parquet
 import pytest
 
-from conftest import cli, cli_json, synthetic_log, without_input
+from conftest import REPO, cli, cli_json, synthetic_log, without_input
 
 # The real thing, installed by .ci/run: a run without it fails, it does not skip.
 from pyspark.sql import SparkSession, functions as F  # noqa: E402
@@ -313,3 +314,15 @@ def test_a_parquet_files_path_and_row_index_order_ties_as_the_files_read_in_turn
     # order is what makes the answer.
     other = rls.min_bucket(df, rate="90/s", cost="tokens", time="ts", time_format="unix-ms", tie=["row", "file"], partitions=4)
     assert other != got
+
+
+def test_the_readme_python_and_spark_examples_run_as_written(spark):
+    """README's Python and Spark examples, run by doctest with this module's Spark."""
+    result = doctest.testfile(
+        str(REPO / "README.md"),
+        module_relative=False,
+        globs={"spark": spark},
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+    )
+    assert result.attempted >= 8, result
+    assert result.failed == 0
