@@ -19,7 +19,7 @@ use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
 use crate::input::format::InputFormat;
-use crate::input::log_format::{ARRIVAL, LogFormat};
+use crate::input::log_format::{ARRIVAL, LogFormat, TIMED_COMBINED, is_timed_log};
 use crate::limiter::{Algorithm, Share};
 use crate::message::one_line;
 use crate::render::export::Style;
@@ -215,6 +215,18 @@ impl InputArgs {
                 .unwrap_or_default(),
             (None, _) => InputFormat::Csv,
         };
+        // An access log whose lines carry $msec and $request_time after the combined
+        // fields is read in that layout unless told another: times to the millisecond.
+        let log_format = match (log_format, &source) {
+            (None, Source::Path(path))
+                if format == InputFormat::Clf
+                    && self.time_column.is_none()
+                    && is_timed_log(path) =>
+            {
+                LogFormat::parse(TIMED_COMBINED).ok()
+            }
+            (given, _) => given,
+        };
         let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
         if !tabular && (self.delimiter.is_some() || self.no_headers) {
             let flag = if self.no_headers { "--no-headers" } else { "--delimiter" };
@@ -235,7 +247,7 @@ impl InputArgs {
         if time_column.split(',').any(str::is_empty) {
             bail!("--time-column '{time_column}' has an empty name");
         }
-        let time_format = self.time_layout(format, &time_column)?;
+        let time_format = self.time_layout(format, log_format.is_some(), &time_column)?;
         Ok(Input {
             source,
             read: ReadOptions {
@@ -276,8 +288,14 @@ impl InputArgs {
         })
     }
 
-    /// Settles how times are written: a named format or a pattern, else the format's own.
-    fn time_layout(&self, format: InputFormat, time_column: &str) -> Result<TimeLayout> {
+    /// Settles how times are written: a named format or a pattern, else the format's own
+    /// (`logged`: a log read by a `log_format`, whose variables say how).
+    fn time_layout(
+        &self,
+        format: InputFormat,
+        logged: bool,
+        time_column: &str,
+    ) -> Result<TimeLayout> {
         let offset = match &self.time_zone {
             Some(text) => Some(parse_offset(text).ok_or_else(|| {
                 anyhow!("--time-zone '{text}' is not an offset from UTC like +00:00, -0700 or Z")
@@ -297,10 +315,10 @@ impl InputArgs {
             })?),
             // nginx's variables, in a --log-format: $msec (and the arrival made of it) is
             // epoch seconds, $time_iso8601 RFC 3339, $time_local the combined log's.
-            None if self.log_format.is_some() && matches!(time_column, "msec" | ARRIVAL) => {
+            None if logged && matches!(time_column, "msec" | ARRIVAL) => {
                 TimeLayout::Named(TimeFormat::UnixS)
             }
-            None if self.log_format.is_some() && time_column == "time_iso8601" => {
+            None if logged && time_column == "time_iso8601" => {
                 TimeLayout::Named(TimeFormat::Rfc3339)
             }
             None if format == InputFormat::Clf => {

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use crate::cli::args::Decimal;
 use crate::render::outfile::Output;
+use crate::synth::access_log::write_access_log;
 use crate::synth::etas;
 use crate::synth::etas::Simulation;
 use crate::synth::requests::{RequestLog, RequestParams, write_log};
@@ -23,7 +24,10 @@ pub(super) fn run(args: &SynthArgs) -> Result<ExitCode> {
         let tokens = params.tokens;
         let log = RequestLog::new(params)
             .ok_or_else(|| anyhow::anyhow!("the request model cannot be made from these"))?;
-        output.write(|out| write_log(log, tokens, out))?;
+        match requests.format {
+            LogFormat::Csv => output.write(|out| write_log(log, tokens, out))?,
+            LogFormat::Clf => output.write(|out| write_access_log(log, out))?,
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let (params, output) = args.resolve()?;
@@ -112,7 +116,10 @@ Client k (by rank of activity, from 1) starts a session with probability proport
 1/k (Zipf). Sessions start as a Poisson process; each makes a geometric number of requests \
 (mean 10), an exponential pause apart (mean 3 s). Each of the bots runs a script about once \
 a day: 3000 requests, one every 0.2 s (300 a minute). The columns are time, client (c<rank> \
-or bot<n>), method, path and status.
+or bot<n>), method, path and status. With --format clf, the same requests are nginx's access \
+log, clients as addresses (10.a.b.c, bots 192.0.2.n), in the log_format \
+'$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \
+\"$http_referer\" \"$http_user_agent\" $msec $request_time', which --log-format reads.
 
 Example:
   ratelimit synth requests --clients 1000000 --requests 10000000 --days 1 -o requests.csv
@@ -150,9 +157,30 @@ pub struct RequestsArgs {
     #[arg(long)]
     pub tokens: bool,
 
+    /// csv, or clf: the requests as nginx's access log, the combined format with $msec and
+    /// $request_time after it (read it with --log-format, as `ratelimit synth requests
+    /// --help` shows).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "csv",
+        conflicts_with = "tokens"
+    )]
+    pub format: LogFormat,
+
     /// Write the log to FILE, which appears whole or not at all, or to stdout with -o -.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// How `synth requests` writes its log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// CSV with a header: time, client, method, path, status.
+    Csv,
+    /// nginx's access log: the combined log format, then $msec and $request_time.
+    Clf,
 }
 
 /// A number of days, exact to the millionth.

@@ -1,5 +1,6 @@
 //! Synthetic catalogs: the ETAS model and the USGS CSV layout it is written in.
 
+pub mod access_log;
 pub mod etas;
 pub mod requests;
 mod schedule;

@@ -297,3 +297,60 @@ fn synth_requests_bounds_the_bots_runs_as_well_as_the_requests() {
     );
     assert!(!out.exists(), "nothing is written");
 }
+
+/// nginx's `log_format` of `synth requests --format clf`, as its help gives it.
+pub const SYNTH_LOG_FORMAT: &str = "$remote_addr - $remote_user [$time_local] \"$request\" \
+                                    $status $body_bytes_sent \"$http_referer\" \
+                                    \"$http_user_agent\" $msec $request_time";
+
+#[test]
+fn a_synthetic_access_log_holds_the_requests_of_the_csv_to_the_millisecond() {
+    let base = ["synth", "requests", "--clients", "300", "--requests", "4000", "--days", "0.05"];
+    let csv = temp_file("requests.csv", &run(&base, "").ok());
+    let log = run(&[&base[..], &["--format", "clf"]].concat(), "").ok();
+    let help = run(&["synth", "requests", "--help"], "").ok();
+    assert!(help.split_whitespace().collect::<Vec<_>>().join(" ").contains(SYNTH_LOG_FORMAT));
+    // One line a request, each arriving ($msec − $request_time) when the CSV says.
+    let rows = run(
+        &[
+            "replay",
+            csv.to_str().unwrap(),
+            "--algo",
+            "gcra",
+            "--rate",
+            "1/s",
+            "--emit",
+            "all",
+            "-q",
+        ],
+        "",
+    )
+    .ok();
+    assert_eq!(log.lines().count(), rows.lines().count() - 1);
+    let log = temp_file("access.log", &log);
+    let replay = |path: &std::path::Path, format: &[&str], key: &str| {
+        let args =
+            ["replay", path.to_str().unwrap(), "--algo", "gcra", "--rate", "1/s", "--burst", "3"];
+        json(
+            &run_with(
+                &[&args[..], format, &["--key", key, "--format", "json"]].concat(),
+                Stdin::Null,
+            )
+            .ok(),
+        )
+    };
+    let (by_client, by_address) = (
+        replay(&csv, &[], "client"),
+        replay(&log, &["--log-format", SYNTH_LOG_FORMAT], "$binary_remote_addr"),
+    );
+    // Its first line tells its layout: read untold, it is read the same.
+    let untold = replay(&log, &[], "remote_addr");
+    assert_eq!(untold["passed"], by_address["passed"]);
+    assert_eq!(by_address["events"], by_client["events"]);
+    assert_eq!(by_address["passed"], by_client["passed"]);
+    assert_eq!(by_address["keys"]["count"], by_client["keys"]["count"]);
+    assert!(by_client["dropped"].as_u64().unwrap() > 0, "the limit bites");
+    // The tokens are not in nginx's log.
+    let both = run(&[&base[..], &["--format", "clf", "--tokens"]].concat(), "").error();
+    assert!(both.contains("--tokens"), "{both}");
+}

@@ -38,6 +38,26 @@ pub(super) fn is_access_log_line(line: &[u8]) -> bool {
     split_clf(line.strip_suffix(b"\r").unwrap_or(line)).is_some()
 }
 
+/// Returns whether `line` is a combined-log line with two decimal numbers after its user
+/// agent, as `$msec $request_time` write them (`1735689628.859 0.015`).
+pub(crate) fn is_timed_line(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let decimal = |word: &[u8]| {
+        let (whole, fraction) =
+            word.split_at(word.iter().position(|&b| b == b'.').unwrap_or(word.len()));
+        !whole.is_empty()
+            && whole.iter().all(u8::is_ascii_digit)
+            && fraction.get(1..).is_some_and(|f| !f.is_empty() && f.iter().all(u8::is_ascii_digit))
+    };
+    let mut words = line.rsplitn(3, |&b| b == b' ');
+    let (Some(request_time), Some(msec), Some(head)) = (words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    decimal(msec) && decimal(request_time) && head.ends_with(b"\"") && split_clf(head).is_some()
+}
+
 /// Splits a combined-log line into its eight fields, or `None` if it is not one.
 fn split_clf(line: &[u8]) -> Option<[Vec<u8>; 8]> {
     let mut rest = line;
@@ -84,4 +104,20 @@ fn quoted(rest: &mut &[u8]) -> Option<Vec<u8>> {
     let after = &inner[end + 1..];
     *rest = after.strip_prefix(b" ").unwrap_or(after);
     Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timed_line_has_msec_and_request_time_after_the_agent() {
+        let combined =
+            r#"10.0.0.1 - - [01/Jan/2025:00:00:28 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8""#;
+        assert!(!is_timed_line(combined.as_bytes()));
+        assert!(is_timed_line(format!("{combined} 1735689628.859 0.015\n").as_bytes()));
+        assert!(!is_timed_line(format!("{combined} 1735689628 0.015").as_bytes()));
+        assert!(!is_timed_line(format!("{combined} upstream 0.015").as_bytes()));
+        assert!(!is_timed_line(b"time,client\n"));
+    }
 }

@@ -51,17 +51,9 @@ impl InputFormat {
     }
 
     /// Returns the format a file's first line says, when its name says none: an access log
-    /// (`access.log.1`) is one whatever it is called. Only a regular file is looked at,
-    /// which reading again starts over; a FIFO or a device is left unread.
+    /// (`access.log.1`) is one whatever it is called.
     pub fn of_content(path: &std::path::Path) -> Option<InputFormat> {
-        // Asked before opening: opening a FIFO to look would take its writer's lines.
-        if !std::fs::metadata(path).ok()?.is_file() {
-            return None;
-        }
-        let file = std::fs::File::open(path).ok()?;
-        let mut first = Vec::new();
-        BufReader::new(file.take(64 << 10)).read_until(b'\n', &mut first).ok()?;
-        super::clf::is_access_log_line(&first).then_some(InputFormat::Clf)
+        super::clf::is_access_log_line(&super::sniff::first_line(path)?).then_some(InputFormat::Clf)
     }
 
     /// Returns the field that holds each event's time unless told otherwise.

@@ -46,6 +46,7 @@ mod row;
 #[cfg(unix)]
 mod scan;
 mod sink;
+mod sniff;
 mod sorted;
 mod source;
 mod stats;

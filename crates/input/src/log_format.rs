@@ -56,6 +56,20 @@ pub enum LogFormatError {
     },
 }
 
+/// The combined log format with `$msec` and `$request_time` after it: the layout this
+/// project recommends for nginx (times to the millisecond, and when each request came),
+/// and the one an access log whose first line has those two numbers after the combined
+/// fields is read in without being told.
+pub const TIMED_COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" \
+                                  $status $body_bytes_sent \"$http_referer\" \
+                                  \"$http_user_agent\" $msec $request_time";
+
+/// Returns whether a regular file's first line is an access log in [`TIMED_COMBINED`]'s
+/// layout: two decimal numbers after the combined fields' user agent.
+pub fn is_timed_log(path: &std::path::Path) -> bool {
+    crate::sniff::first_line(path).is_some_and(|line| crate::clf::is_timed_line(&line))
+}
+
 /// An nginx `log_format` string: text written as it is, and `$variables` between.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogFormat {
