@@ -136,8 +136,9 @@ pub struct InputArgs {
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     /// Give each distinct value of this column its own limiter, as a service limits each
-    /// client: --key net. Rows with an empty value share one key.
-    #[arg(short = 'k', long, value_name = "COLUMN")]
+    /// client: --key net. Rows with an empty value share one key. An nginx variable names
+    /// an access log's field: $binary_remote_addr and $remote_addr the client.
+    #[arg(short = 'k', long, value_name = "COLUMN", value_parser = |name: &str| Ok::<_, String>(crate::cli::layer::column(name)))]
     pub key: Option<String>,
 
     /// With --key, list this many keys, most dropped first (most needed bucket first for
@@ -388,6 +389,36 @@ pub struct LimitArgs {
     /// The length of the busiest window to report [default: the rate's period].
     #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
     pub window: Option<Span>,
+}
+
+/// A rate, a burst and a busiest window, given unless `--limit` stands in for them:
+/// replay's layers, compare's configurations (each with its own).
+#[derive(Debug, Args)]
+pub struct UnlessLimits {
+    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
+    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
+    #[arg(required_unless_present = "limits")]
+    pub rate: Option<Rate>,
+
+    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
+    /// [default: 0]; traefik's burst [default: 1].
+    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
+    pub burst: Option<u64>,
+
+    #[command(flatten)]
+    pub nginx: NginxArgs,
+
+    /// The length of the busiest window to report [default: the rate's period].
+    #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub window: Option<Span>,
+}
+
+impl UnlessLimits {
+    /// The limit given, if `--rate` was.
+    pub fn limit(&self) -> Option<LimitArgs> {
+        let size = RateArgs { rate: self.rate?, burst: self.burst, nginx: self.nginx };
+        Some(LimitArgs { size, window: self.window })
+    }
 }
 
 pub use crate::render::export::Format;

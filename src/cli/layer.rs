@@ -75,7 +75,7 @@ impl FromStr for LayerSpec {
                     let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
                     once(&mut cost, found, name)?;
                 }
-                "key" if !value.trim().is_empty() => once(&mut key, value.trim().to_owned(), name)?,
+                "key" if !value.trim().is_empty() => once(&mut key, column(value.trim()), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 own if Algorithm::taking(own).next().is_some() => {
                     params.give(own, Some(value.trim()))?;
@@ -128,7 +128,12 @@ fn once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
 /// Writes the spec back in the form it is read in, with only what was given or matters.
 impl fmt::Display for LayerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?;
+        // nginx's own notation where it has one (`10r/s`, `30r/m`), as its config writes it.
+        match crate::limiter::nginx_rate(self.rate).filter(|_| self.algorithm == Algorithm::Nginx) {
+            Some((count, 1)) => write!(f, "algo=nginx,rate={count}r/s")?,
+            Some((count, _)) => write!(f, "algo=nginx,rate={count}r/m")?,
+            None => write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?,
+        }
         if let Some(burst) = self.burst {
             write!(f, ",burst={burst}")?;
         }
@@ -142,6 +147,17 @@ impl fmt::Display for LayerSpec {
             write!(f, ",{}", self.params)?;
         }
         Ok(())
+    }
+}
+
+/// The column an nginx variable names, for a key written as nginx writes its zone's
+/// (`$binary_remote_addr`: the client, which an access log holds as `remote_addr`); any
+/// other name is the column's own.
+pub fn column(name: &str) -> String {
+    match name.strip_prefix('$') {
+        Some("binary_remote_addr") => "remote_addr".to_owned(),
+        Some(variable) if !variable.is_empty() => variable.to_owned(),
+        _ => name.to_owned(),
     }
 }
 
@@ -183,12 +199,15 @@ mod tests {
 
     #[test]
     fn nginx_layers_take_its_delay_nodelay_and_dry_run() {
-        for text in ["algo=nginx,rate=5/s,burst=3,delay=2", "algo=nginx,rate=5/s,nodelay"] {
+        for text in ["algo=nginx,rate=5r/s,burst=3,delay=2", "algo=nginx,rate=30r/m,nodelay"] {
             assert_eq!(text.parse::<LayerSpec>().unwrap().to_string(), text);
         }
         let dry: LayerSpec = "algo=nginx,rate=5/s,dry-run".parse().unwrap();
         let settled = dry.params.settle(dry.algorithm, true, "").unwrap();
         assert_eq!(settled.to_string(), "dry-run");
-        assert_eq!(dry.to_string(), "algo=nginx,rate=5/s,dry-run");
+        // In nginx's notation, as its config writes the rate; one it cannot write, as ours.
+        assert_eq!(dry.to_string(), "algo=nginx,rate=5r/s,dry-run");
+        let odd: LayerSpec = "algo=nginx,rate=5/h".parse().unwrap();
+        assert_eq!(odd.to_string(), "algo=nginx,rate=5/h");
     }
 }

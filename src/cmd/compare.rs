@@ -1,20 +1,38 @@
 //! `ratelimit compare`: limiters side by side over the same events, in one read; on a
-//! fleet, the ways of sharing a limit side by side too.
+//! fleet, the ways of sharing a limit side by side too; with `--limit`, whole
+//! configurations (`side_by_side.rs`).
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::Result;
-use clap::Args;
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
 
 use super::notes;
-use crate::cli::args::{JobArgs, LimitArgs, OutputArgs};
+use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::Styles;
+use crate::cli::layer::LayerSpec;
 use crate::limiter::Algorithm;
 use crate::render::export::{self, Compared};
 use crate::render::outfile::stdout;
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
+    if !args.configurations.is_empty() {
+        let asked = super::side_by_side::Asked {
+            specs: &args.configurations,
+            job: &args.job,
+            emit_changed: args.emit == Some(CompareEmit::Changed),
+            header: !args.no_header,
+            output: &args.output,
+        };
+        return super::side_by_side::run(&asked, styles);
+    }
+    let Some(limit) = args.size.limit() else {
+        bail!(
+            "compare needs --rate RATE (the limiters at one rate), or --limit SPEC once for \
+             each whole configuration"
+        );
+    };
     let input = args.job.input()?;
     let mut algorithms: Vec<Algorithm> = Vec::new();
     for &algorithm in &args.algo {
@@ -26,7 +44,7 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
         algorithms = Algorithm::ALL.into_iter().filter(|a| !a.is_system()).collect();
     }
     // One limiter on a fleet, with no mode chosen: the modes side by side.
-    let settings = args.limit.side_by_side(&algorithms)?;
+    let settings = limit.side_by_side(&algorithms)?;
     let job = args.job.job(input, settings, true)?;
     let (recorder, stats) = job.replay()?;
     notes(&job.input, &stats);
@@ -52,8 +70,34 @@ pub struct CompareArgs {
     pub algo: Vec<Algorithm>,
 
     #[command(flatten)]
-    pub limit: LimitArgs,
+    pub size: UnlessLimits,
+
+    /// A whole configuration, as replay's --limit writes a layer: algo=, rate=, burst=,
+    /// key=, cost= and a system's own parameters, in its own notation
+    /// (`algo=nginx,rate=10r/s,burst=20,nodelay,key=remote_addr`). Give it once for each;
+    /// they decide the same events side by side, each on its own, and with two the
+    /// result also says what changes from the first to the second.
+    #[arg(long = "limit", id = "limits", value_name = "SPEC")]
+    #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "window", "cost", "key", "servers"])]
+    pub configurations: Vec<LayerSpec>,
+
+    /// With two configurations: write to stdout the rows whose decision changes, each with
+    /// both decisions (two more columns of a CSV, or a prefix of a log line), and the
+    /// result to stderr.
+    #[arg(long, value_enum, value_name = "WHICH", requires = "limits")]
+    pub emit: Option<CompareEmit>,
+
+    /// With --emit: leave out the CSV or TSV header.
+    #[arg(long, requires = "emit")]
+    pub no_header: bool,
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Which rows `compare --emit` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareEmit {
+    /// The rows the two configurations decide differently.
+    Changed,
 }

@@ -23,7 +23,7 @@ use crate::units::time::Span;
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let top = args.job.keys.top;
     let stop = args.stop_counting_over_limit;
-    let (layers, input) = setup(&args.limits, &args.job.input, args.window, stop)?;
+    let (layers, input) = setup(&args.limits, &args.job.input, args.size.window, stop, "layers")?;
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
     if let Some(column) = &args.validate {
@@ -76,18 +76,20 @@ pub(super) fn replay(
     window: Option<Span>,
     top: usize,
 ) -> Result<LayeredReport> {
-    let (layers, input) = setup(specs, input, window, false)?;
+    let (layers, input) = setup(specs, input, window, false, "layers")?;
     replay_to(specs, &layers, &Backend::Memory, &input, top)
 }
 
 /// Settles the layers and the input they read: its key and cost columns the layers'.
-fn setup(
+/// `noun` is what the specs are to the user: "layers", or compare's "configurations".
+pub(super) fn setup(
     specs: &[LayerSpec],
     input: &InputArgs,
     window: Option<Span>,
     stop_counting: bool,
+    noun: &str,
 ) -> Result<(Vec<Layer>, Input)> {
-    let Layers { layers, key, cost } = resolve(specs, window, stop_counting)?;
+    let Layers { layers, key, cost } = resolve_as(specs, window, stop_counting, noun)?;
     let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
     input.read.cost = cost;
     Ok((layers, input))
@@ -107,7 +109,7 @@ fn replay_to(
 }
 
 /// Returns the report of a layered record, each layer's keys ranked to `top`.
-fn report(
+pub(super) fn report(
     specs: &[LayerSpec],
     input: &Input,
     record: LayeredRecord,
@@ -151,15 +153,25 @@ pub(super) fn resolve(
     window: Option<Span>,
     stop_counting: bool,
 ) -> Result<Layers> {
+    resolve_as(specs, window, stop_counting, "layers")
+}
+
+/// Settles `specs` as [`resolve`] does, saying `noun` for what they are.
+fn resolve_as(
+    specs: &[LayerSpec],
+    window: Option<Span>,
+    stop_counting: bool,
+    noun: &str,
+) -> Result<Layers> {
     if specs.len() > MAX_LAYERS {
-        bail!("--limit is given {} times; a layered limit has at most {MAX_LAYERS}", specs.len());
+        bail!("--limit is given {} times; at most {MAX_LAYERS} {noun} run at once", specs.len());
     }
-    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), "keyed")?;
+    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), noun, "keyed")?;
     let cost_column = specs.iter().filter_map(|s| match &s.cost {
         Cost::Column(column) => Some(column.as_str()),
         Cost::Each(_) => None,
     });
-    let cost = one_column(cost_column, "weighed")?;
+    let cost = one_column(cost_column, noun, "weighed")?;
     let layers = specs
         .iter()
         .map(|spec| {
@@ -183,14 +195,18 @@ pub(super) fn resolve(
     })
 }
 
-/// Returns the one column that `columns` name (none if they name none); layers that are
-/// `what` (keyed, weighed) must all be so by the same column.
-fn one_column<'a>(columns: impl Iterator<Item = &'a str>, what: &str) -> Result<Option<&'a str>> {
+/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
+/// configurations) that are `what` (keyed, weighed) must all be so by the same column.
+fn one_column<'a>(
+    columns: impl Iterator<Item = &'a str>,
+    noun: &str,
+    what: &str,
+) -> Result<Option<&'a str>> {
     let mut found: Option<&str> = None;
     for column in columns {
         match found {
             Some(first) if first != column => bail!(
-                "layers may be {what} by one column, and these name two: `{first}` and `{column}`"
+                "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
             ),
             _ => found = Some(column),
         }

@@ -21,6 +21,7 @@ mod replay_parts;
 mod report;
 mod schema;
 mod schema_page;
+mod side_by_side;
 mod synth;
 mod validate;
 

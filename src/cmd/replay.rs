@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
 use super::notes;
-use crate::cli::args::{JobArgs, OutputArgs, RateArgs, parse_given_burst};
+use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
@@ -17,17 +17,14 @@ use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
-use crate::units::rate::Rate;
-use crate::units::time::Span;
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
     check_emit(args.emit, &input)?;
-    let (Some(algorithm), Some(rate)) = (args.algo, args.rate) else {
+    let (Some(algorithm), Some(limit)) = (args.algo, args.size.limit()) else {
         bail!("replay needs --algo and --rate, or --limit")
     };
-    let size = RateArgs { rate, burst: args.burst, nginx: args.nginx };
-    let settings = vec![size.settings(algorithm, args.window, true)?];
+    let settings = vec![limit.size.settings(algorithm, limit.window, true)?];
     let job = args.job.job(input, settings, false)?;
     let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
         None if args.validate.is_some() => {
@@ -158,22 +155,8 @@ pub struct ReplayArgs {
     #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", required_unless_present = "limits")]
     pub algo: Option<Algorithm>,
 
-    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
-    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
-    #[arg(required_unless_present = "limits")]
-    pub rate: Option<Rate>,
-
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
-    /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
-    pub burst: Option<u64>,
-
     #[command(flatten)]
-    pub nginx: crate::cli::args::NginxArgs,
-
-    /// The length of the busiest window to report [default: the rate's period].
-    #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub window: Option<Span>,
+    pub size: UnlessLimits,
 
     /// One layer of several limits at once, given again for each:
     /// algo=ALGO,rate=RATE[,burst=B][,cost=COLUMN|N][,key=COLUMN]. An event passes only if

@@ -17,7 +17,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::{Cli, parse};
-use crate::cli::args::RateArgs;
 use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
 use crate::input::catalog::Source;
 use crate::limiter::promise::PromiseCheck;
@@ -78,7 +77,7 @@ impl Plan {
     fn of_limit(args: &[String]) -> Result<Plan> {
         let cli: Cli = parse(args)?;
         let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
-        let (Some(algorithm), Some(rate)) = (replay.algo, replay.rate) else {
+        let (Some(algorithm), Some(limit)) = (replay.algo, replay.size.limit()) else {
             bail!("a replay in parts is of one limit: --algo and --rate, no --limit")
         };
         if algorithm.has_zone() && replay.job.keys.key.is_some() {
@@ -87,8 +86,7 @@ impl Plan {
         if !replay.job.remote.redis.is_empty() || replay.job.fleet.servers.is_some() {
             bail!("a replay in parts runs in memory, on one server");
         }
-        let size = RateArgs { rate, burst: replay.burst, nginx: replay.nginx };
-        let settings = size.settings(algorithm, replay.window, true)?;
+        let settings = limit.size.settings(algorithm, limit.window, true)?;
         Ok(Plan { settings, replay })
     }
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::schema_page::Described;
 use super::write_stdout;
+use crate::engine::side_by_side::SideBySide;
 use crate::report::{
     Check, CurveSegment, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport, MinBucket, MinRate,
 };
@@ -43,6 +44,8 @@ pub enum Output {
     Layered,
     /// `compare --format json`: one report per limiter.
     Compare,
+    /// `compare --limit … --limit … --format json`: whole configurations side by side.
+    Configurations,
     /// `min-bucket --format json`: one object per rate.
     MinBucket,
     /// `min-bucket --limit … --limit … --format json`: each layer's need.
@@ -94,6 +97,7 @@ fn schema(output: Output) -> Value {
         Output::Replay => schemars::schema_for!(LimiterReport),
         Output::Layered => schemars::schema_for!(LayeredReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
+        Output::Configurations => schemars::schema_for!(SideBySide),
         Output::MinBucket => schemars::schema_for!(Vec<MinBucket>),
         Output::LayerNeeds => schemars::schema_for!(LayerNeeds),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),

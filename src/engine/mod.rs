@@ -7,7 +7,7 @@
 pub mod live;
 pub mod redis;
 
-pub use ratelimit_engine::{Engine, UseEngine, fleet, layered, memory, recorder};
+pub use ratelimit_engine::{Engine, UseEngine, fleet, layered, memory, recorder, side_by_side};
 
 use std::cell::RefCell;
 use std::rc::Rc;

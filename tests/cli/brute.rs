@@ -126,3 +126,45 @@ pub fn min_rate_per_hour(times: &[i64], b: usize) -> Option<f64> {
     }
     Some(most)
 }
+
+/// nginx's `limit_req` for one key, as `ngx_http_limit_req_lookup` decides: `excess` in
+/// thousandths of a request, `rate` in thousandths a second; a request passes unless the
+/// excess it would leave is over `burst` thousand, and only a passed one is kept, its time
+/// only if some time has gone by. The first request of a key makes its node and passes.
+pub fn nginx(times_ms: &[i64], rate: i64, burst: i64) -> Vec<bool> {
+    let mut node: Option<(i64, i64)> = None;
+    (times_ms.iter())
+        .map(|&now| match node {
+            None => {
+                node = Some((0, now));
+                true
+            }
+            Some((excess, last)) => {
+                let ms = now - last;
+                let excess = (excess - rate * ms / 1000 + 1000).max(0);
+                let passes = excess <= burst * 1000;
+                if passes {
+                    node = Some((excess, if ms != 0 { now } else { last }));
+                }
+                passes
+            }
+        })
+        .collect()
+}
+
+/// Decides each key's events on its own with `decide`, and returns the decisions in the
+/// rows' order.
+pub fn per_key(rows: &[(String, i64)], decide: impl Fn(&[i64]) -> Vec<bool>) -> Vec<bool> {
+    let mut decisions = vec![false; rows.len()];
+    let mut places: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, (key, _)) in rows.iter().enumerate() {
+        places.entry(key).or_default().push(i);
+    }
+    for places in places.values() {
+        let times: Vec<i64> = places.iter().map(|&i| rows[i].1).collect();
+        for (&i, pass) in places.iter().zip(decide(&times)) {
+            decisions[i] = pass;
+        }
+    }
+    decisions
+}

@@ -172,6 +172,14 @@ fn every_json_output_keeps_its_published_schema() {
     assert_valid("layered", &quakes(&layered), "three layers, keyed and weighted");
     let needs = [&["min-bucket"], &layered[1..]].concat();
     assert_valid("layer-needs", &quakes(&needs), "min-bucket of three layers");
+    let configurations = [
+        "compare",
+        "--limit",
+        "algo=gcra,rate=2/h,burst=2,key=net",
+        "--limit",
+        "algo=nginx,rate=3r/m,burst=1,key=net",
+    ];
+    assert_valid("configurations", &quakes(&configurations), "two configurations, keyed");
     let compare = ["compare", "--rate", "1/h", "--burst", "2"];
     assert_valid("compare", &quakes(&compare), "compare");
     let by_net = ["--cost", "depth", "--key", "net"];

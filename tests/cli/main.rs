@@ -37,6 +37,7 @@ mod replay;
 mod report;
 mod schema;
 mod shared;
+mod side_by_side;
 mod sizing;
 mod synth;
 mod traefik;

@@ -18,6 +18,7 @@ pub mod memory;
 pub mod recorder;
 pub mod report;
 mod seconds;
+pub mod side_by_side;
 
 // The core's and the readers' modules, by the paths the engine's files name them.
 use ratelimit_core::{limiter, sizing};

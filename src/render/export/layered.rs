@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::table::{human_ms, labeled, percent, table};
 use super::{Report, Style};
-use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport};
+use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport};
 
 impl Report for LayeredReport {
     type Row<'a> = serde_json::Value;
@@ -12,15 +12,7 @@ impl Report for LayeredReport {
     /// One row a layer: its spec, refusals and limiter's figures; a keyed layer's listed
     /// keys are in the JSON.
     fn rows(&self) -> Vec<serde_json::Value> {
-        let row = |layer| {
-            // Reports have string keys only, so they always become JSON values.
-            let mut row = serde_json::to_value(layer).unwrap_or_default();
-            if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
-                keys.shift_remove("top");
-            }
-            row
-        };
-        self.layers.iter().map(row).collect()
+        rows_without_top(&self.layers)
     }
 
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
@@ -39,27 +31,45 @@ impl Report for LayeredReport {
             .layers
             .iter()
             .map(|layer| {
-                let r = &layer.limiter;
-                let units = r.units.map_or(r.passed.to_string(), |u| u.passed.to_string());
-                let window = &r.busiest_window;
-                let most = window.units.unwrap_or(u128::from(window.count));
-                let busiest = format!("{most} in {}", window.length_s);
-                let verdict = if r.promise.held { "held" } else { "BROKEN" };
-                vec![
-                    layer.spec.clone(),
-                    layer.refused.to_string(),
-                    layer.only.to_string(),
-                    units,
-                    busiest,
-                    r.lossless().to_string(),
-                    format!("{verdict}: {}", r.promise.text),
-                ]
+                let mut row =
+                    vec![layer.spec.clone(), layer.refused.to_string(), layer.only.to_string()];
+                row.extend(limiter_cells(&layer.limiter));
+                row
             })
             .collect();
         let header =
             ["layer", "refused", "only", "passed units", "busiest", "min bucket", "promise"];
         table(out, &header, &rows, style)
     }
+}
+
+/// One CSV row each of `items` (layers, configurations): its JSON, less its listed keys,
+/// which are in the JSON only.
+pub(super) fn rows_without_top<T: serde::Serialize>(items: &[T]) -> Vec<serde_json::Value> {
+    let row = |item| {
+        // Reports have string keys only, so they always become JSON values.
+        let mut row = serde_json::to_value(item).unwrap_or_default();
+        if let Some(keys) = row.get_mut("keys").and_then(|k| k.as_object_mut()) {
+            keys.shift_remove("top");
+        }
+        row
+    };
+    items.iter().map(row).collect()
+}
+
+/// A limiter's cells in a table of layers or configurations: what it passed in units, its
+/// busiest window, its need, and its promise.
+pub(super) fn limiter_cells(r: &LimiterReport) -> [String; 4] {
+    let units = r.units.map_or(r.passed.to_string(), |u| u.passed.to_string());
+    let window = &r.busiest_window;
+    let most = window.units.unwrap_or(u128::from(window.count));
+    let verdict = if r.promise.held { "held" } else { "BROKEN" };
+    [
+        units,
+        format!("{most} in {}", window.length_s),
+        r.lossless().to_string(),
+        format!("{verdict}: {}", r.promise.text),
+    ]
 }
 
 impl Report for LayerNeeds {

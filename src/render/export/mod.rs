@@ -5,6 +5,7 @@ mod csv;
 mod json;
 mod layered;
 mod results;
+mod side_by_side;
 mod table;
 
 use std::io::{self, Write};

@@ -1,0 +1,138 @@
+//! `ratelimit compare --limit … --limit …`: whole configurations side by side over the
+//! same events, in one read, and what changes from the first to the second.
+
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+use super::notes;
+use crate::cli::args::{JobArgs, OutputArgs};
+use crate::cli::config::{Input, Styles};
+use crate::cli::diagnostics::diagnostics;
+use crate::cli::layer::LayerSpec;
+use crate::engine::Backend;
+use crate::engine::side_by_side::{Changes, Configuration, SideBySide};
+use crate::input::catalog::{self, Rows};
+use crate::input::format::InputFormat;
+use crate::render::export;
+use crate::render::outfile::{Output, stdout};
+
+/// What `compare --limit …` was asked: the configurations, the job's input and keys, and
+/// whether to write the changed rows (and their header).
+pub(super) struct Asked<'a> {
+    pub specs: &'a [LayerSpec],
+    pub job: &'a JobArgs,
+    pub emit_changed: bool,
+    pub header: bool,
+    pub output: &'a OutputArgs,
+}
+
+pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
+    let specs = args.specs;
+    let top = args.job.keys.top;
+    let (layers, input) =
+        super::layered::setup(specs, &args.job.input, None, false, "configurations")?;
+    if args.emit_changed {
+        check_emit(&input, specs.len())?;
+    }
+    // One read: every configuration decides the same rows, each on its own.
+    let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+    let remote = args.job.remote.target()?;
+    let (mut configurations, mut traces) = (Vec::new(), Vec::new());
+    for (spec, layer) in specs.iter().zip(&layers) {
+        let backend = Backend::new(&[layer.settings], remote.as_ref(), None)?;
+        let one = std::slice::from_ref(layer);
+        let mut record = backend.decide_layers(one, rows.iter().map(|(event, _)| event))?;
+        traces.push(std::mem::take(&mut record.trace));
+        let report =
+            super::layered::report(std::slice::from_ref(spec), &input, record, &stats, top);
+        let limiter = report.layers.into_iter().next().map(|layer| layer.limiter);
+        configurations
+            .extend(limiter.map(|limiter| Configuration { spec: spec.to_string(), limiter }));
+    }
+    notes(&input, &stats);
+    let changes = match &traces[..] {
+        [first, second] => {
+            let keys: Vec<u32> = rows.iter().map(|(event, _)| event.key).collect();
+            let column = input.read.key_column.as_deref();
+            let named = column.map(|column| (&keys[..], column, &stats.keys));
+            Some(Changes::between(first, second, named, top))
+        }
+        _ => None,
+    };
+    let result = SideBySide {
+        input: input.source.name(),
+        events: rows.len() as u64,
+        configurations,
+        changes,
+    };
+    if args.emit_changed {
+        emit_changed(&rows, &traces[0], &traces[1], &input, args.header)?;
+        let mut err = diagnostics();
+        export::write(&mut err, args.output.format, styles.stderr, &result)?;
+    } else {
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &result)?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Says whether `--emit changed` can write `input`'s rows: two configurations, rows with
+/// text, and stdout not the input.
+fn check_emit(input: &Input, configurations: usize) -> Result<()> {
+    if configurations != 2 {
+        bail!(
+            "--emit changed compares two configurations, and --limit is given {configurations} times"
+        );
+    }
+    if matches!(input.read.format, InputFormat::Jsonl | InputFormat::Geojson | InputFormat::Parquet)
+    {
+        bail!(
+            "--emit changed writes CSV, TSV or log lines with both decisions, which {} has not",
+            input.read.format.name()
+        );
+    }
+    #[cfg(feature = "arrow")]
+    if matches!(input.source, catalog::Source::Arrow(_)) {
+        bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
+    }
+    input.check_output(&Output::Stdout)
+}
+
+/// Writes each row whose decision differs between the two configurations, as it came in,
+/// with both decisions: two more columns of a CSV or TSV (`first`, `second`, after a header
+/// if asked), or a prefix of a log line (`passed dropped `, as a log's fields are spaced).
+fn emit_changed(
+    rows: &Rows,
+    first: &[bool],
+    second: &[bool],
+    input: &Input,
+    header: bool,
+) -> Result<()> {
+    let mut out = BufWriter::new(stdout());
+    let read = &input.read;
+    let tabular = matches!(read.format, InputFormat::Csv | InputFormat::Tsv);
+    let word = |pass: bool| if pass { "passed" } else { "dropped" };
+    let delimiter = char::from(read.delimiter());
+    if header && read.headers && tabular {
+        out.write_all(rows.header())?;
+        writeln!(out, "{delimiter}first{delimiter}second")?;
+    }
+    for (((_, row), &a), &b) in rows.iter().zip(first).zip(second) {
+        if a == b {
+            continue;
+        }
+        if tabular {
+            out.write_all(row)?;
+            writeln!(out, "{delimiter}{}{delimiter}{}", word(a), word(b))?;
+        } else {
+            write!(out, "{} {} ", word(a), word(b))?;
+            out.write_all(row)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

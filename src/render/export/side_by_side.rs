@@ -1,0 +1,80 @@
+//! Configurations side by side as the exporters see them: one CSV row a configuration,
+//! and a table with what changes from the first to the second.
+
+use std::io::{self, Write};
+
+use super::layered::limiter_cells;
+use super::table::{labeled, percent, table};
+use super::{Report, Style};
+use crate::engine::side_by_side::{Changes, SideBySide};
+
+impl Report for SideBySide {
+    type Row<'a> = serde_json::Value;
+
+    /// One row a configuration: its spec and its limiter's figures; a keyed one's listed
+    /// keys, and the changes, are in the JSON.
+    fn rows(&self) -> Vec<serde_json::Value> {
+        super::layered::rows_without_top(&self.configurations)
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let lines = [
+            ("input".to_owned(), self.input.clone()),
+            ("events".to_owned(), self.events.to_string()),
+        ];
+        labeled(out, &lines, style)?;
+        writeln!(out)?;
+        let share = |n: u64| format!("{n}{}", percent(n, self.events));
+        let rows: Vec<Vec<String>> = (self.configurations.iter())
+            .map(|c| {
+                let r = &c.limiter;
+                let mut row = vec![c.spec.clone(), share(r.passed), share(r.dropped)];
+                row.extend(limiter_cells(r));
+                row
+            })
+            .collect();
+        let header = [
+            "configuration",
+            "passed",
+            "dropped",
+            "passed units",
+            "busiest",
+            "min bucket",
+            "promise",
+        ];
+        table(out, &header, &rows, style)?;
+        match &self.changes {
+            Some(changes) => changes_table(out, changes, style),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes what changes from the first configuration to the second, and the keys that
+/// change most.
+fn changes_table(out: &mut dyn Write, changes: &Changes, style: Style) -> io::Result<()> {
+    let lines = [
+        ("newly refused".to_owned(), changes.newly_refused.to_string()),
+        ("newly passed".to_owned(), changes.newly_passed.to_string()),
+    ];
+    writeln!(out, "\nfrom the first configuration to the second:")?;
+    labeled(out, &lines, style)?;
+    let Some(keys) = &changes.keys else { return Ok(()) };
+    if keys.top.is_empty() {
+        return writeln!(out, "\nNo key by `{}` changes.", keys.column);
+    }
+    writeln!(
+        out,
+        "\nkeys by `{}` that change most ({} of {} that change):",
+        keys.column,
+        keys.top.len(),
+        keys.changed
+    )?;
+    let rows: Vec<Vec<String>> = (keys.top.iter())
+        .map(|k| {
+            let figures = [k.events, k.first_passed, k.second_passed, k.changed];
+            [k.key.clone()].into_iter().chain(figures.iter().map(u64::to_string)).collect()
+        })
+        .collect();
+    table(out, &["key", "events", "first passed", "second passed", "changed"], &rows, style)
+}

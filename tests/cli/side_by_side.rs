@@ -1,0 +1,104 @@
+//! `compare --limit … --limit …`: whole configurations side by side, checked against nginx
+//! by its source, written here.
+
+use std::fmt::Write;
+
+use crate::brute;
+use crate::harness::{Stdin, json, run, run_with, temp_file};
+
+/// An access log in a `log_format` of `$remote_addr $msec $request_time`: three clients
+/// over a minute, a steady one, a bursty one and a script, in time order.
+fn access_log() -> String {
+    let mut lines: Vec<(i64, &str)> = Vec::new();
+    let start = 1_753_833_600_000_i64;
+    lines.extend((0..120).map(|i| (start + i * 500, "10.0.0.1")));
+    for burst in 0..6 {
+        lines.extend((0..60).map(|i| (start + burst * 9_000 + i * 37, "10.0.0.2")));
+    }
+    lines.extend((0..300).map(|i| (start + 20_000 + i * 90, "10.0.0.3")));
+    lines.sort();
+    let mut log = String::new();
+    for (ms, client) in lines {
+        let _ = writeln!(log, "{client} {}.{:03} 0.000", ms / 1000, ms % 1000);
+    }
+    log
+}
+
+const FORMAT: &str = "$remote_addr $msec $request_time";
+const NOW: &str = "algo=nginx,rate=10r/s,burst=20,nodelay,key=$binary_remote_addr";
+const NEXT: &str = "algo=nginx,rate=5r/s,burst=50,key=$binary_remote_addr";
+
+#[test]
+fn two_nginx_configurations_side_by_side_match_nginx_by_its_source() {
+    let text = access_log();
+    let log = temp_file("access.log", &text);
+    let rows: Vec<(String, i64)> = (text.lines())
+        .map(|line| {
+            let mut fields = line.split(' ');
+            let client = fields.next().unwrap().to_owned();
+            let (s, ms) = fields.next().unwrap().split_once('.').unwrap();
+            (client, s.parse::<i64>().unwrap() * 1000 + ms.parse::<i64>().unwrap())
+        })
+        .collect();
+    let now = brute::per_key(&rows, |t| brute::nginx(t, 10_000, 20));
+    let next = brute::per_key(&rows, |t| brute::nginx(t, 5_000, 50));
+    let args =
+        ["compare", log.to_str().unwrap(), "--log-format", FORMAT, "--limit", NOW, "--limit", NEXT];
+    let found = json(
+        &run_with(&[&args[..], &["--format", "json", "--top", "0"]].concat(), Stdin::Null).ok(),
+    );
+    let configurations = found["configurations"].as_array().unwrap();
+    assert_eq!(configurations[0]["passed"], brute::passed(&now));
+    assert_eq!(configurations[1]["passed"], brute::passed(&next));
+    assert!(brute::passed(&now) < rows.len(), "the first configuration drops some");
+    let changes = &found["changes"];
+    let changed =
+        |a: bool, b: bool| now.iter().zip(&next).filter(|&(&x, &y)| (x, y) == (a, b)).count();
+    assert_eq!(changes["newly_refused"], changed(true, false));
+    assert_eq!(changes["newly_passed"], changed(false, true));
+    assert!(changed(false, true) > 0, "the second configuration passes some the first refused");
+    // Each key's counts, by definition.
+    let keys = &changes["keys"];
+    assert_eq!(keys["column"], "remote_addr");
+    for key in keys["top"].as_array().unwrap() {
+        let mine: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].0 == key["key"]).collect();
+        let passed = |d: &[bool]| mine.iter().filter(|&&i| d[i]).count();
+        assert_eq!(key["events"], mine.len());
+        assert_eq!(
+            (key["first_passed"].clone(), key["second_passed"].clone()),
+            (passed(&now).into(), passed(&next).into())
+        );
+    }
+    // --emit changed: each changed line as it was logged, both decisions before it.
+    let emitted = run_with(&[&args[..], &["--emit", "changed"]].concat(), Stdin::Null);
+    assert_eq!(emitted.code, 0, "{}", emitted.stderr);
+    let word = |pass: bool| if pass { "passed" } else { "dropped" };
+    let want: String = (text.lines().zip(now.iter().zip(&next)))
+        .filter(|(_, (a, b))| a != b)
+        .map(|(line, (&a, &b))| format!("{} {} {line}\n", word(a), word(b)))
+        .collect();
+    assert_eq!(emitted.stdout, want);
+    assert!(emitted.stderr.contains("newly refused"), "the table goes to stderr");
+}
+
+#[test]
+fn configurations_keyed_by_two_columns_or_one_emitted_alone_are_refused() {
+    let csv = "time,client,host\n2025-01-01T00:00:00Z,a,x\n";
+    let two = [
+        "compare",
+        "--limit",
+        "algo=gcra,rate=1/s,key=client",
+        "--limit",
+        "algo=gcra,rate=1/s,key=host",
+    ];
+    assert_eq!(
+        run(&two, csv).error(),
+        "ratelimit: configurations may be keyed by one column, and these name two: `client` and `host`"
+    );
+    let one = ["compare", "--limit", "algo=gcra,rate=1/s", "--emit", "changed"];
+    assert_eq!(
+        run(&one, csv).error(),
+        "ratelimit: --emit changed compares two configurations, and --limit is given 1 times"
+    );
+    assert!(run(&["compare"], csv).error().contains("--rate <RATE>"));
+}
