@@ -42,10 +42,12 @@ pub struct JobArgs {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// The catalog: a file (CSV with a header unless --input-format or its extension says
-    /// otherwise), or - for standard input [default: standard input; the bundled sample if
-    /// standard input is a terminal].
+    /// otherwise; gzip or Zstandard is read decompressed), or - for standard input
+    /// [default: standard input; the bundled sample if standard input is a terminal].
+    /// Several files are read as one, in the order given, then in time order: a rotated
+    /// log (access.log.2.gz access.log.1 access.log); a CSV's header once.
     #[arg(value_name = "FILE")]
-    pub file: Option<PathBuf>,
+    pub file: Vec<PathBuf>,
 
     /// An input handed over by a program that runs the command (Arrow data), read instead
     /// of a FILE.

@@ -172,16 +172,20 @@ impl InputArgs {
     /// from `key_column` if given, with the flag that asked for it.
     pub fn resolve(&self, key_column: Option<(&str, &'static str)>) -> Result<Input> {
         let mut note = None;
-        let source = match self.file.as_deref() {
+        let source = match &self.file[..] {
             _ if let Some(given) = &self.given => given.clone(),
             _ if self.sample => sample::source(),
-            Some(path) if path == Path::new("-") => Source::Stdin,
-            Some(path) => Source::Path(path.to_owned()),
-            None if io::stdin().is_terminal() => {
+            [path] if path == Path::new("-") => Source::Stdin,
+            [path] => Source::Path(path.to_owned()),
+            [] if io::stdin().is_terminal() => {
                 note = Some(sample::NOTE);
                 sample::source()
             }
-            None => Source::Stdin,
+            [] => Source::Stdin,
+            paths if paths.iter().any(|p| p == Path::new("-")) => {
+                bail!("- (standard input) is read alone, not with other files")
+            }
+            paths => Source::Files(paths.to_vec()),
         };
         let until = match (self.until, self.since) {
             (Some(Until::After(span)), Some(since)) => match since.checked_add(span) {
@@ -204,21 +208,27 @@ impl InputArgs {
             ),
             None => None,
         };
-        let format = match (&self.input_format, &source) {
+        // A file's name or first line says its format; of several files, the first's.
+        let first = match &source {
+            Source::Path(path) => Some(path),
+            Source::Files(paths) => paths.first(),
+            _ => None,
+        };
+        let format = match (&self.input_format, first) {
             (Some(format), _) if log_format.is_some() && *format != InputFormat::Clf => {
                 bail!("--log-format reads access logs; --input-format {} is not one", format.name())
             }
             _ if log_format.is_some() => InputFormat::Clf,
             (Some(format), _) => *format,
-            (None, Source::Path(path)) => InputFormat::of_path(path)
+            (None, Some(path)) => InputFormat::of_path(path)
                 .or_else(|| InputFormat::of_content(path))
                 .unwrap_or_default(),
-            (None, _) => InputFormat::Csv,
+            (None, None) => InputFormat::Csv,
         };
         // An access log whose lines carry $msec and $request_time after the combined
         // fields is read in that layout unless told another: times to the millisecond.
-        let log_format = match (log_format, &source) {
-            (None, Source::Path(path))
+        let log_format = match (log_format, first) {
+            (None, Some(path))
                 if format == InputFormat::Clf
                     && self.time_column.is_none()
                     && is_timed_log(path) =>
@@ -340,12 +350,17 @@ const CLF_TIME: &str = "%d/%b/%Y:%H:%M:%S %z";
 impl Input {
     /// Refuses an output that would overwrite this input, before anything is read.
     pub fn check_output(&self, output: &Output) -> Result<()> {
-        let identity = match &self.source {
-            Source::Path(path) => std::fs::metadata(path).ok().as_ref().and_then(Identity::of),
-            Source::Stdin => Identity::of_stdin(),
-            _ => None,
+        let of = |path: &std::path::PathBuf| {
+            std::fs::metadata(path).ok().as_ref().and_then(Identity::of)
         };
-        output.check_not_input(identity.as_ref(), &self.source.name())
+        match &self.source {
+            Source::Path(path) => output.check_not_input(of(path).as_ref(), &self.source.name()),
+            Source::Stdin => output.check_not_input(Identity::of_stdin().as_ref(), "<stdin>"),
+            Source::Files(paths) => paths.iter().try_for_each(|path| {
+                output.check_not_input(of(path).as_ref(), &path.display().to_string())
+            }),
+            _ => output.check_not_input(None, &self.source.name()),
+        }
     }
 }
 

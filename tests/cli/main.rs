@@ -35,6 +35,7 @@ mod plot;
 mod real_data;
 mod replay;
 mod report;
+mod rotated;
 mod schema;
 mod shared;
 mod side_by_side;

@@ -36,9 +36,13 @@ pub enum InputFormat {
 
 impl InputFormat {
     /// Returns the format a file's name says, if it says one: `.csv`, `.tsv`, `.jsonl` or
-    /// `.ndjson`, `.geojson`, `.log`, `.parquet`.
+    /// `.ndjson`, `.geojson`, `.log`, `.parquet`, each maybe with `.gz` or `.zst` after.
     pub fn of_path(path: &std::path::Path) -> Option<InputFormat> {
+        // A compressed file's format is its name's without `.gz` or `.zst`.
         let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+        if matches!(extension.as_str(), "gz" | "zst") {
+            return InputFormat::of_path(&path.with_extension(""));
+        }
         Some(match extension.as_str() {
             "csv" => InputFormat::Csv,
             "tsv" => InputFormat::Tsv,

@@ -18,6 +18,7 @@ mod clf;
 #[cfg(all(unix, any(feature = "parquet", feature = "arrow")))]
 mod columnar;
 pub mod cost;
+mod decompress;
 mod emit;
 mod error;
 pub mod event;
@@ -25,6 +26,7 @@ pub mod filter;
 pub mod format;
 pub mod header;
 mod instants;
+mod joined;
 mod json;
 #[cfg(unix)]
 mod json_pieces;

@@ -4,7 +4,9 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
+use super::decompress::{Compression, decoded};
 use super::error::{ReadError, Result, layout};
+use super::joined::Joined;
 
 /// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
@@ -12,8 +14,12 @@ use super::error::{ReadError, Result, layout};
 pub enum Source {
     /// Standard input.
     Stdin,
-    /// A file.
+    /// A file, decompressed if it is gzip or Zstandard.
     Path(PathBuf),
+    /// Several files read as one, in the order given, each decompressed if it is: a
+    /// rotated log's files. A later file's first line is left out when it repeats the
+    /// first file's (a CSV header).
+    Files(Vec<PathBuf>),
     /// Bytes built into the program.
     Embedded {
         /// The name reports and messages use.
@@ -32,6 +38,9 @@ impl Source {
         match self {
             Source::Stdin => "<stdin>".into(),
             Source::Path(path) => path.display().to_string(),
+            Source::Files(paths) => {
+                paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ")
+            }
             Source::Embedded { name, .. } => (*name).into(),
             #[cfg(all(unix, feature = "arrow"))]
             Source::Arrow(data) => data.name().into(),
@@ -66,12 +75,41 @@ impl Opened {
     pub(super) fn open(source: &Source) -> Result<Opened> {
         Ok(match source {
             Source::Path(path) => {
-                let file = File::open(path)
-                    .map_err(|error| ReadError::Io { name: source.name(), error })?;
+                let name = || source.name();
+                let mut file =
+                    File::open(path).map_err(|error| ReadError::Io { name: name(), error })?;
                 match file.metadata() {
-                    Ok(meta) if meta.is_file() => Opened::File { file, start: 0 },
+                    Ok(meta) if meta.is_file() => {
+                        match Compression::of(&mut file)
+                            .map_err(|error| ReadError::Io { name: name(), error })?
+                        {
+                            Compression::None => Opened::File { file, start: 0 },
+                            // Decompressed, it is read once, as a pipe is.
+                            compression => Opened::Once(Some(
+                                decoded(file, compression)
+                                    .map_err(|error| ReadError::Io { name: name(), error })?,
+                            )),
+                        }
+                    }
                     _ => Opened::Once(Some(Box::new(file))),
                 }
+            }
+            Source::Files(paths) => {
+                let open = |path: &PathBuf| -> Result<Box<dyn Read + Send>> {
+                    let name = || path.display().to_string();
+                    let mut file =
+                        File::open(path).map_err(|error| ReadError::Io { name: name(), error })?;
+                    let regular = file.metadata().is_ok_and(|m| m.is_file());
+                    let compression = match regular {
+                        true => Compression::of(&mut file)
+                            .map_err(|error| ReadError::Io { name: name(), error })?,
+                        false => Compression::None,
+                    };
+                    decoded(file, compression)
+                        .map_err(|error| ReadError::Io { name: name(), error })
+                };
+                let files = paths.iter().map(open).collect::<Result<Vec<_>>>()?;
+                Opened::Once(Some(Box::new(Joined::new(files))))
             }
             Source::Stdin => match stdin_file() {
                 Some((file, start)) => Opened::File { file, start },

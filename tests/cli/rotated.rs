@@ -1,0 +1,111 @@
+//! Logs as people have them: a rotated set of files, some compressed, read as one log.
+
+use std::io::Write;
+
+use crate::harness::{Stdin, json, run, run_with};
+
+/// `text` gzip-compressed.
+fn gzip(text: &str) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(text.as_bytes()).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A replay's JSON report, its input's name left out, there and in its keys' rows.
+fn report(args: &[&str]) -> serde_json::Value {
+    fn unnamed(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(object) => {
+                object.remove("input");
+                object.values_mut().for_each(unnamed);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(unnamed),
+            _ => {}
+        }
+    }
+    let mut found = json(&run_with(&[args, &["--format", "json"]].concat(), Stdin::Null).ok());
+    unnamed(&mut found);
+    found
+}
+
+#[test]
+fn a_rotated_set_with_a_gzipped_file_reads_as_the_concatenated_log() {
+    let log = run(
+        &[
+            "synth",
+            "requests",
+            "--clients",
+            "200",
+            "--requests",
+            "6000",
+            "--days",
+            "0.1",
+            "--format",
+            "clf",
+        ],
+        "",
+    )
+    .ok();
+    let lines: Vec<&str> = log.lines().collect();
+    let third = lines.len() / 3;
+    let part = |from: usize, to: usize| {
+        lines[from..to].iter().map(|l| format!("{l}\n")).collect::<String>()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    std::fs::write(path("access.log.2.gz"), gzip(&part(0, third))).unwrap();
+    std::fs::write(path("access.log.1"), part(third, 2 * third)).unwrap();
+    std::fs::write(path("access.log"), part(2 * third, lines.len())).unwrap();
+    std::fs::write(path("whole.log"), &log).unwrap();
+    let limit =
+        ["--algo", "nginx", "--rate", "1r/s", "--burst", "3", "--key", "$binary_remote_addr"];
+    let whole = report(&[&["replay", &path("whole.log")], &limit[..]].concat());
+    assert!(whole["dropped"].as_u64().unwrap() > 0, "the limit bites");
+    // Named as logrotate names them, newest first, and oldest first: one answer.
+    for order in [
+        ["access.log", "access.log.1", "access.log.2.gz"],
+        ["access.log.2.gz", "access.log.1", "access.log"],
+    ] {
+        let files: Vec<String> = order.iter().map(|name| path(name)).collect();
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        assert_eq!(report(&[&["replay"], &files[..], &limit[..]].concat()), whole, "{order:?}");
+    }
+    // The name says which files were read.
+    let named = run_with(
+        &["replay", &path("access.log.1"), &path("access.log"), "--algo", "gcra", "--rate", "1/s"],
+        Stdin::Null,
+    )
+    .ok();
+    assert!(named.contains("access.log.1 + "), "{named}");
+}
+
+#[test]
+fn csv_files_are_joined_with_one_header_and_zstd_is_read_as_gzip_is() {
+    let csv =
+        "time,client\n2025-01-01T00:00:00Z,a\n2025-01-01T00:00:01Z,a\n2025-01-01T00:00:02Z,b\n";
+    let (first, second) = csv.split_at(csv.find("2025-01-01T00:00:01Z").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    std::fs::write(path("a.csv"), first).unwrap();
+    std::fs::write(
+        path("b.csv.zst"),
+        zstd::encode_all(format!("time,client\n{second}").as_bytes(), 3).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(path("all.csv.gz"), gzip(csv)).unwrap();
+    let limit = ["--algo", "gcra", "--rate", "1/m", "--key", "client"];
+    let plain =
+        json(&run(&[&["replay"][..], &limit[..], &["--format", "json"]].concat(), csv).ok());
+    let joined = report(&[&["replay", &path("a.csv"), &path("b.csv.zst")], &limit[..]].concat());
+    let gzipped = report(&[&["replay", &path("all.csv.gz")], &limit[..]].concat());
+    for found in [&joined, &gzipped] {
+        assert_eq!(
+            (found["events"].clone(), found["passed"].clone()),
+            (plain["events"].clone(), plain["passed"].clone())
+        );
+    }
+    assert_eq!(plain["events"], 3);
+    let alone =
+        run(&["replay", "-", &path("a.csv"), "--algo", "gcra", "--rate", "1/m"], "").error();
+    assert_eq!(alone, "ratelimit: - (standard input) is read alone, not with other files");
+}
