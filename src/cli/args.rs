@@ -245,13 +245,9 @@ pub struct OutputArgs {
     pub format: Format,
 }
 
-/// The size of a limiter: its rate and burst.
-#[derive(Debug, Args)]
-pub struct RateArgs {
-    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
-    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
-    pub rate: Rate,
-
+/// What a limiter takes beside its rate: its burst, and nginx's `delay=`.
+#[derive(Clone, Copy, Debug, Default, Args)]
+pub struct Shape {
     /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
     /// [default: 0]; traefik's burst [default: 1].
     #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
@@ -259,6 +255,17 @@ pub struct RateArgs {
 
     #[command(flatten)]
     pub nginx: NginxArgs,
+}
+
+/// The size of a limiter: its rate and burst.
+#[derive(Debug, Args)]
+pub struct RateArgs {
+    /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
+    #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
+    pub rate: Rate,
+
+    #[command(flatten)]
+    pub shape: Shape,
 }
 
 /// When nginx serves the requests it admits: `limit_req`'s `delay=`, `nodelay` and
@@ -373,13 +380,8 @@ pub struct LiveLimitArgs {
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
-    /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
-    pub burst: Option<u64>,
-
     #[command(flatten)]
-    pub nginx: NginxArgs,
+    pub shape: Shape,
 }
 
 /// The size of the limiters, and the window to report.
@@ -402,13 +404,8 @@ pub struct UnlessLimits {
     #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
-    /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
-    /// [default: 0]; traefik's burst [default: 1].
-    #[arg(short = 'b', long, value_name = "B", allow_hyphen_values = true, value_parser = parse_given_burst)]
-    pub burst: Option<u64>,
-
     #[command(flatten)]
-    pub nginx: NginxArgs,
+    pub shape: Shape,
 
     /// The length of the busiest window to report [default: the rate's period].
     #[arg(short = 'w', long, value_name = "DURATION", allow_hyphen_values = true)]
@@ -418,7 +415,7 @@ pub struct UnlessLimits {
 impl UnlessLimits {
     /// The limit given, if `--rate` was.
     pub fn limit(&self) -> Option<LimitArgs> {
-        let size = RateArgs { rate: self.rate?, burst: self.burst, nginx: self.nginx };
+        let size = RateArgs { rate: self.rate?, shape: self.shape };
         Some(LimitArgs { size, window: self.window })
     }
 }

@@ -82,7 +82,7 @@ impl LiveLimitArgs {
     /// Settles the one limiter; `command` names the command that needs it, for the error.
     pub fn settings(&self, command: &str) -> Result<Settings> {
         let Some(rate) = self.rate else { bail!("{command} needs --rate, or --limit") };
-        RateArgs { rate, burst: self.burst, nginx: self.nginx }.settings(self.algo, None, true)
+        RateArgs { rate, shape: self.shape }.settings(self.algo, None, true)
     }
 }
 
@@ -96,7 +96,7 @@ impl RateArgs {
         window: Option<Span>,
         strict: bool,
     ) -> Result<Settings> {
-        self.settings_with(algorithm, window, strict, &self.nginx.given(), "--")
+        self.settings_with(algorithm, window, strict, &self.shape.nginx.given(), "--")
     }
 
     /// Settles one limiter's settings as [`settings`](RateArgs::settings) does, with the
@@ -113,7 +113,7 @@ impl RateArgs {
         if let Some(why) = algorithm.refuses(rate) {
             bail!(why);
         }
-        let burst = match self.burst {
+        let burst = match self.shape.burst {
             Some(_) if strict && !algorithm.uses_burst() => {
                 let name = algorithm.name();
                 bail!("--burst applies to {}, not {name}", with_burst())

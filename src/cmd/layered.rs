@@ -175,8 +175,8 @@ fn resolve_as(
     let layers = specs
         .iter()
         .map(|spec| {
-            let nginx = crate::cli::args::NginxArgs::default();
-            let size = RateArgs { rate: spec.rate, burst: spec.burst, nginx };
+            let shape = crate::cli::args::Shape { burst: spec.burst, ..Default::default() };
+            let size = RateArgs { rate: spec.rate, shape };
             Ok(Layer {
                 settings: size.settings_with(spec.algorithm, window, true, &spec.params, "")?,
                 keyed: spec.key.is_some(),
