@@ -129,9 +129,10 @@ fn once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
 impl fmt::Display for LayerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // nginx's own notation where it has one (`10r/s`, `30r/m`), as its config writes it.
-        match crate::limiter::nginx_rate(self.rate).filter(|_| self.algorithm == Algorithm::Nginx) {
-            Some((count, 1)) => write!(f, "algo=nginx,rate={count}r/s")?,
-            Some((count, _)) => write!(f, "algo=nginx,rate={count}r/m")?,
+        match crate::limiter::nginx_notation(self.rate)
+            .filter(|_| self.algorithm == Algorithm::Nginx)
+        {
+            Some(rate) => write!(f, "algo=nginx,rate={rate}")?,
             None => write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?,
         }
         if let Some(burst) = self.burst {

@@ -16,11 +16,12 @@ use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
+use crate::limiter::NginxBurst;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
 use crate::report::LayerNeeds;
-use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, WorstKey};
+use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemBurst, WorstKey};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
@@ -102,12 +103,15 @@ pub(super) struct KeyedFinders {
     keys: usize,
     /// How many threads size the keys.
     threads: usize,
+    /// With `--for nginx`, nginx's own need at each rate.
+    nginx: Vec<NginxBurst>,
 }
 
 impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
-    fn event(&mut self, Event { time, key, cost }: Event) -> Result<()> {
+    fn event(&mut self, event @ Event { time, key, cost }: Event) -> Result<()> {
+        self.nginx.iter_mut().for_each(|need| need.push(event));
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
             self.add_keys(slot(key) + 1)?;
         }
@@ -134,7 +138,13 @@ impl KeyedFinders {
         } else {
             Sizing::One(KeyFinders::new(rates))
         };
-        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads }
+        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads, nginx: Vec::new() }
+    }
+
+    /// Also finds nginx's own need at each rate, each of which nginx can write.
+    pub(super) fn for_nginx(self) -> KeyedFinders {
+        let nginx = self.rates.iter().map(|&rate| NginxBurst::new(rate)).collect();
+        KeyedFinders { nginx, ..self }
     }
 
     /// Counts keys up to `keys` (keys come numbered in order of first appearance, but may
@@ -173,7 +183,24 @@ impl KeyedFinders {
 
     /// Returns one result per rate; with keys, the key needing the most, and the first keys
     /// by need, the largest bucket first.
-    pub(super) fn results(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
+    pub(super) fn results(
+        mut self,
+        names: KeyNames,
+        cover: Option<Percent>,
+    ) -> Vec<report::MinBucket> {
+        let nginx = std::mem::take(&mut self.nginx);
+        let keyed = matches!(self.sizing, Sizing::Keyed { .. });
+        let mut found = self.buckets(names, cover);
+        for (result, need) in found.iter_mut().zip(&nginx) {
+            let (burst, key) = need.result();
+            let key = key.filter(|_| keyed).zip(names.names).map(|(key, table)| table.name(key));
+            result.nginx = Some(SystemBurst { burst, key });
+        }
+        found
+    }
+
+    /// The smallest lossless buckets, one result per rate.
+    fn buckets(self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
         let (events, keys) = match self.sizing {
             Sizing::One(mut finders) => {
                 return finders.results().into_iter().map(report::MinBucket::from).collect();
@@ -322,6 +349,7 @@ where
                 worst_key,
                 cover,
                 by_key: Some(by_key),
+                nginx: None,
             }
         })
         .collect()
@@ -343,7 +371,19 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
     let keyed = input.read.key_column.is_some();
-    let fresh = || KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
+    let nginx = args.system == Some(SizedFor::Nginx);
+    if nginx {
+        if let Some(rate) = rates.iter().find(|&&rate| crate::limiter::nginx_rate(rate).is_none()) {
+            bail!("--for nginx: nginx writes a rate as N r/s or N r/m, and {rate} is neither");
+        }
+        if input.read.cost != crate::input::catalog::Cost::default() {
+            bail!("--for nginx: nginx counts requests, not what they cost: leave out --cost");
+        }
+    }
+    let fresh = || {
+        let finders = KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
+        if nginx { finders.for_nginx() } else { finders }
+    };
     let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
     let names = KeyNames::of(input.read.key_column.as_deref(), &stats);
@@ -438,12 +478,25 @@ pub struct MinBucketArgs {
     #[arg(conflicts_with_all = ["rate", "curve", "cover", "key", "cost"])]
     pub limits: Vec<LayerSpec>,
 
+    /// Also answer in a system's own terms: for nginx, the smallest burst= with which
+    /// limit_req, in its own arithmetic, refuses none of the events at each rate (with
+    /// --key, of any key).
+    #[arg(long = "for", value_enum, value_name = "SYSTEM", conflicts_with_all = ["curve", "limits"])]
+    pub system: Option<SizedFor>,
+
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
 
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// The systems whose own terms `min-bucket --for` answers in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SizedFor {
+    /// nginx's limit_req: burst=, in its milli-request arithmetic.
+    Nginx,
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {

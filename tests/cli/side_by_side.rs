@@ -24,6 +24,18 @@ fn access_log() -> String {
     log
 }
 
+/// The log's requests as (client, time in ms), read here with nothing of the program's.
+fn logged(text: &str) -> Vec<(String, i64)> {
+    (text.lines())
+        .map(|line| {
+            let mut fields = line.split(' ');
+            let client = fields.next().unwrap().to_owned();
+            let (s, ms) = fields.next().unwrap().split_once('.').unwrap();
+            (client, s.parse::<i64>().unwrap() * 1000 + ms.parse::<i64>().unwrap())
+        })
+        .collect()
+}
+
 const FORMAT: &str = "$remote_addr $msec $request_time";
 const NOW: &str = "algo=nginx,rate=10r/s,burst=20,nodelay,key=$binary_remote_addr";
 const NEXT: &str = "algo=nginx,rate=5r/s,burst=50,key=$binary_remote_addr";
@@ -32,14 +44,7 @@ const NEXT: &str = "algo=nginx,rate=5r/s,burst=50,key=$binary_remote_addr";
 fn two_nginx_configurations_side_by_side_match_nginx_by_its_source() {
     let text = access_log();
     let log = temp_file("access.log", &text);
-    let rows: Vec<(String, i64)> = (text.lines())
-        .map(|line| {
-            let mut fields = line.split(' ');
-            let client = fields.next().unwrap().to_owned();
-            let (s, ms) = fields.next().unwrap().split_once('.').unwrap();
-            (client, s.parse::<i64>().unwrap() * 1000 + ms.parse::<i64>().unwrap())
-        })
-        .collect();
+    let rows = logged(&text);
     let now = brute::per_key(&rows, |t| brute::nginx(t, 10_000, 20));
     let next = brute::per_key(&rows, |t| brute::nginx(t, 5_000, 50));
     let args =
@@ -101,4 +106,32 @@ fn configurations_keyed_by_two_columns_or_one_emitted_alone_are_refused() {
         "ratelimit: --emit changed compares two configurations, and --limit is given 1 times"
     );
     assert!(run(&["compare"], csv).error().contains("--rate <RATE>"));
+}
+
+#[test]
+fn min_bucket_for_nginx_is_the_least_burst_nginx_refuses_none_with() {
+    let text = access_log();
+    let log = temp_file("access.log", &text);
+    let rows = logged(&text);
+    let args = ["min-bucket", log.to_str().unwrap(), "--log-format", FORMAT, "--for", "nginx"];
+    let keyed =
+        [&args[..], &["--key", "$binary_remote_addr", "--rate", "10r/s,30r/m", "--format", "json"]]
+            .concat();
+    let found = json(&run_with(&keyed, Stdin::Null).ok());
+    // By nginx's source: the least burst= with which every key passes all its requests.
+    for (k, rate) in [(0, 10_000), (1, 500)] {
+        let least = (0..)
+            .find(|&b| brute::per_key(&rows, |t| brute::nginx(t, rate, b)).iter().all(|&p| p))
+            .unwrap();
+        assert_eq!(found[k]["nginx"]["burst"], least, "rate {k}");
+        assert!(least > 0);
+    }
+    // At 10r/s the bursts of 60 requests 37 ms apart gain 630 milli-requests each, 37,800
+    // in all (burst=38); the script, 100 each of its 300 (burst=30).
+    assert_eq!(found[0]["nginx"]["key"], "10.0.0.2");
+    let refused = run_with(&[&args[..], &["--rate", "5/h"]].concat(), Stdin::Null).error();
+    assert_eq!(
+        refused,
+        "ratelimit: --for nginx: nginx writes a rate as N r/s or N r/m, and 5/h is neither"
+    );
 }

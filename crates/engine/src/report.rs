@@ -348,6 +348,20 @@ pub struct MinBucket {
     /// With `--key`: the keys, and the first of them ranked, each as a row.
     #[serde(rename = "keys", skip_serializing_if = "Option::is_none")]
     pub by_key: Option<KeyList<MinBucket>>,
+    /// With `--for nginx`: the smallest `burst=` with which nginx's `limit_req`, in its
+    /// own arithmetic, refuses none of the events at this rate (with `--key`, of any key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx: Option<SystemBurst>,
+}
+
+/// A lossless size in a system's own terms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SystemBurst {
+    /// The burst the system's configuration takes (nginx's `burst=`).
+    pub burst: u64,
+    /// With `--key`: the key that needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// The smallest lossless bucket at a rate, and a stretch of events that needs it (`None`
@@ -431,6 +445,7 @@ impl From<Lossless> for MinBucket {
             worst_key: None,
             cover: None,
             by_key: None,
+            nginx: None,
         }
     }
 }

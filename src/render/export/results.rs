@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use serde::{Serialize, Serializer};
 
 use super::table::{
-    check_line, compare_table, curve_table, min_bucket_table, min_rate_table, replay_table,
+    compare_table, curve_table, human_ms, min_bucket_table, min_rate_table, replay_table,
 };
 use super::{Report, Style};
 use crate::report::{self, CsvRow, csv_rows};
@@ -97,5 +97,22 @@ impl Report for report::Check {
 
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         check_line(out, self, style)
+    }
+}
+
+/// Writes a live decision as one line.
+pub fn check_line(out: &mut dyn Write, c: &report::Check, style: Style) -> io::Result<()> {
+    let full = human_ms(c.reset_after_s.as_micros());
+    if c.allowed {
+        let verdict = style.good("allowed");
+        writeln!(out, "{verdict}: {} of {} left, full again in {full}", c.remaining, c.limit)
+    } else {
+        let verdict = style.warn("limited");
+        let retry = human_ms(c.retry_after_s.as_micros());
+        writeln!(
+            out,
+            "{verdict}: {} of {} left, retry in {retry}, full again in {full}",
+            c.remaining, c.limit
+        )
     }
 }

@@ -357,6 +357,14 @@ pub fn min_bucket_table(
             cover_lines(out, m.rate, c)?;
         }
     }
+    for (n, m) in found.iter().filter(|m| m.nginx.is_some()).enumerate() {
+        let Some(nginx) = &m.nginx else { continue };
+        let rate = crate::limiter::nginx_notation(m.rate).unwrap_or_else(|| m.rate.to_string());
+        let key = nginx.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));
+        let burst = nginx.burst;
+        let gap = if n == 0 { "\n" } else { "" };
+        writeln!(out, "{gap}nginx: rate={rate} burst={burst} refuses none of the events{key}")?;
+    }
     for m in found {
         let Some(list) = &m.by_key else { continue };
         let (keys, count) = (&list.top, list.count);
@@ -575,22 +583,5 @@ pub(super) fn percent(n: u64, all: u64) -> String {
     match all {
         0 => String::new(),
         all => format!("  {:5.1}%", n as f64 * 100.0 / all as f64),
-    }
-}
-
-/// Writes a live decision as one line.
-pub fn check_line(out: &mut dyn Write, c: &report::Check, style: Style) -> io::Result<()> {
-    let full = human_ms(c.reset_after_s.as_micros());
-    if c.allowed {
-        let verdict = style.good("allowed");
-        writeln!(out, "{verdict}: {} of {} left, full again in {full}", c.remaining, c.limit)
-    } else {
-        let verdict = style.warn("limited");
-        let retry = human_ms(c.retry_after_s.as_micros());
-        writeln!(
-            out,
-            "{verdict}: {} of {} left, retry in {retry}, full again in {full}",
-            c.remaining, c.limit
-        )
     }
 }

@@ -5,6 +5,7 @@
 
 mod aligned;
 mod keyed;
+mod nginx_burst;
 pub mod params;
 pub mod promise;
 mod replicated;
@@ -44,7 +45,8 @@ limiters! {
 use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
-pub use self::nginx::nginx_rate;
+pub use self::nginx::{nginx_notation, nginx_rate};
+pub use self::nginx_burst::NginxBurst;
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
 use crate::units::rate::Rate;

@@ -126,6 +126,13 @@ impl Parameters for Delay {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Node(Option<Excess>);
 
+impl Node {
+    /// The excess the node holds, in milli-requests: 0 before its first request.
+    pub(crate) fn excess(&self) -> i64 {
+        self.0.map_or(0, |kept| kept.excess)
+    }
+}
+
 /// What nginx keeps for a key: its excess in milli-requests, and the millisecond of its
 /// last charged leak.
 #[derive(Clone, Copy, Debug)]
@@ -187,6 +194,12 @@ pub fn nginx_rate(rate: Rate) -> Option<(u64, u64)> {
         let count = (per_unit % i128::from(micros) == 0).then(|| per_unit / i128::from(micros))?;
         Some((u64::try_from(count).ok().filter(|&c| c > 0)?, scale))
     })
+}
+
+/// Returns the rate as nginx's configuration writes it, `10r/s` or `30r/m`, or `None` if
+/// nginx cannot write it.
+pub fn nginx_notation(rate: Rate) -> Option<String> {
+    nginx_rate(rate).map(|(count, scale)| format!("{count}r/{}", if scale == 1 { "s" } else { "m" }))
 }
 
 impl KeyedState for Nginx {

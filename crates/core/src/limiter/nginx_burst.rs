@@ -1,0 +1,119 @@
+//! Sizing nginx: the smallest `burst=` with which nginx's `limit_req` refuses none of the events, found
+//! in nginx's own arithmetic (milli-requests, whole milliseconds, the truncated leak).
+
+use std::num::NonZeroU64;
+
+use super::{KeyedState, Nginx};
+use crate::event::{Event, Key};
+use crate::units::rate::Rate;
+
+/// A key's node, as nginx keeps it.
+type Node = <Nginx as KeyedState>::State;
+
+/// Follows each key's node as nginx at one rate would keep it if it refused nothing, and
+/// the most excess any node reaches. nginx refuses a request exactly when its excess would
+/// pass `burst=B` (B·1000 milli-requests), and a refusal changes nothing; so with no
+/// refusal each node's excess is known whatever the burst, and the smallest B that refuses
+/// none is that most excess, in whole requests, rounded up. The excess nginx's truncated
+/// leak keeps makes it at least the exact token bucket's need less one, and at times more.
+#[derive(Clone, Debug)]
+pub struct NginxBurst {
+    limiter: Nginx,
+    /// Each key's node, by key number.
+    nodes: Vec<Node>,
+    /// The most excess a node has held, in milli-requests, and its key.
+    most: (i64, Option<Key>),
+}
+
+impl NginxBurst {
+    /// Returns the tracker for nginx at `rate`, which must be one nginx can write.
+    pub fn new(rate: Rate) -> NginxBurst {
+        NginxBurst {
+            limiter: Nginx::new(rate, NonZeroU64::MIN),
+            nodes: Vec::new(),
+            most: (0, None),
+        }
+    }
+
+    /// Takes the next event, no earlier than the one before; each counts as one request,
+    /// as nginx counts it.
+    pub fn push(&mut self, event: Event) {
+        let slot = usize::try_from(event.key).unwrap_or(usize::MAX);
+        if slot >= self.nodes.len() {
+            self.nodes.resize(slot + 1, Node::default());
+        }
+        let node = &mut self.nodes[slot];
+        // Charged whatever the burst: the excess of a nginx that refuses nothing.
+        self.limiter.step(node, event.time, 1, true);
+        if node.excess() > self.most.0 {
+            self.most = (node.excess(), Some(event.key));
+        }
+    }
+
+    /// The smallest `burst=` that refuses none of the events, and the key whose node needs
+    /// it (the first to reach the most); `None` when no burst above 0 is needed.
+    pub fn result(&self) -> (u64, Option<Key>) {
+        let (most, key) = self.most;
+        (u64::try_from(most).unwrap_or(0).div_ceil(1000), key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::units::time::Timestamp;
+
+    fn event(ms: i64, key: Key) -> Event {
+        Event { time: Timestamp::from_micros(ms * 1000).unwrap(), key, cost: 1 }
+    }
+
+    /// nginx at `rate` with `burst=B` refuses none of `events`.
+    fn refuses_none(rate: Rate, b: u64, events: &[Event]) -> bool {
+        let limiter = Nginx::new(rate, NonZeroU64::new(b + 1).unwrap());
+        let mut nodes: Vec<Node> = vec![Node::default(); 4];
+        events.iter().all(|e| limiter.step(&mut nodes[e.key as usize], e.time, 1, false).passed)
+    }
+
+    #[test]
+    fn three_requests_at_once_need_burst_2_and_a_second_apart_none() {
+        let rate: Rate = "1r/s".parse().unwrap();
+        let mut burst = NginxBurst::new(rate);
+        [0, 0, 0].into_iter().for_each(|ms| burst.push(event(ms, 0)));
+        assert_eq!(burst.result(), (2, Some(0)));
+        let mut spaced = NginxBurst::new(rate);
+        [0, 1000, 2000].into_iter().for_each(|ms| spaced.push(event(ms, 0)));
+        assert_eq!(spaced.result(), (0, None));
+    }
+
+    #[test]
+    fn the_truncated_leak_can_need_more_than_the_exact_bucket() {
+        // 1r/m leaks 16 milli-requests a second, not 16.67: a request 60 s after the first
+        // leaves 1000 − 960 = 40 of excess, so the next, 61 s on, needs burst=1, where a
+        // token bucket of 1 at 1/m is full again each time.
+        let rate: Rate = "1r/m".parse().unwrap();
+        let mut burst = NginxBurst::new(rate);
+        [0, 60_000, 121_000].into_iter().for_each(|ms| burst.push(event(ms, 0)));
+        assert_eq!(burst.result().0, 1);
+    }
+
+    proptest! {
+        #[test]
+        fn the_burst_found_refuses_none_and_one_less_refuses_some(
+            gaps in prop::collection::vec((0i64..3_000, 0u32..3), 1..80),
+            per_second in 1u64..5,
+        ) {
+            let rate: Rate = format!("{per_second}r/s").parse().unwrap();
+            let mut ms = 0;
+            let events: Vec<Event> = gaps.iter().map(|&(gap, key)| { ms += gap; event(ms, key) }).collect();
+            let mut burst = NginxBurst::new(rate);
+            events.iter().for_each(|&e| burst.push(e));
+            let (b, _) = burst.result();
+            prop_assert!(refuses_none(rate, b, &events));
+            if b > 0 {
+                prop_assert!(!refuses_none(rate, b - 1, &events));
+            }
+        }
+    }
+}
