@@ -121,11 +121,11 @@ pub(super) fn report(
     let layers = specs
         .iter()
         .zip(record.layers)
-        .map(|(spec, (recorder, refused, only))| {
+        .map(|(spec, (recorder, refused, only, alone))| {
             let names = KeyNames::of(spec.key.as_deref(), stats);
             let mut reports = recorder.reports(&name, names, top, threads).lanes;
             let limiter = reports.swap_remove(0);
-            LayerReport { spec: spec.to_string(), refused, only, limiter }
+            LayerReport { spec: spec.to_string(), refused, only, alone, limiter }
         })
         .collect();
     LayeredReport {

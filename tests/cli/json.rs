@@ -112,6 +112,9 @@ fn layered_replay_json() {
     let layers = report["layers"].as_array().unwrap();
     assert_eq!((layers[0]["refused"].as_u64(), layers[0]["only"].as_u64()), (Some(3), Some(0)));
     assert_eq!(layers[1]["refused"].as_u64(), Some(3));
+    // Alone, the network's GCRA decides every event by its definition.
+    let (alone, _) = brute::gcra(&brute::times(QUAKES), 2, HOUR, 2);
+    assert_eq!(layers[0]["alone"], alone.iter().filter(|&&p| !p).count());
     insta::assert_snapshot!(out);
 }
 

@@ -166,6 +166,10 @@ pub struct Tally {
     passed: u64,
     refused: Vec<u64>,
     only: Vec<u64>,
+    /// Each layer deciding every event alone, as the only limit, in memory; and what each
+    /// so refuses.
+    alone: Vec<(AnyPerKey, Layer)>,
+    alone_refused: Vec<u64>,
     /// If kept: every event's decision, in order.
     trace: Option<Vec<bool>>,
     /// If kept, with the trace: the layers that refused each event (bit n for layer n).
@@ -178,6 +182,8 @@ impl Tally {
             records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
             refused: vec![0; layers.len()],
             only: vec![0; layers.len()],
+            alone: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
+            alone_refused: vec![0; layers.len()],
             events: 0,
             passed: 0,
             trace: None,
@@ -205,6 +211,16 @@ impl Tally {
         passed
     }
 
+    /// Has each layer decide `event` alone, as if it were the only limit: what a layer
+    /// would refuse by itself, whatever the others do to the events it sees.
+    #[inline]
+    fn alone(&mut self, event: Event) {
+        for ((limiter, layer), count) in self.alone.iter_mut().zip(&mut self.alone_refused) {
+            let seen = layer.sees(event);
+            *count += u64::from(!limiter.decide(slot(seen.key), seen.time, seen.cost).passed);
+        }
+    }
+
     /// Records layer n's decision on the event as it sees it, `seen`.
     #[inline]
     pub fn record(&mut self, n: usize, seen: Event, decision: Decision) -> Result<()> {
@@ -225,8 +241,9 @@ pub struct LayeredRecord {
     pub events: u64,
     /// Those every layer admitted.
     pub passed: u64,
-    /// For each layer: its record, its refusals, and the refusals that were its alone.
-    pub layers: Vec<(Recorder, u64, u64)>,
+    /// For each layer: its record, its refusals, the refusals that were its alone, and
+    /// what it refuses as the only limit.
+    pub layers: Vec<(Recorder, u64, u64, u64)>,
     /// Every event's decision, in order, if they were kept.
     pub trace: Vec<bool>,
     /// With the trace: the layers that refused each event, in order (bit n for layer n).
@@ -256,7 +273,8 @@ impl<D: Decide> Layered<D> {
             .into_iter()
             .zip(tally.refused)
             .zip(tally.only)
-            .map(|((r, a), b)| (r, a, b));
+            .zip(tally.alone_refused)
+            .map(|(((r, a), b), c)| (r, a, b, c));
         Ok(LayeredRecord {
             events: tally.events,
             passed: tally.passed,
@@ -272,6 +290,7 @@ impl<D: Decide> Sink for Layered<D> {
 
     #[inline]
     fn event(&mut self, event: Event) -> Result<()> {
+        self.tally.alone(event);
         self.decide.push(event, &mut self.tally)
     }
 }
@@ -357,7 +376,7 @@ mod tests {
         }
         let record = run.finish().unwrap();
         assert_eq!((record.events, record.passed), (4, 2));
-        let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o)| (*r, *o)).collect();
+        let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o, _)| (*r, *o)).collect();
         assert_eq!(refusals, [(1, 1), (1, 1)]);
     }
 

@@ -108,6 +108,10 @@ pub struct LayerReport {
     pub refused: u64,
     /// The events only this layer refused: every other layer admitted them.
     pub only: u64,
+    /// The events this layer would refuse as the only limit: deciding every event alone,
+    /// charged by its own decisions. A layer that refuses none in the run may refuse many
+    /// alone, when another layer refuses first.
+    pub alone: u64,
     #[serde(flatten)]
     pub limiter: LimiterReport,
 }

@@ -31,14 +31,23 @@ impl Report for LayeredReport {
             .layers
             .iter()
             .map(|layer| {
+                let (spec, refused, only) = (layer.spec.clone(), layer.refused, layer.only);
                 let mut row =
-                    vec![layer.spec.clone(), layer.refused.to_string(), layer.only.to_string()];
+                    vec![spec, refused.to_string(), only.to_string(), layer.alone.to_string()];
                 row.extend(limiter_cells(&layer.limiter));
                 row
             })
             .collect();
-        let header =
-            ["layer", "refused", "only", "passed units", "busiest", "min bucket", "promise"];
+        let header = [
+            "layer",
+            "refused",
+            "only",
+            "alone",
+            "passed units",
+            "busiest",
+            "min bucket",
+            "promise",
+        ];
         table(out, &header, &rows, style)
     }
 }
