@@ -20,7 +20,7 @@ use super::csv_line::LineReader;
 use super::layered;
 use super::min_bucket::KeyedFinders;
 use super::{curve_of, notes};
-use crate::cli::args::{JobArgs, LimitArgs};
+use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
 use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
@@ -62,9 +62,19 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
             "report --limit reads its input twice, the second time for the layers: give a file, not stdin"
         );
     }
-    let algorithms = scene_algorithms(args.algo);
-    let settings = args.limit.side_by_side(&algorithms)?;
-    let chosen = settings.iter().position(|s| s.algorithm == args.algo).unwrap_or(0);
+    // Without --rate, the first layer is the limit the page leads with.
+    let (limit, algo) = match (args.size.limit(), args.limits.first()) {
+        (Some(limit), _) => (limit, args.algo),
+        (None, Some(first)) => {
+            let shape = Shape { burst: first.burst, ..Shape::default() };
+            let size = RateArgs { rate: first.rate, shape };
+            (LimitArgs { size, window: None }, first.algorithm)
+        }
+        (None, None) => bail!("report needs --rate RATE, or --limit SPEC"),
+    };
+    let algorithms = scene_algorithms(algo);
+    let settings = limit.side_by_side(&algorithms)?;
+    let chosen = settings.iter().position(|s| s.algorithm == algo).unwrap_or(0);
     let rate = settings[chosen].rate;
     let mut job = args.job.job(input, settings, false)?;
     // The page lists at most MOST_KEYS keys, whatever --top asks, so that it stays under
@@ -435,10 +445,11 @@ pub struct ReportArgs {
     pub algo: Algorithm,
 
     #[command(flatten)]
-    pub limit: LimitArgs,
+    pub size: UnlessLimits,
 
     /// Layers of several limits at once, as replay takes them: the page shows each
-    /// layer's refusals.
+    /// layer's refusals. Without --rate, the page leads with the first layer's limiter,
+    /// rate and burst.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     pub limits: Vec<LayerSpec>,
 

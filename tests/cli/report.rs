@@ -72,6 +72,26 @@ fn the_report_is_one_file_that_asks_for_nothing() {
 }
 
 #[test]
+fn a_report_of_layers_needs_no_rate_and_leads_with_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let layers = ["--limit", "algo=gcra,rate=5/h,burst=5", "--limit", "algo=sliding-log,rate=20/d"];
+    let page =
+        std::fs::read_to_string(write_report(dir.path(), &[&["--sample"][..], &layers].concat()))
+            .unwrap();
+    let data = page.split("<script type=\"application/json\" id=\"report-data\">").nth(1).unwrap();
+    let data = json(data.split("</script>").next().unwrap());
+    // The page's lanes are the first layer's rate and burst, as if given with --rate.
+    let given = ["compare", "--sample", "--rate", "5/h", "--burst", "5", "--format", "json"];
+    assert_eq!(data["lanes"], json(&run(&given, "").ok()));
+    let replayed = json(
+        &run(&[&["replay", "--sample"][..], &layers, &["--format", "json"]].concat(), "").ok(),
+    );
+    assert_eq!(data["layers"], replayed);
+    let none = run_with(&["report", "--sample", "-o", "-"], Stdin::Null).error();
+    assert!(none.contains("--rate"), "{none}");
+}
+
+#[test]
 fn layers_refuse_stdin_which_the_report_cannot_read_twice() {
     let args = ["report", "--rate", "5/h", "--limit", "algo=gcra,rate=5/h", "-o", "-"];
     let error = run(&args, "time\n2025-01-01T00:00:00Z\n").error();
