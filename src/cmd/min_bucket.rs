@@ -435,6 +435,7 @@ fn run_curve(
             style = styles.stderr;
         }
     }
+    let segments = export::PerUnit { found: &segments, per: args.per.unwrap_or_default() };
     export::write(&mut out, args.output.format, style, &segments)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -483,6 +484,11 @@ pub struct MinBucketArgs {
     /// --key, of any key).
     #[arg(long = "for", value_enum, value_name = "SYSTEM", conflicts_with_all = ["curve", "limits"])]
     pub system: Option<SizedFor>,
+
+    /// With --curve: the unit the table gives each rate in, as a decimal beside the exact
+    /// rate: s, m, h or d [default: h].
+    #[arg(long, value_enum, value_name = "UNIT", requires = "curve")]
+    pub per: Option<export::Per>,
 
     /// With --curve, also draw it as an SVG: burst against rate, on log axes.
     #[arg(long, value_name = "FILE")]

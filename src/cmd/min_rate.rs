@@ -39,6 +39,7 @@ pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
         })
         .collect();
     let mut out = BufWriter::new(stdout());
+    let found = export::PerUnit { found: &found, per: args.per };
     export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -61,6 +62,11 @@ pub struct MinRateArgs {
         value_parser = parse_burst
     )]
     pub burst: Vec<NonZeroU64>,
+
+    /// The unit the table gives each rate in, as a decimal beside the exact rate: s, m, h
+    /// or d.
+    #[arg(long, value_enum, value_name = "UNIT", default_value = "h")]
+    pub per: export::Per,
 
     #[command(flatten)]
     pub output: OutputArgs,

@@ -180,3 +180,25 @@ fn the_curve_drawn_has_a_dot_per_breakpoint() {
     let dots = doc.descendants().filter(|n| n.has_tag_name("circle")).count();
     assert_eq!(dots, segments.as_array().unwrap().len() - 1);
 }
+
+#[test]
+fn min_rate_and_the_curve_give_rates_in_the_unit_asked() {
+    // A bucket of 2 needs 1/10m (see above): 6 an hour, 0.1 a minute, 144 a day.
+    let table = |per: &str| run(&["min-rate", "--burst", "2", "--per", per], QUAKES).ok();
+    for (per, header, value) in
+        [("m", "per_minute", "0.1"), ("d", "per_day", "144"), ("h", "per_hour", "6")]
+    {
+        let out = table(per);
+        let (head, row) = out.split_once('\n').unwrap();
+        assert!(head.contains(header), "{out}");
+        assert_eq!(row.split_whitespace().nth(2), Some(value), "{out}");
+    }
+    // The curve's last piece starts at 1/10m: 0.1 a minute.
+    let curve = run(&["min-bucket", "--curve", "--per", "m"], QUAKES).ok();
+    let last = curve.lines().last().unwrap();
+    assert!(last.starts_with("1/10m") && last.split_whitespace().nth(1) == Some("0.1"), "{curve}");
+    // The JSON keeps its contract: per_hour.
+    let found =
+        json(&run(&["min-rate", "--burst", "2", "--per", "m", "--format", "json"], QUAKES).ok());
+    assert_eq!(found[0]["per_hour"], 6.0);
+}

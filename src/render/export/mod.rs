@@ -14,8 +14,8 @@ use serde::Serialize;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
-pub use self::results::Compared;
-pub use self::table::{Style, Table};
+pub use self::results::{Compared, PerUnit};
+pub use self::table::{Per, Style, Table};
 
 /// The formats a result can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
