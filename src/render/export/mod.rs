@@ -4,6 +4,7 @@
 mod csv;
 mod json;
 mod layered;
+mod rates;
 mod results;
 mod side_by_side;
 mod table;
@@ -14,8 +15,9 @@ use serde::Serialize;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
-pub use self::results::{Compared, PerUnit};
-pub use self::table::{Per, Style, Table};
+pub use self::rates::{Per, PerUnit};
+pub use self::results::Compared;
+pub use self::table::{Style, Table};
 
 /// The formats a result can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

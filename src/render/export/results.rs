@@ -4,10 +4,8 @@ use std::io::{self, Write};
 
 use serde::{Serialize, Serializer};
 
-use super::table::{
-    compare_table, curve_table, human_ms, min_bucket_table, min_rate_table, replay_table,
-};
-use super::{Per, Report, Style};
+use super::table::{compare_table, human_ms, min_bucket_table, replay_table};
+use super::{Report, Style};
 use crate::report::{self, CsvRow, csv_rows};
 
 impl Report for report::LimiterReport {
@@ -61,51 +59,6 @@ impl Report for Vec<report::MinBucket> {
 
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
         min_bucket_table(out, self, style)
-    }
-}
-
-/// Rates, with the unit their table gives them in as decimals (`--per`); the JSON and CSV
-/// keep `per_hour` beside the exact rate.
-pub struct PerUnit<'a, T> {
-    /// The rows: the JSON.
-    pub found: &'a [T],
-    /// The table's unit.
-    pub per: Per,
-}
-
-impl<T: Serialize> Serialize for PerUnit<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.found.serialize(serializer)
-    }
-}
-
-impl<'l> Report for PerUnit<'l, report::CurveSegment> {
-    type Row<'a>
-        = &'l report::CurveSegment
-    where
-        Self: 'a;
-
-    fn rows(&self) -> Vec<&'l report::CurveSegment> {
-        self.found.iter().collect()
-    }
-
-    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        curve_table(out, self.found, self.per, style)
-    }
-}
-
-impl<'l> Report for PerUnit<'l, report::MinRate> {
-    type Row<'a>
-        = &'l report::MinRate
-    where
-        Self: 'a;
-
-    fn rows(&self) -> Vec<&'l report::MinRate> {
-        self.found.iter().collect()
-    }
-
-    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
-        min_rate_table(out, self.found, self.per, style)
     }
 }
 

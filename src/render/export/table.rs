@@ -386,81 +386,6 @@ pub fn min_bucket_table(
     Ok(())
 }
 
-/// Writes a rate in events per hour with at most four decimals.
-fn decimal(rate: f64) -> String {
-    let text = format!("{rate:.4}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-/// The unit a table gives rates in, as a decimal beside the exact rate: `--per`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Per {
-    /// Events a second.
-    #[value(name = "s")]
-    Second,
-    /// Events a minute.
-    #[value(name = "m")]
-    Minute,
-    /// Events an hour.
-    #[default]
-    #[value(name = "h")]
-    Hour,
-    /// Events a day.
-    #[value(name = "d")]
-    Day,
-}
-
-impl Per {
-    /// The column's name: `per_hour`, say.
-    fn header(self) -> &'static str {
-        match self {
-            Per::Second => "per_second",
-            Per::Minute => "per_minute",
-            Per::Hour => "per_hour",
-            Per::Day => "per_day",
-        }
-    }
-
-    /// A rate given per hour, written in this unit.
-    fn of(self, per_hour: f64) -> String {
-        let hours = match self {
-            Per::Second => 1.0 / 3600.0,
-            Per::Minute => 1.0 / 60.0,
-            Per::Hour => 1.0,
-            Per::Day => 24.0,
-        };
-        decimal(per_hour * hours)
-    }
-}
-
-/// Writes the burst–rate curve's pieces as a table.
-pub fn curve_table(
-    out: &mut dyn Write,
-    segments: &[report::CurveSegment],
-    per: Per,
-    style: Style,
-) -> io::Result<()> {
-    let rows: Vec<Vec<String>> = segments
-        .iter()
-        .map(|s| {
-            vec![
-                s.from.to_string(),
-                per.of(s.from_per_hour),
-                s.to.map_or("-".into(), |t| t.to_string()),
-                s.to_per_hour.map_or("-".into(), |r| per.of(r)),
-                s.min_bucket.to_string(),
-                s.events.to_string(),
-                human_duration(s.span_s.as_micros()),
-                s.start.to_string(),
-                s.end.to_string(),
-            ]
-        })
-        .collect();
-    let header =
-        ["from", per.header(), "to", per.header(), "min_bucket", "events", "span", "start", "end"];
-    table(out, &header, &rows, style)
-}
-
 /// Writes what a cover keeps whole and what it leaves out.
 fn cover_lines(
     out: &mut dyn Write,
@@ -488,28 +413,8 @@ fn cover_lines(
     Ok(())
 }
 
-/// Writes the smallest lossless rates as a table.
-pub fn min_rate_table(
-    out: &mut dyn Write,
-    found: &[report::MinRate],
-    per: Per,
-    style: Style,
-) -> io::Result<()> {
-    let rows: Vec<Vec<String>> = found
-        .iter()
-        .map(|m| {
-            let [events, start, end] = stretch_cells(m.span);
-            let rate = m.rate.map_or("none".into(), |r| r.to_string());
-            let hourly = m.per_hour.map_or("-".into(), |r| per.of(r));
-            vec![m.burst.to_string(), rate, hourly, events, start, end]
-        })
-        .collect();
-    let header = ["burst", "rate", per.header(), "span_events", "span_start", "span_end"];
-    table(out, &header, &rows, style)
-}
-
 /// The cells of a stretch: its events, start and end, or dashes.
-fn stretch_cells(stretch: Option<crate::sizing::min_bucket::Stretch>) -> [String; 3] {
+pub(super) fn stretch_cells(stretch: Option<crate::sizing::min_bucket::Stretch>) -> [String; 3] {
     match stretch {
         Some(s) => [s.events.to_string(), s.start.to_string(), s.end.to_string()],
         None => ["-".into(), "-".into(), "-".into()],
