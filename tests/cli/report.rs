@@ -224,13 +224,18 @@ fn the_report_on_a_keyed_request_log_tells_the_clients() {
 }
 
 #[test]
-#[ignore = "needs ../shared/data, ../shared/tools and chromium"]
+#[ignore = "needs ../shared/data and chromium"]
 fn the_report_on_two_million_rows_stays_under_5_mb_and_is_binned() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.csv");
-    let tool = real_catalog("usgs_m5_2015_2025.csv").parent().unwrap().join("../tools/mkbig.py");
-    let made =
-        std::process::Command::new("python3").arg(&tool).arg("106").arg(&big).status().unwrap();
+    let data = real_catalog("usgs_m5_2015_2025.csv").parent().unwrap().to_owned();
+    let tool = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/real-shaped");
+    let made = std::process::Command::new(&tool)
+        .arg("106")
+        .arg(&big)
+        .env("RATELIMIT_DATA", data)
+        .status()
+        .unwrap();
     assert!(made.success(), "{} failed", tool.display());
     let big = big.display().to_string();
     let path = write_report(dir.path(), &[&big, "--rate", "5/h", "--burst", "5"]);
