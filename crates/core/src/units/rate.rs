@@ -88,6 +88,10 @@ pub enum RateError {
     /// A count of zero.
     #[error("a rate must allow at least one event per period")]
     ZeroCount,
+    /// nginx's `r` with a period nginx does not write (`10r/h`): the rate meant, as this
+    /// program writes it.
+    #[error("'{0}' is not a rate: nginx writes N r/s or N r/m only; for {1} write '{1}'")]
+    NotNginx(String, String),
     /// A count over [`Rate::MAX_COUNT`].
     #[error("a rate may count at most {} events per period", Rate::MAX_COUNT)]
     CountOverMax,
@@ -127,6 +131,12 @@ impl FromStr for Rate {
         // nginx's notation, `10r/s` and `30r/m`: its only periods.
         let count = match count.strip_suffix('r') {
             Some(count) if matches!(period, "s" | "m") => count,
+            // The notation misapplied: say what it would mean as ours, if that is a rate.
+            Some(count)
+                if !count.is_empty() && format!("{count}/{period}").parse::<Rate>().is_ok() =>
+            {
+                return Err(RateError::NotNginx(text.to_owned(), format!("{count}/{period}")));
+            }
             _ => count,
         };
         if count.starts_with('-') || period.starts_with('-') {
@@ -210,7 +220,10 @@ mod tests {
         assert_eq!("10r/s".parse::<Rate>().unwrap().to_string(), "10/s");
         assert_eq!("30r/m".parse::<Rate>().unwrap(), "30/m".parse::<Rate>().unwrap());
         // Only those two: nginx has no other, and an `r` is nowhere else.
-        assert!("10r/h".parse::<Rate>().is_err());
+        assert_eq!(
+            "10r/h".parse::<Rate>().unwrap_err().to_string(),
+            "'10r/h' is not a rate: nginx writes N r/s or N r/m only; for 10/h write '10/h'"
+        );
         assert!("10r/2s".parse::<Rate>().is_err());
         assert!("r/s".parse::<Rate>().is_err());
         assert_eq!(parse_rates("1r/s..3r/s").unwrap().len(), 3);
