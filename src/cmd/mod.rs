@@ -142,6 +142,18 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
     }
 }
 
+/// Keeps every event, in order.
+pub(super) struct Collect(Vec<crate::input::catalog::Event>);
+
+impl crate::input::catalog::Sink for Collect {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
+        self.0.push(event);
+        Ok(())
+    }
+}
+
 /// Prints notes about the input, and what reading left out, on stderr.
 fn notes(input: &Input, stats: &ReadStats) {
     // A note that stderr cannot take is lost; the data and the exit code are not.
@@ -168,7 +180,9 @@ fn notes(input: &Input, stats: &ReadStats) {
     if let Some(why) = why_no_events(&input.source, &input.read, stats) {
         let _ = writeln!(err, "ratelimit: note: {why}");
     }
-    if let Some(note) = stats.instants.note(stats.fractions) {
+    let keyed = input.read.key_column.is_some();
+    let logged = input.read.format == crate::input::format::InputFormat::Clf;
+    if let Some(note) = stats.instants.note(stats.fractions, keyed, logged) {
         let _ = writeln!(err, "ratelimit: note: {note}");
     }
     if let Some(first) = &stats.first_skipped {

@@ -10,13 +10,16 @@ use super::notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
+use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
-use crate::input::catalog::{self, ReadOptions, Rows};
+use crate::engine::Backend;
+use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Rows, Source};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
+use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.job.input()?;
@@ -68,6 +71,12 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     notes(&job.input, &stats);
     let reports = job.reports(&recorder, &stats).lanes;
+    if args.emit.is_none()
+        && args.validate.is_none()
+        && let Some(note) = spread_note(&job, &stats, reports[0].dropped)?
+    {
+        let _ = writeln!(diagnostics(), "ratelimit: note: {note}");
+    }
     export::write(&mut out, args.output.format, style, &reports[0])?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
@@ -92,6 +101,40 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
         bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
     }
     Ok(())
+}
+
+/// What whole-second ties can matter, when times are whole seconds and some tie: the
+/// events replayed again with each tied second's events spread evenly across it in the
+/// order they came, and that replay's drops beside `dropped`, the drops as logged. Only a
+/// replay in memory of an input that can be read again says it.
+fn spread_note(job: &Job, stats: &ReadStats, dropped: u64) -> Result<Option<String>> {
+    let again =
+        matches!(job.input.source, Source::Path(_) | Source::Files(_) | Source::Embedded { .. });
+    if stats.fractions
+        || stats.instants.shared() == 0
+        || !again
+        || !matches!(job.backend, Backend::Memory)
+    {
+        return Ok(None);
+    }
+    let fresh = || super::Collect(Vec::new());
+    let (super::Collect(events), _) =
+        catalog::read_events(&job.input.source, &job.input.read, fresh)?;
+    let mut spread = Vec::with_capacity(events.len());
+    for tied in events.chunk_by(|a, b| a.time == b.time) {
+        let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
+        for (i, event) in (0..).zip(tied) {
+            // i < n: within the second, so the time stays in range.
+            let at = event.time.as_micros() + i * MICROS_PER_SEC / n;
+            spread.push(Event { time: Timestamp::from_micros(at).unwrap_or(event.time), ..*event });
+        }
+    }
+    let recorder = job.backend.decide(&job.settings, job.keyed(), spread)?;
+    let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
+    Ok(Some(format!(
+        "with each second's tied events spread evenly across it, in the order they came, the \
+         limit drops {spread_dropped}, against {dropped} as logged"
+    )))
 }
 
 /// Writes the rows `emit` asks for to stdout, each with its decision in `trace` (one a

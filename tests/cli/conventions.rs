@@ -336,3 +336,40 @@ fn man_dir_writes_every_page_or_none() {
     let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn whole_second_ties_count_within_a_key_and_their_spread_is_replayed() {
+    use crate::harness::temp_file;
+    // Second 00:00:00: key a three times, b once; then b alone.
+    let csv = "time,client\n2025-01-01T00:00:00Z,a\n2025-01-01T00:00:00Z,b\n2025-01-01T00:00:00Z,a\n\
+               2025-01-01T00:00:00Z,a\n2025-01-01T00:00:05Z,b\n";
+    let file = temp_file("whole.csv", csv);
+    let gcra =
+        ["replay", file.to_str().unwrap(), "-a", "gcra", "-r", "3/s", "-b", "1", "-f", "json"];
+    let keyed = crate::harness::run_with(
+        &[&gcra[..], &["--key", "client"]].concat(),
+        crate::harness::Stdin::Null,
+    );
+    let notes: Vec<&str> = keyed.stderr.lines().collect();
+    // Only a's three tie within their key; a CSV is told to write finer times, not $msec.
+    assert!(
+        notes[0].contains("3 events share their second with another of their key"),
+        "{notes:?}"
+    );
+    assert!(notes[0].ends_with("write times to the millisecond"), "{notes:?}");
+    // As logged, a's three come at once to a bucket of 1 at 3/s: two dropped. Spread across
+    // their second (b's lone event is a group of its own key only in the count: the spread
+    // is of the second's four, in the order they came), a comes at 0, 1/2 and 3/4 s: at 3/s
+    // only 1/2 s after 0 passes (I = 1/3 s), and 3/4 s is 1/4 s after it: dropped.
+    assert_eq!(
+        notes[1],
+        "ratelimit: note: with each second's tied events spread evenly across it, in the order \
+         they came, the limit drops 1, against 2 as logged"
+    );
+    let unkeyed = crate::harness::run_with(&gcra, crate::harness::Stdin::Null);
+    assert!(
+        unkeyed.stderr.contains("4 events share their second with another:"),
+        "{}",
+        unkeyed.stderr
+    );
+}

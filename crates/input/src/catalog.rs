@@ -46,7 +46,7 @@ pub fn read_events<S: Sink>(
                 return Ok(Flow::Stop);
             }
             last = Some(event.time);
-            instants.see(event.time);
+            instants.see(event.time, event.key);
             sink.event(event)?;
             Ok::<_, S::Error>(Flow::More)
         })?;

@@ -113,7 +113,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
     let mut stats = pass.stats;
-    rows.order.iter().for_each(|&(time, _)| stats.instants.see(time));
+    rows.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(&rows.store, at)));
     Ok((rows, stats))
 }
 
@@ -143,8 +143,13 @@ fn arrow_rows(
     // `each_row` gives `None` only when the taker says stop, and this one never does.
     let mut stats = read.unwrap_or_default();
     rows.order.sort_unstable();
-    rows.order.iter().for_each(|&(time, _)| stats.instants.see(time));
+    rows.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(&rows.store, at)));
     Ok((rows, stats))
+}
+
+/// The key of the row kept at `at` in `store`: after its length, before its text.
+fn row_key(store: &[u8], at: usize) -> crate::keys::Key {
+    store.get(at + 4..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u32::from_le_bytes)
 }
 
 fn trim_line_end(line: &[u8]) -> &[u8] {

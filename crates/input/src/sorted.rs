@@ -28,7 +28,7 @@ pub(super) fn read_sorted<S: Sink>(
     .expect("a pass that is never stopped ends");
     let mut instants = Instants::default();
     kept.for_each_sorted(|event| {
-        instants.see(event.time);
+        instants.see(event.time, event.key);
         sink.event(event)
     })?;
     Ok((sink, ReadStats { instants, sorted: true, ..stats }))
