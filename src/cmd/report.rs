@@ -140,10 +140,15 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let mut timeline = Timeline::new();
     curved.iter().for_each(|e| timeline.push(e.time, e.cost));
     let curve = curve_points(&curve_of(&timeline)?, rate);
-    let busiest_start = lanes[chosen].demand_busiest_window.start;
     let trace = recorder.trace();
     let given = args.job.input.since.is_some() || args.job.input.until.is_some();
     let scene_ms = rate.period().as_micros() / 1000 * SCENE_PERIODS;
+    // Per key, the busiest demand may be many keys' calm: the scene is where yours drops most.
+    let busiest_start = match job.keyed() {
+        true => Scene::most_dropped(&events, trace, (lanes.len(), chosen), scene_ms),
+        false => None,
+    }
+    .or(lanes[chosen].demand_busiest_window.start);
     let scene = Scene::of(&events, trace, lanes.len(), (busiest_start, scene_ms), given);
     let values = match (events.len() <= MAX_DRAWN_EVENTS, &job.input.source) {
         (true, source) => values(source, &job.input.read, events.len()),
@@ -351,6 +356,31 @@ struct Scene {
 }
 
 impl Scene {
+    /// The start of the `length` ms in which lane `chosen` of `lanes` drops the most of
+    /// `events` (decided as `trace` says), the earliest of those; `None` if it drops none.
+    fn most_dropped(
+        events: &[Event],
+        trace: &[bool],
+        (lanes, chosen): (usize, usize),
+        length: i64,
+    ) -> Option<Timestamp> {
+        let dropped = |i: usize| !trace.get(i * lanes + chosen).copied().unwrap_or(true);
+        let ms = |i: usize| events[i].time.as_micros().div_euclid(1000);
+        let (mut best, mut count, mut from) = (None::<(usize, usize)>, 0, 0);
+        for to in 0..events.len() {
+            count += usize::from(dropped(to));
+            while ms(to) - ms(from) >= length.max(1) {
+                count -= usize::from(dropped(from));
+                from += 1;
+            }
+            if count > best.map_or(0, |(most, _)| most) {
+                best = Some((count, from));
+            }
+        }
+        // The window starts at its first event, which a drop may follow.
+        best.map(|(_, from)| events[from].time)
+    }
+
     /// The scene of `events`, decided as `trace` says (`lanes` decisions an event): the
     /// `length` ms from the start of the busiest window, or all of them if `given`.
     fn of(

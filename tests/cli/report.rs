@@ -92,6 +92,28 @@ fn a_report_of_layers_needs_no_rate_and_leads_with_the_first() {
 }
 
 #[test]
+fn with_keys_the_scene_is_where_your_limiter_drops_not_where_demand_peaks() {
+    // Demand peaks at 00:00, 100 clients once each, which no per-client limit drops; at
+    // 05:00 client x sends 30 in 29 s, of which 10/m with a burst of 10 drops 16.
+    let mut csv = String::from("time,client\n");
+    for n in 0..100 {
+        csv += &format!("2025-01-01T00:00:{:02}.{:03}Z,c{n}\n", n / 10, n % 10 * 100);
+    }
+    for s in 0..30 {
+        csv += &format!("2025-01-01T05:00:{s:02}Z,x\n");
+    }
+    let file = crate::harness::temp_file("requests.csv", &csv);
+    let args = ["report", file.to_str().unwrap(), "--rate", "10/m", "--key", "client", "-o", "-"];
+    let page = run_with(&args, Stdin::Null).ok();
+    let data = page.split("<script type=\"application/json\" id=\"report-data\">").nth(1).unwrap();
+    let data = json(data.split("</script>").next().unwrap());
+    let chosen = data["meta"]["chosen"].as_u64().unwrap() as usize;
+    let decisions = data["scene"]["decisions"][chosen].as_str().unwrap();
+    assert_eq!(decisions.matches('0').count(), 16, "{decisions}");
+    assert_eq!(data["scene"]["start"], 1_735_707_600_000_i64, "05:00:00");
+}
+
+#[test]
 fn layers_refuse_stdin_which_the_report_cannot_read_twice() {
     let args = ["report", "--rate", "5/h", "--limit", "algo=gcra,rate=5/h", "-o", "-"];
     let error = run(&args, "time\n2025-01-01T00:00:00Z\n").error();
@@ -147,8 +169,15 @@ fn the_report_shows_the_fleet_and_each_layer_when_given() {
     let replay = json(
         &run(&[&["replay", "--sample"][..], &layers, &["--format", "json"]].concat(), "").ok(),
     );
-    let refused = replay["layers"][1]["refused"].to_string();
-    assert!(text.contains(&format!("algo=fixed-window,rate=20/d\t{refused}")), "{text}");
+    let [refused, only, alone] =
+        ["refused", "only", "alone"].map(|f| replay["layers"][1][f].to_string());
+    assert!(
+        text.contains(&format!("algo=fixed-window,rate=20/d\t{refused}\t{only}\t{alone}")),
+        "{text}"
+    );
+    // The sections shown are numbered in sequence: no clients here, so the fleet is 4th.
+    assert!(text.contains("4. The fleet") && text.contains("5. The layers"), "{text}");
+    assert!(!text.contains("4. The clients"), "{text}");
 }
 
 #[test]
@@ -220,6 +249,13 @@ fn the_report_on_a_keyed_request_log_tells_the_clients() {
         cover[0]["cover"]["min_bucket"]
     );
     assert!(text.contains(&want), "{want} not in {text}");
+    // The curve's rates are per minute, as 10/m is written.
+    let axis = browser.eval(
+        "Array.from(document.querySelectorAll('#curve text')).map(t => t.textContent).join('|')",
+    );
+    let axis = axis.as_str().unwrap();
+    assert!(axis.contains("rate, events per minute (log)") && axis.contains("10/m"), "{axis}");
+    assert_eq!(browser.eval("document.getElementById('curve-per').textContent"), "per minute");
     eprintln!("request log: {} bytes, drawn in {took:?}", std::fs::metadata(&path).unwrap().len());
 }
 

@@ -23,6 +23,8 @@
     return node;
   }
   const num = (n) => Number(n).toLocaleString("en-US");
+  // A count short enough for an axis: 2,500 as 2.5k, 200,000 as 200k, 3,000,000 as 3M.
+  const compact = (n) => (n >= 1e6 ? `${+(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${+(n / 1e3).toFixed(1)}k` : num(n));
   const iso = (ms) => new Date(ms).toISOString().replace(".000Z", "Z");
   const ms = (text) => Date.parse(text);
   function span(t) {
@@ -255,10 +257,18 @@
   html("span", {}, $("size-answer"), ".");
   if (stretch) $("size-stretch").textContent = `The need is set by ${num(stretch.events)} events from ${stretch.start} to ${stretch.end}${worst ? ` (${worst.key})` : ""}: the green stretch on the timeline. The curve gives the smallest lossless bucket at every rate${worst ? ` for ${worst.key}'s events` : ""}.`;
   const curve = D.curve.filter((p) => p.min_bucket > 0);
+  // Rates in the unit of the rate given: per minute for 500/m. A period of several units
+  // (1/30s) counts in its last unit; one of mixed units, per hour.
+  const [unitName, unitAbbr, perHourTo] = (() => {
+    const units = { s: ["second", "s", 1 / 3600], ms: ["second", "s", 1 / 3600], m: ["minute", "m", 1 / 60], h: ["hour", "h", 1], d: ["day", "d", 24] };
+    const period = (chosen.rate.split("/")[1] || "h").replace(/^\d+/, "");
+    return units[period] || units.h;
+  })();
+  const inUnit = (perHour) => perHour * perHourTo;
   const C = $("curve");
   if (curve.length) {
     const [L, R, Tp, B] = [70, 980, 20, 330];
-    const xs = curve.map((p) => Math.log10(p.per_hour)), ys = curve.map((p) => Math.log10(p.min_bucket));
+    const xs = curve.map((p) => Math.log10(inUnit(p.per_hour))), ys = curve.map((p) => Math.log10(p.min_bucket));
     const yours_burst = chosen.burst || null;
     const ymax = Math.max(...ys, yours_burst ? Math.log10(yours_burst) : 0) + 0.1, ymin = Math.min(0, ...ys);
     const [xmin, xmax] = [Math.min(...xs), Math.max(...xs)];
@@ -268,16 +278,16 @@
     svg("line", { x1: L, x2: L, y1: Tp, y2: B, class: "axis" }, C);
     for (let e = Math.ceil(ymin); e <= ymax; e++) {
       svg("line", { x1: L, x2: R, y1: Y(e), y2: Y(e), class: "grid" }, C);
-      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, C, num(10 ** e));
+      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, C, compact(10 ** e));
     }
-    for (let e = Math.ceil(xmin); e <= xmax; e++) svg("text", { x: X(e), y: B + 18, "text-anchor": "middle" }, C, `${num(10 ** e)}/h`);
-    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, C, "rate, events per hour (log)");
+    for (let e = Math.ceil(xmin); e <= xmax; e++) svg("text", { x: X(e), y: B + 18, "text-anchor": "middle" }, C, `${compact(10 ** e)}/${unitAbbr}`);
+    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, C, `rate, events per ${unitName} (log)`);
     svg("text", { x: 14, y: (Tp + B) / 2, transform: `rotate(-90 14 ${(Tp + B) / 2})`, "text-anchor": "middle" }, C, "smallest lossless bucket (log)");
     svg("polyline", { points: curve.map((p, i) => `${X(xs[i])},${Y(ys[i])}`).join(" "), fill: "none", stroke: "#0072B2", "stroke-width": 2 }, C);
     const here = curve.reduce((a, p) => (Math.abs(Math.log10(p.per_hour) - Math.log10(chosen_per_hour())) < Math.abs(Math.log10(a.per_hour) - Math.log10(chosen_per_hour())) ? p : a), curve[0]);
     function chosen_per_hour() { const p = D.curve.find((q) => q.rate === chosen.rate); return p ? p.per_hour : here_default(); }
     function here_default() { return curve[Math.floor(curve.length / 2)].per_hour; }
-    const cx = X(Math.log10(here.per_hour));
+    const cx = X(Math.log10(inUnit(here.per_hour)));
     svg("circle", { cx, cy: Y(Math.log10(minBucket)), r: 6, fill: "#009E73" }, C);
     svg("text", { x: cx + 10, y: Y(Math.log10(minBucket)) - 8 }, C, `needed: ${num(minBucket)}`);
     if (yours_burst) {
@@ -287,11 +297,12 @@
     }
     $("curve-desc").textContent = `From ${curve[0].rate} to ${curve[curve.length - 1].rate} the smallest lossless bucket falls from ${num(curve[0].min_bucket)} to ${num(curve[curve.length - 1].min_bucket)}; at ${chosen.rate} it is ${num(minBucket)}.`;
   }
+  $("curve-per").textContent = `per ${unitName}`;
   const ctb = document.querySelector("#curve-table tbody");
   for (const p of D.curve) {
     const tr = html("tr", {}, ctb);
     html("td", {}, tr, p.rate);
-    html("td", { class: "n" }, tr, p.per_hour.toFixed(3));
+    html("td", { class: "n" }, tr, inUnit(p.per_hour).toFixed(3));
     html("td", { class: "n" }, tr, num(p.min_bucket));
   }
 
@@ -358,12 +369,21 @@
       html("td", {}, tr, layer.spec);
       html("td", { class: "n" }, tr, num(layer.refused));
       html("td", { class: "n" }, tr, num(layer.only));
+      html("td", { class: "n" }, tr, num(layer.alone));
       const w = layer.busiest_window;
       html("td", {}, tr, `${num(w.count)} in ${span(w.length_s * 1000)}`);
     }
   }
 
-  // 6. How it was made.
+  // The sections shown are numbered in sequence, whichever are hidden.
+  let shown = 0;
+  for (const section of document.querySelectorAll("section")) {
+    const h = section.querySelector("h2");
+    if (section.hidden || !h || !/^\d+\. /.test(h.textContent)) continue;
+    h.textContent = `${++shown}. ${h.textContent.replace(/^\d+\. /, "")}`;
+  }
+
+  // How it was made.
   const meta = [["command", D.meta.command], ["input", D.meta.input], ["size", D.meta.bytes === null ? "standard input" : `${num(D.meta.bytes)} bytes`], ["events", num(D.meta.events)], ["version", `ratelimit ${D.meta.version}`], ["time taken", `${D.meta.seconds.toFixed(2)} s`]];
   for (const [k, v] of meta) { html("dt", {}, $("meta"), k); html("dd", {}, $("meta"), v); }
   const report = { lanes: D.lanes, need: D.need, fleet: D.fleet, layers: D.layers };
