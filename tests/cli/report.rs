@@ -107,7 +107,7 @@ fn with_keys_the_scene_is_where_your_limiter_drops_not_where_demand_peaks() {
     let page = run_with(&args, Stdin::Null).ok();
     let data = page.split("<script type=\"application/json\" id=\"report-data\">").nth(1).unwrap();
     let data = json(data.split("</script>").next().unwrap());
-    let chosen = data["meta"]["chosen"].as_u64().unwrap() as usize;
+    let chosen = usize::try_from(data["meta"]["chosen"].as_u64().unwrap()).unwrap();
     let decisions = data["scene"]["decisions"][chosen].as_str().unwrap();
     assert_eq!(decisions.matches('0').count(), 16, "{decisions}");
     assert_eq!(data["scene"]["start"], 1_735_707_600_000_i64, "05:00:00");
