@@ -38,6 +38,8 @@ impl FromStr for LayerSpec {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
             (None, None::<Rate>, None, None::<Cost>, None);
         let mut params = GivenParams::default();
+        // Traefik writes a rate as `average` requests a `period` (1s unless said).
+        let (mut average, mut period) = (None::<u64>, None::<String>);
         for part in text.split(',') {
             let bare = part.trim();
             // A limiter's bare parameter, such as nginx's `nodelay`.
@@ -75,13 +77,21 @@ impl FromStr for LayerSpec {
                     let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
                     once(&mut cost, found, name)?;
                 }
+                "average" => {
+                    let found = value.trim().parse::<u64>().map_err(|_| {
+                        format!("average={value} is not a whole number of requests")
+                    })?;
+                    once(&mut average, found, name)?;
+                }
+                "period" => once(&mut period, value.trim().to_owned(), name)?,
                 "key" if !value.trim().is_empty() => once(&mut key, column(value.trim()), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 own if Algorithm::taking(own).next().is_some() => {
                     params.give(own, Some(value.trim()))?;
                 }
                 other => {
-                    let mut keys = vec!["algo", "rate", "burst", "cost", "key"];
+                    let mut keys =
+                        vec!["algo", "rate", "burst", "cost", "key", "average", "period"];
                     for algorithm in Algorithm::ALL {
                         for own in algorithm.param_keys() {
                             if !keys.contains(own) {
@@ -98,7 +108,24 @@ impl FromStr for LayerSpec {
             }
         }
         let algorithm = algorithm.ok_or("a limit needs algo=")?;
-        let rate = rate.ok_or("a limit needs rate=")?;
+        let rate = match (rate, average, period.as_deref()) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return Err("rate= and average=/period= say one thing twice: give one".into());
+            }
+            (Some(rate), None, None) => rate,
+            (None, Some(average), period) if algorithm == Algorithm::Traefik => {
+                let period = period.unwrap_or("1s");
+                let text = format!("{average}/{period}");
+                text.parse().map_err(|e| format!("average={average},period={period}: {e}"))?
+            }
+            (None, _, _) if average.is_some() || period.is_some() => {
+                return Err(format!(
+                    "average= and period= are Traefik's; for {} write rate=N/PERIOD",
+                    algorithm.name()
+                ));
+            }
+            (None, _, _) => return Err("a limit needs rate=".into()),
+        };
         if burst.is_some() && !algorithm.uses_burst() {
             let with_burst = crate::cli::config::with_burst();
             return Err(format!("burst= applies to {with_burst}, not {}", algorithm.name()));
@@ -133,6 +160,11 @@ impl fmt::Display for LayerSpec {
             .filter(|_| self.algorithm == Algorithm::Nginx)
         {
             Some(rate) => write!(f, "algo=nginx,rate={rate}")?,
+            // Traefik's own names: average requests a period.
+            None if self.algorithm == Algorithm::Traefik => {
+                let (average, period) = (self.rate.count(), self.rate.period());
+                write!(f, "algo=traefik,average={average},period={period}")?;
+            }
             None => write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?,
         }
         if let Some(burst) = self.burst {
@@ -209,6 +241,16 @@ mod tests {
         // In nginx's notation, as its config writes the rate; one it cannot write, as ours.
         assert_eq!(dry.to_string(), "algo=nginx,rate=5r/s,dry-run");
         let odd: LayerSpec = "algo=nginx,rate=5/h".parse().unwrap();
+        assert_eq!(odd.rate, "5/h".parse().unwrap());
+        // Traefik's own names for its rate: average a period, 1s unless said.
+        let traefik: LayerSpec = "algo=traefik,average=100,period=1m,burst=50".parse().unwrap();
+        assert_eq!(traefik.rate, "100/m".parse().unwrap());
+        assert_eq!(traefik.to_string(), "algo=traefik,average=100,period=1m,burst=50");
+        let second: LayerSpec = "algo=traefik,average=5".parse().unwrap();
+        assert_eq!(second.rate, "5/s".parse().unwrap());
+        let error = |text: &str| text.parse::<LayerSpec>().unwrap_err();
+        assert!(error("algo=gcra,average=5").starts_with("average= and period= are Traefik's"));
+        assert!(error("algo=traefik,rate=5/s,average=5").contains("give one"));
         assert_eq!(odd.to_string(), "algo=nginx,rate=5/h");
     }
 }
