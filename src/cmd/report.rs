@@ -119,7 +119,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let layers = match args.limits.is_empty() {
+    let layers = match args.limits.is_empty() || args.side_by_side {
         true => None,
         false => Some(serde_json::to_value(layered::replay(
             &args.limits,
@@ -127,6 +127,16 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
             None,
             job.top,
         )?)?),
+    };
+    // With --side-by-side, each --limit is a whole configuration, decided on its own.
+    let configurations = match args.side_by_side {
+        true => {
+            let (configured, input) = super::side_by_side::setup(&args.limits, &args.job)?;
+            // The page lists at most MOST_KEYS keys, as it does elsewhere.
+            let asked = (input, if job.top == 0 { MOST_KEYS } else { job.top.min(MOST_KEYS) });
+            Some(super::side_by_side::decide(&args.limits, &configured, asked, &args.job)?)
+        }
+        false => None,
     };
 
     // With keys, the curve of the key that needs the most, on which the answer lies.
@@ -150,6 +160,22 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     .or(lanes[chosen].demand_busiest_window.start);
     let scene = Scene::of(&events, trace, lanes.len(), (busiest_start, scene_ms), given);
+    // Each configuration's decisions on the scene's events: the rows in the scene's span,
+    // in the order the scene has them.
+    let configuration_scene = configurations.as_ref().map(|decided| {
+        let ms = |t: Timestamp| t.as_micros().div_euclid(1000);
+        let (from, to) = (scene.start, scene.end);
+        let shown: Vec<usize> = (decided.rows.iter().enumerate())
+            .filter(|(_, (event, _))| (from..to).contains(&ms(event.time)))
+            .map(|(i, _)| i)
+            .take(scene.t.len())
+            .collect();
+        (decided.traces.iter())
+            .map(|trace| {
+                shown.iter().map(|&i| if trace[i] { '1' } else { '0' }).collect::<String>()
+            })
+            .collect::<Vec<String>>()
+    });
     let values = match (events.len() <= MAX_DRAWN_EVENTS, &job.input.source) {
         (true, source) => values(source, &job.input.read, events.len()),
         (false, _) => None,
@@ -176,6 +202,8 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
         need: serde_json::to_value(&need)?,
         fleet,
         layers,
+        configurations: configurations.map(|d| serde_json::to_value(d.result)).transpose()?,
+        configuration_scene,
     };
     output.write(|out| html::write_page(out, &page))?;
     Ok(ExitCode::SUCCESS)
@@ -219,6 +247,10 @@ pub struct Page {
     fleet: Option<Value>,
     /// With --limit: `replay --limit`'s report.
     layers: Option<Value>,
+    /// With --side-by-side: `compare --limit`'s report.
+    configurations: Option<Value>,
+    /// With --side-by-side: each configuration's decisions on the scene's events.
+    configuration_scene: Option<Vec<String>>,
 }
 
 /// How the page was made.
@@ -483,6 +515,11 @@ pub struct ReportArgs {
     /// rate and burst.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     pub limits: Vec<LayerSpec>,
+
+    /// Each --limit is a whole configuration, not a layer: the page draws them side by
+    /// side over the same events, as compare --limit reports them, and what changes.
+    #[arg(long, requires = "limits")]
+    pub side_by_side: bool,
 
     /// With --key: the share of keys the page says a burst keeps whole.
     #[arg(long, value_name = "PERCENT", default_value = "90%")]

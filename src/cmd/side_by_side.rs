@@ -12,6 +12,7 @@ use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
+use crate::engine::layered::Layer;
 use crate::engine::side_by_side::{Changes, Configuration, SideBySide};
 use crate::input::catalog::{self, Rows};
 use crate::input::format::InputFormat;
@@ -29,18 +30,51 @@ pub(super) struct Asked<'a> {
 }
 
 pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
-    let specs = args.specs;
-    let top = args.job.keys.top;
-    let (layers, input) =
-        super::layered::setup(specs, &args.job.input, None, false, "configurations")?;
+    let (layers, input) = setup(args.specs, args.job)?;
     if args.emit_changed {
-        check_emit(&input, specs.len())?;
+        check_emit(&input, args.specs.len())?;
     }
-    // One read: every configuration decides the same rows, each on its own.
+    let asked = (input, args.job.keys.top);
+    let Decided { result, traces, rows, input } = decide(args.specs, &layers, asked, args.job)?;
+    if args.emit_changed {
+        emit_changed(&rows, &traces[0], &traces[1], &input, args.header)?;
+        let mut err = diagnostics();
+        export::write(&mut err, args.output.format, styles.stderr, &result)?;
+    } else {
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &result)?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Settles the configurations, each a layer alone, and the input they read.
+pub(super) fn setup(specs: &[LayerSpec], job: &JobArgs) -> Result<(Vec<Layer>, Input)> {
+    super::layered::setup(specs, &job.input, None, false, "configurations")
+}
+
+/// Configurations decided side by side: the result, each one's decision on every row (in
+/// the rows' order), the rows, and the input they came from.
+pub(super) struct Decided {
+    pub result: SideBySide,
+    pub traces: Vec<Vec<bool>>,
+    pub rows: Rows,
+    pub input: Input,
+}
+
+/// Reads `input` once and has each configuration of `specs` (as `layers`) decide every
+/// row on its own; with two, says what changes from the first to the second, listing the
+/// `top` keys that change most (0 for all).
+pub(super) fn decide(
+    specs: &[LayerSpec],
+    layers: &[Layer],
+    (input, top): (Input, usize),
+    job: &JobArgs,
+) -> Result<Decided> {
     let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-    let remote = args.job.remote.target()?;
+    let remote = job.remote.target()?;
     let (mut configurations, mut traces) = (Vec::new(), Vec::new());
-    for (spec, layer) in specs.iter().zip(&layers) {
+    for (spec, layer) in specs.iter().zip(layers) {
         let backend = Backend::new(&[layer.settings], remote.as_ref(), None)?;
         let one = std::slice::from_ref(layer);
         let mut record = backend.decide_layers(one, rows.iter().map(|(event, _)| event))?;
@@ -67,16 +101,7 @@ pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
         configurations,
         changes,
     };
-    if args.emit_changed {
-        emit_changed(&rows, &traces[0], &traces[1], &input, args.header)?;
-        let mut err = diagnostics();
-        export::write(&mut err, args.output.format, styles.stderr, &result)?;
-    } else {
-        let mut out = BufWriter::new(stdout());
-        export::write(&mut out, args.output.format, styles.stdout, &result)?;
-        out.flush()?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Decided { result, traces, rows, input })
 }
 
 /// Says whether `--emit changed` can write `input`'s rows: two configurations, rows with

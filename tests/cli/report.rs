@@ -113,6 +113,62 @@ fn with_keys_the_scene_is_where_your_limiter_drops_not_where_demand_peaks() {
     assert_eq!(data["scene"]["start"], 1_735_707_600_000_i64, "05:00:00");
 }
 
+/// Two configurations of nginx per client, as the guide's walk-through compares them.
+const CONFIGURATIONS: [&str; 4] = [
+    "--limit",
+    "algo=nginx,rate=1r/s,burst=3,nodelay,key=client",
+    "--limit",
+    "algo=nginx,rate=30r/m,burst=5,nodelay,key=client",
+];
+
+/// A request log of a few hundred clients, for the pages of configurations.
+fn request_log(dir: &Path) -> String {
+    let log = dir.join("requests.csv");
+    let args =
+        ["synth", "requests", "--clients", "300", "--requests", "20000", "--days", "0.2", "-o"];
+    run_with(&[&args[..], &[log.to_str().unwrap()]].concat(), Stdin::Null).ok();
+    log.display().to_string()
+}
+
+#[test]
+fn side_by_side_the_page_holds_compare_limits_report_and_each_on_the_scene() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = request_log(dir.path());
+    let args = [&[log.as_str(), "--side-by-side"][..], &CONFIGURATIONS].concat();
+    let page = std::fs::read_to_string(write_report(dir.path(), &args)).unwrap();
+    let data = page.split("<script type=\"application/json\" id=\"report-data\">").nth(1).unwrap();
+    let data = json(data.split("</script>").next().unwrap());
+    let compared =
+        [&["compare", log.as_str()][..], &CONFIGURATIONS, &["--format", "json"]].concat();
+    assert_eq!(data["configurations"], json(&run_with(&compared, Stdin::Null).ok()));
+    assert!(data["layers"].is_null(), "the --limits are configurations, not layers");
+    let scene = data["scene"]["t"].as_array().unwrap().len();
+    for decisions in data["configuration_scene"].as_array().unwrap() {
+        assert_eq!(decisions.as_str().unwrap().len(), scene);
+    }
+}
+
+#[test]
+#[ignore = "needs chromium"]
+fn side_by_side_the_page_draws_each_configuration_and_what_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = request_log(dir.path());
+    let args = [&[log.as_str(), "--side-by-side"][..], &CONFIGURATIONS].concat();
+    let path = write_report(dir.path(), &args);
+    let (mut browser, _, text) = open_and_check(&path);
+    assert_eq!(browser.eval("document.getElementById('configurations').hidden"), false);
+    assert_eq!(browser.eval("document.querySelectorAll('#configuration-lanes .lane').length"), 2);
+    let compared =
+        [&["compare", log.as_str()][..], &CONFIGURATIONS, &["--format", "json"]].concat();
+    let changes = &json(&run_with(&compared, Stdin::Null).ok())["changes"];
+    let said = format!(
+        "From the first to the second: {} events newly refused, {} newly passed.",
+        changes["newly_refused"], changes["newly_passed"]
+    );
+    assert!(text.contains(&said), "{said} not in {text}");
+    assert!(text.contains("4. Side by side"), "numbered after the data, scene and size");
+}
+
 #[test]
 fn layers_refuse_stdin_which_the_report_cannot_read_twice() {
     let args = ["report", "--rate", "5/h", "--limit", "algo=gcra,rate=5/h", "-o", "-"];

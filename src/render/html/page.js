@@ -206,15 +206,15 @@
   const sceneLength = Math.max(1, S.end - S.start);
   $("scene-summary").textContent = (S.given ? "The stretch you chose" : `The ${span(sceneLength)} from the start of the busiest ${span(busiest.length_s * 1000)}`) +
     `, ${iso(S.start)} to ${iso(S.end)}: ${num(S.t.length)} events${S.cut ? ` (cut short at ${num(S.t.length)})` : ""}. Each row is one limiter at ${chosen.rate}.`;
-  lanes.forEach((lane, n) => {
-    const row = html("div", { class: n === D.meta.chosen ? "lane chosen" : "lane" }, $("lanes"));
+  // One limiter's lane over the scene: its decisions as marks, and its busiest window there.
+  function drawLane(parent, title, chosenLane, decisions, lane) {
+    const row = html("div", { class: chosenLane ? "lane chosen" : "lane" }, parent);
     const head = html("div", {}, row);
-    html("h3", {}, head, `${lane.algorithm}${lane.burst === null || lane.burst === undefined ? "" : `, burst ${num(lane.burst)}`}${n === D.meta.chosen ? " (yours)" : ""}`);
-    const decisions = S.decisions[n];
+    html("h3", {}, head, title);
     let passed = 0;
     for (const d of decisions) passed += d === "1" ? 1 : 0;
     html("div", { class: "figures" }, head, `here: ${num(passed)} passed, ${num(decisions.length - passed)} dropped`);
-    const box = svg("svg", { class: "chart", viewBox: "0 0 1000 52", role: "img", "aria-label": `${lane.algorithm}: in this stretch ${passed} of ${decisions.length} events passed, ${decisions.length - passed} dropped` }, row);
+    const box = svg("svg", { class: "chart", viewBox: "0 0 1000 52", role: "img", "aria-label": `${title}: in this stretch ${passed} of ${decisions.length} events passed, ${decisions.length - passed} dropped` }, row);
     const x = (t) => (t / sceneLength) * 990 + 5;
     for (let i = 0; i < S.t.length; i++) {
       if (decisions[i] === "1") svg("circle", { cx: x(S.t[i]), cy: 26, r: 3, fill: "#0072B2" }, box);
@@ -236,6 +236,10 @@
       svg("path", { d: `M${x0},14 v-6 H${x1} v6`, stroke: "#1b1b1b", fill: "none" }, box);
       svg("text", { x: Math.min(x1 + 4, 930), y: 12 }, box, `${best} in ${span(window)}`);
     }
+  }
+  lanes.forEach((lane, n) => {
+    const title = `${lane.algorithm}${lane.burst === null || lane.burst === undefined ? "" : `, burst ${num(lane.burst)}`}${n === D.meta.chosen ? " (yours)" : ""}`;
+    drawLane($("lanes"), title, n === D.meta.chosen, S.decisions[n], lane);
   });
   const body = document.querySelector("#scene-table tbody");
   lanes.forEach((lane, n) => {
@@ -375,6 +379,38 @@
     }
   }
 
+  // Whole configurations side by side (--side-by-side): each over the scene, and what
+  // changes from the first to the second.
+  if (D.configurations) {
+    const C2 = D.configurations;
+    $("configurations").hidden = false;
+    $("nav-configurations").hidden = false;
+    $("configurations-summary").textContent = `${C2.configurations.length} configurations, each deciding all ${num(C2.events)} events on its own; each row below is one over the scene above.`;
+    C2.configurations.forEach((c, n) => {
+      if (D.configuration_scene && D.configuration_scene[n].length === S.t.length) drawLane($("configuration-lanes"), c.spec, n === 0, D.configuration_scene[n], c);
+      const tr = html("tr", {}, document.querySelector("#configurations-table tbody"));
+      html("td", {}, tr, c.spec);
+      html("td", { class: "n" }, tr, num(c.passed));
+      html("td", { class: "n" }, tr, num(c.dropped));
+      html("td", {}, tr, `${num(c.busiest_window.count)} in ${span(c.busiest_window.length_s * 1000)}`);
+      html("td", { class: "n" }, tr, num(c.worst_key ? c.worst_key.min_bucket : c.min_bucket));
+      html("td", { class: c.promise.held ? "held" : "broken" }, tr, `${c.promise.held ? "held" : "broken"}: ${c.promise.text}`);
+    });
+    const ch = C2.changes;
+    if (ch) {
+      $("changes-summary").textContent = `From the first to the second: ${num(ch.newly_refused)} events newly refused, ${num(ch.newly_passed)} newly passed.` + (ch.keys ? ` ${num(ch.keys.changed)} values of ${ch.keys.column} change; those that change most:` : "");
+      if (ch.keys && ch.keys.top.length) {
+        $("changes-table").hidden = false;
+        const tb = document.querySelector("#changes-table tbody");
+        for (const k of ch.keys.top) {
+          const tr = html("tr", {}, tb);
+          html("td", {}, tr, k.key);
+          for (const v of [k.events, k.first_passed, k.second_passed, k.changed]) html("td", { class: "n" }, tr, num(v));
+        }
+      }
+    }
+  }
+
   // The sections shown are numbered in sequence, whichever are hidden.
   let shown = 0;
   for (const section of document.querySelectorAll("section")) {
@@ -386,7 +422,7 @@
   // How it was made.
   const meta = [["command", D.meta.command], ["input", D.meta.input], ["size", D.meta.bytes === null ? "standard input" : `${num(D.meta.bytes)} bytes`], ["events", num(D.meta.events)], ["version", `ratelimit ${D.meta.version}`], ["time taken", `${D.meta.seconds.toFixed(2)} s`]];
   for (const [k, v] of meta) { html("dt", {}, $("meta"), k); html("dd", {}, $("meta"), v); }
-  const report = { lanes: D.lanes, need: D.need, fleet: D.fleet, layers: D.layers };
+  const report = { lanes: D.lanes, need: D.need, fleet: D.fleet, layers: D.layers, configurations: D.configurations };
   const text = JSON.stringify(report, null, 2);
   $("json").textContent = text;
   $("copy-json").addEventListener("click", () => {
