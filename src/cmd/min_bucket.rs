@@ -16,12 +16,14 @@ use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
-use crate::limiter::NginxBurst;
+use crate::limiter::{Algorithm, HaproxyLimit, NginxBurst};
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
 use crate::report::LayerNeeds;
-use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemBurst, WorstKey};
+use crate::report::{
+    self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemBurst, SystemLimit, WorstKey,
+};
 use crate::sizing::curve::Curve;
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
@@ -103,8 +105,9 @@ pub(super) struct KeyedFinders {
     keys: usize,
     /// How many threads size the keys.
     threads: usize,
-    /// With `--for nginx`, nginx's own need at each rate.
+    /// With `--for nginx`, nginx's own need at each rate; with `--for haproxy`, HAProxy's.
     nginx: Vec<NginxBurst>,
+    haproxy: Vec<HaproxyLimit>,
 }
 
 impl Sink for KeyedFinders {
@@ -112,6 +115,7 @@ impl Sink for KeyedFinders {
 
     fn event(&mut self, event @ Event { time, key, cost }: Event) -> Result<()> {
         self.nginx.iter_mut().for_each(|need| need.push(event));
+        self.haproxy.iter_mut().for_each(|need| need.push(event));
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
             self.add_keys(slot(key) + 1)?;
         }
@@ -138,13 +142,22 @@ impl KeyedFinders {
         } else {
             Sizing::One(KeyFinders::new(rates))
         };
-        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads, nginx: Vec::new() }
+        let (nginx, haproxy) = (Vec::new(), Vec::new());
+        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads, nginx, haproxy }
     }
 
-    /// Also finds nginx's own need at each rate, each of which nginx can write.
-    pub(super) fn for_nginx(self) -> KeyedFinders {
-        let nginx = self.rates.iter().map(|&rate| NginxBurst::new(rate)).collect();
-        KeyedFinders { nginx, ..self }
+    /// Also finds a system's own need at each rate (each of which nginx can write, for
+    /// nginx).
+    pub(super) fn for_system(self, system: SizedFor) -> KeyedFinders {
+        let rates = self.rates.iter();
+        match system {
+            SizedFor::Nginx => {
+                KeyedFinders { nginx: rates.map(|&r| NginxBurst::new(r)).collect(), ..self }
+            }
+            SizedFor::Haproxy => {
+                KeyedFinders { haproxy: rates.map(|&r| HaproxyLimit::new(r)).collect(), ..self }
+            }
+        }
     }
 
     /// Counts keys up to `keys` (keys come numbered in order of first appearance, but may
@@ -188,13 +201,18 @@ impl KeyedFinders {
         names: KeyNames,
         cover: Option<Percent>,
     ) -> Vec<report::MinBucket> {
-        let nginx = std::mem::take(&mut self.nginx);
+        let (nginx, haproxy) = (std::mem::take(&mut self.nginx), std::mem::take(&mut self.haproxy));
         let keyed = matches!(self.sizing, Sizing::Keyed { .. });
+        let named =
+            |key: Option<Key>| key.filter(|_| keyed).zip(names.names).map(|(k, t)| t.name(k));
         let mut found = self.buckets(names, cover);
         for (result, need) in found.iter_mut().zip(&nginx) {
             let (burst, key) = need.result();
-            let key = key.filter(|_| keyed).zip(names.names).map(|(key, table)| table.name(key));
-            result.nginx = Some(SystemBurst { burst, key });
+            result.nginx = Some(SystemBurst { burst, key: named(key) });
+        }
+        for (result, need) in found.iter_mut().zip(&haproxy) {
+            let (gt, key) = need.result();
+            result.haproxy = Some(SystemLimit { gt, key: named(key) });
         }
         found
     }
@@ -350,6 +368,7 @@ where
                 cover,
                 by_key: Some(by_key),
                 nginx: None,
+                haproxy: None,
             }
         })
         .collect()
@@ -371,8 +390,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
     let keyed = input.read.key_column.is_some();
-    let nginx = args.system == Some(SizedFor::Nginx);
-    if nginx {
+    if args.system == Some(SizedFor::Nginx) {
         if let Some(rate) = rates.iter().find(|&&rate| crate::limiter::nginx_rate(rate).is_none()) {
             bail!("--for nginx: nginx writes a rate as N r/s or N r/m, and {rate} is neither");
         }
@@ -380,9 +398,18 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
             bail!("--for nginx: nginx counts requests, not what they cost: leave out --cost");
         }
     }
+    if args.system == Some(SizedFor::Haproxy) {
+        let refused = rates.iter().find_map(|&rate| Algorithm::Haproxy.refuses(rate));
+        if let Some(why) = refused {
+            bail!("--for haproxy: {why}");
+        }
+    }
     let fresh = || {
         let finders = KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
-        if nginx { finders.for_nginx() } else { finders }
+        match args.system {
+            Some(system) => finders.for_system(system),
+            None => finders,
+        }
     };
     let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
     notes(&input, &stats);
@@ -479,9 +506,9 @@ pub struct MinBucketArgs {
     #[arg(conflicts_with_all = ["rate", "curve", "cover", "key", "cost"])]
     pub limits: Vec<LayerSpec>,
 
-    /// Also answer in a system's own terms: for nginx, the smallest burst= with which
-    /// limit_req, in its own arithmetic, refuses none of the events at each rate (with
-    /// --key, of any key).
+    /// Also answer in a system's own terms, in its own arithmetic, at each rate (with --key,
+    /// of any key): for nginx, the smallest burst= with which limit_req refuses none of the
+    /// events; for haproxy, the smallest N of http_req_rate(P) gt N, P the rate's period.
     #[arg(long = "for", value_enum, value_name = "SYSTEM", conflicts_with_all = ["curve", "limits"])]
     pub system: Option<SizedFor>,
 
@@ -503,6 +530,8 @@ pub struct MinBucketArgs {
 pub enum SizedFor {
     /// nginx's limit_req: burst=, in its milli-request arithmetic.
     Nginx,
+    /// HAProxy's stick table: the N of sc_http_req_rate(0) gt N.
+    Haproxy,
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {

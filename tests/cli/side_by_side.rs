@@ -135,3 +135,26 @@ fn min_bucket_for_nginx_is_the_least_burst_nginx_refuses_none_with() {
         "ratelimit: --for nginx: nginx writes a rate as N r/s or N r/m, and 5/h is neither"
     );
 }
+
+#[test]
+fn min_bucket_for_haproxy_is_the_least_gt_n_the_model_denies_none_with() {
+    let text = access_log();
+    let log = temp_file("access.log", &text);
+    let args = ["min-bucket", log.to_str().unwrap(), "--log-format", FORMAT, "--for", "haproxy"];
+    let keyed =
+        [&args[..], &["--key", "remote_addr", "--rate", "1/s,1/10s", "--format", "json"]].concat();
+    let found = json(&run_with(&keyed, Stdin::Null).ok());
+    for (k, period) in [(0, "s"), (1, "10s")] {
+        let n = found[k]["haproxy"]["gt"].as_u64().unwrap();
+        let dropped = |n: u64| {
+            let rate = format!("{n}/{period}");
+            let replay =
+                ["replay", log.to_str().unwrap(), "--log-format", FORMAT, "--key", "remote_addr"];
+            let replay =
+                [&replay[..], &["--algo", "haproxy", "--rate", &rate, "--format", "json"]].concat();
+            json(&run_with(&replay, Stdin::Null).ok())["dropped"].as_u64().unwrap()
+        };
+        assert_eq!(dropped(n), 0, "gt {n} per {period}");
+        assert!(dropped(n - 1) > 0, "gt {} per {period}", n - 1);
+    }
+}

@@ -356,6 +356,21 @@ pub struct MinBucket {
     /// own arithmetic, refuses none of the events at this rate (with `--key`, of any key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx: Option<SystemBurst>,
+    /// With `--for haproxy`: the smallest N of `http_req_rate(P)` … `gt N` (P the rate's
+    /// period) with which HAProxy, in its own arithmetic, denies none of the events (with
+    /// `--key`, of any key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub haproxy: Option<SystemLimit>,
+}
+
+/// A lossless threshold in a system's own terms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SystemLimit {
+    /// The N of HAProxy's `gt N`.
+    pub gt: u64,
+    /// With `--key`: the key that needs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A lossless size in a system's own terms.
@@ -450,6 +465,7 @@ impl From<Lossless> for MinBucket {
             cover: None,
             by_key: None,
             nginx: None,
+            haproxy: None,
         }
     }
 }

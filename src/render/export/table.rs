@@ -365,6 +365,16 @@ pub fn min_bucket_table(
         let gap = if n == 0 { "\n" } else { "" };
         writeln!(out, "{gap}nginx: rate={rate} burst={burst} refuses none of the events{key}")?;
     }
+    for (n, m) in found.iter().filter(|m| m.haproxy.is_some()).enumerate() {
+        let Some(haproxy) = &m.haproxy else { continue };
+        let key = haproxy.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));
+        let (period, gt) = (m.rate.period(), haproxy.gt);
+        let gap = if n == 0 { "\n" } else { "" };
+        writeln!(
+            out,
+            "{gap}haproxy: http_req_rate({period}) gt {gt} denies none of the events{key}"
+        )?;
+    }
     for m in found {
         let Some(list) = &m.by_key else { continue };
         let (keys, count) = (&list.top, list.count);

@@ -85,16 +85,27 @@ impl Counter {
     }
 }
 
+impl Haproxy {
+    /// Counts a request of `cost` at `now` and returns the rate the deny rule then reads:
+    /// what `gt N` compares, whatever N is, as every request is counted.
+    #[inline]
+    pub(crate) fn counted(&self, counter: &mut Counter, now: Timestamp, cost: u64) -> u64 {
+        // now_ms: whole milliseconds, in 32 bits that wrap.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Wraps, as C's.
+        let now = now.as_micros().div_euclid(1000) as u32;
+        counter.update(now, self.period, u32::try_from(cost).unwrap_or(u32::MAX));
+        counter.rate(now, self.period)
+    }
+}
+
 impl KeyedState for Haproxy {
     type State = Counter;
 
     #[inline]
     fn step(&self, counter: &mut Counter, now: Timestamp, cost: u64, force: bool) -> Decision {
-        // now_ms: whole milliseconds, in 32 bits that wrap.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // Wraps, as C's.
-        let now = now.as_micros().div_euclid(1000) as u32;
-        counter.update(now, self.period, u32::try_from(cost).unwrap_or(u32::MAX));
-        Decision { passed: force || counter.rate(now, self.period) <= self.limit, wait: 0 }
+        // Counted first: a forced request is counted too.
+        let rate = self.counted(counter, now, cost);
+        Decision { passed: force || rate <= self.limit, wait: 0 }
     }
 
     /// A denied request was counted too.

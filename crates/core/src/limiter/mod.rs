@@ -5,10 +5,10 @@
 
 mod aligned;
 mod keyed;
-mod nginx_burst;
 pub mod params;
 pub mod promise;
 mod replicated;
+mod system_size;
 mod transfer;
 pub mod zone;
 #[macro_use]
@@ -46,9 +46,9 @@ use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
 pub use self::nginx::{nginx_notation, nginx_rate};
-pub use self::nginx_burst::NginxBurst;
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
+pub use self::system_size::{HaproxyLimit, NginxBurst};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 

@@ -1,9 +1,9 @@
-//! Sizing nginx: the smallest `burst=` with which nginx's `limit_req` refuses none of the events, found
-//! in nginx's own arithmetic (milli-requests, whole milliseconds, the truncated leak).
+//! A system's lossless size in its own terms, found in its own arithmetic: nginx's smallest
+//! `burst=`, HAProxy's smallest `gt N`, with which none of the events is refused.
 
 use std::num::NonZeroU64;
 
-use super::{KeyedState, Nginx};
+use super::{Haproxy, KeyedState, Nginx};
 use crate::event::{Event, Key};
 use crate::units::rate::Rate;
 
@@ -58,6 +58,47 @@ impl NginxBurst {
     }
 }
 
+/// A key's `freq_ctr`, as HAProxy keeps it.
+type Counter = <Haproxy as KeyedState>::State;
+
+/// Follows each key's `http_req_rate(P)` counter as HAProxy keeps it, and the most rate the
+/// deny rule reads. HAProxy counts every request, the denied ones too, so its counters are
+/// the same whatever `gt N` says, and the smallest N that denies none is that most rate.
+#[derive(Clone, Debug)]
+pub struct HaproxyLimit {
+    limiter: Haproxy,
+    /// Each key's counter, by key number.
+    counters: Vec<Counter>,
+    /// The most rate read, and its key.
+    most: (u64, Option<Key>),
+}
+
+impl HaproxyLimit {
+    /// Returns the tracker for `http_req_rate` over `rate`'s period (its count is not used:
+    /// the answer is the count).
+    pub fn new(rate: Rate) -> HaproxyLimit {
+        HaproxyLimit { limiter: Haproxy::new(rate), counters: Vec::new(), most: (0, None) }
+    }
+
+    /// Takes the next event, no earlier than the one before.
+    pub fn push(&mut self, event: Event) {
+        let slot = usize::try_from(event.key).unwrap_or(usize::MAX);
+        if slot >= self.counters.len() {
+            self.counters.resize(slot + 1, Counter::default());
+        }
+        let rate = self.limiter.counted(&mut self.counters[slot], event.time, event.cost);
+        if rate > self.most.0 {
+            self.most = (rate, Some(event.key));
+        }
+    }
+
+    /// The smallest N of `gt N` that denies none of the events, and the key whose counter
+    /// reads it (the first to).
+    pub fn result(&self) -> (u64, Option<Key>) {
+        self.most
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -96,6 +137,32 @@ mod tests {
         let mut burst = NginxBurst::new(rate);
         [0, 60_000, 121_000].into_iter().for_each(|ms| burst.push(event(ms, 0)));
         assert_eq!(burst.result().0, 1);
+    }
+
+    /// HAProxy at `limit` per the rate's period denies none of `events`.
+    fn denies_none(rate: Rate, limit: u64, events: &[Event]) -> bool {
+        let limiter = Haproxy::new(rate);
+        let mut counters = [Counter::default(); 4];
+        // gt 0 denies every request the counter reads as 1 or more.
+        events.iter().all(|e| limiter.counted(&mut counters[e.key as usize], e.time, 1) <= limit)
+    }
+
+    proptest! {
+        #[test]
+        fn the_haproxy_limit_found_denies_none_and_one_less_denies_some(
+            gaps in prop::collection::vec((0i64..3_000, 0u32..3), 1..80),
+        ) {
+            let rate: Rate = "1/10s".parse().unwrap();
+            let mut ms = 0;
+            let events: Vec<Event> = gaps.iter().map(|&(gap, key)| { ms += gap; event(ms, key) }).collect();
+            let mut limit = HaproxyLimit::new(rate);
+            events.iter().for_each(|&e| limit.push(e));
+            let (n, _) = limit.result();
+            prop_assert!(denies_none(rate, n, &events));
+            if n > 0 {
+                prop_assert!(!denies_none(rate, n - 1, &events));
+            }
+        }
     }
 
     proptest! {
