@@ -231,6 +231,10 @@ fn the_report_shows_the_fleet_and_each_layer_when_given() {
         text.contains(&format!("algo=fixed-window,rate=20/d\t{refused}\t{only}\t{alone}")),
         "{text}"
     );
+    // The headline names what every layer at once lets through.
+    let at_once =
+        format!("All 2 layers at once pass {} of {} events", replay["passed"], replay["events"]);
+    assert!(text.contains(&at_once), "{at_once} not in {text}");
     // The sections shown are numbered in sequence: no clients here, so the fleet is 4th.
     assert!(text.contains("4. The fleet") && text.contains("5. The layers"), "{text}");
     assert!(!text.contains("4. The clients"), "{text}");

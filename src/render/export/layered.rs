@@ -38,16 +38,8 @@ impl Report for LayeredReport {
                 row
             })
             .collect();
-        let header = [
-            "layer",
-            "refused",
-            "only",
-            "alone",
-            "passed units",
-            "busiest",
-            "min bucket",
-            "promise",
-        ];
+        let header =
+            ["layer", "refused", "only", "alone", "passed", "busiest", "min bucket", "promise"];
         table(out, &header, &rows, style)
     }
 }
@@ -69,13 +61,17 @@ pub(super) fn rows_without_top<T: serde::Serialize>(items: &[T]) -> Vec<serde_js
 /// A limiter's cells in a table of layers or configurations: what it passed in units, its
 /// busiest window, its need, and its promise.
 pub(super) fn limiter_cells(r: &LimiterReport) -> [String; 4] {
-    let units = r.units.map_or(r.passed.to_string(), |u| u.passed.to_string());
+    // Every count says what it counts: events, or the units a weighed limit spends.
+    let (passed, unit) = match r.units {
+        Some(units) => (units.passed, "units"),
+        None => (u128::from(r.passed), "events"),
+    };
     let window = &r.busiest_window;
     let most = window.units.unwrap_or(u128::from(window.count));
     let verdict = if r.promise.held { "held" } else { "BROKEN" };
     [
-        units,
-        format!("{most} in {}", window.length_s),
+        format!("{passed} {unit}"),
+        format!("{most} {unit} in {}", window.length_s),
         r.lossless().to_string(),
         format!("{verdict}: {}", r.promise.text),
     ]

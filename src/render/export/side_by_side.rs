@@ -29,19 +29,11 @@ impl Report for SideBySide {
             .map(|c| {
                 let r = &c.limiter;
                 let mut row = vec![c.spec.clone(), share(r.passed), share(r.dropped)];
-                row.extend(limiter_cells(r));
+                row.extend(limiter_cells(r).into_iter().skip(1));
                 row
             })
             .collect();
-        let header = [
-            "configuration",
-            "passed",
-            "dropped",
-            "passed units",
-            "busiest",
-            "min bucket",
-            "promise",
-        ];
+        let header = ["configuration", "passed", "dropped", "busiest", "min bucket", "promise"];
         table(out, &header, &rows, style)?;
         match &self.changes {
             Some(changes) => changes_table(out, changes, style),

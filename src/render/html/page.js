@@ -52,6 +52,8 @@
   html("span", {}, $("lede"), worst ? ` to lose nothing; ${yours} drops ` : ` loses nothing; ${yours} drops `);
   html("strong", { id: "answer-dropped" }, $("lede"), num(chosen.dropped));
   html("span", {}, $("lede"), ` of ${num(chosen.events)} events.`);
+  // With layers, the headline names what all of them at once let through.
+  if (D.layers) html("span", { id: "answer-layers" }, $("lede"), ` All ${D.layers.layers.length} layers at once pass ${num(D.layers.passed)} of ${num(D.layers.events)} events and drop ${num(D.layers.dropped)}.`);
 
   // 1. The data: a timeline to zoom and pan.
   const T = D.timeline;
