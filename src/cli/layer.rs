@@ -38,8 +38,10 @@ impl FromStr for LayerSpec {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
             (None, None::<Rate>, None, None::<Cost>, None);
         let mut params = GivenParams::default();
-        // Traefik writes a rate as `average` requests a `period` (1s unless said).
+        // Traefik writes a rate as `average` requests a `period` (1s unless said); HAProxy
+        // as `http_req_rate(PERIOD)` read against `gt N`.
         let (mut average, mut period) = (None::<u64>, None::<String>);
+        let (mut over, mut counted) = (None::<u64>, None::<String>);
         for part in text.split(',') {
             let bare = part.trim();
             // A limiter's bare parameter, such as nginx's `nodelay`.
@@ -84,14 +86,22 @@ impl FromStr for LayerSpec {
                     once(&mut average, found, name)?;
                 }
                 "period" => once(&mut period, value.trim().to_owned(), name)?,
+                "gt" => {
+                    let found = value
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("gt={value} is not a whole number of requests"))?;
+                    once(&mut over, found, name)?;
+                }
+                "http_req_rate" => once(&mut counted, value.trim().to_owned(), name)?,
                 "key" if !value.trim().is_empty() => once(&mut key, column(value.trim()), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 own if Algorithm::taking(own).next().is_some() => {
                     params.give(own, Some(value.trim()))?;
                 }
                 other => {
-                    let mut keys =
-                        vec!["algo", "rate", "burst", "cost", "key", "average", "period"];
+                    let mut keys = vec!["algo", "rate", "burst", "cost", "key"];
+                    keys.extend(["average", "period", "gt", "http_req_rate"]);
                     for algorithm in Algorithm::ALL {
                         for own in algorithm.param_keys() {
                             if !keys.contains(own) {
@@ -108,6 +118,25 @@ impl FromStr for LayerSpec {
             }
         }
         let algorithm = algorithm.ok_or("a limit needs algo=")?;
+        let rate = match (rate, over, counted.as_deref()) {
+            (None, Some(n), Some(period)) if algorithm == Algorithm::Haproxy => {
+                let text = format!("{n}/{period}");
+                Some(text.parse().map_err(|e| format!("gt={n},http_req_rate={period}: {e}"))?)
+            }
+            (rate, None, None) => rate,
+            (Some(_), _, _) => {
+                return Err("rate= and gt=/http_req_rate= say one thing twice: give one".into());
+            }
+            (None, _, _) if algorithm == Algorithm::Haproxy => {
+                return Err("HAProxy's rate is gt=N with http_req_rate=PERIOD: give both".into());
+            }
+            (None, _, _) => {
+                let name = algorithm.name();
+                return Err(format!(
+                    "gt= and http_req_rate= are HAProxy's; for {name} write rate=N/PERIOD"
+                ));
+            }
+        };
         let rate = match (rate, average, period.as_deref()) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
                 return Err("rate= and average=/period= say one thing twice: give one".into());
@@ -160,7 +189,11 @@ impl fmt::Display for LayerSpec {
             .filter(|_| self.algorithm == Algorithm::Nginx)
         {
             Some(rate) => write!(f, "algo=nginx,rate={rate}")?,
-            // Traefik's own names: average requests a period.
+            // HAProxy's and Traefik's own names: gt N a period, average requests a period.
+            None if self.algorithm == Algorithm::Haproxy => {
+                let (n, period) = (self.rate.count(), self.rate.period());
+                write!(f, "algo=haproxy,http_req_rate={period},gt={n}")?;
+            }
             None if self.algorithm == Algorithm::Traefik => {
                 let (average, period) = (self.rate.count(), self.rate.period());
                 write!(f, "algo=traefik,average={average},period={period}")?;
@@ -251,6 +284,13 @@ mod tests {
         let error = |text: &str| text.parse::<LayerSpec>().unwrap_err();
         assert!(error("algo=gcra,average=5").starts_with("average= and period= are Traefik's"));
         assert!(error("algo=traefik,rate=5/s,average=5").contains("give one"));
+        // HAProxy's: sc_http_req_rate(0) gt N over http_req_rate(PERIOD).
+        let haproxy: LayerSpec = "algo=haproxy,http_req_rate=10s,gt=20".parse().unwrap();
+        assert_eq!(haproxy.rate, "20/10s".parse().unwrap());
+        assert_eq!(haproxy.to_string(), "algo=haproxy,http_req_rate=10s,gt=20");
+        assert!(error("algo=haproxy,gt=20").contains("give both"));
+        let gcra = error("algo=gcra,gt=20,http_req_rate=1s");
+        assert!(gcra.starts_with("gt= and http_req_rate= are HAProxy's"), "{gcra}");
         assert_eq!(odd.to_string(), "algo=nginx,rate=5/h");
     }
 }
