@@ -33,6 +33,11 @@ impl<L: KeyedState> PerKey<L> {
         PerKey { zone: None, ..PerKey::new(limiter) }
     }
 
+    /// Returns key `key`'s state, if it has one.
+    pub(crate) fn state(&self, key: usize) -> Option<&L::State> {
+        self.states.get(key)
+    }
+
     /// Decides on an event of key `key` at `now` that costs `cost`; events of each key must
     /// come in time order.
     #[inline]

@@ -3,24 +3,21 @@
 
 use std::num::NonZeroU64;
 
-use super::{Haproxy, KeyedState, Nginx};
+use super::{Haproxy, KeyedState, Nginx, PerKey};
 use crate::event::{Event, Key};
 use crate::units::rate::Rate;
 
-/// A key's node, as nginx keeps it.
-type Node = <Nginx as KeyedState>::State;
-
-/// Follows each key's node as nginx at one rate would keep it if it refused nothing, and
-/// the most excess any node reaches. nginx refuses a request exactly when its excess would
-/// pass `burst=B` (B·1000 milli-requests), and a refusal changes nothing; so with no
-/// refusal each node's excess is known whatever the burst, and the smallest B that refuses
-/// none is that most excess, in whole requests, rounded up. The excess nginx's truncated
-/// leak keeps makes it at least the exact token bucket's need less one, and at times more.
+/// Follows each key's node as nginx at one rate would keep it if it refused nothing, in its
+/// zone, and the most excess any node reaches. nginx refuses a request exactly when its
+/// excess would pass `burst=B` (B·1000 milli-requests), and a refusal changes nothing; so
+/// with no refusal each node's excess is known whatever the burst (and so is which idle
+/// nodes a new key frees, which the excess decides), and the smallest B that refuses none
+/// is that most excess, in whole requests, rounded up. The excess nginx's truncated leak
+/// keeps makes it at least the exact token bucket's need less one, and at times more.
 #[derive(Clone, Debug)]
 pub struct NginxBurst {
-    limiter: Nginx,
-    /// Each key's node, by key number.
-    nodes: Vec<Node>,
+    /// Each key's node, in the zone all keys share, as nginx keeps them.
+    keys: PerKey<Nginx>,
     /// The most excess a node has held, in milli-requests, and its key.
     most: (i64, Option<Key>),
 }
@@ -28,25 +25,19 @@ pub struct NginxBurst {
 impl NginxBurst {
     /// Returns the tracker for nginx at `rate`, which must be one nginx can write.
     pub fn new(rate: Rate) -> NginxBurst {
-        NginxBurst {
-            limiter: Nginx::new(rate, NonZeroU64::MIN),
-            nodes: Vec::new(),
-            most: (0, None),
-        }
+        let keys = PerKey::new(Nginx::new(rate, NonZeroU64::MIN));
+        NginxBurst { keys, most: (0, None) }
     }
 
-    /// Takes the next event, no earlier than the one before; each counts as one request,
-    /// as nginx counts it.
+    /// Takes the next event, no earlier than the one before (of any key: the zone frees
+    /// nodes in the order keys come); each counts as one request, as nginx counts it.
     pub fn push(&mut self, event: Event) {
         let slot = usize::try_from(event.key).unwrap_or(usize::MAX);
-        if slot >= self.nodes.len() {
-            self.nodes.resize(slot + 1, Node::default());
-        }
-        let node = &mut self.nodes[slot];
         // Charged whatever the burst: the excess of a nginx that refuses nothing.
-        self.limiter.step(node, event.time, 1, true);
-        if node.excess() > self.most.0 {
-            self.most = (node.excess(), Some(event.key));
+        self.keys.charge(slot, event.time, 1);
+        let excess = self.keys.state(slot).map_or(0, |node| node.excess());
+        if excess > self.most.0 {
+            self.most = (excess, Some(event.key));
         }
     }
 
@@ -110,11 +101,10 @@ mod tests {
         Event { time: Timestamp::from_micros(ms * 1000).unwrap(), key, cost: 1 }
     }
 
-    /// nginx at `rate` with `burst=B` refuses none of `events`.
+    /// nginx at `rate` with `burst=B`, its keys in one zone, refuses none of `events`.
     fn refuses_none(rate: Rate, b: u64, events: &[Event]) -> bool {
-        let limiter = Nginx::new(rate, NonZeroU64::new(b + 1).unwrap());
-        let mut nodes: Vec<Node> = vec![Node::default(); 4];
-        events.iter().all(|e| limiter.step(&mut nodes[e.key as usize], e.time, 1, false).passed)
+        let mut keys = PerKey::new(Nginx::new(rate, NonZeroU64::new(b + 1).unwrap()));
+        events.iter().all(|e| keys.decide(e.key as usize, e.time, 1).passed)
     }
 
     #[test]
@@ -168,7 +158,8 @@ mod tests {
     proptest! {
         #[test]
         fn the_burst_found_refuses_none_and_one_less_refuses_some(
-            gaps in prop::collection::vec((0i64..3_000, 0u32..3), 1..80),
+            // Gaps of a minute and more let the zone free idle nodes for new keys.
+            gaps in prop::collection::vec((prop_oneof![0i64..3_000, 55_000i64..70_000], 0u32..4), 1..80),
             per_second in 1u64..5,
         ) {
             let rate: Rate = format!("{per_second}r/s").parse().unwrap();
