@@ -70,7 +70,10 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         }
     };
     notes(&job.input, &stats);
-    let reports = job.reports(&recorder, &stats).lanes;
+    let mut reports = job.reports(&recorder, &stats).lanes;
+    if algorithm == Algorithm::Nginx && args.validate.is_none() {
+        reports[0].nginx_burst = nginx_burst(&job, limit.size.rate)?;
+    }
     if args.emit.is_none()
         && args.validate.is_none()
         && let Some(note) = spread_note(&job, &stats, reports[0].dropped)?
@@ -103,18 +106,47 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
     Ok(())
 }
 
+/// nginx's own lossless `burst=` at `rate` for the job's events, per key if keyed: read
+/// once more, in the order the zone sees them. `None` for an input that cannot be read
+/// again.
+fn nginx_burst(job: &Job, rate: crate::units::rate::Rate) -> Result<Option<u64>> {
+    if !again(&job.input.source) {
+        return Ok(None);
+    }
+    let fresh = || NginxNeed(crate::limiter::NginxBurst::new(rate));
+    let (NginxNeed(need), _) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
+    Ok(Some(need.result().0))
+}
+
+/// nginx's own need, fed event by event.
+struct NginxNeed(crate::limiter::NginxBurst);
+
+impl catalog::Sink for NginxNeed {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        self.0.push(event);
+        Ok(())
+    }
+}
+
+/// Whether an input can be read again: a file, the sample, Arrow data; not a pipe.
+fn again(source: &Source) -> bool {
+    match source {
+        Source::Path(_) | Source::Files(_) | Source::Embedded { .. } => true,
+        #[cfg(feature = "arrow")]
+        Source::Arrow(_) => true,
+        _ => false,
+    }
+}
+
 /// What whole-second ties can matter, when times are whole seconds and some tie: the
 /// events replayed again with each tied second's events spread evenly across it in the
 /// order they came, and that replay's drops beside `dropped`, the drops as logged. Only a
 /// replay in memory of an input that can be read again says it.
 fn spread_note(job: &Job, stats: &ReadStats, dropped: u64) -> Result<Option<String>> {
-    let again =
-        matches!(job.input.source, Source::Path(_) | Source::Files(_) | Source::Embedded { .. });
-    if stats.fractions
-        || stats.instants.shared() == 0
-        || !again
-        || !matches!(job.backend, Backend::Memory)
-    {
+    let memory = matches!(job.backend, Backend::Memory);
+    if stats.fractions || stats.instants.shared() == 0 || !again(&job.input.source) || !memory {
         return Ok(None);
     }
     let fresh = || super::Collect(Vec::new());

@@ -379,6 +379,7 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
         min_bucket: None,
         worst_key,
+        nginx_burst: None,
         queue: spread.waits.first().copied().flatten().map(Into::into),
         promise: promise_over_keys(
             &check,

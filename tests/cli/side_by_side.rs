@@ -158,3 +158,33 @@ fn min_bucket_for_haproxy_is_the_least_gt_n_the_model_denies_none_with() {
         assert!(dropped(n - 1) > 0, "gt {} per {period}", n - 1);
     }
 }
+
+#[test]
+fn replay_with_nginx_gives_nginxs_own_lossless_burst() {
+    let text = access_log();
+    let log = temp_file("access.log", &text);
+    let rows = logged(&text);
+    let args = ["replay", log.to_str().unwrap(), "--log-format", FORMAT, "--algo", "nginx"];
+    let args =
+        [&args[..], &["--rate", "10r/s", "--key", "$binary_remote_addr", "--format", "json"]]
+            .concat();
+    let found = json(&run_with(&args, Stdin::Null).ok());
+    let least = (0..)
+        .find(|&b| brute::per_key(&rows, |t| brute::nginx(t, 10_000, b)).iter().all(|&p| p))
+        .unwrap();
+    assert_eq!(found["nginx_burst"], least);
+    // Read once, from a pipe, it cannot be found, and is left out.
+    let piped = [
+        "replay",
+        "--log-format",
+        FORMAT,
+        "--algo",
+        "nginx",
+        "--rate",
+        "10r/s",
+        "--format",
+        "json",
+    ];
+    let piped = json(&run(&piped, &text).ok());
+    assert!(piped.get("nginx_burst").is_none(), "{piped}");
+}

@@ -510,6 +510,7 @@ impl KeyedEvents {
                     // Over keys, the need is the worst key's, and it is named there.
                     min_bucket: None,
                     worst_key: worst_key.clone(),
+                    nginx_burst: None,
                     queue: spread.waits[n].map(Into::into),
                     promise: promise_over_keys(&check, spread.broken[n], count),
                     fleet: fleet(n).cloned().map(Box::new),

@@ -61,6 +61,11 @@ pub struct LimiterReport {
     /// those that need as much), and its need.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_key: Option<WorstKey>,
+    /// `replay --algo nginx`: the smallest `burst=` with which nginx, in its own arithmetic
+    /// and zone, would have refused none of the events (with `--key`, of any key). Left out
+    /// for an input read once (standard input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx_burst: Option<u64>,
     #[serde(flatten)]
     pub queue: Option<Queue>,
     /// What the limiter promises of the events it passes, and whether it held on this

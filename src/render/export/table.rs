@@ -135,10 +135,7 @@ pub fn replay_table(
     lines.extend([
         (format!("busiest {length}"), window(&r.busiest_window, "passed")),
         (format!("demand {length}"), window(&r.demand_busiest_window, "events")),
-        (
-            "min bucket".to_owned(),
-            format!("{} (the smallest lossless token bucket at {})", r.lossless(), r.rate),
-        ),
+        ("min bucket".to_owned(), min_bucket_text(r)),
     ]);
     if let Some(fleet) = &r.fleet {
         let over = fleet
@@ -241,14 +238,15 @@ fn demand_lines(r: &report::LimiterReport) -> [(String, String); 2] {
         Some(start) => format!("{} events, from {start}", demand.count),
         None => "0 events".to_owned(),
     };
+    [(format!("demand {length}"), busiest), ("min bucket".to_owned(), min_bucket_text(r))]
+}
+
+/// The smallest lossless bucket, for every key with keys, and nginx's own `burst=` when
+/// the report has it.
+fn min_bucket_text(r: &report::LimiterReport) -> String {
     let per_key = if r.by_key.is_some() { " for every key" } else { "" };
-    [
-        (format!("demand {length}"), busiest),
-        (
-            "min bucket".to_owned(),
-            format!("{} (the smallest lossless token bucket{per_key} at {})", r.lossless(), r.rate),
-        ),
-    ]
+    let nginx = r.nginx_burst.map_or(String::new(), |b| format!("; nginx's own: burst={b}"));
+    format!("{} (the smallest lossless token bucket{per_key} at {}){nginx}", r.lossless(), r.rate)
 }
 
 /// People read waits to the millisecond.
