@@ -16,7 +16,7 @@ use crate::cli::layer::LayerSpec;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Timeline, slot};
 use crate::input::keys::{Groups, MAX_KEYED_EVENTS, Ranking, fold_keys, for_each_listed};
-use crate::limiter::{Algorithm, HaproxyLimit, NginxBurst};
+use crate::limiter::{Algorithm, HaproxyLimit, NginxBurst, traefik_burst};
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
@@ -108,6 +108,8 @@ pub(super) struct KeyedFinders {
     /// With `--for nginx`, nginx's own need at each rate; with `--for haproxy`, HAProxy's.
     nginx: Vec<NginxBurst>,
     haproxy: Vec<HaproxyLimit>,
+    /// With `--for traefik`, every event, kept: its burst is found by replaying them.
+    traefik: Option<Vec<Event>>,
 }
 
 impl Sink for KeyedFinders {
@@ -116,6 +118,9 @@ impl Sink for KeyedFinders {
     fn event(&mut self, event @ Event { time, key, cost }: Event) -> Result<()> {
         self.nginx.iter_mut().for_each(|need| need.push(event));
         self.haproxy.iter_mut().for_each(|need| need.push(event));
+        if let Some(kept) = &mut self.traefik {
+            kept.push(event);
+        }
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed { .. }) {
             self.add_keys(slot(key) + 1)?;
         }
@@ -143,7 +148,17 @@ impl KeyedFinders {
             Sizing::One(KeyFinders::new(rates))
         };
         let (nginx, haproxy) = (Vec::new(), Vec::new());
-        KeyedFinders { rates: rates.to_vec(), sizing, top, keys: 0, threads, nginx, haproxy }
+        let traefik = None;
+        KeyedFinders {
+            rates: rates.to_vec(),
+            sizing,
+            top,
+            keys: 0,
+            threads,
+            nginx,
+            haproxy,
+            traefik,
+        }
     }
 
     /// Also finds a system's own need at each rate (each of which nginx can write, for
@@ -157,6 +172,7 @@ impl KeyedFinders {
             SizedFor::Haproxy => {
                 KeyedFinders { haproxy: rates.map(|&r| HaproxyLimit::new(r)).collect(), ..self }
             }
+            SizedFor::Traefik => KeyedFinders { traefik: Some(Vec::new()), ..self },
         }
     }
 
@@ -202,6 +218,7 @@ impl KeyedFinders {
         cover: Option<Percent>,
     ) -> Vec<report::MinBucket> {
         let (nginx, haproxy) = (std::mem::take(&mut self.nginx), std::mem::take(&mut self.haproxy));
+        let traefik = self.traefik.take();
         let keyed = matches!(self.sizing, Sizing::Keyed { .. });
         let named =
             |key: Option<Key>| key.filter(|_| keyed).zip(names.names).map(|(k, t)| t.name(k));
@@ -213,6 +230,12 @@ impl KeyedFinders {
         for (result, need) in found.iter_mut().zip(&haproxy) {
             let (gt, key) = need.result();
             result.haproxy = Some(SystemLimit { gt, key: named(key) });
+        }
+        if let Some(events) = &traefik {
+            for result in &mut found {
+                let burst = traefik_burst(result.rate, events);
+                result.traefik = Some(SystemBurst { burst, key: None });
+            }
         }
         found
     }
@@ -369,6 +392,7 @@ where
                 by_key: Some(by_key),
                 nginx: None,
                 haproxy: None,
+                traefik: None,
             }
         })
         .collect()
@@ -398,10 +422,12 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
             bail!("--for nginx: nginx counts requests, not what they cost: leave out --cost");
         }
     }
-    if args.system == Some(SizedFor::Haproxy) {
-        let refused = rates.iter().find_map(|&rate| Algorithm::Haproxy.refuses(rate));
+    if let Some(system @ (SizedFor::Haproxy | SizedFor::Traefik)) = args.system {
+        let algorithm =
+            if system == SizedFor::Haproxy { Algorithm::Haproxy } else { Algorithm::Traefik };
+        let refused = rates.iter().find_map(|&rate| algorithm.refuses(rate));
         if let Some(why) = refused {
-            bail!("--for haproxy: {why}");
+            bail!("--for {}: {why}", algorithm.name());
         }
     }
     let fresh = || {
@@ -508,7 +534,8 @@ pub struct MinBucketArgs {
 
     /// Also answer in a system's own terms, in its own arithmetic, at each rate (with --key,
     /// of any key): for nginx, the smallest burst= with which limit_req refuses none of the
-    /// events; for haproxy, the smallest N of http_req_rate(P) gt N, P the rate's period.
+    /// events; for haproxy, the smallest N of http_req_rate(P) gt N, P the rate's period;
+    /// for traefik, the smallest burst (every event kept, to replay).
     #[arg(long = "for", value_enum, value_name = "SYSTEM", conflicts_with_all = ["curve", "limits"])]
     pub system: Option<SizedFor>,
 
@@ -532,6 +559,8 @@ pub enum SizedFor {
     Nginx,
     /// HAProxy's stick table: the N of sc_http_req_rate(0) gt N.
     Haproxy,
+    /// Traefik's rateLimit: burst, in Go's float64 arithmetic (every event kept).
+    Traefik,
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {

@@ -188,3 +188,30 @@ fn replay_with_nginx_gives_nginxs_own_lossless_burst() {
     let piped = json(&run(&piped, &text).ok());
     assert!(piped.get("nginx_burst").is_none(), "{piped}");
 }
+
+#[test]
+fn min_bucket_for_traefik_is_the_least_burst_its_model_refuses_none_with() {
+    let text = access_log();
+    let log = temp_file("access.log", &text);
+    let common = ["--log-format", FORMAT, "--key", "remote_addr"];
+    let asked = [
+        &["min-bucket", log.to_str().unwrap()][..],
+        &common,
+        &["--for", "traefik", "--rate", "10/s", "--format", "json"],
+    ]
+    .concat();
+    let burst = json(&run_with(&asked, Stdin::Null).ok())[0]["traefik"]["burst"].as_u64().unwrap();
+    let dropped = |b: u64| {
+        let b = b.to_string();
+        let replay = [
+            &["replay", log.to_str().unwrap()][..],
+            &common,
+            &["--algo", "traefik", "--rate", "10/s", "--burst", &b, "--format", "json"],
+        ]
+        .concat();
+        json(&run_with(&replay, Stdin::Null).ok())["dropped"].as_u64().unwrap()
+    };
+    assert!(burst > 1, "the bursts of 60 need more than one");
+    assert_eq!(dropped(burst), 0);
+    assert!(dropped(burst - 1) > 0);
+}

@@ -19,6 +19,7 @@ pub mod recorder;
 pub mod report;
 mod seconds;
 pub mod side_by_side;
+mod system_size;
 
 // The core's and the readers' modules, by the paths the engine's files name them.
 use ratelimit_core::{limiter, sizing};

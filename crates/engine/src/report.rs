@@ -249,6 +249,7 @@ pub struct ServerCount {
 
 pub use crate::limiter::promise::Promise;
 pub use crate::live_check::{Check, LayerCheck, LayeredCheck};
+pub use crate::system_size::{SystemBurst, SystemLimit};
 
 /// The busiest window of a replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -366,26 +367,10 @@ pub struct MinBucket {
     /// `--key`, of any key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<SystemLimit>,
-}
-
-/// A lossless threshold in a system's own terms.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct SystemLimit {
-    /// The N of HAProxy's `gt N`.
-    pub gt: u64,
-    /// With `--key`: the key that needs it.
+    /// With `--for traefik`: the smallest `burst` with which Traefik's rateLimit, in Go's
+    /// arithmetic, refuses none of the events at this rate (with `--key`, of any key).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-}
-
-/// A lossless size in a system's own terms.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct SystemBurst {
-    /// The burst the system's configuration takes (nginx's `burst=`).
-    pub burst: u64,
-    /// With `--key`: the key that needs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
+    pub traefik: Option<SystemBurst>,
 }
 
 /// The smallest lossless bucket at a rate, and a stretch of events that needs it (`None`
@@ -471,6 +456,7 @@ impl From<Lossless> for MinBucket {
             by_key: None,
             nginx: None,
             haproxy: None,
+            traefik: None,
         }
     }
 }

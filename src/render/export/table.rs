@@ -363,6 +363,16 @@ pub fn min_bucket_table(
         let gap = if n == 0 { "\n" } else { "" };
         writeln!(out, "{gap}nginx: rate={rate} burst={burst} refuses none of the events{key}")?;
     }
+    for (n, m) in found.iter().filter(|m| m.traefik.is_some()).enumerate() {
+        let Some(traefik) = &m.traefik else { continue };
+        let (average, period) = (m.rate.count(), m.rate.period());
+        let gap = if n == 0 { "\n" } else { "" };
+        let burst = traefik.burst;
+        writeln!(
+            out,
+            "{gap}traefik: average={average} period={period} burst={burst} refuses none of the events"
+        )?;
+    }
     for (n, m) in found.iter().filter(|m| m.haproxy.is_some()).enumerate() {
         let Some(haproxy) = &m.haproxy else { continue };
         let key = haproxy.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));

@@ -48,7 +48,7 @@ pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
 pub use self::nginx::{nginx_notation, nginx_rate};
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
-pub use self::system_size::{HaproxyLimit, NginxBurst};
+pub use self::system_size::{HaproxyLimit, NginxBurst, traefik_burst};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 

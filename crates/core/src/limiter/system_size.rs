@@ -1,5 +1,6 @@
 //! A system's lossless size in its own terms, found in its own arithmetic: nginx's smallest
-//! `burst=`, HAProxy's smallest `gt N`, with which none of the events is refused.
+//! `burst=`, HAProxy's smallest `gt N`, Traefik's smallest `burst`, with which none of the
+//! events is refused.
 
 use std::num::NonZeroU64;
 
@@ -90,6 +91,35 @@ impl HaproxyLimit {
     }
 }
 
+/// The smallest Traefik `burst` with which its rateLimit at `rate`, in Go's arithmetic
+/// (float64 tokens, a refusal past `maxDelay`, idle buckets forgotten), refuses none of
+/// `events` (in time order, each key its own bucket). A larger burst never holds fewer
+/// tokens, and the same buckets are forgotten whatever the burst, so a burst that refuses
+/// none is followed by larger ones that refuse none: the least is found by bisection,
+/// each probe a replay of the events.
+pub fn traefik_burst(rate: Rate, events: &[Event]) -> u64 {
+    let refuses_none = |burst: u64| {
+        let Some(burst) = NonZeroU64::new(burst) else { return false };
+        let mut keys = PerKey::new(super::Traefik::new(rate, burst));
+        let slot = |key: Key| usize::try_from(key).unwrap_or(usize::MAX);
+        events.iter().all(|e| keys.decide(slot(e.key), e.time, 1).passed)
+    };
+    // Doubling to a burst that refuses none (the events' count always does), then halving
+    // the gap to the least.
+    let most = u64::try_from(events.len()).unwrap_or(u64::MAX).max(1);
+    let mut high = 1;
+    while high < most && !refuses_none(high) {
+        high = (high * 2).min(most);
+    }
+    let mut low = high / 2;
+    // Invariant: `high` refuses none; `low` is 0 or refuses some.
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if refuses_none(mid) { high = mid } else { low = mid }
+    }
+    high
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -135,6 +165,26 @@ mod tests {
         let mut counters = [Counter::default(); 4];
         // gt 0 denies every request the counter reads as 1 or more.
         events.iter().all(|e| limiter.counted(&mut counters[e.key as usize], e.time, 1) <= limit)
+    }
+
+    proptest! {
+        #[test]
+        fn the_traefik_burst_found_refuses_none_and_one_less_refuses_some(
+            gaps in prop::collection::vec((0i64..2_000, 0u32..3), 1..60),
+        ) {
+            let rate: Rate = "2/s".parse().unwrap();
+            let mut ms = 0;
+            let events: Vec<Event> = gaps.iter().map(|&(gap, key)| { ms += gap; event(ms, key) }).collect();
+            let burst = traefik_burst(rate, &events);
+            let refuses_none = |b: u64| {
+                let mut keys = PerKey::new(crate::limiter::Traefik::new(rate, NonZeroU64::new(b).unwrap()));
+                events.iter().all(|e| keys.decide(e.key as usize, e.time, 1).passed)
+            };
+            prop_assert!(refuses_none(burst));
+            if burst > 1 {
+                prop_assert!(!refuses_none(burst - 1));
+            }
+        }
     }
 
     proptest! {
