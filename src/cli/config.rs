@@ -208,10 +208,14 @@ impl InputArgs {
             ),
             None => None,
         };
-        // A file's name or first line says its format; of several files, the first's.
+        // A file's name or first line says its format; of several files, the first's. So
+        // does standard input's first line when it is a file (`< access.log`), which can be
+        // looked at from its start without taking what the reader reads; a pipe cannot.
+        let stdin = std::path::PathBuf::from("/dev/stdin");
         let first = match &source {
             Source::Path(path) => Some(path),
             Source::Files(paths) => paths.first(),
+            Source::Stdin if cfg!(unix) => Some(&stdin),
             _ => None,
         };
         let format = match (&self.input_format, first) {

@@ -109,3 +109,39 @@ fn csv_files_are_joined_with_one_header_and_zstd_is_read_as_gzip_is() {
         run(&["replay", "-", &path("a.csv"), "--algo", "gcra", "--rate", "1/m"], "").error();
     assert_eq!(alone, "ratelimit: - (standard input) is read alone, not with other files");
 }
+
+#[test]
+fn an_access_log_on_stdin_is_known_by_its_first_line_when_stdin_is_a_file() {
+    let log = run(
+        &[
+            "synth",
+            "requests",
+            "--clients",
+            "50",
+            "--requests",
+            "500",
+            "--days",
+            "0.02",
+            "--format",
+            "clf",
+        ],
+        "",
+    )
+    .ok();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log.1");
+    std::fs::write(&path, &log).unwrap();
+    let args = ["replay", "--algo", "nginx", "--rate", "1r/s", "--key", "$binary_remote_addr"];
+    let named = report(&[&args[..], &[path.to_str().unwrap()]].concat());
+    let args = [&args[..], &["--format", "json"]].concat();
+    // `< access.log.1`: read from its start, as the file it is, $msec and all.
+    let redirected = json(&run_with(&args, Stdin::File(path.clone())).ok());
+    assert_eq!(redirected["events"], named["events"]);
+    assert_eq!(redirected["passed"], named["passed"]);
+    // Through a pipe it cannot be looked at first: it is read as CSV, and told so.
+    let piped = run(&args, &log).error();
+    assert!(
+        piped.contains("this is an access log read as CSV: give --input-format clf"),
+        "{piped}"
+    );
+}

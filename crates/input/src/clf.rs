@@ -23,13 +23,33 @@ pub(super) fn clf_fields(line: &[u8], fields: &[String]) -> Result<Vec<Vec<u8>>,
         .iter()
         .map(|name| match CLF_FIELDS.iter().position(|f| f == name) {
             Some(index) => Ok(all[index].clone()),
+            // nginx's variables for the parts of `$request`: "GET /a?b=1 HTTP/1.1".
+            None if let Some(part) = request_part(&all[3], name) => Ok(part.to_vec()),
             None => Err(format!(
-                "the combined log format has no field `{}`; it has {}",
+                "the combined log format has no field `{}`; it has {}, and of $request {}",
                 crate::message::one_line(name),
-                CLF_FIELDS.join(", ")
+                CLF_FIELDS.join(", "),
+                REQUEST_PARTS.join(", ")
             )),
         })
         .collect()
+}
+
+/// The parts of `$request` that nginx names: its method, its URI with the query, and the
+/// URI's path.
+const REQUEST_PARTS: [&str; 3] = ["request_method", "request_uri", "uri"];
+
+/// Returns the part of a `$request` ("GET /a?b=1 HTTP/1.1") that nginx's variable `name`
+/// is, if it names one: an empty part for a request that lacks it.
+pub(crate) fn request_part<'r>(request: &'r [u8], name: &str) -> Option<&'r [u8]> {
+    let mut words = request.split(|&b| b == b' ');
+    let (method, uri) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+    match name {
+        "request_method" => Some(method),
+        "request_uri" => Some(uri),
+        "uri" => Some(uri.split(|&b| b == b'?').next().unwrap_or_default()),
+        _ => None,
+    }
 }
 
 /// Returns whether `line` is an access log's line, in the combined (or common) log format.
@@ -109,6 +129,16 @@ fn quoted(rest: &mut &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_request_s_parts_are_nginx_s_variables() {
+        let line = br#"10.0.0.1 - - [01/Jan/2025:00:00:28 +0000] "POST /api/orders?id=7 HTTP/1.1" 200 612 "-" "curl/8""#;
+        let names = ["request_method", "request_uri", "uri", "remote_addr"].map(String::from);
+        let found = clf_fields(line, &names).unwrap();
+        assert_eq!(found, [&b"POST"[..], b"/api/orders?id=7", b"/api/orders", b"10.0.0.1"]);
+        let unknown = clf_fields(line, &["host".to_owned()]).unwrap_err();
+        assert!(unknown.ends_with("and of $request request_method, request_uri, uri"), "{unknown}");
+    }
 
     #[test]
     fn a_timed_line_has_msec_and_request_time_after_the_agent() {

@@ -174,7 +174,10 @@ impl LogFormat {
                     (Some(sent), Some(took)) => arrival(sent, took),
                     _ => Err(self.missing(name)),
                 },
-                _ => value(name).map(<[u8]>::to_vec).ok_or_else(|| self.missing(name)),
+                // A variable the format lacks may be a part of its `$request`.
+                _ => (value(name).or_else(|| crate::clf::request_part(value("request")?, name)))
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| self.missing(name)),
             })
             .collect()
     }
