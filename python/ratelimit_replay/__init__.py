@@ -116,17 +116,24 @@ def replay(
 def compare(
     data: Any,
     *,
-    rate: str,
+    rate: str | None = None,
     burst: int | None = None,
     algos: Iterable[str] | None = None,
     key: str | None = None,
     cost: str | int | None = None,
+    limits: Iterable[str] | None = None,
     time: str = "time",
     **flags: Any,
-) -> list[dict[str, Any]]:
+) -> Any:
     """Replays ``data`` through several limiters side by side (``algos``, by default all
-    six of the program's own), and returns ``ratelimit compare --format json``'s list."""
-    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, time=time, **flags)
+    six of the program's own), and returns ``ratelimit compare --format json``'s list.
+
+    With ``limits`` instead of a rate, each a whole configuration as ``compare --limit``
+    takes it (``"algo=nginx,rate=10r/s,burst=20,nodelay,key=client"``), returns its object:
+    each configuration's report and, with two, what changes from the first to the second
+    (``changes``: the events newly refused and newly passed, and the keys that change most).
+    """
+    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, limits=limits, time=time, **flags)
     return json.loads(_run("compare", data, args)[0])
 
 

@@ -143,3 +143,14 @@ def test_report_writes_the_programs_page(m5_table, tmp_path):
     assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
     # The page's data names the input and counts its events.
     assert "\"input\":\"\\u003carrow\\u003e\"" in text and "\"events\":19032" in text
+
+
+def test_configurations_side_by_side_are_the_programs(log_csv, log_table):
+    limits = ["algo=gcra,rate=30/m,burst=5,key=client", "algo=nginx,rate=1r/s,burst=3,nodelay,key=client"]
+    flags = [word for spec in limits for word in ("--limit", spec)]
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("compare", str(log_csv), *flags, *time)
+    got = rl.compare(log_table, limits=limits, time="ts", time_format="unix-ms")
+    assert without_input(got) == without_input(want)
+    assert got["changes"]["newly_refused"] + got["changes"]["newly_passed"] > 0
+
