@@ -15,8 +15,9 @@ import json
 from typing import Any
 
 from . import _argv, _native
+from .spark import _algos, _burst_for
 
-__all__ = ["min_bucket", "replay"]
+__all__ = ["min_bucket", "replay", "compare"]
 
 
 def min_bucket(
@@ -146,3 +147,19 @@ def _nullable(dtype: Any) -> Any:
     import pandas
 
     return "Int64" if pandas.api.types.is_integer_dtype(dtype) else dtype
+
+
+def compare(
+    ddf: Any,
+    *,
+    rate: str,
+    key: str,
+    burst: int | None = None,
+    algos: list[str] | None = None,
+    **given: Any,
+) -> list[dict[str, Any]]:
+    """Returns what ``ratelimit compare --key KEY --format json`` prints for the rows of
+    ``ddf``, as :func:`ratelimit_replay.spark.compare` does on Spark: a ``replay`` for each
+    limiter of ``algos`` (the program's six by default)."""
+    return [replay(ddf, algo=algo, rate=rate, key=key, burst=_burst_for(algo, burst), **given) for algo in _algos(algos)]
+

@@ -16,7 +16,8 @@ and cover are made of them.
 per key, which needs no merge: each key's decisions are its own limiter's; and ``replay``
 of a limit per key: each key is replayed whole on its executor, each partition sums up
 its keys, and what mixes keys in time order (the busiest windows) is found over blocks
-of time, each reading on a window's length into the next.
+of time, each reading on a window's length into the next; ``compare`` per key, as the
+program's is made: one such replay for each limiter.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from . import _argv, _native
 
-__all__ = ["min_bucket", "decisions", "replay"]
+__all__ = ["min_bucket", "decisions", "replay", "compare"]
 
 
 def min_bucket(
@@ -215,6 +216,39 @@ def replay(
 # The shortest block of time a replay's busiest windows are found in (10 minutes), longer
 # if the window is: each block's events are read on a window's length into the next.
 _BLOCK_US = 600_000_000
+
+
+def compare(
+    df: Any,
+    *,
+    rate: str,
+    key: str,
+    burst: int | None = None,
+    algos: list[str] | None = None,
+    **given: Any,
+) -> list[dict[str, Any]]:
+    """Returns what ``ratelimit compare --key KEY --format json`` prints for the rows of
+    ``df``: for each limiter of ``algos`` (the program's six by default), the report of
+    ``replay(df, algo=…, rate=rate, key=key, …)``, which is what each row of the program's
+    compare is; ``burst`` applies to the limiters that take one. ``given`` are
+    ``replay``'s other keywords (``cost``, ``time``, ``tie``, ``partitions``…)."""
+    return [replay(df, algo=algo, rate=rate, key=key, burst=_burst_for(algo, burst), **given) for algo in _algos(algos)]
+
+
+def _algos(algos: list[str] | None) -> list[str]:
+    """The limiters a compare runs: those asked for, else the program's own six."""
+    return list(algos) if algos else list(_OWN)
+
+
+def _burst_for(algo: str, burst: int | None) -> int | None:
+    """A compare's burst as one limiter's replay takes it: only for a limiter with one, as
+    the program's compare applies it."""
+    return burst if algo in _WITH_BURST else None
+
+
+# The program's own limiters, in its order, and the limiters a burst applies to.
+_OWN = ("fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue")
+_WITH_BURST = {"token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"}
 
 
 def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> tuple[str, Any]:

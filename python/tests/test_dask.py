@@ -58,3 +58,12 @@ def test_keyed_replay_on_dask_is_the_programs(client, log, partitions):
         )
         assert without_input(got) == without_input(want), (algo, partitions)
         assert want["dropped"] > 0
+
+
+def test_keyed_compare_on_dask_is_the_programs(client, log):
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=3)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("compare", str(csv), "--rate", "20/m", "--burst", "3", "--key", "client", "--algo", "sliding-log,gcra", *time)
+    got = rld.compare(ddf, rate="20/m", burst=3, key="client", algos=["sliding-log", "gcra"], time="ts", time_format="unix-ms", tie="tie")
+    assert without_input(got) == without_input(want)

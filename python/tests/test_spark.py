@@ -209,6 +209,16 @@ def test_keyed_replay_on_spark_is_the_programs_for_any_partitions(spark, clients
         assert want["keys"]["count"] == 4_995 and want["dropped"] > 0
 
 
+def test_keyed_compare_on_spark_is_the_programs_six(spark, clients):
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("compare", str(csv), "--rate", "1/m", "--burst", "2", "--key", "client", *time)
+    got = rls.compare(df, rate="1/m", burst=2, key="client", time="ts", time_format="unix-ms", tie="tie", partitions=2)
+    assert [r["algorithm"] for r in got] == [r["algorithm"] for r in want]
+    assert without_input(got) == without_input(want)
+
+
 def test_keyed_replay_of_the_synthetic_log_in_any_files_is_the_programs(spark, big_log):
     csv, files = big_log
     time = ["--time-column", "ts", "--time-format", "unix-ms"]
