@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from . import _argv, _native
-from .spark import _algos, _burst_for
+from .spark import _by_replays
 
 __all__ = ["min_bucket", "replay", "compare"]
 
@@ -161,5 +161,5 @@ def compare(
     """Returns what ``ratelimit compare --key KEY --format json`` prints for the rows of
     ``ddf``, as :func:`ratelimit_replay.spark.compare` does on Spark: a ``replay`` for each
     limiter of ``algos`` (the program's six by default)."""
-    return [replay(ddf, algo=algo, rate=rate, key=key, burst=_burst_for(algo, burst), **given) for algo in _algos(algos)]
+    return _by_replays(replay, ddf, rate, key, burst, algos, given)
 

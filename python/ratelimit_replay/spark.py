@@ -232,18 +232,15 @@ def compare(
     ``replay(df, algo=…, rate=rate, key=key, …)``, which is what each row of the program's
     compare is; ``burst`` applies to the limiters that take one. ``given`` are
     ``replay``'s other keywords (``cost``, ``time``, ``tie``, ``partitions``…)."""
-    return [replay(df, algo=algo, rate=rate, key=key, burst=_burst_for(algo, burst), **given) for algo in _algos(algos)]
+    return _by_replays(replay, df, rate, key, burst, algos, given)
 
 
-def _algos(algos: list[str] | None) -> list[str]:
-    """The limiters a compare runs: those asked for, else the program's own six."""
-    return list(algos) if algos else list(_OWN)
-
-
-def _burst_for(algo: str, burst: int | None) -> int | None:
-    """A compare's burst as one limiter's replay takes it: only for a limiter with one, as
-    the program's compare applies it."""
-    return burst if algo in _WITH_BURST else None
+def _by_replays(replay: Any, frame: Any, rate: str, key: str, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[dict[str, Any]]:
+    """A keyed compare made of one ``replay`` of ``frame`` for each limiter of ``algos``
+    (the program's own six by default), ``burst`` given to those with one, as the program's
+    compare applies it: what each row of the program's compare is."""
+    chosen = list(algos) if algos else list(_OWN)
+    return [replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in _WITH_BURST else None, **given) for algo in chosen]
 
 
 # The program's own limiters, in its order, and the limiters a burst applies to.

@@ -142,18 +142,6 @@ fn clap_exit(err: clap::Error) -> Result<ExitCode> {
     }
 }
 
-/// Keeps every event, in order.
-pub(super) struct Collect(Vec<crate::input::catalog::Event>);
-
-impl crate::input::catalog::Sink for Collect {
-    type Error = anyhow::Error;
-
-    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
-        self.0.push(event);
-        Ok(())
-    }
-}
-
 /// Prints notes about the input, and what reading left out, on stderr.
 fn notes(input: &Input, stats: &ReadStats) {
     // A note that stderr cannot take is lost; the data and the exit code are not.

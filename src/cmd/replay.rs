@@ -13,12 +13,13 @@ use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
-use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Rows, Source};
+use crate::input::catalog::{self, Event, ReadOptions, Rows};
 use crate::input::format::InputFormat;
-use crate::limiter::Algorithm;
+use crate::limiter::{Algorithm, NginxBurst};
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
+use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
@@ -71,14 +72,19 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     notes(&job.input, &stats);
     let mut reports = job.reports(&recorder, &stats).lanes;
-    if algorithm == Algorithm::Nginx && args.validate.is_none() {
-        reports[0].nginx_burst = nginx_burst(&job, limit.size.rate)?;
-    }
-    if args.emit.is_none()
-        && args.validate.is_none()
-        && let Some(note) = spread_note(&job, &stats, reports[0].dropped)?
-    {
-        let _ = writeln!(diagnostics(), "ratelimit: note: {note}");
+    // What one more read of the input tells, if it can be read again: nginx's own burst,
+    // and what whole-second ties can matter.
+    let nginx =
+        (algorithm == Algorithm::Nginx && args.validate.is_none()).then_some(limit.size.rate);
+    let memory = matches!(job.backend, Backend::Memory);
+    let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
+    let spread = tied && args.emit.is_none() && args.validate.is_none();
+    if let Some(again) = read_again(&job, nginx, spread)? {
+        reports[0].nginx_burst = again.nginx.map(|need| need.result().0);
+        if let Some(events) = again.events {
+            let note = spread_note(&job, &events, reports[0].dropped)?;
+            let _ = writeln!(diagnostics(), "ratelimit: note: {note}");
+        }
     }
     export::write(&mut out, args.output.format, style, &reports[0])?;
     out.flush()?;
@@ -106,52 +112,44 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
     Ok(())
 }
 
-/// nginx's own lossless `burst=` at `rate` for the job's events, per key if keyed: read
-/// once more, in the order the zone sees them. `None` for an input that cannot be read
-/// again.
-fn nginx_burst(job: &Job, rate: crate::units::rate::Rate) -> Result<Option<u64>> {
-    if !again(&job.input.source) {
-        return Ok(None);
-    }
-    let fresh = || NginxNeed(crate::limiter::NginxBurst::new(rate));
-    let (NginxNeed(need), _) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
-    Ok(Some(need.result().0))
+/// What a second read of the input keeps: nginx's own need at a rate, and the events
+/// themselves, to be replayed with their whole-second ties spread.
+struct Again {
+    nginx: Option<NginxBurst>,
+    events: Option<Vec<Event>>,
 }
 
-/// nginx's own need, fed event by event.
-struct NginxNeed(crate::limiter::NginxBurst);
-
-impl catalog::Sink for NginxNeed {
+impl catalog::Sink for Again {
     type Error = anyhow::Error;
 
     fn event(&mut self, event: Event) -> Result<()> {
-        self.0.push(event);
+        if let Some(need) = &mut self.nginx {
+            need.push(event);
+        }
+        if let Some(events) = &mut self.events {
+            events.push(event);
+        }
         Ok(())
     }
 }
 
-/// Whether an input can be read again: a file, the sample, Arrow data; not a pipe.
-fn again(source: &Source) -> bool {
-    match source {
-        Source::Path(_) | Source::Files(_) | Source::Embedded { .. } => true,
-        #[cfg(feature = "arrow")]
-        Source::Arrow(_) => true,
-        _ => false,
-    }
-}
-
-/// What whole-second ties can matter, when times are whole seconds and some tie: the
-/// events replayed again with each tied second's events spread evenly across it in the
-/// order they came, and that replay's drops beside `dropped`, the drops as logged. Only a
-/// replay in memory of an input that can be read again says it.
-fn spread_note(job: &Job, stats: &ReadStats, dropped: u64) -> Result<Option<String>> {
-    let memory = matches!(job.backend, Backend::Memory);
-    if stats.fractions || stats.instants.shared() == 0 || !again(&job.input.source) || !memory {
+/// Reads the job's input once more, if it can be read again and something is asked of
+/// it: nginx's own lossless `burst=` at `nginx`'s rate (per key if keyed, in the order the
+/// zone sees them), and the events kept if `spread`. `None` if nothing is asked, or the
+/// input cannot be read again.
+fn read_again(job: &Job, nginx: Option<Rate>, spread: bool) -> Result<Option<Again>> {
+    if (nginx.is_none() && !spread) || !job.input.source.can_read_again() {
         return Ok(None);
     }
-    let fresh = || super::Collect(Vec::new());
-    let (super::Collect(events), _) =
-        catalog::read_events(&job.input.source, &job.input.read, fresh)?;
+    let fresh = || Again { nginx: nginx.map(NginxBurst::new), events: spread.then(Vec::new) };
+    let (again, _) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
+    Ok(Some(again))
+}
+
+/// What whole-second ties can matter: `events` replayed again with each tied second's
+/// events spread evenly across it in the order they came, and that replay's drops beside
+/// `dropped`, the drops as logged.
+fn spread_note(job: &Job, events: &[Event], dropped: u64) -> Result<String> {
     let mut spread = Vec::with_capacity(events.len());
     for tied in events.chunk_by(|a, b| a.time == b.time) {
         let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
@@ -163,10 +161,10 @@ fn spread_note(job: &Job, stats: &ReadStats, dropped: u64) -> Result<Option<Stri
     }
     let recorder = job.backend.decide(&job.settings, job.keyed(), spread)?;
     let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
-    Ok(Some(format!(
+    Ok(format!(
         "with each second's tied events spread evenly across it, in the order they came, the \
          limit drops {spread_dropped}, against {dropped} as logged"
-    )))
+    ))
 }
 
 /// Writes the rows `emit` asks for to stdout, each with its decision in `trace` (one a

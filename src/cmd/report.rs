@@ -82,9 +82,8 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     if job.keyed() && (job.top == 0 || job.top > MOST_KEYS) {
         job.top = MOST_KEYS;
     }
-    let fresh = || super::Collect(Vec::new());
-    let (super::Collect(events), stats) =
-        catalog::read_events(&job.input.source, &job.input.read, fresh)?;
+    let fresh = || Collect(Vec::new());
+    let (Collect(events), stats) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
     notes(&job.input, &stats);
     if events.is_empty() {
         bail!("{} has no events to report on", job.input.source.name());
@@ -528,4 +527,16 @@ pub struct ReportArgs {
     /// Where to write the page: one HTML file that opens offline; - is stdout.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
+}
+
+/// Keeps every event, in order.
+struct Collect(Vec<Event>);
+
+impl Sink for Collect {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        self.0.push(event);
+        Ok(())
+    }
 }

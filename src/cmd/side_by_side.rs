@@ -97,6 +97,7 @@ pub(super) fn decide(
     };
     let result = SideBySide {
         input: input.source.name(),
+        // Rows in memory: a usize widens to u64 exactly on every target.
         events: rows.len() as u64,
         configurations,
         changes,

@@ -339,3 +339,17 @@ fn json_lines_and_geojson_read_in_pieces_give_what_one_thread_gives() {
         }
     }
 }
+
+#[test]
+fn a_fifo_is_not_opened_again_for_nginxs_own_burst() {
+    // A file is read once more for nginx's own burst; opening a FIFO again would wait for
+    // a writer that never comes.
+    let args = ["replay", "--algo", "nginx", "--rate", "1r/m", "--burst", "1", "--format", "json"];
+    let fifo = through_fifo(&args);
+    assert_eq!(fifo.code, 0, "{}", fifo.stderr);
+    let file = crate::harness::temp_file("quakes.csv", QUAKES);
+    let named = json(&run_with(&[&args[..], &[file.to_str().unwrap()]].concat(), Stdin::Null).ok());
+    let fifo = json(&fifo.stdout);
+    assert_eq!(fifo["passed"], named["passed"]);
+    assert!(named["nginx_burst"].is_u64() && fifo.get("nginx_burst").is_none(), "{fifo}");
+}

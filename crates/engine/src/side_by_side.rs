@@ -84,6 +84,7 @@ impl Changes {
         top: usize,
     ) -> Changes {
         let pairs = || first.iter().zip(second);
+        // Counts of things in memory: a usize widens to u64 exactly on every target.
         let count = |want: (bool, bool)| pairs().filter(|&(&a, &b)| (a, b) == want).count() as u64;
         let keys = keys.map(|(of, column, names)| {
             // events, first passed, second passed, changed: a key's four counts.
@@ -105,7 +106,7 @@ impl Changes {
                     changed: c[3],
                 })
                 .collect();
-            let total = changed.len() as u64;
+            let total = changed.len() as u64; // In memory: usize widens to u64 exactly.
             changed.sort_by(|x, y| {
                 let gap = |k: &KeyChange| k.first_passed.abs_diff(k.second_passed);
                 (gap(y), y.changed).cmp(&(gap(x), x.changed)).then_with(|| x.key.cmp(&y.key))

@@ -34,6 +34,7 @@ impl Instants {
         }
         keys.sort_unstable();
         let runs = keys.chunk_by(|a, b| a == b);
+        // Events in memory: a usize widens to u64 exactly on every target.
         runs.filter(|run| run.len() > 1).map(|run| run.len() as u64).sum()
     }
 

@@ -57,7 +57,7 @@ fn describe(filter: &RowFilter) -> String {
 /// Returns the first and last time of a file's rows, read again without filters; `None`
 /// for standard input, which cannot be read twice, or if the read fails.
 fn span(source: &Source, options: &ReadOptions) -> Option<(Timestamp, Timestamp)> {
-    if matches!(source, Source::Stdin) {
+    if !source.can_read_again() {
         return None;
     }
     let options = ReadOptions { filters: Vec::new(), progress: None, ..options.clone() };

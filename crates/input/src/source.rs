@@ -47,6 +47,19 @@ impl Source {
         }
     }
 
+    /// Whether a second read of it reads it all again: regular files (compressed or not)
+    /// and data in memory. Standard input, a FIFO or a device gives its bytes once, and
+    /// opening a FIFO again would wait for a writer that may never come.
+    pub fn can_read_again(&self) -> bool {
+        let regular = |path: &PathBuf| std::fs::metadata(path).is_ok_and(|m| m.is_file());
+        match self {
+            Source::Path(path) => regular(path),
+            Source::Files(paths) => paths.iter().all(regular),
+            Source::Stdin => false,
+            _ => true,
+        }
+    }
+
     /// Returns the name for a picture's title: a file's name without its directories.
     pub fn title(&self) -> String {
         match self {
