@@ -38,10 +38,9 @@ impl FromStr for LayerSpec {
         let (mut algorithm, mut rate, mut burst, mut cost, mut key) =
             (None, None::<Rate>, None, None::<Cost>, None);
         let mut params = GivenParams::default();
-        // Traefik writes a rate as `average` requests a `period` (1s unless said); HAProxy
-        // as `http_req_rate(PERIOD)` read against `gt N`.
-        let (mut average, mut period) = (None::<u64>, None::<String>);
-        let (mut over, mut counted) = (None::<u64>, None::<String>);
+        // A rate in a system's own words (Traefik's `average`, HAProxy's `gt`), which the
+        // limiter reads once it is known.
+        let mut words: Vec<(&str, &str)> = Vec::new();
         for part in text.split(',') {
             let bare = part.trim();
             // A limiter's bare parameter, such as nginx's `nodelay`.
@@ -79,21 +78,12 @@ impl FromStr for LayerSpec {
                     let found = value.trim().parse().map_err(|e| format!("cost={value}: {e}"))?;
                     once(&mut cost, found, name)?;
                 }
-                "average" => {
-                    let found = value.trim().parse::<u64>().map_err(|_| {
-                        format!("average={value} is not a whole number of requests")
-                    })?;
-                    once(&mut average, found, name)?;
+                word if rate_key(word) => {
+                    if words.iter().any(|&(given, _)| given == word) {
+                        return Err(format!("{word}= is given twice"));
+                    }
+                    words.push((word, value.trim()));
                 }
-                "period" => once(&mut period, value.trim().to_owned(), name)?,
-                "gt" => {
-                    let found = value
-                        .trim()
-                        .parse::<u64>()
-                        .map_err(|_| format!("gt={value} is not a whole number of requests"))?;
-                    once(&mut over, found, name)?;
-                }
-                "http_req_rate" => once(&mut counted, value.trim().to_owned(), name)?,
                 "key" if !value.trim().is_empty() => once(&mut key, column(value.trim()), name)?,
                 "key" => return Err("key= needs a column's name".into()),
                 own if Algorithm::taking(own).next().is_some() => {
@@ -101,7 +91,9 @@ impl FromStr for LayerSpec {
                 }
                 other => {
                     let mut keys = vec!["algo", "rate", "burst", "cost", "key"];
-                    keys.extend(["average", "period", "gt", "http_req_rate"]);
+                    for words in Algorithm::ALL.iter().filter_map(|a| a.rate_words()) {
+                        keys.extend(words.keys);
+                    }
                     for algorithm in Algorithm::ALL {
                         for own in algorithm.param_keys() {
                             if !keys.contains(own) {
@@ -118,42 +110,17 @@ impl FromStr for LayerSpec {
             }
         }
         let algorithm = algorithm.ok_or("a limit needs algo=")?;
-        let rate = match (rate, over, counted.as_deref()) {
-            (None, Some(n), Some(period)) if algorithm == Algorithm::Haproxy => {
-                let text = format!("{n}/{period}");
-                Some(text.parse().map_err(|e| format!("gt={n},http_req_rate={period}: {e}"))?)
-            }
-            (rate, None, None) => rate,
-            (Some(_), _, _) => {
-                return Err("rate= and gt=/http_req_rate= say one thing twice: give one".into());
-            }
-            (None, _, _) if algorithm == Algorithm::Haproxy => {
-                return Err("HAProxy's rate is gt=N with http_req_rate=PERIOD: give both".into());
-            }
-            (None, _, _) => {
-                let name = algorithm.name();
+        let rate = match (rate, &words[..]) {
+            (Some(rate), []) => rate,
+            (None, []) => return Err("a limit needs rate=".into()),
+            (Some(_), _) => {
+                let keys: Vec<&str> = words.iter().map(|&(key, _)| key).collect();
                 return Err(format!(
-                    "gt= and http_req_rate= are HAProxy's; for {name} write rate=N/PERIOD"
+                    "rate= and {}= say one thing twice: give one",
+                    keys.join("=/")
                 ));
             }
-        };
-        let rate = match (rate, average, period.as_deref()) {
-            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-                return Err("rate= and average=/period= say one thing twice: give one".into());
-            }
-            (Some(rate), None, None) => rate,
-            (None, Some(average), period) if algorithm == Algorithm::Traefik => {
-                let period = period.unwrap_or("1s");
-                let text = format!("{average}/{period}");
-                text.parse().map_err(|e| format!("average={average},period={period}: {e}"))?
-            }
-            (None, _, _) if average.is_some() || period.is_some() => {
-                return Err(format!(
-                    "average= and period= are Traefik's; for {} write rate=N/PERIOD",
-                    algorithm.name()
-                ));
-            }
-            (None, _, _) => return Err("a limit needs rate=".into()),
+            (None, _) => rate_in_words(algorithm, &words)?,
         };
         if burst.is_some() && !algorithm.uses_burst() {
             let with_burst = crate::cli::config::with_burst();
@@ -173,6 +140,35 @@ impl FromStr for LayerSpec {
     }
 }
 
+/// Whether `key` is one a system writes a rate with in place of `rate=`.
+fn rate_key(key: &str) -> bool {
+    Algorithm::ALL.iter().filter_map(|a| a.rate_words()).any(|words| words.keys.contains(&key))
+}
+
+/// Reads a rate given in a system's own `words` for `algorithm`: by its limiter if the
+/// words are its system's, else a one-line error naming whose they are.
+fn rate_in_words(algorithm: Algorithm, words: &[(&str, &str)]) -> Result<Rate, String> {
+    let given = |keys: &[&str]| words.iter().all(|(key, _)| keys.contains(key));
+    match algorithm.rate_words().filter(|own| given(own.keys)) {
+        Some(own) => match (own.read)(words) {
+            Some(read) => {
+                let spec: Vec<String> = words.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                read.map_err(|e| format!("{}: {e}", spec.join(",")))
+            }
+            None => Err(format!("{}'s rate is {}", own.system, own.how)),
+        },
+        None => {
+            let owner =
+                Algorithm::ALL.iter().filter_map(|a| a.rate_words()).find(|w| given(w.keys));
+            let (keys, system) = owner.map_or((String::new(), "another system"), |w| {
+                (w.keys.iter().map(|k| format!("{k}=")).collect::<Vec<_>>().join(" and "), w.system)
+            });
+            let name = algorithm.name();
+            Err(format!("{keys} are {system}'s; for {name} write rate=N/PERIOD"))
+        }
+    }
+}
+
 /// Sets `slot` to `value`, the value of key `name`, which may be given only once.
 fn once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
     match slot.replace(value) {
@@ -184,21 +180,12 @@ fn once<T>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), String> {
 /// Writes the spec back in the form it is read in, with only what was given or matters.
 impl fmt::Display for LayerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // nginx's own notation where it has one (`10r/s`, `30r/m`), as its config writes it.
-        match crate::limiter::nginx_notation(self.rate)
-            .filter(|_| self.algorithm == Algorithm::Nginx)
-        {
-            Some(rate) => write!(f, "algo=nginx,rate={rate}")?,
-            // HAProxy's and Traefik's own names: gt N a period, average requests a period.
-            None if self.algorithm == Algorithm::Haproxy => {
-                let (n, period) = (self.rate.count(), self.rate.period());
-                write!(f, "algo=haproxy,http_req_rate={period},gt={n}")?;
-            }
-            None if self.algorithm == Algorithm::Traefik => {
-                let (average, period) = (self.rate.count(), self.rate.period());
-                write!(f, "algo=traefik,average={average},period={period}")?;
-            }
-            None => write!(f, "algo={},rate={}", self.algorithm.name(), self.rate)?,
+        // The rate in its system's own words where it has them (nginx's `rate=10r/s`,
+        // Traefik's `average=100,period=1m`), as its configuration writes it.
+        let name = self.algorithm.name();
+        match self.algorithm.rate_words().and_then(|words| (words.written)(self.rate)) {
+            Some(words) => write!(f, "algo={name},{words}")?,
+            None => write!(f, "algo={name},rate={}", self.rate)?,
         }
         if let Some(burst) = self.burst {
             write!(f, ",burst={burst}")?;

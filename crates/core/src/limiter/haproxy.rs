@@ -166,6 +166,13 @@ impl Rule for Haproxy {
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
+    const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
+        system: "HAProxy",
+        keys: &["gt", "http_req_rate"],
+        how: "gt=N with http_req_rate=PERIOD: give both",
+        read: rate_from_words,
+        written: rate_as_words,
+    });
 
     fn refuses(rate: Rate) -> Option<String> {
         let micros = rate.period().as_micros();
@@ -189,6 +196,19 @@ impl Rule for Haproxy {
     }
 
 
+}
+
+/// HAProxy's rate, `sc_http_req_rate(0) gt N` over `http_req_rate(PERIOD)`; `None`
+/// without both.
+fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
+    let word = |key: &str| given.iter().find(|(k, _)| *k == key).map(|(_, v)| v.trim());
+    Some(format!("{}/{}", word("gt")?, word("http_req_rate")?).parse())
+}
+
+/// A rate as HAProxy's stick table and deny rule write it: `http_req_rate=P,gt=N`.
+#[allow(clippy::unnecessary_wraps)] // The shape every system's writer has.
+fn rate_as_words(rate: Rate) -> Option<String> {
+    Some(format!("http_req_rate={},gt={}", rate.period(), rate.count()))
 }
 
 #[cfg(test)]

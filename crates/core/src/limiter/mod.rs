@@ -182,6 +182,27 @@ pub struct Decision {
     pub wait: i128,
 }
 
+/// A rate read from a system's words, or why they make none.
+pub type RateRead = Result<Rate, crate::units::rate::RateError>;
+
+/// How a system writes a rate in a limit's spec, in its own words: Traefik's
+/// `average=100,period=1m`, HAProxy's `http_req_rate=10s,gt=20`, nginx's `rate=10r/s`.
+#[derive(Clone, Copy, Debug)]
+pub struct RateWords {
+    /// The system, as messages name it.
+    pub system: &'static str,
+    /// The keys it writes a rate with in place of `rate=`; none if it writes `rate=` its
+    /// own way.
+    pub keys: &'static [&'static str],
+    /// How a rate is written with them, for a message when they make none: `gt=N with
+    /// http_req_rate=PERIOD: give both`.
+    pub how: &'static str,
+    /// Reads a rate from its keys' values; `None` if they do not make one.
+    pub read: fn(&[(&str, &str)]) -> Option<RateRead>,
+    /// Writes a rate as the spec's words (`average=100,period=1m`), if the system can.
+    pub written: fn(Rate) -> Option<String>,
+}
+
 /// A limiter's rule: its name, how it is made from a rate and a burst, and what it
 /// promises. Implementing it, and one line in the registry, makes a limiter run everywhere
 /// limiters run.
@@ -217,6 +238,9 @@ pub trait Rule: KeyedState {
     /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
     /// for others.
     const MODELS: Option<&'static str> = None;
+
+    /// How its system writes a rate in a limit's spec, if not as `rate=N/P`.
+    const RATE_WORDS: Option<RateWords> = None;
 
     /// Returns why it cannot run at `rate`, if it cannot; every exact limiter can.
     fn refuses(_rate: Rate) -> Option<String> {

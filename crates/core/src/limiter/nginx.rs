@@ -304,6 +304,14 @@ impl Rule for Nginx {
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
     const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
+    const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
+        system: "nginx",
+        // nginx's `10r/s` is read by `rate=` itself.
+        keys: &[],
+        how: "rate=Nr/s or rate=Nr/m",
+        read: |_| None,
+        written: |rate| nginx_notation(rate).map(|rate| format!("rate={rate}")),
+    });
     const SPENDS_COST: bool = false;
     const DEFAULT_BURST: Option<u64> = Some(0);
 
@@ -472,3 +480,5 @@ mod zone_tests {
     }
 
 }
+
+

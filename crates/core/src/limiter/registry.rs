@@ -182,6 +182,11 @@ macro_rules! limiters {
                 self.models().is_some()
             }
 
+            /// Returns how its system writes a rate in a limit's spec, if not as `rate=N/P`.
+            pub fn rate_words(self) -> Option<$crate::limiter::RateWords> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::RATE_WORDS,)* }
+            }
+
             /// Returns the system whose arithmetic it models, with the version followed;
             /// `None` for an exact limiter.
             pub fn models(self) -> Option<&'static str> {

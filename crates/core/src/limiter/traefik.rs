@@ -143,6 +143,13 @@ impl Rule for Traefik {
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
+    const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
+        system: "Traefik",
+        keys: &["average", "period"],
+        how: "average=N, with period=PERIOD unless it is 1s: give average=",
+        read: rate_from_words,
+        written: rate_as_words,
+    });
     const SPENDS_COST: bool = false;
     const DEFAULT_BURST: Option<u64> = Some(1);
 
@@ -192,6 +199,20 @@ impl KeyedState for Traefik {
     fn state_mut(&mut self) -> &mut Bucket {
         &mut self.state
     }
+}
+
+/// Traefik's rate, `average` requests a `period` (1s unless given); `None` without an
+/// average.
+fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
+    let word = |key: &str| given.iter().find(|(k, _)| *k == key).map(|(_, v)| v.trim());
+    let average = word("average")?;
+    Some(format!("{average}/{}", word("period").unwrap_or("1s")).parse())
+}
+
+/// A rate as Traefik writes it: `average=N,period=P`.
+#[allow(clippy::unnecessary_wraps)] // The shape every system's writer has.
+fn rate_as_words(rate: Rate) -> Option<String> {
+    Some(format!("average={},period={}", rate.count(), rate.period()))
 }
 
 #[cfg(test)]
