@@ -168,3 +168,43 @@ pub fn per_key(rows: &[(String, i64)], decide: impl Fn(&[i64]) -> Vec<bool>) -> 
     }
     decisions
 }
+
+/// The rate HAProxy's deny rule reads after counting each of one key's requests (times in
+/// ms), over `period` ms, as `freq_ctr.h` keeps it: 32-bit ms that wrap, a period begun at
+/// an even tick, the current and previous periods' counts, every request counted; the rate
+/// is ⌊(prev·remain + curr·P)/P⌋, a period further back counting curr as prev, and with no
+/// curr and prev at most 1, prev.
+pub fn haproxy_rates(times_ms: &[i64], period: i64) -> Vec<i64> {
+    let wrap = |x: i64| x.rem_euclid(1 << 32);
+    let (mut tick, mut curr, mut prev) = (0_i64, 0_i64, 0_i64);
+    (times_ms.iter())
+        .map(|&t| {
+            let now = wrap(t);
+            if wrap(now - tick) < period {
+                curr += 1;
+            } else {
+                prev = std::mem::replace(&mut curr, 1);
+                tick = wrap(tick + period);
+                if wrap(now - tick) >= period {
+                    (prev, tick) = (0, now);
+                }
+                tick -= tick % 2;
+            }
+            let mut remain = wrap(tick + period - now);
+            if remain >= 1 << 31 {
+                remain -= 1 << 32;
+            }
+            let (mut current, mut past) = (curr, prev);
+            if remain < 0 {
+                remain += period;
+                past = if remain >= 0 { current } else { 0 };
+                current = 0;
+            }
+            if current == 0 && past <= 1 {
+                past
+            } else {
+                (past * remain + current * period) / period
+            }
+        })
+        .collect()
+}

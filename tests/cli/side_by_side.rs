@@ -144,6 +144,15 @@ fn min_bucket_for_haproxy_is_the_least_gt_n_the_model_denies_none_with() {
     let keyed =
         [&args[..], &["--key", "remote_addr", "--rate", "1/s,1/10s", "--format", "json"]].concat();
     let found = json(&run_with(&keyed, Stdin::Null).ok());
+    // By HAProxy's source: the most rate its deny rule reads, over every key.
+    let rows = logged(&text);
+    for (k, period_ms) in [(0, 1_000), (1, 10_000)] {
+        let mut most = 0;
+        for times in brute::by_key(&rows).values() {
+            most = most.max(brute::haproxy_rates(times, period_ms).into_iter().max().unwrap_or(0));
+        }
+        assert_eq!(found[k]["haproxy"]["gt"], most, "period {period_ms} ms");
+    }
     for (k, period) in [(0, "s"), (1, "10s")] {
         let n = found[k]["haproxy"]["gt"].as_u64().unwrap();
         let dropped = |n: u64| {

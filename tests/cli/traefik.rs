@@ -111,3 +111,19 @@ fn traefik_decides_as_x_time_rate_does() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs go and golang-golang-x-time-dev"]
+fn min_bucket_for_traefik_is_the_least_burst_x_time_rate_refuses_none_with() {
+    let args = ["synth", "requests", "--clients", "40", "--requests", "3000", "--days", "0.1"];
+    let log = run_with(&args, Stdin::Null).ok();
+    let requests = events(&log, Some("client"));
+    let asked =
+        ["min-bucket", "--rate", "1/s", "--key", "client", "--for", "traefik", "--format", "json"];
+    let found = crate::harness::json(&crate::harness::run(&asked, &log).ok());
+    let burst = found[0]["traefik"]["burst"].as_u64().unwrap();
+    assert!(burst > 1, "the log's sessions need more than one");
+    // Go's own x/time/rate, as Traefik runs it: none refused at the burst, some at one less.
+    assert!(go(&requests, 1, 1_000_000_000, burst).iter().all(|&pass| pass));
+    assert!(!go(&requests, 1, 1_000_000_000, burst - 1).iter().all(|&pass| pass));
+}
