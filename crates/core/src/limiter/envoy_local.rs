@@ -52,6 +52,7 @@ impl EnvoyLocal {
 
 impl KeyedState for EnvoyLocal {
     type State = Bucket;
+    type Keys = super::Apart;
 
     #[allow(clippy::cast_precision_loss)] // Seconds as a double, as envoy reads them.
     fn step(&self, bucket: &mut Bucket, now: Timestamp, _cost: u64, force: bool) -> Decision {

@@ -67,6 +67,7 @@ impl EnvoyRatelimit {
 
 impl KeyedState for EnvoyRatelimit {
     type State = Count;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, count: &mut Count, now: Timestamp, cost: u64, force: bool) -> Decision {

@@ -40,6 +40,7 @@ impl FixedWindow {
 
 impl KeyedState for FixedWindow {
     type State = Counted;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Counted, now: Timestamp, cost: u64, force: bool) -> Decision {

@@ -38,6 +38,7 @@ impl Gcra {
 
 impl KeyedState for Gcra {
     type State = i128;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut i128, now: Timestamp, cost: u64, force: bool) -> Decision {

@@ -100,6 +100,7 @@ impl Haproxy {
 
 impl KeyedState for Haproxy {
     type State = Counter;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, counter: &mut Counter, now: Timestamp, cost: u64, force: bool) -> Decision {

@@ -4,6 +4,61 @@ use super::{Algorithm, Any, Decision, KeyedState, Rule, Store};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
+/// How a limiter keeps its keys' states, declared in its own file ([`KeyedState::Keys`]):
+/// apart ([`Apart`]), so that a key decides on its own events alone, or in a store its
+/// keys share, as nginx's share a zone.
+pub trait KeyStore<L: KeyedState>: Clone + std::fmt::Debug {
+    /// Whether keys share the store: a key's decisions may then depend on other keys'
+    /// events, and keys cannot be decided one at a time.
+    const SHARED: bool;
+
+    /// Returns the store of the keys of one server; `shared` false: of keys that share
+    /// nothing, as copies of one key on several servers, whose zones are their servers'.
+    fn new(shared: bool) -> Self;
+
+    /// Looks up key `key` at `now` before its state decides (`charged`), or without
+    /// charging it: `states` holds every key's state (up to `key` at least), `fresh` a
+    /// new key's. A store may reset other keys' states, as nginx's zone frees idle nodes.
+    fn look_up(
+        &mut self,
+        limiter: &L,
+        keys: Held<'_, L>,
+        key: usize,
+        now: Timestamp,
+        charged: bool,
+    );
+
+    /// Returns the store with its keys renumbered: key `kept[n]` becomes key n.
+    fn renumbered(&self, kept: &[usize]) -> Self;
+}
+
+/// Every key's state, and a new key's, as a [`KeyStore`] is handed them.
+pub struct Held<'a, L: KeyedState> {
+    /// Each key's state, by key number.
+    pub states: &'a mut [L::State],
+    /// A new key's state.
+    pub fresh: &'a L::State,
+}
+
+/// Keys kept apart: a key's state is its own, and nothing is looked up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Apart;
+
+impl<L: KeyedState> KeyStore<L> for Apart {
+    const SHARED: bool = false;
+
+    fn new(_: bool) -> Apart {
+        Apart
+    }
+
+    #[inline]
+    fn look_up(&mut self, _: &L, _: Held<'_, L>, _: usize, _: Timestamp, _: bool) {}
+
+    fn renumbered(&self, _: &[usize]) -> Apart {
+        Apart
+    }
+}
+
 /// A limiter whose rule (rate, burst) is kept once and whose state is kept per key, so that
 /// a key costs only its state: 16 bytes for GCRA, 32 for a token bucket, a fixed window or a
 /// leaky queue, 40 for a sliding-window counter, and 32 plus the times for a sliding log.
@@ -15,22 +70,25 @@ pub struct PerKey<L: KeyedState> {
     limiter: L,
     fresh: L::State,
     states: Vec<L::State>,
-    /// The keys' zone, for a limiter whose keys share one ([`KeyedState::ZONE`]).
-    zone: Option<super::zone::Zone>,
+    /// The limiter's own store of its keys ([`KeyedState::Keys`]).
+    keys: L::Keys,
 }
 
 impl<L: KeyedState> PerKey<L> {
     /// Returns the limiter for every key, each starting as `limiter` is now.
-    pub fn new(mut limiter: L) -> PerKey<L> {
-        let fresh = limiter.state_mut().clone();
-        let zone = L::ZONE.then(super::zone::Zone::new);
-        PerKey { limiter, fresh, states: Vec::new(), zone }
+    pub fn new(limiter: L) -> PerKey<L> {
+        PerKey::stored(limiter, true)
     }
 
-    /// Returns the limiter for every key with no zone shared between keys: for copies of
+    /// Returns the limiter for every key with nothing shared between keys: for copies of
     /// a key on several servers, whose zones are their servers' own.
-    pub fn without_zone(limiter: L) -> PerKey<L> {
-        PerKey { zone: None, ..PerKey::new(limiter) }
+    pub fn unshared(limiter: L) -> PerKey<L> {
+        PerKey::stored(limiter, false)
+    }
+
+    fn stored(mut limiter: L, shared: bool) -> PerKey<L> {
+        let fresh = limiter.state_mut().clone();
+        PerKey { limiter, fresh, states: Vec::new(), keys: L::Keys::new(shared) }
     }
 
     /// Returns key `key`'s state, if it has one.
@@ -62,39 +120,25 @@ impl<L: KeyedState> PerKey<L> {
     #[inline]
     fn take(&mut self, key: usize, now: Timestamp, cost: u64, force: bool) -> Decision {
         self.hold(key);
-        if L::ZONE {
-            self.look_up(key, now);
-        }
+        self.look_up(key, now, true);
         self.limiter.step(&mut self.states[key], now, cost, force)
     }
 
-    /// nginx's lookup in its zone: a new key first frees up to two of the least recently
-    /// looked-up nodes, if idle long enough and leaked away (`ngx_http_limit_req_expire`);
-    /// any key then goes to the front.
-    fn look_up(&mut self, key: usize, now: Timestamp) {
-        let Some(zone) = &mut self.zone else { return };
-        if self.limiter.is_fresh(&self.states[key]) {
-            for _ in 0..2 {
-                let Some(last) = zone.tail() else { break };
-                if !self.limiter.freed(&self.states[last], now) {
-                    break;
-                }
-                zone.free(last);
-                self.states[last].clone_from(&self.fresh);
-            }
-        }
-        zone.touch(key);
+    /// Has the limiter's store look key `key` up at `now` ([`KeyStore::look_up`]).
+    #[inline]
+    fn look_up(&mut self, key: usize, now: Timestamp, charged: bool) {
+        let held = Held { states: &mut self.states, fresh: &self.fresh };
+        self.keys.look_up(&self.limiter, held, key, now, charged);
     }
 
-    /// Looks up key `key` at `now` in the zone without charging it ([`KeyedState::open`]):
-    /// a new key frees what it may and is held, any key goes to the front. Nothing, for
-    /// limiters without a zone.
+    /// Looks up key `key` at `now` in a store its keys share without charging it, as a
+    /// chained `limit_req` before the one that refuses looks it up in nginx's zone.
+    /// Nothing, for keys kept apart.
     #[inline]
     pub fn look_up_only(&mut self, key: usize, now: Timestamp) {
-        if L::ZONE && self.zone.is_some() {
+        if <L::Keys as KeyStore<L>>::SHARED {
             self.hold(key);
-            self.look_up(key, now);
-            self.limiter.open(&mut self.states[key]);
+            self.look_up(key, now, false);
         }
     }
 
@@ -110,14 +154,14 @@ impl<L: KeyedState> PerKey<L> {
 
     /// Returns whether key `key` is back at its start as of `now` ([`KeyedState::at_rest`]):
     /// it may be forgotten, and a key that comes again then starts afresh, deciding as it
-    /// would have. Never for keys that share a zone, which keeps them itself.
+    /// would have.
     #[inline]
     pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
         self.states.get(key).is_none_or(|state| self.limiter.at_rest(state, now))
     }
 
     /// Returns the limiter with its keys renumbered: key `kept[n]` becomes key n, and the
-    /// keys not kept, which must be [at rest](PerKey::at_rest), are forgotten. A zone keeps
+    /// keys not kept, which must be [at rest](PerKey::at_rest), are forgotten. A store keeps
     /// its order.
     pub fn renumbered(&self, kept: &[usize]) -> PerKey<L> {
         let state = |&old: &usize| self.states.get(old).unwrap_or(&self.fresh).clone();
@@ -125,7 +169,7 @@ impl<L: KeyedState> PerKey<L> {
             limiter: self.limiter.clone(),
             fresh: self.fresh.clone(),
             states: kept.iter().map(state).collect(),
-            zone: self.zone.as_ref().map(|zone| zone.renumbered(kept)),
+            keys: self.keys.renumbered(kept),
         }
     }
 

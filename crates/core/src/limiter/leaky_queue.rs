@@ -127,6 +127,7 @@ impl LeakyQueue {
 
 impl KeyedState for LeakyQueue {
     type State = i128;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut i128, now: Timestamp, cost: u64, force: bool) -> Decision {

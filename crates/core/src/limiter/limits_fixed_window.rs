@@ -42,6 +42,7 @@ pub(super) fn whole_seconds(rate: Rate) -> Option<String> {
 
 impl KeyedState for LimitsFixedWindow {
     type State = Window;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, window: &mut Window, now: Timestamp, cost: u64, force: bool) -> Decision {

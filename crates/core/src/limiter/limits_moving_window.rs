@@ -29,6 +29,7 @@ impl LimitsMovingWindow {
 
 impl KeyedState for LimitsMovingWindow {
     type State = Log;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, log: &mut Log, now: Timestamp, cost: u64, force: bool) -> Decision {

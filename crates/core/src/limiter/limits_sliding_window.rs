@@ -95,6 +95,7 @@ impl Counters {
 
 impl KeyedState for LimitsSlidingWindow {
     type State = Counters;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Counters, now: Timestamp, cost: u64, force: bool) -> Decision {

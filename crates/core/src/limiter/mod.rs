@@ -10,7 +10,7 @@ pub mod promise;
 mod replicated;
 mod system_size;
 mod transfer;
-pub mod zone;
+mod zone;
 #[macro_use]
 mod registry;
 
@@ -18,7 +18,7 @@ mod registry;
 mod tests;
 
 pub use aligned::{AlignedWindows, Step};
-pub use keyed::{AnyPerKey, Keys, PerKey};
+pub use keyed::{AnyPerKey, Apart, Held, KeyStore, Keys, PerKey};
 pub use leaky_queue::Waits;
 pub use registry::{Alone, AnyLimiter, RedisScript, Store, UnknownAlgorithm, WithRule};
 pub use replicated::{AnyReplicated, Replicas, Replicated, Share};
@@ -45,7 +45,7 @@ limiters! {
 use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
-pub use self::nginx::{nginx_notation, nginx_rate};
+pub use self::nginx::{Zoned, nginx_notation, nginx_rate};
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
 pub use self::system_size::{HaproxyLimit, NginxBurst, traefik_burst};
@@ -104,6 +104,10 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// a placeholder, never decided on.
     type State: Clone + std::fmt::Debug + Default;
 
+    /// How its keys' states are kept: apart ([`Apart`]), or in a store they share, as
+    /// nginx's zone.
+    type Keys: KeyStore<Self>;
+
     /// Decides on an event in `state`, as [`Limiter::take`] does with the limiter's own.
     fn step(&self, state: &mut Self::State, now: Timestamp, cost: u64, force: bool) -> Decision;
 
@@ -121,27 +125,6 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// it; a system whose refusals count (refused hits, a cancelled reservation) records it.
     #[inline]
     fn refuse(&self, _state: &mut Self::State, _now: Timestamp, _cost: u64) {}
-
-    /// Whether its keys share one zone, as nginx's do: a new key frees up to two of the
-    /// least recently looked-up keys that [`freed`](KeyedState::freed) says may go, and a
-    /// freed key starts again fresh.
-    const ZONE: bool = false;
-
-    /// Whether a zone frees the node in `state` when a new key comes at `now`; never, for
-    /// limiters without a zone.
-    fn freed(&self, _state: &Self::State, _now: Timestamp) -> bool {
-        false
-    }
-
-    /// Whether `state` holds no node: the key is new to the zone.
-    fn is_fresh(&self, _state: &Self::State) -> bool {
-        false
-    }
-
-    /// Gives a fresh `state` a node without charging it, as nginx's lookup does in a chained
-    /// `limit_req` that comes before the one that refuses: the key's next request is still
-    /// free, but the zone now holds it. Nothing, for limiters without a zone.
-    fn open(&self, _state: &mut Self::State) {}
 
     /// Whether `state` is back at its start as of `now`: every event from `now` on is
     /// decided as a fresh key's would be, so that a live engine may forget the key, as

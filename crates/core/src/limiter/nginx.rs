@@ -4,7 +4,8 @@ use std::num::NonZeroU64;
 
 use super::params::{ParamError, Parameters};
 use super::promise::Limit;
-use super::{Decision, KeyedState, Rule};
+use super::zone::Zone;
+use super::{Decision, Held, KeyStore, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -27,8 +28,7 @@ use crate::units::time::Timestamp;
 /// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. nginx counts each
 /// request once: the command line gives it no cost (`SPENDS_COST`), and a cost c given
 /// here counts as c requests. Keys share the zone: a new key frees up to
-/// two idle nodes ([`KeyedState::freed`]), kept in order by
-/// [`Zone`](super::zone::Zone). The node nginx frees when the zone's memory runs short is
+/// two idle nodes, kept in order by its own store of keys, [`Zoned`]. The node nginx frees when the zone's memory runs short is
 /// kept here: the zone is taken to be large enough.
 #[derive(Clone, Debug)]
 pub struct Nginx {
@@ -204,6 +204,7 @@ pub fn nginx_notation(rate: Rate) -> Option<String> {
 
 impl KeyedState for Nginx {
     type State = Node;
+    type Keys = Zoned;
 
     #[inline]
     fn step(&self, node: &mut Node, now: Timestamp, cost: u64, force: bool) -> Decision {
@@ -233,20 +234,6 @@ impl KeyedState for Nginx {
         Decision { passed: true, wait: self.wait(excess) }
     }
 
-    const ZONE: bool = true;
-
-    /// `ngx_http_limit_req_expire` with n = 1: a node idle 60 s or more (either way) whose
-    /// excess has leaked away.
-    fn freed(&self, node: &Node, now: Timestamp) -> bool {
-        let Some(kept) = node.0 else { return false };
-        let ms = (now.as_micros().div_euclid(1000).saturating_sub(kept.last)).saturating_abs();
-        ms >= 60_000 && i128::from(kept.excess) - self.leak(ms) <= 0
-    }
-
-    fn is_fresh(&self, node: &Node) -> bool {
-        node.0.is_none()
-    }
-
     /// A key without a node (its zone freed it, or it never had one) is new to nginx.
     /// A node whose excess has leaked away is not: nginx charges its next request, and
     /// makes a new key's free.
@@ -254,17 +241,62 @@ impl KeyedState for Nginx {
         node.0.is_none()
     }
 
-    /// A node made by a lookup that does not account (`account` 0: a chained `limit_req`
-    /// before the last) has no excess and `last` 0, nginx's monotonic clock's start: its
-    /// next request leaks all, and so is free.
-    fn open(&self, node: &mut Node) {
-        if node.0.is_none() {
-            *node = Node(Some(Excess { excess: 0, last: i64::MIN }));
-        }
-    }
-
     fn state_mut(&mut self) -> &mut Node {
         &mut self.state
+    }
+}
+
+/// nginx's zone, the store its keys share: their nodes in the order of their last lookup,
+/// from which a new key frees idle ones. Empty for keys that share nothing.
+#[derive(Clone, Debug)]
+pub struct Zoned(Option<Zone>);
+
+impl KeyStore<Nginx> for Zoned {
+    const SHARED: bool = true;
+
+    fn new(shared: bool) -> Zoned {
+        Zoned(shared.then(Zone::new))
+    }
+
+    /// `ngx_http_limit_req_lookup`: a new key first frees up to two of the least recently
+    /// looked-up nodes, if idle long enough and leaked away (`ngx_http_limit_req_expire`);
+    /// any key then goes to the front. A lookup that does not account (`account` 0: a
+    /// chained `limit_req` before the last) gives a new key a node with no excess and
+    /// `last` 0, nginx's monotonic clock's start: its next request leaks all, and so is
+    /// free.
+    #[inline]
+    fn look_up(&mut self, nginx: &Nginx, keys: Held<'_, Nginx>, key: usize, now: Timestamp, charged: bool) {
+        let Some(zone) = &mut self.0 else { return };
+        let Held { states, fresh } = keys;
+        if states[key].0.is_none() {
+            for _ in 0..2 {
+                let Some(last) = zone.tail() else { break };
+                if !nginx.freed(&states[last], now) {
+                    break;
+                }
+                zone.free(last);
+                states[last].clone_from(fresh);
+            }
+            if !charged {
+                states[key] = Node(Some(Excess { excess: 0, last: i64::MIN }));
+            }
+        }
+        zone.touch(key);
+    }
+
+    fn renumbered(&self, kept: &[usize]) -> Zoned {
+        Zoned(self.0.as_ref().map(|zone| zone.renumbered(kept)))
+    }
+}
+
+impl Nginx {
+    /// `ngx_http_limit_req_expire` with n = 1: whether a zone frees the node in `node`
+    /// when a new key comes at `now`: idle 60 s or more (either way), its excess leaked
+    /// away.
+    fn freed(&self, node: &Node, now: Timestamp) -> bool {
+        let Some(kept) = node.0 else { return false };
+        let ms = (now.as_micros().div_euclid(1000).saturating_sub(kept.last)).saturating_abs();
+        ms >= 60_000 && i128::from(kept.excess) - self.leak(ms) <= 0
     }
 }
 

@@ -127,10 +127,11 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::refuses(rate),)* }
             }
 
-            /// Returns true if its keys share one zone, as nginx's do
-            /// ([`KeyedState::ZONE`](crate::limiter::KeyedState::ZONE)).
+            /// Returns true if its keys share one store, as nginx's share a zone
+            /// ([`KeyStore::SHARED`](crate::limiter::KeyStore::SHARED)).
             pub fn has_zone(self) -> bool {
-                match self { $(Algorithm::$rule => <$rule as $crate::limiter::KeyedState>::ZONE,)* }
+                use $crate::limiter::{KeyStore, KeyedState};
+                match self { $(Algorithm::$rule => <<$rule as KeyedState>::Keys as KeyStore<$rule>>::SHARED,)* }
             }
 
             /// Returns the keys of its own parameters ([`Rule::Params`]); none for most.

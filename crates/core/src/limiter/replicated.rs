@@ -86,14 +86,14 @@ impl<L: KeyedState> Replicated<L> {
     /// `sync`, the copies are replaced every `sync` by the shared state.
     pub fn new(limiter: L, servers: u32, sync: Option<Span>) -> Replicated<L> {
         let synced = sync.map(|every| Synced {
-            shared: PerKey::without_zone(limiter.clone()),
+            shared: PerKey::unshared(limiter.clone()),
             every: every.as_micros().max(1),
             synced_in: Vec::new(),
-            snapshot: PerKey::without_zone(limiter.clone()),
+            snapshot: PerKey::unshared(limiter.clone()),
             taken: Vec::new(),
         });
         // A u32 always fits in a usize on the platforms this builds for.
-        Replicated { servers: servers as usize, each: PerKey::without_zone(limiter), synced }
+        Replicated { servers: servers as usize, each: PerKey::unshared(limiter), synced }
     }
 
     /// Decides on an event of key `key` at `now` that costs `cost`, on server `server`;

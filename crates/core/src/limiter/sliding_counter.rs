@@ -44,6 +44,7 @@ impl SlidingCounter {
 
 impl KeyedState for SlidingCounter {
     type State = Counters;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Counters, now: Timestamp, cost: u64, force: bool) -> Decision {

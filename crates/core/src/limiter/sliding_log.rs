@@ -108,6 +108,7 @@ impl SlidingLog {
 
 impl KeyedState for SlidingLog {
     type State = Log;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Log, now: Timestamp, cost: u64, force: bool) -> Decision {

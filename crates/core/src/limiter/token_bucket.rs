@@ -38,6 +38,7 @@ impl TokenBucket {
 
 impl KeyedState for TokenBucket {
     type State = Level;
+    type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Level, now: Timestamp, cost: u64, force: bool) -> Decision {

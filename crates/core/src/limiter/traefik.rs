@@ -172,6 +172,7 @@ impl Rule for Traefik {
 
 impl KeyedState for Traefik {
     type State = Bucket;
+    type Keys = super::Apart;
 
     fn step(&self, bucket: &mut Bucket, now: Timestamp, _cost: u64, force: bool) -> Decision {
         self.reserve(bucket, now, if force { Some(false) } else { None })
