@@ -8,9 +8,9 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::min_bucket::{KeySizing, Shown, by_key};
 use super::{Cli, parse};
 use crate::cli::config::Input;
+use crate::engine::key_sizing::{KeySizing, Shown, by_key};
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, slot};
 use crate::render::export::{self, Format, Style};
 use crate::sizing::merge::BucketSummary;

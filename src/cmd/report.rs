@@ -18,10 +18,10 @@ use serde_json::Value;
 
 use super::csv_line::LineReader;
 use super::layered;
-use super::min_bucket::KeyedFinders;
 use super::{curve_of, notes};
 use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
 use crate::cli::layer::LayerSpec;
+use crate::engine::key_sizing::KeyedFinders;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
 use crate::input::keys::wide;

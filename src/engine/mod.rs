@@ -7,7 +7,9 @@
 pub mod live;
 pub mod redis;
 
-pub use ratelimit_engine::{Engine, UseEngine, fleet, layered, memory, recorder, side_by_side};
+pub use ratelimit_engine::{
+    Engine, UseEngine, fleet, key_sizing, layered, memory, recorder, side_by_side,
+};
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -10,11 +10,13 @@
 
 mod by_key;
 pub mod fleet;
+pub mod key_sizing;
 mod key_spread;
 pub mod lane;
 pub mod layered;
 mod live_check;
 pub mod memory;
+pub mod per_key;
 pub mod recorder;
 pub mod report;
 mod seconds;

@@ -1,7 +1,6 @@
 //! Recording a replay: what each limiter decided, and what its report needs.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use anyhow::{Result, bail};
 
@@ -9,10 +8,10 @@ pub use super::key_spread::{KeySpread, promise_over_keys};
 pub use super::lane::Settings;
 use super::lane::{Demand, Lane, Spent};
 use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
-use crate::input::keys::MAX_KEYED_EVENTS;
-use crate::input::keys::{Groups, Ranking, fold_keys, for_each_listed, joined};
+use crate::input::keys::{Groups, Ranking, joined};
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Decision, Waits};
+use crate::per_key::{KeptEvents, fold_keys, listed_again};
 use crate::report::{self, KeyList, KeyQuantiles};
 use crate::sizing::quantile::Histogram;
 use crate::sizing::window::BusiestWindow;
@@ -61,8 +60,7 @@ impl KeyRecord {
 /// found from them too, at the end, while the keys are.
 #[derive(Clone, Debug)]
 struct KeyedEvents {
-    events: Timeline,
-    keys: Vec<Key>,
+    kept: KeptEvents,
     /// For each event, `stride` bytes: bit n % 8 of byte n / 8 set if lane n passed it.
     passed: Vec<u8>,
     stride: usize,
@@ -78,17 +76,11 @@ struct KeyedEvents {
 }
 
 impl KeyedEvents {
-    /// Keeps an event, failing past [`MAX_KEYED_EVENTS`].
+    /// Keeps an event, failing past
+    /// [`MAX_KEYED_EVENTS`](crate::input::keys::MAX_KEYED_EVENTS).
     #[inline]
-    fn push(&mut self, Event { time, key, cost }: Event) -> Result<()> {
-        if self.events.len() >= MAX_KEYED_EVENTS {
-            bail!(
-                "more than {MAX_KEYED_EVENTS} events with --key; a replay by key numbers its events in 32 bits"
-            );
-        }
-        self.events.push(time, cost);
-        self.keys.push(key);
-        Ok(())
+    fn push(&mut self, event: Event) -> Result<()> {
+        self.kept.push(event, "a replay by key")
     }
 }
 
@@ -145,8 +137,7 @@ impl Recorder {
         assert!(!settings.is_empty(), "at least one limiter");
         let kept = if keyed {
             Kept::KeyedEvents(Box::new(KeyedEvents {
-                events: Timeline::new(),
-                keys: Vec::new(),
+                kept: KeptEvents::default(),
                 passed: Vec::new(),
                 stride: settings.len().div_ceil(8),
                 told: settings.iter().any(Settings::tells_waits),
@@ -222,7 +213,9 @@ impl Recorder {
     pub fn decide_later(&mut self) -> bool {
         let untraced = self.trace.is_none();
         match &mut self.kept {
-            Kept::KeyedEvents(keyed) if untraced && !keyed.told && keyed.events.is_empty() => {
+            Kept::KeyedEvents(keyed)
+                if untraced && !keyed.told && keyed.kept.events().is_empty() =>
+            {
                 keyed.later = true;
                 true
             }
@@ -398,8 +391,7 @@ impl KeyedEvents {
         let empty = KeyTable::new();
         let table = names.names.unwrap_or(&empty);
         let count = table.len();
-        let groups = Groups::new(&self.keys, count);
-        let events = self.events.gather(&groups);
+        let (groups, events) = self.kept.grouped(count);
         let stride = self.stride;
         // Decided now, key by key, the decisions are put back in event order for the
         // totals; decided as read, they are gathered by key for the keys.
@@ -423,7 +415,7 @@ impl KeyedEvents {
         };
         let lanes = settings.len();
         // Units are reported when any event of the run cost other than 1.
-        let weighted = self.events.costs().is_some();
+        let weighted = self.kept.events().costs().is_some();
         // Pass one over the keys: what each adds to the totals, and which are listed.
         let fresh = || {
             let spread = Spread {
@@ -444,7 +436,8 @@ impl KeyedEvents {
         };
         // The totals, in event order, on a thread of their own beside the keys'.
         let (totals, (spread, _)) = std::thread::scope(|scope| {
-            let totals = scope.spawn(|| Totals::of(&self.events, &in_order, stride, settings));
+            let totals =
+                scope.spawn(|| Totals::of(self.kept.events(), &in_order, stride, settings));
             let spread = fold_keys(count, threads, fresh, each, |all, part| {
                 let (all, _): &mut (Spread, KeyRecord) = all;
                 all.merge(part.0);
@@ -460,18 +453,17 @@ impl KeyedEvents {
         let ranked: Vec<Vec<(Key, u64)>> =
             spread.ranked.into_iter().map(Ranking::into_keys).collect();
         let across = spread.across.into_keys();
-        let mut keys: Vec<Key> = ranked.iter().flatten().chain(&across).map(|&(k, _)| k).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        // The listed keys are the busiest, and one may hold most events: the largest go
-        // first, dealt out to the cores in turn.
-        keys.sort_by_key(|&key| std::cmp::Reverse(grouped.groups.range(slot(key)).len()));
-        let replayed = for_each_listed(&keys, threads, |key| {
-            let mut state = KeyRecord::new(settings);
-            KeyedEvents::replay(&grouped, slot(key), &mut state, true);
-            state
-        });
-        let listed: HashMap<Key, KeyRecord> = keys.into_iter().zip(replayed).collect();
+        let keys = ranked.iter().flatten().chain(&across).map(|&(k, _)| k);
+        let listed = listed_again(
+            keys,
+            |key| grouped.groups.count(key),
+            threads,
+            |key| {
+                let mut state = KeyRecord::new(settings);
+                KeyedEvents::replay(&grouped, slot(key), &mut state, true);
+                state
+            },
+        );
         let lanes = (0..lanes)
             .map(|n| {
                 let keys = ranked[n]
