@@ -3,11 +3,15 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::cli::args::GivenParams;
-use crate::cli::config::cost_refused;
+use anyhow::{Result, bail};
+
+use crate::cli::args::{GivenParams, InputArgs, RateArgs};
+use crate::cli::config::{Input, cost_refused};
+use crate::engine::layered::{Layer, MAX_LAYERS};
 use crate::input::cost::Cost;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
+use crate::units::time::Span;
 
 /// A layer: a limiter, its rate and burst, what each event costs it, and the column whose
 /// values give it a state per key (none: one state for all events).
@@ -25,6 +29,90 @@ pub struct LayerSpec {
     pub key: Option<String>,
     /// The limiter's own parameters, as given (nginx's `delay=`, `nodelay` or `dry-run`).
     pub params: GivenParams,
+}
+
+/// Settles the layers and the input they read: its key and cost columns the layers'.
+/// `noun` is what the specs are to the user: "layers", or compare's "configurations".
+pub(crate) fn setup(
+    specs: &[LayerSpec],
+    input: &InputArgs,
+    window: Option<Span>,
+    stop_counting: bool,
+    noun: &str,
+) -> Result<(Vec<Layer>, Input)> {
+    let Layers { layers, key, cost } = resolve(specs, window, stop_counting, noun)?;
+    let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
+    input.read.cost = cost;
+    Ok((layers, input))
+}
+
+/// Layers resolved from their specs: each layer, the one column keying the keyed ones, and
+/// what the read's events cost (the one column weighing the weighed ones, else 1).
+pub(crate) struct Layers {
+    pub layers: Vec<Layer>,
+    pub key: Option<String>,
+    pub cost: Cost,
+}
+
+/// Settles the layers `specs`, their busiest windows `window` long (each layer's period
+/// if `None`); envoy-ratelimit layers count the hits of refused events unless
+/// `stop_counting` (`--stop-counting-over-limit`). `noun` is what the specs are to the
+/// user: "layers", or compare's "configurations".
+pub(crate) fn resolve(
+    specs: &[LayerSpec],
+    window: Option<Span>,
+    stop_counting: bool,
+    noun: &str,
+) -> Result<Layers> {
+    if specs.len() > MAX_LAYERS {
+        bail!("--limit is given {} times; at most {MAX_LAYERS} {noun} run at once", specs.len());
+    }
+    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), noun, "keyed")?;
+    let cost_column = specs.iter().filter_map(|s| match &s.cost {
+        Cost::Column(column) => Some(column.as_str()),
+        Cost::Each(_) => None,
+    });
+    let cost = one_column(cost_column, noun, "weighed")?;
+    let layers = specs
+        .iter()
+        .map(|spec| {
+            let shape = crate::cli::args::Shape { burst: spec.burst, ..Default::default() };
+            let size = RateArgs { rate: spec.rate, shape };
+            Ok(Layer {
+                settings: size.settings_with(spec.algorithm, window, true, &spec.params, "")?,
+                keyed: spec.key.is_some(),
+                cost: match spec.cost {
+                    Cost::Each(units) => Some(units),
+                    Cost::Column(_) => None,
+                },
+                counts_refused: spec.algorithm.counts_every_limit() && !stop_counting,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Layers {
+        layers,
+        key: key.map(str::to_owned),
+        cost: cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
+    })
+}
+
+/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
+/// configurations) that are `what` (keyed, weighed) must all be so by the same column.
+fn one_column<'a>(
+    columns: impl Iterator<Item = &'a str>,
+    noun: &str,
+    what: &str,
+) -> Result<Option<&'a str>> {
+    let mut found: Option<&str> = None;
+    for column in columns {
+        match found {
+            Some(first) if first != column => bail!(
+                "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
+            ),
+            _ => found = Some(column),
+        }
+    }
+    Ok(found)
 }
 
 /// Reads the comma-separated `key=value` form of `docker --mount`: the keys are `algo`,

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
-use super::layered::{self, Layers};
 use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
 use crate::cli::layer::LayerSpec;
+use crate::cli::layer::{self, Layers};
 use crate::engine::layered::Layer;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{Outcome, RedisTarget, Remote, RemoteLayers, SHARED, Server};
@@ -54,7 +54,7 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
         })
         .collect();
     let Layers { layers, cost, .. } =
-        layered::resolve(&specs, None, args.stop_counting_over_limit)?;
+        layer::resolve(&specs, None, args.stop_counting_over_limit, "layers")?;
     if let (Cost::Each(_), true) = (&cost, args.cost != 1) {
         bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
     }

@@ -25,19 +25,19 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
-use super::csv_line::LineReader;
 use super::filter_output::Output;
-use super::layered::{self, Layers};
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
+use crate::cli::layer::{self, Layers};
 use crate::engine::Backend;
 use crate::engine::live::Live;
 use crate::engine::recorder::Settings;
 use crate::input::bounded::{LongRow, MOST_ROW};
 use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
+use crate::input::csv_line::LineReader;
 use crate::input::header::find_column;
 use crate::input::keys::wide;
 use crate::render::outfile::Identity;
@@ -67,7 +67,7 @@ pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
         Ok((job.decider()?, Some(settings), job.key, cost))
     } else {
         let Layers { layers, key, cost } =
-            layered::resolve(&args.limits, None, args.stop_counting_over_limit)?;
+            layer::resolve(&args.limits, None, args.stop_counting_over_limit, "layers")?;
         let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
         let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
         Ok((backend.live_layers(&layers)?, None, key, cost))

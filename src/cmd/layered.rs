@@ -3,18 +3,18 @@
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use super::notes;
 use super::replay::{ReplayArgs, check_emit, emit_rows};
-use crate::cli::args::{InputArgs, RateArgs};
+use crate::cli::args::InputArgs;
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::cli::layer::LayerSpec;
+use crate::cli::layer::{self, LayerSpec};
 use crate::engine::Backend;
-use crate::engine::layered::{Layer, LayeredRecord, MAX_LAYERS};
+use crate::engine::layered::{Layer, LayeredRecord};
 use crate::engine::recorder::{KeyNames, Settings};
-use crate::input::catalog::{self, Cost, ReadStats};
+use crate::input::catalog::{self, ReadStats};
 use crate::render::export;
 use crate::render::outfile::stdout;
 use crate::report::{LayerReport, LayeredReport};
@@ -23,7 +23,8 @@ use crate::units::time::Span;
 pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let top = args.job.keys.top;
     let stop = args.stop_counting_over_limit;
-    let (layers, input) = setup(&args.limits, &args.job.input, args.size.window, stop, "layers")?;
+    let (layers, input) =
+        layer::setup(&args.limits, &args.job.input, args.size.window, stop, "layers")?;
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, args.job.remote.target()?.as_ref(), None)?;
     if let Some(column) = &args.validate {
@@ -76,23 +77,8 @@ pub(super) fn replay(
     window: Option<Span>,
     top: usize,
 ) -> Result<LayeredReport> {
-    let (layers, input) = setup(specs, input, window, false, "layers")?;
+    let (layers, input) = layer::setup(specs, input, window, false, "layers")?;
     replay_to(specs, &layers, &Backend::Memory, &input, top)
-}
-
-/// Settles the layers and the input they read: its key and cost columns the layers'.
-/// `noun` is what the specs are to the user: "layers", or compare's "configurations".
-pub(super) fn setup(
-    specs: &[LayerSpec],
-    input: &InputArgs,
-    window: Option<Span>,
-    stop_counting: bool,
-    noun: &str,
-) -> Result<(Vec<Layer>, Input)> {
-    let Layers { layers, key, cost } = resolve_as(specs, window, stop_counting, noun)?;
-    let mut input = input.resolve(key.as_deref().map(|k| (k, "--limit key=")))?;
-    input.read.cost = cost;
-    Ok((layers, input))
 }
 
 /// Reads the input through the layers, deciding in `backend`, and reports.
@@ -135,81 +121,4 @@ pub(super) fn report(
         dropped: record.events - record.passed,
         layers,
     }
-}
-
-/// Layers resolved from their specs: each layer, the one column keying the keyed ones, and
-/// what the read's events cost (the one column weighing the weighed ones, else 1).
-pub(super) struct Layers {
-    pub layers: Vec<Layer>,
-    pub key: Option<String>,
-    pub cost: Cost,
-}
-
-/// Settles the layers `specs`, their busiest windows `window` long (each layer's period
-/// if `None`); envoy-ratelimit layers count the hits of refused events unless
-/// `stop_counting` (`--stop-counting-over-limit`).
-pub(super) fn resolve(
-    specs: &[LayerSpec],
-    window: Option<Span>,
-    stop_counting: bool,
-) -> Result<Layers> {
-    resolve_as(specs, window, stop_counting, "layers")
-}
-
-/// Settles `specs` as [`resolve`] does, saying `noun` for what they are.
-fn resolve_as(
-    specs: &[LayerSpec],
-    window: Option<Span>,
-    stop_counting: bool,
-    noun: &str,
-) -> Result<Layers> {
-    if specs.len() > MAX_LAYERS {
-        bail!("--limit is given {} times; at most {MAX_LAYERS} {noun} run at once", specs.len());
-    }
-    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), noun, "keyed")?;
-    let cost_column = specs.iter().filter_map(|s| match &s.cost {
-        Cost::Column(column) => Some(column.as_str()),
-        Cost::Each(_) => None,
-    });
-    let cost = one_column(cost_column, noun, "weighed")?;
-    let layers = specs
-        .iter()
-        .map(|spec| {
-            let shape = crate::cli::args::Shape { burst: spec.burst, ..Default::default() };
-            let size = RateArgs { rate: spec.rate, shape };
-            Ok(Layer {
-                settings: size.settings_with(spec.algorithm, window, true, &spec.params, "")?,
-                keyed: spec.key.is_some(),
-                cost: match spec.cost {
-                    Cost::Each(units) => Some(units),
-                    Cost::Column(_) => None,
-                },
-                counts_refused: spec.algorithm.counts_every_limit() && !stop_counting,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Layers {
-        layers,
-        key: key.map(str::to_owned),
-        cost: cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
-    })
-}
-
-/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
-/// configurations) that are `what` (keyed, weighed) must all be so by the same column.
-fn one_column<'a>(
-    columns: impl Iterator<Item = &'a str>,
-    noun: &str,
-    what: &str,
-) -> Result<Option<&'a str>> {
-    let mut found: Option<&str> = None;
-    for column in columns {
-        match found {
-            Some(first) if first != column => bail!(
-                "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
-            ),
-            _ => found = Some(column),
-        }
-    }
-    Ok(found)
 }

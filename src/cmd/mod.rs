@@ -4,7 +4,7 @@ mod check;
 mod chunks;
 mod compare;
 mod config;
-mod csv_line;
+
 mod decisions;
 pub mod embed;
 mod fetch;

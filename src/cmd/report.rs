@@ -16,7 +16,6 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::csv_line::LineReader;
 use super::layered;
 use super::{curve_of, notes};
 use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
@@ -24,6 +23,7 @@ use crate::cli::layer::LayerSpec;
 use crate::engine::key_sizing::KeyedFinders;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
+use crate::input::csv_line::LineReader;
 use crate::input::keys::wide;
 use crate::limiter::Algorithm;
 use crate::render::html;

@@ -50,7 +50,7 @@ pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
 
 /// Settles the configurations, each a layer alone, and the input they read.
 pub(super) fn setup(specs: &[LayerSpec], job: &JobArgs) -> Result<(Vec<Layer>, Input)> {
-    super::layered::setup(specs, &job.input, None, false, "configurations")
+    crate::cli::layer::setup(specs, &job.input, None, false, "configurations")
 }
 
 /// Configurations decided side by side: the result, each one's decision on every row (in

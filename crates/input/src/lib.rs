@@ -18,6 +18,7 @@ mod clf;
 #[cfg(all(unix, any(feature = "parquet", feature = "arrow")))]
 mod columnar;
 pub mod cost;
+pub mod csv_line;
 mod decompress;
 mod emit;
 mod error;

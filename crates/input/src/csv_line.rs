@@ -3,7 +3,7 @@
 /// Reads lines as CSV records, one at a time, as the csv crate's reader with its defaults
 /// reads a line alone, with one csv-core reader built once: a csv reader built for each
 /// line spent 30 µs building its state machine, nine tenths of a keyed filter's time.
-pub(super) struct LineReader {
+pub struct LineReader {
     reader: csv_core::Reader,
     fields: Vec<u8>,
     ends: Vec<usize>,
@@ -11,13 +11,20 @@ pub(super) struct LineReader {
     width: usize,
 }
 
+impl Default for LineReader {
+    fn default() -> LineReader {
+        LineReader::new()
+    }
+}
+
 impl LineReader {
-    pub(super) fn new() -> LineReader {
+    /// Returns a reader of comma-separated fields.
+    pub fn new() -> LineReader {
         LineReader::with_delimiter(b',')
     }
 
     /// Returns a reader of fields split by `delimiter` (`,` for [`new`](LineReader::new)).
-    pub(super) fn with_delimiter(delimiter: u8) -> LineReader {
+    pub fn with_delimiter(delimiter: u8) -> LineReader {
         let (fields, ends) = (vec![0; 1024], vec![0; 64]);
         let reader = csv_core::ReaderBuilder::new().delimiter(delimiter).build();
         LineReader { reader, fields, ends, width: 0 }
@@ -25,7 +32,7 @@ impl LineReader {
 
     /// Reads `line` as one CSV record, as `csv::Reader` reads it alone (a leading UTF-8
     /// byte-order mark taken off); `None` for no record.
-    pub(super) fn record(&mut self, line: &[u8]) -> Option<csv::ByteRecord> {
+    pub fn record(&mut self, line: &[u8]) -> Option<csv::ByteRecord> {
         let width = self.read(line)?;
         let bytes = self.ends[..width].last().copied().unwrap_or(0);
         let mut record = csv::ByteRecord::with_capacity(bytes, width);
@@ -34,7 +41,7 @@ impl LineReader {
     }
 
     /// Returns field `n` of the record [`read`](LineReader::read) read last, if it has one.
-    pub(super) fn field(&self, n: usize) -> Option<&[u8]> {
+    pub fn field(&self, n: usize) -> Option<&[u8]> {
         let end = *self.ends.get(n).filter(|_| n < self.width)?;
         let start = if n == 0 { 0 } else { self.ends[n - 1] };
         Some(&self.fields[start..end])
@@ -42,7 +49,7 @@ impl LineReader {
 
     /// Reads `line` as [`record`](LineReader::record) does, keeping its fields here;
     /// returns how many there are, or `None` for no record.
-    pub(super) fn read(&mut self, line: &[u8]) -> Option<usize> {
+    pub fn read(&mut self, line: &[u8]) -> Option<usize> {
         use csv_core::ReadRecordResult;
         self.width = 0;
         let mut input = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
