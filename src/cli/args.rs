@@ -117,6 +117,7 @@ pub struct InputArgs {
     pub until: Option<Until>,
 
     /// Use only events whose `mag` column is at least M: --where mag>=M.
+    #[cfg(feature = "quakes")]
     #[arg(long, value_name = "M", allow_hyphen_values = true)]
     pub min_mag: Option<Decimal>,
 
@@ -459,6 +460,7 @@ pub struct Decimal(pub i64);
 
 impl Decimal {
     /// Returns the value as a float, for models that compute in floats.
+    #[cfg(feature = "quakes")]
     pub fn as_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
@@ -546,5 +548,26 @@ pub(crate) fn parse_burst(text: &str) -> anyhow::Result<NonZeroU64> {
         }
         Ok(Some(burst)) => Ok(burst),
         Err(_) => anyhow::bail!("'{text}' is not a burst: a whole number of events, at least 1"),
+    }
+}
+
+/// A number of days, exact to the millionth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Days(pub i64);
+
+impl FromStr for Days {
+    type Err = anyhow::Error;
+
+    fn from_str(text: &str) -> anyhow::Result<Days> {
+        match decimal::parse_exact(text.as_bytes(), 6) {
+            Ok(micro_days) if micro_days < 0 => {
+                anyhow::bail!("a number of days cannot be negative")
+            }
+            Ok(micro_days) => Ok(Days(micro_days)),
+            Err(DecimalError::TooPrecise) => {
+                anyhow::bail!("'{text}' has more than 6 decimals, the most that are kept")
+            }
+            Err(_) => anyhow::bail!("'{text}' is not a number of days"),
+        }
     }
 }

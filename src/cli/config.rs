@@ -274,14 +274,7 @@ impl InputArgs {
                 filters: (self.since.map(|t| RowFilter::Time(TimeFilter::Since(t))))
                     .into_iter()
                     .chain(until.map(|t| RowFilter::Time(TimeFilter::Until(t))))
-                    // The magnitude is a column like any other to the reader.
-                    .chain(self.min_mag.iter().map(|m| {
-                        RowFilter::Column(ColumnFilter {
-                            column: mag_column(format).to_owned(),
-                            at_least: m.0,
-                            asked_by: "--min-mag",
-                        })
-                    }))
+                    .chain(self.min_mag(format))
                     .chain(self.at_least.iter().map(|w| {
                         RowFilter::Column(ColumnFilter {
                             column: w.column.clone(),
@@ -487,9 +480,30 @@ pub fn cost_refused(
     Some(format!("{given_by}: {why}"))
 }
 
+impl InputArgs {
+    /// Returns the filter `--min-mag` asks for (feature `quakes`): the magnitude is a
+    /// column like any other to the reader.
+    fn min_mag(&self, format: InputFormat) -> Option<RowFilter> {
+        #[cfg(feature = "quakes")]
+        return self.min_mag.map(|m| {
+            RowFilter::Column(ColumnFilter {
+                column: mag_column(format).to_owned(),
+                at_least: m.0,
+                asked_by: "--min-mag",
+            })
+        });
+        #[cfg(not(feature = "quakes"))]
+        {
+            let _ = format;
+            None
+        }
+    }
+}
+
 /// Returns the field `--min-mag` reads in an earthquake catalog of `format`: the USGS
 /// CSV's `mag`, or its GeoJSON's `properties.mag`. The readers know no magnitude: to
 /// them it is a column like any other (`--where`).
+#[cfg(feature = "quakes")]
 fn mag_column(format: InputFormat) -> &'static str {
     match format {
         InputFormat::Geojson => "properties.mag",

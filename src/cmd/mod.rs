@@ -7,6 +7,7 @@ mod config;
 
 mod decisions;
 pub mod embed;
+#[cfg(feature = "quakes")]
 mod fetch;
 mod filter;
 mod filter_output;
@@ -23,6 +24,8 @@ mod schema;
 mod schema_page;
 mod side_by_side;
 mod synth;
+#[cfg(feature = "quakes")]
+mod synth_catalog;
 mod validate;
 
 use std::ffi::OsString;
@@ -76,6 +79,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::Filter(args) => filter::run(&args),
         Command::Synth(args) => synth::run(&args),
+        #[cfg(feature = "quakes")]
         Command::Fetch(args) => fetch::run(&args),
         Command::Check(args) => check::run(&args, &styles),
         Command::Schema(args) => schema::run(&args),
@@ -270,9 +274,10 @@ pub enum Command {
     #[command(after_help = filter::FILTER_AFTER_HELP)]
     Filter(filter::FilterArgs),
     /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
-    #[command(after_help = synth::SYNTH_AFTER_HELP)]
+    #[cfg_attr(feature = "quakes", command(after_help = synth_catalog::SYNTH_AFTER_HELP))]
     Synth(synth::SynthArgs),
     /// Download a USGS (FDSN) event query of any length, in requests under its limit.
+    #[cfg(feature = "quakes")]
     #[command(after_help = fetch::FETCH_AFTER_HELP)]
     Fetch(fetch::FetchArgs),
     /// Print the JSON Schema of a command's --format json output.

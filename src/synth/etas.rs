@@ -49,9 +49,8 @@ pub struct Params {
 }
 
 impl Params {
-    /// The most events `synth` will set out to make, on average: 10^8, about 18 GB of CSV
-    /// and half a minute's work, ten times the largest catalog the benchmarks use.
-    pub const MAX_EVENTS: f64 = 1e8;
+    /// The most events `synth` will set out to make, on average ([`super::MAX_EVENTS`]).
+    pub const MAX_EVENTS: f64 = super::MAX_EVENTS;
 
     /// The largest magnitude the model makes: no `--min-mag` may reach it.
     pub const MAX_MAG: f64 = 9.5;

@@ -1,10 +1,17 @@
-//! Synthetic catalogs: the ETAS model and the USGS CSV layout it is written in.
+//! Synthetic catalogs: request logs, and (feature `quakes`) the ETAS model of earthquakes
+//! and the USGS CSV layout it is written in.
 
 pub mod access_log;
+#[cfg(feature = "quakes")]
 pub mod etas;
 pub mod requests;
 mod schedule;
+#[cfg(feature = "quakes")]
 pub mod usgs;
+
+/// The most events `synth` will set out to make, on average: 10^8, about 18 GB of CSV and
+/// half a minute's work, ten times the largest catalog the benchmarks use.
+pub const MAX_EVENTS: f64 = 1e8;
 
 use std::io::{self, BufWriter, Write};
 
