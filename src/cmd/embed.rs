@@ -10,11 +10,12 @@ pub use crate::engine::live::Answer;
 use crate::engine::live::Live;
 use crate::units::time::Timestamp;
 
+pub use super::blocks::BlockRows;
 pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
 pub use super::replay_parts::{
-    BlockRows, Part, block_lines, decide_range, merge_parts, range_line, range_starts,
-    range_transfer, replay_part,
+    Part, block_lines, decide_range, merge_parts, range_line, range_starts, range_transfer,
+    replay_part,
 };
 use super::{Cli, decisions, dispatch, parse};
 use crate::input::catalog::Source;

@@ -1,5 +1,6 @@
 //! The commands: parse the command line, resolve it, and run the job.
 
+mod blocks;
 mod check;
 mod chunks;
 mod compare;

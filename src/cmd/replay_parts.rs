@@ -16,6 +16,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
+use super::blocks::{BlockRows, Blocks, lines_of_blocks};
 use super::{Cli, parse};
 use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
 use crate::input::catalog::Source;
@@ -23,8 +24,7 @@ use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Piece, Transfer, Waits};
 use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
 use crate::sizing::quantile::{Histogram, Tally};
-use crate::sizing::window::{Busiest, BusiestWindow};
-use crate::units::time::{Span, Timestamp};
+use crate::units::time::Timestamp;
 
 /// What a part of the keys tells: its summary (a line of JSON), and for each of its rows,
 /// in their order, the decision, the event's time in µs and its cost (`None` for a row
@@ -42,9 +42,9 @@ pub struct Part {
 }
 
 /// A replay of one limit in parts, settled from `ratelimit replay`'s flags.
-struct Plan {
-    settings: Settings,
-    replay: super::replay::ReplayArgs,
+pub(super) struct Plan {
+    pub(super) settings: Settings,
+    pub(super) replay: super::replay::ReplayArgs,
 }
 
 impl Plan {
@@ -58,7 +58,10 @@ impl Plan {
     }
 
     /// Settles `args`, for a range of one stream read from `given`.
-    fn of_range(args: &[String], given: Source) -> Result<(Plan, crate::cli::config::Input)> {
+    pub(super) fn of_range(
+        args: &[String],
+        given: Source,
+    ) -> Result<(Plan, crate::cli::config::Input)> {
         let mut plan = Plan::of_limit(args)?;
         if plan.replay.job.keys.key.is_some() {
             bail!("a range of one stream has no --key");
@@ -74,7 +77,7 @@ impl Plan {
     }
 
     /// Settles `args`, for a replay of one limit, by key or not.
-    fn of_limit(args: &[String]) -> Result<Plan> {
+    pub(super) fn of_limit(args: &[String]) -> Result<Plan> {
         let cli: Cli = parse(args)?;
         let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
         let (Some(algorithm), Some(limit)) = (replay.algo, replay.size.limit()) else {
@@ -248,68 +251,12 @@ impl crate::input::catalog::Sink for FirstLast {
     }
 }
 
-/// One block's events in time order, as [`block_lines`] reads them.
-pub struct BlockRows<'a> {
-    /// Each row's block.
-    pub blocks: &'a [i64],
-    /// Each row's event time, in µs.
-    pub times: &'a [i64],
-    /// Each row's cost.
-    pub costs: &'a [u64],
-    /// Whether each row passed.
-    pub passed: &'a [bool],
-    /// Whether each row is its block's own, rather than read on from the next block.
-    pub own: &'a [bool],
-}
-
 /// Returns a line for each block in `rows` (sorted by block, then time): the busiest
 /// window of every event that starts in it, of the passed ones, and its first event too
 /// big to pass, as [`merge_parts`] reads them.
 pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
     let settings = Plan::of(args)?.settings;
-    lines_of_blocks(rows, settings.window, settings.capacity())
-}
-
-/// Returns [`block_lines`]' lines for windows of `length` and a limiter that holds at
-/// most `capacity` units.
-fn lines_of_blocks(rows: &BlockRows, length: Span, capacity: u64) -> Result<Vec<String>> {
-    let n = rows.blocks.len();
-    if [rows.times.len(), rows.costs.len(), rows.passed.len(), rows.own.len()] != [n; 4] {
-        bail!("a block's columns must be as long as each other");
-    }
-    let mut lines = Vec::new();
-    let mut at = 0;
-    while at < n {
-        let block = rows.blocks[at];
-        let (mut demand, mut passed) = (BusiestWindow::new(length), BusiestWindow::new(length));
-        let mut too_big = None;
-        while at < n && rows.blocks[at] == block {
-            let time = Timestamp::from_micros(rows.times[at])
-                .ok_or_else(|| anyhow!("{} µs is past the years 0000-9999", rows.times[at]))?;
-            let cost = rows.costs[at];
-            demand.push_cost(time, cost);
-            if rows.passed[at] {
-                passed.push_cost(time, cost);
-            } else if rows.own[at] && cost > capacity && too_big.is_none() {
-                too_big = Some((time.as_micros(), cost));
-            }
-            at += 1;
-        }
-        let too_big = too_big.map_or_else(|| "- -".to_owned(), |(t, c)| format!("{t} {c}"));
-        lines.push(format!(
-            "{block} {} {} {too_big}",
-            busiest_words(&demand.busiest()),
-            busiest_words(&passed.busiest())
-        ));
-    }
-    Ok(lines)
-}
-
-fn busiest_words(busiest: &Busiest) -> String {
-    match busiest.start {
-        Some(start) => format!("{} {} {}", start.as_micros(), busiest.units, busiest.count),
-        None => "- 0 0".to_owned(),
-    }
+    lines_of_blocks(rows, settings.window, settings.capacity(), None)
 }
 
 /// Merges every part's summary, and every block's line, into what `ratelimit replay
@@ -410,61 +357,6 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
     Ok(serde_json::to_vec(&whole)?)
 }
 
-/// The blocks' lines merged: the busiest windows, the earliest of the busiest, and the
-/// first event too big to pass.
-#[derive(Default)]
-struct Blocks {
-    demand: Best,
-    passed: Best,
-    /// The first too big: its block, time and cost.
-    too_big: Option<(i64, Timestamp, u64)>,
-}
-
-/// The busiest window of the blocks so far: the most units, then the earliest start, then
-/// the most events (zero-cost events in the same window).
-#[derive(Default)]
-struct Best(Option<(u128, Timestamp, u64)>);
-
-impl Best {
-    fn offer(&mut self, units: u128, start: Timestamp, events: u64) {
-        let better = self.0.is_none_or(|(u, s, e)| {
-            units > u || (units == u && (start < s || (start == s && events > e)))
-        });
-        if better {
-            self.0 = Some((units, start, events));
-        }
-    }
-
-    fn busiest(&self, length: Span) -> Busiest {
-        match self.0 {
-            Some((units, start, count)) => Busiest { length, start: Some(start), count, units },
-            None => Busiest { length, start: None, count: 0, units: 0 },
-        }
-    }
-}
-
-impl Blocks {
-    /// Reads a block's line, as [`block_lines`] writes it.
-    fn add(&mut self, line: &str) -> Option<()> {
-        let words: Vec<&str> = line.split(' ').collect();
-        let [block, d @ .., t, c] = &words[..] else { return None };
-        let [ds, du, de, ps, pu, pe] = d else { return None };
-        let block: i64 = block.parse().ok()?;
-        let time = |word: &str| word.parse().ok().and_then(Timestamp::from_micros);
-        for (best, (start, units, events)) in
-            [(&mut self.demand, (ds, du, de)), (&mut self.passed, (ps, pu, pe))]
-        {
-            if *start != "-" {
-                best.offer(units.parse().ok()?, time(start)?, events.parse().ok()?);
-            }
-        }
-        if *t != "-" && self.too_big.is_none_or(|(b, _, _)| block < b) {
-            self.too_big = Some((block, time(t)?, c.parse().ok()?));
-        }
-        Some(())
-    }
-}
-
 /// Writes what keys add up to as JSON: histograms as [value, count, weight] triples,
 /// waits as their five figures, in text where they pass 64 bits.
 fn encode(spread: &KeySpread) -> Value {
@@ -526,66 +418,4 @@ fn decode(value: &Value) -> Option<KeySpread> {
             .collect::<Option<_>>()?,
         waits: value["waits"].as_array()?.iter().map(waits).collect::<Option<_>>()?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
-
-        /// The busiest windows and the first event too big, merged from blocks of any
-        /// width that each read on a window's length into the next, are one pass's over
-        /// every event, ties and counts included.
-        #[test]
-        fn blocks_merge_into_the_busiest_windows_of_one_pass(
-            steps in prop::collection::vec((0i64..=6, 0u64..=3, any::<bool>()), 1..200),
-            length in 1i64..=12,
-            wider in 0i64..=20,
-        ) {
-            let times: Vec<i64> = steps.iter().scan(1_000, |t, s| { *t += s.0; Some(*t) }).collect();
-            let (length, width) = (Span::from_micros(length).unwrap(), length + wider);
-            let capacity = 2;
-            let first = times[0];
-            // Each event in its block, and again as read on by the block before.
-            let mut rows: Vec<(i64, usize, bool)> = Vec::new();
-            for (n, &t) in times.iter().enumerate() {
-                let block = (t - first) / width;
-                rows.push((block, n, true));
-                if (t - first) % width < length.as_micros() && block > 0 {
-                    rows.push((block - 1, n, false));
-                }
-            }
-            rows.sort_by_key(|&(block, n, _)| (block, n));
-            let at = |f: &dyn Fn(usize) -> i64| rows.iter().map(|r| f(r.1)).collect::<Vec<i64>>();
-            let blocks: Vec<i64> = rows.iter().map(|r| r.0).collect();
-            let times_of = at(&|n| times[n]);
-            let costs: Vec<u64> = rows.iter().map(|r| steps[r.1].1).collect();
-            let passed: Vec<bool> = rows.iter().map(|r| steps[r.1].2).collect();
-            let own: Vec<bool> = rows.iter().map(|r| r.2).collect();
-            let block_rows = BlockRows { blocks: &blocks, times: &times_of, costs: &costs, passed: &passed, own: &own };
-            let mut merged = Blocks::default();
-            for line in lines_of_blocks(&block_rows, length, capacity).unwrap() {
-                prop_assert!(merged.add(&line).is_some(), "{}", line);
-            }
-            // One pass, in time order.
-            let (mut demand, mut kept) = (BusiestWindow::new(length), BusiestWindow::new(length));
-            let mut too_big = None;
-            for (&t, &(_, cost, pass)) in times.iter().zip(&steps) {
-                let t = Timestamp::from_micros(t).unwrap();
-                demand.push_cost(t, cost);
-                if pass {
-                    kept.push_cost(t, cost);
-                } else if cost > capacity {
-                    too_big = too_big.or(Some((t, cost)));
-                }
-            }
-            prop_assert_eq!(merged.demand.busiest(length), demand.busiest());
-            prop_assert_eq!(merged.passed.busiest(length), kept.busiest());
-            prop_assert_eq!(merged.too_big.map(|(_, t, c)| (t, c)), too_big);
-        }
-    }
 }

@@ -305,7 +305,7 @@ impl PromiseCheck {
     }
 
     /// What was measured, with a leaky queue's `waits`.
-    fn seen(&self, waits: Option<Waits>) -> Seen {
+    pub fn seen(&self, waits: Option<Waits>) -> Seen {
         Seen {
             aligned: self.aligned.as_ref().map_or(0, |a| a.max),
             // Past u64::MAX only far past any limit: the promise is broken either way.
@@ -326,7 +326,12 @@ impl PromiseCheck {
     /// Says what the limiter promises, what was measured, and whether it held; `waits` are
     /// a leaky queue's.
     pub fn result(&self, waits: Option<Waits>) -> Promise {
-        let seen = self.seen(waits);
+        self.judged(self.seen(waits))
+    }
+
+    /// Says what the limiter promises and whether it held, of passed events measured as
+    /// `seen`: here, or as parts of a stream measured apart and merged.
+    pub fn judged(&self, seen: Seen) -> Promise {
         let (bound, period) = (self.algorithm.bound(&self.limit), self.limit.rate.period());
         let (measured, held) = (bound.measured(&seen, period), bound.held(&seen));
         let figures = bound.figures(&seen, period, self.limit.rate.n());
