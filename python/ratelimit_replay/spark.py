@@ -17,7 +17,9 @@ per key, which needs no merge: each key's decisions are its own limiter's; and `
 of a limit per key: each key is replayed whole on its executor, each partition sums up
 its keys, and what mixes keys in time order (the busiest windows) is found over blocks
 of time, each reading on a window's length into the next; ``compare`` per key, as the
-program's is made: one such replay for each limiter.
+program's is made: one such replay for each limiter; ``decisions`` and ``replay`` of one
+limit over every row, from stretches of time decided where the limiter rests, from their
+true start, or in one pass.
 """
 
 from __future__ import annotations
@@ -69,10 +71,9 @@ def min_bucket(
 
         from ratelimit_replay import _native as native
 
-        batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
+        table = _table(batches)
+        if table is None:
             return
-        table = pyarrow.Table.from_batches(batches)
         partition = TaskContext.get().partitionId()
         # A bad row is named by its range and its place there, in (time, tie) order.
         lines = native.chunk_lines(argv, table, f"<partition {partition}>")
@@ -138,7 +139,7 @@ def replay(
     *,
     algo: str,
     rate: str,
-    key: str,
+    key: str | None = None,
     burst: int | None = None,
     window: str | None = None,
     cost: str | int | None = None,
@@ -153,13 +154,24 @@ def replay(
     ``<DataFrame>``. Only summaries reach the driver: a partition's, a line a block of time.
 
     ``tie`` names a column that says the rows' order among events at one time (a row
-    number), as for ``min_bucket``. A limit over every row (no key), and nginx's keys,
-    which share its zone, share state across rows: they are not replayed here yet.
+    number), as for ``min_bucket``.
+
+    Without ``key``, one limit over every row: the rows are decided as ``decisions``
+    decides them (reset cuts, transfer functions, or one sequential pass), and the report
+    is made of each decided range's figures (counts, and the lossless buckets as
+    summaries merged in time order) and of blocks of time (the busiest windows and what
+    the promise bounds). The dict's ``method`` attribute names the way the rows were
+    decided. nginx's keys, which share its zone, and nginx's own burst are not replayed
+    here yet.
     """
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+    if algo == "nginx":
+        raise ValueError("nginx's keys share its zone, and its own burst is found in one pass: replay nginx on one machine")
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
     argv = _argv("replay", given)
+    if not key:
+        return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions)
     order = [key, time] + _ties(tie)
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
@@ -175,20 +187,119 @@ def replay(
         import pyarrow
         from pyspark import TaskContext
 
-        batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
+        table = _table(batches)
+        if table is None:
             return
-        table = pyarrow.Table.from_batches(batches)
         summary, rows = _replayed_part(argv, table, _ties(tie), f"<partition {TaskContext.get().partitionId()}>")
         rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
         said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
         said = said.set_column(0, "summary", pyarrow.array([summary]))
         yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    blocked = hashed.mapInArrow(part, schema)
+    told = _blocks_told(hashed.mapInArrow(part, schema), argv, _ties(tie), partitions)
+    parts = [row["line"] for row in told if row["kind"] == "part"]
+    if not parts:
+        raise ValueError("<DataFrame>: no rows")
+    found = [row["line"] for row in told if row["kind"] == "block"]
+    return json.loads(_native.merge_parts(argv, parts, found))
+
+
+class Replayed(dict):
+    """A replay's report, as the program's JSON has it, with ``method``: how the rows of
+    one stream were decided (``"reset cuts: N segments"``, ``"transfer functions: N
+    ranges"`` or ``"sequential"``)."""
+
+    method: str
+
+
+def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None) -> Replayed:
+    """Replays one stream: its rows decided in ranges of time, then each range's figures
+    and the blocks' lines merged on the driver (``merge_parts``, in Rust)."""
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    ties = order[1:]
+    # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
+    gcra = algo in ("gcra", "token-bucket", "leaky-queue")
+    decided = _decisions_of_one_stream(df, argv, order, partitions, gcra, segments=True)
+    starts = getattr(decided, "ratelimit_starts", None) or {}
+    schema = StructType(
+        [StructField("summary", StringType()), StructField("order", StringType()), StructField("block", LongType()),
+         StructField("own", BooleanType()), StructField("t", LongType()), StructField("c", LongType()),
+         StructField("passed", BooleanType())]
+        + [StructField(name, df.schema[name].dataType) for name in ties]
+    )
+
+    def part(batches):
+        # On an executor: a decided range's figures, then its events' rows, by block.
+        import pyarrow
+        import pyarrow.compute
+        from pyspark import TaskContext
+
+        from ratelimit_replay import _native as native
+
+        table = _table(batches)
+        if table is None:
+            return
+        partition = TaskContext.get().partitionId()
+        # A stretch of time each: a segment (several may share a partition), or the range.
+        stretches = [table]
+        if "__segment" in table.column_names:
+            numbers = table.column("__segment").to_pylist()
+            cuts = [n for n in range(1, len(numbers)) if numbers[n] != numbers[n - 1]]
+            stretches = [table.slice(a, b - a).drop_columns(["__segment"]) for a, b in zip([0, *cuts], [*cuts, len(numbers)])]
+        for stretch in stretches:
+            passed = stretch.column("passed").to_pylist()
+            line, (p, t, c) = native.stream_part(
+                argv, stretch.drop_columns(["passed"]), f"<partition {partition}>", passed, starts.get(partition)
+            )
+            said = json.loads(line)
+            if not said["events"]:
+                continue
+            columns = {"t": t, "c": c, "passed": p}
+            columns.update({tie: stretch.column(tie) for tie in ties})
+            events = pyarrow.table(columns).filter(pyarrow.compute.is_valid(pyarrow.array(t)))
+            # Stretches are merged in time order: by their first event's time and ties.
+            first = events.slice(0, 1).to_pylist()[0]
+            ordered = json.dumps([said["first"], [[first[tie] is not None, first[tie]] for tie in ties], partition], default=str)
+            rows = _in_blocks(events, said["block_us"], said["read_on_us"])
+            rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
+            rows = rows.append_column("order", pyarrow.nulls(rows.num_rows, pyarrow.string()))
+            head = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
+            head = head.set_column(0, "summary", pyarrow.array([line])).set_column(1, "order", pyarrow.array([ordered]))
+            yield from pyarrow.concat_tables([head, rows.select([field.name for field in schema])]).to_batches()
+
+    told = _blocks_told(decided.mapInArrow(part, schema), argv, ties, partitions)
+    parts = sorted((row for row in told if row["kind"] == "part"), key=lambda row: json.loads(row["order"]))
+    if not parts:
+        raise ValueError("<DataFrame>: no events")
+    found = [row["line"] for row in told if row["kind"] == "block"]
+    report = Replayed(json.loads(_native.merge_parts(argv, [row["line"] for row in parts], found)))
+    report.method = decided.ratelimit_method
+    return report
+
+
+def _in_blocks(events: Any, width: int, read_on: int) -> Any:
+    """Returns `events` (columns `t`, ...) each in the block of its time, `width` µs wide,
+    and again in the block before if within `read_on` µs of its block's start (`own`
+    false), so that every window that starts in a block is counted whole there."""
+    import numpy
+    import pyarrow
+
+    times = events.column("t").to_numpy()
+    blocks = numpy.floor_divide(times, width)
+    ahead = (times - blocks * width) < read_on
+    own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
+    read_on_rows = events.filter(pyarrow.array(ahead)).append_column("block", pyarrow.array(blocks[ahead] - 1))
+    read_on_rows = read_on_rows.append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
+    return pyarrow.concat_tables([own, read_on_rows])
+
+
+def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int | None) -> list[Any]:
+    """Shuffles rows by block, each block's in time order (the summaries, with no block,
+    first), and collects the summaries (kind ``part``, with their ``order``) and a line
+    for each block (kind ``block``)."""
     blocked = blocked.repartition(partitions, "block") if partitions else blocked.repartition("block")
-    # A block's rows in time order, the summaries (no block) first.
-    blocked = blocked.sortWithinPartitions("block", "t", *_ties(tie))
+    blocked = blocked.sortWithinPartitions("block", "t", *ties)
 
     def lines(batches):
         import pyarrow
@@ -196,21 +307,20 @@ def replay(
 
         from ratelimit_replay import _native as native
 
-        batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
+        table = _table(batches)
+        if table is None:
             return
-        table = pyarrow.Table.from_batches(batches)
-        said = table.filter(pyarrow.compute.is_valid(table.column("summary"))).column("summary").to_pylist()
+        said = table.filter(pyarrow.compute.is_valid(table.column("summary")))
         rows = table.filter(pyarrow.compute.is_null(table.column("summary")))
         found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
-        yield pyarrow.RecordBatch.from_pydict({"kind": ["part"] * len(said) + ["block"] * len(found), "line": said + found})
+        orders = said.column("order").to_pylist() if "order" in said.column_names else [None] * said.num_rows
+        yield pyarrow.RecordBatch.from_pydict({
+            "kind": ["part"] * said.num_rows + ["block"] * len(found),
+            "line": said.column("summary").to_pylist() + found,
+            "order": orders + [None] * len(found),
+        })
 
-    told = _collect(blocked.mapInArrow(lines, "kind string, line string"))
-    parts = [row["line"] for row in told if row["kind"] == "part"]
-    if not parts:
-        raise ValueError("<DataFrame>: no rows")
-    found = [row["line"] for row in told if row["kind"] == "block"]
-    return json.loads(_native.merge_parts(argv, parts, found))
+    return _collect(blocked.mapInArrow(lines, "kind string, line string, order string"))
 
 
 # The shortest block of time a replay's busiest windows are found in (10 minutes), longer
@@ -254,7 +364,6 @@ def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> t
     time, and again in the block before if it lies within a window's length of its
     block's start, so that every window is counted whole in the block where it starts.
     The blocks are a window long at least, the same on every worker."""
-    import numpy
     import pyarrow
     import pyarrow.compute
 
@@ -267,19 +376,17 @@ def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> t
     # Rows that made no event have no time, and no block.
     events = events.filter(pyarrow.compute.is_valid(events.column("t")))
     length = json.loads(summary)["window_us"]
-    width = max(length, _BLOCK_US)
-    times = events.column("t").to_numpy()
-    blocks = numpy.floor_divide(times, width)
-    ahead = (times - blocks * width) < length
-    own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
-    read_on = events.filter(pyarrow.array(ahead)).append_column("block", pyarrow.array(blocks[ahead] - 1))
-    read_on = read_on.append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
-    return summary, pyarrow.concat_tables([own, read_on])
+    return summary, _in_blocks(events, max(length, _BLOCK_US), length)
 
 
-def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool) -> Any:
-    """Decides every row of one stream from ranges of time, cut where the limiter rests."""
+def _decisions_of_one_stream(
+    df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool, segments: bool = False
+) -> Any:
+    """Decides every row of one stream from ranges of time, cut where the limiter rests;
+    with `segments`, each row keeps its segment's number (`__segment`): a partition may
+    hold several segments, and only a segment is a stretch of time."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
 
     ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
     # Read twice (the ranges' spans, then their rows): kept, so that each row stays in its range.
@@ -309,23 +416,28 @@ def _decisions_of_one_stream(df: Any, argv: list[str], order: list[str], partiti
         # Each segment's rows in order, decided from a fresh state as the program decides.
         import pyarrow
 
-        batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
+        table = _table(batches)
+        if table is None:
             return
-        table = pyarrow.Table.from_batches(batches)
         parts = table.column("__segment").to_pylist()
         start = 0
         while start < table.num_rows:
             end = start
             while end < table.num_rows and parts[end] == parts[start]:
                 end += 1
-            yield from _decided(argv, table.slice(start, end - start).drop_columns(["__segment"]).to_batches())
+            segment = table.slice(start, end - start)
+            decided = _decided(argv, segment.drop_columns(["__segment"]).to_batches())
+            if segments:
+                decided = [batch.append_column("__segment", pyarrow.array([parts[start]] * batch.num_rows, pyarrow.int64())) for batch in decided]
+            yield from decided
             start = end
 
     mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
-    tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()])
-    segments = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order)
-    decided = segments.mapInArrow(decide, _with_passed(df.schema))
+    tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()].cast("long"))
+    schema = _with_passed(df.schema)
+    if segments:
+        schema = StructType([*schema.fields, StructField("__segment", LongType())])
+    decided = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order).mapInArrow(decide, schema)
     decided.ratelimit_method = "sequential" if count == 1 else f"reset cuts: {count} segments"
     return decided
 
@@ -347,15 +459,16 @@ def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
 
         from ratelimit_replay import _native as native
 
-        batches = [batch for batch in batches if batch.num_rows]
+        table = _table(batches)
         partition = TaskContext.get().partitionId()
-        if batches:
-            table = pyarrow.Table.from_batches(batches)
+        if table is not None:
             passed = native.decide_range(argv, table, f"<partition {partition}>", starts[partition])
             yield from table.append_column("passed", pyarrow.array(passed)).to_batches()
 
     decided = ranged.mapInArrow(decide, _with_passed(ranged.schema))
     decided.ratelimit_method = f"transfer functions: {len(starts)} ranges"
+    # Each range's tat at its start: a leaky queue's waits start from it.
+    decided.ratelimit_starts = starts
     return decided
 
 
@@ -391,10 +504,9 @@ def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
 
         from ratelimit_replay import _native as native
 
-        batches = [batch for batch in batches if batch.num_rows]
+        table = _table(batches)
         partition = TaskContext.get().partitionId()
-        if batches:
-            table = pyarrow.Table.from_batches(batches)
+        if table is not None:
             line = getattr(native, tell)(argv, table, f"<partition {partition}>")
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
@@ -411,6 +523,14 @@ def _decided(argv: list[str], batches: list[Any]) -> Any:
     table = pyarrow.Table.from_batches(batches)
     _, passed = native.call(argv, table, True)
     return table.append_column("passed", pyarrow.array(passed[0])).to_batches()
+
+
+def _table(batches: Any) -> Any:
+    """The rows of a partition's Arrow batches as one table; ``None`` without rows."""
+    import pyarrow
+
+    batches = [batch for batch in batches if batch.num_rows]
+    return pyarrow.Table.from_batches(batches) if batches else None
 
 
 def _ties(tie: str | list[str] | None) -> list[str]:

@@ -100,11 +100,21 @@ fn replay_part<'py>(
 ) -> PyResult<(String, Columns<'py>)> {
     let given = Source::Arrow(table(data, name)?);
     let part = py.detach(|| embed::replay_part(&args, given)).map_err(value_error)?;
+    Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
+}
+
+/// Each row's decision, event time and cost, as Arrow arrays `passed`, `t` and `c`.
+fn event_columns<'py>(
+    py: Python<'py>,
+    passed: Vec<Option<bool>>,
+    times: Vec<Option<i64>>,
+    costs: &[Option<u64>],
+) -> PyResult<Columns<'py>> {
     let costs: Vec<Option<i64>> =
-        part.costs.iter().map(|c| c.map(|c| i64::try_from(c).unwrap_or(i64::MAX))).collect();
+        costs.iter().map(|c| c.map(|c| i64::try_from(c).unwrap_or(i64::MAX))).collect();
     let columns: [(&str, ArrayRef); 3] = [
-        ("passed", Arc::new(BooleanArray::from(part.passed))),
-        ("t", Arc::new(Int64Array::from(part.times))),
+        ("passed", Arc::new(BooleanArray::from(passed))),
+        ("t", Arc::new(Int64Array::from(times))),
         ("c", Arc::new(Int64Array::from(costs))),
     ];
     let mut arrays = Vec::with_capacity(columns.len());
@@ -112,7 +122,31 @@ fn replay_part<'py>(
         let field = Arc::new(Field::new(name, array.data_type().clone(), true));
         arrays.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
     }
-    Ok((part.summary, arrays))
+    Ok(arrays)
+}
+
+/// Returns what a chunk of one stream tells (a Spark partition's rows, in time order, each
+/// decided as `passed` says), with the limiter's tat `start` (decimal, 1/N µs) for a leaky
+/// queue's waits: its line, and each row's event as Arrow arrays (`passed`, `t`, `c`).
+#[pyfunction]
+#[pyo3(signature = (args, data, name, passed, start=None))]
+fn stream_part<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    data: AnyRecordBatch,
+    name: String,
+    passed: Vec<Option<bool>>,
+    start: Option<String>,
+) -> PyResult<(String, Columns<'py>)> {
+    let given = Source::Arrow(table(data, name)?);
+    let start = start
+        .map(|tat| {
+            tat.parse::<i128>().map_err(|_| PyValueError::new_err(format!("{tat:?} is not a tat")))
+        })
+        .transpose()?;
+    let part =
+        py.detach(|| embed::stream_part(&args, given, &passed, start)).map_err(value_error)?;
+    Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
 }
 
 /// Returns what a range of one stream tells (a Spark partition's rows, in time order):
@@ -294,6 +328,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_chunks, module)?)?;
     module.add_function(wrap_pyfunction!(replay_part, module)?)?;
+    module.add_function(wrap_pyfunction!(stream_part, module)?)?;
     module.add_function(wrap_pyfunction!(block_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
     module.add_function(wrap_pyfunction!(range_line, module)?)?;

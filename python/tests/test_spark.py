@@ -287,6 +287,58 @@ def test_decisions_of_one_stream_that_never_rests_are_the_programs(spark, big_lo
     same_decisions(spark, got, emitted(csv, *flags))
 
 
+@pytest.mark.parametrize(
+    "algo,burst,method",
+    [
+        ("sliding-counter", None, "reset cuts"),
+        ("fixed-window", None, "reset cuts"),
+        ("sliding-log", None, "reset cuts"),
+        ("token-bucket", 2, "transfer functions"),
+        ("leaky-queue", 3, "transfer functions"),
+    ],
+)
+def test_replay_of_one_stream_of_the_real_catalog_is_the_programs(spark, m5, m5_table, algo, burst, method):
+    # The 11-year catalog at 1/h in 6 ranges: counts, busiest windows, the lossless bucket
+    # and the promise's figures (an aligned window's, a period's, a bucket's, the queue's
+    # waits) merged from the ranges and blocks of time equal the program's one pass.
+    flags = ["--algo", algo, "--rate", "1/h", *(["--burst", str(burst)] if burst else [])]
+    want = cli_json("replay", str(m5), *flags)
+    rows = m5_table.select(["time", "id", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
+    df = spark.createDataFrame(rows.to_pandas())
+    got = rls.replay(df, algo=algo, rate="1/h", burst=burst, tie="tie", partitions=6)
+    assert got.method.startswith(method), got.method
+    assert without_input(got) == without_input(want)
+    assert want["dropped"] > 0
+
+
+@pytest.mark.parametrize("count,partitions", [(1, 1), (7, 4)])
+def test_replay_of_one_stream_that_never_rests_is_the_programs_weighted_or_not(spark, big_log, count, partitions):
+    # 200,000 requests never idle long enough to cut: GCRA's and the leaky queue's ranges
+    # start where the ranges before left them (the queue's waits too); the sliding log is
+    # one pass; weighted by tokens, units and the first request too big to pass. One
+    # partition is one pass whatever the limiter.
+    csv, files = big_log
+    df = spark.read.parquet(str(files[count]))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for algo, rate, burst, cost, method in (
+        ("gcra", "20/m", 3, None, "transfer functions"),
+        ("leaky-queue", "20/m", 3, None, "transfer functions"),
+        ("sliding-log", "20/m", None, None, "sequential"),
+        # Weighted, its ranges' functions pass the cap on pieces: one pass, in order.
+        ("token-bucket", "60000/m", 300, "tokens", "sequential"),
+    ):
+        flags = ["--algo", algo, "--rate", rate, *(["--burst", str(burst)] if burst else [])]
+        flags += ["--cost", cost] if cost else []
+        want = cli_json("replay", str(csv), *flags, *time)
+        got = rls.replay(
+            df, algo=algo, rate=rate, burst=burst, cost=cost, time="ts", time_format="unix-ms",
+            tie="tie", partitions=partitions,
+        )
+        assert got.method.startswith(method if partitions > 1 else "sequential"), got.method
+        assert without_input(got) == without_input(want), (algo, count, partitions)
+        assert want["dropped"] > 0 and (not cost or want["too_big"]["events"] > 0)
+
+
 def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spark):
     df = spark.createDataFrame(
         [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"

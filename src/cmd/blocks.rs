@@ -121,7 +121,7 @@ impl Blocks {
     /// Reads a block's line, as [`block_lines`](super::replay_parts::block_lines) writes it.
     pub(super) fn add(&mut self, line: &str) -> Option<()> {
         let mut words: Vec<&str> = line.split(' ').collect();
-        if words.len() == 12 {
+        if words.len() == 11 {
             // A stream's block: what its promise measures, after the rest.
             let period = words.pop()?.parse().ok()?;
             let aligned = words.pop()?.parse().ok()?;

@@ -13,10 +13,11 @@ use crate::units::time::Timestamp;
 pub use super::blocks::BlockRows;
 pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
+pub use super::parts_plan::Part;
 pub use super::replay_parts::{
-    Part, block_lines, decide_range, merge_parts, range_line, range_starts, range_transfer,
-    replay_part,
+    block_lines, decide_range, merge_parts, range_line, range_starts, range_transfer, replay_part,
 };
+pub use super::stream_parts::stream_part;
 use super::{Cli, decisions, dispatch, parse};
 use crate::input::catalog::Source;
 use crate::render::outfile;

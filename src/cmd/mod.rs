@@ -17,6 +17,7 @@ mod limiters;
 mod man;
 mod min_bucket;
 mod min_rate;
+mod parts_plan;
 mod plot;
 mod replay;
 mod replay_parts;
@@ -24,6 +25,7 @@ mod report;
 mod schema;
 mod schema_page;
 mod side_by_side;
+mod stream_parts;
 mod synth;
 #[cfg(feature = "quakes")]
 mod synth_catalog;

@@ -17,7 +17,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::blocks::{BlockRows, Blocks, lines_of_blocks};
-use super::{Cli, parse};
+use super::parts_plan::{Part, Plan};
 use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
 use crate::input::catalog::Source;
 use crate::limiter::promise::PromiseCheck;
@@ -25,74 +25,6 @@ use crate::limiter::{Piece, Transfer, Waits};
 use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
 use crate::sizing::quantile::{Histogram, Tally};
 use crate::units::time::Timestamp;
-
-/// What a part of the keys tells: its summary (a line of JSON), and for each of its rows,
-/// in their order, the decision, the event's time in µs and its cost (`None` for a row
-/// that made no event).
-#[derive(Debug)]
-pub struct Part {
-    /// The part's report and what its keys add up to, for [`merge_parts`].
-    pub summary: String,
-    /// Whether each row passed.
-    pub passed: Vec<Option<bool>>,
-    /// Each row's event time, in µs from 1970.
-    pub times: Vec<Option<i64>>,
-    /// Each row's event cost.
-    pub costs: Vec<Option<u64>>,
-}
-
-/// A replay of one limit in parts, settled from `ratelimit replay`'s flags.
-pub(super) struct Plan {
-    pub(super) settings: Settings,
-    pub(super) replay: super::replay::ReplayArgs,
-}
-
-impl Plan {
-    /// Settles `args`, for a replay by key.
-    fn of(args: &[String]) -> Result<Plan> {
-        let plan = Plan::of_limit(args)?;
-        if plan.replay.job.keys.key.is_none() {
-            bail!("a replay in parts holds whole keys: give --key");
-        }
-        Ok(plan)
-    }
-
-    /// Settles `args`, for a range of one stream read from `given`.
-    pub(super) fn of_range(
-        args: &[String],
-        given: Source,
-    ) -> Result<(Plan, crate::cli::config::Input)> {
-        let mut plan = Plan::of_limit(args)?;
-        if plan.replay.job.keys.key.is_some() {
-            bail!("a range of one stream has no --key");
-        }
-        let input = plan.read(given)?;
-        Ok((plan, input))
-    }
-
-    /// Settles the input, reading `given`.
-    fn read(&mut self, given: Source) -> Result<crate::cli::config::Input> {
-        self.replay.job.input.given = Some(given);
-        self.replay.job.input()
-    }
-
-    /// Settles `args`, for a replay of one limit, by key or not.
-    pub(super) fn of_limit(args: &[String]) -> Result<Plan> {
-        let cli: Cli = parse(args)?;
-        let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
-        let (Some(algorithm), Some(limit)) = (replay.algo, replay.size.limit()) else {
-            bail!("a replay in parts is of one limit: --algo and --rate, no --limit")
-        };
-        if algorithm.has_zone() && replay.job.keys.key.is_some() {
-            bail!("{algorithm}'s keys share its zone: replay them on one machine");
-        }
-        if !replay.job.remote.redis.is_empty() || replay.job.fleet.servers.is_some() {
-            bail!("a replay in parts runs in memory, on one server");
-        }
-        let settings = limit.size.settings(algorithm, limit.window, true)?;
-        Ok(Plan { settings, replay })
-    }
-}
 
 /// Replays the rows of `given`, which hold whole keys, by `args` (`ratelimit replay`'s
 /// flags, the program's name first, with `--key`), and returns what they tell.
@@ -255,14 +187,22 @@ impl crate::input::catalog::Sink for FirstLast {
 /// window of every event that starts in it, of the passed ones, and its first event too
 /// big to pass, as [`merge_parts`] reads them.
 pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
-    let settings = Plan::of(args)?.settings;
+    let plan = Plan::of_limit(args)?;
+    if plan.replay.job.keys.key.is_none() {
+        return super::stream_parts::stream_block_lines(&plan, rows);
+    }
+    let settings = plan.settings;
     lines_of_blocks(rows, settings.window, settings.capacity(), None)
 }
 
 /// Merges every part's summary, and every block's line, into what `ratelimit replay
 /// --format json` prints for all the rows, as a JSON object.
 pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
-    let plan = Plan::of(args)?;
+    let plan = Plan::of_limit(args)?;
+    if plan.replay.job.keys.key.is_none() {
+        // One stream: its chunks' lines, in time order.
+        return super::stream_parts::merge_stream(&plan, parts, blocks);
+    }
     let Settings { algorithm, rate, burst, window, .. } = plan.settings;
     let parts: Vec<Value> = (parts.iter())
         .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))

@@ -1,0 +1,362 @@
+//! `replay` of one stream (no `--key`) from its rows already decided in chunks of time
+//! (Spark's partitions): what each chunk tells, and the report made of every chunk's line
+//! and the blocks' lines, as the program prints it.
+//!
+//! Counts and units add up; the smallest lossless bucket of the events, and the one the
+//! passed events fit, merge from each chunk's [`BucketSummary`] in time order; a leaky
+//! queue's waits are each chunk's from the queue it starts with (its GCRA tat: the queue
+//! holds exactly what GCRA passed); the busiest windows, the most in an aligned window and
+//! in a period come from blocks of time ([`super::blocks`]), a whole number of periods
+//! wide, so that no aligned window straddles two.
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::decisions::in_row_order;
+use super::parts_plan::{Part, Plan};
+use crate::engine::recorder::Settings;
+use crate::input::catalog::Source;
+use crate::limiter::promise::{Limit, PromiseCheck, Seen};
+use crate::limiter::{KeyedState, LeakyQueue, Limiter, Waits};
+use crate::report::{self, LimiterReport};
+use crate::sizing::merge::BucketSummary;
+use crate::units::time::Timestamp;
+
+/// The shortest block of time (10 minutes): longer if a window or a period is.
+const BLOCK_US: i64 = 600_000_000;
+
+/// Returns what a chunk of one stream tells: the rows of `given`, a stretch of the stream
+/// in time order, read by `args` (`ratelimit replay`'s flags, no `--key`), each decided
+/// as `decided` says (one for each row, in the rows' order). `start` is the tat (1/N µs)
+/// the limiter starts the chunk with, for a leaky queue's waits; `None` is an empty queue.
+pub fn stream_part(
+    args: &[String],
+    given: Source,
+    decided: &[Option<bool>],
+    start: Option<i128>,
+) -> Result<Part> {
+    let (plan, input) = Plan::of_range(args, given)?;
+    let settings = plan.settings;
+    let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
+    // Each event's row, in time order.
+    let places: Vec<usize> = (0..rows.len()).collect();
+    let row_of = in_row_order(&rows, &places, &input.source);
+    let mut at_row = vec![0; rows.len()];
+    for (row, place) in row_of.iter().enumerate() {
+        if let Some(place) = *place {
+            at_row[place] = row;
+        }
+    }
+    let mut chunk = Chunk::new(settings, start);
+    let mut each = Vec::with_capacity(rows.len());
+    for ((event, _), &row) in rows.iter().zip(&at_row) {
+        let Some(&Some(passed)) = decided.get(row) else {
+            bail!("row {row} made an event and has no decision");
+        };
+        chunk.add(event.time, event.cost, passed);
+        each.push((event.time.as_micros(), event.cost, passed));
+    }
+    let in_order = in_row_order(&rows, &each, &input.source);
+    Ok(Part {
+        summary: chunk.line(&settings).to_string(),
+        times: in_order.iter().map(|e| e.map(|(t, _, _)| t)).collect(),
+        costs: in_order.iter().map(|e| e.map(|(_, c, _)| c)).collect(),
+        passed: in_order.iter().map(|e| e.map(|(_, _, p)| p)).collect(),
+    })
+}
+
+/// A chunk's figures, found as its events come in time order.
+struct Chunk {
+    first: Option<Timestamp>,
+    events: u64,
+    units: u128,
+    weighted: bool,
+    passed: u64,
+    passed_units: u128,
+    /// Events that cost more than the limiter holds: how many, and the first.
+    too_big: (u64, Option<(Timestamp, u64)>),
+    capacity: u64,
+    rate: crate::units::rate::Rate,
+    demand: BucketSummary,
+    /// The bucket the passed events fit, if the promise is a bucket's.
+    fit: Option<BucketSummary>,
+    /// A leaky queue's waits, and the queue of passed events that finds them again.
+    queue: Option<(Waits, LeakyQueue)>,
+}
+
+impl Chunk {
+    fn new(settings: Settings, start: Option<i128>) -> Chunk {
+        let Settings { algorithm, rate, burst, .. } = settings;
+        let watch = algorithm.bound(&Limit { rate, burst: burst.get() }).watch();
+        let queue = algorithm.delays().then(|| {
+            let mut queue = LeakyQueue::unbounded(rate);
+            if let Some(tat) = start {
+                *queue.state_mut() = tat;
+            }
+            (Waits::new(rate), queue)
+        });
+        Chunk {
+            first: None,
+            events: 0,
+            units: 0,
+            weighted: false,
+            passed: 0,
+            passed_units: 0,
+            too_big: (0, None),
+            capacity: settings.capacity(),
+            rate,
+            demand: BucketSummary::new(rate),
+            fit: watch.bucket.then(|| BucketSummary::new(rate)),
+            queue,
+        }
+    }
+
+    fn add(&mut self, time: Timestamp, cost: u64, passed: bool) {
+        self.first.get_or_insert(time);
+        self.events += 1;
+        self.units += u128::from(cost);
+        self.weighted |= cost != 1;
+        self.demand.push_cost(time, cost);
+        if passed {
+            self.passed += 1;
+            self.passed_units += u128::from(cost);
+            if let Some(fit) = &mut self.fit {
+                fit.push_cost(time, cost);
+            }
+            if let Some((waits, queue)) = &mut self.queue {
+                waits.record(queue.take(time, cost, false));
+            }
+        } else if cost > self.capacity {
+            self.too_big.0 += 1;
+            self.too_big.1.get_or_insert((time, cost));
+        }
+    }
+
+    /// The chunk's line: its figures, and the blocks' geometry (µs).
+    fn line(&self, settings: &Settings) -> Value {
+        let (width, read_on) = geometry(settings);
+        json!({
+            "first": self.first.map(Timestamp::as_micros),
+            "events": self.events,
+            "units": self.units.to_string(),
+            "weighted": self.weighted,
+            "passed": self.passed,
+            "passed_units": self.passed_units.to_string(),
+            "too_big": self.too_big.1.map(|(t, c)| json!([self.too_big.0, t.as_micros(), c])),
+            "demand": self.demand.encode(),
+            "fit": self.fit.as_ref().map(BucketSummary::encode),
+            "waits": self.queue.as_ref().map(|(w, _)| {
+                json!([w.delayed, w.admitted, w.longest.to_string(), w.total.to_string()])
+            }),
+            "block_us": width,
+            "read_on_us": read_on,
+        })
+    }
+}
+
+/// The blocks of a stream's replay: their width, a whole number of periods and 10
+/// minutes at least, and how far each reads on into the next: a window or a period,
+/// the longer.
+fn geometry(settings: &Settings) -> (i64, i64) {
+    let period = settings.rate.period().as_micros().max(1);
+    let read_on = settings.window.as_micros().max(period);
+    // Both positive: the periods that cover it, rounded up (past i64, as wide as it goes).
+    let periods = read_on.max(BLOCK_US).saturating_add(period - 1) / period;
+    (periods.saturating_mul(period), read_on)
+}
+
+/// Merges every chunk's line, in time order, and every block's line into what `ratelimit
+/// replay --format json` prints for all the rows of one stream, as a JSON object.
+pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result<Vec<u8>> {
+    let settings = plan.settings;
+    let Settings { algorithm, rate, burst, window, .. } = settings;
+    let mut whole = Chunk::new(settings, None);
+    let mut waits = whole.queue.as_ref().map(|(w, _)| *w);
+    for line in chunks {
+        let value: Value = serde_json::from_str(line).context("a chunk's line is not JSON")?;
+        whole.merge(&value, &mut waits).with_context(|| format!("{line:?} is not a chunk's"))?;
+    }
+    let mut merged = super::blocks::Blocks::default();
+    for line in blocks {
+        merged.add(line).with_context(|| format!("{line:?} is not a block's line"))?;
+    }
+    let check = PromiseCheck::new(algorithm, rate, burst.get());
+    let seen = Seen {
+        aligned: merged.aligned,
+        period: merged.period,
+        bucket: whole.fit.as_ref().map_or(0, |fit| fit.result().min_bucket),
+        waits,
+    };
+    let weighted = whole.weighted;
+    let report = LimiterReport {
+        input: "<DataFrame>".to_owned(),
+        key: None,
+        algorithm,
+        rate,
+        burst: algorithm.shown_burst(burst),
+        delay: settings.shown_delay(),
+        events: whole.events,
+        passed: whole.passed,
+        dropped: whole.events - whole.passed,
+        units: weighted.then(|| report::Units {
+            events: whole.units,
+            passed: whole.passed_units,
+            dropped: whole.units - whole.passed_units,
+        }),
+        too_big: whole.too_big.1.filter(|_| weighted).map(|(time, cost)| report::TooBig {
+            events: whole.too_big.0,
+            first: report::Heavy { time, cost },
+        }),
+        busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
+        demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
+        min_bucket: Some(whole.demand.result().min_bucket),
+        worst_key: None,
+        nginx_burst: None,
+        queue: waits.map(Into::into),
+        promise: check.judged(seen),
+        fleet: None,
+        by_key: None,
+    };
+    Ok(serde_json::to_vec(&report)?)
+}
+
+impl Chunk {
+    /// Adds the chunk of `line`, which comes after every chunk added so far.
+    fn merge(&mut self, line: &Value, waits: &mut Option<Waits>) -> Option<()> {
+        let number = |name: &str| line[name].as_u64();
+        let wide = |value: &Value| value.as_str()?.parse::<i128>().ok();
+        let units = |name: &str| line[name].as_str()?.parse::<u128>().ok();
+        let rate = self.rate;
+        if self.first.is_none() {
+            let first = line["first"].as_i64().and_then(Timestamp::from_micros);
+            self.first = first;
+        }
+        self.events += number("events")?;
+        self.units += units("units")?;
+        self.weighted |= line["weighted"].as_bool()?;
+        self.passed += number("passed")?;
+        self.passed_units += units("passed_units")?;
+        if let Some([count, t, c]) = line["too_big"].as_array().map(Vec::as_slice) {
+            self.too_big.0 += count.as_u64()?;
+            let first = (Timestamp::from_micros(t.as_i64()?)?, c.as_u64()?);
+            self.too_big.1.get_or_insert(first);
+        }
+        self.demand = self.demand.merge(&BucketSummary::decode(rate, line["demand"].as_str()?)?);
+        if let Some(fit) = &mut self.fit {
+            *fit = fit.merge(&BucketSummary::decode(rate, line["fit"].as_str()?)?);
+        }
+        if let Some(mine) = waits {
+            let [delayed, admitted, longest, total] = line["waits"].as_array()?.as_slice() else {
+                return None;
+            };
+            let theirs = Waits {
+                delayed: delayed.as_u64()?,
+                admitted: admitted.as_u64()?,
+                longest: wide(longest)?,
+                total: wide(total)?,
+                units_per_micro: mine.units_per_micro,
+            };
+            *mine = mine.merge(&theirs);
+        }
+        Some(())
+    }
+}
+
+/// Returns the lines of a stream's blocks, as [`super::blocks::lines_of_blocks`] writes
+/// them with what the promise measures.
+pub fn stream_block_lines(plan: &Plan, rows: &super::blocks::BlockRows) -> Result<Vec<String>> {
+    let Settings { algorithm, rate, burst, window, .. } = plan.settings;
+    let check = PromiseCheck::new(algorithm, rate, burst.get());
+    super::blocks::lines_of_blocks(rows, window, plan.settings.capacity(), Some(&check))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::engine::recorder::{KeyNames, Recorder};
+    use crate::input::catalog::Event;
+    use crate::limiter::Decision;
+
+    /// The report of `events` (time µs, cost, passed) in one pass, as the program makes it.
+    fn one_pass(settings: Settings, events: &[(i64, u64, bool)]) -> Value {
+        let mut recorder = Recorder::new(&[settings], false);
+        for &(t, cost, passed) in events {
+            let event = Event { cost, ..Event::new(Timestamp::from_micros(t).unwrap(), 0) };
+            recorder.record(event, [Decision { passed, wait: 0 }]).unwrap();
+        }
+        let lanes = recorder.reports("<DataFrame>", KeyNames::default(), 0, 1).lanes;
+        serde_json::to_value(&lanes[0]).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// A stream's report merged from any chunking (each chunk's line, in time order,
+        /// its queue started where the chunks before left it) and from blocks of time is
+        /// the one pass's, to the last figure: counts, units, the first too big, the
+        /// busiest windows, the lossless bucket and every promise's measures.
+        #[test]
+        fn chunks_and_blocks_merge_into_the_report_of_one_pass(
+            steps in prop::collection::vec((0i64..=90, 0u64..=3, any::<bool>()), 1..150),
+            cuts in prop::collection::vec(0usize..150, 0..6),
+            algo in prop::sample::select(vec![
+                "gcra", "token-bucket", "leaky-queue", "fixed-window", "sliding-log",
+                "sliding-counter", "limits-moving-window",
+            ]),
+        ) {
+            let args: Vec<String> = ["ratelimit", "replay", "-", "--algo", algo, "--rate", "3/m"]
+                .iter().map(|s| (*s).to_owned())
+                .chain(matches!(algo, "gcra" | "token-bucket" | "leaky-queue").then(|| ["--burst".to_owned(), "2".to_owned()]).into_iter().flatten())
+                .collect();
+            let plan = Plan::of_limit(&args).unwrap();
+            let settings = plan.settings;
+            // Times in seconds' steps from 1,000 s, some equal.
+            let events: Vec<(i64, u64, bool)> = steps.iter()
+                .scan(1_000_000_000, |t, s| { *t += s.0 * 1_000_000; Some((*t, s.1, s.2)) })
+                .collect();
+            let want = one_pass(settings, &events);
+            // The chunks: the queue of passed events carried across them, as each starts.
+            let mut bounds: Vec<usize> = cuts.into_iter().filter(|&c| c < events.len()).collect();
+            bounds.extend([0, events.len()]);
+            bounds.sort_unstable();
+            bounds.dedup();
+            let mut queue = LeakyQueue::unbounded(settings.rate);
+            let mut lines = Vec::new();
+            for run in bounds.windows(2) {
+                let mut chunk = Chunk::new(settings, Some(*queue.state_mut()));
+                for &(t, cost, passed) in &events[run[0]..run[1]] {
+                    let time = Timestamp::from_micros(t).unwrap();
+                    chunk.add(time, cost, passed);
+                    if passed {
+                        queue.take(time, cost, false);
+                    }
+                }
+                lines.push(chunk.line(&settings).to_string());
+            }
+            // The blocks: each event in its block, and again in the one before if read on.
+            let (width, read_on) = geometry(&settings);
+            let mut rows: Vec<(i64, usize, bool)> = Vec::new();
+            for (n, &(t, _, _)) in events.iter().enumerate() {
+                let block = t.div_euclid(width);
+                rows.push((block, n, true));
+                if t - block * width < read_on {
+                    rows.push((block - 1, n, false));
+                }
+            }
+            rows.sort_by_key(|&(block, n, _)| (block, n));
+            let blocks: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            let times: Vec<i64> = rows.iter().map(|r| events[r.1].0).collect();
+            let costs: Vec<u64> = rows.iter().map(|r| events[r.1].1).collect();
+            let passed: Vec<bool> = rows.iter().map(|r| events[r.1].2).collect();
+            let own: Vec<bool> = rows.iter().map(|r| r.2).collect();
+            let block_rows = super::super::blocks::BlockRows {
+                blocks: &blocks, times: &times, costs: &costs, passed: &passed, own: &own,
+            };
+            let block_lines = stream_block_lines(&plan, &block_rows).unwrap();
+            let got: Value = serde_json::from_slice(&merge_stream(&plan, &lines, &block_lines).unwrap()).unwrap();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
