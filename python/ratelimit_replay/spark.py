@@ -332,21 +332,22 @@ def compare(
     df: Any,
     *,
     rate: str,
-    key: str,
+    key: str | None = None,
     burst: int | None = None,
     algos: list[str] | None = None,
     **given: Any,
 ) -> list[dict[str, Any]]:
-    """Returns what ``ratelimit compare --key KEY --format json`` prints for the rows of
+    """Returns what ``ratelimit compare [--key KEY] --format json`` prints for the rows of
     ``df``: for each limiter of ``algos`` (the program's six by default), the report of
     ``replay(df, algo=…, rate=rate, key=key, …)``, which is what each row of the program's
-    compare is; ``burst`` applies to the limiters that take one. ``given`` are
-    ``replay``'s other keywords (``cost``, ``time``, ``tie``, ``partitions``…)."""
+    compare is, per key or (no ``key``) over every row; ``burst`` applies to the limiters
+    that take one. ``given`` are ``replay``'s other keywords (``cost``, ``time``, ``tie``,
+    ``partitions``…)."""
     return _by_replays(replay, df, rate, key, burst, algos, given)
 
 
-def _by_replays(replay: Any, frame: Any, rate: str, key: str, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[dict[str, Any]]:
-    """A keyed compare made of one ``replay`` of ``frame`` for each limiter of ``algos``
+def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[dict[str, Any]]:
+    """A compare made of one ``replay`` of ``frame`` for each limiter of ``algos``
     (the program's own six by default), ``burst`` given to those with one, as the program's
     compare applies it: what each row of the program's compare is."""
     chosen = list(algos) if algos else list(_OWN)

@@ -339,6 +339,16 @@ def test_replay_of_one_stream_that_never_rests_is_the_programs_weighted_or_not(s
         assert want["dropped"] > 0 and (not cost or want["too_big"]["events"] > 0)
 
 
+def test_compare_of_one_stream_on_spark_is_the_programs_six(spark, m5, m5_table):
+    # Each row of the program's compare is that limiter's replay over every row.
+    want = cli_json("compare", str(m5), "--rate", "1/h", "--burst", "3")
+    rows = m5_table.select(["time", "id", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
+    df = spark.createDataFrame(rows.to_pandas())
+    got = rls.compare(df, rate="1/h", burst=3, tie="tie", partitions=3)
+    assert [r["algorithm"] for r in got] == [r["algorithm"] for r in want]
+    assert without_input(got) == without_input(want)
+
+
 def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spark):
     df = spark.createDataFrame(
         [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"
