@@ -178,7 +178,11 @@ def curve(
     min-bucket --curve --format json``'s fields: ``rate_per_hour``, ``to``, ``events``,
     ``span_s``, ``start``, ``end`` (the stretch that sets the bucket on the piece)."""
     args = dict(curve=True, key=key, cost=cost, time=time, **flags)
-    pieces = json.loads(_run("min-bucket", data, args)[0])
+    return _curve_table(json.loads(_run("min-bucket", data, args)[0]))
+
+
+def _curve_table(pieces: list[dict[str, Any]]) -> pyarrow.Table:
+    """The pieces of ``min-bucket --curve --format json`` as ``curve``'s table."""
     names = {"from": "rate", "from_per_hour": "rate_per_hour"}
     rows = [{names.get(name, name): value for name, value in piece.items()} for piece in pieces]
     order = ["rate", "min_bucket", "rate_per_hour", "to", "to_per_hour", "events", "span_s", "start", "end"]

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import _argv, _native
 
-__all__ = ["min_bucket", "decisions", "replay", "compare"]
+__all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
 
 
 def min_bucket(
@@ -60,7 +60,13 @@ def min_bucket(
     argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
         return _by_key(df, argv, key, [key, time] + _ties(tie), partitions)
-    order = [time] + _ties(tie)
+    return json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions))
+
+
+def _merged_ranges(df: Any, argv: list[str], order: list[str], partitions: int | None) -> bytes:
+    """Sums up each range of one stream in (time, tie) order on its executor
+    (``chunk_lines``, in Rust) and merges the summaries in range order on the driver
+    (``merge_chunks``): what ``ratelimit min-bucket`` prints with `argv`'s flags."""
     ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
     ranged = ranged.sortWithinPartitions(*order)
 
@@ -82,7 +88,27 @@ def min_bucket(
     parts = _collect(ranged.mapInArrow(summarize, "partition long, summary string"))
     # Range partition n holds the n-th range: merged in that order.
     chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
-    return json.loads(_native.merge_chunks(argv, chunks))
+    return _native.merge_chunks(argv, chunks)
+
+
+def curve(
+    df: Any,
+    *,
+    cost: str | int | None = None,
+    time: str = "time",
+    tie: str | list[str] | None = None,
+    partitions: int | None = None,
+    **flags: Any,
+) -> Any:
+    """Returns the whole burst-rate curve of the rows of Spark DataFrame ``df``, as
+    ``ratelimit_replay.curve`` returns it for the same rows: a pyarrow table of (rate,
+    min_bucket, ...), a row for each rate where the curve bends, exact. Each range of time
+    sends its own curve and two hulls of its cumulative cost
+    (``ratelimit_core::sizing::curve_summary``), merged in range order on the driver."""
+    from . import _curve_table
+
+    argv = _argv("min-bucket", dict(curve=True, cost=cost, time=time, **flags))
+    return _curve_table(json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions)))
 
 
 def decisions(

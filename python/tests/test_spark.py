@@ -349,6 +349,29 @@ def test_compare_of_one_stream_on_spark_is_the_programs_six(spark, m5, m5_table)
     assert without_input(got) == without_input(want)
 
 
+def test_the_curve_of_the_real_catalog_on_spark_is_the_programs(spark, m5, m5_table):
+    # Each of 6 ranges sends its curve and two hulls; merged in order, they are the curve
+    # of the 11-year catalog, every piece and the stretch that sets it.
+    from ratelimit_replay import _curve_table
+
+    want = _curve_table(cli_json("min-bucket", str(m5), "--curve"))
+    rows = m5_table.select(["time", "id", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
+    got = rls.curve(spark.createDataFrame(rows.to_pandas()), tie="tie", partitions=6)
+    assert got.num_rows > 10 and got.equals(want), (got.num_rows, want.num_rows)
+
+
+@pytest.mark.parametrize("count,partitions", [(1, 1), (7, 4)])
+def test_the_weighted_curve_of_a_log_on_spark_is_the_programs(spark, big_log, count, partitions):
+    from ratelimit_replay import _curve_table
+
+    csv, files = big_log
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = _curve_table(cli_json("min-bucket", str(csv), "--curve", "--cost", "tokens", *time))
+    df = spark.read.parquet(str(files[count]))
+    got = rls.curve(df, cost="tokens", time="ts", time_format="unix-ms", tie="tie", partitions=partitions)
+    assert got.equals(want)
+
+
 def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spark):
     df = spark.createDataFrame(
         [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"

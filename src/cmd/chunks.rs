@@ -1,5 +1,6 @@
 //! `min-bucket` over a stream read in chunks on many machines (Spark's partitions): what
-//! each chunk tells, as lines of text, and the chunks' lines merged into the answer.
+//! each chunk tells, as lines of text, and the chunks' lines merged into the answer, at
+//! given rates or (`--curve`) over all of them.
 //!
 //! Of one stream, the chunks are ranges in time order, and each sums up its buckets in a
 //! [`BucketSummary`] a rate, merged in the ranges' order. Per key, each chunk holds whole
@@ -11,8 +12,9 @@ use anyhow::{Result, anyhow, bail};
 use super::{Cli, parse};
 use crate::cli::config::Input;
 use crate::engine::key_sizing::{KeySizing, Shown, by_key};
-use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, slot};
+use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, Timeline, slot};
 use crate::render::export::{self, Format, Style};
+use crate::sizing::curve_summary::CurveSummary;
 use crate::sizing::merge::BucketSummary;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
 use crate::units::rate::Rate;
@@ -25,6 +27,12 @@ use crate::units::time::Timestamp;
 pub fn chunk_lines(args: &[String], given: Source) -> Result<Vec<String>> {
     let plan = Plan::of(args, Some(given))?;
     let (source, read) = (&plan.input.source, &plan.input.read);
+    if plan.curve {
+        let (events, _) = catalog::read_events(source, read, Timeline::new)?;
+        let summary = CurveSummary::of(events.times(), events.costs())
+            .ok_or_else(|| anyhow!("the events' costs sum past 2^63 units; no curve is drawn"))?;
+        return Ok(vec![summary.encode()]);
+    }
     if !plan.keyed {
         let fresh = || Summaries(plan.rates.iter().map(|&rate| BucketSummary::new(rate)).collect());
         let (summaries, _) = catalog::read_events(source, read, fresh)?;
@@ -58,6 +66,23 @@ pub fn chunk_lines(args: &[String], given: Source) -> Result<Vec<String>> {
 /// stream, the chunks given in the stream's order; per key, in any order.
 pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> {
     let plan = Plan::of(args, None)?;
+    if plan.curve {
+        let mut whole = CurveSummary::default();
+        for (n, chunk) in chunks.iter().enumerate() {
+            let text = chunk.first().map_or("", String::as_str);
+            let summary = CurveSummary::decode(text)
+                .ok_or_else(|| anyhow!("chunk {n}: {text:?} is not a curve's summary"))?;
+            whole = whole.merge(&summary).ok_or_else(|| {
+                anyhow!("the events' costs sum past 2^63 units; no curve is drawn")
+            })?;
+        }
+        let curve = whole.curve();
+        let segments = super::min_bucket::segments(&curve, |line| whole.stretch(line))?;
+        let mut out = Vec::new();
+        let found = export::PerUnit { found: &segments, per: export::Per::default() };
+        export::write(&mut out, Format::Json, Style::new(false), &found)?;
+        return Ok(out);
+    }
     let found = if plan.keyed {
         plan.by_key(chunks.iter().flatten())?
     } else {
@@ -88,6 +113,8 @@ struct Plan {
     keyed: bool,
     top: usize,
     cover: Option<crate::sizing::quantile::Percent>,
+    /// Whether it is the whole curve, of one stream.
+    curve: bool,
 }
 
 impl Plan {
@@ -97,13 +124,19 @@ impl Plan {
         let super::Command::MinBucket(sizing) = &mut cli.command else {
             bail!("chunks are min-bucket's")
         };
-        if sizing.curve || !sizing.limits.is_empty() || sizing.rate.is_empty() {
-            bail!("chunks are sized at given rates: --rate, and no --curve or --limit");
+        // Exactly one of --rate and --curve.
+        if !sizing.limits.is_empty() || sizing.rate.is_empty() != sizing.curve {
+            bail!(
+                "chunks are sized at given rates (--rate) or over all of them (--curve), and with no --limit"
+            );
+        }
+        if sizing.curve && sizing.keys.key.is_some() {
+            bail!("a curve in chunks is of one stream: no --key");
         }
         sizing.input.given = given.or(Some(Source::Stdin));
         let (rates, _, input) = sizing.resolve()?;
         let (keyed, top, cover) = (sizing.keys.key.is_some(), sizing.keys.top, sizing.cover);
-        Ok(Plan { rates, input, keyed, top, cover })
+        Ok(Plan { rates, input, keyed, top, cover, curve: sizing.curve })
     }
 
     /// Reads every key's line and returns the keyed answer made of them.

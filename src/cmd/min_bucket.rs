@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use super::{curve_of, layered, notes};
@@ -21,7 +21,7 @@ use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
 use crate::report;
 use crate::report::LayerNeeds;
-use crate::sizing::curve::Curve;
+use crate::sizing::curve::{Curve, Line};
 use crate::sizing::min_bucket::Stretch;
 use crate::sizing::quantile::Percent;
 use crate::units::rate::Rate;
@@ -72,6 +72,32 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Returns the curve's pieces as the report gives them, each with the stretch that sets
+/// it, which `stretch` finds.
+pub(super) fn segments(
+    curve: &Curve,
+    stretch: impl Fn(&Line) -> Option<Stretch>,
+) -> Result<Vec<report::CurveSegment>> {
+    let piece = |(m, line): (usize, &Line)| {
+        let Stretch { start, end, events } =
+            stretch(line).ok_or_else(|| anyhow!("a piece of the curve names no stretch"))?;
+        let to = curve.starts.get(m + 1).copied();
+        Ok(report::CurveSegment {
+            from: curve.starts[m],
+            from_per_hour: curve.starts[m].per_hour(),
+            to,
+            to_per_hour: to.map(|t| t.per_hour()),
+            min_bucket: curve.min_bucket(curve.starts[m].events, curve.starts[m].micros),
+            events,
+            span_s: Span::from_micros(line.span)
+                .ok_or_else(|| anyhow!("a stretch runs backwards"))?,
+            start,
+            end,
+        })
+    };
+    curve.lines.iter().enumerate().map(piece).collect()
+}
+
 fn run_curve(
     args: &MinBucketArgs,
     input: &Input,
@@ -82,26 +108,7 @@ fn run_curve(
     notes(input, &stats);
     let curve = curve_of(&events)?;
     let times = events.times();
-    let segments: Vec<report::CurveSegment> = curve
-        .lines
-        .iter()
-        .enumerate()
-        .map(|(m, line)| {
-            let Stretch { start, end, events } = Curve::stretch(line, times);
-            let to = curve.starts.get(m + 1).copied();
-            report::CurveSegment {
-                from: curve.starts[m],
-                from_per_hour: curve.starts[m].per_hour(),
-                to,
-                to_per_hour: to.map(|t| t.per_hour()),
-                min_bucket: curve.min_bucket(curve.starts[m].events, curve.starts[m].micros),
-                events,
-                span_s: Span::from_micros(line.span).expect("times are sorted"),
-                start,
-                end,
-            }
-        })
-        .collect();
+    let segments = segments(&curve, |line| Some(Curve::stretch(line, times)))?;
     let mut style = styles.stdout;
     let mut out: Box<dyn Write> = Box::new(BufWriter::new(stdout()));
     if let Some(plot) = plot {

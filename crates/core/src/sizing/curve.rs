@@ -146,6 +146,12 @@ impl Curve {
     fn solved(times: &[Timestamp], before: Before) -> Curve {
         let t: Vec<i64> = times.iter().map(|t| t.as_micros()).collect();
         let lines = if t.is_empty() { Vec::new() } else { solve(&t, before, 0, t.len()) };
+        Curve::of_lines(lines)
+    }
+
+    /// Returns the curve whose lines are `lines`, each the maximum on its own range of
+    /// rates, in order of rising rate.
+    pub(super) fn of_lines(lines: Vec<Line>) -> Curve {
         let starts = (0..lines.len())
             .map(|m| if m == 0 { ExactRate::ZERO } else { takeover(&lines[m - 1], &lines[m]) })
             .collect();
@@ -198,7 +204,7 @@ fn count(n: usize) -> i64 {
 }
 
 /// The rate at which `later` (the shorter stretch) overtakes `earlier`.
-fn takeover(earlier: &Line, later: &Line) -> ExactRate {
+pub(super) fn takeover(earlier: &Line, later: &Line) -> ExactRate {
     ExactRate::new(earlier.units - later.units, earlier.span - later.span)
 }
 
@@ -217,9 +223,13 @@ fn solve(t: &[i64], before: Before, lo: usize, hi: usize) -> Vec<Line> {
     envelope(merge(merge(left, right), cross))
 }
 
-/// Merges two lists of lines sorted by falling span, and for equal spans by falling units.
-fn merge(a: Vec<Line>, b: Vec<Line>) -> Vec<Line> {
-    let first = |x: &Line, y: &Line| (x.span, x.units) >= (y.span, y.units);
+/// Merges two lists of lines sorted by falling span, for equal spans by falling units,
+/// then by rising first event and falling last: of stretches alike, the one that starts
+/// first leads, with every event of no cost at its ends, whatever the divide and conquer
+/// made them of.
+pub(super) fn merge(a: Vec<Line>, b: Vec<Line>) -> Vec<Line> {
+    let key = |x: &Line| (x.span, x.units, std::cmp::Reverse(x.first), x.last);
+    let first = |x: &Line, y: &Line| key(x) >= key(y);
     let mut merged = Vec::with_capacity(a.len() + b.len());
     let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
     loop {
@@ -238,7 +248,7 @@ fn merge(a: Vec<Line>, b: Vec<Line>) -> Vec<Line> {
 
 /// Keeps the lines that are the maximum somewhere on rates r ≥ 0. `lines` are sorted by
 /// falling span, the most units first among equal spans.
-fn envelope(lines: Vec<Line>) -> Vec<Line> {
+pub(super) fn envelope(lines: Vec<Line>) -> Vec<Line> {
     let mut hull: Vec<Line> = Vec::with_capacity(lines.len());
     for line in lines {
         if hull.last().is_some_and(|top| top.span == line.span) {
@@ -270,16 +280,26 @@ fn envelope(lines: Vec<Line>) -> Vec<Line> {
 fn crossing(t: &[i64], before: Before, lo: usize, mid: usize, hi: usize) -> Vec<Line> {
     // Ends: from the last event, moving earlier as the rate rises. An earlier end e takes
     // over from a later one l at r = (S_{l+1} − S_{e+1})/(t_l − t_e).
-    let ends = hull((mid..hi).rev(), t, |j| before.at(j + 1));
+    let ends = hull((mid..hi).rev().map(|j| Point { index: j, t: t[j], units: before.at(j + 1) }));
     // Starts: from the first event, moving later as the rate rises; a later start s takes
     // over from an earlier one e at r = (S_s − S_e)/(t_s − t_e).
-    let starts = hull(lo..mid, t, |i| before.at(i));
+    let starts = hull((lo..mid).map(|i| Point { index: i, t: t[i], units: before.at(i) }));
+    crossing_of(&starts, &ends)
+}
+
+/// The best stretches from a start on `starts`' hull to an end on `ends`', every start
+/// before every end, as lines in order of rising rate: both hulls walked together.
+pub(super) fn crossing_of(starts: &[(Point, ExactRate)], ends: &[(Point, ExactRate)]) -> Vec<Line> {
     let (mut a, mut b) = (0, 0);
     let mut lines = Vec::with_capacity(ends.len() + starts.len());
     loop {
         let (i, j) = (starts[a].0, ends[b].0);
-        let units = before.at(j + 1) - before.at(i);
-        lines.push(Line { units, span: t[j] - t[i], first: i, last: j });
+        lines.push(Line {
+            units: j.units - i.units,
+            span: j.t - i.t,
+            first: i.index,
+            last: j.index,
+        });
         match (starts.get(a + 1), ends.get(b + 1)) {
             (None, None) => break,
             (Some(_), None) => a += 1,
@@ -294,18 +314,24 @@ fn crossing(t: &[i64], before: Before, lo: usize, mid: usize, hi: usize) -> Vec<
     lines
 }
 
-/// Walks indices in the given order (away from the point that is best at rate zero) and
-/// keeps those that are best for some rate, each with the rate from which it is; `units`
-/// gives each point's height, which never falls with its index.
-fn hull(
-    order: impl Iterator<Item = usize>,
-    t: &[i64],
-    units: impl Fn(usize) -> i64,
-) -> Vec<(usize, ExactRate)> {
-    let rate = |from: usize, to: usize| {
-        ExactRate::new((units(from) - units(to)).abs(), (t[from] - t[to]).abs())
+/// A point a hull is made of: an event, by its index, its time in µs, and a height in
+/// units (the units before it, for a start; up to and with it, for an end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Point {
+    pub(super) index: usize,
+    pub(super) t: i64,
+    pub(super) units: i64,
+}
+
+/// Walks points in the given order (away from the one that is best at rate zero) and
+/// keeps those that are best for some rate, each with the rate from which it is; a point's
+/// height never falls with its index. Walking only the points of two hulls, one after the
+/// other, gives the hull of all their points.
+pub(super) fn hull(order: impl Iterator<Item = Point>) -> Vec<(Point, ExactRate)> {
+    let rate = |from: Point, to: Point| {
+        ExactRate::new((from.units - to.units).abs(), (from.t - to.t).abs())
     };
-    let mut hull: Vec<(usize, ExactRate)> = Vec::new();
+    let mut hull: Vec<(Point, ExactRate)> = Vec::new();
     for k in order {
         match hull.last() {
             None => {
@@ -313,7 +339,7 @@ fn hull(
                 continue;
             }
             // At the same time as the last kept, it is never better.
-            Some(&(last, _)) if t[last] == t[k] => continue,
+            Some(&(last, _)) if last.t == k.t => continue,
             Some(_) => {}
         }
         while hull.len() >= 2 {
