@@ -114,14 +114,15 @@ def curve(
 def decisions(
     df: Any,
     *,
-    algo: str,
-    rate: str,
+    algo: str | None = None,
+    rate: str | None = None,
     key: str | None = None,
     burst: int | None = None,
     cost: str | int | None = None,
     time: str = "time",
     tie: str | list[str] | None = None,
     partitions: int | None = None,
+    limits: list[str] | None = None,
     **flags: Any,
 ) -> Any:
     """Returns ``df`` with a column ``passed``: each row's decision by a limit of ``algo``
@@ -138,12 +139,16 @@ def decisions(
     which pass the same events) are each decided from their true start instead,
     found by composing the ranges' functions of their start (``limiter::Transfer``). The
     DataFrame's ``ratelimit_method`` says which: ``"reset cuts: N segments"``, ``"transfer
-    functions: N ranges"``, or ``"sequential"`` when no cut is found. nginx's keys share
-    its zone, and are not decided here yet.
+    functions: N ranges"``, or ``"sequential"`` when no cut is found.
+
+    What no cut splits is decided in one pass, in one task (``"sequential"``): nginx's
+    keys, which share its zone, and ``limits``, layers all or nothing (the program's
+    ``--limit`` SPECs), which then add a column for each layer, named by its SPEC, whether
+    that layer admitted the row.
     """
-    if algo == "nginx" and key:
-        raise ValueError("nginx's keys share its zone: decide them on one machine (replay)")
-    argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, **flags))
+    argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags))
+    if limits or (algo == "nginx" and key):
+        return _sequential_decisions(df, argv, [time] + _ties(tie), list(limits or []))
     if not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
@@ -163,8 +168,8 @@ def decisions(
 def replay(
     df: Any,
     *,
-    algo: str,
-    rate: str,
+    algo: str | None = None,
+    rate: str | None = None,
     key: str | None = None,
     burst: int | None = None,
     window: str | None = None,
@@ -172,6 +177,7 @@ def replay(
     time: str = "time",
     tie: str | list[str] | None = None,
     partitions: int | None = None,
+    limits: list[str] | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
@@ -187,15 +193,18 @@ def replay(
     is made of each decided range's figures (counts, and the lossless buckets as
     summaries merged in time order) and of blocks of time (the busiest windows and what
     the promise bounds). The dict's ``method`` attribute names the way the rows were
-    decided. nginx's keys, which share its zone, and nginx's own burst are not replayed
-    here yet.
+    decided.
+
+    nginx (its keys share its zone, and its own burst is found in one pass) and
+    ``limits``, layers all or nothing (the program's ``--limit`` SPECs), are replayed in
+    one pass, in one task: ``method`` is ``"sequential"``, and the report the program's.
     """
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-    if algo == "nginx":
-        raise ValueError("nginx's keys share its zone, and its own burst is found in one pass: replay nginx on one machine")
-    given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
+    given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
+    if limits or algo == "nginx":
+        return _sequential_report(df, argv, [time] + _ties(tie))
     if not key:
         return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions)
     order = [key, time] + _ties(tie)
@@ -236,6 +245,58 @@ class Replayed(dict):
     ranges"`` or ``"sequential"``)."""
 
     method: str
+
+
+def _in_one_task(df: Any, order: list[str]) -> Any:
+    """All of `df`'s rows in one partition, in (time, tie) order: the program's one pass."""
+    return df.repartition(1).sortWithinPartitions(*order)
+
+
+def _sequential_report(df: Any, argv: list[str], order: list[str]) -> Replayed:
+    """The program's report of every row, replayed in one pass in one task: only the
+    report reaches the driver."""
+
+    def run(batches):
+        import pyarrow
+
+        from ratelimit_replay import _native as native
+
+        table = _table(batches)
+        if table is not None:
+            out, _ = native.call(argv, table, False, "<DataFrame>")
+            yield pyarrow.RecordBatch.from_pydict({"report": [bytes(out).decode()]})
+
+    rows = _collect(_in_one_task(df, order).mapInArrow(run, "report string"))
+    if not rows:
+        raise ValueError("<DataFrame>: no rows")
+    report = Replayed(json.loads(rows[0]["report"]))
+    report.method = "sequential"
+    return report
+
+
+def _sequential_decisions(df: Any, argv: list[str], order: list[str], layers: list[str]) -> Any:
+    """Every row decided in one pass in one task: a column ``passed``, and with layers one
+    for each, named by its SPEC."""
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    names = ["passed", *layers]
+
+    def decide(batches):
+        import pyarrow
+
+        from ratelimit_replay import _native as native
+
+        table = _table(batches)
+        if table is not None:
+            _, passed = native.call(argv, table, True, "<DataFrame>")
+            for name, column in zip(names, passed):
+                table = table.append_column(name, pyarrow.array(column))
+            yield from table.to_batches()
+
+    schema = StructType([*df.schema.fields, *(StructField(name, BooleanType()) for name in names)])
+    decided = _in_one_task(df, order).mapInArrow(decide, schema)
+    decided.ratelimit_method = "sequential"
+    return decided
 
 
 def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None) -> Replayed:

@@ -31,17 +31,21 @@ type Columns<'py> = Vec<Bound<'py, PyAny>>;
 /// print on stdout, and with `decisions`, each row's decision as Arrow arrays (which
 /// `pyarrow.array` takes as they are): whether it passed, then, with layers, whether each
 /// layer admitted it.
-/// Raises ValueError with the program's one-line message.
+/// Raises ValueError with the program's one-line message. `name` names the data in the
+/// report and in messages (`<arrow>` if `None`).
 #[pyfunction]
-#[pyo3(signature = (args, data=None, decisions=false))]
+#[pyo3(signature = (args, data=None, decisions=false, name=None))]
 fn call<'py>(
     py: Python<'py>,
     args: Vec<String>,
     data: Option<AnyRecordBatch>,
     decisions: bool,
+    name: Option<String>,
 ) -> PyResult<(Bound<'py, PyBytes>, Option<Columns<'py>>)> {
     let given = match data {
-        Some(data) => Some(Source::Arrow(table(data, "<arrow>".to_owned())?)),
+        Some(data) => {
+            Some(Source::Arrow(table(data, name.unwrap_or_else(|| "<arrow>".to_owned()))?))
+        }
         None => None,
     };
     let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;

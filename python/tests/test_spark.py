@@ -372,6 +372,43 @@ def test_the_weighted_curve_of_a_log_on_spark_is_the_programs(spark, big_log, co
     assert got.equals(want)
 
 
+def test_layers_and_nginx_on_spark_are_the_programs_in_one_pass(spark, clients):
+    # What no cut splits (a keyed layer with a global one; nginx's keys, which share its
+    # zone) runs in one pass in one task: the program's report and its every decision.
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie"))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    limits = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=token-bucket,rate=30000/m,burst=2000,cost=tokens"]
+    layered = [word for spec in limits for word in ("--limit", spec)]
+    nginx = ["--algo", "nginx", "--rate", "1r/m", "--burst", "2", "--key", "client"]
+    for flags, given in (
+        (layered, dict(limits=limits)),
+        (nginx, dict(algo="nginx", rate="1r/m", burst=2, key="client")),
+    ):
+        want = cli_json("replay", str(csv), *flags, *time)
+        got = rls.replay(df, time="ts", time_format="unix-ms", tie="tie", partitions=4, **given)
+        assert got.method == "sequential"
+        assert without_input(got) == without_input(want)
+        decided = rls.decisions(df, time="ts", time_format="unix-ms", tie="tie", partitions=4, **given)
+        assert decided.ratelimit_method == "sequential"
+        same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
+    # Both layers refuse some: the global one is no bystander.
+    assert all(layer["refused"] > 0 for layer in cli_json("replay", str(csv), *layered, *time)["layers"])
+    # Each layer's column says whether it admitted the row.
+    decided = rls.decisions(df, limits=limits, time="ts", time_format="unix-ms", tie="tie")
+    assert decided.columns[-3:] == ["passed", *limits]
+    assert decided.where(F.col("passed") & ~(F.col(limits[0]) & F.col(limits[1]))).count() == 0
+
+
+def csv_with_id(csv):
+    """`csv` with an `id` column, each row's number, as `emitted` keys decisions by it."""
+    path = csv.with_name(csv.stem + "-id.csv")
+    if not path.exists():
+        lines = csv.read_text().splitlines()
+        path.write_text("\n".join([lines[0] + ",id"] + [f"{line},{n}" for n, line in enumerate(lines[1:])]) + "\n")
+    return path
+
+
 def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spark):
     df = spark.createDataFrame(
         [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"
