@@ -147,8 +147,11 @@ def decisions(
     that layer admitted the row.
     """
     argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags))
-    if limits or (algo == "nginx" and key):
-        return _sequential_decisions(df, argv, [time] + _ties(tie), list(limits or []))
+    names = ["passed", *(limits or [])]
+    if limits:
+        key = _layers_key(limits)
+    if (limits and key is None) or (algo == "nginx" and key):
+        return _sequential_decisions(df, argv, [time] + _ties(tie), names)
     if not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
@@ -160,9 +163,11 @@ def decisions(
     def decide(batches):
         batches = [batch for batch in batches if batch.num_rows]
         if batches:
-            yield from _decided(argv, batches)
+            yield from _decided(argv, batches, names)
 
-    return hashed.mapInArrow(decide, _with_passed(df.schema))
+    decided = hashed.mapInArrow(decide, _with_passed(df.schema, names))
+    decided.ratelimit_method = "by key"
+    return decided
 
 
 def replay(
@@ -203,7 +208,10 @@ def replay(
 
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
-    if limits or algo == "nginx":
+    if limits:
+        # Layers all keyed by one column decide each key alone: by key, as one limit does.
+        key = _layers_key(limits)
+    if (limits and key is None) or algo == "nginx":
         return _sequential_report(df, argv, [time] + _ties(tie))
     if not key:
         return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions)
@@ -236,7 +244,9 @@ def replay(
     if not parts:
         raise ValueError("<DataFrame>: no rows")
     found = [row["line"] for row in told if row["kind"] == "block"]
-    return json.loads(_native.merge_parts(argv, parts, found))
+    report = Replayed(json.loads(_native.merge_parts(argv, parts, found)))
+    report.method = "by key"
+    return report
 
 
 class Replayed(dict):
@@ -274,12 +284,9 @@ def _sequential_report(df: Any, argv: list[str], order: list[str]) -> Replayed:
     return report
 
 
-def _sequential_decisions(df: Any, argv: list[str], order: list[str], layers: list[str]) -> Any:
+def _sequential_decisions(df: Any, argv: list[str], order: list[str], names: list[str]) -> Any:
     """Every row decided in one pass in one task: a column ``passed``, and with layers one
-    for each, named by its SPEC."""
-    from pyspark.sql.types import BooleanType, StructField, StructType
-
-    names = ["passed", *layers]
+    for each, as `names` names them."""
 
     def decide(batches):
         import pyarrow
@@ -293,8 +300,7 @@ def _sequential_decisions(df: Any, argv: list[str], order: list[str], layers: li
                 table = table.append_column(name, pyarrow.array(column))
             yield from table.to_batches()
 
-    schema = StructType([*df.schema.fields, *(StructField(name, BooleanType()) for name in names)])
-    decided = _in_one_task(df, order).mapInArrow(decide, schema)
+    decided = _in_one_task(df, order).mapInArrow(decide, _with_passed(df.schema, names))
     decided.ratelimit_method = "sequential"
     return decided
 
@@ -601,16 +607,29 @@ def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
     return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}
 
 
-def _decided(argv: list[str], batches: list[Any]) -> Any:
+def _decided(argv: list[str], batches: list[Any], names: list[str] | None = None) -> Any:
     """Decides rows as ``ratelimit replay`` does, from a fresh state, and returns their
-    batches with a column ``passed``."""
+    batches with a column ``passed`` (and with layers, one for each, as `names` names)."""
     import pyarrow
 
     from ratelimit_replay import _native as native
 
     table = pyarrow.Table.from_batches(batches)
     _, passed = native.call(argv, table, True)
-    return table.append_column("passed", pyarrow.array(passed[0])).to_batches()
+    for name, column in zip(names or ["passed"], passed):
+        table = table.append_column(name, pyarrow.array(column))
+    return table.to_batches()
+
+
+def _layers_key(limits: list[str]) -> str | None:
+    """The one column that keys every layer of `limits` (``key=``), if one does and no
+    layer is nginx's, whose keys share a zone: then each key is decided by its own layers
+    alone. ``None`` otherwise."""
+    specs = [dict(word.split("=", 1) for word in spec.split(",") if "=" in word) for spec in limits]
+    keys = {spec.get("key") for spec in specs}
+    if len(keys) != 1 or None in keys or any(spec.get("algo") == "nginx" for spec in specs):
+        return None
+    return keys.pop()
 
 
 def _table(batches: Any) -> Any:
@@ -629,12 +648,13 @@ def _ties(tie: str | list[str] | None) -> list[str]:
     return [tie] if isinstance(tie, str) else list(tie)
 
 
-def _with_passed(schema: Any) -> Any:
-    """Returns a copy of `schema` with a column `passed` (``StructType.add`` changes the
-    schema it is called on, which may be a DataFrame's own)."""
+def _with_passed(schema: Any, names: list[str] | None = None) -> Any:
+    """Returns a copy of `schema` with a column `passed` (or a column for each of `names`)
+    (``StructType.add`` changes the schema it is called on, which may be a DataFrame's
+    own)."""
     from pyspark.sql.types import BooleanType, StructField, StructType
 
-    return StructType([*schema.fields, StructField("passed", BooleanType())])
+    return StructType([*schema.fields, *(StructField(name, BooleanType()) for name in names or ["passed"])])
 
 
 def _collect(df: Any) -> list[Any]:

@@ -400,6 +400,25 @@ def test_layers_and_nginx_on_spark_are_the_programs_in_one_pass(spark, clients):
     assert decided.where(F.col("passed") & ~(F.col(limits[0]) & F.col(limits[1]))).count() == 0
 
 
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_layers_keyed_by_one_column_on_spark_are_the_programs_by_key(spark, clients, partitions):
+    # Every layer keyed by client: each key's layers decide its events alone, so each key
+    # is replayed whole on its executor, and each layer's report merged as one limit's.
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie"))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    limits = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=sliding-log,rate=40/m,key=client,cost=tokens"]
+    flags = [word for spec in limits for word in ("--limit", spec)]
+    want = cli_json("replay", str(csv), *flags, *time)
+    got = rls.replay(df, limits=limits, time="ts", time_format="unix-ms", tie="tie", partitions=partitions)
+    assert got.method == "by key"
+    assert without_input(got) == without_input(want)
+    assert all(layer["refused"] > 0 for layer in want["layers"]), "each layer refuses some"
+    decided = rls.decisions(df, limits=limits, time="ts", time_format="unix-ms", tie="tie", partitions=partitions)
+    assert decided.ratelimit_method == "by key" and decided.columns[-2:] == limits
+    same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
+
+
 def csv_with_id(csv):
     """`csv` with an `id` column, each row's number, as `emitted` keys decisions by it."""
     path = csv.with_name(csv.stem + "-id.csv")

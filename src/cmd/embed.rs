@@ -13,10 +13,10 @@ use crate::units::time::Timestamp;
 pub use super::blocks::BlockRows;
 pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
+use super::layered_parts::LayeredPlan;
 pub use super::parts_plan::Part;
-pub use super::replay_parts::{
-    block_lines, decide_range, merge_parts, range_line, range_starts, range_transfer, replay_part,
-};
+use super::replay_parts;
+pub use super::replay_parts::{decide_range, range_line, range_starts, range_transfer};
 pub use super::stream_parts::stream_part;
 use super::{Cli, decisions, dispatch, parse};
 use crate::input::catalog::Source;
@@ -179,5 +179,33 @@ fn remote(cli: Cli) -> Result<Decider> {
         Ok(Ok(_)) => Ok(Decider::Remote { ask, answers }),
         Ok(Err(err)) => Err(err),
         Err(_) => bail!("the thread that asks Redis ended before it connected"),
+    }
+}
+
+/// Replays the rows of `given`, which hold whole keys, by `args` (`ratelimit replay`'s
+/// flags, the program's name first: `--key`, or `--limit` layers all keyed by one
+/// column), and returns what they tell.
+pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
+    match LayeredPlan::of(args)? {
+        Some(plan) => plan.part(given),
+        None => replay_parts::replay_part(args, given),
+    }
+}
+
+/// Returns a line for each block in `rows` (sorted by block, then time), as
+/// [`merge_parts`] reads them: with layers, each layer's.
+pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
+    match LayeredPlan::of(args)? {
+        Some(plan) => plan.block_lines(rows),
+        None => replay_parts::block_lines(args, rows),
+    }
+}
+
+/// Merges every part's summary, and every block's line, into what `ratelimit replay
+/// --format json` prints for all the rows, as a JSON object.
+pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
+    match LayeredPlan::of(args)? {
+        Some(plan) => plan.merge(parts, blocks),
+        None => replay_parts::merge_parts(args, parts, blocks),
     }
 }

@@ -13,6 +13,7 @@ mod fetch;
 mod filter;
 mod filter_output;
 mod layered;
+mod layered_parts;
 mod limiters;
 mod man;
 mod min_bucket;

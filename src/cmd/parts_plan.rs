@@ -5,7 +5,7 @@ use anyhow::{Result, bail};
 
 use super::{Cli, parse};
 use crate::engine::recorder::Settings;
-use crate::input::catalog::Source;
+use crate::input::catalog::{Rows, Source};
 
 /// A replay of one limit in parts, settled from `ratelimit replay`'s flags.
 pub(super) struct Plan {
@@ -73,4 +73,21 @@ pub struct Part {
     pub times: Vec<Option<i64>>,
     /// Each row's event cost.
     pub costs: Vec<Option<u64>>,
+}
+
+impl Part {
+    /// Returns a part with `summary`, and each of `rows`' (in time order) decision in
+    /// `trace`, time and cost, put in the rows' order as `source` holds them.
+    pub(super) fn of(summary: String, rows: &Rows, trace: &[bool], source: &Source) -> Part {
+        let decided: Vec<(bool, i64, u64)> = (rows.iter().zip(trace))
+            .map(|((event, _), &passed)| (passed, event.time.as_micros(), event.cost))
+            .collect();
+        let in_order = super::decisions::in_row_order(rows, &decided, source);
+        Part {
+            summary,
+            passed: in_order.iter().map(|d| d.map(|(passed, _, _)| passed)).collect(),
+            times: in_order.iter().map(|d| d.map(|(_, time, _)| time)).collect(),
+            costs: in_order.iter().map(|d| d.map(|(_, _, cost)| cost)).collect(),
+        }
+    }
 }

@@ -40,17 +40,7 @@ pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
         "spread": encode(&spread),
         "window_us": plan.settings.window.as_micros(),
     });
-    // Each event's decision, time and cost, put in the rows' order at once.
-    let decided: Vec<(bool, i64, u64)> = (rows.iter().zip(recorder.trace()))
-        .map(|((event, _), &passed)| (passed, event.time.as_micros(), event.cost))
-        .collect();
-    let in_order = super::decisions::in_row_order(&rows, &decided, &job.input.source);
-    Ok(Part {
-        summary: summary.to_string(),
-        passed: in_order.iter().map(|d| d.map(|(passed, _, _)| passed)).collect(),
-        times: in_order.iter().map(|d| d.map(|(_, time, _)| time)).collect(),
-        costs: in_order.iter().map(|d| d.map(|(_, _, cost)| cost)).collect(),
-    })
+    Ok(Part::of(summary.to_string(), &rows, recorder.trace(), &job.input.source))
 }
 
 /// Returns what a range of one stream tells (a Spark partition's rows, in time order),
@@ -203,17 +193,33 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         // One stream: its chunks' lines, in time order.
         return super::stream_parts::merge_stream(&plan, parts, blocks);
     }
-    let Settings { algorithm, rate, burst, window, .. } = plan.settings;
     let parts: Vec<Value> = (parts.iter())
         .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))
         .collect::<Result<_>>()?;
+    let keys = &plan.replay.job.keys;
+    let column = keys.key.clone().unwrap_or_default();
+    let parts: Vec<&Value> = parts.iter().collect();
+    let whole = merged_keyed(plan.settings, (&column, keys.top), &parts, blocks)?;
+    Ok(serde_json::to_vec(&whole)?)
+}
+
+/// Merges what parts of the keys tell of one limiter with `settings` (each `{"report",
+/// "spread"}`) and the blocks' lines into its report over every key, as the program
+/// gives it, its keys by `column`, the first `shown` listed (all for 0).
+pub(super) fn merged_keyed(
+    settings: Settings,
+    (column, shown): (&str, usize),
+    parts: &[&Value],
+    blocks: &[String],
+) -> Result<Value> {
+    let Settings { algorithm, rate, burst, window, .. } = settings;
     let reports: Vec<&Value> = parts.iter().map(|part| &part["report"]).collect();
     let number = |value: &Value, name: &str| value[name].as_u64().unwrap_or(0);
     let sum = |name: &str| reports.iter().map(|r| number(r, name)).sum::<u64>();
     let (events, passed) = (sum("events"), sum("passed"));
     let weighted = reports.iter().any(|r| !r["units"].is_null());
     let mut spread = KeySpread::default();
-    for part in &parts {
+    for part in parts {
         spread.merge(&decode(&part["spread"]).context("a part's keys are not a summary")?);
     }
     // Units: a part whose events all cost 1 tells none, and its events are its units.
@@ -238,7 +244,6 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         .min_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)))
         .map(|(key, min_bucket)| report::WorstKey { key, min_bucket, span: None });
     let check = PromiseCheck::new(algorithm, rate, burst.get());
-    let column = plan.replay.job.keys.key.clone().unwrap_or_default();
     let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
         min_bucket,
         dropped: spread.dropped.first().and_then(Histogram::quantiles),
@@ -249,7 +254,7 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         algorithm,
         rate,
         burst: algorithm.shown_burst(burst),
-        delay: plan.settings.shown_delay(),
+        delay: settings.shown_delay(),
         events,
         passed,
         dropped: events.saturating_sub(passed),
@@ -275,7 +280,7 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         ),
         fleet: None,
         by_key: Some(KeyList::<LimiterReport> {
-            column,
+            column: column.to_owned(),
             count: spread.keys,
             quantiles,
             top: Vec::new(),
@@ -288,18 +293,17 @@ pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Resu
         let (da, db) = (number(a, "dropped"), number(b, "dropped"));
         db.cmp(&da).then_with(|| a["key"].as_str().cmp(&b["key"].as_str()))
     });
-    let shown = plan.replay.job.keys.top;
     if shown > 0 {
         top.truncate(shown);
     }
     let mut whole = serde_json::to_value(&report)?;
     whole["keys"]["top"] = Value::Array(top.into_iter().cloned().collect());
-    Ok(serde_json::to_vec(&whole)?)
+    Ok(whole)
 }
 
 /// Writes what keys add up to as JSON: histograms as [value, count, weight] triples,
 /// waits as their five figures, in text where they pass 64 bits.
-fn encode(spread: &KeySpread) -> Value {
+pub(super) fn encode(spread: &KeySpread) -> Value {
     let histogram = |h: &Histogram| -> Value {
         h.sorted().into_iter().map(|(v, t)| json!([v, t.count, t.weight])).collect()
     };
