@@ -218,11 +218,16 @@ def replay(
     order = [key, time] + _ties(tie)
     hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
     hashed = hashed.sortWithinPartitions(*order)
+    # With no cost, every event costs 1: its cost, and its ties (which order only the
+    # first event too big to pass), need not go on to the blocks.
+    light = cost is None and not any("cost=" in spec for spec in limits or [])
+    carried = [] if light else _ties(tie)
     # Nullable: a summary's row has no tie.
-    ties = [StructField(name, df.schema[name].dataType) for name in _ties(tie)]
+    ties = [StructField(name, df.schema[name].dataType) for name in carried]
+    costs = [] if light else [StructField("c", LongType())]
     schema = StructType(
         [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
-         StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + ties
+         StructField("t", LongType()), *costs, StructField("passed", BooleanType())] + ties
     )
 
     def part(batches):
@@ -239,7 +244,7 @@ def replay(
         said = said.set_column(0, "summary", pyarrow.array([summary]))
         yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(hashed.mapInArrow(part, schema), argv, _ties(tie), partitions)
+    told = _blocks_told(hashed.mapInArrow(part, schema), argv, carried, partitions)
     parts = [row["line"] for row in told if row["kind"] == "part"]
     if not parts:
         raise ValueError("<DataFrame>: no rows")
@@ -392,9 +397,9 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
     first), and collects the summaries (kind ``part``, with their ``order``) and a line
     for each block (kind ``block``)."""
     blocked = blocked.repartition(partitions, "block") if partitions else blocked.repartition("block")
-    blocked = blocked.sortWithinPartitions("block", "t", *ties)
 
     def lines(batches):
+        import numpy
         import pyarrow
         import pyarrow.compute
 
@@ -405,6 +410,11 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
             return
         said = table.filter(pyarrow.compute.is_valid(table.column("summary")))
         rows = table.filter(pyarrow.compute.is_null(table.column("summary")))
+        # Each block's rows in time order, ties in their order: sorted here, in Arrow.
+        rows = rows.sort_by([("block", "ascending"), ("t", "ascending"), *((tie, "ascending") for tie in ties)])
+        if "c" not in rows.column_names:
+            # No event costs other than 1: no cost, and no tie, made the trip.
+            rows = rows.append_column("c", pyarrow.array(numpy.ones(rows.num_rows, numpy.int64)))
         found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
         orders = said.column("order").to_pylist() if "order" in said.column_names else [None] * said.num_rows
         yield pyarrow.RecordBatch.from_pydict({
