@@ -213,25 +213,27 @@ def replay(
         key = _layers_key(limits)
     if (limits and key is None) or algo == "nginx":
         return _sequential_report(df, argv, [time] + _ties(tie))
-    if not key:
-        return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions)
-    order = [key, time] + _ties(tie)
-    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
-    hashed = hashed.sortWithinPartitions(*order)
     # With no cost, every event costs 1: its cost, and its ties (which order only the
     # first event too big to pass), need not go on to the blocks.
     light = cost is None and not any("cost=" in spec for spec in limits or [])
+    if not key:
+        return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions, light)
+    order = [key, time] + _ties(tie)
+    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
+    hashed = hashed.sortWithinPartitions(*order)
     carried = [] if light else _ties(tie)
     # Nullable: a summary's row has no tie.
     ties = [StructField(name, df.schema[name].dataType) for name in carried]
-    costs = [] if light else [StructField("c", LongType())]
     schema = StructType(
         [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
-         StructField("t", LongType()), *costs, StructField("passed", BooleanType())] + ties
+         StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + ties
     )
+    if light:
+        schema = _packed_schema()
 
     def part(batches):
-        # On an executor: whole keys, replayed; a row of summary, then each event's rows.
+        # On an executor: whole keys, replayed; a row of summary, then each event's rows
+        # (or, each costing 1, a row of them packed for each block).
         import pyarrow
         from pyspark import TaskContext
 
@@ -239,6 +241,8 @@ def replay(
         if table is None:
             return
         summary, rows = _replayed_part(argv, table, _ties(tie), f"<partition {TaskContext.get().partitionId()}>")
+        if light:
+            rows = _packed(rows)
         rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
         said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
         said = said.set_column(0, "summary", pyarrow.array([summary]))
@@ -310,7 +314,7 @@ def _sequential_decisions(df: Any, argv: list[str], order: list[str], names: lis
     return decided
 
 
-def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None) -> Replayed:
+def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None, light: bool) -> Replayed:
     """Replays one stream: its rows decided in ranges of time, then each range's figures
     and the blocks' lines merged on the driver (``merge_parts``, in Rust)."""
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -326,6 +330,8 @@ def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], pa
          StructField("passed", BooleanType())]
         + [StructField(name, df.schema[name].dataType) for name in ties]
     )
+    if light:
+        schema = _packed_schema(ordered=True)
 
     def part(batches):
         # On an executor: a decided range's figures, then its events' rows, by block.
@@ -360,13 +366,15 @@ def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], pa
             first = events.slice(0, 1).to_pylist()[0]
             ordered = json.dumps([said["first"], [[first[tie] is not None, first[tie]] for tie in ties], partition], default=str)
             rows = _in_blocks(events, said["block_us"], said["read_on_us"])
+            if light:
+                rows = _packed(rows)
             rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
             rows = rows.append_column("order", pyarrow.nulls(rows.num_rows, pyarrow.string()))
             head = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
             head = head.set_column(0, "summary", pyarrow.array([line])).set_column(1, "order", pyarrow.array([ordered]))
             yield from pyarrow.concat_tables([head, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(decided.mapInArrow(part, schema), argv, ties, partitions)
+    told = _blocks_told(decided.mapInArrow(part, schema), argv, [] if light else ties, partitions)
     parts = sorted((row for row in told if row["kind"] == "part"), key=lambda row: json.loads(row["order"]))
     if not parts:
         raise ValueError("<DataFrame>: no events")
@@ -392,6 +400,46 @@ def _in_blocks(events: Any, width: int, read_on: int) -> Any:
     return pyarrow.concat_tables([own, read_on_rows])
 
 
+def _packed(rows: Any) -> Any:
+    """Returns a table of `rows`' events (columns `block`, `t`, `passed`, `own`, each
+    costing 1) packed, a row for each block: its events in time order, as their times
+    (8 bytes each, little-endian), then a byte each (1 passed, 2 its block's own). A
+    block's row is one row for Spark to move, where each event was one."""
+    import numpy
+    import pyarrow
+
+    blocks, t = rows.column("block").to_numpy(), rows.column("t").to_numpy()
+    flags = rows.column("passed").to_numpy(zero_copy_only=False).astype(numpy.uint8)
+    flags |= rows.column("own").to_numpy(zero_copy_only=False).astype(numpy.uint8) << 1
+    order = numpy.lexsort((t, blocks))
+    blocks, t, flags = blocks[order], t[order].astype("<i8"), flags[order]
+    starts = numpy.flatnonzero(numpy.r_[True, blocks[1:] != blocks[:-1]])
+    ends = numpy.r_[starts[1:], len(blocks)]
+    packed = [t[a:b].tobytes() + flags[a:b].tobytes() for a, b in zip(starts, ends)]
+    return pyarrow.table({"block": pyarrow.array(blocks[starts], pyarrow.int64()), "packed": pyarrow.array(packed, pyarrow.binary())})
+
+
+def _unpacked(rows: Any) -> Any:
+    """Returns the events of `rows` (blocks' rows as ``_packed`` wrote them, from any
+    parts) as columns `block`, `t`, `c`, `passed`, `own`, sorted by block and time."""
+    import numpy
+    import pyarrow
+
+    blocks, times, flags = [], [], []
+    for block, packed in zip(rows.column("block").to_pylist(), rows.column("packed").to_pylist()):
+        n = len(packed) // 9
+        times.append(numpy.frombuffer(packed, "<i8", n))
+        flags.append(numpy.frombuffer(packed, numpy.uint8, n, 8 * n))
+        blocks.append(numpy.full(n, block, numpy.int64))
+    blocks, times, flags = (numpy.concatenate(x) if x else numpy.zeros(0, numpy.int64) for x in (blocks, times, flags))
+    order = numpy.lexsort((times, blocks))
+    flags = flags[order].astype(numpy.uint8)
+    return pyarrow.table({
+        "block": blocks[order], "t": times[order].astype(numpy.int64), "c": numpy.ones(len(order), numpy.int64),
+        "passed": (flags & 1).astype(bool), "own": (flags & 2).astype(bool),
+    })
+
+
 def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int | None) -> list[Any]:
     """Shuffles rows by block, each block's in time order (the summaries, with no block,
     first), and collects the summaries (kind ``part``, with their ``order``) and a line
@@ -410,11 +458,12 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
             return
         said = table.filter(pyarrow.compute.is_valid(table.column("summary")))
         rows = table.filter(pyarrow.compute.is_null(table.column("summary")))
-        # Each block's rows in time order, ties in their order: sorted here, in Arrow.
-        rows = rows.sort_by([("block", "ascending"), ("t", "ascending"), *((tie, "ascending") for tie in ties)])
-        if "c" not in rows.column_names:
-            # No event costs other than 1: no cost, and no tie, made the trip.
-            rows = rows.append_column("c", pyarrow.array(numpy.ones(rows.num_rows, numpy.int64)))
+        if "packed" in rows.column_names:
+            # Each costing 1, the events came packed: no cost, and no tie, made the trip.
+            rows = _unpacked(rows)
+        else:
+            # Each block's rows in time order, ties in their order: sorted here, in Arrow.
+            rows = rows.sort_by([("block", "ascending"), ("t", "ascending"), *((tie, "ascending") for tie in ties)])
         found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
         orders = said.column("order").to_pylist() if "order" in said.column_names else [None] * said.num_rows
         yield pyarrow.RecordBatch.from_pydict({
@@ -424,6 +473,15 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
         })
 
     return _collect(blocked.mapInArrow(lines, "kind string, line string, order string"))
+
+
+def _packed_schema(ordered: bool = False) -> Any:
+    """The schema of a part's summary and its blocks' packed rows (``_packed``); `ordered`,
+    with the summary's place among the parts (``order``)."""
+    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+    order = [StructField("order", StringType())] if ordered else []
+    return StructType([StructField("summary", StringType()), *order, StructField("block", LongType()), StructField("packed", BinaryType())])
 
 
 # The shortest block of time a replay's busiest windows are found in (10 minutes), longer
