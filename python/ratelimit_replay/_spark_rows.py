@@ -1,0 +1,196 @@
+"""Rows on Spark: the helpers every path shares, and the blocks of time that give the
+busiest windows of events spread over partitions (each block holds its span and reads on
+a window's length into the next; events that each cost 1 travel packed, a row a block)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+class Replayed(dict):
+    """A replay's report, as the program's JSON has it, with ``method``: how the rows of
+    one stream were decided (``"reset cuts: N segments"``, ``"transfer functions: N
+    ranges"`` or ``"sequential"``)."""
+
+    method: str
+
+
+def _in_one_task(df: Any, order: list[str]) -> Any:
+    """All of `df`'s rows in one partition, in (time, tie) order: the program's one pass."""
+    return df.repartition(1).sortWithinPartitions(*order)
+
+
+def _table(batches: Any) -> Any:
+    """The rows of a partition's Arrow batches as one table; ``None`` without rows."""
+    import pyarrow
+
+    batches = [batch for batch in batches if batch.num_rows]
+    return pyarrow.Table.from_batches(batches) if batches else None
+
+
+def _ties(tie: str | list[str] | None) -> list[str]:
+    """The columns that order events at one time: none, one, or several in turn (a Parquet
+    file's path, then its row's index)."""
+    if tie is None:
+        return []
+    return [tie] if isinstance(tie, str) else list(tie)
+
+
+def _with_passed(schema: Any, names: list[str] | None = None) -> Any:
+    """Returns a copy of `schema` with a column `passed` (or a column for each of `names`)
+    (``StructType.add`` changes the schema it is called on, which may be a DataFrame's
+    own)."""
+    from pyspark.sql.types import BooleanType, StructField, StructType
+
+    return StructType([*schema.fields, *(StructField(name, BooleanType()) for name in names or ["passed"])])
+
+
+def _collect(df: Any) -> list[Any]:
+    """Collects `df`, raising the engine's one-line message if an executor raised it."""
+    try:
+        return df.collect()
+    except Exception as failed:
+        said = [line for line in str(failed).splitlines() if line.startswith("ValueError: ")]
+        if said:
+            raise ValueError(said[-1].removeprefix("ValueError: ")) from None
+        raise
+
+
+def _decided(argv: list[str], batches: list[Any], names: list[str] | None = None) -> Any:
+    """Decides rows as ``ratelimit replay`` does, from a fresh state, and returns their
+    batches with a column ``passed`` (and with layers, one for each, as `names` names)."""
+    import pyarrow
+
+    from ratelimit_replay import _native as native
+
+    table = pyarrow.Table.from_batches(batches)
+    _, passed = native.call(argv, table, True)
+    for name, column in zip(names or ["passed"], passed):
+        table = table.append_column(name, pyarrow.array(column))
+    return table.to_batches()
+
+
+def _in_blocks(events: Any, width: int, read_on: int) -> Any:
+    """Returns `events` (columns `t`, ...) each in the block of its time, `width` µs wide,
+    and again in the block before if within `read_on` µs of its block's start (`own`
+    false), so that every window that starts in a block is counted whole there."""
+    import numpy
+    import pyarrow
+
+    times = events.column("t").to_numpy()
+    blocks = numpy.floor_divide(times, width)
+    ahead = (times - blocks * width) < read_on
+    own = events.append_column("block", pyarrow.array(blocks)).append_column("own", pyarrow.array(numpy.ones(len(times), bool)))
+    read_on_rows = events.filter(pyarrow.array(ahead)).append_column("block", pyarrow.array(blocks[ahead] - 1))
+    read_on_rows = read_on_rows.append_column("own", pyarrow.array(numpy.zeros(int(ahead.sum()), bool)))
+    return pyarrow.concat_tables([own, read_on_rows])
+
+
+def _packed(rows: Any) -> Any:
+    """Returns a table of `rows`' events (columns `block`, `t`, `passed`, `own`, each
+    costing 1) packed, a row for each block: its events in time order, as their times
+    (8 bytes each, little-endian), then a byte each (1 passed, 2 its block's own). A
+    block's row is one row for Spark to move, where each event was one."""
+    import numpy
+    import pyarrow
+
+    blocks, t = rows.column("block").to_numpy(), rows.column("t").to_numpy()
+    flags = rows.column("passed").to_numpy(zero_copy_only=False).astype(numpy.uint8)
+    flags |= rows.column("own").to_numpy(zero_copy_only=False).astype(numpy.uint8) << 1
+    order = numpy.lexsort((t, blocks))
+    blocks, t, flags = blocks[order], t[order].astype("<i8"), flags[order]
+    starts = numpy.flatnonzero(numpy.r_[True, blocks[1:] != blocks[:-1]])
+    ends = numpy.r_[starts[1:], len(blocks)]
+    packed = [t[a:b].tobytes() + flags[a:b].tobytes() for a, b in zip(starts, ends)]
+    return pyarrow.table({"block": pyarrow.array(blocks[starts], pyarrow.int64()), "packed": pyarrow.array(packed, pyarrow.binary())})
+
+
+def _unpacked(rows: Any) -> Any:
+    """Returns the events of `rows` (blocks' rows as ``_packed`` wrote them, from any
+    parts) as columns `block`, `t`, `c`, `passed`, `own`, sorted by block and time."""
+    import numpy
+    import pyarrow
+
+    blocks, times, flags = [], [], []
+    for block, packed in zip(rows.column("block").to_pylist(), rows.column("packed").to_pylist()):
+        n = len(packed) // 9
+        times.append(numpy.frombuffer(packed, "<i8", n))
+        flags.append(numpy.frombuffer(packed, numpy.uint8, n, 8 * n))
+        blocks.append(numpy.full(n, block, numpy.int64))
+    blocks, times, flags = (numpy.concatenate(x) if x else numpy.zeros(0, numpy.int64) for x in (blocks, times, flags))
+    order = numpy.lexsort((times, blocks))
+    flags = flags[order].astype(numpy.uint8)
+    return pyarrow.table({
+        "block": blocks[order], "t": times[order].astype(numpy.int64), "c": numpy.ones(len(order), numpy.int64),
+        "passed": (flags & 1).astype(bool), "own": (flags & 2).astype(bool),
+    })
+
+
+def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int | None) -> list[Any]:
+    """Shuffles rows by block, each block's in time order (the summaries, with no block,
+    first), and collects the summaries (kind ``part``, with their ``order``) and a line
+    for each block (kind ``block``)."""
+    blocked = blocked.repartition(partitions, "block") if partitions else blocked.repartition("block")
+
+    def lines(batches):
+        import numpy
+        import pyarrow
+        import pyarrow.compute
+
+        from ratelimit_replay import _native as native
+
+        table = _table(batches)
+        if table is None:
+            return
+        said = table.filter(pyarrow.compute.is_valid(table.column("summary")))
+        rows = table.filter(pyarrow.compute.is_null(table.column("summary")))
+        if "packed" in rows.column_names:
+            # Each costing 1, the events came packed: no cost, and no tie, made the trip.
+            rows = _unpacked(rows)
+        else:
+            # Each block's rows in time order, ties in their order: sorted here, in Arrow.
+            rows = rows.sort_by([("block", "ascending"), ("t", "ascending"), *((tie, "ascending") for tie in ties)])
+        found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
+        orders = said.column("order").to_pylist() if "order" in said.column_names else [None] * said.num_rows
+        yield pyarrow.RecordBatch.from_pydict({
+            "kind": ["part"] * said.num_rows + ["block"] * len(found),
+            "line": said.column("summary").to_pylist() + found,
+            "order": orders + [None] * len(found),
+        })
+
+    return _collect(blocked.mapInArrow(lines, "kind string, line string, order string"))
+
+
+def _packed_schema(ordered: bool = False) -> Any:
+    """The schema of a part's summary and its blocks' packed rows (``_packed``); `ordered`,
+    with the summary's place among the parts (``order``)."""
+    from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType
+
+    order = [StructField("order", StringType())] if ordered else []
+    return StructType([StructField("summary", StringType()), *order, StructField("block", LongType()), StructField("packed", BinaryType())])
+
+
+# The shortest block of time a replay's busiest windows are found in (10 minutes), longer
+# if the window is: each block's events are read on a window's length into the next.
+_BLOCK_US = 600_000_000
+
+
+def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> tuple[str, Any]:
+    """Replays a part's whole keys (``replay_part``) and returns its summary and its
+    events' rows (`t`, `c`, `passed`, the ties, `block`, `own`): each in the block of its
+    time, and again in the block before if it lies within a window's length of its
+    block's start, so that every window is counted whole in the block where it starts.
+    The blocks are a window long at least, the same on every worker."""
+    import pyarrow
+    import pyarrow.compute
+
+    from ratelimit_replay import _native as native
+
+    summary, (passed, t, c) = native.replay_part(argv, table, name)
+    columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
+    columns.update({tie: table.column(tie) for tie in ties})
+    events = pyarrow.table(columns)
+    # Rows that made no event have no time, and no block.
+    events = events.filter(pyarrow.compute.is_valid(events.column("t")))
+    length = json.loads(summary)["window_us"]
+    return summary, _in_blocks(events, max(length, _BLOCK_US), length)
