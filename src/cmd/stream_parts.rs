@@ -197,11 +197,11 @@ pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result
         delay: settings.shown_delay(),
         events: whole.events,
         passed: whole.passed,
-        dropped: whole.events - whole.passed,
+        dropped: whole.events.saturating_sub(whole.passed),
         units: weighted.then(|| report::Units {
             events: whole.units,
             passed: whole.passed_units,
-            dropped: whole.units - whole.passed_units,
+            dropped: whole.units.saturating_sub(whole.passed_units),
         }),
         too_big: whole.too_big.1.filter(|_| weighted).map(|(time, cost)| report::TooBig {
             events: whole.too_big.0,

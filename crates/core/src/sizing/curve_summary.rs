@@ -58,7 +58,7 @@ impl CurveSummary {
     }
 
     /// Returns the summary of this chunk followed by `later`, the chunk that comes right
-    /// after it; `None` if their units sum past `i64::MAX`.
+    /// after it; `None` if their units sum past `i64::MAX` (or their events past `usize`).
     pub fn merge(&self, later: &CurveSummary) -> Option<CurveSummary> {
         if self.events == 0 {
             return Some(later.clone());
@@ -70,7 +70,7 @@ impl CurveSummary {
         // before them move on by this chunk's.
         let shift = |p: &Point| -> Option<Point> {
             Some(Point {
-                index: p.index + self.events,
+                index: p.index.checked_add(self.events)?,
                 t: p.t,
                 units: p.units.checked_add(self.units)?,
             })
@@ -78,8 +78,8 @@ impl CurveSummary {
         let later_ends: Vec<Point> = later.ends.iter().map(shift).collect::<Option<_>>()?;
         let later_starts: Vec<Point> = later.starts.iter().map(shift).collect::<Option<_>>()?;
         let later_lines = (later.lines.iter()).map(|l| Line {
-            first: l.first + self.events,
-            last: l.last + self.events,
+            first: l.first.saturating_add(self.events),
+            last: l.last.saturating_add(self.events),
             ..*l
         });
         // The top level of the divide and conquer: the best stretch lies in one chunk, or
@@ -90,11 +90,11 @@ impl CurveSummary {
         let ends = hull(later_ends.iter().chain(&self.ends).copied());
         let starts = hull(self.starts.iter().chain(&later_starts).copied());
         let mut known: BTreeMap<usize, i64> = self.times.clone();
-        known.extend(later.times.iter().map(|(&index, &t)| (index + self.events, t)));
+        known.extend(later.times.iter().map(|(&index, &t)| (index.saturating_add(self.events), t)));
         let points = self.ends.iter().chain(&self.starts).chain(&later_ends).chain(&later_starts);
         known.extend(points.map(|p| (p.index, p.t)));
         let mut merged = CurveSummary {
-            events: self.events + later.events,
+            events: self.events.checked_add(later.events)?,
             units: self.units.checked_add(later.units)?,
             lines,
             ends: ends.into_iter().map(|(p, _)| p).collect(),
@@ -119,7 +119,7 @@ impl CurveSummary {
     /// Returns a line's stretch: its first and last event's time and its events.
     pub fn stretch(&self, line: &Line) -> Option<Stretch> {
         let time = |index| self.times.get(&index).copied().and_then(Timestamp::from_micros);
-        let events = u64::try_from(line.last - line.first + 1).ok()?;
+        let events = u64::try_from(line.last.checked_sub(line.first)? + 1).ok()?;
         Some(Stretch { start: time(line.first)?, end: time(line.last)?, events })
     }
 
@@ -165,7 +165,11 @@ impl CurveSummary {
         let times = (0..index(number()?)?)
             .map(|_| Some((index(number()?)?, number()?)))
             .collect::<Option<BTreeMap<_, _>>>()?;
-        if words.next().is_some() {
+        // Every event it names is one of its own, and a stretch runs forwards.
+        let lines_hold = lines.iter().all(|l| l.first <= l.last && l.last < events);
+        let points_hold = ends.iter().chain(&starts).all(|p| p.index < events);
+        let times_hold = times.keys().all(|&index| index < events);
+        if words.next().is_some() || !(lines_hold && points_hold && times_hold) {
             return None;
         }
         Some(CurveSummary { events, units, lines, ends, starts, times })
@@ -180,6 +184,18 @@ mod tests {
 
     fn at(micros: &[i64]) -> Vec<Timestamp> {
         micros.iter().map(|&m| Timestamp::from_micros(m).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_summary_read_back_names_only_its_own_events_and_stretches_that_run_forwards() {
+        let chunk = CurveSummary::of(&at(&[0, 5, 5, 9]), None).unwrap();
+        let text = chunk.encode();
+        assert_eq!(CurveSummary::decode(&text), Some(chunk));
+        // 4 events, 1 unit, a line of one event at index 7: past the chunk's events.
+        assert_eq!(CurveSummary::decode("4 4 1 1 0 7 7 0 0 0"), None);
+        // A line from event 2 back to event 1.
+        assert_eq!(CurveSummary::decode("4 4 1 1 0 2 1 0 0 0"), None);
+        assert_eq!(CurveSummary::decode(&format!("{text} 1")), None, "words left over");
     }
 
     proptest! {
