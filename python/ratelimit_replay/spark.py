@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from . import _argv, _native
-from ._spark_rows import Replayed, _blocks_told, _collect, _decided, _packed, _packed_schema, _replayed_part, _table, _ties, _with_passed
+from ._spark_rows import Replayed, _blocks_told, _by_bucket, _collect, _decided, _packed, _packed_schema, _replayed_part, _table, _ties, _with_passed
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
 __all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
@@ -41,6 +41,7 @@ def min_bucket(
     time: str = "time",
     tie: str | list[str] | None = None,
     partitions: int | None = None,
+    udtf: bool = False,
     **flags: Any,
 ) -> list[dict[str, Any]]:
     """Returns the smallest token bucket at ``rate`` (or at each of ``"1/h..100/h"``'s)
@@ -56,10 +57,17 @@ def min_bucket(
     ``_metadata.row_index``, taken as columns); without it their order is
     Spark's, which changes nothing when every event costs the same. ``partitions`` is how
     many ranges Spark makes (its default if ``None``).
+
+    Per key, ``udtf=True`` hands each bucket of keys to the engine through an Arrow UDTF
+    over ``TABLE(df) PARTITION BY`` a hash bucket of the key (``partitions`` buckets, or
+    ``spark.sql.shuffle.partitions``) ``ORDER BY`` key, time, tie, as Spark 4.1 and later
+    run it, instead
+    of ``repartition``, ``sortWithinPartitions`` and ``mapInArrow`` (the default: faster
+    on Spark 4.3, see docs/spark.md); ``decisions`` and ``replay`` take it too.
     """
     argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
-        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions)
+        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, udtf)
     return json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions))
 
 
@@ -123,6 +131,7 @@ def decisions(
     tie: str | list[str] | None = None,
     partitions: int | None = None,
     limits: list[str] | None = None,
+    udtf: bool = False,
     **flags: Any,
 ) -> Any:
     """Returns ``df`` with a column ``passed``: each row's decision by a limit of ``algo``
@@ -157,15 +166,11 @@ def decisions(
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
         return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, gcra)
     order = [key, time] + _ties(tie)
-    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
-    hashed = hashed.sortWithinPartitions(*order)
 
-    def decide(batches):
-        batches = [batch for batch in batches if batch.num_rows]
-        if batches:
-            yield from _decided(argv, batches, names)
+    def decide(table, name):
+        return _decided(argv, table.to_batches(), names)
 
-    decided = hashed.mapInArrow(decide, _with_passed(df.schema, names))
+    decided = _by_bucket(df, key, order, partitions, decide, _with_passed(df.schema, names), udtf)
     decided.ratelimit_method = "by key"
     return decided
 
@@ -183,6 +188,7 @@ def replay(
     tie: str | list[str] | None = None,
     partitions: int | None = None,
     limits: list[str] | None = None,
+    udtf: bool = False,
     **flags: Any,
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
@@ -219,8 +225,6 @@ def replay(
     if not key:
         return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions, light)
     order = [key, time] + _ties(tie)
-    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
-    hashed = hashed.sortWithinPartitions(*order)
     carried = [] if light else _ties(tie)
     # Nullable: a summary's row has no tie.
     ties = [StructField(name, df.schema[name].dataType) for name in carried]
@@ -231,16 +235,12 @@ def replay(
     if light:
         schema = _packed_schema()
 
-    def part(batches):
+    def part(table, name):
         # On an executor: whole keys, replayed; a row of summary, then each event's rows
         # (or, each costing 1, a row of them packed for each block).
         import pyarrow
-        from pyspark import TaskContext
 
-        table = _table(batches)
-        if table is None:
-            return
-        summary, rows = _replayed_part(argv, table, _ties(tie), f"<partition {TaskContext.get().partitionId()}>")
+        summary, rows = _replayed_part(argv, table, _ties(tie), name)
         if light:
             rows = _packed(rows)
         rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
@@ -248,7 +248,7 @@ def replay(
         said = said.set_column(0, "summary", pyarrow.array([summary]))
         yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(hashed.mapInArrow(part, schema), argv, carried, partitions)
+    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, udtf), argv, carried, partitions)
     parts = [row["line"] for row in told if row["kind"] == "part"]
     if not parts:
         raise ValueError("<DataFrame>: no rows")
@@ -289,25 +289,17 @@ _OWN = ("fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra"
 _WITH_BURST = {"token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"}
 
 
-def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None) -> list[dict[str, Any]]:
+def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None, udtf: bool) -> list[dict[str, Any]]:
     """Sizes each key whole on an executor, and joins the keys' lines on the driver."""
-    hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
-    hashed = hashed.sortWithinPartitions(*order)
 
-    def size(batches):
+    def size(table, name):
         import pyarrow
-        from pyspark import TaskContext
 
         from ratelimit_replay import _native as native
 
-        batches = [batch for batch in batches if batch.num_rows]
-        if not batches:
-            return
-        partition = TaskContext.get().partitionId()
-        lines = native.chunk_lines(argv, pyarrow.Table.from_batches(batches), f"<partition {partition}>")
-        yield pyarrow.RecordBatch.from_pydict({"line": lines})
+        yield pyarrow.RecordBatch.from_pydict({"line": native.chunk_lines(argv, table, name)})
 
-    lines = [row["line"] for row in _collect(hashed.mapInArrow(size, "line string"))]
+    lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", udtf))]
     return json.loads(_native.merge_chunks(argv, [lines]))
 
 

@@ -419,6 +419,26 @@ def test_layers_keyed_by_one_column_on_spark_are_the_programs_by_key(spark, clie
     same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
 
 
+def test_keyed_work_through_an_arrow_udtf_is_the_programs(spark, clients):
+    # TABLE(df) PARTITION BY a hash bucket of the client ORDER BY client, ts, tie: Spark
+    # hands each bucket over in order; the answers are the program's, as by the default.
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie"))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    keyed = dict(key="client", time="ts", time_format="unix-ms", tie="tie", partitions=8, udtf=True)
+    want = cli_json("min-bucket", str(csv), "--rate", "1/m", "--key", "client", "--cover", "99%", *time)
+    assert rls.min_bucket(df, rate="1/m", cover="99%", **keyed) == want
+    for algo, burst, cost in (("gcra", 2, None), ("token-bucket", 60, "tokens")):
+        flags = ["--algo", algo, "--rate", "1/m", "--burst", str(burst), "--key", "client"]
+        flags += ["--cost", cost] if cost else []
+        want = cli_json("replay", str(csv), *flags, *time)
+        got = rls.replay(df, algo=algo, rate="1/m", burst=burst, cost=cost, **keyed)
+        assert without_input(got) == without_input(want), algo
+    decided = rls.decisions(df, algo="gcra", rate="1/m", burst=2, **keyed)
+    flags = ["--algo", "gcra", "--rate", "1/m", "--burst", "2", "--key", "client", *time]
+    same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags))
+
+
 def csv_with_id(csv):
     """`csv` with an `id` column, each row's number, as `emitted` keys decisions by it."""
     path = csv.with_name(csv.stem + "-id.csv")
