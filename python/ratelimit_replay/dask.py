@@ -17,7 +17,7 @@ from typing import Any
 from . import _argv, _native
 from .spark import _by_replays
 
-__all__ = ["min_bucket", "replay", "compare"]
+__all__ = ["min_bucket", "curve", "replay", "compare"]
 
 
 def min_bucket(
@@ -34,10 +34,27 @@ def min_bucket(
     DataFrame ``ddf`` in (time, tie) order: the smallest lossless bucket at ``rate`` (or
     each rate of a list or range), of one stream or per ``key``. The keywords are
     ``ratelimit_replay.spark.min_bucket``'s."""
+    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
+    return json.loads(_merged(ddf, argv, key, [time] + ([tie] if tie else [])))
+
+
+def curve(ddf: Any, *, cost: str | int | None = None, time: str = "time", tie: str | None = None, **flags: Any) -> Any:
+    """Returns the whole burst-rate curve of the rows of Dask DataFrame ``ddf`` in (time,
+    tie) order, as ``ratelimit_replay.curve`` returns it: each partition's curve and hulls
+    (``ratelimit_core::sizing::curve_summary``), merged in the partitions' order."""
+    from . import _curve_table
+
+    argv = _argv("min-bucket", dict(curve=True, cost=cost, time=time, **flags))
+    return _curve_table(json.loads(_merged(ddf, argv, None, [time] + ([tie] if tie else []))))
+
+
+def _merged(ddf: Any, argv: list[str], key: str | None, order: list[str]) -> bytes:
+    """Sums up each partition in Rust where it lies (``chunk_lines``): of one stream, the
+    partitions in (time, tie) order; per `key`, whole keys. Merges the lines on the client
+    (``merge_chunks``): what ``ratelimit min-bucket`` prints with `argv`'s flags."""
     import pandas
 
-    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
-    order = ([key] if key else []) + [time] + ([tie] if tie else [])
+    order = ([key] if key else []) + order
     if key:
         # Whole keys in each partition, sorted there (a stable sort keeps the rows' order).
         parts = ddf.shuffle(on=key).map_partitions(lambda part: part.sort_values(order, kind="stable"))
@@ -59,7 +76,7 @@ def min_bucket(
     chunks = [chunk.split("\n") for chunk in parts.map_partitions(lines, meta=(None, object)).compute()]
     if key:
         chunks = [[line for chunk in chunks for line in chunk]]
-    return json.loads(_native.merge_chunks(argv, chunks))
+    return _native.merge_chunks(argv, chunks)
 
 
 def replay(

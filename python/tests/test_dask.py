@@ -46,6 +46,19 @@ def test_min_bucket_on_dask_is_the_programs_of_one_stream_and_per_key(client, lo
 
 
 @pytest.mark.parametrize("partitions", [1, 5])
+def test_the_curve_on_dask_is_the_programs(client, log, partitions):
+    from ratelimit_replay import _curve_table
+
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=partitions)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for cost in (None, "tokens"):
+        want = _curve_table(cli_json("min-bucket", str(csv), "--curve", *(["--cost", cost] if cost else []), *time))
+        got = rld.curve(ddf, cost=cost, time="ts", time_format="unix-ms", tie="tie")
+        assert got.num_rows > 5 and got.equals(want), (cost, partitions)
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
 def test_keyed_replay_on_dask_is_the_programs(client, log, partitions):
     csv, frame = log
     ddf = dask.dataframe.from_pandas(frame, npartitions=partitions)
