@@ -222,7 +222,9 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udtf
 
-    buckets = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    shuffled = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
+    # "auto" (a platform's adaptive setting) gives no number: 4,096, a lake's.
+    buckets = partitions or (int(shuffled) if shuffled.isdigit() else 4096)
     bucketed = df.withColumn("__bucket", F.pmod(F.hash(F.col(key)), F.lit(buckets)))
 
     class Bucket:

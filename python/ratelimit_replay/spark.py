@@ -158,7 +158,7 @@ def decisions(
     argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags))
     names = ["passed", *(limits or [])]
     if limits:
-        key = _layers_key(limits)
+        key = _native.layers_key(argv)
     if (limits and key is None) or (algo == "nginx" and key):
         return _sequential_decisions(df, argv, [time] + _ties(tie), names)
     if not key:
@@ -216,7 +216,7 @@ def replay(
     argv = _argv("replay", given)
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
-        key = _layers_key(limits)
+        key = _native.layers_key(argv)
     if (limits and key is None) or algo == "nginx":
         return _sequential_report(df, argv, [time] + _ties(tie))
     # With no cost, every event costs 1: its cost, and its ties (which order only the
@@ -301,15 +301,3 @@ def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: in
 
     lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", udtf))]
     return json.loads(_native.merge_chunks(argv, [lines]))
-
-
-def _layers_key(limits: list[str]) -> str | None:
-    """The one column that keys every layer of `limits` (``key=``), if one does and no
-    layer is nginx's, whose keys share a zone: then each key is decided by its own layers
-    alone. ``None`` otherwise."""
-    specs = [dict(word.split("=", 1) for word in spec.split(",") if "=" in word) for spec in limits]
-    keys = {spec.get("key") for spec in specs}
-    if len(keys) != 1 or None in keys or any(spec.get("algo") == "nginx" for spec in specs):
-        return None
-    return keys.pop()
-

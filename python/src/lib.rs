@@ -188,6 +188,13 @@ fn range_text(
     py.detach(|| tell(args, given)).map_err(value_error)
 }
 
+/// Returns the one column that keys every layer `args` (`ratelimit replay`'s flags) give,
+/// if each key's events are decided by its own layers alone; `None` otherwise.
+#[pyfunction]
+fn layers_key(args: Vec<String>) -> PyResult<Option<String>> {
+    embed::layers_key(&args).map_err(value_error)
+}
+
 /// Returns the tat each range starts with (decimal), the ranges' functions composed in
 /// order from the first's fresh tat.
 #[pyfunction]
@@ -338,6 +345,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(range_line, module)?)?;
     module.add_function(wrap_pyfunction!(range_transfer, module)?)?;
     module.add_function(wrap_pyfunction!(range_starts, module)?)?;
+    module.add_function(wrap_pyfunction!(layers_key, module)?)?;
     module.add_function(wrap_pyfunction!(decide_range, module)?)?;
     Ok(())
 }

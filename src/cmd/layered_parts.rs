@@ -26,24 +26,41 @@ pub struct LayeredPlan {
     replay: ReplayArgs,
 }
 
+/// Returns the one column that keys every layer `args` (`ratelimit replay`'s flags) give,
+/// if every layer is keyed by it and none shares a zone (nginx's): then each key's events
+/// are decided by its own layers alone, and a replay may run by key. `None` otherwise, and
+/// for one limit.
+pub fn layers_key(args: &[String]) -> Result<Option<String>> {
+    Ok(layered(args)?.and_then(|(_, Layers { layers, key, .. })| key.filter(|_| by_key(&layers))))
+}
+
+/// Settles `args` if they give layers (`--limit`): the flags and the layers.
+fn layered(args: &[String]) -> Result<Option<(ReplayArgs, Layers)>> {
+    let cli: Cli = parse(args)?;
+    let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
+    if replay.limits.is_empty() {
+        return Ok(None);
+    }
+    let stop = replay.stop_counting_over_limit;
+    let layers = layer::resolve(&replay.limits, replay.size.window, stop, "layers")?;
+    Ok(Some((replay, layers)))
+}
+
+/// Whether `layers` decide each key's events alone: every one keyed, none by a zone.
+fn by_key(layers: &[Layer]) -> bool {
+    layers.iter().all(|l| l.keyed && !l.settings.algorithm.has_zone())
+}
+
 impl LayeredPlan {
     /// Settles `args` if they give layers (`--limit`); `None` for one limit. Every layer
     /// must be keyed, by one column.
     pub fn of(args: &[String]) -> Result<Option<LayeredPlan>> {
-        let cli: Cli = parse(args)?;
-        let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
-        if replay.limits.is_empty() {
-            return Ok(None);
-        }
-        let stop = replay.stop_counting_over_limit;
-        let Layers { layers, key, .. } =
-            layer::resolve(&replay.limits, replay.size.window, stop, "layers")?;
-        let (Some(column), true) = (key, layers.iter().all(|l| l.keyed)) else {
-            bail!("layers in parts hold whole keys: every layer keyed by one column (key=)");
+        let Some((replay, Layers { layers, key, .. })) = layered(args)? else { return Ok(None) };
+        let Some(column) = key.filter(|_| by_key(&layers)) else {
+            bail!(
+                "layers in parts hold whole keys: every layer keyed by one column (key=), none nginx's"
+            );
         };
-        if layers.iter().any(|l| l.settings.algorithm.has_zone()) {
-            bail!("nginx's keys share its zone: replay them on one machine");
-        }
         Ok(Some(LayeredPlan { layers, column, replay }))
     }
 

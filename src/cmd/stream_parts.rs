@@ -38,31 +38,24 @@ pub fn stream_part(
     let (plan, input) = Plan::of_range(args, given)?;
     let settings = plan.settings;
     let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
-    // Each event's row, in time order.
+    // Each event's row, in time order: the inverse of putting values in the rows' order.
     let places: Vec<usize> = (0..rows.len()).collect();
-    let row_of = in_row_order(&rows, &places, &input.source);
-    let mut at_row = vec![0; rows.len()];
-    for (row, place) in row_of.iter().enumerate() {
-        if let Some(place) = *place {
-            at_row[place] = row;
+    let mut row_of_event = vec![0; rows.len()];
+    for (row, place) in in_row_order(&rows, &places, &input.source).into_iter().enumerate() {
+        if let Some(place) = place {
+            row_of_event[place] = row;
         }
     }
     let mut chunk = Chunk::new(settings, start);
-    let mut each = Vec::with_capacity(rows.len());
-    for ((event, _), &row) in rows.iter().zip(&at_row) {
+    let mut trace = Vec::with_capacity(rows.len());
+    for ((event, _), &row) in rows.iter().zip(&row_of_event) {
         let Some(&Some(passed)) = decided.get(row) else {
             bail!("row {row} made an event and has no decision");
         };
         chunk.add(event.time, event.cost, passed);
-        each.push((event.time.as_micros(), event.cost, passed));
+        trace.push(passed);
     }
-    let in_order = in_row_order(&rows, &each, &input.source);
-    Ok(Part {
-        summary: chunk.line(&settings).to_string(),
-        times: in_order.iter().map(|e| e.map(|(t, _, _)| t)).collect(),
-        costs: in_order.iter().map(|e| e.map(|(_, c, _)| c)).collect(),
-        passed: in_order.iter().map(|e| e.map(|(_, _, p)| p)).collect(),
-    })
+    Ok(Part::of(chunk.line(&settings).to_string(), &rows, &trace, &input.source))
 }
 
 /// A chunk's figures, found as its events come in time order.
@@ -171,11 +164,11 @@ pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result
     let settings = plan.settings;
     let Settings { algorithm, rate, burst, window, .. } = settings;
     let mut whole = Chunk::new(settings, None);
-    let mut waits = whole.queue.as_ref().map(|(w, _)| *w);
     for line in chunks {
         let value: Value = serde_json::from_str(line).context("a chunk's line is not JSON")?;
-        whole.merge(&value, &mut waits).with_context(|| format!("{line:?} is not a chunk's"))?;
+        whole.merge(&value).with_context(|| format!("{line:?} is not a chunk's"))?;
     }
+    let waits = whole.queue.as_ref().map(|(waits, _)| *waits);
     let mut merged = super::blocks::Blocks::default();
     for line in blocks {
         merged.add(line).with_context(|| format!("{line:?} is not a block's line"))?;
@@ -222,7 +215,7 @@ pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result
 
 impl Chunk {
     /// Adds the chunk of `line`, which comes after every chunk added so far.
-    fn merge(&mut self, line: &Value, waits: &mut Option<Waits>) -> Option<()> {
+    fn merge(&mut self, line: &Value) -> Option<()> {
         let number = |name: &str| line[name].as_u64();
         let wide = |value: &Value| value.as_str()?.parse::<i128>().ok();
         let units = |name: &str| line[name].as_str()?.parse::<u128>().ok();
@@ -231,13 +224,13 @@ impl Chunk {
             let first = line["first"].as_i64().and_then(Timestamp::from_micros);
             self.first = first;
         }
-        self.events += number("events")?;
-        self.units += units("units")?;
+        self.events = self.events.checked_add(number("events")?)?;
+        self.units = self.units.checked_add(units("units")?)?;
         self.weighted |= line["weighted"].as_bool()?;
-        self.passed += number("passed")?;
-        self.passed_units += units("passed_units")?;
+        self.passed = self.passed.checked_add(number("passed")?)?;
+        self.passed_units = self.passed_units.checked_add(units("passed_units")?)?;
         if let Some([count, t, c]) = line["too_big"].as_array().map(Vec::as_slice) {
-            self.too_big.0 += count.as_u64()?;
+            self.too_big.0 = self.too_big.0.checked_add(count.as_u64()?)?;
             let first = (Timestamp::from_micros(t.as_i64()?)?, c.as_u64()?);
             self.too_big.1.get_or_insert(first);
         }
@@ -245,7 +238,7 @@ impl Chunk {
         if let Some(fit) = &mut self.fit {
             *fit = fit.merge(&BucketSummary::decode(rate, line["fit"].as_str()?)?);
         }
-        if let Some(mine) = waits {
+        if let Some((mine, _)) = &mut self.queue {
             let [delayed, admitted, longest, total] = line["waits"].as_array()?.as_slice() else {
                 return None;
             };
