@@ -196,36 +196,69 @@ def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> t
     return summary, _in_blocks(events, max(length, _BLOCK_US), length)
 
 
-def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work: Any, schema: Any, udtf: bool) -> Any:
+# How whole keys reach the engine: Spark's own sort checked (3.4 and later), a group
+# sorted in Rust (4.0 and later), or an Arrow UDTF whose order Spark guarantees (4.1 and later).
+_VIAS = ("map", "apply", "udtf")
+
+
+def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work: Any, schema: Any, via: str) -> Any:
     """Runs `work(table, name)` on whole keys, each key's rows in `order` (key, time, tie),
     and returns the DataFrame of the Arrow batches it yields, of `schema`; `name` names
-    the rows in messages.
+    the rows in messages. `via` says how the keys reach it:
 
-    By default Spark cuts the rows by a hash of the key (``repartition``), sorts each
-    partition (``sortWithinPartitions``) and hands it over (``mapInArrow``). With `udtf`,
-    an Arrow UDTF over ``TABLE(df) PARTITION BY`` a hash bucket of the key (`partitions`
-    buckets; ``spark.sql.shuffle.partitions`` if ``None``) ``ORDER BY`` `order`, as Spark
-    4.1 and later run it: Spark guarantees the order, and hands over each bucket. Each
-    bucket is one call into the engine (about half a millisecond here): a lake's 10^7 keys
+    - ``"map"`` (Spark 3.4 and later): Spark cuts the rows by a hash of the key
+      (``repartition``, `partitions` of them), sorts each partition
+      (``sortWithinPartitions``) and hands it over (``mapInArrow``); the engine checks
+      the order (``check_order``, in Rust) and raises if it is broken.
+    - ``"apply"`` (Spark 4.0 and later): ``groupBy`` a hash bucket of the key
+      ``.applyInArrow``, each bucket handed over whole and unsorted, and sorted in Rust
+      (``order_by``).
+    - ``"udtf"`` (Spark 4.1 and later): an Arrow UDTF over ``TABLE(df) PARTITION BY`` a
+      hash bucket of the key ``ORDER BY`` `order`: Spark guarantees the order.
+
+    A bucket is one of `partitions` (``spark.sql.shuffle.partitions`` if ``None``), and
+    each is one call into the engine (about half a millisecond here): a lake's 10^7 keys
     want about 4,096 buckets, a test's few thousand a handful."""
-    if not udtf:
+    if via not in _VIAS:
+        raise ValueError(f"via: {via!r} is not one of {', '.join(map(repr, _VIAS))}")
+    if via == "map":
         hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
 
         def each(batches):
             from pyspark import TaskContext
 
+            from ratelimit_replay import _native as native
+
             table = _table(batches)
             if table is not None:
-                yield from work(table, f"<partition {TaskContext.get().partitionId()}>")
+                name = f"<partition {TaskContext.get().partitionId()}>"
+                native.check_order(table, order, name)
+                yield from work(table, name)
 
         return hashed.sortWithinPartitions(*order).mapInArrow(each, schema)
     from pyspark.sql import functions as F
-    from pyspark.sql.functions import arrow_udtf
 
     shuffled = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
     # "auto" (a platform's adaptive setting) gives no number: 4,096, a lake's.
     buckets = partitions or (int(shuffled) if shuffled.isdigit() else 4096)
     bucketed = df.withColumn("__bucket", F.pmod(F.hash(F.col(key)), F.lit(buckets)))
+    if via == "apply":
+
+        def whole(table):
+            # One bucket, its rows in no order: sorted in Rust, then handed over.
+            import pyarrow
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            from ratelimit_replay import _native as native
+
+            name = f"<bucket {table.column('__bucket')[0].as_py()}>"
+            table = table.drop_columns(["__bucket"])
+            table = table.take(pyarrow.array(native.order_by(table, order, name)))
+            batches = list(work(table, name))
+            return pyarrow.Table.from_batches(batches) if batches else to_arrow_schema(schema).empty_table()
+
+        return bucketed.groupBy("__bucket").applyInArrow(whole, schema)
+    from pyspark.sql.functions import arrow_udtf
 
     class Bucket:
         """A bucket's rows, in order, handed to `work` whole."""

@@ -87,10 +87,7 @@ def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], pa
     def part(batches):
         # On an executor: a decided range's figures, then its events' rows, by block.
         import pyarrow
-        import pyarrow.compute
         from pyspark import TaskContext
-
-        from ratelimit_replay import _native as native
 
         table = _table(batches)
         if table is None:
@@ -103,20 +100,12 @@ def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], pa
             cuts = [n for n in range(1, len(numbers)) if numbers[n] != numbers[n - 1]]
             stretches = [table.slice(a, b - a).drop_columns(["__segment"]) for a, b in zip([0, *cuts], [*cuts, len(numbers)])]
         for stretch in stretches:
-            passed = stretch.column("passed").to_pylist()
-            line, (p, t, c) = native.stream_part(
-                argv, stretch.drop_columns(["passed"]), f"<partition {partition}>", passed, starts.get(partition)
-            )
-            said = json.loads(line)
-            if not said["events"]:
+            told = _stretch_rows(argv, stretch, ties, f"<partition {partition}>", starts.get(partition))
+            if told is None:
                 continue
-            columns = {"t": t, "c": c, "passed": p}
-            columns.update({tie: stretch.column(tie) for tie in ties})
-            events = pyarrow.table(columns).filter(pyarrow.compute.is_valid(pyarrow.array(t)))
+            line, first, rows = told
             # Stretches are merged in time order: by their first event's time and ties.
-            first = events.slice(0, 1).to_pylist()[0]
-            ordered = json.dumps([said["first"], [[first[tie] is not None, first[tie]] for tie in ties], partition], default=str)
-            rows = _in_blocks(events, said["block_us"], said["read_on_us"])
+            ordered = json.dumps([*first, partition], default=str)
             if light:
                 rows = _packed(rows)
             rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
@@ -135,6 +124,46 @@ def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], pa
     return report
 
 
+def _stretch_rows(argv: list[str], stretch: Any, ties: list[str], name: str, start: str | None) -> Any:
+    """Returns what a decided stretch of one stream tells (its rows in time order, with
+    `passed`; `start`, its limiter's tat at its start, for a leaky queue's waits): its
+    line (``stream_part``), its first event's time and ties, and its events' rows each in
+    its block of time (``_in_blocks``); ``None`` if it holds no event."""
+    import pyarrow
+    import pyarrow.compute
+
+    from ratelimit_replay import _native as native
+
+    passed = stretch.column("passed").to_pylist()
+    line, (p, t, c) = native.stream_part(argv, stretch.drop_columns(["passed"]), name, passed, start)
+    said = json.loads(line)
+    if not said["events"]:
+        return None
+    columns = {"t": t, "c": c, "passed": p}
+    columns.update({tie: stretch.column(tie) for tie in ties})
+    events = pyarrow.table(columns).filter(pyarrow.compute.is_valid(pyarrow.array(t)))
+    first = events.slice(0, 1).to_pylist()[0]
+    return line, [said["first"], [[first[tie] is not None, first[tie]] for tie in ties]], _in_blocks(events, said["block_us"], said["read_on_us"])
+
+
+def _segments(spans: dict[int, str]) -> tuple[dict[int, int], int]:
+    """Returns each range's segment, and how many: ranges in order (by number), each as
+    ``range_line`` told it (``"-"`` without events). A range starts a segment of its own
+    when its first event comes once the limiter is at rest after the last event before
+    it; else it joins the segment before."""
+    segment_of, segment, rest = {}, -1, None
+    for number in sorted(spans):
+        if spans[number] == "-":
+            segment_of[number] = max(segment, 0)
+            continue
+        first, _, rests = spans[number].split(" ")
+        if segment < 0 or (rest is not None and int(first) >= rest):
+            segment += 1
+        segment_of[number] = segment
+        rest = None if rests == "-" else int(rests)
+    return segment_of, max(segment + 1, 1)
+
+
 def _decisions_of_one_stream(
     df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool, segments: bool = False
 ) -> Any:
@@ -149,19 +178,7 @@ def _decisions_of_one_stream(
     ranged = ranged.sortWithinPartitions(*order).cache()
 
     spans = _range_lines(ranged, argv, "range_line")
-    # A range starts a segment of its own when its first event comes once the limiter is at
-    # rest after the last event before it; else it joins the segment before.
-    segment_of, segment, rest = {}, -1, None
-    for partition in sorted(spans):
-        if spans[partition] == "-":
-            segment_of[partition] = max(segment, 0)
-            continue
-        first, _, rests = spans[partition].split(" ")
-        if segment < 0 or (rest is not None and int(first) >= rest):
-            segment += 1
-        segment_of[partition] = segment
-        rest = None if rests == "-" else int(rests)
-    count = max(segment + 1, 1)
+    segment_of, count = _segments(spans)
     if gcra and count < len(spans):
         # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
         found = _by_transfer(ranged, argv, sorted(segment_of))

@@ -41,7 +41,7 @@ def min_bucket(
     time: str = "time",
     tie: str | list[str] | None = None,
     partitions: int | None = None,
-    udtf: bool = False,
+    via: str = "map",
     **flags: Any,
 ) -> list[dict[str, Any]]:
     """Returns the smallest token bucket at ``rate`` (or at each of ``"1/h..100/h"``'s)
@@ -58,16 +58,18 @@ def min_bucket(
     Spark's, which changes nothing when every event costs the same. ``partitions`` is how
     many ranges Spark makes (its default if ``None``).
 
-    Per key, ``udtf=True`` hands each bucket of keys to the engine through an Arrow UDTF
-    over ``TABLE(df) PARTITION BY`` a hash bucket of the key (``partitions`` buckets, or
-    ``spark.sql.shuffle.partitions``) ``ORDER BY`` key, time, tie, as Spark 4.1 and later
-    run it, instead
-    of ``repartition``, ``sortWithinPartitions`` and ``mapInArrow`` (the default: faster
-    on Spark 4.3, see docs/spark.md); ``decisions`` and ``replay`` take it too.
+    Per key, ``via`` says how whole keys reach the engine: ``"map"`` (the default, Spark
+    3.4 and later, and the fastest on 4.3: see docs/spark.md), ``repartition`` by the key,
+    ``sortWithinPartitions`` and ``mapInArrow``, the order checked in Rust; ``"apply"``
+    (Spark 4.0 and later), ``groupBy`` a hash bucket of the key ``.applyInArrow``, each
+    bucket sorted in Rust; ``"udtf"`` (Spark 4.1 and later), an Arrow UDTF over ``TABLE(df)
+    PARTITION BY`` a hash bucket of the key ``ORDER BY`` key, time, tie, in the order Spark
+    guarantees. A bucket is one of ``partitions``, or of ``spark.sql.shuffle.partitions``.
+    ``decisions`` and ``replay`` take it too.
     """
     argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
-        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, udtf)
+        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, via)
     return json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions))
 
 
@@ -131,7 +133,7 @@ def decisions(
     tie: str | list[str] | None = None,
     partitions: int | None = None,
     limits: list[str] | None = None,
-    udtf: bool = False,
+    via: str = "map",
     **flags: Any,
 ) -> Any:
     """Returns ``df`` with a column ``passed``: each row's decision by a limit of ``algo``
@@ -170,7 +172,7 @@ def decisions(
     def decide(table, name):
         return _decided(argv, table.to_batches(), names)
 
-    decided = _by_bucket(df, key, order, partitions, decide, _with_passed(df.schema, names), udtf)
+    decided = _by_bucket(df, key, order, partitions, decide, _with_passed(df.schema, names), via)
     decided.ratelimit_method = "by key"
     return decided
 
@@ -188,7 +190,7 @@ def replay(
     tie: str | list[str] | None = None,
     partitions: int | None = None,
     limits: list[str] | None = None,
-    udtf: bool = False,
+    via: str = "map",
     **flags: Any,
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
@@ -248,7 +250,7 @@ def replay(
         said = said.set_column(0, "summary", pyarrow.array([summary]))
         yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, udtf), argv, carried, partitions)
+    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, via), argv, carried, partitions)
     parts = [row["line"] for row in told if row["kind"] == "part"]
     if not parts:
         raise ValueError("<DataFrame>: no rows")
@@ -289,7 +291,7 @@ _OWN = ("fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra"
 _WITH_BURST = {"token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"}
 
 
-def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None, udtf: bool) -> list[dict[str, Any]]:
+def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None, via: str) -> list[dict[str, Any]]:
     """Sizes each key whole on an executor, and joins the keys' lines on the driver."""
 
     def size(table, name):
@@ -299,5 +301,5 @@ def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: in
 
         yield pyarrow.RecordBatch.from_pydict({"line": native.chunk_lines(argv, table, name)})
 
-    lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", udtf))]
+    lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", via))]
     return json.loads(_native.merge_chunks(argv, [lines]))

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatchReader};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatchReader, UInt32Array};
 use arrow_schema::{DataType, Field};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -280,6 +280,38 @@ fn merge_parts<'py>(
     Ok(PyBytes::new(py, &merged))
 }
 
+/// Returns the rows of `data` in ascending order of `columns` (nulls first, rows alike in
+/// their own order), as an Arrow array of row numbers for `take`: the rows of a bucket an
+/// engine hands over unsorted. The GIL is released meanwhile.
+#[pyfunction]
+fn order_by<'py>(
+    py: Python<'py>,
+    data: AnyRecordBatch,
+    columns: Vec<String>,
+    name: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let data = table(data, name)?;
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    let order = py.detach(|| data.order_by(&columns)).map_err(read_error)?;
+    let field = Arc::new(Field::new("row", DataType::UInt32, false));
+    Ok(PyArray::new(Arc::new(UInt32Array::from(order)), field).into_pyobject(py)?.into_any())
+}
+
+/// Raises ValueError, naming the first row out of order, unless the rows of `data` are in
+/// ascending order of `columns` as `order_by` orders them: the check of an order an engine
+/// promised. The GIL is released meanwhile.
+#[pyfunction]
+fn check_order(
+    py: Python<'_>,
+    data: AnyRecordBatch,
+    columns: Vec<String>,
+    name: String,
+) -> PyResult<()> {
+    let data = table(data, name)?;
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    py.detach(|| data.check_order(&columns)).map_err(read_error)
+}
+
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
 /// event, with the GIL released (a Redis round trip is waited for by this thread alone).
 #[pyclass]
@@ -320,6 +352,11 @@ fn value_error(err: anyhow::Error) -> PyErr {
     PyValueError::new_err(ratelimit_replay::error_line(&err))
 }
 
+/// The readers' one-line message, as a ValueError.
+fn read_error(err: ratelimit_replay::input::catalog::ReadError) -> PyErr {
+    PyValueError::new_err(err.to_string())
+}
+
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
 /// named `name` in reports and messages.
 fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
@@ -347,5 +384,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(range_starts, module)?)?;
     module.add_function(wrap_pyfunction!(layers_key, module)?)?;
     module.add_function(wrap_pyfunction!(decide_range, module)?)?;
+    module.add_function(wrap_pyfunction!(order_by, module)?)?;
+    module.add_function(wrap_pyfunction!(check_order, module)?)?;
     Ok(())
 }

@@ -419,13 +419,17 @@ def test_layers_keyed_by_one_column_on_spark_are_the_programs_by_key(spark, clie
     same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
 
 
-def test_keyed_work_through_an_arrow_udtf_is_the_programs(spark, clients):
-    # TABLE(df) PARTITION BY a hash bucket of the client ORDER BY client, ts, tie: Spark
-    # hands each bucket over in order; the answers are the program's, as by the default.
+@pytest.mark.parametrize("via", ["apply", "udtf"])
+def test_keyed_work_through_apply_in_arrow_or_an_arrow_udtf_is_the_programs(spark, clients, via):
+    # groupBy(bucket).applyInArrow hands each bucket over unsorted, sorted in Rust; TABLE(df)
+    # PARTITION BY a hash bucket of the client ORDER BY client, ts, tie hands it over in
+    # order. The answers are the program's, as by the default, though the rows come in
+    # the reverse of their order: a bucket handed over as it came would decide a key's
+    # events at one time in the wrong order.
     csv, parquet = clients
-    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie"))
+    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie")).orderBy(F.col("tie").desc())
     time = ["--time-column", "ts", "--time-format", "unix-ms"]
-    keyed = dict(key="client", time="ts", time_format="unix-ms", tie="tie", partitions=8, udtf=True)
+    keyed = dict(key="client", time="ts", time_format="unix-ms", tie="tie", partitions=8, via=via)
     want = cli_json("min-bucket", str(csv), "--rate", "1/m", "--key", "client", "--cover", "99%", *time)
     assert rls.min_bucket(df, rate="1/m", cover="99%", **keyed) == want
     for algo, burst, cost in (("gcra", 2, None), ("token-bucket", 60, "tokens")):
@@ -437,6 +441,23 @@ def test_keyed_work_through_an_arrow_udtf_is_the_programs(spark, clients):
     decided = rls.decisions(df, algo="gcra", rate="1/m", burst=2, **keyed)
     flags = ["--algo", "gcra", "--rate", "1/m", "--burst", "2", "--key", "client", *time]
     same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags))
+
+
+def test_the_order_an_engine_promised_is_checked_and_a_bucket_sorted_in_rust():
+    from ratelimit_replay import _native
+
+    # Two batches, as a partition arrives: client b's second row came before its first.
+    table = pyarrow.Table.from_batches([
+        pyarrow.record_batch({"client": ["a", "b"], "ts": [5, 9], "tie": [0, 1]}),
+        pyarrow.record_batch({"client": ["b", "c"], "ts": [3, 1], "tie": [2, 3]}),
+    ])
+    with pytest.raises(ValueError, match=r"^<partition 2>: row 3 belongs before row 2 in \(client, ts, tie\) order"):
+        _native.check_order(table, ["client", "ts", "tie"], "<partition 2>")
+    ordered = table.take(pyarrow.array(_native.order_by(table, ["client", "ts", "tie"], "<bucket 0>")))
+    assert ordered.column("tie").to_pylist() == [0, 2, 1, 3]
+    _native.check_order(ordered, ["client", "ts", "tie"], "<bucket 0>")
+    with pytest.raises(ValueError, match=r"^via: 'sorted' is not one of 'map', 'apply', 'udtf'$"):
+        rls.replay(None, algo="gcra", rate="1/s", key="client", via="sorted")
 
 
 def csv_with_id(csv):

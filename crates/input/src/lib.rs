@@ -10,6 +10,8 @@
 mod arrow;
 #[cfg(all(unix, feature = "arrow"))]
 mod arrow_data;
+#[cfg(all(unix, feature = "arrow"))]
+mod arrow_order;
 pub mod bounded;
 pub mod catalog;
 #[cfg(unix)]
