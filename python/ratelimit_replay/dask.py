@@ -2,11 +2,13 @@
 
 Of one stream, ``sort_values(time, tie)`` orders the partitions by time; each is summed
 up in Rust where it lies (``map_partitions``) and the summaries, one line a rate, are
-merged in the partitions' order. Per key, ``shuffle(key)`` keeps each key whole in one
-partition, which is sorted by (key, time, tie) and sized there, a line a key. Only those
-lines are computed back to the client. Only the engine glue is new: the summaries and
-merges are those of ``ratelimit_replay.spark`` (``chunk_lines``, ``merge_chunks``;
-``replay_part``, ``block_lines``, ``merge_parts``).
+merged in the partitions' order; a replay decides them as Spark decides its ranges (reset
+cuts, transfer functions, or one pass). Per key, ``shuffle(key)`` keeps each key whole in
+one partition, which is sorted by (key, time, tie) and sized or replayed there. Only
+those lines are computed back to the client. Only the engine glue is new: the summaries
+and merges are those of ``ratelimit_replay.spark`` (``chunk_lines``, ``merge_chunks``;
+``replay_part``, ``stream_part``, ``block_lines``, ``merge_parts``; ``range_line``,
+``range_transfer``, ``range_starts``, ``decide_range``).
 """
 
 from __future__ import annotations
@@ -82,62 +84,208 @@ def _merged(ddf: Any, argv: list[str], key: str | None, order: list[str]) -> byt
 def replay(
     ddf: Any,
     *,
-    algo: str,
-    rate: str,
-    key: str,
+    algo: str | None = None,
+    rate: str | None = None,
+    key: str | None = None,
     burst: int | None = None,
     window: str | None = None,
     cost: str | int | None = None,
     time: str = "time",
     tie: str | None = None,
+    limits: list[str] | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
-    """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
+    """Returns what ``ratelimit replay [--key KEY] --format json`` prints for the rows of
     Dask DataFrame ``ddf``, as ``ratelimit_replay.spark.replay`` does, from the same
-    summaries: ``shuffle(key)`` keeps each key whole, where it is replayed and its events
-    put in blocks of time, and ``shuffle`` on the block brings each block's events
-    together for the busiest windows."""
-    import pandas
+    summaries, with the same ``method``.
 
-    from .spark import _replayed_part
+    Per key (``"by key"``), ``shuffle(key)`` keeps each key whole, where it is replayed and
+    its events put in blocks of time, and ``shuffle`` on the block brings each block's
+    events together for the busiest windows. Of one stream, ``sort_values(time, tie)``
+    orders the partitions in time, and they are decided as Spark's ranges are: from a
+    fresh state where the limiter rests between them (``"reset cuts: N segments"``), or
+    GCRA's each from its true start (``"transfer functions: N ranges"``); each stretch
+    sends its figures, and its events go on to the blocks. nginx, and layers beside a
+    global one (``limits``, the program's ``--limit`` SPECs), run in one pass in one task
+    (``"sequential"``); layers all keyed by one column, by key."""
+    from ._spark_rows import Replayed
 
-    given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, **flags)
+    given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
     ties = [tie] if tie else []
-    order = [key, time] + ties
+    if limits:
+        # Layers all keyed by one column decide each key alone: by key, as one limit does.
+        key = _native.layers_key(argv)
+    if (limits and key is None) or algo == "nginx":
+        report = Replayed(json.loads(_sequential(ddf, argv, [time] + ties)))
+        report.method = "sequential"
+        return report
+    kept = None
+    if not key:
+        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
+        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
+        # The sorted partitions are kept (persisted) until the report is made of them.
+        frames, method, kept = _one_stream(ddf, argv, [time] + ties, gcra)
+    else:
+        frames, method = _by_key(ddf, argv, key, [key, time] + ties), "by key"
+    report = Replayed(json.loads(_merged_report(frames, argv, ties)))
+    report.method = method
+    del kept
+    return report
+
+
+def _meta(ties: list[str], dtypes: Any) -> Any:
+    """The frame a part sends on: its summary (and its place among the parts, ``order``)
+    in a row of its own, then its events' rows (`t`, `c`, `passed`, the ties) each in its
+    block of time."""
+    import pandas
+
+    return pandas.DataFrame(
+        {"summary": pandas.Series([], dtype=object), "order": pandas.Series([], dtype=object),
+         "t": pandas.Series([], dtype="Int64"), "c": pandas.Series([], dtype="Int64"),
+         "passed": pandas.Series([], dtype="boolean"),
+         **{name: pandas.Series([], dtype=_nullable(dtypes[name])) for name in ties},
+         "block": pandas.Series([], dtype="Int64"), "own": pandas.Series([], dtype="boolean")}
+    )
+
+
+def _sent(summary: str, order: str | None, rows: Any, meta: Any) -> Any:
+    """A part's frame, as `meta` has it: its summary's row, then `rows` (Arrow)."""
+    import pandas
+
+    said = pandas.DataFrame({"summary": [summary], "order": [order]})
+    rows = rows.to_pandas().assign(summary=None, order=None)
+    return pandas.concat([said, rows], ignore_index=True)[list(meta.columns)].astype(meta.dtypes.to_dict())
+
+
+def _by_key(ddf: Any, argv: list[str], key: str, order: list[str]) -> Any:
+    """Each key whole in a partition (``shuffle(key)``), replayed there: a part's frame."""
+    import pyarrow
+
+    from ._spark_rows import _replayed_part
+
+    ties = order[2:]
+    meta = _meta(ties, ddf.dtypes)
     parts = ddf.shuffle(on=key).map_partitions(lambda part: part.sort_values(order, kind="stable"))
 
     def replayed(part: Any, partition_info: dict | None = None) -> Any:
-        # Whole keys, replayed where they lie: a row of summary, then each event's rows in
-        # their blocks of time, as on Spark.
-        import pyarrow
-
         if part.empty:
             return meta
         number = (partition_info or {}).get("number", 0)
         table = pyarrow.Table.from_pandas(part, preserve_index=False)
         summary, rows = _replayed_part(argv, table, ties, f"<partition {number}>")
-        said = pandas.DataFrame({"summary": [summary]})
-        rows = rows.to_pandas().assign(summary=None)
-        return pandas.concat([said, rows], ignore_index=True)[list(meta.columns)].astype(meta.dtypes.to_dict())
+        return _sent(summary, None, rows, meta)
 
-    meta = pandas.DataFrame(
-        {"summary": pandas.Series([], dtype=object), "t": pandas.Series([], dtype="Int64"),
-         "c": pandas.Series([], dtype="Int64"), "passed": pandas.Series([], dtype="boolean"),
-         **{name: pandas.Series([], dtype=_nullable(ddf.dtypes[name])) for name in ties},
-         "block": pandas.Series([], dtype="Int64"), "own": pandas.Series([], dtype="boolean")}
-    )
-    blocks = parts.map_partitions(replayed, meta=meta).shuffle(on="block")
+    return parts.map_partitions(replayed, meta=meta)
+
+
+def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool) -> tuple[Any, str, Any]:
+    """One stream's partitions in time order, decided (reset cuts, GCRA's transfer
+    functions, or one pass), and each stretch's frame; the method's name; and the sorted
+    partitions, persisted, to be kept until the frames are computed."""
+    import dask
+    import dask.dataframe
+
+    from ._spark_stream import _segments
+
+    ties = order[1:]
+    meta = _meta(ties, ddf.dtypes)
+    # Kept where they lie: read once for their spans (and functions), once to be decided.
+    kept = ddf.sort_values(order).persist()
+    ranges = [dask.delayed(_arrow)(part) for part in kept.to_delayed()]
+    names = [f"<partition {n}>" for n in range(len(ranges))]
+    spans = dask.compute(*(dask.delayed(_told)(argv, table, name, "range_line") for table, name in zip(ranges, names)))
+    segment_of, count = _segments({n: line for n, line in enumerate(spans) if line is not None})
+    stretches = None
+    if gcra and count < len(segment_of):
+        # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
+        found = dask.compute(*(dask.delayed(_told)(argv, table, name, "range_transfer") for table, name in zip(ranges, names)))
+        numbers = [n for n, line in enumerate(found) if line is not None]
+        if all(found[n] != "-" for n in numbers):
+            starts = dict(zip(numbers, _native.range_starts([found[n] for n in numbers])))
+            stretches = [dask.delayed(_from_start)(argv, ranges[n], names[n], starts[n]) for n in numbers]
+            method = f"transfer functions: {len(numbers)} ranges"
+    if stretches is None:
+        # Each segment's ranges together, decided in order from a fresh state.
+        segments = [[ranges[n] for n in sorted(segment_of) if segment_of[n] == s] for s in range(count)]
+        stretches = [dask.delayed(_from_fresh)(argv, parts, f"<segment {s}>") for s, parts in enumerate(segments)]
+        method = "sequential" if count == 1 else f"reset cuts: {count} segments"
+    frames = [dask.delayed(_stretch_frame)(argv, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
+    return dask.dataframe.from_delayed(frames, meta=meta, verify_meta=False), method, kept
+
+
+def _sequential(ddf: Any, argv: list[str], order: list[str]) -> str:
+    """Every row, in (time, tie) order, replayed in one pass in one task: the program's
+    report, the only thing computed back."""
+    import dask
+
+    ranges = [dask.delayed(_arrow)(part) for part in ddf.sort_values(order).to_delayed()]
+    return dask.compute(dask.delayed(_from_fresh)(argv, ranges, "<DataFrame>", True))[0]
+
+
+def _arrow(part: Any) -> Any:
+    """A partition's rows as an Arrow table; ``None`` without rows."""
+    import pyarrow
+
+    return None if part.empty else pyarrow.Table.from_pandas(part, preserve_index=False)
+
+
+def _told(argv: list[str], table: Any, name: str, tell: str) -> str | None:
+    """What a range tells by the native function `tell`; ``None`` without rows."""
+    return None if table is None else getattr(_native, tell)(argv, table, name)
+
+
+def _from_start(argv: list[str], table: Any, name: str, start: str) -> Any:
+    """A range decided from GCRA's tat `start`: its rows with `passed`, and the start."""
+    import pyarrow
+
+    passed = _native.decide_range(argv, table, name, start)
+    return table.append_column("passed", pyarrow.array(passed)), start, name
+
+
+def _from_fresh(argv: list[str], tables: list[Any], name: str, report: bool = False) -> Any:
+    """Ranges decided together in order from a fresh state: their rows with `passed` (and
+    no start); with `report`, the program's report of them instead."""
+    import pyarrow
+
+    table = pyarrow.concat_tables([table for table in tables if table is not None])
+    out, passed = _native.call(argv, table, not report, name)
+    if report:
+        return bytes(out).decode()
+    return table.append_column("passed", pyarrow.array(passed[0])), None, name
+
+
+def _stretch_frame(argv: list[str], stretch: Any, ties: list[str], number: int, meta: Any) -> Any:
+    """A decided stretch's frame: its figures (``stream_part``) in order `number`, and its
+    events' rows in their blocks."""
+    from ._spark_stream import _stretch_rows
+
+    table, start, name = stretch
+    told = _stretch_rows(argv, table, ties, name, start)
+    if told is None:
+        return meta
+    line, _, rows = told
+    return _sent(line, str(number), rows, meta)
+
+
+def _merged_report(frames: Any, argv: list[str], ties: list[str]) -> bytes:
+    """Shuffles the parts' frames by block, each block's rows in time order, and merges
+    the parts' summaries (in their order, if they have one) and each block's line into
+    what ``ratelimit replay --format json`` prints (``merge_parts``)."""
+    import pandas
+
+    blocks = frames.shuffle(on="block")
     blocks = blocks.map_partitions(lambda part: part.sort_values(["block", "t", *ties], kind="stable"))
 
     def lines(part: Any) -> Any:
-        # The summaries as they came, then a line for each block of time.
+        # The summaries as they came (with their order), then a line for each block of time.
         import pyarrow
 
         from ratelimit_replay import _native as native
 
-        said = ["part " + summary for summary in part["summary"].dropna()]
-        rows = part[part["summary"].isna()]
+        said = part[part["summary"].notna()]
+        said = [f"part {order if isinstance(order, str) else '-'} {summary}" for order, summary in zip(said["order"], said["summary"])]
+        rows = part[part["summary"].isna() & part["block"].notna()]
         if rows.empty:
             return pandas.Series(said, dtype=object)
         columns = {
@@ -151,11 +299,12 @@ def replay(
         return pandas.Series(said + found, dtype=object)
 
     told = list(blocks.map_partitions(lines, meta=(None, object)).compute())
-    summaries = [line.removeprefix("part ") for line in told if line.startswith("part ")]
-    if not summaries:
+    parts = [line.removeprefix("part ").split(" ", 1) for line in told if line.startswith("part ")]
+    if not parts:
         raise ValueError("<DataFrame>: no rows")
+    summaries = [summary for order, summary in sorted(parts, key=lambda part: -1 if part[0] == "-" else int(part[0]))]
     found = [line.removeprefix("block ") for line in told if line.startswith("block ")]
-    return json.loads(_native.merge_parts(argv, summaries, found))
+    return _native.merge_parts(argv, summaries, found)
 
 
 def _nullable(dtype: Any) -> Any:
@@ -170,13 +319,12 @@ def compare(
     ddf: Any,
     *,
     rate: str,
-    key: str,
+    key: str | None = None,
     burst: int | None = None,
     algos: list[str] | None = None,
     **given: Any,
 ) -> list[dict[str, Any]]:
-    """Returns what ``ratelimit compare --key KEY --format json`` prints for the rows of
+    """Returns what ``ratelimit compare [--key KEY] --format json`` prints for the rows of
     ``ddf``, as :func:`ratelimit_replay.spark.compare` does on Spark: a ``replay`` for each
     limiter of ``algos`` (the program's six by default)."""
     return _by_replays(replay, ddf, rate, key, burst, algos, given)
-

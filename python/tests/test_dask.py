@@ -80,3 +80,78 @@ def test_keyed_compare_on_dask_is_the_programs(client, log):
     want = cli_json("compare", str(csv), "--rate", "20/m", "--burst", "3", "--key", "client", "--algo", "sliding-log,gcra", *time)
     got = rld.compare(ddf, rate="20/m", burst=3, key="client", algos=["sliding-log", "gcra"], time="ts", time_format="unix-ms", tie="tie")
     assert without_input(got) == without_input(want)
+
+
+@pytest.mark.parametrize(
+    "algo,burst,method",
+    [
+        ("sliding-counter", None, "reset cuts"),
+        ("fixed-window", None, "reset cuts"),
+        ("token-bucket", 2, "transfer functions"),
+        ("leaky-queue", 3, "transfer functions"),
+    ],
+)
+def test_replay_of_one_stream_of_the_real_catalog_on_dask_is_the_programs(client, m5, m5_table, algo, burst, method):
+    # The 11-year catalog at 1/h in 6 partitions in time order: cut where the limiter rests,
+    # or each partition decided from its true start, then merged as on Spark.
+    flags = ["--algo", algo, "--rate", "1/h", *(["--burst", str(burst)] if burst else [])]
+    want = cli_json("replay", str(m5), *flags)
+    frame = m5_table.select(["time", "id", "mag"]).to_pandas()
+    frame["tie"] = range(len(frame))
+    ddf = dask.dataframe.from_pandas(frame, npartitions=6)
+    got = rld.replay(ddf, algo=algo, rate="1/h", burst=burst, tie="tie")
+    assert got.method.startswith(method), got.method
+    assert without_input(got) == without_input(want)
+    assert want["dropped"] > 0
+
+
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_replay_of_one_stream_that_never_rests_on_dask_is_the_programs_weighted_or_not(client, log, partitions):
+    # 50,000 requests never idle long enough to cut: GCRA's partitions (and a token
+    # bucket's, weighted by tokens, with the first request too big to pass) start where
+    # the ones before left them; the sliding log is one pass. One partition is one pass whatever the limiter.
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=partitions)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    for algo, rate, burst, cost, method in (
+        ("gcra", "20/m", 3, None, "transfer functions"),
+        ("sliding-log", "20/m", None, None, "sequential"),
+        ("token-bucket", "60000/m", 300, "tokens", "transfer functions"),
+    ):
+        flags = ["--algo", algo, "--rate", rate, *(["--burst", str(burst)] if burst else [])]
+        flags += ["--cost", cost] if cost else []
+        want = cli_json("replay", str(csv), *flags, *time)
+        got = rld.replay(ddf, algo=algo, rate=rate, burst=burst, cost=cost, time="ts", time_format="unix-ms", tie="tie")
+        assert got.method.startswith(method if partitions > 1 else "sequential"), (algo, got.method)
+        assert without_input(got) == without_input(want), (algo, partitions)
+        assert want["dropped"] > 0 and (not cost or want["too_big"]["events"] > 0)
+
+
+def test_layers_and_nginx_on_dask_are_the_programs(client, log):
+    # Layers all keyed by one column, by key; a keyed layer beside a global one, and
+    # nginx's keys (which share its zone), in one pass in one task.
+    csv, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=4)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    keyed = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=sliding-log,rate=40/m,key=client,cost=tokens"]
+    mixed = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=token-bucket,rate=30000/m,burst=2000,cost=tokens"]
+    for flags, given, method in (
+        ([w for spec in keyed for w in ("--limit", spec)], dict(limits=keyed), "by key"),
+        ([w for spec in mixed for w in ("--limit", spec)], dict(limits=mixed), "sequential"),
+        (["--algo", "nginx", "--rate", "1r/m", "--burst", "2", "--key", "client"],
+         dict(algo="nginx", rate="1r/m", burst=2, key="client"), "sequential"),
+    ):
+        want = cli_json("replay", str(csv), *flags, *time)
+        got = rld.replay(ddf, time="ts", time_format="unix-ms", tie="tie", **given)
+        assert got.method == method
+        assert without_input(got) == without_input(want), method
+        assert want["dropped"] > 0
+
+
+def test_compare_of_one_stream_on_dask_is_the_programs(client, m5, m5_table):
+    want = cli_json("compare", str(m5), "--rate", "1/h", "--burst", "3", "--algo", "sliding-log,gcra")
+    frame = m5_table.select(["time", "id", "mag"]).to_pandas()
+    frame["tie"] = range(len(frame))
+    ddf = dask.dataframe.from_pandas(frame, npartitions=4)
+    got = rld.compare(ddf, rate="1/h", burst=3, algos=["sliding-log", "gcra"], tie="tie")
+    assert without_input(got) == without_input(want)
