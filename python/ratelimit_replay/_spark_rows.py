@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from . import _native
+
 class Replayed(dict):
     """A replay's report, as the program's JSON has it, with ``method``: how the rows of
     one stream were decided (``"reset cuts: N segments"``, ``"transfer functions: N
@@ -280,3 +282,52 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
                     yield pyarrow.Table.from_batches([batch])
 
     return arrow_udtf(returnType=schema)(Bucket)(bucketed.asTable().partitionBy("__bucket").orderBy(*order))
+
+
+def _keyed_report(df: Any, argv: list[str], order: list[str], partitions: int | None, light: bool, via: str) -> bytes:
+    """Replays whole keys (`order`: key, time, ties) where they lie, and merges the parts'
+    summaries and the blocks' lines on the driver (``merge_parts``)."""
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    key, ties = order[0], order[2:]
+    carried = [] if light else ties
+    # Nullable: a summary's row has no tie.
+    fields = [StructField(name, df.schema[name].dataType) for name in carried]
+    schema = StructType(
+        [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
+         StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + fields
+    )
+    if light:
+        schema = _packed_schema()
+
+    def part(table, name):
+        # On an executor: whole keys, replayed; a row of summary, then each event's rows
+        # (or, each costing 1, a row of them packed for each block).
+        import pyarrow
+
+        summary, rows = _replayed_part(argv, table, ties, name)
+        if light:
+            rows = _packed(rows)
+        rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
+        said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
+        said = said.set_column(0, "summary", pyarrow.array([summary]))
+        yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
+
+    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, via), argv, carried, partitions)
+    parts = [row["line"] for row in told if row["kind"] == "part"]
+    if not parts:
+        raise ValueError("<DataFrame>: no rows")
+    found = [row["line"] for row in told if row["kind"] == "block"]
+    return _native.merge_parts(argv, parts, found)
+
+
+def _keyed_decisions(df: Any, argv: list[str], order: list[str], partitions: int | None, names: list[str], via: str) -> Any:
+    """Decides whole keys (`order`: key, time, ties) where they lie: `df` with a column for
+    each of `names` (``passed``, then each layer's)."""
+
+    def decide(table, name):
+        return _decided(argv, table.to_batches(), names)
+
+    decided = _by_bucket(df, order[0], order, partitions, decide, _with_passed(df.schema, names), via)
+    decided.ratelimit_method = "by key"
+    return decided

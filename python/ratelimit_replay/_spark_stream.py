@@ -65,15 +65,24 @@ def _sequential_decisions(df: Any, argv: list[str], order: list[str], names: lis
     return decided
 
 
-def _replay_one_stream(df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None, light: bool) -> Replayed:
-    """Replays one stream: its rows decided in ranges of time, then each range's figures
-    and the blocks' lines merged on the driver (``merge_parts``, in Rust)."""
+def _replay_one_stream(
+    df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None, light: bool, decided: bool = False
+) -> Replayed:
+    """Replays one stream: its rows decided in ranges of time (or, if `decided`, as `df`'s
+    column ``passed`` has them, cut in ranges of time), then each range's figures and the
+    blocks' lines merged on the driver (``merge_parts``, in Rust)."""
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
     ties = order[1:]
-    # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
-    gcra = algo in ("gcra", "token-bucket", "leaky-queue")
-    decided = _decisions_of_one_stream(df, argv, order, partitions, gcra, segments=True)
+    if decided:
+        # No range's start is known: not for a leaky queue, whose waits want it.
+        ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
+        decided = ranged.sortWithinPartitions(*order)
+        decided.ratelimit_method = "decided"
+    else:
+        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
+        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
+        decided = _decisions_of_one_stream(df, argv, order, partitions, gcra, segments=True)
     starts = getattr(decided, "ratelimit_starts", None) or {}
     schema = StructType(
         [StructField("summary", StringType()), StructField("order", StringType()), StructField("block", LongType()),

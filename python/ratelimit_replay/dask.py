@@ -105,33 +105,79 @@ def replay(
     orders the partitions in time, and they are decided as Spark's ranges are: from a
     fresh state where the limiter rests between them (``"reset cuts: N segments"``), or
     GCRA's each from its true start (``"transfer functions: N ranges"``); each stretch
-    sends its figures, and its events go on to the blocks. nginx, and layers beside a
-    global one (``limits``, the program's ``--limit`` SPECs), run in one pass in one task
-    (``"sequential"``); layers all keyed by one column, by key."""
+    sends its figures, and its events go on to the blocks. Layers (``limits``, the
+    program's ``--limit`` SPECs) all keyed by one column run by key, and so do keyed layers
+    beside global ones that refuse nothing alone (``_layers``); nginx, and layers beside a
+    global one that refuses, run in one pass in one task (``"sequential"``, and why)."""
     from ._spark_rows import Replayed
 
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
     ties = [tie] if tie else []
+    order = [time] + ties
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
         key = _native.layers_key(argv)
-    if (limits and key is None) or algo == "nginx":
-        report = Replayed(json.loads(_sequential(ddf, argv, [time] + ties)))
-        report.method = "sequential"
-        return report
-    kept = None
-    if not key:
+    if limits and key is None:
+        report, method = _beside(ddf, given, order)
+        if report is None:
+            report = json.loads(_sequential(ddf, argv, order))
+    elif algo == "nginx":
+        report, method = json.loads(_sequential(ddf, argv, order)), "sequential"
+    elif not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
-        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
-        # The sorted partitions are kept (persisted) until the report is made of them.
-        frames, method, kept = _one_stream(ddf, argv, [time] + ties, gcra)
+        report, method = _stream_report(ddf, argv, order, algo in ("gcra", "token-bucket", "leaky-queue"))
     else:
-        frames, method = _by_key(ddf, argv, key, [key, time] + ties), "by key"
-    report = Replayed(json.loads(_merged_report(frames, argv, ties)))
+        report, method = json.loads(_merged_report(_by_key(ddf, argv, key, [key, *order]), argv, ties)), "by key"
+    report = Replayed(report)
     report.method = method
-    del kept
     return report
+
+
+def _beside(ddf: Any, given: dict[str, Any], order: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """Layers keyed by one column beside global ones, by key if every global layer
+    refuses nothing alone (``_layers``): the report, or ``None``; and the method."""
+    from ._layers import _replay_beside
+
+    def one_stream(frame, argv, algo, light, decided):
+        return _stream_report(ddf if frame is None else frame, argv, order, algo in ("gcra", "token-bucket"), decided)[0]
+
+    def keyed_report(argv, key, light):
+        return _merged_report(_by_key(ddf, argv, key, [key, *order]), argv, order[1:])
+
+    def keyed_decisions(argv, key):
+        return _keyed_decisions(ddf, argv, [key, *order])
+
+    return _replay_beside(given, one_stream, keyed_report, keyed_decisions)
+
+
+def _stream_report(ddf: Any, argv: list[str], order: list[str], gcra: bool, decided: bool = False) -> tuple[dict[str, Any], str]:
+    """The report of one limit over every row in (time, tie) `order`, and the method: the
+    rows decided in partitions of time (or as their ``passed`` says, if `decided`)."""
+    # The sorted partitions are kept (persisted) until the report is made of them.
+    frames, method, kept = _one_stream(ddf, argv, order, gcra, decided)
+    report = json.loads(_merged_report(frames, argv, order[1:]))
+    del kept
+    return report, method
+
+
+def _keyed_decisions(ddf: Any, argv: list[str], order: list[str]) -> Any:
+    """Each key whole in a partition (``shuffle(key)``) decided there: the rows with
+    ``passed``."""
+    import pandas
+
+    meta = ddf._meta.assign(passed=pandas.Series([], dtype="boolean"))
+
+    def decide(part: Any) -> Any:
+        import pyarrow
+
+        if part.empty:
+            return meta
+        _, passed = _native.call(argv, pyarrow.Table.from_pandas(part, preserve_index=False), True)
+        return part.assign(passed=pandas.array(pyarrow.array(passed[0]).to_pylist(), dtype="boolean"))
+
+    parts = ddf.shuffle(on=order[0]).map_partitions(lambda part: part.sort_values(order, kind="stable"))
+    return parts.map_partitions(decide, meta=meta)
 
 
 def _meta(ties: list[str], dtypes: Any) -> Any:
@@ -179,10 +225,11 @@ def _by_key(ddf: Any, argv: list[str], key: str, order: list[str]) -> Any:
     return parts.map_partitions(replayed, meta=meta)
 
 
-def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool) -> tuple[Any, str, Any]:
+def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool, decided: bool) -> tuple[Any, str, Any]:
     """One stream's partitions in time order, decided (reset cuts, GCRA's transfer
-    functions, or one pass), and each stretch's frame; the method's name; and the sorted
-    partitions, persisted, to be kept until the frames are computed."""
+    functions, or one pass; or, if `decided`, as their ``passed`` says), and each
+    stretch's frame; the method's name; and the sorted partitions, persisted, to be kept
+    until the frames are computed."""
     import dask
     import dask.dataframe
 
@@ -194,6 +241,10 @@ def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool) -> tupl
     kept = ddf.sort_values(order).persist()
     ranges = [dask.delayed(_arrow)(part) for part in kept.to_delayed()]
     names = [f"<partition {n}>" for n in range(len(ranges))]
+    if decided:
+        stretches = [dask.delayed(_as_decided)(table, name) for table, name in zip(ranges, names)]
+        frames = [dask.delayed(_stretch_frame)(argv, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
+        return dask.dataframe.from_delayed(frames, meta=meta, verify_meta=False), "decided", kept
     spans = dask.compute(*(dask.delayed(_told)(argv, table, name, "range_line") for table, name in zip(ranges, names)))
     segment_of, count = _segments({n: line for n, line in enumerate(spans) if line is not None})
     stretches = None
@@ -235,6 +286,11 @@ def _told(argv: list[str], table: Any, name: str, tell: str) -> str | None:
     return None if table is None else getattr(_native, tell)(argv, table, name)
 
 
+def _as_decided(table: Any, name: str) -> Any:
+    """A range decided already, as its ``passed`` says; ``None`` without rows."""
+    return None if table is None else (table, None, name)
+
+
 def _from_start(argv: list[str], table: Any, name: str, start: str) -> Any:
     """A range decided from GCRA's tat `start`: its rows with `passed`, and the start."""
     import pyarrow
@@ -260,6 +316,8 @@ def _stretch_frame(argv: list[str], stretch: Any, ties: list[str], number: int, 
     events' rows in their blocks."""
     from ._spark_stream import _stretch_rows
 
+    if stretch is None:
+        return meta
     table, start, name = stretch
     told = _stretch_rows(argv, table, ties, name, start)
     if told is None:

@@ -16,8 +16,10 @@ and cover are made of them.
 stream or per key. Per key, each key's decisions are its own limiter's (or its own
 layers'), and what mixes keys in time order (the busiest windows) is found over blocks
 of time (``_spark_rows``). One stream is decided in ranges of time, cut where the limiter
-rests, each from its true start, or in one pass (``_spark_stream``); what no cut splits
-(nginx's keys, layers beside a global one) runs in one pass in one task, and says so.
+rests, each from its true start, or in one pass (``_spark_stream``). Keyed layers beside
+global ones run by key where the global ones refuse nothing (``_layers``); what no cut
+splits (nginx's keys, layers beside a global one that refuses) runs in one pass in one
+task, and says so.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import json
 from typing import Any
 
 from . import _argv, _native
-from ._spark_rows import Replayed, _blocks_told, _by_bucket, _collect, _decided, _packed, _packed_schema, _replayed_part, _table, _ties, _with_passed
+from ._layers import _BESIDE, _ONE_PASS, Split, _replay_beside
+from ._spark_rows import Replayed, _by_bucket, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
 __all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
@@ -152,29 +155,33 @@ def decisions(
     DataFrame's ``ratelimit_method`` says which: ``"reset cuts: N segments"``, ``"transfer
     functions: N ranges"``, or ``"sequential"`` when no cut is found.
 
-    What no cut splits is decided in one pass, in one task (``"sequential"``): nginx's
-    keys, which share its zone, and ``limits``, layers all or nothing (the program's
-    ``--limit`` SPECs), which then add a column for each layer, named by its SPEC, whether
-    that layer admitted the row.
+    ``limits``, layers all or nothing (the program's ``--limit`` SPECs), add a column for
+    each layer, named by its SPEC, whether that layer admitted the row. Layers all keyed
+    by one column are decided by key (``"by key"``); keyed layers beside global ones too,
+    if every global layer refuses nothing alone (``"by key: the global layers refuse
+    nothing"``, found first by deciding each alone; see ``_layers``). What no cut splits
+    is decided in one pass, in one task (``"sequential"``, and why): nginx's keys, which
+    share its zone, and layers beside a global one that refuses.
     """
-    argv = _argv("replay", dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags))
+    given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags)
+    argv = _argv("replay", given)
     names = ["passed", *(limits or [])]
     if limits:
         key = _native.layers_key(argv)
-    if (limits and key is None) or (algo == "nginx" and key):
+    if limits and key is None:
+        decided, method = _decisions_beside(df, given, [time] + _ties(tie), partitions, via)
+        if decided is not None:
+            return decided
+        decided = _sequential_decisions(df, argv, [time] + _ties(tie), names)
+        decided.ratelimit_method = method
+        return decided
+    if algo == "nginx" and key:
         return _sequential_decisions(df, argv, [time] + _ties(tie), names)
     if not key:
         # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
         gcra = algo in ("gcra", "token-bucket", "leaky-queue")
         return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, gcra)
-    order = [key, time] + _ties(tie)
-
-    def decide(table, name):
-        return _decided(argv, table.to_batches(), names)
-
-    decided = _by_bucket(df, key, order, partitions, decide, _with_passed(df.schema, names), via)
-    decided.ratelimit_method = "by key"
-    return decided
+    return _keyed_decisions(df, argv, [key, time] + _ties(tie), partitions, names, via)
 
 
 def replay(
@@ -208,54 +215,29 @@ def replay(
     the promise bounds). The dict's ``method`` attribute names the way the rows were
     decided.
 
-    nginx (its keys share its zone, and its own burst is found in one pass) and
-    ``limits``, layers all or nothing (the program's ``--limit`` SPECs), are replayed in
-    one pass, in one task: ``method`` is ``"sequential"``, and the report the program's.
+    ``limits``, layers all or nothing (the program's ``--limit`` SPECs), run as
+    ``decisions`` runs them: by key (``"by key"``, or ``"by key: the global layers refuse
+    nothing"``), or in one pass, in one task (``"sequential"``, and why), as nginx does
+    (its keys share its zone, and its own burst is found in one pass).
     """
-    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
-
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
         key = _native.layers_key(argv)
-    if (limits and key is None) or algo == "nginx":
+    if limits and key is None:
+        report, method = _beside(df, given, [time] + _ties(tie), partitions, via)
+        report = _sequential_report(df, argv, [time] + _ties(tie)) if report is None else Replayed(report)
+        report.method = method
+        return report
+    if algo == "nginx":
         return _sequential_report(df, argv, [time] + _ties(tie))
     # With no cost, every event costs 1: its cost, and its ties (which order only the
     # first event too big to pass), need not go on to the blocks.
     light = cost is None and not any("cost=" in spec for spec in limits or [])
     if not key:
         return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions, light)
-    order = [key, time] + _ties(tie)
-    carried = [] if light else _ties(tie)
-    # Nullable: a summary's row has no tie.
-    ties = [StructField(name, df.schema[name].dataType) for name in carried]
-    schema = StructType(
-        [StructField("summary", StringType()), StructField("block", LongType()), StructField("own", BooleanType()),
-         StructField("t", LongType()), StructField("c", LongType()), StructField("passed", BooleanType())] + ties
-    )
-    if light:
-        schema = _packed_schema()
-
-    def part(table, name):
-        # On an executor: whole keys, replayed; a row of summary, then each event's rows
-        # (or, each costing 1, a row of them packed for each block).
-        import pyarrow
-
-        summary, rows = _replayed_part(argv, table, _ties(tie), name)
-        if light:
-            rows = _packed(rows)
-        rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
-        said = pyarrow.table({field.name: pyarrow.nulls(1, rows.schema.field(field.name).type) for field in schema})
-        said = said.set_column(0, "summary", pyarrow.array([summary]))
-        yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
-
-    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, via), argv, carried, partitions)
-    parts = [row["line"] for row in told if row["kind"] == "part"]
-    if not parts:
-        raise ValueError("<DataFrame>: no rows")
-    found = [row["line"] for row in told if row["kind"] == "block"]
-    report = Replayed(json.loads(_native.merge_parts(argv, parts, found)))
+    report = Replayed(json.loads(_keyed_report(df, argv, [key, time] + _ties(tie), partitions, light, via)))
     report.method = "by key"
     return report
 
@@ -276,6 +258,45 @@ def compare(
     that take one. ``given`` are ``replay``'s other keywords (``cost``, ``time``, ``tie``,
     ``partitions``…)."""
     return _by_replays(replay, df, rate, key, burst, algos, given)
+
+
+def _beside(df: Any, given: dict[str, Any], order: list[str], partitions: int | None, via: str) -> tuple[dict[str, Any] | None, str]:
+    """Layers keyed by one column beside global ones, by key if every global layer
+    refuses nothing alone (``_layers``): the report, or ``None``; and the method."""
+
+    def one_stream(frame, argv, algo, light, decided):
+        return _replay_one_stream(df if frame is None else frame, argv, algo, order, partitions, light, decided)
+
+    def keyed_report(argv, key, light):
+        return _keyed_report(df, argv, [key, *order], partitions, light, via)
+
+    def keyed_decisions(argv, key):
+        return _keyed_decisions(df, argv, [key, *order], partitions, ["passed"], via)
+
+    return _replay_beside(given, one_stream, keyed_report, keyed_decisions)
+
+
+def _decisions_beside(df: Any, given: dict[str, Any], order: list[str], partitions: int | None, via: str) -> tuple[Any, str]:
+    """`df` decided by layers keyed by one column beside global ones, by key, if every
+    global layer refuses nothing alone (its column then true wherever a row made an
+    event), and the method; else ``None`` and the method of one pass, with why."""
+    from pyspark.sql import functions as F
+
+    split = Split(given)
+    if split.key is None:
+        return None, _ONE_PASS
+    for place, spec, algo, light, alone in split.apart:
+        found = _decisions_of_one_stream(df, alone, order, partitions, algo in ("gcra", "token-bucket"))
+        if not found.where(~F.col("passed")).isEmpty():
+            return None, f"{_ONE_PASS}: `{spec}` refuses alone"
+    decided = _keyed_decisions(df, split.argv, [split.key, *order], partitions, ["passed", *split.keyed], via)
+    for place, spec, *_ in split.apart:
+        decided = decided.withColumn(spec, F.when(F.col("passed").isNotNull(), F.lit(True)))
+    # Columns by name, whatever a SPEC holds (dots, commas).
+    names = [*df.columns, "passed", *given["limits"]]
+    decided = decided.select(*(F.col("`" + name.replace("`", "``") + "`") for name in names))
+    decided.ratelimit_method = _BESIDE
+    return decided, _BESIDE
 
 
 def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[dict[str, Any]]:

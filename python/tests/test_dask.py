@@ -128,16 +128,20 @@ def test_replay_of_one_stream_that_never_rests_on_dask_is_the_programs_weighted_
 
 
 def test_layers_and_nginx_on_dask_are_the_programs(client, log):
-    # Layers all keyed by one column, by key; a keyed layer beside a global one, and
-    # nginx's keys (which share its zone), in one pass in one task.
+    # Layers all keyed by one column, by key; a keyed layer beside a global one that
+    # refuses nothing alone, by key; beside one that refuses, and nginx's keys (which
+    # share its zone), in one pass in one task, saying why.
     csv, frame = log
     ddf = dask.dataframe.from_pandas(frame, npartitions=4)
     time = ["--time-column", "ts", "--time-format", "unix-ms"]
     keyed = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=sliding-log,rate=40/m,key=client,cost=tokens"]
+    beside = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=sliding-log,rate=200000/m,cost=tokens"]
     mixed = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=token-bucket,rate=30000/m,burst=2000,cost=tokens"]
     for flags, given, method in (
         ([w for spec in keyed for w in ("--limit", spec)], dict(limits=keyed), "by key"),
-        ([w for spec in mixed for w in ("--limit", spec)], dict(limits=mixed), "sequential"),
+        # A global layer that refuses nothing alone refuses nothing in the run: by key.
+        ([w for spec in beside for w in ("--limit", spec)], dict(limits=beside), "by key: the global layers refuse nothing"),
+        ([w for spec in mixed for w in ("--limit", spec)], dict(limits=mixed), f"sequential: `{mixed[1]}` refuses 31050 alone"),
         (["--algo", "nginx", "--rate", "1r/m", "--burst", "2", "--key", "client"],
          dict(algo="nginx", rate="1r/m", burst=2, key="client"), "sequential"),
     ):

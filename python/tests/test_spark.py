@@ -387,10 +387,12 @@ def test_layers_and_nginx_on_spark_are_the_programs_in_one_pass(spark, clients):
     ):
         want = cli_json("replay", str(csv), *flags, *time)
         got = rls.replay(df, time="ts", time_format="unix-ms", tie="tie", partitions=4, **given)
-        assert got.method == "sequential"
+        # The global layer refuses 75,075 events alone: it may refuse some in the run.
+        said = f"sequential: `{limits[1]}` refuses 75075 alone" if "limits" in given else "sequential"
+        assert got.method == said
         assert without_input(got) == without_input(want)
         decided = rls.decisions(df, time="ts", time_format="unix-ms", tie="tie", partitions=4, **given)
-        assert decided.ratelimit_method == "sequential"
+        assert decided.ratelimit_method == said.removesuffix(" 75075 alone").replace("refuses", "refuses alone")
         same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
     # Both layers refuse some: the global one is no bystander.
     assert all(layer["refused"] > 0 for layer in cli_json("replay", str(csv), *layered, *time)["layers"])
@@ -398,6 +400,28 @@ def test_layers_and_nginx_on_spark_are_the_programs_in_one_pass(spark, clients):
     decided = rls.decisions(df, limits=limits, time="ts", time_format="unix-ms", tie="tie")
     assert decided.columns[-3:] == ["passed", *limits]
     assert decided.where(F.col("passed") & ~(F.col(limits[0]) & F.col(limits[1]))).count() == 0
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_keyed_layers_beside_a_global_one_that_refuses_nothing_alone_run_by_key(spark, clients, partitions):
+    # A global layer that refuses no event alone refuses none in the run: the keyed layers
+    # decide each key alone, by key, and the global layer's report is of what passed.
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet).withColumn("id", F.col("tie"))
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    limits = ["algo=gcra,rate=2/m,burst=3,key=client", "algo=sliding-log,rate=75000/m,cost=tokens",
+              "algo=sliding-log,rate=3/m,key=client"]
+    flags = [word for spec in limits for word in ("--limit", spec)]
+    want = cli_json("replay", str(csv), *flags, *time)
+    assert [layer["alone"] > 0 for layer in want["layers"]] == [True, False, True]
+    got = rls.replay(df, limits=limits, time="ts", time_format="unix-ms", tie="tie", partitions=partitions)
+    assert got.method == "by key: the global layers refuse nothing"
+    assert without_input(got) == without_input(want)
+    decided = rls.decisions(df, limits=limits, time="ts", time_format="unix-ms", tie="tie", partitions=partitions)
+    assert decided.ratelimit_method == "by key: the global layers refuse nothing"
+    assert decided.columns[-4:] == ["passed", *limits]
+    same_decisions(spark, decided.select("id", "passed"), emitted(csv_with_id(csv), *flags, *time))
+    assert decided.where(F.col("passed").isNotNull() & ~F.col(f"`{limits[1]}`")).count() == 0
 
 
 @pytest.mark.parametrize("partitions", [1, 4])
