@@ -2,11 +2,13 @@
 refuses nothing alone, else in one pass.
 
 All or nothing, a global layer is charged only by the events every layer admits: a part
-of the events it would be charged by alone. Of the limiters here, fewer events charged
-leave at least as much room, so a global layer that refuses no event alone refuses none
-in the run, and the keyed layers decide as if it were not there: each key alone, by key.
-Its own report is then a replay of one stream over every row, the rows that passed
-decided so. Whether each global layer refuses nothing alone is found first, by a replay
+of the events it would be charged by alone. For the limiters that say so
+(``Rule::ADMITS_ANY_PART``: a count, a log, a bucket's level, each a sum over the events
+charged; a property test holds them to it), fewer events charged leave at least as much
+room, so a global layer that refuses no event alone refuses none in the run, and the
+keyed layers decide as if it were not there: each key alone, by key. Its own report is
+then a replay of one stream over every row, the rows that passed decided so (for a
+limiter that delays nothing: ``splits_beside``). Whether each global layer refuses nothing alone is found first, by a replay
 of it alone over every row, in parallel.
 """
 
@@ -17,10 +19,7 @@ from typing import Any, Callable
 
 from . import _argv, _native
 
-# The limiters whose room only grows as fewer events charge them (a count, a log, a
-# level: each a sum over the events charged), and a layer of them spelled in the keys a
-# limit has on its own.
-_MONOTONE = ("token-bucket", "gcra", "fixed-window", "sliding-log", "sliding-counter")
+# A layer spelled in the keys a limit has on its own.
 _PLAIN = {"algo", "rate", "burst", "cost"}
 
 # How layers run: split by key beside global layers that refuse nothing, or in one pass.
@@ -45,7 +44,7 @@ class Split:
             limit = dict(pairs)
             if "key" in limit:
                 keyed.append(spec)
-            elif set(limit) <= _PLAIN and limit.get("algo") in _MONOTONE:
+            elif set(limit) <= _PLAIN and _native.splits_beside(limit.get("algo", "")):
                 alone = _argv("replay", {**{k: v for k, v in given.items() if k != "limits"}, **limit})
                 self.apart.append((place, spec, limit["algo"], "cost" not in limit, alone))
             else:

@@ -312,6 +312,16 @@ fn check_order(
     py.detach(|| data.check_order(&columns)).map_err(read_error)
 }
 
+/// Whether a global layer of the limiter named `algo` (false for no limiter's name) that
+/// refuses nothing alone refuses nothing beside other layers, and its report is a replay
+/// of the rows as they passed: it admits any part of a stream it admits whole
+/// (`Rule::ADMITS_ANY_PART`), and delays nothing (a queue's waits want where it starts).
+#[pyfunction]
+fn splits_beside(algo: &str) -> bool {
+    let algorithm = algo.parse::<ratelimit_replay::limiter::Algorithm>();
+    algorithm.is_ok_and(|algorithm| algorithm.admits_any_part() && !algorithm.delays())
+}
+
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
 /// event, with the GIL released (a Redis round trip is waited for by this thread alone).
 #[pyclass]
@@ -386,5 +396,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decide_range, module)?)?;
     module.add_function(wrap_pyfunction!(order_by, module)?)?;
     module.add_function(wrap_pyfunction!(check_order, module)?)?;
+    module.add_function(wrap_pyfunction!(splits_beside, module)?)?;
     Ok(())
 }

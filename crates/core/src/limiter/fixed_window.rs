@@ -90,6 +90,8 @@ impl Rule for FixedWindow {
     const HELP: &'static str =
         "At most N events in each period-long window aligned to the Unix epoch";
     const USES_BURST: bool = false;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::FixedWindow);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> FixedWindow {

@@ -86,6 +86,8 @@ impl Rule for Gcra {
     const NAME: &'static str = "gcra";
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Gcra {

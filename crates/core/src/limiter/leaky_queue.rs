@@ -173,6 +173,8 @@ impl Rule for LeakyQueue {
     const HELP: &'static str =
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";
     const USES_BURST: bool = true;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const DELAYS: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 

@@ -217,6 +217,12 @@ pub trait Rule: KeyedState {
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;
+    /// Whether, having admitted every event of a stream, it admits every event of any part
+    /// of that stream: fewer events charged leave it at least as much room (a count, a
+    /// log, a bucket's level, each a sum over the events charged). A global layer of such
+    /// a limiter that refuses nothing alone then refuses nothing beside other layers, all
+    /// or nothing, and they decide as if it were not there.
+    const ADMITS_ANY_PART: bool = false;
     /// The system whose own arithmetic it models, with the version followed; `None` for
     /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
     /// for others.

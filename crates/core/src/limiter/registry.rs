@@ -178,6 +178,12 @@ macro_rules! limiters {
                 })
             }
 
+            /// Returns true if, having admitted every event of a stream, it admits every
+            /// event of any part of it ([`Rule::ADMITS_ANY_PART`]).
+            pub fn admits_any_part(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::ADMITS_ANY_PART,)* }
+            }
+
             /// Returns true if it models one system's own arithmetic.
             pub fn is_system(self) -> bool {
                 self.models().is_some()

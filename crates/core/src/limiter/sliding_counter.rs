@@ -108,6 +108,8 @@ impl Rule for SlidingCounter {
     const NAME: &'static str = "sliding-counter";
     const HELP: &'static str = "prev·(P − elapsed)/P + cur < N, over two epoch-aligned windows";
     const USES_BURST: bool = false;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::SlidingCounter);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingCounter {

@@ -164,6 +164,8 @@ impl Rule for SlidingLog {
     const NAME: &'static str = "sliding-log";
     const HELP: &'static str = "At most N passed events in (t − P, t], remembering each one";
     const USES_BURST: bool = false;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::SlidingLog);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> SlidingLog {

@@ -424,3 +424,27 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A limiter that says it admits any part of a stream it admits whole
+    /// ([`Rule::ADMITS_ANY_PART`]) does: every event of a random part of the longest start
+    /// of a stream it admits whole passes, with costs from 0 to past the burst.
+    #[test]
+    fn a_limiter_that_admits_a_stream_admits_any_part_of_it(
+        ((rate, b, times), costs, kept) in scenario().prop_flat_map(|s| {
+            let (len, most) = (s.2.len(), s.1 + 2);
+            (Just(s), prop::collection::vec(0..=most, len), prop::collection::vec(any::<bool>(), len))
+        })
+    ) {
+        for algorithm in Algorithm::ALL.into_iter().filter(|a| a.admits_any_part()) {
+            let mut whole = algorithm.build(rate, burst(b));
+            let admitted = times.iter().zip(&costs).take_while(|&(&t, &c)| whole.take(t, c, false).passed).count();
+            let mut part = algorithm.build(rate, burst(b));
+            for ((&t, &c), _) in times.iter().zip(&costs).zip(&kept).take(admitted).filter(|(_, k)| **k) {
+                prop_assert!(part.take(t, c, false).passed, "{:?} refuses {:?} of a part", algorithm, t);
+            }
+        }
+    }
+}

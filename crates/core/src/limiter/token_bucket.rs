@@ -94,6 +94,8 @@ impl Rule for TokenBucket {
     const NAME: &'static str = "token-bucket";
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;
+    // Fewer events charged leave at least as much room.
+    const ADMITS_ANY_PART: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::TokenBucket);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> TokenBucket {
