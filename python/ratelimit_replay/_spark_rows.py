@@ -198,9 +198,21 @@ def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> t
     return summary, _in_blocks(events, max(length, _BLOCK_US), length)
 
 
-# How whole keys reach the engine: Spark's own sort checked (3.4 and later), a group
-# sorted in Rust (4.0 and later), or an Arrow UDTF whose order Spark guarantees (4.1 and later).
-_VIAS = ("map", "apply", "udtf")
+# How whole keys reach the engine, and the Spark each needs: Spark's own sort checked
+# (3.4), a group sorted in Rust (4.0), or an Arrow UDTF whose order Spark guarantees (4.1).
+_VIAS = {"map": (3, 4), "apply": (4, 0), "udtf": (4, 1)}
+
+
+def _check_via(via: str) -> None:
+    """Raises ValueError unless `via` is a way to hand keys over that this Spark has."""
+    if via not in _VIAS:
+        raise ValueError(f"via: {via!r} is not one of {', '.join(map(repr, _VIAS))}")
+    import pyspark
+
+    running = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+    if running < _VIAS[via]:
+        needs = ".".join(map(str, _VIAS[via]))
+        raise ValueError(f"via: {via!r} needs Spark {needs} or later; this is {pyspark.__version__}")
 
 
 def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work: Any, schema: Any, via: str) -> Any:
@@ -221,8 +233,6 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
     A bucket is one of `partitions` (``spark.sql.shuffle.partitions`` if ``None``), and
     each is one call into the engine (about half a millisecond here): a lake's 10^7 keys
     want about 4,096 buckets, a test's few thousand a handful."""
-    if via not in _VIAS:
-        raise ValueError(f"via: {via!r} is not one of {', '.join(map(repr, _VIAS))}")
     if via == "map":
         hashed = df.repartition(partitions, key) if partitions else df.repartition(key)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import _argv, _native
 from ._layers import _BESIDE, _ONE_PASS, Split, _replay_beside
-from ._spark_rows import Replayed, _by_bucket, _collect, _keyed_decisions, _keyed_report, _table, _ties
+from ._spark_rows import Replayed, _by_bucket, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
 __all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
@@ -70,6 +70,7 @@ def min_bucket(
     guarantees. A bucket is one of ``partitions``, or of ``spark.sql.shuffle.partitions``.
     ``decisions`` and ``replay`` take it too.
     """
+    _check_via(via)
     argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
         return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, via)
@@ -163,6 +164,7 @@ def decisions(
     is decided in one pass, in one task (``"sequential"``, and why): nginx's keys, which
     share its zone, and layers beside a global one that refuses.
     """
+    _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
     names = ["passed", *(limits or [])]
@@ -220,6 +222,7 @@ def replay(
     nothing"``), or in one pass, in one task (``"sequential"``, and why), as nginx does
     (its keys share its zone, and its own burst is found in one pass).
     """
+    _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     argv = _argv("replay", given)
     if limits:

@@ -484,6 +484,17 @@ def test_the_order_an_engine_promised_is_checked_and_a_bucket_sorted_in_rust():
         rls.replay(None, algo="gcra", rate="1/s", key="client", via="sorted")
 
 
+def test_a_way_to_hand_keys_over_that_the_running_spark_lacks_is_a_one_line_error(monkeypatch):
+    import pyspark
+
+    monkeypatch.setattr(pyspark, "__version__", "4.0.1")
+    with pytest.raises(ValueError, match=r"^via: 'udtf' needs Spark 4.1 or later; this is 4.0.1$"):
+        rls.replay(None, algo="gcra", rate="1/s", key="client", via="udtf")
+    monkeypatch.setattr(pyspark, "__version__", "3.5.7")
+    with pytest.raises(ValueError, match=r"^via: 'apply' needs Spark 4.0 or later; this is 3.5.7$"):
+        rls.decisions(None, algo="gcra", rate="1/s", key="client", via="apply")
+
+
 def csv_with_id(csv):
     """`csv` with an `id` column, each row's number, as `emitted` keys decisions by it."""
     path = csv.with_name(csv.stem + "-id.csv")
