@@ -339,6 +339,34 @@ def test_replay_of_one_stream_that_never_rests_is_the_programs_weighted_or_not(s
         assert want["dropped"] > 0 and (not cost or want["too_big"]["events"] > 0)
 
 
+@pytest.mark.parametrize("count,partitions", [(1, 1), (3, 4), (7, 4)])
+def test_the_real_catalog_in_parquet_files_on_spark_is_the_programs(spark, m5, m5_table, tmp_path, count, partitions):
+    # The 11-year catalog written as `count` Parquet files, its times as timestamps, ties
+    # in the order the files are read in (`_metadata`): the sizes, the curve, a replay of
+    # one stream and one per network, and every decision are the program's on the CSV.
+    from ratelimit_replay import _curve_table
+
+    step = -(-m5_table.num_rows // count)
+    for n in range(count):
+        # Spark reads times to the µs: the catalog's are whole ms.
+        pyarrow.parquet.write_table(m5_table.slice(n * step, step), tmp_path / f"part-{n}.parquet", coerce_timestamps="us")
+    df = spark.read.parquet(str(tmp_path)).select(
+        "*", F.col("_metadata.file_path").alias("file"), F.col("_metadata.row_index").alias("row")
+    )
+    ties = dict(tie=["file", "row"], partitions=partitions)
+    assert rls.min_bucket(df, rate="1/h,10/h", **ties) == without_input(cli_json("min-bucket", str(m5), "--rate", "1/h,10/h"))
+    want = _curve_table(cli_json("min-bucket", str(m5), "--curve"))
+    assert rls.curve(df, **ties).equals(want)
+    flags = ["--algo", "gcra", "--rate", "1/h", "--burst", "3"]
+    got = rls.replay(df, algo="gcra", rate="1/h", burst=3, **ties)
+    assert without_input(got) == without_input(cli_json("replay", str(m5), *flags)), got.method
+    same_decisions(spark, rls.decisions(df, algo="gcra", rate="1/h", burst=3, **ties), emitted(m5, *flags))
+    keyed = ["--algo", "sliding-log", "--rate", "1/h", "--key", "net"]
+    got = rls.replay(df, algo="sliding-log", rate="1/h", key="net", **ties)
+    assert without_input(got) == without_input(cli_json("replay", str(m5), *keyed))
+    assert got["dropped"] > 0
+
+
 def test_compare_of_one_stream_on_spark_is_the_programs_six(spark, m5, m5_table):
     # Each row of the program's compare is that limiter's replay over every row.
     want = cli_json("compare", str(m5), "--rate", "1/h", "--burst", "3")
