@@ -10,25 +10,31 @@ use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
 use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
+use crate::engine::Backend;
 use crate::engine::layered::Layer;
+use crate::engine::live::Answer;
 use crate::engine::recorder::Settings;
-use crate::engine::redis::{Outcome, RedisTarget, Remote, RemoteLayers, SHARED, Server};
+use crate::engine::redis::{self, RedisTarget, SHARED};
 use crate::input::cost::Cost;
 use crate::render::export;
 use crate::render::outfile::stdout;
 use crate::report;
-use crate::units::time::Span;
+use crate::units::time::{Span, Timestamp};
 
 pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    if args.key.is_empty() {
+        bail!("KEY is empty: check limits a key, such as alert:bob");
+    }
     if !args.limits.is_empty() {
         return run_layers(args, styles);
     }
     let (settings, target) = args.resolve()?;
-    let remote = Remote::new(settings.algorithm, settings.rate, settings.burst.get(), args.cost)?;
-    let mut server = Server::connect(&target.urls, target.timeout)?;
-    let base = format!("{}{{{}}}", target.prefix, args.key);
-    let outcome = remote.check(&mut server, base.as_bytes(), &member())?;
-    let found = decision(&args.key, &settings, args.cost, &outcome);
+    // A cost that can never pass is an error, said before any server is asked.
+    redis::cost_fits(&settings, args.cost)?;
+    let backend = Backend::new(&[settings], Some(&target), None)?;
+    let answered = backend.live(&settings)?.answer_now(now(), args.key.as_bytes(), args.cost)?;
+    let answered = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
+    let found = decision(&args.key, &settings, args.cost, &answered);
     let mut out = BufWriter::new(stdout());
     if args.headers {
         let fields = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
@@ -67,27 +73,24 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let target = args.target()?;
     // A cost a layer can never pass is an error, as it is for one limit.
     for (spec, layer) in args.limits.iter().zip(&layers) {
-        let s = layer.settings;
         let cost = layer.cost.unwrap_or(args.cost);
-        Remote::new(s.algorithm, s.rate, s.burst.get(), cost)
-            .with_context(|| format!("--limit {spec}"))?;
+        redis::cost_fits(&layer.settings, cost).with_context(|| format!("--limit {spec}"))?;
     }
-    let mut server = Server::connect(&target.urls, target.timeout)?;
-    let remote = RemoteLayers::new(&mut server, &layers)?;
-    let own = format!("{}{{{}}}", target.prefix, args.key);
-    let shared = format!("{}{{{SHARED}}}", target.prefix);
-    let bases = remote.bases(own.as_bytes(), shared.as_bytes());
-    let outcome = remote.check(&mut server, &bases, &member(), args.cost)?;
-    let each = args.limits.iter().zip(&layers).zip(&outcome.layers);
+    let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
+    let backend = Backend::new(&settings, Some(&target), None)?;
+    let mut live = backend.live_layers(&layers)?;
+    let answered = live.answer_layers_now(now(), args.key.as_bytes(), args.cost)?;
+    let (allowed, answers) = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
+    let each = args.limits.iter().zip(&layers).zip(&answers);
     let found = report::LayeredCheck {
         key: args.key.clone(),
-        allowed: outcome.allowed,
-        retry_after_s: span(outcome.layers.iter().map(|o| o.retry_after_us).max().unwrap_or(0)),
+        allowed,
+        retry_after_s: span(answers.iter().filter_map(|a| a.retry_after_us).max().unwrap_or(0)),
         layers: each
-            .map(|((spec, layer), outcome)| {
+            .map(|((spec, layer), answer)| {
                 let key = if layer.keyed { &args.key } else { SHARED };
                 let cost = layer.cost.unwrap_or(args.cost);
-                let check = decision(key, &layer.settings, cost, outcome);
+                let check = decision(key, &layer.settings, cost, answer);
                 report::LayerCheck { spec: spec.to_string(), keyed: layer.keyed, check }
             })
             .collect(),
@@ -114,12 +117,14 @@ fn answer(allowed: bool) -> ExitCode {
     if allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
-/// Returns a name for a sliding log's entry that no other call uses.
-fn member() -> String {
-    let nanos = std::time::SystemTime::now()
+/// The time of this machine's clock: Redis decides at its own, and a sliding log's entry
+/// is named by this one (with the process).
+fn now() -> Timestamp {
+    let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{}:{nanos}", std::process::id())
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    // From 1970 to 9999: a time, whatever the clock says.
+    Timestamp::from_micros(micros.min(Timestamp::MAX)).expect("a time from 1970 to 9999")
 }
 
 /// Returns a span of `micros` µs (as a script gave it), none if negative.
@@ -129,8 +134,8 @@ fn span(micros: i64) -> Span {
 }
 
 /// Returns the decision of a limiter with `settings` on `key`, a call of `cost` units, as
-/// the script gave it.
-fn decision(key: &str, settings: &Settings, cost: u64, outcome: &Outcome) -> report::Check {
+/// the script answered it.
+fn decision(key: &str, settings: &Settings, cost: u64, answer: &Answer) -> report::Check {
     let limit =
         if settings.algorithm.uses_burst() { settings.burst.get() } else { settings.rate.count() };
     report::Check {
@@ -138,11 +143,11 @@ fn decision(key: &str, settings: &Settings, cost: u64, outcome: &Outcome) -> rep
         algorithm: settings.algorithm,
         rate: settings.rate,
         cost,
-        allowed: outcome.allowed,
+        allowed: answer.decision.passed,
         limit,
-        remaining: u64::try_from(outcome.remaining).unwrap_or(0),
-        retry_after_s: span(outcome.retry_after_us),
-        reset_after_s: span(outcome.reset_after_us),
+        remaining: answer.remaining,
+        retry_after_s: span(answer.retry_after_us.unwrap_or(0)),
+        reset_after_s: span(answer.reset_after_us.unwrap_or(0)),
     }
 }
 

@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use super::Backend;
 use super::layered::{Layer, Limits};
 use super::recorder::Settings;
-use super::redis::{Remote, RemoteLayers, SHARED, Server};
+use super::redis::{LayersOutcome, Outcome, Remote, RemoteLayers, SHARED, Server};
 use crate::input::catalog::Event;
 use crate::input::keys::{Key, KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
@@ -41,6 +41,19 @@ pub trait Live {
         let _ = (now, key, cost);
         Ok(None)
     }
+
+    /// Decides as [`decide_now`](Live::decide_now) does, and says what each layer of
+    /// several limits may tell a client (as if asked alone), in layer order: whether the
+    /// event passed, and each layer's answer; `None` from an engine that cannot say.
+    fn answer_layers_now(
+        &mut self,
+        now: Timestamp,
+        key: &[u8],
+        cost: u64,
+    ) -> Result<Option<(bool, Vec<Answer>)>> {
+        let _ = (now, key, cost);
+        Ok(None)
+    }
 }
 
 /// A live decision, with what a caller may tell its client, as `check` tells it.
@@ -53,6 +66,9 @@ pub struct Answer {
     /// How long until an event of this cost would pass, in µs: 0 if this one did; `None`
     /// if it never would.
     pub retry_after_us: Option<i64>,
+    /// How long until the limiter is back where it started, in µs, if the engine says
+    /// (Redis's scripts do).
+    pub reset_after_us: Option<i64>,
 }
 
 impl Backend {
@@ -196,7 +212,7 @@ impl Live for LiveMemory {
                 _ => None,
             }
         };
-        Ok(Some(Answer { decision, remaining, retry_after_us }))
+        Ok(Some(Answer { decision, remaining, retry_after_us, reset_after_us: None }))
     }
 }
 
@@ -245,16 +261,24 @@ impl Live for LiveRedis {
     fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
         let Some(remote) = self.remote.costing(cost) else {
             let decision = Decision { passed: false, wait: 0 };
-            return Ok(Some(Answer { decision, remaining: 0, retry_after_us: None }));
+            let never =
+                Answer { decision, remaining: 0, retry_after_us: None, reset_after_us: None };
+            return Ok(Some(never));
         };
         self.calls += 1;
         let (base, member) = live_key(&self.prefix, key, now, self.calls);
         let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
-        Ok(Some(Answer {
-            decision: Decision { passed: outcome.allowed, wait: outcome.wait },
-            remaining: u64::try_from(outcome.remaining).unwrap_or(0),
-            retry_after_us: Some(outcome.retry_after_us.max(0)),
-        }))
+        Ok(Some(answer(&outcome)))
+    }
+}
+
+/// What a script's outcome tells a client.
+fn answer(outcome: &Outcome) -> Answer {
+    Answer {
+        decision: Decision { passed: outcome.allowed, wait: outcome.wait },
+        remaining: u64::try_from(outcome.remaining).unwrap_or(0),
+        retry_after_us: Some(outcome.retry_after_us.max(0)),
+        reset_after_us: Some(outcome.reset_after_us.max(0)),
     }
 }
 
@@ -324,12 +348,29 @@ struct LiveRedisLayers {
 
 impl Live for LiveRedisLayers {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        let outcome = self.call(now, key, cost)?;
+        Ok(Decision { passed: outcome.allowed, wait: 0 })
+    }
+
+    fn answer_layers_now(
+        &mut self,
+        now: Timestamp,
+        key: &[u8],
+        cost: u64,
+    ) -> Result<Option<(bool, Vec<Answer>)>> {
+        let outcome = self.call(now, key, cost)?;
+        Ok(Some((outcome.allowed, outcome.layers.iter().map(answer).collect())))
+    }
+}
+
+impl LiveRedisLayers {
+    /// One call of the layered script on an event of `key` costing `cost`.
+    fn call(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<LayersOutcome> {
         self.calls += 1;
         let (own, member) = live_key(&self.prefix, key, now, self.calls);
         let shared = format!("{}{{{SHARED}}}", self.prefix);
         let bases = self.remote.bases(&own, shared.as_bytes());
-        let outcome = self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)?;
-        Ok(Decision { passed: outcome.allowed, wait: 0 })
+        self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)
     }
 }
 

@@ -139,6 +139,13 @@ fn check_takes_a_cost_all_or_nothing_and_refuses_one_that_never_fits() {
 }
 
 #[test]
+fn check_refuses_an_empty_key_before_any_server_is_asked() {
+    // No server listens on port 1: the key is refused first.
+    let err = run(&["check", "", "--rate", "5/h", "--redis", "redis://127.0.0.1:1"], "").error();
+    assert_eq!(err, "ratelimit: KEY is empty: check limits a key, such as alert:bob");
+}
+
+#[test]
 #[ignore = "needs redis-server"]
 fn check_still_works_after_the_server_loses_its_scripts() {
     let server = RedisServer::start();

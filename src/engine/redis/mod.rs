@@ -15,7 +15,7 @@ mod server;
 
 pub use cluster::slot_of;
 pub use connection::Redis;
-pub use layers::{RedisLayers, RemoteLayers, SHARED};
+pub use layers::{LayersOutcome, RedisLayers, RemoteLayers, SHARED};
 pub use pipeline::RedisEngine;
 pub use server::Server;
 
@@ -26,6 +26,7 @@ use std::sync::LazyLock;
 use anyhow::{Result, bail};
 use redis::{ServerErrorKind, Value};
 
+use crate::engine::recorder::Settings;
 use crate::limiter::{Algorithm, Decision, RedisScript};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -421,6 +422,13 @@ fn integers(reply: &Value) -> Result<Vec<i64>> {
         _ => None,
     };
     ints.ok_or_else(|| anyhow::anyhow!("a script gave an unexpected reply: {reply:?}"))
+}
+
+/// Checks that a limiter with `settings` can run in Redis and take `cost` units a call,
+/// every value its script forms staying exact: what a live call's cost must meet before
+/// any server is asked.
+pub fn cost_fits(settings: &Settings, cost: u64) -> Result<()> {
+    Remote::new(settings.algorithm, settings.rate, settings.burst.get(), cost).map(drop)
 }
 
 /// Checks that a time is within what the scripts keep exact: 1970 to 2112.
