@@ -10,6 +10,7 @@
 use anyhow::{Result, bail};
 
 use super::recorder::{Recorder, Settings};
+use crate::Engine;
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
@@ -135,17 +136,9 @@ impl Layer {
     }
 }
 
-/// Who decides a layered replay's events: the layers in memory ([`Limits`]), or in Redis.
-/// Each event's refusals and decisions go to a [`Tally`], at once or later but in order.
-pub trait Decide {
-    /// Takes the next event, in time order.
-    fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()>;
-
-    /// Decides every event still held.
-    fn flush(&mut self, tally: &mut Tally) -> Result<()>;
-}
-
-impl Decide for Limits {
+/// The layers in memory decide each event at once; in Redis, `RedisLayers` decides them
+/// in batches. Either hands each event's refusals and decisions to a [`Tally`], in order.
+impl Engine<Tally> for Limits {
     #[inline]
     fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
         let refused = self.refusals(event);
@@ -258,7 +251,7 @@ pub fn check_layers(layers: &[Layer]) -> Result<()> {
     Ok(())
 }
 
-impl<D: Decide> Layered<D> {
+impl<D: Engine<Tally>> Layered<D> {
     /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`.
     pub fn with(layers: &[Layer], decide: D) -> Layered<D> {
         Layered { decide, tally: Tally::new(layers) }
@@ -285,7 +278,7 @@ impl<D: Decide> Layered<D> {
     }
 }
 
-impl<D: Decide> Sink for Layered<D> {
+impl<D: Engine<Tally>> Sink for Layered<D> {
     type Error = anyhow::Error;
 
     #[inline]
@@ -297,7 +290,7 @@ impl<D: Decide> Sink for Layered<D> {
 
 /// Decides events already read, in time order, through `layers`, decided by `decide`,
 /// keeping every decision.
-pub fn decide_layers<D: Decide>(
+pub fn decide_layers<D: Engine<Tally>>(
     layers: &[Layer],
     decide: D,
     events: impl IntoIterator<Item = Event>,
@@ -313,7 +306,7 @@ pub fn decide_layers<D: Decide>(
 
 /// Reads the events of a catalog through `layers`, decided by what `fresh` makes (made
 /// again for a read that starts over), and returns what each did.
-pub fn replay_layers<D: Decide>(
+pub fn replay_layers<D: Engine<Tally>>(
     layers: &[Layer],
     mut fresh: impl FnMut() -> D,
     source: &crate::input::catalog::Source,

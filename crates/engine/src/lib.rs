@@ -34,14 +34,17 @@ use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 
-/// Who decides: an engine runs the limiters of a replay, for every key.
-pub trait Engine {
-    /// Takes the next event, in time order, and hands every limiter's decision on it to
-    /// `recorder`: now, or later but in event order.
-    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()>;
+/// Who decides: an engine runs the limits of a replay, for every key, and hands what they
+/// decided to a record `R`: limiters side by side to a [`Recorder`], layers all or
+/// nothing to a [`Tally`](layered::Tally). The one trait every backend's batch deciding
+/// implements (live decisions are [`Live`]'s, in the program).
+pub trait Engine<R = Recorder> {
+    /// Takes the next event, in time order, and hands every limit's decision on it to
+    /// `record`: now, or later but in event order.
+    fn push(&mut self, event: Event, record: &mut R) -> Result<()>;
 
-    /// Decides every event still held, handing the decisions to `recorder`.
-    fn flush(&mut self, recorder: &mut Recorder) -> Result<()>;
+    /// Decides every event still held, handing the decisions to `record`.
+    fn flush(&mut self, record: &mut R) -> Result<()>;
 
     /// Whether each of its decisions is that of the key's own limiter, made by its
     /// settings in memory, on the key's own events alone: then a keyed replay may leave

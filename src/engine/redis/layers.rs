@@ -14,7 +14,8 @@ use redis::Value;
 
 use super::pipeline::{BATCH, run_name};
 use super::{Outcome, REPLAY_TTL_MS, Remote, Server, check_time, integers, layers_script, slot_of};
-use crate::engine::layered::{Decide, Layer, Tally};
+use crate::engine::Engine;
+use crate::engine::layered::{Layer, Tally};
 use crate::input::catalog::Event;
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;
@@ -211,7 +212,7 @@ impl RedisLayers {
     }
 }
 
-impl Decide for RedisLayers {
+impl Engine<Tally> for RedisLayers {
     fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
         self.pending.push(event);
         if self.pending.len() == BATCH {
