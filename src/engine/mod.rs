@@ -17,7 +17,7 @@ use std::rc::Rc;
 use anyhow::{Result, bail};
 
 use self::fleet::{FleetEngine, FleetPlan};
-use self::layered::{Layer, LayeredRecord, Limits};
+use self::layered::{DecideLayers, Layer, LayeredRecord, Limits, ReplayLayers, Tally};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use self::redis::{RedisEngine, RedisLayers, RedisTarget, Remote, RemoteLayers, Server};
@@ -110,8 +110,21 @@ impl Backend {
     }
 }
 
-/// Several limits at once: the layered replays and live decisions, in memory or in Redis.
+/// Several limits at once: the layered replays, in memory or in Redis.
 impl Backend {
+    /// Runs `job` with this backend's engines for `layers`, all or nothing, made fresh as
+    /// the job needs them: the one place where layered engines are chosen.
+    pub fn run_layers<J: UseEngine<Tally>>(&self, layers: &[Layer], job: J) -> Result<J::Out> {
+        match self {
+            Backend::Memory => job.with(|| Limits::new(layers)),
+            Backend::Redis { redis, prefix, .. } => {
+                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
+                job.with(|| RedisLayers::new(redis.clone(), remote.clone(), prefix))
+            }
+            Backend::Fleet(_) => bail!(LAYERED_FLEET),
+        }
+    }
+
     /// Reads the events of `source` through `layers`, and returns what each did.
     pub fn replay_layers(
         &self,
@@ -119,17 +132,7 @@ impl Backend {
         source: &Source,
         options: &ReadOptions,
     ) -> Result<(LayeredRecord, ReadStats)> {
-        match self {
-            Backend::Memory => {
-                layered::replay_layers(layers, || Limits::new(layers), source, options)
-            }
-            Backend::Redis { redis, prefix, .. } => {
-                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
-                let fresh = || RedisLayers::new(redis.clone(), remote.clone(), prefix);
-                layered::replay_layers(layers, fresh, source, options)
-            }
-            Backend::Fleet(_) => bail!(LAYERED_FLEET),
-        }
+        self.run_layers(layers, ReplayLayers { layers, source, options })
     }
 
     /// Decides events already read, in time order, through `layers`, keeping every decision.
@@ -138,15 +141,7 @@ impl Backend {
         layers: &[Layer],
         events: impl IntoIterator<Item = Event>,
     ) -> Result<LayeredRecord> {
-        match self {
-            Backend::Memory => layered::decide_layers(layers, Limits::new(layers), events),
-            Backend::Redis { redis, prefix, .. } => {
-                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
-                let decide = RedisLayers::new(redis.clone(), remote, prefix);
-                layered::decide_layers(layers, decide, events)
-            }
-            Backend::Fleet(_) => bail!(LAYERED_FLEET),
-        }
+        self.run_layers(layers, DecideLayers { layers, events })
     }
 }
 

@@ -10,11 +10,11 @@
 use anyhow::{Result, bail};
 
 use super::recorder::{Recorder, Settings};
-use crate::Engine;
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
+use crate::{Engine, UseEngine};
 
 /// The most layers one run takes: each event is asked of every layer.
 pub const MAX_LAYERS: usize = 16;
@@ -288,34 +288,48 @@ impl<D: Engine<Tally>> Sink for Layered<D> {
     }
 }
 
-/// Decides events already read, in time order, through `layers`, decided by `decide`,
-/// keeping every decision.
-pub fn decide_layers<D: Engine<Tally>>(
-    layers: &[Layer],
-    decide: D,
-    events: impl IntoIterator<Item = Event>,
-) -> Result<LayeredRecord> {
-    check_layers(layers)?;
-    let mut run = Layered::with(layers, decide);
-    run.tally.trace = Some(Vec::new());
-    for event in events {
-        run.event(event)?;
-    }
-    run.finish()
+/// Deciding events already read, in time order, through layers, keeping every decision.
+pub struct DecideLayers<'a, I> {
+    /// The layers, which [`check_layers`] passes.
+    pub layers: &'a [Layer],
+    /// The events, in time order.
+    pub events: I,
 }
 
-/// Reads the events of a catalog through `layers`, decided by what `fresh` makes (made
-/// again for a read that starts over), and returns what each did.
-pub fn replay_layers<D: Engine<Tally>>(
-    layers: &[Layer],
-    mut fresh: impl FnMut() -> D,
-    source: &crate::input::catalog::Source,
-    options: &crate::input::catalog::ReadOptions,
-) -> Result<(LayeredRecord, ReadStats)> {
-    check_layers(layers)?;
-    let run = || Layered::with(layers, fresh());
-    let (run, stats) = crate::input::catalog::read_events(source, options, run)?;
-    Ok((run.finish()?, stats))
+impl<I: IntoIterator<Item = Event>> UseEngine<Tally> for DecideLayers<'_, I> {
+    type Out = LayeredRecord;
+
+    fn with<E: Engine<Tally>>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
+        check_layers(self.layers)?;
+        let mut run = Layered::with(self.layers, fresh());
+        run.tally.trace = Some(Vec::new());
+        for event in self.events {
+            run.event(event)?;
+        }
+        run.finish()
+    }
+}
+
+/// Reading a catalog through layers (engines made again for a read that starts over),
+/// and what each did.
+pub struct ReplayLayers<'a> {
+    /// The layers, which [`check_layers`] passes.
+    pub layers: &'a [Layer],
+    /// The catalog.
+    pub source: &'a crate::input::catalog::Source,
+    /// How to read it.
+    pub options: &'a crate::input::catalog::ReadOptions,
+}
+
+impl UseEngine<Tally> for ReplayLayers<'_> {
+    type Out = (LayeredRecord, ReadStats);
+
+    fn with<E: Engine<Tally>>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
+        check_layers(self.layers)?;
+        let run = || Layered::with(self.layers, fresh());
+        let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
+        Ok((run.finish()?, stats))
+    }
 }
 
 #[cfg(test)]

@@ -65,13 +65,14 @@ pub fn decide_in_memory(
 }
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a
-/// replay is compiled for each, so that deciding an event costs no dynamic call.
-pub trait UseEngine {
+/// replay is compiled for each, so that deciding an event costs no dynamic call. `R` is
+/// the record the engines hand their decisions to.
+pub trait UseEngine<R = Recorder> {
     /// What the job returns.
     type Out;
 
     /// Runs the job with engines that `fresh` makes.
-    fn with<E: Engine>(self, fresh: impl FnMut() -> E) -> Result<Self::Out>;
+    fn with<E: Engine<R>>(self, fresh: impl FnMut() -> E) -> Result<Self::Out>;
 }
 
 /// Reading a catalog through the engine: streamed, or read again and sorted.
