@@ -5,9 +5,9 @@ use anyhow::{Result, bail};
 
 use super::args::{JobArgs, RedisArgs};
 use super::config::Input;
-use crate::engine::Backend;
 use crate::engine::live::Live;
 use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
+use crate::engine::{Backend, Policy};
 use crate::input::catalog::{self, ReadOptions, ReadStats, Rows, Source};
 
 /// A replay job: what the flags settled, ready to run.
@@ -68,7 +68,7 @@ impl Job {
 
     /// Returns the engine that decides each event as it arrives, at once.
     pub fn decider(&self) -> Result<Box<dyn Live>> {
-        self.backend.live(&self.settings[0])
+        self.backend.live(Policy::SideBySide(&self.settings[..1]))
     }
 
     /// Whether limits are per key.

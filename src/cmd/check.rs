@@ -10,11 +10,11 @@ use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
 use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
-use crate::engine::Backend;
 use crate::engine::layered::Layer;
 use crate::engine::live::Answer;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{self, RedisTarget, SHARED};
+use crate::engine::{Backend, Policy};
 use crate::input::cost::Cost;
 use crate::render::export;
 use crate::render::outfile::stdout;
@@ -32,7 +32,8 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     // A cost that can never pass is an error, said before any server is asked.
     redis::cost_fits(&settings, args.cost)?;
     let backend = Backend::new(&[settings], Some(&target), None)?;
-    let answered = backend.live(&settings)?.answer_now(now(), args.key.as_bytes(), args.cost)?;
+    let mut live = backend.live(Policy::SideBySide(&[settings]))?;
+    let answered = live.answer_now(now(), args.key.as_bytes(), args.cost)?;
     let answered = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
     let found = decision(&args.key, &settings, args.cost, &answered);
     let mut out = BufWriter::new(stdout());
@@ -78,7 +79,7 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     }
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, Some(&target), None)?;
-    let mut live = backend.live_layers(&layers)?;
+    let mut live = backend.live(Policy::AllOrNothing(&layers))?;
     let answered = live.answer_layers_now(now(), args.key.as_bytes(), args.cost)?;
     let (allowed, answers) = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
     let each = args.limits.iter().zip(&layers).zip(&answers);

@@ -31,9 +31,9 @@ use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
-use crate::engine::Backend;
 use crate::engine::live::Live;
 use crate::engine::recorder::Settings;
+use crate::engine::{Backend, Policy};
 use crate::input::bounded::{LongRow, MOST_ROW};
 use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
@@ -70,7 +70,7 @@ pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
             layer::resolve(&args.limits, None, args.stop_counting_over_limit, "layers")?;
         let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
         let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
-        Ok((backend.live_layers(&layers)?, None, key, cost))
+        Ok((backend.live(Policy::AllOrNothing(&layers))?, None, key, cost))
     }
 }
 

@@ -10,10 +10,10 @@ use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
-use super::Backend;
-use super::layered::{Layer, Limits};
+use super::layered::Limits;
 use super::recorder::Settings;
 use super::redis::{LayersOutcome, Outcome, Remote, RemoteLayers, SHARED, Server};
+use super::{Backend, Policy};
 use crate::input::catalog::Event;
 use crate::input::keys::{Key, KeyTable, slot};
 use crate::limiter::{AnyPerKey, Decision};
@@ -72,19 +72,43 @@ pub struct Answer {
 }
 
 impl Backend {
-    /// Returns a live engine for this backend's one limiter, with `settings`: in memory,
-    /// or in Redis (its script loaded when the backend was made). A fleet is simulated
-    /// only in a replay.
-    pub fn live(&self, settings: &Settings) -> Result<Box<dyn Live>> {
-        Ok(match self {
-            Backend::Memory => in_memory(settings),
-            Backend::Redis { redis, remotes, prefix } => Box::new(LiveRedis {
-                server: redis.clone(),
-                remote: remotes[0].clone(),
-                prefix: prefix.clone(),
-                calls: 0,
-            }),
-            Backend::Fleet(_) => bail!("a fleet of servers is simulated in a replay, not live"),
+    /// Returns a live engine for `policy`: one limiter, or several layers at once, all or
+    /// nothing (a leaky queue delays rather than decides at once, so it is no live layer);
+    /// in memory, or in Redis (one limiter's script loaded when the backend was made;
+    /// layers as one script call a line). A fleet is simulated only in a replay. The one
+    /// place where live engines are chosen.
+    pub fn live(&self, policy: Policy<'_>) -> Result<Box<dyn Live>> {
+        if let Policy::AllOrNothing(layers) = policy
+            && let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays())
+        {
+            let name = queue.settings.algorithm.name();
+            bail!("{name} delays; layers decide at once: use gcra, which admits the same");
+        }
+        Ok(match (self, policy) {
+            (Backend::Fleet(_), _) => {
+                bail!("a fleet of servers is simulated in a replay, not live")
+            }
+            (Backend::Memory, Policy::SideBySide([settings])) => in_memory(settings),
+            (Backend::Redis { redis, remotes, prefix }, Policy::SideBySide([_])) => {
+                Box::new(LiveRedis {
+                    server: redis.clone(),
+                    remote: remotes[0].clone(),
+                    prefix: prefix.clone(),
+                    calls: 0,
+                })
+            }
+            (_, Policy::SideBySide(_)) => bail!("a live engine decides one limit, or layers"),
+            (Backend::Memory, Policy::AllOrNothing(layers)) => {
+                Box::new(LiveLayers { limits: Limits::new(layers), keys: LiveKeys::new() })
+            }
+            (Backend::Redis { redis, prefix, .. }, Policy::AllOrNothing(layers)) => {
+                Box::new(LiveRedisLayers {
+                    remote: RemoteLayers::new(&mut redis.borrow_mut(), layers)?,
+                    server: redis.clone(),
+                    prefix: prefix.clone(),
+                    calls: 0,
+                })
+            }
         })
     }
 }
@@ -282,30 +306,6 @@ fn answer(outcome: &Outcome) -> Answer {
     }
 }
 
-impl Backend {
-    /// Returns a live engine for several limits at once, `layers`: in memory, or in Redis
-    /// as one script call a line. A leaky queue delays rather than decides at once, so it
-    /// is no live layer.
-    pub fn live_layers(&self, layers: &[Layer]) -> Result<Box<dyn Live>> {
-        if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
-            let name = queue.settings.algorithm.name();
-            bail!("{name} delays; layers decide at once: use gcra, which admits the same");
-        }
-        Ok(match self {
-            Backend::Memory => {
-                Box::new(LiveLayers { limits: Limits::new(layers), keys: LiveKeys::new() })
-            }
-            Backend::Redis { redis, prefix, .. } => Box::new(LiveRedisLayers {
-                remote: RemoteLayers::new(&mut redis.borrow_mut(), layers)?,
-                server: redis.clone(),
-                prefix: prefix.clone(),
-                calls: 0,
-            }),
-            Backend::Fleet(_) => bail!("a fleet of servers is simulated in a replay, not live"),
-        })
-    }
-}
-
 /// Several limits at once, in this process: every layer is asked first, spending nothing,
 /// then all are charged or none, by the same [`Limits`] a layered replay decides with.
 struct LiveLayers {
@@ -379,6 +379,7 @@ mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
+    use crate::engine::layered::Layer;
     use crate::limiter::Algorithm;
 
     /// 300,000 events a millisecond apart: a third from 50 keys that are never at rest,

@@ -24,6 +24,17 @@ use self::redis::{RedisEngine, RedisLayers, RedisTarget, Remote, RemoteLayers, S
 use crate::input::catalog::{Event, ReadOptions, ReadStats, Source};
 use ratelimit_engine::{Decide, ReadAll};
 
+/// What decides an event: limiters side by side, each deciding every event alone (one for
+/// `replay`, several for `compare`), or layers all or nothing (`--limit`), an event
+/// passing only if every layer admits it.
+#[derive(Clone, Copy, Debug)]
+pub enum Policy<'a> {
+    /// Each limiter decides alone.
+    SideBySide(&'a [Settings]),
+    /// Every layer must admit; a refused event charges none.
+    AllOrNothing(&'a [Layer]),
+}
+
 /// Where a job's decisions are made: in memory, or in a Redis server shared with others.
 pub enum Backend {
     /// In this process.
