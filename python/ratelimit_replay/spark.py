@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from . import _argv, _native
-from ._layers import _BESIDE, _ONE_PASS, Split, _replay_beside
+from ._layers import _BESIDE, _ONE_PASS, _replay_beside, _split
 from ._spark_rows import Replayed, _by_bucket, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
@@ -285,16 +285,19 @@ def _decisions_beside(df: Any, given: dict[str, Any], order: list[str], partitio
     event), and the method; else ``None`` and the method of one pass, with why."""
     from pyspark.sql import functions as F
 
-    split = Split(given)
-    if split.key is None:
+    argv, key, apart = _split(given)
+    if key is None:
         return None, _ONE_PASS
-    for place, spec, algo, light, alone in split.apart:
+    limits = given["limits"]
+    places = {place for place, *_ in apart}
+    for place, spec, algo, weighed, alone in apart:
         found = _decisions_of_one_stream(df, alone, order, partitions, algo in ("gcra", "token-bucket"))
         if not found.where(~F.col("passed")).isEmpty():
-            return None, f"{_ONE_PASS}: `{spec}` refuses alone"
-    decided = _keyed_decisions(df, split.argv, [split.key, *order], partitions, ["passed", *split.keyed], via)
-    for place, spec, *_ in split.apart:
-        decided = decided.withColumn(spec, F.when(F.col("passed").isNotNull(), F.lit(True)))
+            return None, f"{_ONE_PASS}: `{limits[place]}` refuses alone"
+    keyed = [spec for place, spec in enumerate(limits) if place not in places]
+    decided = _keyed_decisions(df, argv, [key, *order], partitions, ["passed", *keyed], via)
+    for place in sorted(places):
+        decided = decided.withColumn(limits[place], F.when(F.col("passed").isNotNull(), F.lit(True)))
     # Columns by name, whatever a SPEC holds (dots, commas).
     names = [*df.columns, "passed", *given["limits"]]
     decided = decided.select(*(F.col("`" + name.replace("`", "``") + "`") for name in names))

@@ -312,14 +312,24 @@ fn check_order(
     py.detach(|| data.check_order(&columns)).map_err(read_error)
 }
 
-/// Whether a global layer of the limiter named `algo` (false for no limiter's name) that
-/// refuses nothing alone refuses nothing beside other layers, and its report is a replay
-/// of the rows as they passed: it admits any part of a stream it admits whole
-/// (`Rule::ADMITS_ANY_PART`), and delays nothing (a queue's waits want where it starts).
+/// A global layer beside keyed ones: its place, its spec as the report writes it, its
+/// limiter, whether it is weighed by a column, and the flags of it as the only limit.
+type GlobalLayer = (usize, String, String, bool, Vec<String>);
+
+/// Layers split for a replay in parts: the keyed layers' flags, their column, each global
+/// layer.
+type Split = (Vec<String>, String, Vec<GlobalLayer>);
+
+/// Splits the layers `args` give (`ratelimit replay`'s flags) into keyed ones, all by one
+/// column, and global ones that refuse nothing beside them if they refuse nothing alone:
+/// (the keyed layers' flags, their column, each global layer); `None` if they do not
+/// split so.
 #[pyfunction]
-fn splits_beside(algo: &str) -> bool {
-    let algorithm = algo.parse::<ratelimit_replay::limiter::Algorithm>();
-    algorithm.is_ok_and(|algorithm| algorithm.admits_any_part() && !algorithm.delays())
+fn layers_beside(args: Vec<String>) -> PyResult<Option<Split>> {
+    let Some(beside) = embed::layers_beside(&args).map_err(value_error)? else { return Ok(None) };
+    let global = beside.global.into_iter();
+    let global = global.map(|g| (g.place, g.spec, g.algorithm.to_owned(), g.weighed, g.alone));
+    Ok(Some((beside.keyed, beside.key, global.collect())))
 }
 
 /// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
@@ -396,6 +406,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(decide_range, module)?)?;
     module.add_function(wrap_pyfunction!(order_by, module)?)?;
     module.add_function(wrap_pyfunction!(check_order, module)?)?;
-    module.add_function(wrap_pyfunction!(splits_beside, module)?)?;
+    module.add_function(wrap_pyfunction!(layers_beside, module)?)?;
     Ok(())
 }

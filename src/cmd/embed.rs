@@ -15,6 +15,7 @@ pub use super::chunks::{chunk_lines, merge_chunks};
 pub use super::decisions::Decisions;
 use super::layered_parts::LayeredPlan;
 pub use super::layered_parts::layers_key;
+pub use super::layers_beside::{Beside, GlobalLayer, layers_beside};
 pub use super::parts_plan::Part;
 use super::replay_parts;
 pub use super::replay_parts::{decide_range, range_line, range_starts, range_transfer};

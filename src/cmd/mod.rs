@@ -14,6 +14,7 @@ mod filter;
 mod filter_output;
 mod layered;
 mod layered_parts;
+mod layers_beside;
 mod limiters;
 mod man;
 mod min_bucket;
