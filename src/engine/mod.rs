@@ -1,8 +1,8 @@
 //! Where decisions are made: in memory and on a simulated fleet (the engine crate's), or in
 //! Redis; [`Backend`] chooses, in one place.
 //!
-//! A new engine is one file implementing [`Engine`], a variant of [`Backend`], and one arm
-//! in [`Backend::run`], where engines are chosen.
+//! A new engine is one file implementing [`Engine`], a variant of [`Backend`], one arm in
+//! [`Backend::run`], where engines are chosen, and its type in each [`Engines`].
 
 pub mod live;
 pub mod redis;
@@ -84,15 +84,20 @@ impl Backend {
         })
     }
 
-    /// Runs `job` with this backend's engines, made fresh as the job needs them: the one
-    /// place where engines are chosen. A new engine is one file implementing [`Engine`],
-    /// a variant of [`Backend`], and one arm here.
-    pub fn run<J: UseEngine>(&self, settings: &[Settings], job: J) -> Result<J::Out> {
+    /// Runs `job` with this backend's engines for `policy` (limiters side by side, or
+    /// layers all or nothing), made fresh as the job needs them: the one place where batch
+    /// engines are chosen. A new engine is one file implementing [`Engine`], a variant of
+    /// [`Backend`], one arm here, and its type in each [`Engines`].
+    pub fn run<P, J>(&self, policy: &P, job: J) -> Result<J::Out>
+    where
+        P: Engines + ?Sized,
+        J: UseEngine<P::Record>,
+    {
         match self {
-            Backend::Memory => job.with(|| Memory::new(settings)),
-            Backend::Fleet(plan) => job.with(|| FleetEngine::new(settings, plan)),
+            Backend::Memory => job.with(|| policy.in_memory()),
+            Backend::Fleet(plan) => job.with(policy.on_fleet(plan)?),
             Backend::Redis { redis, remotes, prefix } => {
-                job.with(|| RedisEngine::new(redis.clone(), remotes.clone(), prefix))
+                job.with(policy.in_redis(redis, remotes, prefix)?)
             }
         }
     }
@@ -123,19 +128,6 @@ impl Backend {
 
 /// Several limits at once: the layered replays, in memory or in Redis.
 impl Backend {
-    /// Runs `job` with this backend's engines for `layers`, all or nothing, made fresh as
-    /// the job needs them: the one place where layered engines are chosen.
-    pub fn run_layers<J: UseEngine<Tally>>(&self, layers: &[Layer], job: J) -> Result<J::Out> {
-        match self {
-            Backend::Memory => job.with(|| Limits::new(layers)),
-            Backend::Redis { redis, prefix, .. } => {
-                let remote = RemoteLayers::new(&mut redis.borrow_mut(), layers)?;
-                job.with(|| RedisLayers::new(redis.clone(), remote.clone(), prefix))
-            }
-            Backend::Fleet(_) => bail!(LAYERED_FLEET),
-        }
-    }
-
     /// Reads the events of `source` through `layers`, and returns what each did.
     pub fn replay_layers(
         &self,
@@ -143,7 +135,7 @@ impl Backend {
         source: &Source,
         options: &ReadOptions,
     ) -> Result<(LayeredRecord, ReadStats)> {
-        self.run_layers(layers, ReplayLayers { layers, source, options })
+        self.run(layers, ReplayLayers { layers, source, options })
     }
 
     /// Decides events already read, in time order, through `layers`, keeping every decision.
@@ -152,7 +144,89 @@ impl Backend {
         layers: &[Layer],
         events: impl IntoIterator<Item = Event>,
     ) -> Result<LayeredRecord> {
-        self.run_layers(layers, DecideLayers { layers, events })
+        self.run(layers, DecideLayers { layers, events })
+    }
+}
+
+/// A policy's engines on each backend, made fresh for a job: limiters side by side
+/// (`[Settings]`) hand their decisions to a [`Recorder`], layers all or nothing
+/// (`[Layer]`) to a [`Tally`].
+pub trait Engines {
+    /// What its engines hand their decisions to.
+    type Record;
+    /// Its engine in memory.
+    type InMemory: Engine<Self::Record>;
+    /// Its engine on a simulated fleet.
+    type OnFleet: Engine<Self::Record>;
+    /// Its engine in Redis.
+    type InRedis: Engine<Self::Record>;
+
+    /// Returns a fresh engine in memory.
+    fn in_memory(&self) -> Self::InMemory;
+
+    /// Returns what makes fresh engines on the fleet `plan`, or why it cannot run there.
+    fn on_fleet<'a>(&'a self, plan: &'a FleetPlan) -> Result<Maker<'a, Self::OnFleet>>;
+
+    /// Returns what makes fresh engines in Redis (`redis`, its limiters' scripts
+    /// `remotes`, every key under `prefix`), its scripts ready.
+    fn in_redis<'a>(
+        &'a self,
+        redis: &'a Rc<RefCell<Server>>,
+        remotes: &'a [Remote],
+        prefix: &'a str,
+    ) -> Result<Maker<'a, Self::InRedis>>;
+}
+
+/// What makes a fresh engine of type `E`, for each replay a job starts.
+pub type Maker<'a, E> = Box<dyn FnMut() -> E + 'a>;
+
+impl Engines for [Settings] {
+    type Record = Recorder;
+    type InMemory = Memory;
+    type OnFleet = FleetEngine;
+    type InRedis = RedisEngine;
+
+    fn in_memory(&self) -> Memory {
+        Memory::new(self)
+    }
+
+    fn on_fleet<'a>(&'a self, plan: &'a FleetPlan) -> Result<Maker<'a, FleetEngine>> {
+        Ok(Box::new(move || FleetEngine::new(self, plan)))
+    }
+
+    fn in_redis<'a>(
+        &'a self,
+        redis: &'a Rc<RefCell<Server>>,
+        remotes: &'a [Remote],
+        prefix: &'a str,
+    ) -> Result<Maker<'a, RedisEngine>> {
+        Ok(Box::new(move || RedisEngine::new(redis.clone(), remotes.to_vec(), prefix)))
+    }
+}
+
+impl Engines for [Layer] {
+    type Record = Tally;
+    type InMemory = Limits;
+    type OnFleet = Limits;
+    type InRedis = RedisLayers;
+
+    fn in_memory(&self) -> Limits {
+        Limits::new(self)
+    }
+
+    fn on_fleet<'a>(&'a self, _: &'a FleetPlan) -> Result<Maker<'a, Limits>> {
+        bail!(LAYERED_FLEET)
+    }
+
+    fn in_redis<'a>(
+        &'a self,
+        redis: &'a Rc<RefCell<Server>>,
+        _: &'a [Remote],
+        prefix: &'a str,
+    ) -> Result<Maker<'a, RedisLayers>> {
+        // The layered script, loaded once for every replay the job starts.
+        let remote = RemoteLayers::new(&mut redis.borrow_mut(), self)?;
+        Ok(Box::new(move || RedisLayers::new(redis.clone(), remote.clone(), prefix)))
     }
 }
 
