@@ -5,7 +5,9 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::limiter::promise::PromiseCheck;
+use crate::engine::recorder::Settings;
+use crate::limiter::promise::{Promise, PromiseCheck};
+use crate::report::{self, LimiterReport};
 use crate::sizing::window::{Busiest, BusiestWindow};
 use crate::units::time::{Span, Timestamp};
 
@@ -117,7 +119,74 @@ impl Best {
     }
 }
 
+/// What every part of a replay of one limiter adds up to, before the blocks: its events
+/// and their units, those passed, whether any event cost other than 1, and the events too
+/// big to pass with the first of them (its time and cost).
+pub(super) struct Counted {
+    pub(super) events: u64,
+    pub(super) passed: u64,
+    pub(super) units: u128,
+    pub(super) passed_units: u128,
+    pub(super) weighted: bool,
+    pub(super) too_big: Option<(u64, Timestamp, u64)>,
+}
+
+impl Counted {
+    /// Returns the report of a limiter with `settings` over every part, as the program
+    /// gives it, from what they add up to and the busiest windows of the `merged` blocks,
+    /// keeping `promise`; its lossless bucket, worst key, queue and keys are the caller's
+    /// to give (none here).
+    pub(super) fn report(
+        self,
+        settings: Settings,
+        merged: &Blocks,
+        promise: Promise,
+    ) -> LimiterReport {
+        let Settings { algorithm, rate, burst, window, .. } = settings;
+        let weighted = self.weighted;
+        LimiterReport {
+            input: "<DataFrame>".to_owned(),
+            key: None,
+            algorithm,
+            rate,
+            burst: algorithm.shown_burst(burst),
+            delay: settings.shown_delay(),
+            events: self.events,
+            passed: self.passed,
+            dropped: self.events.saturating_sub(self.passed),
+            units: weighted.then(|| report::Units {
+                events: self.units,
+                passed: self.passed_units,
+                dropped: self.units.saturating_sub(self.passed_units),
+            }),
+            too_big: self.too_big.filter(|_| weighted).map(|(events, time, cost)| report::TooBig {
+                events,
+                first: report::Heavy { time, cost },
+            }),
+            busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
+            demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
+            min_bucket: None,
+            worst_key: None,
+            nginx_burst: None,
+            queue: None,
+            promise,
+            fleet: None,
+            by_key: None,
+        }
+    }
+}
+
 impl Blocks {
+    /// Reads every block's line, as [`block_lines`](super::replay_parts::block_lines)
+    /// writes them, from any parts in any order.
+    pub(super) fn of_lines(lines: &[String]) -> Result<Blocks> {
+        let mut merged = Blocks::default();
+        for line in lines {
+            merged.add(line).ok_or_else(|| anyhow!("{line:?} is not a block's line"))?;
+        }
+        Ok(merged)
+    }
+
     /// Reads a block's line, as [`block_lines`](super::replay_parts::block_lines) writes it.
     pub(super) fn add(&mut self, line: &str) -> Option<()> {
         let mut words: Vec<&str> = line.split(' ').collect();

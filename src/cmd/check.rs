@@ -124,7 +124,8 @@ fn now() -> Timestamp {
     let micros = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    // From 1970 to 9999: a time, whatever the clock says.
+    // No user input: the clock's µs since 1970 (0 before it), capped at 9999's end, are
+    // a time `from_micros` takes.
     Timestamp::from_micros(micros.min(Timestamp::MAX)).expect("a time from 1970 to 9999")
 }
 

@@ -16,7 +16,7 @@
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 
-use super::blocks::{BlockRows, Blocks, lines_of_blocks};
+use super::blocks::{BlockRows, Blocks, Counted, lines_of_blocks};
 use super::parts_plan::{Part, Plan};
 use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
 use crate::input::catalog::Source;
@@ -212,7 +212,7 @@ pub(super) fn merged_keyed(
     parts: &[&Value],
     blocks: &[String],
 ) -> Result<Value> {
-    let Settings { algorithm, rate, burst, window, .. } = settings;
+    let Settings { algorithm, rate, burst, .. } = settings;
     let reports: Vec<&Value> = parts.iter().map(|part| &part["report"]).collect();
     let number = |value: &Value, name: &str| value[name].as_u64().unwrap_or(0);
     let sum = |name: &str| reports.iter().map(|r| number(r, name)).sum::<u64>();
@@ -231,10 +231,7 @@ pub(super) fn merged_keyed(
         .iter()
         .fold((0u128, 0u128), |(e, p), r| (e + units(r, "events"), p + units(r, "passed")));
     let too_big_events: u64 = reports.iter().map(|r| number(&r["too_big"], "events")).sum();
-    let mut merged = Blocks::default();
-    for line in blocks {
-        merged.add(line).with_context(|| format!("{line:?} is not a block's line"))?;
-    }
+    let merged = Blocks::of_lines(blocks)?;
     let worst_key = reports
         .iter()
         .filter_map(|r| {
@@ -248,43 +245,27 @@ pub(super) fn merged_keyed(
         min_bucket,
         dropped: spread.dropped.first().and_then(Histogram::quantiles),
     });
-    let report = LimiterReport {
-        input: "<DataFrame>".to_owned(),
-        key: None,
-        algorithm,
-        rate,
-        burst: algorithm.shown_burst(burst),
-        delay: settings.shown_delay(),
+    let counted = Counted {
         events,
         passed,
-        dropped: events.saturating_sub(passed),
-        units: weighted.then(|| report::Units {
-            events: units_in,
-            passed: units_passed,
-            dropped: units_in.saturating_sub(units_passed),
-        }),
-        too_big: merged.too_big.filter(|_| weighted).map(|(_, time, cost)| report::TooBig {
-            events: too_big_events,
-            first: report::Heavy { time, cost },
-        }),
-        busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
-        demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
-        min_bucket: None,
+        units: units_in,
+        passed_units: units_passed,
+        weighted,
+        // The first too big of every key is the blocks' to find: the first in time.
+        too_big: merged.too_big.map(|(_, time, cost)| (too_big_events, time, cost)),
+    };
+    let promise =
+        promise_over_keys(&check, spread.broken.first().copied().unwrap_or(0), spread.keys);
+    let report = LimiterReport {
         worst_key,
-        nginx_burst: None,
         queue: spread.waits.first().copied().flatten().map(Into::into),
-        promise: promise_over_keys(
-            &check,
-            spread.broken.first().copied().unwrap_or(0),
-            spread.keys,
-        ),
-        fleet: None,
         by_key: Some(KeyList::<LimiterReport> {
             column: column.to_owned(),
             count: spread.keys,
             quantiles,
             top: Vec::new(),
         }),
+        ..counted.report(settings, &merged, promise)
     };
     // The keys listed: the whole run's first by drops, then by name, are among each part's.
     let mut top: Vec<&Value> =

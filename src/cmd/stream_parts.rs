@@ -12,13 +12,14 @@
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
+use super::blocks::{Blocks, Counted};
 use super::decisions::in_row_order;
 use super::parts_plan::{Part, Plan};
 use crate::engine::recorder::Settings;
 use crate::input::catalog::Source;
 use crate::limiter::promise::{Limit, PromiseCheck, Seen};
 use crate::limiter::{KeyedState, LeakyQueue, Limiter, Waits};
-use crate::report::{self, LimiterReport};
+use crate::report::LimiterReport;
 use crate::sizing::merge::BucketSummary;
 use crate::units::time::Timestamp;
 
@@ -162,17 +163,14 @@ fn geometry(settings: &Settings) -> (i64, i64) {
 /// replay --format json` prints for all the rows of one stream, as a JSON object.
 pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result<Vec<u8>> {
     let settings = plan.settings;
-    let Settings { algorithm, rate, burst, window, .. } = settings;
+    let Settings { algorithm, rate, burst, .. } = settings;
     let mut whole = Chunk::new(settings, None);
     for line in chunks {
         let value: Value = serde_json::from_str(line).context("a chunk's line is not JSON")?;
         whole.merge(&value).with_context(|| format!("{line:?} is not a chunk's"))?;
     }
     let waits = whole.queue.as_ref().map(|(waits, _)| *waits);
-    let mut merged = super::blocks::Blocks::default();
-    for line in blocks {
-        merged.add(line).with_context(|| format!("{line:?} is not a block's line"))?;
-    }
+    let merged = Blocks::of_lines(blocks)?;
     let check = PromiseCheck::new(algorithm, rate, burst.get());
     let seen = Seen {
         aligned: merged.aligned,
@@ -180,35 +178,18 @@ pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result
         bucket: whole.fit.as_ref().map_or(0, |fit| fit.result().min_bucket),
         waits,
     };
-    let weighted = whole.weighted;
-    let report = LimiterReport {
-        input: "<DataFrame>".to_owned(),
-        key: None,
-        algorithm,
-        rate,
-        burst: algorithm.shown_burst(burst),
-        delay: settings.shown_delay(),
+    let counted = Counted {
         events: whole.events,
         passed: whole.passed,
-        dropped: whole.events.saturating_sub(whole.passed),
-        units: weighted.then(|| report::Units {
-            events: whole.units,
-            passed: whole.passed_units,
-            dropped: whole.units.saturating_sub(whole.passed_units),
-        }),
-        too_big: whole.too_big.1.filter(|_| weighted).map(|(time, cost)| report::TooBig {
-            events: whole.too_big.0,
-            first: report::Heavy { time, cost },
-        }),
-        busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
-        demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
+        units: whole.units,
+        passed_units: whole.passed_units,
+        weighted: whole.weighted,
+        too_big: whole.too_big.1.map(|(time, cost)| (whole.too_big.0, time, cost)),
+    };
+    let report = LimiterReport {
         min_bucket: Some(whole.demand.result().min_bucket),
-        worst_key: None,
-        nginx_burst: None,
         queue: waits.map(Into::into),
-        promise: check.judged(seen),
-        fleet: None,
-        by_key: None,
+        ..counted.report(settings, &merged, check.judged(seen))
     };
     Ok(serde_json::to_vec(&report)?)
 }
