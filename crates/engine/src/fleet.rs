@@ -200,6 +200,10 @@ impl Engine for FleetEngine {
         recorder.set_fleets(fleets);
         Ok(())
     }
+
+    fn live(self) -> Result<Box<dyn crate::live::Live>> {
+        bail!("a fleet of servers is simulated in a replay, not live")
+    }
 }
 
 /// Returns `a / b` to three decimals, rounded half up, or `None` for `b = 0`.

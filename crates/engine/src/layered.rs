@@ -13,6 +13,7 @@ use super::recorder::{Recorder, Settings};
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
+use crate::live::{Live, LiveKeys};
 use crate::units::time::Timestamp;
 use crate::{Engine, UseEngine};
 
@@ -148,6 +149,10 @@ impl Engine<Tally> for Limits {
 
     fn flush(&mut self, _: &mut Tally) -> Result<()> {
         Ok(())
+    }
+
+    fn live(self) -> Result<Box<dyn Live>> {
+        Ok(Box::new(LiveLayers { limits: self, keys: LiveKeys::new() }))
     }
 }
 
@@ -332,12 +337,35 @@ impl UseEngine<Tally> for ReplayLayers<'_> {
     }
 }
 
+/// Several limits at once, in this process: every layer is asked first, spending nothing,
+/// then all are charged or none, by the same [`Limits`] a layered replay decides with.
+struct LiveLayers {
+    limits: Limits,
+    keys: LiveKeys,
+}
+
+impl Live for LiveLayers {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        let limits = &self.limits;
+        if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
+            self.limits = limits.renumbered(&kept);
+        }
+        let number = self.keys.number(key)?;
+        let event = Event { time: now, key: number, cost };
+        let refused = self.limits.refusals(event);
+        self.limits.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
+        Ok(Decision { passed: refused == 0, wait: 0 })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
+    use crate::input::keys::KeyTable;
     use crate::limiter::Algorithm;
+    use crate::live::tests as live_tests;
     use crate::units::time::{Span, Timestamp};
 
     fn layer(algorithm: Algorithm, rate: &str, burst: u64, cost: Option<u64>) -> Layer {
@@ -477,5 +505,29 @@ mod tests {
             );
         }
         assert_eq!(run.finish().unwrap().passed, passed);
+    }
+
+    #[test]
+    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        // Each key's own limit, and one over all that refuses a few in a hundred.
+        let layer = |algorithm, rate, keyed| Layer {
+            settings: live_tests::settings(algorithm, rate),
+            keyed,
+            cost: None,
+            counts_refused: false,
+        };
+        let layers =
+            [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
+        let mut live = LiveLayers { limits: Limits::new(&layers), keys: LiveKeys::new() };
+        let (mut kept, mut names) = (Limits::new(&layers), KeyTable::new());
+        let mut most = 0;
+        for (n, (now, key)) in live_tests::events().enumerate() {
+            let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
+            let refused = kept.refusals(event);
+            kept.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(())).unwrap();
+            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, refused == 0, "event {n}");
+            most = most.max(live.keys.table.len());
+        }
+        assert_eq!(most, crate::live::FIRST_SWEEP);
     }
 }

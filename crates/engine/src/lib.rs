@@ -3,7 +3,7 @@
 //! the reports are the one result type of every output.
 //!
 //! The seam is [`Engine`]: an engine takes events in time order and hands each limiter's
-//! [`Decision`](ratelimit_core::limiter::Decision) to a [`Recorder`](recorder::Recorder),
+//! [`Decision`](limiter::Decision) to a [`Recorder`],
 //! at once or in batches. The recorder counts, finds the busiest windows and checks the
 //! promises, the same way for every engine. Engines of other places (the program's Redis)
 //! implement [`Engine`] too.
@@ -14,6 +14,7 @@ pub mod key_sizing;
 mod key_spread;
 pub mod lane;
 pub mod layered;
+pub mod live;
 mod live_check;
 pub mod memory;
 pub mod per_key;
@@ -36,8 +37,8 @@ use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 
 /// Who decides: an engine runs the limits of a replay, for every key, and hands what they
 /// decided to a record `R`: limiters side by side to a [`Recorder`], layers all or
-/// nothing to a [`Tally`](layered::Tally). The one trait every backend's batch deciding
-/// implements (live decisions are [`Live`]'s, in the program).
+/// nothing to a [`Tally`](layered::Tally). The one trait every backend's deciding
+/// implements: in a replay, in batches; live, a batch of one ([`live`](Engine::live)).
 pub trait Engine<R = Recorder> {
     /// Takes the next event, in time order, and hands every limit's decision on it to
     /// `record`: now, or later but in event order.
@@ -52,6 +53,12 @@ pub trait Engine<R = Recorder> {
     fn decides_alone(&self) -> bool {
         false
     }
+
+    /// Returns this engine, fresh, deciding each event as it arrives: live, a batch of one
+    /// ([`Live`](live::Live)); or why it decides only in a replay.
+    fn live(self) -> Result<Box<dyn live::Live>>
+    where
+        Self: Sized;
 }
 
 /// Decides events already read, in time order, in memory, and returns the record with

@@ -1,16 +1,18 @@
 //! The in-memory engine: every limiter runs in this process, with a small state per key.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::recorder::{Recorder, Settings};
 use crate::Engine;
 use crate::input::catalog::{Event, slot};
 use crate::limiter::AnyPerKey;
+use crate::live::{self, Live, ONE_LIMIT};
 
 /// Decides every event at once, with limiters held in memory: one rule per setting, and
 /// each key's state for each, made as keys appear.
 #[derive(Clone, Debug)]
 pub struct Memory {
+    settings: Vec<Settings>,
     lanes: Vec<AnyPerKey>,
     /// Whether no limiter's keys share anything (nginx's share a zone).
     alone: bool,
@@ -21,7 +23,7 @@ impl Memory {
     pub fn new(settings: &[Settings]) -> Memory {
         let lanes = settings.iter().map(Settings::per_key);
         let alone = settings.iter().all(|s| !s.algorithm.has_zone());
-        Memory { lanes: lanes.collect(), alone }
+        Memory { settings: settings.to_vec(), lanes: lanes.collect(), alone }
     }
 }
 
@@ -43,5 +45,10 @@ impl Engine for Memory {
 
     fn decides_alone(&self) -> bool {
         self.alone
+    }
+
+    fn live(self) -> Result<Box<dyn Live>> {
+        let [settings] = &self.settings[..] else { bail!(ONE_LIMIT) };
+        Ok(live::in_memory(settings))
     }
 }

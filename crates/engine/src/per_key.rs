@@ -91,7 +91,7 @@ fn for_each_key<S: Send>(
     })
 }
 
-/// Pass one: folds every key from 0 to `count` into one part, as [`for_each_key`] runs
+/// Pass one: folds every key from 0 to `count` into one part, as `for_each_key` runs
 /// them: each run of keys into a part of its own from `fresh`, by `each`; then the parts,
 /// in key order, into the first by `merge`.
 pub fn fold_keys<P: Send>(

@@ -168,7 +168,7 @@ impl Recorder {
     }
 
     /// Records an event and each lane's decision on it, in lane order; events must come in
-    /// time order. It fails only past [`MAX_KEYED_EVENTS`].
+    /// time order. It fails only past [`MAX_KEYED_EVENTS`](crate::input::keys::MAX_KEYED_EVENTS).
     #[inline]
     pub fn record(
         &mut self,
@@ -224,7 +224,7 @@ impl Recorder {
     }
 
     /// Keeps an event to be decided later, as [`decide_later`](Recorder::decide_later)
-    /// says; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`].
+    /// says; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`](crate::input::keys::MAX_KEYED_EVENTS).
     #[inline]
     pub fn keep(&mut self, event: Event) -> Result<()> {
         match &mut self.kept {

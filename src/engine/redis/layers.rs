@@ -16,6 +16,7 @@ use super::pipeline::{BATCH, run_name};
 use super::{Outcome, REPLAY_TTL_MS, Remote, Server, check_time, integers, layers_script, slot_of};
 use crate::engine::Engine;
 use crate::engine::layered::{Layer, Tally};
+use crate::engine::live::Live;
 use crate::input::catalog::Event;
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;
@@ -159,6 +160,8 @@ impl RemoteLayers {
 pub struct RedisLayers {
     server: Rc<RefCell<Server>>,
     remote: RemoteLayers,
+    /// The prefix of every key, and under it this replay's own.
+    prefix: String,
     base: String,
     pending: Vec<Event>,
     calls: u64,
@@ -169,7 +172,8 @@ impl RedisLayers {
     /// own so that no key of an earlier replay is read.
     pub fn new(server: Rc<RefCell<Server>>, remote: RemoteLayers, prefix: &str) -> RedisLayers {
         let base = format!("{prefix}replay:{}:", run_name());
-        RedisLayers { server, remote, base, pending: Vec::with_capacity(BATCH), calls: 0 }
+        let prefix = prefix.to_owned();
+        RedisLayers { server, remote, prefix, base, pending: Vec::with_capacity(BATCH), calls: 0 }
     }
 
     /// Has Redis decide the events held, and counts what it decided.
@@ -223,5 +227,9 @@ impl Engine<Tally> for RedisLayers {
 
     fn flush(&mut self, tally: &mut Tally) -> Result<()> {
         self.decide(tally)
+    }
+
+    fn live(self) -> Result<Box<dyn Live>> {
+        Ok(crate::engine::live::layers_in_redis(self.server, self.remote, &self.prefix))
     }
 }

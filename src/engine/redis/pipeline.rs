@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 
 use super::server::Sent;
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
 use crate::engine::Engine;
+use crate::engine::live::{Live, ONE_LIMIT};
 use crate::engine::recorder::{Recorder, Settings};
 use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
@@ -28,6 +29,8 @@ pub(super) const BATCH: usize = 512;
 pub struct RedisEngine {
     redis: Rc<RefCell<Server>>,
     remotes: Vec<Remote>,
+    /// The prefix of every key, and under it this replay's own.
+    prefix: String,
     base: String,
     pending: Vec<Event>,
     /// For each replay key, each limiter's keys, and the hash slot they share.
@@ -76,6 +79,7 @@ impl RedisEngine {
         RedisEngine {
             redis,
             remotes,
+            prefix: prefix.to_owned(),
             base: format!("{prefix}replay:{}:", run_name()),
             pending: Vec::with_capacity(BATCH),
             keys: Vec::new(),
@@ -249,6 +253,11 @@ impl Engine for RedisEngine {
             Some(flight) => self.land(flight, recorder),
             None => Ok(()),
         }
+    }
+
+    fn live(self) -> Result<Box<dyn Live>> {
+        let [remote] = &self.remotes[..] else { bail!(ONE_LIMIT) };
+        Ok(crate::engine::live::in_redis(self.redis, remote.clone(), &self.prefix))
     }
 }
 

@@ -1,0 +1,278 @@
+//! Deciding live: each event at once, as it arrives, for a pipeline (`filter`, `check`).
+//!
+//! A replay's engines ([`Engine`](crate::Engine)) may hold events and decide them later, in batches; a
+//! pipeline needs each decision before it reads on. Each engine turns itself into a
+//! [`Live`] one ([`Engine::live`](crate::Engine::live)), which decides one event at a time: a batch of one. In
+//! memory it decides at the time it is given, with the same limiters a replay runs; the
+//! program's Redis engines decide at the server's clock, shared with every process that
+//! uses the same keys.
+
+use anyhow::{Result, bail};
+
+use crate::input::keys::{Key, KeyTable, slot};
+use crate::limiter::{AnyPerKey, Decision};
+use crate::recorder::Settings;
+use crate::units::time::{Span, Timestamp};
+
+/// The most keys a live engine keeps a limiter for, in memory, at once: the keys whose
+/// limiters are not back at their start, and those new since they were last counted.
+pub const MAX_LIVE_KEYS: usize = 1 << 24;
+
+/// How many keys a live engine in memory holds before it first forgets those at rest.
+pub(crate) const FIRST_SWEEP: usize = 1 << 16;
+
+/// An engine that decides each event as it arrives.
+pub trait Live {
+    /// Decides on an event of key `key` (empty for no key) that costs `cost`, arriving at
+    /// `now`, at once.
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision>;
+
+    /// Decides as [`decide_now`](Live::decide_now) does, and says what a caller may tell
+    /// its client; `None` from an engine that cannot say (several layers at once).
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        let _ = (now, key, cost);
+        Ok(None)
+    }
+
+    /// Decides as [`decide_now`](Live::decide_now) does, and says what each layer of
+    /// several limits may tell a client (as if asked alone), in layer order: whether the
+    /// event passed, and each layer's answer; `None` from an engine that cannot say.
+    fn answer_layers_now(
+        &mut self,
+        now: Timestamp,
+        key: &[u8],
+        cost: u64,
+    ) -> Result<Option<(bool, Vec<Answer>)>> {
+        let _ = (now, key, cost);
+        Ok(None)
+    }
+}
+
+/// A live decision, with what a caller may tell its client, as `check` tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The decision.
+    pub decision: Decision,
+    /// How many more units would pass at once, after this decision.
+    pub remaining: u64,
+    /// How long until an event of this cost would pass, in µs: 0 if this one did; `None`
+    /// if it never would.
+    pub retry_after_us: Option<i64>,
+    /// How long until the limiter is back where it started, in µs, if the engine says
+    /// (Redis's scripts do).
+    pub reset_after_us: Option<i64>,
+}
+
+/// Why limiters side by side do not decide live: a live engine gives one decision an
+/// event.
+pub const ONE_LIMIT: &str = "a live engine decides one limit, or layers";
+
+/// Returns a live engine in memory for one limiter with `settings`: one state per key, in
+/// this process, which may move to another thread.
+pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
+    Box::new(LiveMemory {
+        limiter: settings.per_key(),
+        probe: settings.per_key(),
+        keys: LiveKeys::new(),
+        settings: *settings,
+    })
+}
+
+/// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
+/// limiters are back at their start are forgotten (as Redis lets an idle key expire, and
+/// nginx's zone frees an idle node), so that a filter runs for days at a steady number of
+/// active keys: whenever the table has grown to twice what it kept last time (and
+/// [`FIRST_SWEEP`] at least), each key is asked once, so a key costs O(1) time amortized,
+/// and the table holds at most twice the keys that are not at rest.
+pub(crate) struct LiveKeys {
+    pub(crate) table: KeyTable,
+    sweep_at: usize,
+}
+
+impl LiveKeys {
+    pub(crate) fn new() -> LiveKeys {
+        LiveKeys { table: KeyTable::new(), sweep_at: FIRST_SWEEP }
+    }
+
+    /// Returns a key's number, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an error:
+    /// a live engine in memory keeps a limiter state for each.
+    pub(crate) fn number(&mut self, key: &[u8]) -> Result<Key> {
+        let keys = &mut self.table;
+        let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
+        let Some(number) = number else {
+            bail!(
+                "more than {MAX_LIVE_KEYS} keys at once whose limits are not back at their \
+                 start: filter keeps a limiter for each"
+            )
+        };
+        Ok(number)
+    }
+
+    /// If the table is due to be swept, forgets the keys that `at_rest` says are back at
+    /// their start, and returns the numbers of those kept: key `kept[n]` is now key n, and
+    /// its state must move there.
+    pub(crate) fn sweep(&mut self, at_rest: impl Fn(usize) -> bool) -> Option<Vec<usize>> {
+        if self.table.len() < self.sweep_at {
+            return None;
+        }
+        let mut table = KeyTable::new();
+        let mut kept = Vec::new();
+        for (old, key) in (0..self.table.len()).zip(0..) {
+            if !at_rest(old) {
+                // Fewer keys than the table numbered: each gets a number again.
+                table.intern(self.table.get(key))?;
+                kept.push(old);
+            }
+        }
+        self.sweep_at = kept.len().saturating_mul(2).clamp(FIRST_SWEEP, MAX_LIVE_KEYS);
+        self.table = table;
+        Some(kept)
+    }
+}
+
+/// In this process: one limiter state per key.
+struct LiveMemory {
+    limiter: AnyPerKey,
+    /// One key's state, copied to be asked about.
+    probe: AnyPerKey,
+    keys: LiveKeys,
+    settings: Settings,
+}
+
+impl LiveMemory {
+    /// Returns a key's number, after forgetting the keys at rest as of `now` if due.
+    fn number(&mut self, now: Timestamp, key: &[u8]) -> Result<Key> {
+        let limiter = &self.limiter;
+        if let Some(kept) = self.keys.sweep(|old| limiter.at_rest(old, now)) {
+            self.limiter = limiter.renumbered(&kept);
+        }
+        self.keys.number(key)
+    }
+}
+
+impl Live for LiveMemory {
+    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+        let number = self.number(now, key)?;
+        Ok(self.limiter.decide(slot(number), now, cost))
+    }
+
+    /// Asks the key's own limiter, spending nothing, for the largest cost that would pass
+    /// now and the first instant this one would: exact, as the limiter decides, and found
+    /// by halving, since a smaller cost or a later instant never passes less.
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        let decision = self.decide_now(now, key, cost)?;
+        let key = slot(self.keys.number(key)?);
+        // Asked on a copy of the key's state, afresh each time: asking may tidy a state as
+        // of the time asked (a log forgets what is older than a period before it).
+        let (table, probe) = (&self.limiter, &mut self.probe);
+        let mut admits = |at: Timestamp, cost: u64| {
+            probe.copy_key(table, key, 0);
+            probe.admits(0, at, cost)
+        };
+        let capacity = self.settings.capacity();
+        let remaining = last_true(0, capacity, |c| c == 0 || admits(now, c));
+        let retry_after_us = if decision.passed {
+            Some(0)
+        } else {
+            // A bucket refills a cost in cost·P/N; a window opens within two periods.
+            let rate = self.settings.rate;
+            let periods = i64::try_from(cost.div_ceil(rate.count()).saturating_add(2)).ok();
+            let most = periods.and_then(|n| n.checked_mul(rate.period().as_micros()));
+            let mut admits_after = |micros: u64| {
+                let span = i64::try_from(micros).ok().and_then(Span::from_micros);
+                let at = span.and_then(|span| now.checked_add(span));
+                at.is_some_and(|at| admits(at, cost))
+            };
+            match most.and_then(|most| u64::try_from(most).ok()) {
+                Some(most) if admits_after(most) => {
+                    i64::try_from(first_true(1, most, admits_after)).ok()
+                }
+                _ => None,
+            }
+        };
+        Ok(Some(Answer { decision, remaining, retry_after_us, reset_after_us: None }))
+    }
+}
+
+/// Returns the largest `x` in `low..=high` for which `holds`, given that it holds for
+/// `low` and, once false, stays false.
+fn last_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
+    let (mut yes, mut past) = (low, high.saturating_add(1));
+    while past - yes > 1 {
+        let mid = yes + (past - yes) / 2;
+        if holds(mid) { yes = mid } else { past = mid }
+    }
+    yes
+}
+
+/// Returns the smallest `x` in `low..=high` (`low` at least 1) for which `holds`, given
+/// that it holds for `high` and, once true, stays true.
+fn first_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
+    let (mut before, mut yes) = (low.saturating_sub(1), high);
+    while yes - before > 1 {
+        let mid = before + (yes - before) / 2;
+        if holds(mid) { yes = mid } else { before = mid }
+    }
+    yes
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::limiter::Algorithm;
+
+    /// 300,000 events a millisecond apart: a third from 50 keys that are never at rest,
+    /// the others each from a key of its own, which comes to rest a second later (nginx's
+    /// when its zone frees it, a minute later at the least).
+    pub(crate) fn events() -> impl Iterator<Item = (Timestamp, Vec<u8>)> {
+        (0..300_000i64).map(|i| {
+            let key = if i % 3 == 0 { format!("hot{}", i % 50) } else { format!("once{i}") };
+            (Timestamp::from_micros(1_000_000_000 + i * 1000).unwrap(), key.into_bytes())
+        })
+    }
+
+    pub(crate) fn settings(algorithm: Algorithm, rate: &str) -> Settings {
+        Settings {
+            algorithm,
+            rate: rate.parse().unwrap(),
+            burst: NonZeroU64::new(2).unwrap(),
+            window: Span::from_micros(1_000_000).unwrap(),
+            params: algorithm.default_params(),
+        }
+    }
+
+    #[test]
+    fn keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        let algorithms =
+            [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter, Algorithm::Nginx];
+        for algorithm in algorithms {
+            let settings = settings(algorithm, "1/s");
+            let mut live = LiveMemory {
+                limiter: settings.per_key(),
+                probe: settings.per_key(),
+                keys: LiveKeys::new(),
+                settings,
+            };
+            // The same events, each key kept for ever.
+            let (mut kept, mut names) = (settings.per_key(), KeyTable::new());
+            let mut most = 0;
+            for (n, (now, key)) in events().enumerate() {
+                let want = kept.decide(slot(names.intern(&key).unwrap()), now, 1);
+                assert_eq!(
+                    live.decide_now(now, &key, 1).unwrap(),
+                    want,
+                    "{algorithm:?}: event {n}"
+                );
+                most = most.max(live.keys.table.len());
+            }
+            // About 700 keys at a time are not at rest (nginx's zone holds 40,000): the
+            // table holds at most twice those, or the first sweep's 65,536, while 200,050
+            // keys came.
+            assert_eq!(names.len(), 200_050);
+            let nodes = if algorithm == Algorithm::Nginx { 40_050 } else { 0 };
+            assert!(most <= FIRST_SWEEP.max(2 * nodes), "{algorithm:?}: {most}");
+        }
+    }
+}
