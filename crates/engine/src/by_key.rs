@@ -1,11 +1,68 @@
-//! Deciding a keyed replay after reading, key by key: each key's limiters see only its events.
+//! Deciding a keyed replay after reading, key by key: the memory engine's way when each
+//! key's limiters see only its events.
 
 use std::ops::Range;
 
+use anyhow::Result;
+
 use super::lane::Settings;
-use crate::input::catalog::Timeline;
-use crate::input::keys::{Groups, joined};
+use crate::input::catalog::{Event, Timeline};
+use crate::input::keys::{Groups, joined, slot};
 use crate::limiter::{AnyLimiter, Rule, WithRule};
+use crate::per_key::KeptEvents;
+
+/// A keyed replay's events, kept by the memory engine as they come, to be decided when
+/// every one is in: grouped by key, each key's limiters made fresh and run on its events
+/// alone, the keys shared among up to `threads` threads. No state is kept between keys,
+/// and a key's events are read in order, where deciding as read touches a key's state
+/// once an event at random.
+#[derive(Clone, Debug)]
+pub(crate) struct Later {
+    kept: KeptEvents,
+    /// One more than the largest key kept.
+    keys: usize,
+    threads: usize,
+}
+
+/// A keyed replay decided key by key: its events as they came, the same grouped by key,
+/// and their decisions in the grouped order, `stride` bytes an event (bit n % 8 of byte
+/// n / 8 set if lane n passed it).
+#[derive(Debug)]
+pub(crate) struct Decided {
+    pub(crate) kept: KeptEvents,
+    pub(crate) groups: Groups,
+    pub(crate) events: Timeline,
+    pub(crate) passed: Vec<u8>,
+}
+
+impl Later {
+    /// Returns what keeps events to be decided on up to `threads` threads.
+    pub(crate) fn new(threads: usize) -> Later {
+        Later { kept: KeptEvents::default(), keys: 0, threads }
+    }
+
+    /// Keeps an event; past [`MAX_KEYED_EVENTS`](crate::input::keys::MAX_KEYED_EVENTS),
+    /// an error.
+    #[inline]
+    pub(crate) fn keep(&mut self, event: Event) -> Result<()> {
+        self.keys = self.keys.max(slot(event.key) + 1);
+        self.kept.push(event, "a replay by key")
+    }
+
+    /// Decides every event kept as the limiters of `settings` do, each key's own on its
+    /// events alone.
+    pub(crate) fn decide(self, settings: &[Settings]) -> Decided {
+        let (groups, events) = self.kept.grouped(self.keys);
+        let stride = stride(settings.len());
+        let passed = decide(&groups, &events, settings, stride, self.threads);
+        Decided { kept: self.kept, groups, events, passed }
+    }
+}
+
+/// Returns how many bytes an event's decisions take, one bit a lane of `lanes`.
+pub(crate) fn stride(lanes: usize) -> usize {
+    lanes.div_ceil(8)
+}
 
 /// Decides every event of `events`, grouped by key as `groups` groups them, as each key's
 /// own limiters decide: a fresh limiter of each settings for each key, lane by lane.
@@ -15,7 +72,7 @@ use crate::limiter::{AnyLimiter, Rule, WithRule};
 ///
 /// Only limiters whose keys share nothing may be decided so: not nginx's, whose keys share
 /// a zone.
-pub(super) fn decide(
+fn decide(
     groups: &Groups,
     events: &Timeline,
     settings: &[Settings],
@@ -97,11 +154,22 @@ impl WithRule for Deciding<'_> {
 mod tests {
     use std::num::NonZeroU64;
 
-    use crate::decide_in_memory;
     use crate::input::catalog::{Event, KeyTable};
     use crate::limiter::Algorithm;
+    use crate::memory::Memory;
     use crate::recorder::{KeyNames, Recorder, Settings};
     use crate::units::time::{Span, Timestamp};
+    use crate::{Engine, decide_in_memory};
+
+    /// Returns the record of `events` replayed through `settings` by key in memory,
+    /// decided after reading, key by key, on `threads` threads.
+    fn later(settings: &[Settings], events: &[Event], threads: usize) -> Recorder {
+        let (mut memory, mut record) = (Memory::new(settings), Recorder::new(settings, true));
+        assert!(record.takes_by_key() && memory.decide_by_key(threads));
+        events.iter().for_each(|&event| memory.push(event, &mut record).unwrap());
+        memory.flush(&mut record).unwrap();
+        record
+    }
 
     #[test]
     fn deciding_key_by_key_after_reading_gives_the_reports_of_deciding_as_read() {
@@ -136,21 +204,45 @@ mod tests {
         let names = KeyNames { column: "k", names: Some(&table) };
         // Deciding as read keeps a trace, which deciding later cannot.
         let as_read = decide_in_memory(&settings, true, events.iter().copied()).unwrap();
-        let mut later = Recorder::new(&settings, true);
-        assert!(later.decide_later());
-        events.iter().for_each(|&event| later.keep(event).unwrap());
         for threads in [1, 3] {
             let want = as_read.reports("t", names, 0, threads);
+            let later = later(&settings, &events, threads);
             assert_eq!(later.reports("t", names, 0, threads), want, "{threads} threads");
         }
         // One limiter at a time, as replay runs it.
         let alone = [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::LeakyQueue];
         for one in settings.iter().filter(|s| alone.contains(&s.algorithm)) {
             let as_read = decide_in_memory(&[*one], true, events.iter().copied()).unwrap();
-            let mut later = Recorder::new(&[*one], true);
-            assert!(later.decide_later());
-            events.iter().for_each(|&event| later.keep(event).unwrap());
+            let later = later(&[*one], &events, 2);
             assert_eq!(later.reports("t", names, 5, 2), as_read.reports("t", names, 5, 2));
         }
+    }
+
+    #[test]
+    fn keys_named_but_never_kept_report_as_when_decided_as_read() {
+        // Keys 0 and 2 have events; keys 1 and 3 were named but none of their events came
+        // (a filter dropped them): the engine groups the two keys it saw, the report asks
+        // for four.
+        let mut table = KeyTable::new();
+        for name in ["a", "b", "c", "d"] {
+            table.intern(name.as_bytes()).unwrap();
+        }
+        let events: Vec<Event> = (0..40u32)
+            .map(|n| {
+                let at = Timestamp::from_micros(i64::from(n) * 7_000_000).unwrap();
+                Event::new(at, 2 * (n % 2))
+            })
+            .collect();
+        let settings = [Settings {
+            algorithm: Algorithm::Gcra,
+            rate: "2/m".parse().unwrap(),
+            burst: NonZeroU64::new(2).unwrap(),
+            window: Span::from_micros(60_000_000).unwrap(),
+            params: Algorithm::Gcra.default_params(),
+        }];
+        let names = KeyNames { column: "k", names: Some(&table) };
+        let as_read = decide_in_memory(&settings, true, events.iter().copied()).unwrap();
+        let later = later(&settings, &events, 1);
+        assert_eq!(later.reports("t", names, 0, 1), as_read.reports("t", names, 0, 1));
     }
 }

@@ -47,10 +47,13 @@ pub trait Engine<R = Recorder> {
     /// Decides every event still held, handing the decisions to `record`.
     fn flush(&mut self, record: &mut R) -> Result<()>;
 
-    /// Whether each of its decisions is that of the key's own limiter, made by its
-    /// settings in memory, on the key's own events alone: then a keyed replay may leave
-    /// the deciding to the record, which makes it key by key after reading.
-    fn decides_alone(&self) -> bool {
+    /// Asks a fresh engine to decide a keyed replay after reading, key by key, on up to
+    /// `threads` threads, and says whether it will: an engine in memory whose keys share
+    /// nothing can, as each decision is then that of the key's own limiters on the key's
+    /// events alone. It then keeps the events it is given, and hands every decision to the
+    /// record at once when flushed, which the record must take (`Recorder::takes_by_key`).
+    fn decide_by_key(&mut self, threads: usize) -> bool {
+        let _ = threads;
         false
     }
 
@@ -107,8 +110,9 @@ impl UseEngine for ReadAll<'_> {
             }
             recorder
         };
-        let read =
-            catalog::read_events(self.source, self.options, || Run::new(fresh(), recorder()));
+        let threads = self.options.threads;
+        let run = || Run::new(fresh(), recorder(), threads);
+        let read = catalog::read_events(self.source, self.options, run);
         finish(read)
     }
 }
@@ -129,7 +133,8 @@ impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Recorder> {
         let mut recorder = Recorder::new(self.settings, self.keyed);
         recorder.keep_trace();
-        feed(Run::new(fresh(), recorder), self.events)
+        // A trace is kept: every decision is made as read, on this thread.
+        feed(Run::new(fresh(), recorder, 1), self.events)
     }
 }
 
@@ -150,17 +155,17 @@ fn feed<E: Engine>(mut run: Run<E>, events: impl IntoIterator<Item = Event>) -> 
 pub struct Run<E> {
     engine: E,
     recorder: Recorder,
-    /// Whether the record decides, after reading.
+    /// Whether the engine decides after reading, key by key.
     later: bool,
 }
 
 impl<E: Engine> Run<E> {
-    /// Starts a replay with `engine` deciding and `recorder` recording; or with only
-    /// `recorder`, deciding key by key after reading, where it decides as the engine does.
-    pub fn new(engine: E, mut recorder: Recorder) -> Run<E> {
+    /// Starts a replay with `engine` deciding and `recorder` recording; keyed, an engine
+    /// that can decides after reading, key by key, on up to `threads` threads.
+    pub fn new(mut engine: E, recorder: Recorder, threads: usize) -> Run<E> {
         // Keyed in memory, a key's state is touched once an event at random; key by key,
         // no state is kept between keys, and the keys are decided on every core.
-        let later = engine.decides_alone() && recorder.decide_later();
+        let later = recorder.takes_by_key() && engine.decide_by_key(threads);
         Run { engine, recorder, later }
     }
 
@@ -176,16 +181,14 @@ impl<E: Engine> Sink for Run<E> {
 
     #[inline]
     fn event(&mut self, event: Event) -> Result<()> {
-        match self.later {
-            true => self.recorder.keep(event),
-            false => self.engine.push(event, &mut self.recorder),
-        }
+        self.engine.push(event, &mut self.recorder)
     }
 
     fn busy(&self) -> bool {
         // Measured on 2 million keys: from three limiters, deciding and recording take
         // as long as parsing, and numbering keys is best done by a thread of its own.
-        // Deciding later, the taker only keeps each event, and numbers the keys itself.
+        // Deciding later, the engine only keeps each event, and the taker numbers the keys
+        // itself.
         !self.later && self.recorder.lanes() >= 3
     }
 }

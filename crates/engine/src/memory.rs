@@ -2,6 +2,7 @@
 
 use anyhow::{Result, bail};
 
+use super::by_key::Later;
 use super::recorder::{Recorder, Settings};
 use crate::Engine;
 use crate::input::catalog::{Event, slot};
@@ -16,6 +17,8 @@ pub struct Memory {
     lanes: Vec<AnyPerKey>,
     /// Whether no limiter's keys share anything (nginx's share a zone).
     alone: bool,
+    /// If it decides after reading, key by key: the events kept till then.
+    later: Option<Later>,
 }
 
 impl Memory {
@@ -23,13 +26,16 @@ impl Memory {
     pub fn new(settings: &[Settings]) -> Memory {
         let lanes = settings.iter().map(Settings::per_key);
         let alone = settings.iter().all(|s| !s.algorithm.has_zone());
-        Memory { settings: settings.to_vec(), lanes: lanes.collect(), alone }
+        Memory { settings: settings.to_vec(), lanes: lanes.collect(), alone, later: None }
     }
 }
 
 impl Engine for Memory {
     #[inline]
     fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
+        if let Some(later) = &mut self.later {
+            return later.keep(event);
+        }
         let Event { time, key, cost } = event;
         let index = slot(key);
         // One limiter is the common case (replay): its one decision needs no iterator.
@@ -39,11 +45,19 @@ impl Engine for Memory {
         recorder.record(event, self.lanes.iter_mut().map(|l| l.decide(index, time, cost)))
     }
 
-    fn flush(&mut self, _recorder: &mut Recorder) -> Result<()> {
-        Ok(())
+    fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
+        match self.later.take() {
+            Some(later) => recorder.record_by_key(later.decide(&self.settings)),
+            None => Ok(()),
+        }
     }
 
-    fn decides_alone(&self) -> bool {
+    /// Keys that share nothing are decided key by key after reading, where each key's
+    /// events are read in order and no state is kept between keys (`Later`).
+    fn decide_by_key(&mut self, threads: usize) -> bool {
+        if self.alone {
+            self.later = Some(Later::new(threads));
+        }
         self.alone
     }
 

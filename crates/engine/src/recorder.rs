@@ -70,9 +70,9 @@ struct KeyedEvents {
     told: bool,
     /// If `told`, each event's wait in each lane; else empty.
     waits: Vec<i128>,
-    /// Whether the decisions are left to be made key by key at the end: then `passed`
-    /// stays empty.
-    later: bool,
+    /// The events and their decisions, grouped by key, if the engine decided them key by
+    /// key after reading: then `passed` stays empty.
+    decided: Option<Box<(Groups, Timeline, Vec<u8>)>>,
 }
 
 impl KeyedEvents {
@@ -139,10 +139,10 @@ impl Recorder {
             Kept::KeyedEvents(Box::new(KeyedEvents {
                 kept: KeptEvents::default(),
                 passed: Vec::new(),
-                stride: settings.len().div_ceil(8),
+                stride: super::by_key::stride(settings.len()),
                 told: settings.iter().any(Settings::tells_waits),
                 waits: Vec::new(),
-                later: false,
+                decided: None,
             }))
         } else {
             Kept::One(Box::new(KeyRecord::new(settings)))
@@ -189,7 +189,7 @@ impl Recorder {
                 }
             }
             Kept::KeyedEvents(keyed) => {
-                debug_assert!(!keyed.later, "decisions recorded where they are left for later");
+                debug_assert!(keyed.decided.is_none(), "decisions recorded after the keys'");
                 keyed.push(event)?;
                 let at = keyed.passed.len();
                 keyed.passed.resize(at + keyed.stride, 0);
@@ -205,31 +205,32 @@ impl Recorder {
         Ok(())
     }
 
-    /// Leaves the decisions to be made key by key when the reports are asked for, if it
-    /// can (with keys, no trace, and no limiter that tells its waits), and says whether it
-    /// does: the engine must then decide as a key's own limiters of these settings do on
-    /// the key's events alone, and hand each event to [`keep`](Recorder::keep), not
-    /// [`record`](Recorder::record).
-    pub fn decide_later(&mut self) -> bool {
-        let untraced = self.trace.is_none();
-        match &mut self.kept {
-            Kept::KeyedEvents(keyed)
-                if untraced && !keyed.told && keyed.kept.events().is_empty() =>
-            {
-                keyed.later = true;
-                true
+    /// Says whether it takes a keyed replay's decisions made key by key after reading
+    /// ([`record_by_key`](Recorder::record_by_key)): with keys, no trace, no limiter that
+    /// tells its waits, and nothing recorded yet.
+    pub(crate) fn takes_by_key(&self) -> bool {
+        match &self.kept {
+            Kept::KeyedEvents(keyed) => {
+                self.trace.is_none() && !keyed.told && keyed.kept.events().is_empty()
             }
-            _ => false,
+            Kept::One(_) => false,
         }
     }
 
-    /// Keeps an event to be decided later, as [`decide_later`](Recorder::decide_later)
-    /// says; events must come in time order. It fails only past [`MAX_KEYED_EVENTS`](crate::input::keys::MAX_KEYED_EVENTS).
-    #[inline]
-    pub fn keep(&mut self, event: Event) -> Result<()> {
+    /// Records every event of a keyed replay at once, with its decisions, made key by key
+    /// after reading, as [`takes_by_key`](Recorder::takes_by_key) allows.
+    pub(crate) fn record_by_key(&mut self, decided: super::by_key::Decided) -> Result<()> {
+        let takes = self.takes_by_key();
         match &mut self.kept {
-            Kept::KeyedEvents(keyed) if keyed.later => keyed.push(event),
-            _ => bail!("an event kept undecided by a record that decides none"),
+            Kept::KeyedEvents(keyed) if takes => {
+                let super::by_key::Decided { kept, groups, events, passed } = decided;
+                keyed.kept = kept;
+                keyed.decided = Some(Box::new((groups, events, passed)));
+                Ok(())
+            }
+            _ => {
+                bail!("a keyed replay's decisions given at once to a record that cannot take them")
+            }
         }
     }
 
@@ -316,10 +317,10 @@ impl<'a> Spread<'a> {
 
 /// The events of a keyed replay, grouped by key: their times, costs and decisions in that
 /// order.
-struct Grouped {
-    groups: Groups,
-    events: Timeline,
-    passed: Vec<u8>,
+struct Grouped<'a> {
+    groups: &'a Groups,
+    events: &'a Timeline,
+    passed: Cow<'a, [u8]>,
     stride: usize,
     /// Each event's waits, a lane each, if any lane tells them.
     waits: Vec<i128>,
@@ -391,17 +392,22 @@ impl KeyedEvents {
         let empty = KeyTable::new();
         let table = names.names.unwrap_or(&empty);
         let count = table.len();
-        let (groups, events) = self.kept.grouped(count);
         let stride = self.stride;
-        // Decided now, key by key, the decisions are put back in event order for the
-        // totals; decided as read, they are gathered by key for the keys.
-        let (passed, in_order) = match self.later {
-            true => {
-                let passed = super::by_key::decide(&groups, &events, settings, stride, threads);
-                let in_order = groups.scatter_chunks(&passed, stride);
-                (passed, Cow::Owned(in_order))
+        // Decided key by key, the events come grouped, and their decisions are put back in
+        // event order for the totals; decided as read, the events are grouped here, and
+        // their decisions gathered by key for the keys.
+        let as_read;
+        let (groups, events, passed, in_order) = match &self.decided {
+            Some(decided) => {
+                let (groups, events, passed) = &**decided;
+                let in_order = groups.scatter_chunks(passed, stride);
+                (groups, events, Cow::Borrowed(&passed[..]), Cow::Owned(in_order))
             }
-            false => (groups.gather_chunks(&self.passed, stride), Cow::Borrowed(&self.passed)),
+            None => {
+                as_read = self.kept.grouped(count);
+                let passed = as_read.0.gather_chunks(&self.passed, stride);
+                (&as_read.0, &as_read.1, Cow::Owned(passed), Cow::Borrowed(&self.passed[..]))
+            }
         };
         let grouped = Grouped {
             events,

@@ -327,6 +327,7 @@ pub const MAX_KEYED_EVENTS: usize = u32::MAX as usize;
 
 /// The events of each key, grouped by key and in time order within each: 4 bytes an event
 /// and 4 a key.
+#[derive(Clone, Debug)]
 pub struct Groups {
     /// The end of each key's events in `order`; a key's start is the end of the one before.
     ends: Vec<u32>,
@@ -356,10 +357,18 @@ impl Groups {
         Groups { ends: next, order }
     }
 
-    /// Returns where key `key`'s events are, in the grouped order.
+    /// Returns where key `key`'s events are, in the grouped order: none for a key past
+    /// those grouped.
     pub fn range(&self, key: usize) -> std::ops::Range<usize> {
-        let start = if key == 0 { 0 } else { slot(self.ends[key - 1]) };
-        start..slot(self.ends[key])
+        let start = if key == 0 { 0 } else { slot(self.end(key - 1)) };
+        start..slot(self.end(key))
+    }
+
+    /// Returns where key `key`'s events end in the grouped order; past the keys grouped,
+    /// where the last one's do.
+    #[inline]
+    fn end(&self, key: usize) -> u32 {
+        self.ends.get(key).or(self.ends.last()).copied().unwrap_or(0)
     }
 
     /// Returns where the events of the keys `keys` are, in the grouped order.
@@ -407,8 +416,8 @@ impl Groups {
 
     /// Returns how many events key `key` has.
     pub fn count(&self, key: usize) -> u64 {
-        let start = if key == 0 { 0 } else { self.ends[key - 1] };
-        u64::from(self.ends[key] - start)
+        let start = if key == 0 { 0 } else { self.end(key - 1) };
+        u64::from(self.end(key) - start)
     }
 
     /// Returns `values`, one per event, in the grouped order: reading them so, key by key,
