@@ -28,13 +28,13 @@ impl Backend {
     /// line). A fleet is simulated only in a replay.
     pub fn live(&self, policy: Policy<'_>) -> Result<Box<dyn Live>> {
         match policy {
-            Policy::SideBySide(settings) => self.run(settings, Now),
+            Policy::SideBySide(_) => self.run(policy, Now),
             Policy::AllOrNothing(layers) => {
                 if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
                     let name = queue.settings.algorithm.name();
                     bail!("{name} delays; layers decide at once: use gcra, which admits the same");
                 }
-                self.run(layers, Now)
+                self.run(policy, Now)
             }
         }
     }
@@ -43,10 +43,10 @@ impl Backend {
 /// The job of deciding live: the backend's first engine, made live.
 struct Now;
 
-impl<R> UseEngine<R> for Now {
+impl UseEngine for Now {
     type Out = Box<dyn Live>;
 
-    fn with<E: Engine<R>>(self, mut fresh: impl FnMut() -> E) -> Result<Box<dyn Live>> {
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Box<dyn Live>> {
         fresh().live()
     }
 }

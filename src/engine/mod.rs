@@ -1,14 +1,14 @@
 //! Where decisions are made: in memory and on a simulated fleet (the engine crate's), or in
 //! Redis; [`Backend`] chooses, in one place.
 //!
-//! A new engine is one file implementing [`Engine`], a variant of [`Backend`], one arm in
-//! [`Backend::run`], where engines are chosen, and its type in each [`Engines`].
+//! A new engine is one file implementing [`Engine`], a variant of [`Backend`], and one arm
+//! in [`Backend::run`], where engines are chosen.
 
 pub mod live;
 pub mod redis;
 
 pub use ratelimit_engine::{
-    Engine, UseEngine, fleet, key_sizing, layered, memory, recorder, side_by_side,
+    Engine, Policy, Record, UseEngine, fleet, key_sizing, layered, memory, recorder, side_by_side,
 };
 
 use std::cell::RefCell;
@@ -16,24 +16,13 @@ use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
-use self::fleet::{FleetEngine, FleetPlan};
-use self::layered::{DecideLayers, Layer, LayeredRecord, Limits, ReplayLayers, Tally};
+use self::fleet::{FleetEngine, FleetPlan, LAYERED_FLEET};
+use self::layered::{DecideLayers, Layer, LayeredRecord, ReplayLayers};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
-use self::redis::{RedisEngine, RedisLayers, RedisTarget, Remote, RemoteLayers, Server};
+use self::redis::{RedisEngine, RedisTarget, Remote, RemoteLayers, Scripts, Server};
 use crate::input::catalog::{Event, ReadOptions, ReadStats, Source};
 use ratelimit_engine::{Decide, ReadAll};
-
-/// What decides an event: limiters side by side, each deciding every event alone (one for
-/// `replay`, several for `compare`), or layers all or nothing (`--limit`), an event
-/// passing only if every layer admits it.
-#[derive(Clone, Copy, Debug)]
-pub enum Policy<'a> {
-    /// Each limiter decides alone.
-    SideBySide(&'a [Settings]),
-    /// Every layer must admit; a refused event charges none.
-    AllOrNothing(&'a [Layer]),
-}
 
 /// Where a job's decisions are made: in memory, or in a Redis server shared with others.
 pub enum Backend {
@@ -76,7 +65,7 @@ impl Backend {
             bail!("{} cannot run in Redis", s.algorithm.name());
         }
         let mut redis = Server::connect(&target.urls, target.timeout)?;
-        let remotes = RedisEngine::prepare(&mut redis, settings)?;
+        let remotes = redis::prepare(&mut redis, settings)?;
         Ok(Backend::Redis {
             redis: Rc::new(RefCell::new(redis)),
             remotes,
@@ -84,20 +73,26 @@ impl Backend {
         })
     }
 
-    /// Runs `job` with this backend's engines for `policy` (limiters side by side, or
-    /// layers all or nothing), made fresh as the job needs them: the one place where batch
-    /// engines are chosen. A new engine is one file implementing [`Engine`], a variant of
-    /// [`Backend`], one arm here, and its type in each [`Engines`].
-    pub fn run<P, J>(&self, policy: &P, job: J) -> Result<J::Out>
-    where
-        P: Engines + ?Sized,
-        J: UseEngine<P::Record>,
-    {
+    /// Runs `job` with this backend's engine for `policy` (limiters side by side, or layers
+    /// all or nothing), made fresh as the job needs them: the one place where engines are
+    /// chosen, for a replay and for live use alike. A new engine is one file implementing
+    /// [`Engine`], a variant of [`Backend`], and one arm here.
+    pub fn run<J: UseEngine>(&self, policy: Policy<'_>, job: J) -> Result<J::Out> {
         match self {
-            Backend::Memory => job.with(|| policy.in_memory()),
-            Backend::Fleet(plan) => job.with(policy.on_fleet(plan)?),
+            Backend::Memory => job.with(|| Memory::new(policy)),
+            Backend::Fleet(plan) => {
+                let Policy::SideBySide(settings) = policy else { bail!(LAYERED_FLEET) };
+                job.with(|| FleetEngine::new(settings, plan))
+            }
             Backend::Redis { redis, remotes, prefix } => {
-                job.with(policy.in_redis(redis, remotes, prefix)?)
+                let scripts = match policy {
+                    Policy::SideBySide(_) => Scripts::Lanes(remotes.clone()),
+                    // The layered script, loaded once for every replay the job starts.
+                    Policy::AllOrNothing(layers) => {
+                        Scripts::Layers(RemoteLayers::new(&mut redis.borrow_mut(), layers)?)
+                    }
+                };
+                job.with(|| RedisEngine::new(redis.clone(), scripts.clone(), prefix))
             }
         }
     }
@@ -111,7 +106,7 @@ impl Backend {
         (source, options): (&Source, &ReadOptions),
         trace: bool,
     ) -> Result<(Recorder, ReadStats)> {
-        self.run(settings, ReadAll { settings, keyed, source, options, trace })
+        self.run(Policy::SideBySide(settings), ReadAll { settings, keyed, source, options, trace })
     }
 
     /// Replays events already read, in time order, and returns the record with every
@@ -122,7 +117,7 @@ impl Backend {
         keyed: bool,
         events: impl IntoIterator<Item = Event>,
     ) -> Result<Recorder> {
-        self.run(settings, Decide { settings, keyed, events })
+        self.run(Policy::SideBySide(settings), Decide { settings, keyed, events })
     }
 }
 
@@ -135,7 +130,7 @@ impl Backend {
         source: &Source,
         options: &ReadOptions,
     ) -> Result<(LayeredRecord, ReadStats)> {
-        self.run(layers, ReplayLayers { layers, source, options })
+        self.run(Policy::AllOrNothing(layers), ReplayLayers { layers, source, options })
     }
 
     /// Decides events already read, in time order, through `layers`, keeping every decision.
@@ -144,91 +139,6 @@ impl Backend {
         layers: &[Layer],
         events: impl IntoIterator<Item = Event>,
     ) -> Result<LayeredRecord> {
-        self.run(layers, DecideLayers { layers, events })
+        self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events })
     }
 }
-
-/// A policy's engines on each backend, made fresh for a job: limiters side by side
-/// (`[Settings]`) hand their decisions to a [`Recorder`], layers all or nothing
-/// (`[Layer]`) to a [`Tally`].
-pub trait Engines {
-    /// What its engines hand their decisions to.
-    type Record;
-    /// Its engine in memory.
-    type InMemory: Engine<Self::Record>;
-    /// Its engine on a simulated fleet.
-    type OnFleet: Engine<Self::Record>;
-    /// Its engine in Redis.
-    type InRedis: Engine<Self::Record>;
-
-    /// Returns a fresh engine in memory.
-    fn in_memory(&self) -> Self::InMemory;
-
-    /// Returns what makes fresh engines on the fleet `plan`, or why it cannot run there.
-    fn on_fleet<'a>(&'a self, plan: &'a FleetPlan) -> Result<Maker<'a, Self::OnFleet>>;
-
-    /// Returns what makes fresh engines in Redis (`redis`, its limiters' scripts
-    /// `remotes`, every key under `prefix`), its scripts ready.
-    fn in_redis<'a>(
-        &'a self,
-        redis: &'a Rc<RefCell<Server>>,
-        remotes: &'a [Remote],
-        prefix: &'a str,
-    ) -> Result<Maker<'a, Self::InRedis>>;
-}
-
-/// What makes a fresh engine of type `E`, for each replay a job starts.
-pub type Maker<'a, E> = Box<dyn FnMut() -> E + 'a>;
-
-impl Engines for [Settings] {
-    type Record = Recorder;
-    type InMemory = Memory;
-    type OnFleet = FleetEngine;
-    type InRedis = RedisEngine;
-
-    fn in_memory(&self) -> Memory {
-        Memory::new(self)
-    }
-
-    fn on_fleet<'a>(&'a self, plan: &'a FleetPlan) -> Result<Maker<'a, FleetEngine>> {
-        Ok(Box::new(move || FleetEngine::new(self, plan)))
-    }
-
-    fn in_redis<'a>(
-        &'a self,
-        redis: &'a Rc<RefCell<Server>>,
-        remotes: &'a [Remote],
-        prefix: &'a str,
-    ) -> Result<Maker<'a, RedisEngine>> {
-        Ok(Box::new(move || RedisEngine::new(redis.clone(), remotes.to_vec(), prefix)))
-    }
-}
-
-impl Engines for [Layer] {
-    type Record = Tally;
-    type InMemory = Limits;
-    type OnFleet = Limits;
-    type InRedis = RedisLayers;
-
-    fn in_memory(&self) -> Limits {
-        Limits::new(self)
-    }
-
-    fn on_fleet<'a>(&'a self, _: &'a FleetPlan) -> Result<Maker<'a, Limits>> {
-        bail!(LAYERED_FLEET)
-    }
-
-    fn in_redis<'a>(
-        &'a self,
-        redis: &'a Rc<RefCell<Server>>,
-        _: &'a [Remote],
-        prefix: &'a str,
-    ) -> Result<Maker<'a, RedisLayers>> {
-        // The layered script, loaded once for every replay the job starts.
-        let remote = RemoteLayers::new(&mut redis.borrow_mut(), self)?;
-        Ok(Box::new(move || RedisLayers::new(redis.clone(), remote.clone(), prefix)))
-    }
-}
-
-/// Why layers do not run on a fleet.
-const LAYERED_FLEET: &str = "--servers simulates one limit on a fleet, not layers";

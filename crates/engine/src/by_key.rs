@@ -159,12 +159,13 @@ mod tests {
     use crate::memory::Memory;
     use crate::recorder::{KeyNames, Recorder, Settings};
     use crate::units::time::{Span, Timestamp};
-    use crate::{Engine, decide_in_memory};
+    use crate::{Engine, Policy, decide_in_memory};
 
     /// Returns the record of `events` replayed through `settings` by key in memory,
     /// decided after reading, key by key, on `threads` threads.
     fn later(settings: &[Settings], events: &[Event], threads: usize) -> Recorder {
-        let (mut memory, mut record) = (Memory::new(settings), Recorder::new(settings, true));
+        let mut memory = Memory::new(Policy::SideBySide(settings));
+        let mut record = Recorder::new(settings, true);
         assert!(record.takes_by_key() && memory.decide_by_key(threads));
         events.iter().for_each(|&event| memory.push(event, &mut record).unwrap());
         memory.flush(&mut record).unwrap();

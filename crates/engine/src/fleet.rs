@@ -2,17 +2,20 @@
 
 use std::num::NonZeroU32;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use rand_distr::{Distribution, Uniform};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::SeedableRng;
 
-use super::recorder::{Recorder, Settings};
-use crate::Engine;
+use super::recorder::Settings;
 use crate::input::catalog::{Event, Key, slot};
 use crate::input::keys::wide;
 use crate::limiter::{AnyPerKey, AnyReplicated, Share};
 use crate::report::{self, ServerCount};
+use crate::{Engine, Record};
+
+/// Why layers do not run on a fleet.
+pub const LAYERED_FLEET: &str = "--servers simulates one limit on a fleet, not layers";
 
 /// The most servers a fleet may have.
 pub const MAX_SERVERS: u32 = 10_000;
@@ -157,7 +160,7 @@ impl FleetEngine {
 }
 
 impl Engine for FleetEngine {
-    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
+    fn push<R: Record>(&mut self, event: Event, record: &mut R) -> Result<()> {
         let Event { time, key, cost } = event;
         let server = self.server(key);
         let index = if self.plan.keyed { slot(key) } else { 0 };
@@ -181,13 +184,13 @@ impl Engine for FleetEngine {
                 tally.alone_passed += u64::from(alone.decide(index, time, cost).passed);
                 let decision = lane.decide(server, index, time, cost);
                 tally.by_server[server].passed += u64::from(decision.passed);
-                decision
+                (event, decision)
             },
         );
-        recorder.record(event, decisions)
+        record.decided(event, 0, decisions)
     }
 
-    fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
+    fn flush<R: Record>(&mut self, record: &mut R) -> Result<()> {
         let mut fleets = self.tally.clone();
         for fleet in &mut fleets {
             for (count, &events) in fleet.by_server.iter_mut().zip(&self.events) {
@@ -197,7 +200,8 @@ impl Engine for FleetEngine {
             let passed: u64 = fleet.by_server.iter().map(|c| c.passed).sum();
             fleet.over_admission = ratio(passed, fleet.alone_passed);
         }
-        recorder.set_fleets(fleets);
+        let recorder = record.side_by_side();
+        recorder.ok_or_else(|| anyhow!(LAYERED_FLEET))?.set_fleets(fleets);
         Ok(())
     }
 

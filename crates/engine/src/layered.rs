@@ -15,7 +15,7 @@ use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
 use crate::live::{Live, LiveKeys};
 use crate::units::time::Timestamp;
-use crate::{Engine, UseEngine};
+use crate::{Engine, Record, UseEngine};
 
 /// The most layers one run takes: each event is asked of every layer.
 pub const MAX_LAYERS: usize = 16;
@@ -41,7 +41,7 @@ pub struct Layer {
 /// for a replay and for a live filter.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    each: Vec<(AnyPerKey, Layer)>,
+    pub(crate) each: Vec<(AnyPerKey, Layer)>,
 }
 
 impl Limits {
@@ -137,25 +137,6 @@ impl Layer {
     }
 }
 
-/// The layers in memory decide each event at once; in Redis, `RedisLayers` decides them
-/// in batches. Either hands each event's refusals and decisions to a [`Tally`], in order.
-impl Engine<Tally> for Limits {
-    #[inline]
-    fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
-        let refused = self.refusals(event);
-        tally.count(refused);
-        self.settle(event, refused, |n, seen, decision| tally.record(n, seen, decision))
-    }
-
-    fn flush(&mut self, _: &mut Tally) -> Result<()> {
-        Ok(())
-    }
-
-    fn live(self) -> Result<Box<dyn Live>> {
-        Ok(Box::new(LiveLayers { limits: self, keys: LiveKeys::new() }))
-    }
-}
-
 /// What the layers decided, counted: for each layer, its record, what it refused, and
 /// what only it refused.
 pub struct Tally {
@@ -189,10 +170,9 @@ impl Tally {
         }
     }
 
-    /// Counts an event that the layers in `refused` refused (bit n for layer n), and
-    /// returns whether it passed: whether none did.
+    /// Counts an event that the layers in `refused` refused (bit n for layer n).
     #[inline]
-    pub fn count(&mut self, refused: u32) -> bool {
+    fn count(&mut self, refused: u32) {
         self.events += 1;
         let alone = refused.count_ones() == 1;
         for (n, (count, only)) in self.refused.iter_mut().zip(&mut self.only).enumerate() {
@@ -206,7 +186,6 @@ impl Tally {
             trace.push(passed);
             self.refusals.push(refused);
         }
-        passed
     }
 
     /// Has each layer decide `event` alone, as if it were the only limit: what a layer
@@ -218,16 +197,28 @@ impl Tally {
             *count += u64::from(!limiter.decide(slot(seen.key), seen.time, seen.cost).passed);
         }
     }
+}
 
-    /// Records layer n's decision on the event as it sees it, `seen`.
+/// Each event's refusals and each layer's decision, from the layers in memory or in
+/// Redis.
+impl Record for Tally {
     #[inline]
-    pub fn record(&mut self, n: usize, seen: Event, decision: Decision) -> Result<()> {
-        self.records[n].record(seen, [decision])
+    fn decided(
+        &mut self,
+        _: Event,
+        refused: u32,
+        each: impl IntoIterator<Item = (Event, Decision)>,
+    ) -> Result<()> {
+        self.count(refused);
+        for (record, (seen, decision)) in self.records.iter_mut().zip(each) {
+            record.record(seen, [decision])?;
+        }
+        Ok(())
     }
 }
 
 /// A layered replay under way: who decides, and what they decided.
-pub struct Layered<D = Limits> {
+pub struct Layered<D> {
     decide: D,
     tally: Tally,
 }
@@ -256,7 +247,7 @@ pub fn check_layers(layers: &[Layer]) -> Result<()> {
     Ok(())
 }
 
-impl<D: Engine<Tally>> Layered<D> {
+impl<D: Engine> Layered<D> {
     /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`.
     pub fn with(layers: &[Layer], decide: D) -> Layered<D> {
         Layered { decide, tally: Tally::new(layers) }
@@ -283,7 +274,7 @@ impl<D: Engine<Tally>> Layered<D> {
     }
 }
 
-impl<D: Engine<Tally>> Sink for Layered<D> {
+impl<D: Engine> Sink for Layered<D> {
     type Error = anyhow::Error;
 
     #[inline]
@@ -301,10 +292,10 @@ pub struct DecideLayers<'a, I> {
     pub events: I,
 }
 
-impl<I: IntoIterator<Item = Event>> UseEngine<Tally> for DecideLayers<'_, I> {
+impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
     type Out = LayeredRecord;
 
-    fn with<E: Engine<Tally>>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
         check_layers(self.layers)?;
         let mut run = Layered::with(self.layers, fresh());
         run.tally.trace = Some(Vec::new());
@@ -326,15 +317,21 @@ pub struct ReplayLayers<'a> {
     pub options: &'a crate::input::catalog::ReadOptions,
 }
 
-impl UseEngine<Tally> for ReplayLayers<'_> {
+impl UseEngine for ReplayLayers<'_> {
     type Out = (LayeredRecord, ReadStats);
 
-    fn with<E: Engine<Tally>>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
         check_layers(self.layers)?;
         let run = || Layered::with(self.layers, fresh());
         let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
         Ok((run.finish()?, stats))
     }
+}
+
+/// Returns a live engine in memory for the layers of `limits`: one state per key in each
+/// keyed layer, in this process.
+pub(crate) fn live(limits: Limits) -> Box<dyn Live> {
+    Box::new(LiveLayers { limits, keys: LiveKeys::new() })
 }
 
 /// Several limits at once, in this process: every layer is asked first, spending nothing,
@@ -363,9 +360,11 @@ mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
+    use crate::Policy;
     use crate::input::keys::KeyTable;
     use crate::limiter::Algorithm;
     use crate::live::tests as live_tests;
+    use crate::memory::Memory;
     use crate::units::time::{Span, Timestamp};
 
     fn layer(algorithm: Algorithm, rate: &str, burst: u64, cost: Option<u64>) -> Layer {
@@ -386,9 +385,9 @@ mod tests {
         }
     }
 
-    fn in_memory(layers: &[Layer]) -> Result<Layered> {
+    fn in_memory(layers: &[Layer]) -> Result<Layered<Memory>> {
         check_layers(layers)?;
-        Ok(Layered::with(layers, Limits::new(layers)))
+        Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))))
     }
 
     fn at(s: i64, cost: u64) -> Event {

@@ -2,11 +2,11 @@
 //! the record counts what they decided, finds the busiest windows and checks the promises;
 //! the reports are the one result type of every output.
 //!
-//! The seam is [`Engine`]: an engine takes events in time order and hands each limiter's
-//! [`Decision`](limiter::Decision) to a [`Recorder`],
-//! at once or in batches. The recorder counts, finds the busiest windows and checks the
-//! promises, the same way for every engine. Engines of other places (the program's Redis)
-//! implement [`Engine`] too.
+//! The seam is [`Engine`]: an engine decides the events of a [`Policy`] in time order and
+//! hands each limit's [`Decision`] to a [`Record`] (a [`Recorder`] for limiters side by
+//! side, a [`Tally`](layered::Tally) for layers), at once or in batches. The record counts,
+//! finds the busiest windows and checks the promises, the same way for every engine.
+//! Engines of other places (the program's Redis) implement [`Engine`] too.
 
 mod by_key;
 pub mod fleet;
@@ -18,6 +18,7 @@ pub mod live;
 mod live_check;
 pub mod memory;
 pub mod per_key;
+mod policy;
 pub mod recorder;
 pub mod report;
 mod seconds;
@@ -32,20 +33,23 @@ use ratelimit_input::units;
 use anyhow::Result;
 
 use self::memory::Memory;
+pub use self::policy::Policy;
 use self::recorder::{Recorder, Settings};
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
+use crate::limiter::Decision;
 
-/// Who decides: an engine runs the limits of a replay, for every key, and hands what they
-/// decided to a record `R`: limiters side by side to a [`Recorder`], layers all or
+/// Who decides: an engine runs the limits of a [`Policy`], for every key, and hands what
+/// they decided to a [`Record`]: limiters side by side to a [`Recorder`], layers all or
 /// nothing to a [`Tally`](layered::Tally). The one trait every backend's deciding
-/// implements: in a replay, in batches; live, a batch of one ([`live`](Engine::live)).
-pub trait Engine<R = Recorder> {
+/// implements, once: in a replay, in batches; live, a batch of one
+/// ([`live`](Engine::live)).
+pub trait Engine {
     /// Takes the next event, in time order, and hands every limit's decision on it to
     /// `record`: now, or later but in event order.
-    fn push(&mut self, event: Event, record: &mut R) -> Result<()>;
+    fn push<R: Record>(&mut self, event: Event, record: &mut R) -> Result<()>;
 
     /// Decides every event still held, handing the decisions to `record`.
-    fn flush(&mut self, record: &mut R) -> Result<()>;
+    fn flush<R: Record>(&mut self, record: &mut R) -> Result<()>;
 
     /// Asks a fresh engine to decide a keyed replay after reading, key by key, on up to
     /// `threads` threads, and says whether it will: an engine in memory whose keys share
@@ -64,6 +68,42 @@ pub trait Engine<R = Recorder> {
         Self: Sized;
 }
 
+/// What an engine hands its decisions to, in event order.
+pub trait Record {
+    /// Takes the next event, in time order, and each limit's decision on it, in limit
+    /// order, with the event as that limit saw it (its key and its cost); `refused` has
+    /// bit n set if limit n refused the event when asked (layers; side by side, where each
+    /// decides alone, 0).
+    fn decided(
+        &mut self,
+        event: Event,
+        refused: u32,
+        each: impl IntoIterator<Item = (Event, Decision)>,
+    ) -> Result<()>;
+
+    /// Returns the record of limiters side by side, if this is one: what only they record
+    /// (a fleet's servers, decisions made key by key after reading) goes there.
+    fn side_by_side(&mut self) -> Option<&mut Recorder> {
+        None
+    }
+}
+
+impl Record for Recorder {
+    #[inline]
+    fn decided(
+        &mut self,
+        event: Event,
+        _: u32,
+        each: impl IntoIterator<Item = (Event, Decision)>,
+    ) -> Result<()> {
+        self.record(event, each.into_iter().map(|(_, decision)| decision))
+    }
+
+    fn side_by_side(&mut self) -> Option<&mut Recorder> {
+        Some(self)
+    }
+}
+
 /// Decides events already read, in time order, in memory, and returns the record with
 /// every decision traced: for each event, one per limiter.
 pub fn decide_in_memory(
@@ -71,18 +111,17 @@ pub fn decide_in_memory(
     keyed: bool,
     events: impl IntoIterator<Item = Event>,
 ) -> Result<Recorder> {
-    Decide { settings, keyed, events }.with(|| Memory::new(settings))
+    Decide { settings, keyed, events }.with(|| Memory::new(Policy::SideBySide(settings)))
 }
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a
-/// replay is compiled for each, so that deciding an event costs no dynamic call. `R` is
-/// the record the engines hand their decisions to.
-pub trait UseEngine<R = Recorder> {
+/// replay is compiled for each, so that deciding an event costs no dynamic call.
+pub trait UseEngine {
     /// What the job returns.
     type Out;
 
     /// Runs the job with engines that `fresh` makes.
-    fn with<E: Engine<R>>(self, fresh: impl FnMut() -> E) -> Result<Self::Out>;
+    fn with<E: Engine>(self, fresh: impl FnMut() -> E) -> Result<Self::Out>;
 }
 
 /// Reading a catalog through the engine: streamed, or read again and sorted.

@@ -12,10 +12,9 @@ use std::rc::Rc;
 use anyhow::{Result, anyhow, bail};
 use redis::Value;
 
-use super::pipeline::{BATCH, run_name};
 use super::{Outcome, REPLAY_TTL_MS, Remote, Server, check_time, integers, layers_script, slot_of};
-use crate::engine::Engine;
-use crate::engine::layered::{Layer, Tally};
+use crate::engine::Record;
+use crate::engine::layered::Layer;
 use crate::engine::live::Live;
 use crate::input::catalog::Event;
 use crate::limiter::Decision;
@@ -154,34 +153,33 @@ impl RemoteLayers {
     }
 }
 
-/// A layered replay decided in Redis: events gathered and sent `BATCH` to a pipeline,
-/// each one call of the layered script, in time order. Keyed layers' keys go under
+/// Layers decided in Redis: each event one call of the layered script, a batch of them
+/// to a pipeline, in time order. Keyed layers' keys go under
 /// `<prefix>replay:<run>:{k<key>}:L<n>:<algorithm>`, the others' under `{all}`.
-pub struct RedisLayers {
+pub(super) struct Layers {
     server: Rc<RefCell<Server>>,
     remote: RemoteLayers,
-    /// The prefix of every key, and under it this replay's own.
-    prefix: String,
     base: String,
-    pending: Vec<Event>,
     calls: u64,
 }
 
-impl RedisLayers {
-    /// Returns a replay of the layers `remote` in `server`, under `prefix`, in a run of its
-    /// own so that no key of an earlier replay is read.
-    pub fn new(server: Rc<RefCell<Server>>, remote: RemoteLayers, prefix: &str) -> RedisLayers {
-        let base = format!("{prefix}replay:{}:", run_name());
-        let prefix = prefix.to_owned();
-        RedisLayers { server, remote, prefix, base, pending: Vec::with_capacity(BATCH), calls: 0 }
+impl Layers {
+    /// Returns the layers `remote` in `server`, deciding under `base`.
+    pub(super) fn new(server: Rc<RefCell<Server>>, remote: RemoteLayers, base: String) -> Layers {
+        Layers { server, remote, base, calls: 0 }
     }
 
-    /// Has Redis decide the events held, and counts what it decided.
-    fn decide(&mut self, tally: &mut Tally) -> Result<()> {
+    /// Returns the layers' live engine, under `prefix`.
+    pub(super) fn live(self, prefix: &str) -> Box<dyn Live> {
+        crate::engine::live::layers_in_redis(self.server, self.remote, prefix)
+    }
+
+    /// Has Redis decide `events`, and records what it decided, in order.
+    pub(super) fn decide<R: Record>(&mut self, events: &[Event], record: &mut R) -> Result<()> {
         let cluster = self.server.borrow().is_cluster();
         let shared = format!("{}{{{SHARED}}}", self.base);
-        let mut calls = Vec::with_capacity(self.pending.len());
-        for &Event { time, key, cost } in &self.pending {
+        let mut calls = Vec::with_capacity(events.len());
+        for &Event { time, key, cost } in events {
             check_time(time)?;
             let own = format!("{}{{k{key}}}", self.base);
             let bases = self.remote.bases(own.as_bytes(), shared.as_bytes());
@@ -198,38 +196,20 @@ impl RedisLayers {
         }
         let replies = self.server.borrow_mut().run(&calls)?;
         let url = self.server.borrow().url().to_owned();
-        for (&event, reply) in self.pending.iter().zip(&replies) {
+        for (&event, reply) in events.iter().zip(&replies) {
             let outcome = self.remote.outcome(reply).map_err(|e| anyhow!("Redis at {url}: {e}"))?;
             let refused = outcome
                 .layers
                 .iter()
                 .enumerate()
                 .fold(0, |bits, (n, o)| bits | u32::from(!o.allowed) << n);
-            let passed = tally.count(refused);
-            for (n, (layer, answer)) in self.remote.layers().zip(&outcome.layers).enumerate() {
+            let passed = refused == 0;
+            let each = self.remote.layers().zip(&outcome.layers).map(|(layer, answer)| {
                 let wait = if passed { answer.wait } else { 0 };
-                tally.record(n, layer.sees(event), Decision { passed, wait })?;
-            }
-        }
-        self.pending.clear();
-        Ok(())
-    }
-}
-
-impl Engine<Tally> for RedisLayers {
-    fn push(&mut self, event: Event, tally: &mut Tally) -> Result<()> {
-        self.pending.push(event);
-        if self.pending.len() == BATCH {
-            self.decide(tally)?;
+                (layer.sees(event), Decision { passed, wait })
+            });
+            record.decided(event, refused, each)?;
         }
         Ok(())
-    }
-
-    fn flush(&mut self, tally: &mut Tally) -> Result<()> {
-        self.decide(tally)
-    }
-
-    fn live(self) -> Result<Box<dyn Live>> {
-        Ok(crate::engine::live::layers_in_redis(self.server, self.remote, &self.prefix))
     }
 }

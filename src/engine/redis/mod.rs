@@ -9,14 +9,16 @@
 
 mod cluster;
 mod connection;
+mod engine;
 mod layers;
 mod pipeline;
 mod server;
 
 pub use cluster::slot_of;
 pub use connection::Redis;
-pub use layers::{LayersOutcome, RedisLayers, RemoteLayers, SHARED};
-pub use pipeline::RedisEngine;
+pub use engine::{RedisEngine, Scripts};
+pub use layers::{LayersOutcome, RemoteLayers, SHARED};
+pub use pipeline::prepare;
 pub use server::Server;
 
 use std::borrow::Cow;

@@ -1,4 +1,5 @@
-//! The Redis engine: a replay's events decided by the scripts, many to a round trip.
+//! Limiters side by side in Redis: each limiter's batch script decides a batch of events
+//! in one run, many to a round trip.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -9,30 +10,23 @@ use anyhow::{Result, anyhow, bail};
 
 use super::server::Sent;
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
-use crate::engine::Engine;
+use crate::engine::Record;
 use crate::engine::live::{Live, ONE_LIMIT};
-use crate::engine::recorder::{Recorder, Settings};
+use crate::engine::recorder::Settings;
 use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;
 
-/// Events sent to Redis in one pipeline.
-pub(super) const BATCH: usize = 512;
-
-/// An engine that has Redis decide every event, for every limiter.
+/// Limiters side by side in Redis, each deciding every event.
 ///
-/// Events are gathered in batches of `BATCH`, and each limiter decides a batch in one run
-/// of its batch script (one a slot, in a cluster), the events in order: Redis decides them
-/// in time order, without a round trip or a script call each. Keys live under the
-/// prefix, a run of their own, and a hash tag per replay key:
+/// Each limiter decides a batch in one run of its batch script (one a slot, in a cluster),
+/// the events in order: Redis decides them in time order, without a round trip or a script
+/// call each. Keys live under the prefix, a run of their own, and a hash tag per replay key:
 /// `ratelimit:replay:<run>:{k<key>}:<algorithm>`.
-pub struct RedisEngine {
+pub(super) struct Lanes {
     redis: Rc<RefCell<Server>>,
     remotes: Vec<Remote>,
-    /// The prefix of every key, and under it this replay's own.
-    prefix: String,
     base: String,
-    pending: Vec<Event>,
     /// For each replay key, each limiter's keys, and the hash slot they share.
     keys: Vec<(Vec<Vec<Vec<u8>>>, u16)>,
     calls: u64,
@@ -58,62 +52,46 @@ struct Calls {
 /// below 2^53, as the scripts' numbers must be, for longer than any replay runs.
 static BATCH_NUMBERS: AtomicU64 = AtomicU64::new(0);
 
-impl RedisEngine {
-    /// Checks that limiters with `settings` can run exactly in Redis, loads their scripts,
-    /// and returns them, ready for `new`.
-    pub fn prepare(redis: &mut Server, settings: &[Settings]) -> Result<Vec<Remote>> {
-        let remotes = settings
-            .iter()
-            .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
-            .collect::<Result<Vec<_>>>()?;
-        for remote in &remotes {
-            redis.load(remote.batch_script())?;
-            redis.load(remote.script())?;
-        }
-        Ok(remotes)
+/// Checks that limiters with `settings` can run exactly in Redis, loads their scripts,
+/// and returns them, ready for a [`RedisEngine`](super::RedisEngine).
+pub fn prepare(redis: &mut Server, settings: &[Settings]) -> Result<Vec<Remote>> {
+    let remotes = settings
+        .iter()
+        .map(|s| Remote::new(s.algorithm, s.rate, s.burst.get(), 1))
+        .collect::<Result<Vec<_>>>()?;
+    for remote in &remotes {
+        redis.load(remote.batch_script())?;
+        redis.load(remote.script())?;
+    }
+    Ok(remotes)
+}
+
+impl Lanes {
+    /// Returns the limiters `prepare` returned, deciding under `base`.
+    pub(super) fn new(redis: Rc<RefCell<Server>>, remotes: Vec<Remote>, base: String) -> Lanes {
+        Lanes { redis, remotes, base, keys: Vec::new(), calls: 0, flight: None }
     }
 
-    /// Returns an engine for the limiters `prepare` returned, under `prefix`.
-    pub fn new(redis: Rc<RefCell<Server>>, remotes: Vec<Remote>, prefix: &str) -> RedisEngine {
-        // A run of its own, so that no key of an earlier replay is read.
-        RedisEngine {
-            redis,
-            remotes,
-            prefix: prefix.to_owned(),
-            base: format!("{prefix}replay:{}:", run_name()),
-            pending: Vec::with_capacity(BATCH),
-            keys: Vec::new(),
-            calls: 0,
-            flight: None,
-        }
+    /// Returns the one limiter's live engine, under `prefix`.
+    pub(super) fn live(self, prefix: &str) -> Result<Box<dyn Live>> {
+        let [remote] = &self.remotes[..] else { bail!(ONE_LIMIT) };
+        Ok(crate::engine::live::in_redis(self.redis, remote.clone(), prefix))
     }
 
-    /// Has Redis decide a run of events, in time order, and records the decisions, all of
-    /// them before it returns. Runs of any length go `BATCH` events to a batch.
-    #[cfg(test)]
-    pub fn decide(&mut self, events: &[Event], recorder: &mut Recorder) -> Result<()> {
-        for &event in events {
-            self.push(event, recorder)?;
-        }
-        self.flush(recorder)
-    }
-
-    /// Sends the events held as a batch, after making its calls and taking in the batch
-    /// before: Redis decides one batch while the next is read and made, never two at once,
+    /// Sends `events` as a batch, after making its calls and taking in the batch before: Redis decides one batch while the next is read and made, never two at once,
     /// so that a batch refused for want of its scripts is sent again before the next.
-    fn launch(&mut self, recorder: &mut Recorder) -> Result<()> {
-        let events = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+    pub(super) fn launch<R: Record>(&mut self, events: Vec<Event>, record: &mut R) -> Result<()> {
         let calls = self.calls_of(&events)?;
-        if let Some(flight) = self.flight.take() {
-            self.land(flight, recorder)?;
-        }
+        self.land(record)?;
         let sent = self.redis.borrow_mut().send(&calls.commands)?;
         self.flight = Some(Flight { events, calls, sent });
         Ok(())
     }
 
-    /// Reads a batch's replies and records its decisions, in event order.
-    fn land(&mut self, flight: Flight, recorder: &mut Recorder) -> Result<()> {
+    /// Reads the replies of the batch in flight, if any, and records its decisions, in
+    /// event order.
+    pub(super) fn land<R: Record>(&mut self, record: &mut R) -> Result<()> {
+        let Some(flight) = self.flight.take() else { return Ok(()) };
         let Flight { events, calls: Calls { commands, decided }, sent } = flight;
         let replies = self.redis.borrow_mut().receive(&commands, sent)?;
         let refused = Decision { passed: false, wait: 0 };
@@ -133,7 +111,7 @@ impl RedisEngine {
             }
         }
         for (&event, decided) in events.iter().zip(decisions.chunks(self.remotes.len().max(1))) {
-            recorder.record(event, decided.iter().copied())?;
+            record.decided(event, 0, decided.iter().map(|&decision| (event, decision)))?;
         }
         Ok(())
     }
@@ -228,39 +206,6 @@ struct Group<'k> {
     events: Vec<usize>,
 }
 
-/// Returns a name no other replay's keys have: this process's, and the time now.
-pub(super) fn run_name() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{:x}{:x}", std::process::id(), nanos)
-}
-
-impl Engine for RedisEngine {
-    fn push(&mut self, event: Event, recorder: &mut Recorder) -> Result<()> {
-        self.pending.push(event);
-        if self.pending.len() == BATCH {
-            self.launch(recorder)?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self, recorder: &mut Recorder) -> Result<()> {
-        if !self.pending.is_empty() {
-            self.launch(recorder)?;
-        }
-        match self.flight.take() {
-            Some(flight) => self.land(flight, recorder),
-            None => Ok(()),
-        }
-    }
-
-    fn live(self) -> Result<Box<dyn Live>> {
-        let [remote] = &self.remotes[..] else { bail!(ONE_LIMIT) };
-        Ok(crate::engine::live::in_redis(self.redis, remote.clone(), &self.prefix))
-    }
-}
-
 #[cfg(test)]
 #[path = "../../../tests/cli/redis_server.rs"]
 mod redis_server;
@@ -276,9 +221,10 @@ mod tests {
     #[ignore = "needs redis-server"]
     fn a_replay_reloads_scripts_the_server_lost_part_way() {
         use crate::engine::Engine;
+        use crate::engine::Policy;
         use crate::engine::memory::Memory;
         use crate::engine::recorder::{KeyNames, Recorder, Settings};
-        use crate::engine::redis::{RedisEngine, Server};
+        use crate::engine::redis::{RedisEngine, Scripts, Server, prepare};
         use crate::limiter::Algorithm;
         use std::cell::RefCell;
         use std::rc::Rc;
@@ -299,9 +245,10 @@ mod tests {
             })
             .collect();
         let mut redis = Server::connect(&[server.url()], Duration::from_secs(5)).unwrap();
-        let remotes = RedisEngine::prepare(&mut redis, &settings).unwrap();
-        let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), remotes, "test:");
-        let mut memory = Memory::new(&settings);
+        let remotes = prepare(&mut redis, &settings).unwrap();
+        let scripts = Scripts::Lanes(remotes);
+        let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), scripts, "test:");
+        let mut memory = Memory::new(Policy::SideBySide(&settings));
         let (mut in_redis, mut in_memory) =
             (Recorder::new(&settings, false), Recorder::new(&settings, false));
         let at = |minutes: i64| {
