@@ -25,3 +25,11 @@ impl Event {
         Event { time, key, cost: 1 }
     }
 }
+
+/// Returns a key's place in a per-key vector, or any 32-bit number's place in a vector. A
+/// `u32` always fits in a `usize` on the platforms this builds for (32 and 64 bits);
+/// a key table numbers at most `u32::MAX` keys.
+#[inline]
+pub fn slot(key: Key) -> usize {
+    key as usize
+}

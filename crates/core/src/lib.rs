@@ -1,10 +1,47 @@
-//! Exact rate limiters, and the sizing of them on recorded events.
+//! Exact rate limiters, the policies that combine them, and the sizing of them on recorded
+//! events.
 //!
 //! The limiters ([`limiter`]) decide each event at a time they are given, never reading a
 //! clock, with integers only: times are whole microseconds ([`units::time::Timestamp`])
-//! and rates are N events per period P ([`units::rate::Rate`]). The sizing functions
-//! ([`sizing`]) find the smallest token bucket that loses nothing at a rate, the whole
-//! burst-rate curve, and the smallest rate for a burst.
+//! and rates are N events per period P ([`units::rate::Rate`]). A [`policy`] runs limits
+//! side by side or as layers, all or nothing, each key with its own state. The sizing
+//! functions ([`sizing`]) find the smallest token bucket that loses nothing at a rate, the
+//! whole burst-rate curve, and the smallest rate for a burst.
+//!
+//! Decide a `Vec` of events through a policy, and find the smallest lossless bucket:
+//!
+//! ```
+//! use std::num::NonZeroU64;
+//!
+//! use ratelimit_core::event::Event;
+//! use ratelimit_core::limiter::Algorithm;
+//! use ratelimit_core::policy::{Limits, Policy, Settings};
+//! use ratelimit_core::sizing::min_bucket::MinBucketFinder;
+//! use ratelimit_core::units::time::{Span, Timestamp};
+//!
+//! // A token bucket of 5 an hour, 5 at once, over seven events (minutes from the start).
+//! let rate = "5/h".parse()?;
+//! let bucket = Settings {
+//!     algorithm: Algorithm::TokenBucket,
+//!     rate,
+//!     burst: NonZeroU64::new(5).unwrap(),
+//!     window: Span::from_micros(3_600_000_000).unwrap(),
+//!     params: Algorithm::TokenBucket.default_params(),
+//! };
+//! let events: Vec<Event> = [0, 0, 1, 2, 3, 4, 15]
+//!     .iter()
+//!     .map(|&minute| Event::new(Timestamp::from_micros(minute * 60_000_000).unwrap(), 0))
+//!     .collect();
+//! let mut limits = Limits::new(Policy::SideBySide(&[bucket]));
+//! let passed = events.iter().filter(|&&event| limits.decide(event).passed()).count();
+//! // The bucket empties in the first minutes; a token comes back every 12 minutes.
+//! let mut finder = MinBucketFinder::new(rate);
+//! events.iter().for_each(|event| finder.push(event.time));
+//! assert_eq!((passed, finder.result().min_bucket), (6, 6));
+//! # Ok::<(), ratelimit_core::units::rate::RateError>(())
+//! ```
+//!
+//! Or one limiter alone:
 //!
 //! ```
 //! use std::num::NonZeroU64;
@@ -46,6 +83,7 @@ macro_rules! string_schema {
 
 pub mod event;
 pub mod limiter;
+pub mod policy;
 pub mod sizing;
 pub mod units;
 

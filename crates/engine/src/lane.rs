@@ -1,59 +1,14 @@
 //! What one limiter decided on one key's events, and what the events themselves show.
 
-use std::num::NonZeroU64;
+pub use crate::policy::Settings;
 
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Algorithm, Decision, LeakyQueue, Limiter, Params, Waits};
+use crate::limiter::{Decision, LeakyQueue, Limiter, Waits};
 use crate::report;
 use crate::sizing::min_bucket::MinBucketFinder;
 use crate::sizing::window::BusiestWindow;
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
-
-/// The settings of one replay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// The limiter.
-    pub algorithm: Algorithm,
-    /// Its rate.
-    pub rate: Rate,
-    /// Its burst; ignored by limiters without one.
-    pub burst: NonZeroU64,
-    /// The length of the busiest window to report.
-    pub window: Span,
-    /// The limiter's own parameters (nginx's `delay=`, say).
-    pub params: Params,
-}
-
-impl Settings {
-    /// Returns the most units the limiter ever holds at once: its burst, or N for the
-    /// windows. An event that costs more never passes.
-    pub fn capacity(&self) -> u64 {
-        if self.algorithm.uses_burst() { self.burst.get() } else { self.rate.count() }
-    }
-
-    /// Returns true if the limiter says how long each event it admits waits, as nginx does
-    /// without `nodelay` (a leaky queue's waits are found again, not told).
-    pub fn tells_waits(&self) -> bool {
-        self.params.tells_waits()
-    }
-
-    /// Returns the limiter these settings make, for one key alone.
-    pub fn limiter(&self) -> crate::limiter::AnyLimiter {
-        let Settings { algorithm, rate, burst, params, .. } = *self;
-        algorithm.make::<crate::limiter::Alone>(rate, burst, params, &())
-    }
-
-    /// Returns the limiter these settings make, for every key.
-    pub fn per_key(&self) -> crate::limiter::AnyPerKey {
-        crate::limiter::AnyPerKey::with_params(self.algorithm, self.rate, self.burst, self.params)
-    }
-
-    /// Returns the delay a report shows, for a limiter that takes one (nginx).
-    pub fn shown_delay(&self) -> Option<String> {
-        self.params.shown()
-    }
-}
 
 /// What a limiter's events cost, in units: what it passed, and the events that cost more
 /// than it ever holds (which never pass), with the first of them.

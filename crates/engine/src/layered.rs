@@ -9,7 +9,7 @@
 
 use anyhow::{Result, bail};
 
-use super::recorder::{Recorder, Settings};
+use super::recorder::Recorder;
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
@@ -17,125 +17,7 @@ use crate::live::{Live, LiveKeys};
 use crate::units::time::Timestamp;
 use crate::{Engine, Record, UseEngine};
 
-/// The most layers one run takes: each event is asked of every layer.
-pub const MAX_LAYERS: usize = 16;
-
-/// One layer, resolved: its limiter's settings, whether it is keyed (by the run's key
-/// column), and its cost: the event's own (read from the run's cost column), or a number.
-#[derive(Clone, Debug)]
-pub struct Layer {
-    /// The limiter.
-    pub settings: Settings,
-    /// Whether each key has its own state.
-    pub keyed: bool,
-    /// What every event costs this layer; `None`: the event's own cost.
-    pub cost: Option<u64>,
-    /// Whether it counts the hits of an event another layer refuses, as envoy's ratelimit
-    /// service increments every limit of a request unless
-    /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT` is set (`fixed_cache_impl.go`,
-    /// `getHitsAddend`).
-    pub counts_refused: bool,
-}
-
-/// The layers' limiters, each beside its layer: the rule of all or nothing, written once
-/// for a replay and for a live filter.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    pub(crate) each: Vec<(AnyPerKey, Layer)>,
-}
-
-impl Limits {
-    /// Returns the limiters of `layers`, each in its first state.
-    pub fn new(layers: &[Layer]) -> Limits {
-        Limits { each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect() }
-    }
-
-    /// Returns whether key `key` is back at its start as of `now` in every keyed layer
-    /// ([`AnyPerKey::at_rest`]); the other layers keep no state a key.
-    pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
-        let mut keyed = self.each.iter().filter(|(_, layer)| layer.keyed);
-        keyed.all(|(limiter, _)| limiter.at_rest(key, now))
-    }
-
-    /// Returns the layers with their keys renumbered: key `kept[n]` becomes key n in every
-    /// keyed layer, and the keys not kept are forgotten.
-    pub fn renumbered(&self, kept: &[usize]) -> Limits {
-        let each = self.each.iter().map(|(limiter, layer)| match layer.keyed {
-            true => (limiter.renumbered(kept), layer.clone()),
-            false => (limiter.clone(), layer.clone()),
-        });
-        Limits { each: each.collect() }
-    }
-
-    /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
-    /// every layer is asked, whatever the others say.
-    #[inline]
-    pub fn refusals(&mut self, event: Event) -> u32 {
-        let mut refused = 0;
-        for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
-            let seen = layer.sees(event);
-            if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
-                refused |= 1 << n;
-            }
-        }
-        refused
-    }
-
-    /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
-    /// each layer; else each layer that refused it takes the refusal as its own rules say
-    /// (a limiter that counts refused hits, as `limits`' fixed window does, counts it; the
-    /// exact ones change nothing), and the others are not charged. Either way it hands
-    /// layer n's view of the event and its decision to `each`, in layer order, stopping at
-    /// the first error.
-    ///
-    /// Layers whose keys share a zone (nginx's) are looked up as nginx's chained
-    /// `limit_req` looks them up, in order up to the first that refuses and no further:
-    /// those before it hold the key in their zones uncharged (a new key frees what it may),
-    /// it holds the key, and those after it never see the event.
-    #[inline]
-    pub fn settle<E>(
-        &mut self,
-        event: Event,
-        refused: u32,
-        mut each: impl FnMut(usize, Event, Decision) -> Result<(), E>,
-    ) -> Result<(), E> {
-        // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32). Not from
-        // user input, and at most 32: a u32 widens to usize on every target this builds for.
-        let first = refused.trailing_zeros() as usize;
-        for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
-            let seen = layer.sees(event);
-            let refuses = refused & (1 << n) != 0;
-            let zone = layer.settings.algorithm.has_zone();
-            // All admitted: each is charged, and a leaky queue says how long it waits. A
-            // refusing layer decides again, as it did when asked: it refuses.
-            let decision = if refused == 0 || (refuses && !(zone && n > first)) {
-                limiter.decide(slot(seen.key), seen.time, seen.cost)
-            } else {
-                if n < first {
-                    limiter.look_up(slot(seen.key), seen.time);
-                }
-                if layer.counts_refused && !refuses {
-                    limiter.charge(slot(seen.key), seen.time, seen.cost);
-                }
-                Decision { passed: false, wait: 0 }
-            };
-            each(n, seen, decision)?;
-        }
-        Ok(())
-    }
-}
-
-impl Layer {
-    /// Returns the event as this layer sees it: its key (0 unless keyed) and its cost.
-    #[inline]
-    pub fn sees(&self, event: Event) -> Event {
-        Event {
-            time: event.time,
-            key: if self.keyed { event.key } else { 0 },
-            cost: self.cost.unwrap_or(event.cost),
-        }
-    }
-}
+pub use crate::policy::{Layer, Limits, MAX_LAYERS};
 
 /// What the layers decided, counted: for each layer, its record, what it refused, and
 /// what only it refused.
@@ -348,10 +230,8 @@ impl Live for LiveLayers {
             self.limits = limits.renumbered(&kept);
         }
         let number = self.keys.number(key)?;
-        let event = Event { time: now, key: number, cost };
-        let refused = self.limits.refusals(event);
-        self.limits.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(()))?;
-        Ok(Decision { passed: refused == 0, wait: 0 })
+        let passed = self.limits.decide(Event { time: now, key: number, cost }).passed();
+        Ok(Decision { passed, wait: 0 })
     }
 }
 
@@ -365,6 +245,7 @@ mod tests {
     use crate::limiter::Algorithm;
     use crate::live::tests as live_tests;
     use crate::memory::Memory;
+    use crate::recorder::Settings;
     use crate::units::time::{Span, Timestamp};
 
     fn layer(algorithm: Algorithm, rate: &str, burst: u64, cost: Option<u64>) -> Layer {
@@ -412,50 +293,6 @@ mod tests {
         assert_eq!((record.events, record.passed), (4, 2));
         let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o, _)| (*r, *o)).collect();
         assert_eq!(refusals, [(1, 1), (1, 1)]);
-    }
-
-    #[test]
-    fn a_chained_nginx_limit_before_the_one_that_refuses_holds_the_key_uncharged() {
-        // A zone per key at 1r/m (16 milli-requests a second leak), then one fixed window
-        // of 1/h for all. 0 s: key 0 passes both. 61 s: key 1 is new to the zone, which
-        // frees key 0 (idle 61 s, leaked away); the window refuses. nginx looked key 1 up
-        // all the same, so the freeing stands: at 62 s key 0 is new again, and free. Had
-        // the zone not been looked up, key 0 would owe 1000 − 992 and be refused.
-        let mut zone = layer(Algorithm::Nginx, "1/m", 1, None);
-        zone.keyed = true;
-        let layers = [zone, layer(Algorithm::FixedWindow, "1/h", 1, None)];
-        let mut limits = Limits::new(&layers);
-        let key = |s, key| Event { key, ..at(s, 1) };
-        for event in [key(0, 0), key(61, 1)] {
-            let refused = limits.refusals(event);
-            limits.settle(event, refused, |_, _, _| Ok::<(), ()>(())).unwrap();
-        }
-        assert_eq!(limits.refusals(key(62, 0)), 0b10, "the zone admits key 0, the window not");
-    }
-
-    #[test]
-    fn envoy_counts_a_refused_requests_hits_in_every_limit_unless_told_to_stop() {
-        // 1 a second, then 2 a minute. 0 s: both count 1, it passes. 0.1 s: the second's
-        // count 2 is over 1, refused; the minute's 2 is not over, but envoy counts the hit
-        // there too, unless it stops at the limits that are over. 1 s: a new second; the
-        // minute's 3 is over 2, or with the stop, 2 is not.
-        let decide = |counts_refused: bool| {
-            let layers = [
-                layer(Algorithm::EnvoyRatelimit, "1/s", 1, None),
-                layer(Algorithm::EnvoyRatelimit, "2/m", 1, None),
-            ]
-            .map(|l| Layer { counts_refused, ..l });
-            let mut limits = Limits::new(&layers);
-            let times = [0, 100_000, 1_000_000].map(|us| Timestamp::from_micros(us).unwrap());
-            times.map(|time| {
-                let event = Event::new(time, 0);
-                let refused = limits.refusals(event);
-                limits.settle(event, refused, |_, _, _| Ok::<(), ()>(())).unwrap();
-                refused == 0
-            })
-        };
-        assert_eq!(decide(true), [true, false, false]);
-        assert_eq!(decide(false), [true, false, true]);
     }
 
     proptest::proptest! {
@@ -517,14 +354,14 @@ mod tests {
         };
         let layers =
             [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
-        let mut live = LiveLayers { limits: Limits::new(&layers), keys: LiveKeys::new() };
-        let (mut kept, mut names) = (Limits::new(&layers), KeyTable::new());
+        let policy = Policy::AllOrNothing(&layers);
+        let mut live = LiveLayers { limits: Limits::new(policy), keys: LiveKeys::new() };
+        let (mut kept, mut names) = (Limits::new(policy), KeyTable::new());
         let mut most = 0;
         for (n, (now, key)) in live_tests::events().enumerate() {
             let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
-            let refused = kept.refusals(event);
-            kept.settle(event, refused, |_, _, _| Ok::<(), std::convert::Infallible>(())).unwrap();
-            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, refused == 0, "event {n}");
+            let passed = kept.decide(event).passed();
+            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, passed, "event {n}");
             most = most.max(live.keys.table.len());
         }
         assert_eq!(most, crate::live::FIRST_SWEEP);

@@ -18,7 +18,6 @@ pub mod live;
 mod live_check;
 pub mod memory;
 pub mod per_key;
-mod policy;
 pub mod recorder;
 pub mod report;
 mod seconds;
@@ -26,17 +25,17 @@ pub mod side_by_side;
 mod system_size;
 
 // The core's and the readers' modules, by the paths the engine's files name them.
-use ratelimit_core::{limiter, sizing};
+use ratelimit_core::{limiter, policy, sizing};
 use ratelimit_input as input;
 use ratelimit_input::units;
 
 use anyhow::Result;
 
 use self::memory::Memory;
-pub use self::policy::Policy;
 use self::recorder::{Recorder, Settings};
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 use crate::limiter::Decision;
+pub use crate::policy::Policy;
 
 /// Who decides: an engine runs the limits of a [`Policy`], for every key, and hands what
 /// they decided to a [`Record`]: limiters side by side to a [`Recorder`], layers all or

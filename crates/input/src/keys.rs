@@ -9,7 +9,7 @@ use foldhash::fast::FixedState;
 
 use super::values::Values;
 
-pub use ratelimit_core::event::Key;
+pub use ratelimit_core::event::{Key, slot};
 
 /// Waits for a thread of a scope and returns what it returned. A panic there is a bug in
 /// this program, not bad input: it is passed on as it is.
@@ -22,14 +22,6 @@ pub fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
 #[inline]
 pub fn wide(len: usize) -> u64 {
     u64::try_from(len).unwrap_or(u64::MAX)
-}
-
-/// Returns a key's place in a per-key vector, or any 32-bit number's place in a vector. A
-/// `u32` always fits in a `usize` on the platforms this builds for (32 and 64 bits);
-/// `intern` refuses keys past `u32::MAX`.
-#[inline]
-pub fn slot(key: Key) -> usize {
-    key as usize
 }
 
 /// The distinct values of a key column, each stored once as bytes, in order of first

@@ -1,0 +1,264 @@
+//! A policy's limits in memory: each key's state for each, and the rule that decides.
+
+use super::{Layer, Policy};
+use crate::event::{Event, slot};
+use crate::limiter::{AnyPerKey, Decision};
+use crate::units::time::Timestamp;
+
+/// The limits of a [`Policy`], each with its state for every key, deciding events in time
+/// order: side by side, each limit alone; all or nothing, every layer asked first (which
+/// spends nothing), then all charged or none, the rule nginx's chained `limit_req` keeps.
+///
+/// ```
+/// use std::num::NonZeroU64;
+///
+/// use ratelimit_core::event::Event;
+/// use ratelimit_core::limiter::Algorithm;
+/// use ratelimit_core::policy::{Layer, Limits, Policy, Settings};
+/// use ratelimit_core::units::time::{Span, Timestamp};
+///
+/// // Each client 2 a minute at most, and all of them 3 a minute.
+/// let limit = |algorithm: Algorithm, rate: &str, burst: u64, keyed: bool| Layer {
+///     settings: Settings {
+///         algorithm,
+///         rate: rate.parse().unwrap(),
+///         burst: NonZeroU64::new(burst).unwrap(),
+///         window: Span::from_micros(60_000_000).unwrap(),
+///         params: algorithm.default_params(),
+///     },
+///     keyed,
+///     cost: None,
+///     counts_refused: false,
+/// };
+/// let layers = [
+///     limit(Algorithm::Gcra, "2/m", 2, true),
+///     limit(Algorithm::FixedWindow, "3/m", 1, false),
+/// ];
+/// let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+/// // Client 0 three times, then client 1 twice, all in the first second.
+/// let events: Vec<Event> = [0, 0, 0, 1, 1]
+///     .iter()
+///     .map(|&client| Event::new(Timestamp::from_micros(0).unwrap(), client))
+///     .collect();
+/// let passed: Vec<bool> = events.iter().map(|&e| limits.decide(e).passed()).collect();
+/// // Client 0's third is over its own 2; client 1's second is over the 3 of all.
+/// assert_eq!(passed, [true, true, false, true, false]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Limits {
+    each: Vec<(AnyPerKey, Layer)>,
+    all_or_nothing: bool,
+    /// The last event's decisions, each limit's view of it beside its decision.
+    decided: Vec<(Event, Decision)>,
+}
+
+/// What the limits decided on one event: which refused it, and each limit's view of the
+/// event (its key and its cost) beside its decision, in limit order.
+#[derive(Clone, Copy, Debug)]
+pub struct Decided<'a> {
+    /// The limits that refused the event, bit n for limit n: all or nothing, those that
+    /// refused it when asked.
+    pub refused: u32,
+    /// Each limit's view of the event, and its decision.
+    pub each: &'a [(Event, Decision)],
+}
+
+impl Decided<'_> {
+    /// Whether every limit admitted the event: all or nothing, whether it passed.
+    pub fn passed(&self) -> bool {
+        self.refused == 0
+    }
+}
+
+impl Limits {
+    /// Returns the limits of `policy`, each in its first state; all or nothing, at most
+    /// [`MAX_LAYERS`](super::MAX_LAYERS) of them.
+    pub fn new(policy: Policy<'_>) -> Limits {
+        let layers = policy.layers();
+        Limits {
+            each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
+            all_or_nothing: policy.all_or_nothing(),
+            decided: Vec::with_capacity(layers.len()),
+        }
+    }
+
+    /// Returns the limits, as layers, in order.
+    pub fn layers(&self) -> impl ExactSizeIterator<Item = &Layer> {
+        self.each.iter().map(|(_, layer)| layer)
+    }
+
+    /// Whether an event passes only if every limit admits it.
+    pub fn all_or_nothing(&self) -> bool {
+        self.all_or_nothing
+    }
+
+    /// Decides `event`, the next in time order, and says what each limit decided.
+    #[inline]
+    pub fn decide(&mut self, event: Event) -> Decided<'_> {
+        self.decided.clear();
+        let refused = if self.all_or_nothing {
+            let refused = self.refusals(event);
+            let Limits { each, decided, .. } = self;
+            settle(each, event, refused, |seen, decision| decided.push((seen, decision)));
+            refused
+        } else {
+            let (index, mut refused) = (slot(event.key), 0);
+            for (n, (limiter, _)) in self.each.iter_mut().enumerate() {
+                let decision = limiter.decide(index, event.time, event.cost);
+                refused |= u32::from(!decision.passed) << (n % 32);
+                self.decided.push((event, decision));
+            }
+            refused
+        };
+        Decided { refused, each: &self.decided }
+    }
+
+    /// Returns whether key `key` is back at its start as of `now` in every keyed limit
+    /// ([`AnyPerKey::at_rest`]); the other limits keep no state a key.
+    pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
+        let mut keyed = self.each.iter().filter(|(_, layer)| layer.keyed);
+        keyed.all(|(limiter, _)| limiter.at_rest(key, now))
+    }
+
+    /// Returns the limits with their keys renumbered: key `kept[n]` becomes key n in every
+    /// keyed limit, and the keys not kept are forgotten.
+    pub fn renumbered(&self, kept: &[usize]) -> Limits {
+        let each = self.each.iter().map(|(limiter, layer)| match layer.keyed {
+            true => (limiter.renumbered(kept), layer.clone()),
+            false => (limiter.clone(), layer.clone()),
+        });
+        Limits { each: each.collect(), ..self.clone() }
+    }
+
+    /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
+    /// every layer is asked, whatever the others say.
+    #[inline]
+    fn refusals(&mut self, event: Event) -> u32 {
+        let mut refused = 0;
+        for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
+            let seen = layer.sees(event);
+            if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
+                refused |= 1 << n;
+            }
+        }
+        refused
+    }
+}
+
+/// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
+/// each layer; else each layer that refused it takes the refusal as its own rules say (a
+/// limiter that counts refused hits, as `limits`' fixed window does, counts it; the exact
+/// ones change nothing), and the others are not charged. Either way it hands layer n's
+/// view of the event and its decision to `each`, in layer order.
+///
+/// Layers whose keys share a zone (nginx's) are looked up as nginx's chained `limit_req`
+/// looks them up, in order up to the first that refuses and no further: those before it
+/// hold the key in their zones uncharged (a new key frees what it may), it holds the key,
+/// and those after it never see the event.
+#[inline]
+fn settle(
+    layers: &mut [(AnyPerKey, Layer)],
+    event: Event,
+    refused: u32,
+    mut each: impl FnMut(Event, Decision),
+) {
+    // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32). Not from
+    // user input, and at most 32: a u32 widens to usize on every target this builds for.
+    let first = refused.trailing_zeros() as usize;
+    for (n, (limiter, layer)) in layers.iter_mut().enumerate() {
+        let seen = layer.sees(event);
+        let refuses = refused & (1 << n) != 0;
+        let zone = layer.settings.algorithm.has_zone();
+        // All admitted: each is charged, and a leaky queue says how long it waits. A
+        // refusing layer decides again, as it did when asked: it refuses.
+        let decision = if refused == 0 || (refuses && !(zone && n > first)) {
+            limiter.decide(slot(seen.key), seen.time, seen.cost)
+        } else {
+            if n < first {
+                limiter.look_up(slot(seen.key), seen.time);
+            }
+            if layer.counts_refused && !refuses {
+                limiter.charge(slot(seen.key), seen.time, seen.cost);
+            }
+            Decision { passed: false, wait: 0 }
+        };
+        each(seen, decision);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+
+    use super::*;
+    use crate::limiter::Algorithm;
+    use crate::policy::Settings;
+    use crate::units::time::Span;
+
+    fn layer(algorithm: Algorithm, rate: &str, burst: u64) -> Layer {
+        Layer {
+            settings: Settings {
+                algorithm,
+                rate: rate.parse().unwrap(),
+                burst: NonZeroU64::new(burst).unwrap(),
+                window: Span::from_micros(1_000_000).unwrap(),
+                params: algorithm.default_params(),
+            },
+            keyed: false,
+            cost: None,
+            counts_refused: false,
+        }
+    }
+
+    fn at(micros: i64, key: u32) -> Event {
+        Event::new(Timestamp::from_micros(micros).unwrap(), key)
+    }
+
+    #[test]
+    fn a_chained_nginx_limit_before_the_one_that_refuses_holds_the_key_uncharged() {
+        // A zone per key at 1r/m (16 milli-requests a second leak), then one fixed window
+        // of 1/h for all. 0 s: key 0 passes both. 61 s: key 1 is new to the zone, which
+        // frees key 0 (idle 61 s, leaked away); the window refuses. nginx looked key 1 up
+        // all the same, so the freeing stands: at 62 s key 0 is new again, and free. Had
+        // the zone not been looked up, key 0 would owe 1000 − 992 and be refused.
+        let zone = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1) };
+        let layers = [zone, layer(Algorithm::FixedWindow, "1/h", 1)];
+        let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+        for event in [at(0, 0), at(61_000_000, 1)] {
+            limits.decide(event);
+        }
+        let refused = limits.refusals(at(62_000_000, 0));
+        assert_eq!(refused, 0b10, "the zone admits key 0, the window not");
+    }
+
+    #[test]
+    fn envoy_counts_a_refused_requests_hits_in_every_limit_unless_told_to_stop() {
+        // 1 a second, then 2 a minute. 0 s: both count 1, it passes. 0.1 s: the second's
+        // count 2 is over 1, refused; the minute's 2 is not over, but envoy counts the hit
+        // there too, unless it stops at the limits that are over. 1 s: a new second; the
+        // minute's 3 is over 2, or with the stop, 2 is not.
+        let decide = |counts_refused: bool| {
+            let layers = [
+                layer(Algorithm::EnvoyRatelimit, "1/s", 1),
+                layer(Algorithm::EnvoyRatelimit, "2/m", 1),
+            ]
+            .map(|l| Layer { counts_refused, ..l });
+            let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+            [0, 100_000, 1_000_000].map(|micros| limits.decide(at(micros, 0)).passed())
+        };
+        assert_eq!(decide(true), [true, false, false]);
+        assert_eq!(decide(false), [true, false, true]);
+    }
+
+    #[test]
+    fn side_by_side_each_limit_decides_alone() {
+        // 1 a second and 2 a second, three events at once: the first limit refuses the
+        // second and third, the other only the third, and neither is spared a charge by
+        // the other's refusal.
+        let settings = [layer(Algorithm::Gcra, "1/s", 1), layer(Algorithm::Gcra, "2/s", 2)]
+            .map(|l| l.settings);
+        let mut limits = Limits::new(Policy::SideBySide(&settings));
+        let refused = [0, 0, 0].map(|micros| limits.decide(at(micros, 0)).refused);
+        assert_eq!(refused, [0b00, 0b01, 0b11]);
+    }
+}
