@@ -36,6 +36,10 @@ impl Engine for Memory {
         if let Some(later) = &mut self.later {
             return later.keep(event);
         }
+        // Side by side, each decision goes to the record as it is made.
+        if let Some(each) = self.limits.side_by_side(event) {
+            return record.decided(event, 0, each.map(|decision| (event, decision)));
+        }
         let decided = self.limits.decide(event);
         record.decided(event, decided.refused, decided.each.iter().copied())
     }

@@ -113,6 +113,20 @@ impl Limits {
         Decided { refused, each: &self.decided }
     }
 
+    /// Side by side, decides `event` by each limit alone, and returns each one's decision,
+    /// in limit order, each made as the iterator reaches it: read them all. A caller that
+    /// hands each decision on as it comes keeps none. `None` for layers, all or nothing,
+    /// which [`decide`](Limits::decide) decides.
+    #[inline]
+    pub fn side_by_side(&mut self, event: Event) -> Option<impl Iterator<Item = Decision>> {
+        if self.all_or_nothing {
+            return None;
+        }
+        let index = slot(event.key);
+        let each = self.each.iter_mut();
+        Some(each.map(move |(limiter, _)| limiter.decide(index, event.time, event.cost)))
+    }
+
     /// Returns whether key `key` is back at its start as of `now` in every keyed limit
     /// ([`AnyPerKey::at_rest`]); the other limits keep no state a key.
     pub fn at_rest(&self, key: usize, now: Timestamp) -> bool {
@@ -260,5 +274,14 @@ mod tests {
         let mut limits = Limits::new(Policy::SideBySide(&settings));
         let refused = [0, 0, 0].map(|micros| limits.decide(at(micros, 0)).refused);
         assert_eq!(refused, [0b00, 0b01, 0b11]);
+        // The same decisions as they are made, one limit at a time.
+        let mut limits = Limits::new(Policy::SideBySide(&settings));
+        let passed = [0, 0, 0].map(|micros| {
+            let each = limits.side_by_side(at(micros, 0)).unwrap();
+            each.map(|decision| decision.passed).collect::<Vec<_>>()
+        });
+        assert_eq!(passed, [[true, true], [false, true], [false, false]]);
+        let layers = Policy::SideBySide(&settings).layers();
+        assert!(Limits::new(Policy::AllOrNothing(&layers)).side_by_side(at(0, 0)).is_none());
     }
 }
