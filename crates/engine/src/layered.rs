@@ -13,8 +13,7 @@ use super::recorder::Recorder;
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
-use crate::live::{Live, LiveKeys};
-use crate::units::time::Timestamp;
+
 use crate::{Engine, Record, UseEngine};
 
 pub use crate::policy::{Layer, Limits, MAX_LAYERS};
@@ -210,40 +209,13 @@ impl UseEngine for ReplayLayers<'_> {
     }
 }
 
-/// Returns a live engine in memory for the layers of `limits`: one state per key in each
-/// keyed layer, in this process.
-pub(crate) fn live(limits: Limits) -> Box<dyn Live> {
-    Box::new(LiveLayers { limits, keys: LiveKeys::new() })
-}
-
-/// Several limits at once, in this process: every layer is asked first, spending nothing,
-/// then all are charged or none, by the same [`Limits`] a layered replay decides with.
-struct LiveLayers {
-    limits: Limits,
-    keys: LiveKeys,
-}
-
-impl Live for LiveLayers {
-    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let limits = &self.limits;
-        if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
-            self.limits = limits.renumbered(&kept);
-        }
-        let number = self.keys.number(key)?;
-        let passed = self.limits.decide(Event { time: now, key: number, cost }).passed();
-        Ok(Decision { passed, wait: 0 })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
     use crate::Policy;
-    use crate::input::keys::KeyTable;
     use crate::limiter::Algorithm;
-    use crate::live::tests as live_tests;
     use crate::memory::Memory;
     use crate::recorder::Settings;
     use crate::units::time::{Span, Timestamp};
@@ -341,29 +313,5 @@ mod tests {
             );
         }
         assert_eq!(run.finish().unwrap().passed, passed);
-    }
-
-    #[test]
-    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
-        // Each key's own limit, and one over all that refuses a few in a hundred.
-        let layer = |algorithm, rate, keyed| Layer {
-            settings: live_tests::settings(algorithm, rate),
-            keyed,
-            cost: None,
-            counts_refused: false,
-        };
-        let layers =
-            [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
-        let policy = Policy::AllOrNothing(&layers);
-        let mut live = LiveLayers { limits: Limits::new(policy), keys: LiveKeys::new() };
-        let (mut kept, mut names) = (Limits::new(policy), KeyTable::new());
-        let mut most = 0;
-        for (n, (now, key)) in live_tests::events().enumerate() {
-            let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
-            let passed = kept.decide(event).passed();
-            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, passed, "event {n}");
-            most = most.max(live.keys.table.len());
-        }
-        assert_eq!(most, crate::live::FIRST_SWEEP);
     }
 }

@@ -9,7 +9,10 @@
 
 use anyhow::{Result, bail};
 
+use crate::Policy;
+use crate::input::catalog::Event;
 use crate::input::keys::{Key, KeyTable, slot};
+use crate::layered::Limits;
 use crate::limiter::{AnyPerKey, Decision};
 use crate::recorder::Settings;
 use crate::units::time::{Span, Timestamp};
@@ -19,7 +22,7 @@ use crate::units::time::{Span, Timestamp};
 pub const MAX_LIVE_KEYS: usize = 1 << 24;
 
 /// How many keys a live engine in memory holds before it first forgets those at rest.
-pub(crate) const FIRST_SWEEP: usize = 1 << 16;
+const FIRST_SWEEP: usize = 1 << 16;
 
 /// An engine that decides each event as it arrives.
 pub trait Live {
@@ -70,12 +73,9 @@ pub const ONE_LIMIT: &str = "a live engine decides one limit, or layers";
 /// Returns a live engine in memory for one limiter with `settings`: one state per key, in
 /// this process, which may move to another thread.
 pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
-    Box::new(LiveMemory {
-        limiter: settings.per_key(),
-        probe: settings.per_key(),
-        keys: LiveKeys::new(),
-        settings: *settings,
-    })
+    let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(settings)));
+    let probe = Some((settings.per_key(), *settings));
+    Box::new(LiveMemory { limits, probe, keys: LiveKeys::new() })
 }
 
 /// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
@@ -84,19 +84,19 @@ pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
 /// active keys: whenever the table has grown to twice what it kept last time (and
 /// [`FIRST_SWEEP`] at least), each key is asked once, so a key costs O(1) time amortized,
 /// and the table holds at most twice the keys that are not at rest.
-pub(crate) struct LiveKeys {
-    pub(crate) table: KeyTable,
+struct LiveKeys {
+    table: KeyTable,
     sweep_at: usize,
 }
 
 impl LiveKeys {
-    pub(crate) fn new() -> LiveKeys {
+    fn new() -> LiveKeys {
         LiveKeys { table: KeyTable::new(), sweep_at: FIRST_SWEEP }
     }
 
     /// Returns a key's number, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an error:
     /// a live engine in memory keeps a limiter state for each.
-    pub(crate) fn number(&mut self, key: &[u8]) -> Result<Key> {
+    fn number(&mut self, key: &[u8]) -> Result<Key> {
         let keys = &mut self.table;
         let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
         let Some(number) = number else {
@@ -111,7 +111,7 @@ impl LiveKeys {
     /// If the table is due to be swept, forgets the keys that `at_rest` says are back at
     /// their start, and returns the numbers of those kept: key `kept[n]` is now key n, and
     /// its state must move there.
-    pub(crate) fn sweep(&mut self, at_rest: impl Fn(usize) -> bool) -> Option<Vec<usize>> {
+    fn sweep(&mut self, at_rest: impl Fn(usize) -> bool) -> Option<Vec<usize>> {
         if self.table.len() < self.sweep_at {
             return None;
         }
@@ -130,52 +130,79 @@ impl LiveKeys {
     }
 }
 
-/// In this process: one limiter state per key.
-struct LiveMemory {
-    limiter: AnyPerKey,
-    /// One key's state, copied to be asked about.
-    probe: AnyPerKey,
+/// In this process, with the limits of a policy ([`Limits`]), the same a replay in memory
+/// decides with: one limit, or layers all or nothing; a state per key in each keyed limit.
+pub(crate) struct LiveMemory {
+    limits: Limits,
+    /// One limit: a copy of one key's state, to be asked what remains, and the limit.
+    probe: Option<(AnyPerKey, Settings)>,
     keys: LiveKeys,
-    settings: Settings,
 }
 
 impl LiveMemory {
+    /// Returns a live engine deciding with `limits`: layers, or one limit.
+    pub(crate) fn of(limits: Limits) -> Result<LiveMemory> {
+        let probe = {
+            let mut layers = limits.layers();
+            match (limits.all_or_nothing(), layers.next(), layers.next()) {
+                (true, ..) => None,
+                (false, Some(one), None) => Some((one.settings.per_key(), one.settings)),
+                (false, ..) => bail!(ONE_LIMIT),
+            }
+        };
+        Ok(LiveMemory { limits, probe, keys: LiveKeys::new() })
+    }
+
     /// Returns a key's number, after forgetting the keys at rest as of `now` if due.
     fn number(&mut self, now: Timestamp, key: &[u8]) -> Result<Key> {
-        let limiter = &self.limiter;
-        if let Some(kept) = self.keys.sweep(|old| limiter.at_rest(old, now)) {
-            self.limiter = limiter.renumbered(&kept);
+        let limits = &self.limits;
+        if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
+            self.limits = limits.renumbered(&kept);
         }
         self.keys.number(key)
     }
 }
 
 impl Live for LiveMemory {
+    /// One limit's decision, with its wait; of layers, whether every one admitted the
+    /// event (a wait is a leaky queue's, which is no live layer).
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
         let number = self.number(now, key)?;
-        Ok(self.limiter.decide(slot(number), now, cost))
+        let decided = self.limits.decide(Event { time: now, key: number, cost });
+        Ok(match (self.probe.is_some(), decided.each) {
+            (true, [(_, decision)]) => *decision,
+            _ => Decision { passed: decided.passed(), wait: 0 },
+        })
     }
 
     /// Asks the key's own limiter, spending nothing, for the largest cost that would pass
     /// now and the first instant this one would: exact, as the limiter decides, and found
-    /// by halving, since a smaller cost or a later instant never passes less.
+    /// by halving, since a smaller cost or a later instant never passes less. Of layers,
+    /// nothing is decided, and `None` said.
     fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
+        if self.probe.is_none() {
+            return Ok(None);
+        }
         let decision = self.decide_now(now, key, cost)?;
         let key = slot(self.keys.number(key)?);
+        let (Some(table), Some((probe, settings))) = (self.limits.limiter(0), &mut self.probe)
+        else {
+            return Ok(None);
+        };
         // Asked on a copy of the key's state, afresh each time: asking may tidy a state as
         // of the time asked (a log forgets what is older than a period before it).
-        let (table, probe) = (&self.limiter, &mut self.probe);
         let mut admits = |at: Timestamp, cost: u64| {
             probe.copy_key(table, key, 0);
             probe.admits(0, at, cost)
         };
-        let capacity = self.settings.capacity();
+        let settings = *settings;
+        let capacity = settings.capacity();
         let remaining = last_true(0, capacity, |c| c == 0 || admits(now, c));
         let retry_after_us = if decision.passed {
             Some(0)
         } else {
             // A bucket refills a cost in cost·P/N; a window opens within two periods.
-            let rate = self.settings.rate;
+            let rate = settings.rate;
             let periods = i64::try_from(cost.div_ceil(rate.count()).saturating_add(2)).ok();
             let most = periods.and_then(|n| n.checked_mul(rate.period().as_micros()));
             let mut admits_after = |micros: u64| {
@@ -217,23 +244,24 @@ fn first_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::num::NonZeroU64;
 
     use super::*;
+    use crate::layered::Layer;
     use crate::limiter::Algorithm;
 
     /// 300,000 events a millisecond apart: a third from 50 keys that are never at rest,
     /// the others each from a key of its own, which comes to rest a second later (nginx's
     /// when its zone frees it, a minute later at the least).
-    pub(crate) fn events() -> impl Iterator<Item = (Timestamp, Vec<u8>)> {
+    fn events() -> impl Iterator<Item = (Timestamp, Vec<u8>)> {
         (0..300_000i64).map(|i| {
             let key = if i % 3 == 0 { format!("hot{}", i % 50) } else { format!("once{i}") };
             (Timestamp::from_micros(1_000_000_000 + i * 1000).unwrap(), key.into_bytes())
         })
     }
 
-    pub(crate) fn settings(algorithm: Algorithm, rate: &str) -> Settings {
+    fn settings(algorithm: Algorithm, rate: &str) -> Settings {
         Settings {
             algorithm,
             rate: rate.parse().unwrap(),
@@ -249,12 +277,8 @@ pub(crate) mod tests {
             [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter, Algorithm::Nginx];
         for algorithm in algorithms {
             let settings = settings(algorithm, "1/s");
-            let mut live = LiveMemory {
-                limiter: settings.per_key(),
-                probe: settings.per_key(),
-                keys: LiveKeys::new(),
-                settings,
-            };
+            let limits = Limits::new(Policy::SideBySide(&[settings]));
+            let mut live = LiveMemory::of(limits).unwrap();
             // The same events, each key kept for ever.
             let (mut kept, mut names) = (settings.per_key(), KeyTable::new());
             let mut most = 0;
@@ -274,5 +298,29 @@ pub(crate) mod tests {
             let nodes = if algorithm == Algorithm::Nginx { 40_050 } else { 0 };
             assert!(most <= FIRST_SWEEP.max(2 * nodes), "{algorithm:?}: {most}");
         }
+    }
+
+    #[test]
+    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        // Each key's own limit, and one over all that refuses a few in a hundred.
+        let layer = |algorithm, rate, keyed| Layer {
+            settings: settings(algorithm, rate),
+            keyed,
+            cost: None,
+            counts_refused: false,
+        };
+        let layers =
+            [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
+        let policy = Policy::AllOrNothing(&layers);
+        let mut live = LiveMemory::of(Limits::new(policy)).unwrap();
+        let (mut kept, mut names) = (Limits::new(policy), KeyTable::new());
+        let mut most = 0;
+        for (n, (now, key)) in events().enumerate() {
+            let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
+            let passed = kept.decide(event).passed();
+            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, passed, "event {n}");
+            most = most.max(live.keys.table.len());
+        }
+        assert_eq!(most, FIRST_SWEEP);
     }
 }

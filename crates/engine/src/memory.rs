@@ -1,11 +1,11 @@
 //! The in-memory engine: every limit runs in this process, with a small state per key.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 
 use super::by_key::Later;
-use super::layered::{self, Limits};
+use super::layered::Limits;
 use crate::input::catalog::Event;
-use crate::live::{self, Live, ONE_LIMIT};
+use crate::live::{Live, LiveMemory};
 use crate::{Engine, Policy, Record};
 
 /// Decides every event at once, with the limits of a policy held in memory ([`Limits`]):
@@ -63,11 +63,6 @@ impl Engine for Memory {
     }
 
     fn live(self) -> Result<Box<dyn Live>> {
-        if self.limits.all_or_nothing() {
-            return Ok(layered::live(self.limits));
-        }
-        let mut layers = self.limits.layers();
-        let (Some(layer), None) = (layers.next(), layers.next()) else { bail!(ONE_LIMIT) };
-        Ok(live::in_memory(&layer.settings))
+        Ok(Box::new(LiveMemory::of(self.limits)?))
     }
 }

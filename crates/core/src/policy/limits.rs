@@ -92,6 +92,11 @@ impl Limits {
         self.all_or_nothing
     }
 
+    /// Returns limit `n`'s limiter, which holds every key's state.
+    pub fn limiter(&self, n: usize) -> Option<&AnyPerKey> {
+        self.each.get(n).map(|(limiter, _)| limiter)
+    }
+
     /// Decides `event`, the next in time order, and says what each limit decided.
     #[inline]
     pub fn decide(&mut self, event: Event) -> Decided<'_> {
