@@ -15,6 +15,7 @@ use crate::input::keys::{Key, KeyTable, slot};
 use crate::layered::Limits;
 use crate::limiter::{AnyPerKey, Decision};
 use crate::recorder::Settings;
+use crate::sizing::first_true;
 use crate::units::time::{Span, Timestamp};
 
 /// The most keys a live engine keeps a limiter for, in memory, at once: the keys whose
@@ -228,17 +229,6 @@ fn last_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
     while past - yes > 1 {
         let mid = yes + (past - yes) / 2;
         if holds(mid) { yes = mid } else { past = mid }
-    }
-    yes
-}
-
-/// Returns the smallest `x` in `low..=high` (`low` at least 1) for which `holds`, given
-/// that it holds for `high` and, once true, stays true.
-fn first_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
-    let (mut before, mut yes) = (low.saturating_sub(1), high);
-    while yes - before > 1 {
-        let mid = before + (yes - before) / 2;
-        if holds(mid) { yes = mid } else { before = mid }
     }
     yes
 }

@@ -111,13 +111,8 @@ pub fn traefik_burst(rate: Rate, events: &[Event]) -> u64 {
     while high < most && !refuses_none(high) {
         high = (high * 2).min(most);
     }
-    let mut low = high / 2;
-    // Invariant: `high` refuses none; `low` is 0 or refuses some.
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        if refuses_none(mid) { high = mid } else { low = mid }
-    }
-    high
+    // `high` refuses none; half of it is 0 or refuses some.
+    crate::sizing::first_true(high / 2 + 1, high, refuses_none)
 }
 
 #[cfg(test)]
