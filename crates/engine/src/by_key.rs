@@ -28,7 +28,7 @@ pub(crate) struct Later {
 /// and their decisions in the grouped order, `stride` bytes an event (bit n % 8 of byte
 /// n / 8 set if lane n passed it).
 #[derive(Debug)]
-pub(crate) struct Decided {
+pub(crate) struct KeysDecided {
     pub(crate) kept: KeptEvents,
     pub(crate) groups: Groups,
     pub(crate) events: Timeline,
@@ -51,11 +51,11 @@ impl Later {
 
     /// Decides every event kept as the limiters of `settings` do, each key's own on its
     /// events alone.
-    pub(crate) fn decide(self, settings: &[Settings]) -> Decided {
+    pub(crate) fn decide(self, settings: &[Settings]) -> KeysDecided {
         let (groups, events) = self.kept.grouped(self.keys);
         let stride = stride(settings.len());
         let passed = decide(&groups, &events, settings, stride, self.threads);
-        Decided { kept: self.kept, groups, events, passed }
+        KeysDecided { kept: self.kept, groups, events, passed }
     }
 }
 

@@ -219,11 +219,11 @@ impl Recorder {
 
     /// Records every event of a keyed replay at once, with its decisions, made key by key
     /// after reading, as [`takes_by_key`](Recorder::takes_by_key) allows.
-    pub(crate) fn record_by_key(&mut self, decided: super::by_key::Decided) -> Result<()> {
+    pub(crate) fn record_by_key(&mut self, decided: super::by_key::KeysDecided) -> Result<()> {
         let takes = self.takes_by_key();
         match &mut self.kept {
             Kept::KeyedEvents(keyed) if takes => {
-                let super::by_key::Decided { kept, groups, events, passed } = decided;
+                let super::by_key::KeysDecided { kept, groups, events, passed } = decided;
                 keyed.kept = kept;
                 keyed.decided = Some(Box::new((groups, events, passed)));
                 Ok(())
