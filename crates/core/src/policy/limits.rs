@@ -56,8 +56,9 @@ pub struct Limits {
 /// event (its key and its cost) beside its decision, in limit order.
 #[derive(Clone, Copy, Debug)]
 pub struct Decided<'a> {
-    /// The limits that refused the event, bit n for limit n: all or nothing, those that
-    /// refused it when asked.
+    /// The limits that refused the event, bit n for limit n: all or nothing (at most
+    /// [`MAX_LAYERS`](super::MAX_LAYERS) layers), those that refused it when asked; side
+    /// by side, those whose decision refused it, limit n past the 32nd on bit n % 32.
     pub refused: u32,
     /// Each limit's view of the event, and its decision.
     pub each: &'a [(Event, Decision)],
