@@ -93,7 +93,7 @@ impl Limiter {
         }
         let settings = filter.limit.settings("filter")?;
         let decider = if filter.remote.redis.is_empty() {
-            Decider::Here(crate::engine::live::in_memory(&settings))
+            Decider::Here(crate::engine::live::in_memory(&settings)?)
         } else {
             remote(cli)?
         };

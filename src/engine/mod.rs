@@ -79,7 +79,10 @@ impl Backend {
     /// [`Engine`], a variant of [`Backend`], and one arm here.
     pub fn run<J: UseEngine>(&self, policy: Policy<'_>, job: J) -> Result<J::Out> {
         match self {
-            Backend::Memory => job.with(|| Memory::new(policy)),
+            Backend::Memory => {
+                let memory = Memory::new(policy)?;
+                job.with(|| memory.clone())
+            }
             Backend::Fleet(plan) => {
                 let Policy::SideBySide(settings) = policy else { bail!(LAYERED_FLEET) };
                 job.with(|| FleetEngine::new(settings, plan))

@@ -32,13 +32,13 @@
 //!     .iter()
 //!     .map(|&minute| Event::new(Timestamp::from_micros(minute * 60_000_000).unwrap(), 0))
 //!     .collect();
-//! let mut limits = Limits::new(Policy::SideBySide(&[bucket]));
+//! let mut limits = Limits::new(Policy::SideBySide(&[bucket]))?;
 //! let passed = events.iter().filter(|&&event| limits.decide(event).passed()).count();
 //! // The bucket empties in the first minutes; a token comes back every 12 minutes.
 //! let mut finder = MinBucketFinder::new(rate);
 //! events.iter().for_each(|event| finder.push(event.time));
 //! assert_eq!((passed, finder.result().min_bucket), (6, 6));
-//! # Ok::<(), ratelimit_core::units::rate::RateError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! Or one limiter alone:

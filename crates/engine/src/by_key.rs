@@ -164,7 +164,7 @@ mod tests {
     /// Returns the record of `events` replayed through `settings` by key in memory,
     /// decided after reading, key by key, on `threads` threads.
     fn later(settings: &[Settings], events: &[Event], threads: usize) -> Recorder {
-        let mut memory = Memory::new(Policy::SideBySide(settings));
+        let mut memory = Memory::new(Policy::SideBySide(settings)).unwrap();
         let mut record = Recorder::new(settings, true);
         assert!(record.takes_by_key() && memory.decide_by_key(threads));
         events.iter().for_each(|&event| memory.push(event, &mut record).unwrap());

@@ -7,14 +7,14 @@
 //! that its report (units, busiest window, promise, lossless bucket, keys) is found as a
 //! single limiter's is.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use super::recorder::Recorder;
 use crate::input::catalog::{Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
 
-use crate::{Engine, Record, UseEngine};
+use crate::{Engine, Policy, Record, UseEngine};
 
 pub use crate::policy::{Layer, Limits, MAX_LAYERS};
 
@@ -122,10 +122,7 @@ pub struct LayeredRecord {
 
 /// Says whether `layers` make a layered limit: 1 to [`MAX_LAYERS`] of them.
 pub fn check_layers(layers: &[Layer]) -> Result<()> {
-    if layers.is_empty() || layers.len() > MAX_LAYERS {
-        bail!("a layered limit has 1 to {MAX_LAYERS} layers, not {}", layers.len());
-    }
-    Ok(())
+    Ok(Policy::AllOrNothing(layers).check()?)
 }
 
 impl<D: Engine> Layered<D> {
@@ -240,7 +237,7 @@ mod tests {
 
     fn in_memory(layers: &[Layer]) -> Result<Layered<Memory>> {
         check_layers(layers)?;
-        Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))))
+        Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))?))
     }
 
     fn at(s: i64, cost: u64) -> Event {

@@ -110,7 +110,8 @@ pub fn decide_in_memory(
     keyed: bool,
     events: impl IntoIterator<Item = Event>,
 ) -> Result<Recorder> {
-    Decide { settings, keyed, events }.with(|| Memory::new(Policy::SideBySide(settings)))
+    let memory = Memory::new(Policy::SideBySide(settings))?;
+    Decide { settings, keyed, events }.with(|| memory.clone())
 }
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a

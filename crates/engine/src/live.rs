@@ -73,10 +73,10 @@ pub const ONE_LIMIT: &str = "a live engine decides one limit, or layers";
 
 /// Returns a live engine in memory for one limiter with `settings`: one state per key, in
 /// this process, which may move to another thread.
-pub fn in_memory(settings: &Settings) -> Box<dyn Live + Send> {
-    let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(settings)));
+pub fn in_memory(settings: &Settings) -> Result<Box<dyn Live + Send>> {
+    let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(settings)))?;
     let probe = Some((settings.per_key(), *settings));
-    Box::new(LiveMemory { limits, probe, keys: LiveKeys::new() })
+    Ok(Box::new(LiveMemory { limits, probe, keys: LiveKeys::new() }))
 }
 
 /// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
@@ -267,7 +267,7 @@ mod tests {
             [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter, Algorithm::Nginx];
         for algorithm in algorithms {
             let settings = settings(algorithm, "1/s");
-            let limits = Limits::new(Policy::SideBySide(&[settings]));
+            let limits = Limits::new(Policy::SideBySide(&[settings])).unwrap();
             let mut live = LiveMemory::of(limits).unwrap();
             // The same events, each key kept for ever.
             let (mut kept, mut names) = (settings.per_key(), KeyTable::new());
@@ -302,8 +302,8 @@ mod tests {
         let layers =
             [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
         let policy = Policy::AllOrNothing(&layers);
-        let mut live = LiveMemory::of(Limits::new(policy)).unwrap();
-        let (mut kept, mut names) = (Limits::new(policy), KeyTable::new());
+        let mut live = LiveMemory::of(Limits::new(policy).unwrap()).unwrap();
+        let (mut kept, mut names) = (Limits::new(policy).unwrap(), KeyTable::new());
         let mut most = 0;
         for (n, (now, key)) in events().enumerate() {
             let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };

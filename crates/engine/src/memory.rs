@@ -22,11 +22,12 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// Returns an engine deciding as `policy` says, its limits in their first state.
-    pub fn new(policy: Policy<'_>) -> Memory {
-        let limits = Limits::new(policy);
+    /// Returns an engine deciding as `policy` says, its limits in their first state, or
+    /// why they make no policy.
+    pub fn new(policy: Policy<'_>) -> Result<Memory> {
+        let limits = Limits::new(policy)?;
         let alone = limits.layers().all(|l| !l.settings.algorithm.has_zone());
-        Memory { limits, alone, later: None }
+        Ok(Memory { limits, alone, later: None })
     }
 }
 

@@ -248,7 +248,7 @@ mod tests {
         let remotes = prepare(&mut redis, &settings).unwrap();
         let scripts = Scripts::Lanes(remotes);
         let mut remote = RedisEngine::new(Rc::new(RefCell::new(redis)), scripts, "test:");
-        let mut memory = Memory::new(Policy::SideBySide(&settings));
+        let mut memory = Memory::new(Policy::SideBySide(&settings)).unwrap();
         let (mut in_redis, mut in_memory) =
             (Recorder::new(&settings, false), Recorder::new(&settings, false));
         let at = |minutes: i64| {

@@ -1,6 +1,6 @@
 //! A policy's limits in memory: each key's state for each, and the rule that decides.
 
-use super::{Layer, Policy};
+use super::{Layer, Policy, PolicyError};
 use crate::event::{Event, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
@@ -34,7 +34,7 @@ use crate::units::time::Timestamp;
 ///     limit(Algorithm::Gcra, "2/m", 2, true),
 ///     limit(Algorithm::FixedWindow, "3/m", 1, false),
 /// ];
-/// let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+/// let mut limits = Limits::new(Policy::AllOrNothing(&layers))?;
 /// // Client 0 three times, then client 1 twice, all in the first second.
 /// let events: Vec<Event> = [0, 0, 0, 1, 1]
 ///     .iter()
@@ -43,6 +43,7 @@ use crate::units::time::Timestamp;
 /// let passed: Vec<bool> = events.iter().map(|&e| limits.decide(e).passed()).collect();
 /// // Client 0's third is over its own 2; client 1's second is over the 3 of all.
 /// assert_eq!(passed, [true, true, false, true, false]);
+/// # Ok::<(), ratelimit_core::policy::PolicyError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -72,15 +73,16 @@ impl Decided<'_> {
 }
 
 impl Limits {
-    /// Returns the limits of `policy`, each in its first state; all or nothing, at most
-    /// [`MAX_LAYERS`](super::MAX_LAYERS) of them.
-    pub fn new(policy: Policy<'_>) -> Limits {
+    /// Returns the limits of `policy`, each in its first state, or why they make no policy
+    /// ([`Policy::check`]).
+    pub fn new(policy: Policy<'_>) -> Result<Limits, PolicyError> {
+        policy.check()?;
         let layers = policy.layers();
-        Limits {
+        Ok(Limits {
             each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
             all_or_nothing: policy.all_or_nothing(),
             decided: Vec::with_capacity(layers.len()),
-        }
+        })
     }
 
     /// Returns the limits, as layers, in order.
@@ -243,7 +245,7 @@ mod tests {
         // the zone not been looked up, key 0 would owe 1000 − 992 and be refused.
         let zone = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1) };
         let layers = [zone, layer(Algorithm::FixedWindow, "1/h", 1)];
-        let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+        let mut limits = Limits::new(Policy::AllOrNothing(&layers)).unwrap();
         for event in [at(0, 0), at(61_000_000, 1)] {
             limits.decide(event);
         }
@@ -263,7 +265,7 @@ mod tests {
                 layer(Algorithm::EnvoyRatelimit, "2/m", 1),
             ]
             .map(|l| Layer { counts_refused, ..l });
-            let mut limits = Limits::new(Policy::AllOrNothing(&layers));
+            let mut limits = Limits::new(Policy::AllOrNothing(&layers)).unwrap();
             [0, 100_000, 1_000_000].map(|micros| limits.decide(at(micros, 0)).passed())
         };
         assert_eq!(decide(true), [true, false, false]);
@@ -277,17 +279,34 @@ mod tests {
         // the other's refusal.
         let settings = [layer(Algorithm::Gcra, "1/s", 1), layer(Algorithm::Gcra, "2/s", 2)]
             .map(|l| l.settings);
-        let mut limits = Limits::new(Policy::SideBySide(&settings));
+        let mut limits = Limits::new(Policy::SideBySide(&settings)).unwrap();
         let refused = [0, 0, 0].map(|micros| limits.decide(at(micros, 0)).refused);
         assert_eq!(refused, [0b00, 0b01, 0b11]);
         // The same decisions as they are made, one limit at a time.
-        let mut limits = Limits::new(Policy::SideBySide(&settings));
+        let mut limits = Limits::new(Policy::SideBySide(&settings)).unwrap();
         let passed = [0, 0, 0].map(|micros| {
             let each = limits.side_by_side(at(micros, 0)).unwrap();
             each.map(|decision| decision.passed).collect::<Vec<_>>()
         });
         assert_eq!(passed, [[true, true], [false, true], [false, false]]);
         let layers = Policy::SideBySide(&settings).layers();
-        assert!(Limits::new(Policy::AllOrNothing(&layers)).side_by_side(at(0, 0)).is_none());
+        assert!(
+            Limits::new(Policy::AllOrNothing(&layers)).unwrap().side_by_side(at(0, 0)).is_none()
+        );
+    }
+
+    #[test]
+    fn layers_all_or_nothing_number_one_to_sixteen() {
+        // The layers that refuse an event are bits of a u32: a 33rd would share the first's.
+        let one = layer(Algorithm::Gcra, "1/s", 1);
+        let count = |n: usize| Limits::new(Policy::AllOrNothing(&vec![one.clone(); n])).err();
+        assert_eq!(count(0), Some(PolicyError::Layers(0)));
+        assert_eq!(count(1), None);
+        assert_eq!(count(16), None);
+        assert_eq!(count(17), Some(PolicyError::Layers(17)));
+        assert_eq!(count(40), Some(PolicyError::Layers(40)));
+        // Side by side, each limit decides alone, whatever their number.
+        let many = vec![one.settings; 40];
+        assert!(Limits::new(Policy::SideBySide(&many)).is_ok());
     }
 }

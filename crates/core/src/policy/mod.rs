@@ -94,6 +94,14 @@ impl Layer {
     }
 }
 
+/// Why limits do not make a policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// Layers all or nothing number 1 to [`MAX_LAYERS`].
+    #[error("a layered limit has 1 to {MAX_LAYERS} layers, not {0}")]
+    Layers(usize),
+}
+
 /// What decides an event: limiters side by side, each deciding every event alone (one for
 /// `replay`, several for `compare`), or layers all or nothing (`--limit`), an event
 /// passing only if every layer admits it. A single limit is one limiter side by side with
@@ -122,5 +130,16 @@ impl Policy<'_> {
     /// Whether an event passes only if every limit admits it.
     pub fn all_or_nothing(&self) -> bool {
         matches!(self, Policy::AllOrNothing(_))
+    }
+
+    /// Says whether its limits make a policy: layers all or nothing number 1 to
+    /// [`MAX_LAYERS`], as the layers that refuse an event are bits of a `u32`.
+    pub fn check(&self) -> Result<(), PolicyError> {
+        match *self {
+            Policy::AllOrNothing(layers) if layers.is_empty() || layers.len() > MAX_LAYERS => {
+                Err(PolicyError::Layers(layers.len()))
+            }
+            _ => Ok(()),
+        }
     }
 }
