@@ -118,15 +118,10 @@ fn answer(allowed: bool) -> ExitCode {
     if allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
-/// The time of this machine's clock: Redis decides at its own, and a sliding log's entry
-/// is named by this one (with the process).
+/// The time of this machine's clock, as `filter` reads it: Redis decides at its own, and a
+/// sliding log's entry is named by this one (with the process).
 fn now() -> Timestamp {
-    let micros = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    // No user input: the clock's µs since 1970 (0 before it), capped at 9999's end, are
-    // a time `from_micros` takes.
-    Timestamp::from_micros(micros.min(Timestamp::MAX)).expect("a time from 1970 to 9999")
+    super::filter::Clock::start().at(std::time::Instant::now())
 }
 
 /// Returns a span of `micros` µs (as a script gave it), none if negative.
@@ -138,8 +133,7 @@ fn span(micros: i64) -> Span {
 /// Returns the decision of a limiter with `settings` on `key`, a call of `cost` units, as
 /// the script answered it.
 fn decision(key: &str, settings: &Settings, cost: u64, answer: &Answer) -> report::Check {
-    let limit =
-        if settings.algorithm.uses_burst() { settings.burst.get() } else { settings.rate.count() };
+    let limit = settings.capacity();
     report::Check {
         key: key.to_owned(),
         algorithm: settings.algorithm,

@@ -198,7 +198,10 @@ impl Live for LiveMemory {
         };
         let settings = *settings;
         let capacity = settings.capacity();
-        let remaining = last_true(0, capacity, |c| c == 0 || admits(now, c));
+        // The most that would pass: one less than the least cost that would not (past the
+        // capacity, none passes).
+        let refused = first_true(1, capacity.saturating_add(1), |c| !admits(now, c));
+        let remaining = refused.saturating_sub(1);
         let retry_after_us = if decision.passed {
             Some(0)
         } else {
@@ -220,17 +223,6 @@ impl Live for LiveMemory {
         };
         Ok(Some(Answer { decision, remaining, retry_after_us, reset_after_us: None }))
     }
-}
-
-/// Returns the largest `x` in `low..=high` for which `holds`, given that it holds for
-/// `low` and, once false, stays false.
-fn last_true(low: u64, high: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
-    let (mut yes, mut past) = (low, high.saturating_add(1));
-    while past - yes > 1 {
-        let mid = yes + (past - yes) / 2;
-        if holds(mid) { yes = mid } else { past = mid }
-    }
-    yes
 }
 
 #[cfg(test)]

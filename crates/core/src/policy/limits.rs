@@ -110,11 +110,11 @@ impl Limits {
             settle(each, event, refused, |seen, decision| decided.push((seen, decision)));
             refused
         } else {
-            let (index, mut refused) = (slot(event.key), 0);
-            for (n, (limiter, _)) in self.each.iter_mut().enumerate() {
-                let decision = limiter.decide(index, event.time, event.cost);
+            let Limits { each, decided, .. } = self;
+            let mut refused = 0;
+            for (n, decision) in alone(each, event).enumerate() {
                 refused |= u32::from(!decision.passed) << (n % 32);
-                self.decided.push((event, decision));
+                decided.push((event, decision));
             }
             refused
         };
@@ -127,12 +127,7 @@ impl Limits {
     /// which [`decide`](Limits::decide) decides.
     #[inline]
     pub fn side_by_side(&mut self, event: Event) -> Option<impl Iterator<Item = Decision>> {
-        if self.all_or_nothing {
-            return None;
-        }
-        let index = slot(event.key);
-        let each = self.each.iter_mut();
-        Some(each.map(move |(limiter, _)| limiter.decide(index, event.time, event.cost)))
+        (!self.all_or_nothing).then(|| alone(&mut self.each, event))
     }
 
     /// Returns whether key `key` is back at its start as of `now` in every keyed limit
@@ -165,6 +160,13 @@ impl Limits {
         }
         refused
     }
+}
+
+/// Each limit's decision on `event`, alone, made as the iterator reaches it.
+#[inline]
+fn alone(limits: &mut [(AnyPerKey, Layer)], event: Event) -> impl Iterator<Item = Decision> + '_ {
+    let index = slot(event.key);
+    limits.iter_mut().map(move |(limiter, _)| limiter.decide(index, event.time, event.cost))
 }
 
 /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
