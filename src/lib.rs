@@ -47,7 +47,7 @@ pub(crate) mod engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
 #[cfg(feature = "cli")]
-pub(crate) use ratelimit_engine::report;
+pub(crate) use ratelimit_engine::{policy_report, report};
 
 #[cfg(feature = "cli")]
 pub use cmd::{embed, error_line, run};

@@ -16,6 +16,7 @@ use crate::engine::recorder::Settings;
 use crate::engine::redis::{self, RedisTarget, SHARED};
 use crate::engine::{Backend, Policy};
 use crate::input::cost::Cost;
+use crate::policy_report::CheckReport;
 use crate::render::export;
 use crate::render::outfile::stdout;
 use crate::report;
@@ -25,9 +26,24 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     if args.key.is_empty() {
         bail!("KEY is empty: check limits a key, such as alert:bob");
     }
-    if !args.limits.is_empty() {
-        return run_layers(args, styles);
+    // One answer either way, one limit's or the layers' all or nothing, and its headers.
+    let (found, headers) = if args.limits.is_empty() { one_limit(args)? } else { layers(args)? };
+    let mut out = BufWriter::new(stdout());
+    if args.headers {
+        out.write_all(headers.as_bytes())?;
+    } else {
+        export::write(&mut out, args.output.format, styles.stdout, &found)?;
     }
+    out.flush()?;
+    let allowed = match &found {
+        CheckReport::One(check) => check.allowed,
+        CheckReport::Layers(checks) => checks.allowed,
+    };
+    Ok(answer(allowed))
+}
+
+/// `check KEY`: one call of one limiter's script; its answer, and its headers.
+fn one_limit(args: &CheckArgs) -> Result<(CheckReport, String)> {
     let (settings, target) = args.resolve()?;
     // A cost that can never pass is an error, said before any server is asked.
     redis::cost_fits(&settings, args.cost)?;
@@ -36,19 +52,13 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     let answered = live.answer_now(now(), args.key.as_bytes(), args.cost)?;
     let answered = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
     let found = decision(&args.key, &settings, args.cost, &answered);
-    let mut out = BufWriter::new(stdout());
-    if args.headers {
-        let fields = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
-        out.write_all(fields.as_bytes())?;
-    } else {
-        export::write(&mut out, args.output.format, styles.stdout, &found)?;
-    }
-    out.flush()?;
-    Ok(answer(found.allowed))
+    let headers = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
+    Ok((CheckReport::One(found), headers))
 }
 
-/// `check KEY --limit … --limit …`: one call of the layered script, all or nothing.
-fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+/// `check KEY --limit … --limit …`: one call of the layered script, all or nothing; its
+/// answer, and its headers.
+fn layers(args: &CheckArgs) -> Result<(CheckReport, String)> {
     // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say only
     // that it is keyed or weighed, whatever column they name (README: any name).
     let specs: Vec<LayerSpec> = (args.limits.iter().cloned())
@@ -96,21 +106,15 @@ fn run_layers(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
             })
             .collect(),
     };
-    let mut out = BufWriter::new(stdout());
-    if args.headers {
-        let named = policy_names(&layers);
-        let fields: Vec<_> = named
-            .into_iter()
-            .zip(&found.layers)
-            .zip(&layers)
-            .map(|((name, found), layer)| (name, &found.check, &layer.settings))
-            .collect();
-        out.write_all(headers(&fields).as_bytes())?;
-    } else {
-        export::write(&mut out, args.output.format, styles.stdout, &found)?;
-    }
-    out.flush()?;
-    Ok(answer(found.allowed))
+    let named = policy_names(&layers);
+    let fields: Vec<_> = named
+        .into_iter()
+        .zip(&found.layers)
+        .zip(&layers)
+        .map(|((name, found), layer)| (name, &found.check, &layer.settings))
+        .collect();
+    let headers = headers(&fields);
+    Ok((CheckReport::Layers(found), headers))
 }
 
 /// The exit code of an answer: 1 is "limited", not an error.

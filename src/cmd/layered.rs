@@ -1,26 +1,22 @@
 //! `ratelimit replay --limit … --limit …`: several limits at once, all or nothing.
 
-use std::io::{BufWriter, Write};
-use std::process::ExitCode;
-
 use anyhow::Result;
 
 use super::notes;
 use super::replay::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::args::InputArgs;
-use crate::cli::config::{Input, Styles};
-use crate::cli::diagnostics::diagnostics;
+use crate::cli::config::Input;
 use crate::cli::layer::{self, LayerSpec};
 use crate::engine::Backend;
 use crate::engine::layered::{Layer, LayeredRecord};
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, ReadStats};
-use crate::render::export;
-use crate::render::outfile::stdout;
-use crate::report::{LayerReport, LayeredReport};
+use crate::policy_report::{LayerReport, LayeredReport};
 use crate::units::time::Span;
 
-pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+/// Replays the input through the layers of `args` (`--limit`, given again for each), and
+/// returns their report; with `--emit`, writes the rows first.
+pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
     let top = args.job.keys.top;
     let stop = args.stop_counting_over_limit;
     let (layers, input) =
@@ -34,39 +30,24 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         let record = backend.decide_layers(&layers, decided.iter().map(|d| d.event))?;
         super::validate::say(&decided, &record.trace, column);
         notes(&input, &stats);
-        let report = report(&args.limits, &input, record, &stats, top);
-        let mut out = BufWriter::new(stdout());
-        export::write(&mut out, args.output.format, styles.stdout, &report)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(report(&args.limits, &input, record, &stats, top));
     }
     if args.keep_decisions {
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
         let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
         let (trace, refusals) = (&record.trace, &record.refusals);
         super::decisions::keep_layers(&rows, trace, refusals, layers.len(), &input.source);
-        let report = report(&args.limits, &input, record, &stats, top);
-        let mut out = BufWriter::new(stdout());
-        export::write(&mut out, args.output.format, styles.stdout, &report)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(report(&args.limits, &input, record, &stats, top));
     }
     let Some(emit) = args.emit else {
-        let report = replay_to(&args.limits, &layers, &backend, &input, top)?;
-        let mut out = BufWriter::new(stdout());
-        export::write(&mut out, args.output.format, styles.stdout, &report)?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return replay_to(&args.limits, &layers, &backend, &input, top);
     };
     check_emit(Some(emit), &input)?;
     let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
     let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
     emit_rows(&rows, &record.trace, emit, &input.read, !args.no_header)?;
     notes(&input, &stats);
-    let report = report(&args.limits, &input, record, &stats, top);
-    let mut err = diagnostics();
-    export::write(&mut err, args.output.format, styles.stderr, &report)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report(&args.limits, &input, record, &stats, top))
 }
 
 /// Replays the input through the layers `specs` and returns the report, its keys ranked to

@@ -47,6 +47,7 @@ use crate::cli::diagnostics::{diagnostics, set_quiet};
 use crate::input::catalog::{ReadStats, Timeline};
 use crate::input::no_events::why_no_events;
 use crate::message::one_line;
+use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
 use crate::sizing::curve::Curve;
 
@@ -74,9 +75,15 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     set_quiet(cli.quiet);
     let styles = Styles::resolve(cli.color);
     match cli.command {
-        // Several --limit layers are a replay of their own kind.
-        Command::Replay(args) if !args.limits.is_empty() => layered::run(&args, &styles),
-        Command::Replay(args) => replay::run(&args, &styles),
+        Command::Replay(args) => {
+            // One report either way: one limit's, or the layers' all or nothing.
+            let report = if args.limits.is_empty() {
+                ReplayReport::One(replay::one_limit(&args)?)
+            } else {
+                ReplayReport::Layers(layered::run(&args)?)
+            };
+            replay::write(&report, &args, &styles)
+        }
         Command::Compare(args) => compare::run(&args, &styles),
         Command::Plot(args) => plot::run(&args),
         Command::Report(args) => report::run(&args),

@@ -16,13 +16,28 @@ use crate::engine::Backend;
 use crate::input::catalog::{self, Event, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::{Algorithm, NginxBurst};
+use crate::policy_report::ReplayReport;
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
+use crate::report::LimiterReport;
 use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
-pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+/// Writes what a replay found, one limit's report or the layers', as `args` ask: to
+/// stdout, or with `--emit` (the rows went there) to stderr.
+pub(super) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+    let (mut out, style): (Box<dyn Write>, _) = match args.emit {
+        None => (Box::new(BufWriter::new(stdout())), styles.stdout),
+        Some(_) => (diagnostics(), styles.stderr),
+    };
+    export::write(&mut out, args.output.format, style, report)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Replays the input through one limit, as `args` say, and returns its report.
+pub(super) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
     let input = args.job.input()?;
     check_emit(args.emit, &input)?;
     let (Some(algorithm), Some(limit)) = (args.algo, args.size.limit()) else {
@@ -30,7 +45,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     };
     let settings = vec![limit.size.settings(algorithm, limit.window, true)?];
     let job = args.job.job(input, settings, false)?;
-    let (recorder, stats, style, mut out): (_, _, _, Box<dyn Write>) = match args.emit {
+    let (recorder, stats) = match args.emit {
         None if args.validate.is_some() => {
             let column = args.validate.as_deref().unwrap_or_default();
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
@@ -39,10 +54,10 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let events = decided.iter().map(|d| d.event);
             let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
             super::validate::say(&decided, recorder.trace(), column);
-            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
+            (recorder, stats)
         }
         None if args.keep_decisions => {
-            let (recorder, stats) = match job.replay_traced(true)? {
+            match job.replay_traced(true)? {
                 // Every row made an event, taken in the rows' order: one decision a row.
                 (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
                     super::decisions::keep_in_order(recorder.trace());
@@ -54,20 +69,16 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
                     super::decisions::keep(&rows, recorder.trace(), &job.input.source);
                     (recorder, stats)
                 }
-            };
-            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
+            }
         }
-        None => {
-            let (recorder, stats) = job.replay()?;
-            (recorder, stats, styles.stdout, Box::new(BufWriter::new(stdout())))
-        }
+        None => job.replay()?,
         Some(emit) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
             let (rows, recorder, stats) = job.replay_rows()?;
             // One limiter: the trace holds one decision per row.
             emit_rows(&rows, recorder.trace(), emit, &job.input.read, !args.no_header)?;
-            (recorder, stats, styles.stderr, diagnostics())
+            (recorder, stats)
         }
     };
     notes(&job.input, &stats);
@@ -86,9 +97,7 @@ pub(super) fn run(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
             let _ = writeln!(diagnostics(), "ratelimit: note: {note}");
         }
     }
-    export::write(&mut out, args.output.format, style, &reports[0])?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(reports.swap_remove(0))
 }
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV

@@ -10,9 +10,8 @@ use serde_json::Value;
 use super::schema_page::Described;
 use super::write_stdout;
 use crate::engine::side_by_side::SideBySide;
-use crate::report::{
-    Check, CurveSegment, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport, MinBucket, MinRate,
-};
+use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
+use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
 
 /// `ratelimit schema`.
 #[derive(Debug, Args)]
@@ -38,10 +37,10 @@ pub enum SchemaFormat {
 /// The JSON outputs, by the command that prints them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Output {
-    /// `replay --format json`: one report.
+    /// `replay --format json`: one limit's report, or with `--limit … --limit …` the
+    /// layers' (one schema either way; `layered` is another name for it).
+    #[value(alias = "layered")]
     Replay,
-    /// `replay --limit … --limit … --format json`: the layered report.
-    Layered,
     /// `compare --format json`: one report per limiter.
     Compare,
     /// `compare --limit … --limit … --format json`: whole configurations side by side.
@@ -54,10 +53,10 @@ pub enum Output {
     Curve,
     /// `min-rate --format json`: one object per burst.
     MinRate,
-    /// `check --format json`: one decision.
+    /// `check --format json`: one decision, of one limit or, with `--limit … --limit …`,
+    /// over several (one schema either way; `layered-check` is another name for it).
+    #[value(alias = "layered-check")]
     Check,
-    /// `check --limit … --limit … --format json`: one decision over several limits.
-    LayeredCheck,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -94,16 +93,14 @@ fn page(outputs: &[Output]) -> String {
 /// The JSON Schema of an output, every object in it closed.
 fn schema(output: Output) -> Value {
     let schema = match output {
-        Output::Replay => schemars::schema_for!(LimiterReport),
-        Output::Layered => schemars::schema_for!(LayeredReport),
+        Output::Replay => schemars::schema_for!(ReplayReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
         Output::Configurations => schemars::schema_for!(SideBySide),
         Output::MinBucket => schemars::schema_for!(Vec<MinBucket>),
         Output::LayerNeeds => schemars::schema_for!(LayerNeeds),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
-        Output::Check => schemars::schema_for!(Check),
-        Output::LayeredCheck => schemars::schema_for!(LayeredCheck),
+        Output::Check => schemars::schema_for!(CheckReport),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

@@ -107,7 +107,7 @@ fn check_answers_for_every_layer_and_charges_none_when_one_refuses() {
             .collect()
     };
     let (code, found) = layered("bob", "30");
-    crate::json::assert_valid("layered-check", &found, "check --limit");
+    crate::json::assert_valid("check", &found, "check --limit");
     assert_eq!((code, left(&found)), (0, vec![1, 70]));
     assert_eq!(found["layers"][0]["key"], "bob");
     assert_eq!(found["layers"][1]["key"], "all");

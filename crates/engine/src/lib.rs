@@ -18,6 +18,7 @@ pub mod live;
 mod live_check;
 pub mod memory;
 pub mod per_key;
+pub mod policy_report;
 pub mod recorder;
 pub mod report;
 mod seconds;

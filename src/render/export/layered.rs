@@ -4,7 +4,8 @@ use std::io::{self, Write};
 
 use super::table::{human_ms, labeled, percent, table};
 use super::{Report, Style};
-use crate::report::{LayerCheck, LayerNeeds, LayeredCheck, LayeredReport, LimiterReport};
+use crate::policy_report::{LayerNeeds, LayeredReport};
+use crate::report::{LayerCheck, LayeredCheck, LimiterReport};
 
 impl Report for LayeredReport {
     type Row<'a> = serde_json::Value;
@@ -78,9 +79,9 @@ pub(super) fn limiter_cells(r: &LimiterReport) -> [String; 4] {
 }
 
 impl Report for LayerNeeds {
-    type Row<'a> = crate::report::LayerNeed;
+    type Row<'a> = crate::policy_report::LayerNeed;
 
-    fn rows(&self) -> Vec<crate::report::LayerNeed> {
+    fn rows(&self) -> Vec<crate::policy_report::LayerNeed> {
         self.layers.clone()
     }
 

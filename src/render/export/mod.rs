@@ -13,6 +13,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use crate::policy_report::PolicyReport;
+
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::rates::{Per, PerUnit};
@@ -43,6 +45,31 @@ pub trait Report: Serialize {
 
     /// Writes the table, colored as `style` allows.
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()>;
+}
+
+/// One limit's report or the layers': the variant's rows (each the variant's own row) and
+/// table, as its JSON is the variant's.
+impl<One: Report, Layers: Report> Report for PolicyReport<One, Layers> {
+    type Row<'a>
+        = PolicyReport<One::Row<'a>, Layers::Row<'a>>
+    where
+        Self: 'a;
+
+    fn rows(&self) -> Vec<Self::Row<'_>> {
+        match self {
+            PolicyReport::One(one) => one.rows().into_iter().map(PolicyReport::One).collect(),
+            PolicyReport::Layers(layers) => {
+                layers.rows().into_iter().map(PolicyReport::Layers).collect()
+            }
+        }
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        match self {
+            PolicyReport::One(one) => one.table(out, style),
+            PolicyReport::Layers(layers) => layers.table(out, style),
+        }
+    }
 }
 
 /// One way to write a result.
