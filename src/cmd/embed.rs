@@ -141,7 +141,7 @@ impl Limiter {
         }
         self.last = Some(now);
         let answer = match &mut self.decider {
-            Decider::Here(live) => live.answer_now(now, key, cost)?,
+            Decider::Here(live) => live.answer_now(now, key, cost)?.one(),
             Decider::Remote { ask, answers } => {
                 let gone = || anyhow::anyhow!("the thread that asks Redis has ended");
                 ask.send((key.to_vec(), cost)).map_err(|_| gone())?;
@@ -170,7 +170,8 @@ fn remote(cli: Cli) -> Result<Decider> {
         let clock = super::filter::Clock::start();
         for (key, cost) in questions {
             // Redis decides at its clock; the time given names the call only.
-            let found = live.answer_now(clock.at(std::time::Instant::now()), &key, cost);
+            let now = clock.at(std::time::Instant::now());
+            let found = live.answer_now(now, &key, cost).map(|answered| answered.one());
             if answer.send(found).is_err() {
                 return;
             }

@@ -9,9 +9,9 @@ use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
-pub use ratelimit_engine::live::{Answer, Live, ONE_LIMIT, in_memory};
+pub use ratelimit_engine::live::{Answer, Answered, Live, ONE_LIMIT, in_memory};
 
-use super::redis::{LayersOutcome, Outcome, Remote, RemoteLayers, SHARED, Server};
+use super::redis::{Outcome, Remote, RemoteLayers, SHARED, Server};
 use super::{Backend, Engine, Policy, UseEngine};
 use crate::limiter::Decision;
 use crate::units::time::Timestamp;
@@ -51,51 +51,68 @@ impl UseEngine for Now {
     }
 }
 
-/// Returns a live engine in Redis for one limiter, `remote`, under `prefix`.
-pub(super) fn in_redis(server: Rc<RefCell<Server>>, remote: Remote, prefix: &str) -> Box<dyn Live> {
-    Box::new(LiveRedis { server, remote, prefix: prefix.to_owned(), calls: 0 })
+/// What a live engine in Redis calls: one limiter's script, or the layered script.
+pub(super) enum LiveScript {
+    /// One limiter.
+    One(Remote),
+    /// Several limits at once, all or nothing: one call of the layered script an event.
+    Layers(RemoteLayers),
 }
 
-/// Returns a live engine in Redis for several limits at once, `remote`, under `prefix`.
-pub(super) fn layers_in_redis(
+/// Returns a live engine in Redis calling `script`, its keys under `prefix`.
+pub(super) fn in_redis(
     server: Rc<RefCell<Server>>,
-    remote: RemoteLayers,
+    script: LiveScript,
     prefix: &str,
 ) -> Box<dyn Live> {
-    Box::new(LiveRedisLayers { server, remote, prefix: prefix.to_owned(), calls: 0 })
+    Box::new(LiveRedis { server, script, prefix: prefix.to_owned(), calls: 0 })
 }
 
-/// In Redis, at its clock, shared with every process that uses the same keys.
+/// In Redis, at its clock, shared with every process that uses the same keys: one call of
+/// one limiter's script or of the layered script an event. One limiter's keys go under
+/// `PREFIX{KEY}`; keyed layers' under `PREFIX{KEY}:L<n>:ALGO`, the others' under
+/// `PREFIX{all}`, as `check`'s do.
 struct LiveRedis {
     server: Rc<RefCell<Server>>,
-    remote: Remote,
+    script: LiveScript,
     prefix: String,
     calls: u64,
 }
 
 impl Live for LiveRedis {
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        // A cost that can never pass is refused here, unsent, as in memory.
-        let Some(remote) = self.remote.costing(cost) else {
-            return Ok(Decision { passed: false, wait: 0 });
-        };
-        self.calls += 1;
-        let (base, member) = live_key(&self.prefix, key, now, self.calls);
-        let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
-        Ok(Decision { passed: outcome.allowed, wait: outcome.wait })
+        Ok(self.answer_now(now, key, cost)?.decision())
     }
 
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
-        let Some(remote) = self.remote.costing(cost) else {
-            let decision = Decision { passed: false, wait: 0 };
-            let never =
-                Answer { decision, remaining: 0, retry_after_us: None, reset_after_us: None };
-            return Ok(Some(never));
-        };
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered> {
         self.calls += 1;
-        let (base, member) = live_key(&self.prefix, key, now, self.calls);
-        let outcome = remote.check(&mut self.server.borrow_mut(), &base, &member)?;
-        Ok(Some(answer(&outcome)))
+        let (own, member) = live_key(&self.prefix, key, now, self.calls);
+        let server = &mut self.server.borrow_mut();
+        match &self.script {
+            LiveScript::One(remote) => {
+                // A cost that can never pass is refused here, unsent, as in memory.
+                let Some(remote) = remote.costing(cost) else {
+                    let decision = Decision { passed: false, wait: 0 };
+                    let never = Answer {
+                        decision,
+                        remaining: 0,
+                        retry_after_us: None,
+                        reset_after_us: None,
+                    };
+                    return Ok(Answered { passed: false, wait: 0, limits: vec![never] });
+                };
+                let outcome = remote.check(server, &own, &member)?;
+                let (passed, wait) = (outcome.allowed, outcome.wait);
+                Ok(Answered { passed, wait, limits: vec![answer(&outcome)] })
+            }
+            LiveScript::Layers(remote) => {
+                let shared = format!("{}{{{SHARED}}}", self.prefix);
+                let bases = remote.bases(&own, shared.as_bytes());
+                let outcome = remote.check(server, &bases, &member, cost)?;
+                let limits = outcome.layers.iter().map(answer).collect();
+                Ok(Answered { passed: outcome.allowed, wait: 0, limits })
+            }
+        }
     }
 }
 
@@ -116,42 +133,4 @@ fn live_key(prefix: &str, key: &[u8], now: Timestamp, call: u64) -> (Vec<u8>, St
     let key = if key.is_empty() { ONE_KEY.as_bytes() } else { key };
     let member = format!("{}:{}:{call}", std::process::id(), now.as_micros());
     ([prefix.as_bytes(), b"{", key, b"}"].concat(), member)
-}
-
-/// Several limits at once, in Redis, at its clock: one call of the layered script a line.
-/// Keyed layers' keys go under `PREFIX{KEY}:L<n>:ALGO`, the others' under `PREFIX{all}`,
-/// as `check`'s do.
-struct LiveRedisLayers {
-    server: Rc<RefCell<Server>>,
-    remote: RemoteLayers,
-    prefix: String,
-    calls: u64,
-}
-
-impl Live for LiveRedisLayers {
-    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let outcome = self.call(now, key, cost)?;
-        Ok(Decision { passed: outcome.allowed, wait: 0 })
-    }
-
-    fn answer_layers_now(
-        &mut self,
-        now: Timestamp,
-        key: &[u8],
-        cost: u64,
-    ) -> Result<Option<(bool, Vec<Answer>)>> {
-        let outcome = self.call(now, key, cost)?;
-        Ok(Some((outcome.allowed, outcome.layers.iter().map(answer).collect())))
-    }
-}
-
-impl LiveRedisLayers {
-    /// One call of the layered script on an event of `key` costing `cost`.
-    fn call(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<LayersOutcome> {
-        self.calls += 1;
-        let (own, member) = live_key(&self.prefix, key, now, self.calls);
-        let shared = format!("{}{{{SHARED}}}", self.prefix);
-        let bases = self.remote.bases(&own, shared.as_bytes());
-        self.remote.check(&mut self.server.borrow_mut(), &bases, &member, cost)
-    }
 }

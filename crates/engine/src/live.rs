@@ -31,28 +31,42 @@ pub trait Live {
     /// `now`, at once.
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision>;
 
-    /// Decides as [`decide_now`](Live::decide_now) does, and says what a caller may tell
-    /// its client; `None` from an engine that cannot say (several layers at once).
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
-        let _ = (now, key, cost);
-        Ok(None)
+    /// Decides as [`decide_now`](Live::decide_now) does, and says what each limit may
+    /// tell a client: the outcome `check`, its `--headers` and the Python `Limiter` answer
+    /// with.
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered>;
+}
+
+/// A live decision, with what each limit may tell a client: whether the event passed, how
+/// long a queue holds it, and each limit's answer (its decision as if asked alone, what
+/// remains, when to retry), in limit order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    /// Whether the event passed: every limit admitted it, and each was charged.
+    pub passed: bool,
+    /// How long an admitted event waits, in units of 1/N µs: one leaky queue's
+    /// ([`Decision::wait`]); 0 for layers.
+    pub wait: i128,
+    /// Each limit's answer, in limit order: one for one limit.
+    pub limits: Vec<Answer>,
+}
+
+impl Answered {
+    /// The decision on the event.
+    pub fn decision(&self) -> Decision {
+        Decision { passed: self.passed, wait: self.wait }
     }
 
-    /// Decides as [`decide_now`](Live::decide_now) does, and says what each layer of
-    /// several limits may tell a client (as if asked alone), in layer order: whether the
-    /// event passed, and each layer's answer; `None` from an engine that cannot say.
-    fn answer_layers_now(
-        &mut self,
-        now: Timestamp,
-        key: &[u8],
-        cost: u64,
-    ) -> Result<Option<(bool, Vec<Answer>)>> {
-        let _ = (now, key, cost);
-        Ok(None)
+    /// The answer of one limit, its wait and all; `None` of several.
+    pub fn one(&self) -> Option<Answer> {
+        match self.limits.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
     }
 }
 
-/// A live decision, with what a caller may tell its client, as `check` tells it.
+/// One limit's live decision, with what a caller may tell its client, as `check` tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Answer {
     /// The decision.
@@ -75,8 +89,7 @@ pub const ONE_LIMIT: &str = "a live engine decides one limit, or layers";
 /// this process, which may move to another thread.
 pub fn in_memory(settings: &Settings) -> Result<Box<dyn Live + Send>> {
     let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(settings)))?;
-    let probe = Some((settings.per_key(), *settings));
-    Ok(Box::new(LiveMemory { limits, probe, keys: LiveKeys::new() }))
+    Ok(Box::new(LiveMemory::of(limits)?))
 }
 
 /// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
@@ -135,32 +148,37 @@ impl LiveKeys {
 /// decides with: one limit, or layers all or nothing; a state per key in each keyed limit.
 pub(crate) struct LiveMemory {
     limits: Limits,
-    /// One limit: a copy of one key's state, to be asked what remains, and the limit.
-    probe: Option<(AnyPerKey, Settings)>,
+    /// For each limit, a state to copy one key's into and ask what remains.
+    probes: Vec<AnyPerKey>,
     keys: LiveKeys,
 }
 
 impl LiveMemory {
     /// Returns a live engine deciding with `limits`: layers, or one limit.
     pub(crate) fn of(limits: Limits) -> Result<LiveMemory> {
-        let probe = {
-            let mut layers = limits.layers();
-            match (limits.all_or_nothing(), layers.next(), layers.next()) {
-                (true, ..) => None,
-                (false, Some(one), None) => Some((one.settings.per_key(), one.settings)),
-                (false, ..) => bail!(ONE_LIMIT),
-            }
-        };
-        Ok(LiveMemory { limits, probe, keys: LiveKeys::new() })
+        if !limits.all_or_nothing() && limits.layers().len() > 1 {
+            bail!(ONE_LIMIT);
+        }
+        let probes = limits.layers().map(|layer| layer.settings.per_key()).collect();
+        Ok(LiveMemory { limits, probes, keys: LiveKeys::new() })
     }
 
-    /// Returns a key's number, after forgetting the keys at rest as of `now` if due.
-    fn number(&mut self, now: Timestamp, key: &[u8]) -> Result<Key> {
+    /// Decides an event of `key` costing `cost` at `now`, and returns it and each limit's
+    /// decision, in limit order: one limit's own, with its wait; a layer's, whether it
+    /// alone admitted the event (a wait is a leaky queue's, which is no live layer).
+    fn decide(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<(Event, Decisions)> {
         let limits = &self.limits;
         if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
             self.limits = limits.renumbered(&kept);
         }
-        self.keys.number(key)
+        let event = Event { time: now, key: self.keys.number(key)?, cost };
+        let all_or_nothing = self.limits.all_or_nothing();
+        let decided = self.limits.decide(event);
+        let decisions = match (all_or_nothing, decided.each) {
+            (false, [(_, decision)]) => Decisions::One(*decision),
+            _ => Decisions::Layers(decided.refused),
+        };
+        Ok((event, decisions))
     }
 }
 
@@ -168,61 +186,95 @@ impl Live for LiveMemory {
     /// One limit's decision, with its wait; of layers, whether every one admitted the
     /// event (a wait is a leaky queue's, which is no live layer).
     fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
-        let number = self.number(now, key)?;
-        let decided = self.limits.decide(Event { time: now, key: number, cost });
-        Ok(match (self.probe.is_some(), decided.each) {
-            (true, [(_, decision)]) => *decision,
-            _ => Decision { passed: decided.passed(), wait: 0 },
-        })
+        let (_, decisions) = self.decide(now, key, cost)?;
+        Ok(decisions.event())
     }
 
-    /// Asks the key's own limiter, spending nothing, for the largest cost that would pass
-    /// now and the first instant this one would: exact, as the limiter decides, and found
-    /// by halving, since a smaller cost or a later instant never passes less. Of layers,
-    /// nothing is decided, and `None` said.
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Option<Answer>> {
-        if self.probe.is_none() {
-            return Ok(None);
+    /// Asks each limit's own state of the key, spending nothing, for the largest cost that
+    /// would pass now and the first instant this one would: exact, as the limiter decides,
+    /// and found by halving, since a smaller cost or a later instant never passes less.
+    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered> {
+        let (event, decisions) = self.decide(now, key, cost)?;
+        let mut limits = Vec::with_capacity(self.probes.len());
+        for (n, (layer, probe)) in self.limits.layers().zip(&mut self.probes).enumerate() {
+            let Some(table) = self.limits.limiter(n) else { continue };
+            let seen = layer.sees(event);
+            limits.push(answer(probe, table, layer.settings, seen, decisions.limit(n)));
         }
-        let decision = self.decide_now(now, key, cost)?;
-        let key = slot(self.keys.number(key)?);
-        let (Some(table), Some((probe, settings))) = (self.limits.limiter(0), &mut self.probe)
-        else {
-            return Ok(None);
-        };
-        // Asked on a copy of the key's state, afresh each time: asking may tidy a state as
-        // of the time asked (a log forgets what is older than a period before it).
-        let mut admits = |at: Timestamp, cost: u64| {
-            probe.copy_key(table, key, 0);
-            probe.admits(0, at, cost)
-        };
-        let settings = *settings;
-        let capacity = settings.capacity();
-        // The most that would pass: one less than the least cost that would not (past the
-        // capacity, none passes).
-        let refused = first_true(1, capacity.saturating_add(1), |c| !admits(now, c));
-        let remaining = refused.saturating_sub(1);
-        let retry_after_us = if decision.passed {
-            Some(0)
-        } else {
-            // A bucket refills a cost in cost·P/N; a window opens within two periods.
-            let rate = settings.rate;
-            let periods = i64::try_from(cost.div_ceil(rate.count()).saturating_add(2)).ok();
-            let most = periods.and_then(|n| n.checked_mul(rate.period().as_micros()));
-            let mut admits_after = |micros: u64| {
-                let span = i64::try_from(micros).ok().and_then(Span::from_micros);
-                let at = span.and_then(|span| now.checked_add(span));
-                at.is_some_and(|at| admits(at, cost))
-            };
-            match most.and_then(|most| u64::try_from(most).ok()) {
-                Some(most) if admits_after(most) => {
-                    i64::try_from(first_true(1, most, admits_after)).ok()
-                }
-                _ => None,
-            }
-        };
-        Ok(Some(Answer { decision, remaining, retry_after_us, reset_after_us: None }))
+        let Decision { passed, wait } = decisions.event();
+        Ok(Answered { passed, wait, limits })
     }
+}
+
+/// Each limit's decision on a live event.
+#[derive(Clone, Copy)]
+enum Decisions {
+    /// One limit's, with its wait.
+    One(Decision),
+    /// Of layers all or nothing, those that refused when asked: bit n for layer n.
+    Layers(u32),
+}
+
+impl Decisions {
+    /// The decision on the event: one limit's, or whether every layer admitted it.
+    fn event(self) -> Decision {
+        match self {
+            Decisions::One(decision) => decision,
+            Decisions::Layers(refused) => Decision { passed: refused == 0, wait: 0 },
+        }
+    }
+
+    /// Limit `n`'s decision, as if asked alone: one limit's own, or whether layer `n`
+    /// admitted the event when asked (then, refused by another, it was not charged).
+    fn limit(self, n: usize) -> Decision {
+        match self {
+            Decisions::One(decision) => decision,
+            Decisions::Layers(refused) => Decision { passed: refused & (1 << n) == 0, wait: 0 },
+        }
+    }
+}
+
+/// What a limit with `settings`, its states `table`, may tell a client once it decided
+/// `seen` (the event as it saw it) with `decision`: asked on a copy of the key's state in
+/// `probe`, afresh each time, as asking may tidy a state as of the time asked (a log
+/// forgets what is older than a period before it).
+fn answer(
+    probe: &mut AnyPerKey,
+    table: &AnyPerKey,
+    settings: Settings,
+    seen: Event,
+    decision: Decision,
+) -> Answer {
+    let (now, cost, key) = (seen.time, seen.cost, slot(seen.key));
+    let mut admits = |at: Timestamp, cost: u64| {
+        probe.copy_key(table, key, 0);
+        probe.admits(0, at, cost)
+    };
+    // The most that would pass: one less than the least cost that would not (past the
+    // capacity, none passes).
+    let capacity = settings.capacity();
+    let refused = first_true(1, capacity.saturating_add(1), |c| !admits(now, c));
+    let remaining = refused.saturating_sub(1);
+    let retry_after_us = if decision.passed {
+        Some(0)
+    } else {
+        // A bucket refills a cost in cost·P/N; a window opens within two periods.
+        let rate = settings.rate;
+        let periods = i64::try_from(cost.div_ceil(rate.count()).saturating_add(2)).ok();
+        let most = periods.and_then(|n| n.checked_mul(rate.period().as_micros()));
+        let mut admits_after = |micros: u64| {
+            let span = i64::try_from(micros).ok().and_then(Span::from_micros);
+            let at = span.and_then(|span| now.checked_add(span));
+            at.is_some_and(|at| admits(at, cost))
+        };
+        match most.and_then(|most| u64::try_from(most).ok()) {
+            Some(most) if admits_after(most) => {
+                i64::try_from(first_true(1, most, admits_after)).ok()
+            }
+            _ => None,
+        }
+    };
+    Answer { decision, remaining, retry_after_us, reset_after_us: None }
 }
 
 #[cfg(test)]
@@ -282,17 +334,55 @@ mod tests {
         }
     }
 
-    #[test]
-    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
-        // Each key's own limit, and one over all that refuses a few in a hundred.
+    /// Two layers: GCRA at `each` for each key, with a burst of 2, and a fixed window at
+    /// `all` over every key.
+    fn keyed_gcra_and_one_window(each: &str, all: &str) -> [Layer; 2] {
         let layer = |algorithm, rate, keyed| Layer {
             settings: settings(algorithm, rate),
             keyed,
             cost: None,
             counts_refused: false,
         };
-        let layers =
-            [layer(Algorithm::Gcra, "1/s", true), layer(Algorithm::FixedWindow, "9800/s", false)];
+        [layer(Algorithm::Gcra, each, true), layer(Algorithm::FixedWindow, all, false)]
+    }
+
+    /// Layers answer each as if asked alone, as the layered script in Redis does: what
+    /// remains after the call (charged only if every layer admitted it), and when this
+    /// cost would pass. Hand-computed: GCRA 2/s with a burst of 2 a key (I = 0.5 s), and
+    /// one fixed window of 3 a second over every key, five calls at one whole second.
+    #[test]
+    fn layers_answer_each_as_if_asked_alone() {
+        let layers = keyed_gcra_and_one_window("2/s", "3/s");
+        let mut live = LiveMemory::of(Limits::new(Policy::AllOrNothing(&layers)).unwrap()).unwrap();
+        let now = Timestamp::from_micros(1_000_000_000_000_000).unwrap();
+        let said = |passed, remaining, retry| Answer {
+            decision: Decision { passed, wait: 0 },
+            remaining,
+            retry_after_us: Some(retry),
+            reset_after_us: None,
+        };
+        let calls = [
+            // Both admit, and are charged: a's tat 0.5 s ahead; 1 of 3 spent.
+            ("a", true, [said(true, 1, 0), said(true, 2, 0)]),
+            ("a", true, [said(true, 0, 0), said(true, 1, 0)]),
+            // a's bucket is empty, tat 1 s ahead: it passes again at tat + I − b·I, in
+            // 0.5 s. The window would admit it: refused, it is not charged.
+            ("a", false, [said(false, 0, 500_000), said(true, 1, 0)]),
+            ("b", true, [said(true, 1, 0), said(true, 0, 0)]),
+            // c's bucket is full and not charged; the window opens again in 1 s.
+            ("c", false, [said(true, 2, 0), said(false, 0, 1_000_000)]),
+        ];
+        for (n, (key, passed, limits)) in calls.into_iter().enumerate() {
+            let answered = live.answer_now(now, key.as_bytes(), 1).unwrap();
+            let want = Answered { passed, wait: 0, limits: limits.to_vec() };
+            assert_eq!(answered, want, "call {n}");
+        }
+    }
+
+    #[test]
+    fn layered_keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
+        // Each key's own limit, and one over all that refuses a few in a hundred.
+        let layers = keyed_gcra_and_one_window("1/s", "9800/s");
         let policy = Policy::AllOrNothing(&layers);
         let mut live = LiveMemory::of(Limits::new(policy).unwrap()).unwrap();
         let (mut kept, mut names) = (Limits::new(policy).unwrap(), KeyTable::new());

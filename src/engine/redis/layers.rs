@@ -171,7 +171,8 @@ impl Layers {
 
     /// Returns the layers' live engine, under `prefix`.
     pub(super) fn live(self, prefix: &str) -> Box<dyn Live> {
-        crate::engine::live::layers_in_redis(self.server, self.remote, prefix)
+        let script = crate::engine::live::LiveScript::Layers(self.remote);
+        crate::engine::live::in_redis(self.server, script, prefix)
     }
 
     /// Has Redis decide `events`, and records what it decided, in order.

@@ -17,7 +17,7 @@ mod server;
 pub use cluster::slot_of;
 pub use connection::Redis;
 pub use engine::{RedisEngine, Scripts};
-pub use layers::{LayersOutcome, RemoteLayers, SHARED};
+pub use layers::{RemoteLayers, SHARED};
 pub use pipeline::prepare;
 pub use server::Server;
 

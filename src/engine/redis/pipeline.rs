@@ -75,7 +75,8 @@ impl Lanes {
     /// Returns the one limiter's live engine, under `prefix`.
     pub(super) fn live(self, prefix: &str) -> Result<Box<dyn Live>> {
         let [remote] = &self.remotes[..] else { bail!(ONE_LIMIT) };
-        Ok(crate::engine::live::in_redis(self.redis, remote.clone(), prefix))
+        let script = crate::engine::live::LiveScript::One(remote.clone());
+        Ok(crate::engine::live::in_redis(self.redis, script, prefix))
     }
 
     /// Sends `events` as a batch, after making its calls and taking in the batch before: Redis decides one batch while the next is read and made, never two at once,
