@@ -195,12 +195,11 @@ impl Live for LiveMemory {
     /// and found by halving, since a smaller cost or a later instant never passes less.
     fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered> {
         let (event, decisions) = self.decide(now, key, cost)?;
-        let mut limits = Vec::with_capacity(self.probes.len());
-        for (n, (layer, probe)) in self.limits.layers().zip(&mut self.probes).enumerate() {
-            let Some(table) = self.limits.limiter(n) else { continue };
-            let seen = layer.sees(event);
-            limits.push(answer(probe, table, layer.settings, seen, decisions.limit(n)));
-        }
+        let each = self.limits.each().zip(&mut self.probes).enumerate();
+        let limits = (each.map(|(n, ((table, layer), probe))| {
+            answer(probe, table, layer.settings, layer.sees(event), decisions.limit(n))
+        }))
+        .collect();
         let Decision { passed, wait } = decisions.event();
         Ok(Answered { passed, wait, limits })
     }

@@ -95,9 +95,10 @@ impl Limits {
         self.all_or_nothing
     }
 
-    /// Returns limit `n`'s limiter, which holds every key's state.
-    pub fn limiter(&self, n: usize) -> Option<&AnyPerKey> {
-        self.each.get(n).map(|(limiter, _)| limiter)
+    /// Returns each limit's limiter, which holds every key's state, beside its layer, in
+    /// order.
+    pub fn each(&self) -> impl ExactSizeIterator<Item = (&AnyPerKey, &Layer)> {
+        self.each.iter().map(|(limiter, layer)| (limiter, layer))
     }
 
     /// Decides `event`, the next in time order, and says what each limit decided.
@@ -144,7 +145,9 @@ impl Limits {
             true => (limiter.renumbered(kept), layer.clone()),
             false => (limiter.clone(), layer.clone()),
         });
-        Limits { each: each.collect(), ..self.clone() }
+        // Built field by field: a whole clone would copy every key's state, to drop it.
+        let decided = Vec::with_capacity(self.each.len());
+        Limits { each: each.collect(), all_or_nothing: self.all_or_nothing, decided }
     }
 
     /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
