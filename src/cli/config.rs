@@ -241,6 +241,22 @@ impl InputArgs {
             }
             (given, _) => given,
         };
+        // Of several files, each is read as the first is: one whose name says another
+        // format would be misread.
+        if let (None, Source::Files(paths)) = (&self.input_format, &source)
+            && let Some(other) = paths
+                .iter()
+                .find(|path| InputFormat::of_path(path).is_some_and(|said| said != format))
+        {
+            let said = InputFormat::of_path(other).map_or("", InputFormat::name);
+            bail!(
+                "{}: its name says {said}, but {} is read as {}: several files are read in \
+                 one format",
+                other.display(),
+                paths[0].display(),
+                format.name()
+            );
+        }
         let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
         if !tabular && (self.delimiter.is_some() || self.no_headers) {
             let flag = if self.no_headers { "--no-headers" } else { "--delimiter" };

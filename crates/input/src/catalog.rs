@@ -56,3 +56,37 @@ pub fn read_events<S: Sink>(
     }
     read_sorted(&mut input, source, options, fresh())
 }
+
+#[cfg(all(test, feature = "compressed"))]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// The times (in seconds) a gzipped CSV of `times` gives, and whether it was sorted.
+    fn read_gzipped(times: &[i64]) -> (Vec<i64>, bool) {
+        let csv: String = times.iter().map(|t| format!("{t}\n")).collect();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip.write_all(format!("time\n{csv}").as_bytes()).unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), gzip.finish().unwrap()).unwrap();
+        let options = ReadOptions {
+            time_format: crate::units::layout::TimeLayout::Named(
+                crate::units::time::TimeFormat::UnixS,
+            ),
+            ..ReadOptions::new()
+        };
+        let source = Source::Path(file.path().to_owned());
+        let (timeline, stats) = read_events(&source, &options, Timeline::new).unwrap();
+        let seconds = timeline.events().map(|e| e.time.as_micros() / 1_000_000).collect();
+        (seconds, stats.sorted)
+    }
+
+    #[test]
+    fn a_compressed_file_in_order_streams_and_out_of_order_is_decoded_again() {
+        // In order: streamed, nothing kept to sort (as a plain file is).
+        assert_eq!(read_gzipped(&[1, 2, 2, 3]), (vec![1, 2, 2, 3], false));
+        // Out of order: decoded a second time and sorted, as a plain file is read again.
+        assert_eq!(read_gzipped(&[3, 1, 2]), (vec![1, 2, 3], true));
+    }
+}

@@ -8,6 +8,7 @@ use super::event::Event;
 use super::keys::slot;
 use super::options::ReadOptions;
 use super::reading::{Reading, RowReader};
+use super::several::{self, open_decoded};
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
@@ -69,8 +70,13 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         return arrow_rows(data, options);
     }
     let size = input.size();
-    let capture = Capture { inner: input.reader(source)?, seen: Vec::new(), base: 0 };
-    let mut pass = Reading::new(capture, source, options, size)?;
+    let mut pass = match &input {
+        Opened::Files { paths, .. } => {
+            let paths = paths.clone();
+            several::reading(&paths, options, |path| Ok(Capture::of(open_decoded(path)?)))?
+        }
+        _ => Reading::new(Capture::of(input.reader(source)?), source.name(), options, size)?,
+    };
     let mut rows =
         Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
     if let RowReader::Csv(csv) = &pass.rows {
@@ -170,6 +176,10 @@ struct Capture<R> {
 }
 
 impl<R> Capture<R> {
+    fn of(inner: R) -> Capture<R> {
+        Capture { inner, seen: Vec::new(), base: 0 }
+    }
+
     fn slice(&self, start: u64, end: u64) -> &[u8] {
         &self.seen[self.index(start)..self.index(end)]
     }

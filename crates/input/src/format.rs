@@ -324,12 +324,24 @@ impl<R: Read> Records<R> {
         }
     }
 
-    /// Reads what follows the features: other members, and the end of the object.
+    /// Reads what follows the features: other members, the end of the object, and then
+    /// nothing but white space. A second collection is a second file's, read as one.
     fn close_collection(&mut self) -> Result<(), ReadFailure> {
         while let Some(name) = self.member_name()? {
             self.member_value(&name)?;
         }
-        Ok(())
+        match self.skip_space()? {
+            None => Ok(()),
+            Some(found) => {
+                let (line, byte) = (self.line, self.byte);
+                let problem = format!(
+                    "at byte offset {byte}: expected the end of the file after the FeatureCollection, \
+                     found {:?} (give several collections as several files)",
+                    char::from(found)
+                );
+                Err(ReadFailure::Record(RecordError { line, problem }))
+            }
+        }
     }
 
     /// Reads past the comma before a member (if any) and its name and colon; `None` at the
@@ -579,6 +591,12 @@ mod tests {
             ("{\"type\":\"FeatureCollection\"}", "needs `features`"),
             ("{\"features\":[{\"id\":1}", "the document ends inside `features`"),
             ("{\"features\":[{\"id\":1},\n 7]}", "line 2: expected a feature"),
+            (
+                "{\"features\":[{\"id\":1}]}\n {\"features\":[]}",
+                "line 2: at byte offset 25: expected the end of the file after the FeatureCollection, \
+                 found '{'",
+            ),
+            ("{\"features\":[]} x", "line 1: at byte offset 16: expected the end of the file"),
         ] {
             let err = read_all(InputFormat::Geojson, doc, &["id"]).unwrap_err();
             assert!(err.contains(says), "{doc}: {err}");

@@ -29,7 +29,6 @@ pub mod filter;
 pub mod format;
 pub mod header;
 mod instants;
-mod joined;
 mod json;
 #[cfg(unix)]
 mod json_pieces;
@@ -50,6 +49,7 @@ mod reading;
 mod row;
 #[cfg(unix)]
 mod scan;
+mod several;
 mod sink;
 mod sniff;
 mod sorted;

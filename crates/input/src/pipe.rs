@@ -57,9 +57,10 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             }
         }
     };
-    let mut pass = Reading::new(Cursor::new(&carry[..header_end]), source, options, None)?;
-    let Some(header) = pass.header() else { return Ok(Err((carry, input))) };
+    let mut pass = Reading::new(Cursor::new(&carry[..header_end]), name.clone(), options, None)?;
+    let header = pass.header();
     drop(pass);
+    let Some(header) = header else { return Ok(Err((carry, input))) };
     // Without a header, the first row is data, and read again with the rest.
     if options.headers {
         carry.drain(..header_end);

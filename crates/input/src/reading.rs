@@ -15,7 +15,7 @@ use super::header::find_column;
 use super::keys::wide;
 use super::options::ReadOptions;
 use super::row::{Columns, CostAt, Scratch, row_event};
-use super::source::Source;
+use super::several::Later;
 use super::stats::ReadStats;
 use crate::progress::Ticker;
 use crate::units::time::Timestamp;
@@ -104,43 +104,25 @@ pub(super) struct Reading<'a, R> {
     width: Option<usize>,
     pub(super) stats: ReadStats,
     progress: Ticker,
+    /// The header the columns were found in: a CSV's first row, or the fields asked for.
+    header: ByteRecord,
+    /// The files to read after this one, as one catalog.
+    later: Option<Later<'a, R>>,
+    /// Whether the next row is a later file's first: a CSV's header, if it repeats the
+    /// first file's, is left out.
+    at_start: bool,
 }
 
 impl<'a, R: Read> Reading<'a, R> {
+    /// Returns a reading of `reader`, the input called `name` (of `size` bytes, if known),
+    /// from its start: its header read, the columns `options` names found in it.
     pub(super) fn new(
         reader: R,
-        source: &Source,
+        name: String,
         options: &'a ReadOptions,
         size: Option<u64>,
     ) -> Result<Reading<'a, R>> {
-        let name = source.name();
-        let format = options.format;
-        let (rows, header) = match format {
-            InputFormat::Csv | InputFormat::Tsv => {
-                let mut csv = csv::ReaderBuilder::new()
-                    .buffer_capacity(1 << 16)
-                    .delimiter(options.delimiter())
-                    .has_headers(options.headers)
-                    .from_reader(Bounded::new(reader));
-                let header = match csv.byte_headers() {
-                    // Without a header, the first row gives the number of columns.
-                    Ok(first) if !options.headers => numbered(first.len()),
-                    Ok(header) => header.clone(),
-                    Err(e) => return Err(csv_read_error(&name, 1, e)),
-                };
-                csv.get_mut().row_ended();
-                (RowReader::Csv(csv), header)
-            }
-            InputFormat::Parquet => return Err(parquet_not_here(&name)),
-            _ => {
-                // The fields asked for, each once, are the header.
-                let fields = asked_fields(options);
-                let records = Records::new(Bounded::new(reader), format, fields)
-                    .with_log_format(options.log_format.clone());
-                let header = records.header();
-                (RowReader::Other(records), header)
-            }
-        };
+        let (rows, header) = open_rows(reader, options, &name, None)?;
         let columns = resolve_columns(&header, options, &name)?;
         Ok(Reading {
             rows,
@@ -152,7 +134,38 @@ impl<'a, R: Read> Reading<'a, R> {
             width: None,
             stats: ReadStats::default(),
             progress: Ticker::new(options.progress, size),
+            header,
+            later: None,
+            at_start: false,
         })
+    }
+
+    /// Goes on, once this input ends, to the files of `later`, as one catalog.
+    pub(super) fn then(self, later: Later<'a, R>) -> Reading<'a, R> {
+        Reading { later: Some(later), ..self }
+    }
+
+    /// Goes on to the next of the later files, if there is one; false if there is none.
+    fn next_file(&mut self) -> Result<bool> {
+        let Some(later) = &mut self.later else { return Ok(false) };
+        let Some((name, reader)) = later.next()? else { return Ok(false) };
+        if self.header.is_empty() {
+            // Nothing came before, not even a header: this file is read as the first is.
+            let mut first = Reading::new(reader, name, self.options, None)?;
+            std::mem::swap(&mut first.progress, &mut self.progress);
+            first.stats = std::mem::take(&mut self.stats);
+            first.later = self.later.take();
+            *self = first;
+            return Ok(true);
+        }
+        let (rows, _) = open_rows(reader, self.options, &name, Some(&self.header))?;
+        self.rows = rows;
+        self.name = name;
+        // A CSV's later file is read without a header of its own, so each row is checked
+        // against the first file's here; other formats name their fields themselves.
+        self.width = matches!(self.rows, RowReader::Csv(_)).then_some(self.header.len());
+        self.at_start = true;
+        Ok(true)
     }
 
     pub(super) fn line(&self) -> u64 {
@@ -203,6 +216,7 @@ impl<'a, R: Read> Reading<'a, R> {
     /// counted, and the first one's error kept.
     pub(super) fn next_kept(&mut self) -> Result<Option<(Timestamp, u64)>> {
         loop {
+            let at_start = std::mem::take(&mut self.at_start);
             let more = match self.rows.read(&mut self.record, &self.name) {
                 Ok(more) => more,
                 Err(Bad::Input(error)) => return Err(error),
@@ -213,7 +227,13 @@ impl<'a, R: Read> Reading<'a, R> {
                 }
             };
             if !more {
+                if self.next_file()? {
+                    continue;
+                }
                 return Ok(None);
+            }
+            if at_start && self.repeats_header() {
+                continue;
             }
             self.stats.rows += 1;
             if let Some(width) = self.width
@@ -233,6 +253,14 @@ impl<'a, R: Read> Reading<'a, R> {
                 Err(error) => self.skip(error)?,
             }
         }
+    }
+
+    /// Whether the row read last is a repeat of the first file's header: only a format with
+    /// a header row has one to repeat.
+    fn repeats_header(&self) -> bool {
+        self.options.headers
+            && matches!(self.rows, RowReader::Csv(_))
+            && self.record.iter().eq(self.header.iter())
     }
 
     /// Skips a bad row if `--skip-bad` allows one more, else returns its error.
@@ -260,6 +288,47 @@ impl<'a, R: Read> Reading<'a, R> {
     /// [`row_event`] gave, as a record's fields need no scratch.
     pub(super) fn key_bytes(&self) -> &[u8] {
         self.columns.key.and_then(|index| self.record.get(index)).unwrap_or_default()
+    }
+}
+
+/// Returns the rows of `reader` (the input `name`) and their header. For a later file of
+/// several, `first` is the first file's header, which a CSV's later file is read by:
+/// without a header of its own, its first row compared with that one by the reading.
+fn open_rows<R: Read>(
+    reader: R,
+    options: &ReadOptions,
+    name: &str,
+    first: Option<&ByteRecord>,
+) -> Result<(RowReader<R>, ByteRecord)> {
+    match options.format {
+        InputFormat::Csv | InputFormat::Tsv => {
+            let mut csv = csv::ReaderBuilder::new()
+                .buffer_capacity(1 << 16)
+                .delimiter(options.delimiter())
+                .has_headers(options.headers && first.is_none())
+                .flexible(first.is_some())
+                .from_reader(Bounded::new(reader));
+            if let Some(first) = first {
+                return Ok((RowReader::Csv(csv), first.clone()));
+            }
+            let header = match csv.byte_headers() {
+                // Without a header, the first row gives the number of columns.
+                Ok(first) if !options.headers => numbered(first.len()),
+                Ok(header) => header.clone(),
+                Err(e) => return Err(csv_read_error(name, 1, e)),
+            };
+            csv.get_mut().row_ended();
+            Ok((RowReader::Csv(csv), header))
+        }
+        InputFormat::Parquet => Err(parquet_not_here(name)),
+        format => {
+            // The fields asked for, each once, are the header.
+            let fields = asked_fields(options);
+            let records = Records::new(Bounded::new(reader), format, fields)
+                .with_log_format(options.log_format.clone());
+            let header = records.header();
+            Ok((RowReader::Other(records), header))
+        }
     }
 }
 
@@ -368,6 +437,9 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             width: Some(header.width),
             stats,
             progress: Ticker::new(options.progress, size),
+            header: ByteRecord::new(),
+            later: None,
+            at_start: false,
         })
     }
 }

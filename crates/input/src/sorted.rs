@@ -1,5 +1,6 @@
 //! Reading an input out of time order: every event kept, sorted, then fed to the sink.
 
+use super::error::layout;
 use super::event::Event;
 use super::instants::Instants;
 use super::keys::Key;
@@ -21,7 +22,7 @@ pub(super) fn read_sorted<S: Sink>(
 ) -> Result<(S, ReadStats), S::Error> {
     let mut kept = Kept::new(options.key_column.is_some());
     let stats = stream_input(input, source, options, false, |event| {
-        kept.push(event);
+        kept.push(event).map_err(|problem| layout(&source.name(), problem))?;
         Ok::<_, S::Error>(Flow::More)
     })?
     // `stream` gives `None` only when the taker says stop, and this one never does.
@@ -49,24 +50,33 @@ impl Kept {
         if keyed { Kept::Keyed(Vec::new()) } else { Kept::Times(Vec::new()) }
     }
 
-    fn push(&mut self, event: Event) {
+    /// Keeps `event`; past [`MOST_KEPT`] bytes, or when memory cannot be had, says why not.
+    fn push(&mut self, event: Event) -> Result<(), String> {
         if event.cost != 1 && !matches!(self, Kept::Weighted(_)) {
-            *self = Kept::Weighted(std::mem::replace(self, Kept::Times(Vec::new())).whole());
+            let whole = std::mem::replace(self, Kept::Times(Vec::new())).whole()?;
+            *self = Kept::Weighted(whole);
         }
         match self {
-            Kept::Times(times) => times.push(event.time),
-            Kept::Keyed(events) => events.push((event.time, event.key)),
-            Kept::Weighted(events) => events.push(event),
+            Kept::Times(times) => room(times)?.push(event.time),
+            Kept::Keyed(events) => room(events)?.push((event.time, event.key)),
+            Kept::Weighted(events) => room(events)?.push(event),
         }
+        Ok(())
     }
 
     /// Returns the events kept so far, whole, in the order they came: the weighted ones
     /// are sorted once, at the end, with the rest.
-    fn whole(self) -> Vec<Event> {
+    fn whole(self) -> Result<Vec<Event>, String> {
+        fn kept(events: impl ExactSizeIterator<Item = Event>) -> Result<Vec<Event>, String> {
+            let mut whole = Vec::new();
+            reserve(&mut whole, events.len())?;
+            whole.extend(events);
+            Ok(whole)
+        }
         match self {
-            Kept::Times(times) => times.into_iter().map(|time| Event::new(time, 0)).collect(),
-            Kept::Keyed(events) => events.into_iter().map(|(t, key)| Event::new(t, key)).collect(),
-            Kept::Weighted(events) => events,
+            Kept::Times(times) => kept(times.into_iter().map(|t| Event::new(t, 0))),
+            Kept::Keyed(events) => kept(events.into_iter().map(|(t, key)| Event::new(t, key))),
+            Kept::Weighted(events) => Ok(events),
         }
     }
 
@@ -92,9 +102,63 @@ impl Kept {
     }
 }
 
+/// The most bytes of events an input read once may keep to sort: what the program states as
+/// its bound, past which it stops in one line rather than be killed for its memory.
+pub(super) const MOST_KEPT: usize = 4 << 30;
+
+/// Returns `events` with room for one more, growing it (doubling) within [`MOST_KEPT`]
+/// bytes and the memory that can be had.
+fn room<T>(events: &mut Vec<T>) -> Result<&mut Vec<T>, String> {
+    if events.len() == events.capacity() {
+        let len = events.len();
+        reserve(events, len.max(1 << 12))?;
+    }
+    Ok(events)
+}
+
+/// Reserves room for `more` events in `events`, within [`MOST_KEPT`] bytes in all.
+fn reserve<T>(events: &mut Vec<T>, more: usize) -> Result<(), String> {
+    reserve_within(events, more, MOST_KEPT)
+}
+
+/// Reserves room for `more` events in `events`, within `bytes` in all.
+fn reserve_within<T>(events: &mut Vec<T>, more: usize, bytes: usize) -> Result<(), String> {
+    let (size, len) = (std::mem::size_of::<T>(), events.len());
+    let wanted = len.saturating_add(more);
+    let most = bytes / size;
+    let too_many = |why: &str| {
+        format!(
+            "read once (a pipe or a compressed stream) and out of time order, its events are kept \
+             to be sorted, {size} bytes each, and {why} after {len} events: sort the input \
+             first, or give it as a file, which is read twice instead"
+        )
+    };
+    if len >= most {
+        return Err(too_many(&format!("the most kept is {} MiB", bytes >> 20)));
+    }
+    events
+        .try_reserve_exact(wanted.min(most) - len)
+        .map_err(|_| too_many("no more memory could be had"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_read_once_input_keeps_to_sort_is_bounded() {
+        let mut kept: Vec<u64> = Vec::new();
+        for _ in 0..(2 << 20) / 8 {
+            reserve_within(&mut kept, 1, 2 << 20).unwrap();
+            kept.push(0);
+        }
+        let error = reserve_within(&mut kept, 1, 2 << 20).unwrap_err();
+        assert!(error.ends_with("8 bytes each, and the most kept is 2 MiB after 262144 events: sort the input first, or give it as a file, which is read twice instead"), "{error}");
+        // Memory that cannot be had is said so, never an abort.
+        let mut huge: Vec<[u8; 1 << 20]> = Vec::new();
+        let error = reserve_within(&mut huge, usize::MAX >> 21, usize::MAX).unwrap_err();
+        assert!(error.contains("no more memory could be had after 0 events"), "{error}");
+    }
 
     #[test]
     fn events_sort_by_time_and_keep_their_order_when_equal_whatever_their_keys() {
@@ -103,11 +167,11 @@ mod tests {
         let mut kept = Kept::new(true);
         // Unit events first, kept small; the first weighted one makes every one whole.
         for e in [event(5, 1, 1), event(2, 0, 1), event(5, 0, 1)] {
-            kept.push(e);
+            kept.push(e).unwrap();
         }
         assert!(matches!(kept, Kept::Keyed(_)));
         for e in [event(5, 0, 7), event(1, 3, 1), event(5, 0, 2)] {
-            kept.push(e);
+            kept.push(e).unwrap();
         }
         // Equal times keep the order they came in, whatever their keys.
         let want = [

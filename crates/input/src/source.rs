@@ -2,11 +2,13 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::decompress::{Compression, decoded};
+use super::decompress::Compression;
 use super::error::{ReadError, Result, layout};
-use super::joined::Joined;
+use super::options::ReadOptions;
+use super::reading::Reading;
+use super::several::{self, open_decoded};
 
 /// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
@@ -78,6 +80,15 @@ pub(super) enum Opened {
         file: File,
         start: u64,
     },
+    /// A compressed regular file: read through its decoder, and again from its start by
+    /// decoding it again.
+    Decoded(PathBuf),
+    /// Several files, read one after the other; again from the first if `again` (every
+    /// one is a regular file).
+    Files {
+        paths: Vec<PathBuf>,
+        again: bool,
+    },
     Once(Option<Box<dyn Read + Send>>),
     Bytes(&'static [u8]),
     #[cfg(all(unix, feature = "arrow"))]
@@ -97,32 +108,23 @@ impl Opened {
                             .map_err(|error| ReadError::Io { name: name(), error })?
                         {
                             Compression::None => Opened::File { file, start: 0 },
-                            // Decompressed, it is read once, as a pipe is.
-                            compression => Opened::Once(Some(
-                                decoded(file, compression)
-                                    .map_err(|error| ReadError::Io { name: name(), error })?,
-                            )),
+                            // Decompressed, it is read as a pipe is, and again by opening
+                            // it again.
+                            _ => Opened::Decoded(path.clone()),
                         }
                     }
                     _ => Opened::Once(Some(Box::new(file))),
                 }
             }
             Source::Files(paths) => {
-                let open = |path: &PathBuf| -> Result<Box<dyn Read + Send>> {
-                    let name = || path.display().to_string();
-                    let mut file =
-                        File::open(path).map_err(|error| ReadError::Io { name: name(), error })?;
-                    let regular = file.metadata().is_ok_and(|m| m.is_file());
-                    let compression = match regular {
-                        true => Compression::of(&mut file)
-                            .map_err(|error| ReadError::Io { name: name(), error })?,
-                        false => Compression::None,
-                    };
-                    decoded(file, compression)
-                        .map_err(|error| ReadError::Io { name: name(), error })
-                };
-                let files = paths.iter().map(open).collect::<Result<Vec<_>>>()?;
-                Opened::Once(Some(Box::new(Joined::new(files))))
+                // Each is opened when its turn comes; one that cannot be is said now.
+                for path in paths {
+                    File::open(path).map_err(|error| ReadError::Io {
+                        name: path.display().to_string(),
+                        error,
+                    })?;
+                }
+                Opened::Files { paths: paths.clone(), again: source.can_read_again() }
             }
             Source::Stdin => match stdin_file() {
                 Some((file, start)) => Opened::File { file, start },
@@ -140,7 +142,7 @@ impl Opened {
             Opened::File { file, start } => {
                 file.metadata().ok().map(|m| m.len().saturating_sub(*start))
             }
-            Opened::Once(_) => None,
+            Opened::Once(_) | Opened::Decoded(_) | Opened::Files { .. } => None,
             // A slice's length fits in 64 bits on every platform Rust supports.
             Opened::Bytes(bytes) => Some(bytes.len() as u64),
             #[cfg(all(unix, feature = "arrow"))]
@@ -149,7 +151,25 @@ impl Opened {
     }
 
     pub(super) fn can_rewind(&self) -> bool {
-        !matches!(self, Opened::Once(_))
+        match self {
+            Opened::Once(_) => false,
+            Opened::Files { again, .. } => *again,
+            _ => true,
+        }
+    }
+
+    /// Returns a reading of the input from its start, row by row on one thread.
+    pub(super) fn reading<'a>(
+        &'a mut self,
+        source: &Source,
+        options: &'a ReadOptions,
+    ) -> Result<Reading<'a, Box<dyn Read + Send + 'a>>> {
+        if let Opened::Files { paths, .. } = self {
+            let open = |path: &Path| open_decoded(path).map(|r| r as Box<dyn Read + Send + 'a>);
+            return several::reading(paths, options, open);
+        }
+        let size = self.size();
+        Reading::new(self.reader(source)?, source.name(), options, size)
     }
 
     /// Returns a reader from the start of the input; what cannot rewind is read only once.
@@ -159,6 +179,10 @@ impl Opened {
                 file.seek(SeekFrom::Start(*start))
                     .map_err(|error| ReadError::Rewind { name: source.name(), error })?;
                 Box::new(&*file)
+            }
+            Opened::Decoded(path) => open_decoded(path)?,
+            Opened::Files { .. } => {
+                return Err(layout(&source.name(), "several files are read one by one".into()));
             }
             Opened::Once(reader) => reader
                 .take()

@@ -38,7 +38,7 @@ pub(super) fn stream_input<E: From<ReadError>>(
         && matches!(input, Opened::File { .. })
         && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE);
     #[cfg(unix)]
-    if let Opened::Once(_) = input
+    if let Opened::Once(_) | Opened::Decoded(_) = input
         && options.threads >= 2
         && tabular
     {
@@ -47,12 +47,12 @@ pub(super) fn stream_input<E: From<ReadError>>(
             Ok(stats) => Ok(stats),
             // A header the fast reading does not take: one thread reads it all.
             Err((read, rest)) => {
-                let pass = Reading::new(io::Cursor::new(read).chain(rest), source, options, size)?;
-                stream(pass, busy, take)
+                let reader = io::Cursor::new(read).chain(rest);
+                stream(Reading::new(reader, source.name(), options, size)?, busy, take)
             }
         };
     }
-    let mut pass = Reading::new(input.reader(source)?, source, options, size)?;
+    let mut pass = input.reading(source, options)?;
     #[cfg(unix)]
     if in_pieces {
         let header = pass.header();
@@ -62,7 +62,7 @@ pub(super) fn stream_input<E: From<ReadError>>(
         }
         // A CSV's header was read, and a JSON Lines file starts with its first record: one
         // thread reads only a GeoJSON document whose start is not as it should be.
-        pass = Reading::new(input.reader(source)?, source, options, size)?;
+        pass = input.reading(source, options)?;
     }
     stream(pass, busy, take)
 }
