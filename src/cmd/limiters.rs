@@ -43,6 +43,8 @@ struct Entry {
     params: String,
     rule: &'static str,
     promise: String,
+    /// What an event whose key is empty does.
+    empty_key: &'static str,
 }
 
 fn entries() -> Result<Vec<Entry>> {
@@ -62,6 +64,10 @@ fn entries() -> Result<Vec<Entry>> {
                 params: algorithm.param_keys().join(", "),
                 rule: algorithm.help(),
                 promise: PromiseCheck::new(algorithm, rate, burst.get()).statement(),
+                empty_key: match algorithm.skips_empty_key() {
+                    true => "passes uncounted, as its system does not account it",
+                    false => "a key like any other",
+                },
             }
         })
         .collect())
@@ -76,7 +82,8 @@ pub(super) fn run(args: &LimitersArgs) -> Result<ExitCode> {
                 let _ = writeln!(text, "{}\n  models:     {}", e.name, e.models);
                 let _ = writeln!(text, "  burst:      {}\n  parameters: {params}", e.burst);
                 let _ = writeln!(text, "  rule:       {}", e.rule);
-                let _ = writeln!(text, "  promise:    {} (at {RATE}, burst {BURST})\n", e.promise);
+                let _ = writeln!(text, "  promise:    {} (at {RATE}, burst {BURST})", e.promise);
+                let _ = writeln!(text, "  empty key:  {}\n", e.empty_key);
             }
         }
         ListFormat::Markdown => {
@@ -87,20 +94,22 @@ pub(super) fn run(args: &LimitersArgs) -> Result<ExitCode> {
                  markdown`; a test fails when this page is not what it writes.\n\n\
                  A rate is N events per period P; a burst is b. Each promise is stated at \
                  {RATE} with a burst of {BURST} (as the system writes its burst).\n\n\
-                 | limiter | models | burst | parameters | rule | promise at {RATE}, burst {BURST} |\n\
-                 | --- | --- | --- | --- | --- | --- |"
+                 | limiter | models | burst | parameters | rule | promise at {RATE}, burst {BURST} | \
+                 an empty key (with `--key`) |\n\
+                 | --- | --- | --- | --- | --- | --- | --- |"
             );
             for e in entries()? {
                 let params =
                     if e.params.is_empty() { "—".to_owned() } else { format!("`{}`", e.params) };
                 let _ = writeln!(
                     text,
-                    "| `{}` | {} | {} | {params} | {} | {} |",
+                    "| `{}` | {} | {} | {params} | {} | {} | {} |",
                     e.name,
                     e.models,
                     e.burst,
                     e.rule.replace('|', "\\|"),
-                    e.promise.replace('|', "\\|")
+                    e.promise.replace('|', "\\|"),
+                    e.empty_key
                 );
             }
         }

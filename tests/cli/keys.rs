@@ -201,3 +201,31 @@ fn per_key_results_equal_each_keys_rows_alone() {
         assert_eq!(key["span"], alone[0]["span"], "{net}");
     }
 }
+
+#[test]
+fn an_empty_key_passes_uncounted_where_the_real_system_does_not_account_it() {
+    // Five requests without the key, then two of key a, a second apart, at 1/m: nginx
+    // ("requests with an empty key value are not accounted"), HAProxy (an empty sample
+    // tracks nothing) and envoy (no descriptor without its header) pass all five, and a's
+    // second is refused; an exact limiter keys the empty value as any other.
+    let csv = "time,k\n2025-01-01T00:00:01Z,\n2025-01-01T00:00:02Z,\n2025-01-01T00:00:03Z,\n\
+               2025-01-01T00:00:04Z,\n2025-01-01T00:00:05Z,\n2025-01-01T00:00:06Z,a\n\
+               2025-01-01T00:00:07Z,a\n";
+    for (algo, dropped) in [("nginx", 1), ("haproxy", 1), ("envoy-ratelimit", 1), ("gcra", 5)] {
+        let args = ["replay", "--algo", algo, "--rate", "1/m", "--key", "k", "--format", "json"];
+        let report = json(&run(&args, csv).ok());
+        assert_eq!(
+            (report["passed"].clone(), report["dropped"].clone()),
+            (serde_json::json!(7 - dropped), serde_json::json!(dropped)),
+            "{algo}"
+        );
+        // Layered beside an exact limit of all events, as all or nothing, too.
+        let limit = format!("algo={algo},rate=1/m,key=k");
+        let args = ["replay", "--limit", &limit, "--format", "json"];
+        assert_eq!(
+            json(&run(&args, csv).ok())["dropped"],
+            serde_json::json!(dropped),
+            "{algo} as a layer"
+        );
+    }
+}

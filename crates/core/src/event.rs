@@ -1,5 +1,8 @@
 //! An event: when it came, whose it is, and what it costs.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::units::time::Timestamp;
 
 /// A key: its number among the keys of a read, from 0 in order of first appearance.
@@ -23,6 +26,31 @@ impl Event {
     #[inline]
     pub fn new(time: Timestamp, key: Key) -> Event {
         Event { time, key, cost: 1 }
+    }
+}
+
+/// The number of the key whose value is empty, once the reading that numbers keys has met
+/// it: shared by that reading and the limits deciding its events, so that a system that
+/// lets such an event through uncounted ([`Algorithm::skips_empty_key`]) can. Clones share
+/// one cell.
+///
+/// A reading hands a batch of events over only after numbering its keys, so a limit that
+/// is handed an event of the empty key already finds its number here.
+///
+/// [`Algorithm::skips_empty_key`]: crate::limiter::Algorithm::skips_empty_key
+#[derive(Clone, Debug, Default)]
+pub struct EmptyKey(Arc<AtomicU64>);
+
+impl EmptyKey {
+    /// Says that `key` is the empty key's number.
+    pub fn set(&self, key: Key) {
+        self.0.store(u64::from(key) + 1, Ordering::Relaxed);
+    }
+
+    /// Whether `key` is the empty key.
+    #[inline]
+    pub fn is(&self, key: Key) -> bool {
+        self.0.load(Ordering::Relaxed) == u64::from(key) + 1
     }
 }
 

@@ -6,7 +6,7 @@ use std::ops::Range;
 use anyhow::Result;
 
 use super::lane::Settings;
-use crate::input::catalog::{Event, Timeline};
+use crate::input::catalog::{EmptyKey, Event, Key, Timeline};
 use crate::input::keys::{Groups, joined, slot};
 use crate::limiter::{AnyLimiter, Rule, WithRule};
 use crate::per_key::KeptEvents;
@@ -51,10 +51,12 @@ impl Later {
 
     /// Decides every event kept as the limiters of `settings` do, each key's own on its
     /// events alone.
-    pub(crate) fn decide(self, settings: &[Settings]) -> KeysDecided {
+    /// A limiter whose system lets the key `empty` names through passes its events
+    /// uncounted.
+    pub(crate) fn decide(self, settings: &[Settings], empty: &EmptyKey) -> KeysDecided {
         let (groups, events) = self.kept.grouped(self.keys);
         let stride = stride(settings.len());
-        let passed = decide(&groups, &events, settings, stride, self.threads);
+        let passed = decide(&groups, &events, settings, stride, (self.threads, empty));
         KeysDecided { kept: self.kept, groups, events, passed }
     }
 }
@@ -77,12 +79,13 @@ fn decide(
     events: &Timeline,
     settings: &[Settings],
     stride: usize,
-    threads: usize,
+    (threads, empty): (usize, &EmptyKey),
 ) -> Vec<u8> {
     let fresh: Vec<AnyLimiter> = settings.iter().map(Settings::limiter).collect();
     let mut passed = vec![0; events.len() * stride];
     let runs = groups.runs(threads);
-    let run = |keys, out: &mut [u8]| decide_keys(groups, keys, events, (&fresh, stride), out);
+    let run =
+        |keys, out: &mut [u8]| decide_keys(groups, keys, events, (&fresh, stride, empty), out);
     if let [keys] = &runs[..] {
         run(keys.clone(), &mut passed);
         return passed;
@@ -107,12 +110,13 @@ fn decide_keys(
     groups: &Groups,
     keys: Range<usize>,
     events: &Timeline,
-    (fresh, stride): (&[AnyLimiter], usize),
+    (fresh, stride, empty): (&[AnyLimiter], usize, &EmptyKey),
     out: &mut [u8],
 ) {
     for (lane, fresh) in fresh.iter().enumerate() {
         let keys = keys.clone();
-        fresh.with_rule(Deciding { groups, keys, events, stride, lane, out: &mut *out });
+        let deciding = Deciding { groups, keys, events, stride, lane, out: &mut *out, empty };
+        fresh.with_rule(deciding);
     }
 }
 
@@ -125,13 +129,14 @@ struct Deciding<'a> {
     stride: usize,
     lane: usize,
     out: &'a mut [u8],
+    empty: &'a EmptyKey,
 }
 
 impl WithRule for Deciding<'_> {
     type Out = ();
 
     fn with<L: Rule>(self, limiter: &L) {
-        let Deciding { groups, keys, events, stride, lane, out } = self;
+        let Deciding { groups, keys, events, stride, lane, out, empty } = self;
         // The rule steps in a state of each key's own, each made fresh from the limiter's
         // state as it starts: as it steps in each key's state when deciding as read.
         let mut rule = limiter.clone();
@@ -142,8 +147,10 @@ impl WithRule for Deciding<'_> {
         for key in keys {
             let range = groups.range(key);
             state.clone_from(&fresh);
+            // The empty key, where the system lets it through: every event passes, uncounted.
+            let uncounted = L::SKIPS_EMPTY_KEY && Key::try_from(key).is_ok_and(|k| empty.is(k));
             for (event, (time, cost)) in (range.start - first..).zip(events.each(range)) {
-                let passed = rule.step(&mut state, time, cost, false).passed;
+                let passed = uncounted || rule.step(&mut state, time, cost, false).passed;
                 out[event * stride + byte] |= u8::from(passed) << bit;
             }
         }

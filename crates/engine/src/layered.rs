@@ -200,7 +200,12 @@ impl UseEngine for ReplayLayers<'_> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
         check_layers(self.layers)?;
-        let run = || Layered::with(self.layers, fresh());
+        let mut engine = || {
+            let mut engine = fresh();
+            engine.share_empty_key(&self.options.empty_key);
+            engine
+        };
+        let run = || Layered::with(self.layers, engine());
         let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
         Ok((run.finish()?, stats))
     }

@@ -61,6 +61,14 @@ pub trait Engine {
         false
     }
 
+    /// Shares `empty`, which the reading of the events tells the empty key's number: the
+    /// limits whose systems let an event of that key through uncounted then do. An engine
+    /// whose limiters count every key alike (Redis's scripts, which run only exact
+    /// limiters) has nothing to do.
+    fn share_empty_key(&mut self, empty: &catalog::EmptyKey) {
+        let _ = empty;
+    }
+
     /// Returns this engine, fresh, deciding each event as it arrives: live, a batch of one
     /// ([`Live`](live::Live)); or why it decides only in a replay.
     fn live(self) -> Result<Box<dyn live::Live>>
@@ -151,7 +159,12 @@ impl UseEngine for ReadAll<'_> {
             recorder
         };
         let threads = self.options.threads;
-        let run = || Run::new(fresh(), recorder(), threads);
+        let mut engine = || {
+            let mut engine = fresh();
+            engine.share_empty_key(&self.options.empty_key);
+            engine
+        };
+        let run = || Run::new(engine(), recorder(), threads);
         let read = catalog::read_events(self.source, self.options, run);
         finish(read)
     }

@@ -4,7 +4,7 @@ use anyhow::{Result, anyhow};
 
 use super::by_key::Later;
 use super::layered::Limits;
-use crate::input::catalog::Event;
+use crate::input::catalog::{EmptyKey, Event};
 use crate::live::{Live, LiveMemory};
 use crate::{Engine, Policy, Record};
 
@@ -19,6 +19,8 @@ pub struct Memory {
     alone: bool,
     /// If it decides after reading, key by key: the events kept till then.
     later: Option<Later>,
+    /// The empty key's number, as the reading tells it.
+    empty: EmptyKey,
 }
 
 impl Memory {
@@ -27,7 +29,7 @@ impl Memory {
     pub fn new(policy: Policy<'_>) -> Result<Memory> {
         let limits = Limits::new(policy)?;
         let alone = limits.layers().all(|l| !l.settings.algorithm.has_zone());
-        Ok(Memory { limits, alone, later: None })
+        Ok(Memory { limits, alone, later: None, empty: EmptyKey::default() })
     }
 }
 
@@ -50,7 +52,7 @@ impl Engine for Memory {
         let settings: Vec<_> = self.limits.layers().map(|layer| layer.settings).collect();
         let recorder = record.side_by_side();
         let recorder = recorder.ok_or_else(|| anyhow!("layers are decided as read"))?;
-        recorder.record_by_key(later.decide(&settings))
+        recorder.record_by_key(later.decide(&settings, &self.empty))
     }
 
     /// Keys that share nothing, side by side, are decided key by key after reading, where
@@ -61,6 +63,11 @@ impl Engine for Memory {
             self.later = Some(Later::new(threads));
         }
         can
+    }
+
+    fn share_empty_key(&mut self, empty: &EmptyKey) {
+        self.limits.share_empty_key(empty);
+        self.empty = empty.clone();
     }
 
     fn live(self) -> Result<Box<dyn Live>> {

@@ -91,7 +91,11 @@ pub(super) struct Taker {
 
 impl Taker {
     pub(super) fn new(options: &ReadOptions) -> Taker {
-        Taker { stats: ReadStats::default(), keys: KeyTable::new(), skip_bad: options.skip_bad }
+        Taker {
+            stats: ReadStats::default(),
+            keys: KeyTable::telling(&options.empty_key),
+            skip_bad: options.skip_bad,
+        }
     }
 
     /// Takes the next slice: refuses a bad row past what may be skipped, numbers the keys,

@@ -8,7 +8,7 @@ use super::event::Event;
 use super::keys::slot;
 use super::options::ReadOptions;
 use super::reading::{Reading, RowReader};
-use super::several::{self, open_decoded};
+use super::several::open_decoded;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
@@ -73,7 +73,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     let mut pass = match &input {
         Opened::Files { paths, .. } => {
             let paths = paths.clone();
-            several::reading(&paths, options, |path| Ok(Capture::of(open_decoded(path)?)))?
+            super::reading::several(&paths, options, |path| Ok(Capture::of(open_decoded(path)?)))?
         }
         _ => Reading::new(Capture::of(input.reader(source)?), source.name(), options, size)?,
     };

@@ -330,18 +330,14 @@ impl<R: Read> Records<R> {
         while let Some(name) = self.member_name()? {
             self.member_value(&name)?;
         }
-        match self.skip_space()? {
-            None => Ok(()),
-            Some(found) => {
-                let (line, byte) = (self.line, self.byte);
-                let problem = format!(
-                    "at byte offset {byte}: expected the end of the file after the FeatureCollection, \
-                     found {:?} (give several collections as several files)",
-                    char::from(found)
-                );
-                Err(ReadFailure::Record(RecordError { line, problem }))
-            }
-        }
+        let Some(found) = self.skip_space()? else { return Ok(()) };
+        let problem = format!(
+            "at byte offset {}: expected the end of the file after the FeatureCollection, \
+             found {:?} (give several collections as several files)",
+            self.byte,
+            char::from(found)
+        );
+        Err(ReadFailure::Record(RecordError { line: self.line, problem }))
     }
 
     /// Reads past the comma before a member (if any) and its name and colon; `None` at the
@@ -592,9 +588,8 @@ mod tests {
             ("{\"features\":[{\"id\":1}", "the document ends inside `features`"),
             ("{\"features\":[{\"id\":1},\n 7]}", "line 2: expected a feature"),
             (
-                "{\"features\":[{\"id\":1}]}\n {\"features\":[]}",
-                "line 2: at byte offset 25: expected the end of the file after the FeatureCollection, \
-                 found '{'",
+                "{\"features\":[]}\n {\"features\":[]}",
+                "line 2: at byte offset 17: expected the end",
             ),
             ("{\"features\":[]} x", "line 1: at byte offset 16: expected the end of the file"),
         ] {

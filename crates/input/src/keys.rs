@@ -9,7 +9,7 @@ use foldhash::fast::FixedState;
 
 use super::values::Values;
 
-pub use ratelimit_core::event::{Key, slot};
+pub use ratelimit_core::event::{EmptyKey, Key, slot};
 
 /// Waits for a thread of a scope and returns what it returned. A panic there is a bug in
 /// this program, not bad input: it is passed on as it is.
@@ -46,6 +46,8 @@ pub struct KeyTable {
     hasher: FixedState,
     /// Room for the hashes of a batch being numbered, kept for the next.
     hashes: Vec<u64>,
+    /// Told the empty key's number when it is first met, for the limits that let it through.
+    empty: EmptyKey,
 }
 
 /// The high half of a slot, where the hash is kept.
@@ -81,6 +83,12 @@ impl KeyTable {
     /// Returns a table with no keys.
     pub fn new() -> KeyTable {
         KeyTable::default()
+    }
+
+    /// Returns a table with no keys that tells `empty` the empty key's number when it
+    /// numbers it.
+    pub fn telling(empty: &EmptyKey) -> KeyTable {
+        KeyTable { empty: empty.clone(), ..KeyTable::default() }
     }
 
     /// Returns the number of keys.
@@ -162,6 +170,9 @@ impl KeyTable {
         let key = Key::try_from(self.values.len()).ok()?;
         self.slots[at] = entry(key, high);
         self.values.push(value);
+        if value.is_empty() {
+            self.empty.set(key);
+        }
         if self.values.len() > self.slots.len() / 2 {
             self.grow();
         }

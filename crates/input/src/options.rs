@@ -3,6 +3,7 @@
 use super::cost::Cost;
 use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
+use super::keys::EmptyKey;
 use super::log_format::LogFormat;
 use crate::progress::ShowProgress;
 use crate::units::layout::TimeLayout;
@@ -38,6 +39,9 @@ pub struct ReadOptions {
     pub progress: Option<ShowProgress>,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
     pub skip_bad: u64,
+    /// Told the number of the key whose value is empty, once reading meets it: shared with
+    /// the limits that let such an event through uncounted, as their systems do.
+    pub empty_key: EmptyKey,
     /// How many threads may read and work on the events: with 1, all is done on the
     /// calling thread. The events and what is made of them are the same for any number.
     pub threads: usize,
@@ -59,6 +63,7 @@ impl ReadOptions {
             key_asked_by: "--key",
             progress: None,
             skip_bad: 0,
+            empty_key: EmptyKey::default(),
             threads: available_threads(),
         }
     }

@@ -8,7 +8,7 @@ use super::decompress::Compression;
 use super::error::{ReadError, Result, layout};
 use super::options::ReadOptions;
 use super::reading::Reading;
-use super::several::{self, open_decoded};
+use super::several::open_decoded;
 
 /// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
@@ -166,7 +166,7 @@ impl Opened {
     ) -> Result<Reading<'a, Box<dyn Read + Send + 'a>>> {
         if let Opened::Files { paths, .. } = self {
             let open = |path: &Path| open_decoded(path).map(|r| r as Box<dyn Read + Send + 'a>);
-            return several::reading(paths, options, open);
+            return super::reading::several(paths, options, open);
         }
         let size = self.size();
         Reading::new(self.reader(source)?, source.name(), options, size)

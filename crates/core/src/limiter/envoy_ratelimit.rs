@@ -135,6 +135,7 @@ impl Rule for EnvoyRatelimit {
     const HELP: &'static str =
         "envoy's ratelimit service: a window of one unit from the epoch, refused hits counted";
     const USES_BURST: bool = false;
+    const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("envoyproxy/ratelimit f2fb157, the Redis fixed window");
     /// `fixed_cache_impl.go`, `getHitsAddend`: without
     /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`, every limit of a request is incremented.

@@ -166,6 +166,7 @@ impl Rule for Haproxy {
     const HELP: &'static str =
         "HAProxy's http_req_rate(P) gt N: two counters and a tick, denied requests counted";
     const USES_BURST: bool = false;
+    const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "HAProxy",

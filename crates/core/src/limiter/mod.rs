@@ -223,6 +223,12 @@ pub trait Rule: KeyedState {
     /// a limiter that refuses nothing alone then refuses nothing beside other layers, all
     /// or nothing, and they decide as if it were not there.
     const ADMITS_ANY_PART: bool = false;
+    /// Whether its system lets an event whose key is empty through, uncounted: nginx's
+    /// `limit_req` ("requests with an empty key value are not accounted"), HAProxy's
+    /// `track-sc` (an empty sample tracks nothing) and envoy's `request_headers`
+    /// descriptor (none without the header) do. An exact limiter counts the empty key as a
+    /// key like any other.
+    const SKIPS_EMPTY_KEY: bool = false;
     /// The system whose own arithmetic it models, with the version followed; `None` for
     /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
     /// for others.

@@ -335,6 +335,7 @@ impl Rule for Nginx {
         "nginx's limit_req, to its arithmetic: milli-requests, whole ms, truncated";
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
+    const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "nginx",

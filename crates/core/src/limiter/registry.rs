@@ -184,6 +184,12 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::ADMITS_ANY_PART,)* }
             }
 
+            /// Returns true if its system lets an event whose key is empty through,
+            /// uncounted ([`Rule::SKIPS_EMPTY_KEY`]).
+            pub fn skips_empty_key(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::SKIPS_EMPTY_KEY,)* }
+            }
+
             /// Returns true if it models one system's own arithmetic.
             pub fn is_system(self) -> bool {
                 self.models().is_some()

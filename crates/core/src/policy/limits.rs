@@ -1,7 +1,7 @@
 //! A policy's limits in memory: each key's state for each, and the rule that decides.
 
 use super::{Layer, Policy, PolicyError};
-use crate::event::{Event, slot};
+use crate::event::{EmptyKey, Event, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
 
@@ -51,6 +51,10 @@ pub struct Limits {
     all_or_nothing: bool,
     /// The last event's decisions, each limit's view of it beside its decision.
     decided: Vec<(Event, Decision)>,
+    /// The empty key's number, shared with the reading that numbers the keys.
+    empty: EmptyKey,
+    /// Whether any limit lets an event of the empty key through uncounted.
+    skips: bool,
 }
 
 /// What the limits decided on one event: which refused it, and each limit's view of the
@@ -82,7 +86,16 @@ impl Limits {
             each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
             all_or_nothing: policy.all_or_nothing(),
             decided: Vec::with_capacity(layers.len()),
+            empty: EmptyKey::default(),
+            skips: layers.iter().any(Layer::skips_empty_key),
         })
+    }
+
+    /// Shares `empty`, the empty key's number as the reading of the events numbers it: the
+    /// limits whose systems let an event of that key through uncounted
+    /// ([`Layer::skips_empty_key`]) then do, untouched by it.
+    pub fn share_empty_key(&mut self, empty: &EmptyKey) {
+        self.empty = empty.clone();
     }
 
     /// Returns the limits, as layers, in order.
@@ -104,16 +117,24 @@ impl Limits {
     /// Decides `event`, the next in time order, and says what each limit decided.
     #[inline]
     pub fn decide(&mut self, event: Event) -> Decided<'_> {
+        let empty = self.is_empty(event);
+        self.decide_keyed(event, empty)
+    }
+
+    /// Decides `event` as [`decide`](Limits::decide) does, its key empty if `empty`,
+    /// whatever the shared number says: for a caller that knows its keys' values.
+    #[inline]
+    pub fn decide_keyed(&mut self, event: Event, empty: bool) -> Decided<'_> {
         self.decided.clear();
         let refused = if self.all_or_nothing {
-            let refused = self.refusals(event);
+            let refused = self.refusals(event, empty);
             let Limits { each, decided, .. } = self;
-            settle(each, event, refused, |seen, decision| decided.push((seen, decision)));
+            settle(each, event, refused, empty, |seen, decision| decided.push((seen, decision)));
             refused
         } else {
             let Limits { each, decided, .. } = self;
             let mut refused = 0;
-            for (n, decision) in alone(each, event).enumerate() {
+            for (n, decision) in alone(each, event, empty).enumerate() {
                 refused |= u32::from(!decision.passed) << (n % 32);
                 decided.push((event, decision));
             }
@@ -128,7 +149,14 @@ impl Limits {
     /// which [`decide`](Limits::decide) decides.
     #[inline]
     pub fn side_by_side(&mut self, event: Event) -> Option<impl Iterator<Item = Decision>> {
-        (!self.all_or_nothing).then(|| alone(&mut self.each, event))
+        let empty = self.is_empty(event);
+        (!self.all_or_nothing).then(|| alone(&mut self.each, event, empty))
+    }
+
+    /// Whether `event`'s key is the empty key, for limits that let it through.
+    #[inline]
+    fn is_empty(&self, event: Event) -> bool {
+        self.skips && self.empty.is(event.key)
     }
 
     /// Returns whether key `key` is back at its start as of `now` in every keyed limit
@@ -147,16 +175,22 @@ impl Limits {
         });
         // Built field by field: a whole clone would copy every key's state, to drop it.
         let decided = Vec::with_capacity(self.each.len());
-        Limits { each: each.collect(), all_or_nothing: self.all_or_nothing, decided }
+        // Renumbered, the keys are no longer the reading's: the caller says which is empty.
+        let (empty, skips) = (EmptyKey::default(), self.skips);
+        Limits { each: each.collect(), all_or_nothing: self.all_or_nothing, decided, empty, skips }
     }
 
-    /// Returns the layers that would refuse `event`, bit n for layer n, spending nothing:
-    /// every layer is asked, whatever the others say.
+    /// Returns the layers that would refuse `event` (of the empty key if `empty`), bit n for
+    /// layer n, spending nothing: every layer is asked, whatever the others say, but one
+    /// that lets the empty key through.
     #[inline]
-    fn refusals(&mut self, event: Event) -> u32 {
+    fn refusals(&mut self, event: Event, empty: bool) -> u32 {
         let mut refused = 0;
         for (n, (limiter, layer)) in self.each.iter_mut().enumerate() {
             let seen = layer.sees(event);
+            if empty && layer.skips_empty_key() {
+                continue;
+            }
             if !limiter.admits(slot(seen.key), seen.time, seen.cost) {
                 refused |= 1 << n;
             }
@@ -165,12 +199,24 @@ impl Limits {
     }
 }
 
-/// Each limit's decision on `event`, alone, made as the iterator reaches it.
+/// Each limit's decision on `event` (of the empty key if `empty`), alone, made as the
+/// iterator reaches it.
 #[inline]
-fn alone(limits: &mut [(AnyPerKey, Layer)], event: Event) -> impl Iterator<Item = Decision> + '_ {
+fn alone(
+    limits: &mut [(AnyPerKey, Layer)],
+    event: Event,
+    empty: bool,
+) -> impl Iterator<Item = Decision> + '_ {
     let index = slot(event.key);
-    limits.iter_mut().map(move |(limiter, _)| limiter.decide(index, event.time, event.cost))
+    limits.iter_mut().map(move |(limiter, layer)| match empty && layer.skips_empty_key() {
+        true => UNCOUNTED,
+        false => limiter.decide(index, event.time, event.cost),
+    })
 }
+
+/// The decision on an event a limit lets through without counting it: of the empty key,
+/// where its system does not account such a request.
+const UNCOUNTED: Decision = Decision { passed: true, wait: 0 };
 
 /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
 /// each layer; else each layer that refused it takes the refusal as its own rules say (a
@@ -187,6 +233,7 @@ fn settle(
     layers: &mut [(AnyPerKey, Layer)],
     event: Event,
     refused: u32,
+    empty: bool,
     mut each: impl FnMut(Event, Decision),
 ) {
     // The first layer that refuses, or 32: past every layer (MAX_LAYERS ≤ 32). Not from
@@ -197,8 +244,11 @@ fn settle(
         let refuses = refused & (1 << n) != 0;
         let zone = layer.settings.algorithm.has_zone();
         // All admitted: each is charged, and a leaky queue says how long it waits. A
-        // refusing layer decides again, as it did when asked: it refuses.
-        let decision = if refused == 0 || (refuses && !(zone && n > first)) {
+        // refusing layer decides again, as it did when asked: it refuses. A layer that lets
+        // the empty key through never sees its event, as nginx never looks it up.
+        let decision = if empty && layer.skips_empty_key() {
+            if refused == 0 { UNCOUNTED } else { Decision { passed: false, wait: 0 } }
+        } else if refused == 0 || (refuses && !(zone && n > first)) {
             limiter.decide(slot(seen.key), seen.time, seen.cost)
         } else {
             if n < first {
@@ -254,7 +304,7 @@ mod tests {
         for event in [at(0, 0), at(61_000_000, 1)] {
             limits.decide(event);
         }
-        let refused = limits.refusals(at(62_000_000, 0));
+        let refused = limits.refusals(at(62_000_000, 0), false);
         assert_eq!(refused, 0b10, "the zone admits key 0, the window not");
     }
 
@@ -313,5 +363,69 @@ mod tests {
         // Side by side, each limit decides alone, whatever their number.
         let many = vec![one.settings; 40];
         assert!(Limits::new(Policy::SideBySide(&many)).is_ok());
+    }
+
+    #[test]
+    fn an_empty_key_passes_uncounted_where_the_system_does_not_account_it() {
+        // nginx at 1r/m, no burst, per key: key 2 is the empty key. Its three requests in
+        // one second all pass, and key 0, asked between them, is decided as if alone.
+        let nginx = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1) };
+        let gcra = Layer { keyed: true, ..layer(Algorithm::Gcra, "1/m", 1) };
+        let empty = EmptyKey::default();
+        empty.set(2);
+        let events = [at(0, 2), at(0, 0), at(1, 2), at(2, 0), at(3, 2)];
+        let alone = [nginx.clone()];
+        for policy in [Policy::AllOrNothing(&alone), Policy::SideBySide(&[nginx.settings])] {
+            let mut limits = Limits::new(policy).unwrap();
+            limits.share_empty_key(&empty);
+            let passed = events.map(|e| limits.decide(e).passed());
+            assert_eq!(passed, [true, true, true, false, true]);
+        }
+        // An exact limiter counts the empty key as a key: its second request is refused.
+        let mut limits = Limits::new(Policy::AllOrNothing(&[gcra.clone()][..])).unwrap();
+        limits.share_empty_key(&empty);
+        assert_eq!(events.map(|e| limits.decide(e).passed()), [true, true, false, false, false]);
+        // Beside it, nginx lets the empty key through, and the event passes only if the
+        // exact limiter admits it too; side by side each decides alone.
+        let both = [nginx.clone(), gcra.clone()];
+        let mut limits = Limits::new(Policy::AllOrNothing(&both)).unwrap();
+        limits.share_empty_key(&empty);
+        let refused = events.map(|e| limits.decide(e).refused);
+        assert_eq!(refused, [0b00, 0b00, 0b10, 0b11, 0b10]);
+    }
+
+    proptest::proptest! {
+        /// An event of the empty key never changes another key's decisions in a model of a
+        /// system that does not account it (nginx, HAProxy, envoy's ratelimit service), one
+        /// limit or several all or nothing, and always passes.
+        #[test]
+        fn an_empty_key_never_changes_another_keys_decisions(
+            steps in proptest::collection::vec((0i64..3_000_000, 0u32..4), 1..120),
+            which in proptest::collection::vec(0usize..3, 1..4),
+            rate in 1u64..5,
+            burst in 1u64..4,
+        ) {
+            let systems = [Algorithm::Nginx, Algorithm::Haproxy, Algorithm::EnvoyRatelimit];
+            let layers: Vec<Layer> = which
+                .iter()
+                .map(|&n| Layer { keyed: true, ..layer(systems[n], &format!("{rate}/s"), burst) })
+                .collect();
+            let mut now = 0;
+            let events: Vec<Event> = steps.iter().map(|&(gap, key)| { now += gap; at(now, key) }).collect();
+            // Key 3 is the empty key.
+            let empty = EmptyKey::default();
+            empty.set(3);
+            let decide = |events: &[Event]| {
+                let mut limits = Limits::new(Policy::AllOrNothing(&layers)).unwrap();
+                limits.share_empty_key(&empty);
+                events.iter().map(|&e| (e, limits.decide(e).passed())).collect::<Vec<_>>()
+            };
+            let with = decide(&events);
+            proptest::prop_assert!(with.iter().filter(|(e, _)| e.key == 3).all(|&(_, passed)| passed));
+            let others: Vec<Event> = events.iter().copied().filter(|e| e.key != 3).collect();
+            let without = decide(&others);
+            let kept: Vec<_> = with.into_iter().filter(|(e, _)| e.key != 3).collect();
+            proptest::prop_assert_eq!(kept, without);
+        }
     }
 }

@@ -83,6 +83,13 @@ pub struct Layer {
 }
 
 impl Layer {
+    /// Whether it lets an event of the empty key through uncounted: keyed, by a system that
+    /// does ([`Algorithm::skips_empty_key`](crate::limiter::Algorithm::skips_empty_key)).
+    #[inline]
+    pub fn skips_empty_key(&self) -> bool {
+        self.keyed && self.settings.algorithm.skips_empty_key()
+    }
+
     /// Returns the event as this layer sees it: its key (0 unless keyed) and its cost.
     #[inline]
     pub fn sees(&self, event: Event) -> Event {
