@@ -94,7 +94,8 @@ impl Job {
     pub fn replay_rows(&self) -> Result<(Rows, Recorder, ReadStats)> {
         let (rows, stats) = catalog::read_rows(&self.input.source, &self.input.read)?;
         let events = rows.iter().map(|(event, _)| event);
-        let recorder = self.backend.decide(&self.settings, self.keyed(), events)?;
+        let empty = &self.input.read.empty_key;
+        let recorder = self.backend.decide(&self.settings, self.keyed(), (events, empty))?;
         Ok((rows, recorder, stats))
     }
 

@@ -27,14 +27,16 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
         // Every event's all-or-nothing decision, against what the system logged.
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
         let decided = super::validate::decided_order(&rows, column, &input.read)?;
-        let record = backend.decide_layers(&layers, decided.iter().map(|d| d.event))?;
+        let events = decided.iter().map(|d| d.event);
+        let record = backend.decide_layers(&layers, (events, &input.read.empty_key))?;
         super::validate::say(&decided, &record.trace, column);
         notes(&input, &stats);
         return Ok(report(&args.limits, &input, record, &stats, top));
     }
     if args.keep_decisions {
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-        let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+        let events = rows.iter().map(|(event, _)| event);
+        let record = backend.decide_layers(&layers, (events, &input.read.empty_key))?;
         let (trace, refusals) = (&record.trace, &record.refusals);
         super::decisions::keep_layers(&rows, trace, refusals, layers.len(), &input.source);
         return Ok(report(&args.limits, &input, record, &stats, top));
@@ -44,7 +46,8 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
     };
     check_emit(Some(emit), &input)?;
     let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-    let record = backend.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+    let events = rows.iter().map(|(event, _)| event);
+    let record = backend.decide_layers(&layers, (events, &input.read.empty_key))?;
     emit_rows(&rows, &record.trace, emit, &input.read, !args.no_header)?;
     notes(&input, &stats);
     Ok(report(&args.limits, &input, record, &stats, top))

@@ -73,7 +73,8 @@ impl LayeredPlan {
         let (layers, input) =
             layer::setup(&self.replay.limits, &self.replay.job.input, window, stop, "layers")?;
         let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
-        let record = Backend::Memory.decide_layers(&layers, rows.iter().map(|(event, _)| event))?;
+        let events = rows.iter().map(|(event, _)| event);
+        let record = Backend::Memory.decide_layers(&layers, (events, &input.read.empty_key))?;
         let (name, threads) = (input.source.name(), input.read.threads);
         let names = KeyNames::of(Some(&self.column), &stats);
         let each = (record.layers.iter().zip(&self.replay.limits))

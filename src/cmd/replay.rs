@@ -52,7 +52,8 @@ pub(super) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
             // Decided in the order nginx decided them, as its log tells.
             let decided = super::validate::decided_order(&rows, column, &job.input.read)?;
             let events = decided.iter().map(|d| d.event);
-            let recorder = job.backend.decide(&job.settings, job.keyed(), events)?;
+            let empty = &job.input.read.empty_key;
+            let recorder = job.backend.decide(&job.settings, job.keyed(), (events, empty))?;
             super::validate::say(&decided, recorder.trace(), column);
             (recorder, stats)
         }
@@ -168,7 +169,8 @@ fn spread_note(job: &Job, events: &[Event], dropped: u64) -> Result<String> {
             spread.push(Event { time: Timestamp::from_micros(at).unwrap_or(event.time), ..*event });
         }
     }
-    let recorder = job.backend.decide(&job.settings, job.keyed(), spread)?;
+    let empty = &job.input.read.empty_key;
+    let recorder = job.backend.decide(&job.settings, job.keyed(), (spread, empty))?;
     let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
     Ok(format!(
         "with each second's tied events spread evenly across it, in the order they came, the \

@@ -88,7 +88,9 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     if events.is_empty() {
         bail!("{} has no events to report on", job.input.source.name());
     }
-    let recorder = job.backend.decide(&job.settings, job.keyed(), events.iter().copied())?;
+    let empty = &job.input.read.empty_key;
+    let recorder =
+        job.backend.decide(&job.settings, job.keyed(), (events.iter().copied(), empty))?;
     let lanes = job.reports(&recorder, &stats).lanes;
     let names = KeyNames::of(job.key.as_deref(), &stats);
     let keys = stats.keys.names().count();
@@ -112,7 +114,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
         Some(_) => {
             let one = vec![job.settings[chosen]];
             let modes = args.job.job(args.job.input()?, one, true)?;
-            let events = events.iter().copied();
+            let events = (events.iter().copied(), &job.input.read.empty_key);
             let recorder = modes.backend.decide(&modes.settings, modes.keyed(), events)?;
             Some(serde_json::to_value(modes.reports(&recorder, &stats).lanes)?)
         }

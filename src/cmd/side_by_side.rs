@@ -77,7 +77,8 @@ pub(super) fn decide(
     for (spec, layer) in specs.iter().zip(layers) {
         let backend = Backend::new(&[layer.settings], remote.as_ref(), None)?;
         let one = std::slice::from_ref(layer);
-        let mut record = backend.decide_layers(one, rows.iter().map(|(event, _)| event))?;
+        let events = rows.iter().map(|(event, _)| event);
+        let mut record = backend.decide_layers(one, (events, &input.read.empty_key))?;
         traces.push(std::mem::take(&mut record.trace));
         let report =
             super::layered::report(std::slice::from_ref(spec), &input, record, &stats, top);

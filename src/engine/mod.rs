@@ -21,7 +21,7 @@ use self::layered::{DecideLayers, Layer, LayeredRecord, ReplayLayers};
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use self::redis::{RedisEngine, RedisTarget, Remote, RemoteLayers, Scripts, Server};
-use crate::input::catalog::{Event, ReadOptions, ReadStats, Source};
+use crate::input::catalog::{EmptyKey, Event, ReadOptions, ReadStats, Source};
 use ratelimit_engine::{Decide, ReadAll};
 
 /// Where a job's decisions are made: in memory, or in a Redis server shared with others.
@@ -118,9 +118,9 @@ impl Backend {
         &self,
         settings: &[Settings],
         keyed: bool,
-        events: impl IntoIterator<Item = Event>,
+        (events, empty): (impl IntoIterator<Item = Event>, &EmptyKey),
     ) -> Result<Recorder> {
-        self.run(Policy::SideBySide(settings), Decide { settings, keyed, events })
+        self.run(Policy::SideBySide(settings), Decide { settings, keyed, events, empty })
     }
 }
 
@@ -136,12 +136,13 @@ impl Backend {
         self.run(Policy::AllOrNothing(layers), ReplayLayers { layers, source, options })
     }
 
-    /// Decides events already read, in time order, through `layers`, keeping every decision.
+    /// Decides events already read, in time order, through `layers`, keeping every decision;
+    /// `empty` is the empty key's number, as their reading told it.
     pub fn decide_layers(
         &self,
         layers: &[Layer],
-        events: impl IntoIterator<Item = Event>,
+        (events, empty): (impl IntoIterator<Item = Event>, &EmptyKey),
     ) -> Result<LayeredRecord> {
-        self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events })
+        self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events, empty })
     }
 }

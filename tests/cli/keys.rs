@@ -227,5 +227,8 @@ fn an_empty_key_passes_uncounted_where_the_real_system_does_not_account_it() {
             serde_json::json!(dropped),
             "{algo} as a layer"
         );
+        // Each row's decision, as --emit writes it, is the replay's.
+        let emitted = run(&["replay", "--limit", &limit, "--emit", "dropped"], csv).ok();
+        assert_eq!(emitted.lines().count() - 1, dropped, "{algo}: {emitted}");
     }
 }

@@ -168,6 +168,8 @@ pub struct DecideLayers<'a, I> {
     pub layers: &'a [Layer],
     /// The events, in time order.
     pub events: I,
+    /// The empty key's number, as the reading of the events told it.
+    pub empty: &'a crate::input::catalog::EmptyKey,
 }
 
 impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
@@ -175,7 +177,9 @@ impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
         check_layers(self.layers)?;
-        let mut run = Layered::with(self.layers, fresh());
+        let mut engine = fresh();
+        engine.share_empty_key(self.empty);
+        let mut run = Layered::with(self.layers, engine);
         run.tally.trace = Some(Vec::new());
         for event in self.events {
             run.event(event)?;

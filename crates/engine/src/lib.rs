@@ -120,7 +120,8 @@ pub fn decide_in_memory(
     events: impl IntoIterator<Item = Event>,
 ) -> Result<Recorder> {
     let memory = Memory::new(Policy::SideBySide(settings))?;
-    Decide { settings, keyed, events }.with(|| memory.clone())
+    let empty = &catalog::EmptyKey::default();
+    Decide { settings, keyed, events, empty }.with(|| memory.clone())
 }
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a
@@ -178,6 +179,8 @@ pub struct Decide<'a, I> {
     pub keyed: bool,
     /// The events, in time order.
     pub events: I,
+    /// The empty key's number, as the reading of the events told it.
+    pub empty: &'a catalog::EmptyKey,
 }
 
 impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
@@ -186,8 +189,10 @@ impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Recorder> {
         let mut recorder = Recorder::new(self.settings, self.keyed);
         recorder.keep_trace();
+        let mut engine = fresh();
+        engine.share_empty_key(self.empty);
         // A trace is kept: every decision is made as read, on this thread.
-        feed(Run::new(fresh(), recorder, 1), self.events)
+        feed(Run::new(engine, recorder, 1), self.events)
     }
 }
 
