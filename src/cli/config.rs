@@ -244,15 +244,15 @@ impl InputArgs {
         // Of several files, each is read as the first is: one whose name says another
         // format would be misread.
         if let (None, Source::Files(paths)) = (&self.input_format, &source)
-            && let Some(other) = paths
-                .iter()
-                .find(|path| InputFormat::of_path(path).is_some_and(|said| said != format))
+            && let Some((other, said)) = paths.iter().find_map(|path| {
+                InputFormat::of_path(path).filter(|&said| said != format).map(|said| (path, said))
+            })
         {
-            let said = InputFormat::of_path(other).map_or("", InputFormat::name);
             bail!(
-                "{}: its name says {said}, but {} is read as {}: several files are read in \
-                 one format",
+                "{}: its name says {}, but {} is read as {}: several files are read in one \
+                 format",
                 other.display(),
+                said.name(),
                 paths[0].display(),
                 format.name()
             );

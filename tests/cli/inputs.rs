@@ -353,3 +353,44 @@ fn a_fifo_is_not_opened_again_for_nginxs_own_burst() {
     assert_eq!(fifo["passed"], named["passed"]);
     assert!(named["nginx_burst"].is_u64() && fifo.get("nginx_burst").is_none(), "{fifo}");
 }
+
+#[test]
+fn a_fifo_among_several_files_is_opened_once_in_its_turn() {
+    // Opened to look before its turn, a FIFO would wait for its writer, take its lines,
+    // close, and then wait for a writer that never comes again.
+    let dir = tempfile::Builder::new().prefix("ratelimit-test-").tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let first = dir.path().join("first.csv");
+    let header = QUAKES.lines().next().unwrap();
+    let row = QUAKES.lines().nth(1).unwrap().replacen("2025-07-30T02:30", "2025-07-29T00:00", 1);
+    fs::write(&first, format!("{header}\n{row}\n")).unwrap();
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::write(fifo, QUAKES).unwrap())
+    };
+    let mut child = command()
+        .args(["replay", "--algo", "gcra", "--rate", "2/h", "--format", "json"])
+        .args([&first, &fifo])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            // Let a writer still waiting for a reader go, without waiting for one ourselves.
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut release = fs::OpenOptions::new();
+            drop(release.read(true).custom_flags(libc::O_NONBLOCK).open(&fifo));
+            panic!("replay still waits on the FIFO after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    writer.join().unwrap();
+    let out = finished(child.wait_with_output().unwrap());
+    let events = QUAKES.lines().count() - 1;
+    assert_eq!(json(&out.ok())["events"], events + 1, "the file's row and the FIFO's");
+}

@@ -177,9 +177,7 @@ impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
         check_layers(self.layers)?;
-        let mut engine = fresh();
-        engine.share_empty_key(self.empty);
-        let mut run = Layered::with(self.layers, engine);
+        let mut run = Layered::with(self.layers, crate::sharing(fresh(), self.empty));
         run.tally.trace = Some(Vec::new());
         for event in self.events {
             run.event(event)?;
@@ -204,12 +202,8 @@ impl UseEngine for ReplayLayers<'_> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
         check_layers(self.layers)?;
-        let mut engine = || {
-            let mut engine = fresh();
-            engine.share_empty_key(&self.options.empty_key);
-            engine
-        };
-        let run = || Layered::with(self.layers, engine());
+        let empty = &self.options.empty_key;
+        let run = || Layered::with(self.layers, crate::sharing(fresh(), empty));
         let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
         Ok((run.finish()?, stats))
     }

@@ -160,12 +160,7 @@ impl UseEngine for ReadAll<'_> {
             recorder
         };
         let threads = self.options.threads;
-        let mut engine = || {
-            let mut engine = fresh();
-            engine.share_empty_key(&self.options.empty_key);
-            engine
-        };
-        let run = || Run::new(engine(), recorder(), threads);
+        let run = || Run::new(sharing(fresh(), &self.options.empty_key), recorder(), threads);
         let read = catalog::read_events(self.source, self.options, run);
         finish(read)
     }
@@ -189,11 +184,15 @@ impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Recorder> {
         let mut recorder = Recorder::new(self.settings, self.keyed);
         recorder.keep_trace();
-        let mut engine = fresh();
-        engine.share_empty_key(self.empty);
         // A trace is kept: every decision is made as read, on this thread.
-        feed(Run::new(engine, recorder, 1), self.events)
+        feed(Run::new(sharing(fresh(), self.empty), recorder, 1), self.events)
     }
+}
+
+/// Returns `engine`, told the empty key's number as the reading tells it to `empty`.
+pub(crate) fn sharing<E: Engine>(mut engine: E, empty: &catalog::EmptyKey) -> E {
+    engine.share_empty_key(empty);
+    engine
 }
 
 fn finish<E: Engine>(read: Result<(Run<E>, ReadStats)>) -> Result<(Recorder, ReadStats)> {

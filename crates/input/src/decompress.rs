@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::error::ReadError;
+
 /// How a file's bytes are compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Compression {
@@ -51,13 +53,23 @@ pub(crate) fn decoded(file: File, compression: Compression) -> io::Result<Box<dy
     }
 }
 
+/// Opens a file for reading, decompressed if it is: a regular file is known by its first
+/// bytes; a FIFO or a device is read as it comes, unlooked at.
+pub(crate) fn open_decoded(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
+    let io = |error| ReadError::Io { name: path.display().to_string(), error };
+    let mut file = File::open(path).map_err(io)?;
+    let compression = match file.metadata().is_ok_and(|m| m.is_file()) {
+        true => Compression::of(&mut file).map_err(io)?,
+        false => Compression::None,
+    };
+    decoded(file, compression).map_err(io)
+}
+
 /// Opens a regular file and reads it decompressed; `None` if it is not a regular file
 /// (a FIFO or a device, which looking at would consume).
 pub(crate) fn open_regular(path: &Path) -> Option<Box<dyn Read + Send>> {
     if !std::fs::metadata(path).ok()?.is_file() {
         return None;
     }
-    let mut file = File::open(path).ok()?;
-    let compression = Compression::of(&mut file).ok()?;
-    decoded(file, compression).ok()
+    open_decoded(path).ok()
 }

@@ -7,8 +7,7 @@ use super::error::{Result, layout};
 use super::event::Event;
 use super::keys::slot;
 use super::options::ReadOptions;
-use super::reading::{Reading, RowReader};
-use super::several::open_decoded;
+use super::reading::RowReader;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
@@ -69,14 +68,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     if let Opened::Arrow(data) = &input {
         return arrow_rows(data, options);
     }
-    let size = input.size();
-    let mut pass = match &input {
-        Opened::Files { paths, .. } => {
-            let paths = paths.clone();
-            super::reading::several(&paths, options, |path| Ok(Capture::of(open_decoded(path)?)))?
-        }
-        _ => Reading::new(Capture::of(input.reader(source)?), source.name(), options, size)?,
-    };
+    let mut pass = input.reading_through(source, options, Capture::of)?;
     let mut rows =
         Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
     if let RowReader::Csv(csv) = &pass.rows {

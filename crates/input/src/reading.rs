@@ -16,7 +16,6 @@ use super::header::find_column;
 use super::keys::{KeyTable, wide};
 use super::options::ReadOptions;
 use super::row::{Columns, CostAt, Scratch, row_event};
-
 use super::several::Later;
 use super::stats::ReadStats;
 use crate::progress::Ticker;

@@ -4,11 +4,10 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::decompress::Compression;
+use super::decompress::{Compression, open_decoded};
 use super::error::{ReadError, Result, layout};
 use super::options::ReadOptions;
 use super::reading::Reading;
-use super::several::open_decoded;
 
 /// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
@@ -18,9 +17,9 @@ pub enum Source {
     Stdin,
     /// A file, decompressed if it is gzip or Zstandard.
     Path(PathBuf),
-    /// Several files read as one, in the order given, each decompressed if it is: a
-    /// rotated log's files. A later file's first line is left out when it repeats the
-    /// first file's (a CSV header).
+    /// Several files read as one catalog, in the order given, each whole (its own lines and
+    /// document) and decompressed if it is: a rotated log's files. Only a CSV or TSV with a
+    /// header leaves out a later file's first line, when it repeats the first file's header.
     Files(Vec<PathBuf>),
     /// Bytes built into the program.
     Embedded {
@@ -117,14 +116,17 @@ impl Opened {
                 }
             }
             Source::Files(paths) => {
-                // Each is opened when its turn comes; one that cannot be is said now.
+                // Each is opened when its turn comes (a FIFO opened only to look would wait
+                // for its writer, then lose it); one that is not there is said now.
+                let mut again = true;
                 for path in paths {
-                    File::open(path).map_err(|error| ReadError::Io {
+                    let meta = std::fs::metadata(path).map_err(|error| ReadError::Io {
                         name: path.display().to_string(),
                         error,
                     })?;
+                    again &= meta.is_file();
                 }
-                Opened::Files { paths: paths.clone(), again: source.can_read_again() }
+                Opened::Files { paths: paths.clone(), again }
             }
             Source::Stdin => match stdin_file() {
                 Some((file, start)) => Opened::File { file, start },
@@ -164,12 +166,23 @@ impl Opened {
         source: &Source,
         options: &'a ReadOptions,
     ) -> Result<Reading<'a, Box<dyn Read + Send + 'a>>> {
+        self.reading_through(source, options, |bytes| bytes)
+    }
+
+    /// Returns a reading of the input from its start, as [`reading`](Opened::reading)
+    /// does, with each file's bytes read through `wrap`.
+    pub(super) fn reading_through<'a, R: Read>(
+        &'a mut self,
+        source: &Source,
+        options: &'a ReadOptions,
+        wrap: impl Fn(Box<dyn Read + Send + 'a>) -> R + Send + 'a,
+    ) -> Result<Reading<'a, R>> {
         if let Opened::Files { paths, .. } = self {
-            let open = |path: &Path| open_decoded(path).map(|r| r as Box<dyn Read + Send + 'a>);
+            let open = move |path: &Path| Ok(wrap(open_decoded(path)?));
             return super::reading::several(paths, options, open);
         }
         let size = self.size();
-        Reading::new(self.reader(source)?, source.name(), options, size)
+        Reading::new(wrap(self.reader(source)?), source.name(), options, size)
     }
 
     /// Returns a reader from the start of the input; what cannot rewind is read only once.
