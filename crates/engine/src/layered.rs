@@ -10,7 +10,7 @@
 use anyhow::Result;
 
 use super::recorder::Recorder;
-use crate::input::catalog::{Event, ReadStats, Sink};
+use crate::input::catalog::{EmptyKey, Event, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
 
@@ -30,6 +30,8 @@ pub struct Tally {
     /// so refuses.
     alone: Vec<(AnyPerKey, Layer)>,
     alone_refused: Vec<u64>,
+    /// The empty key's number, as the reading tells it, for layers that let it through.
+    empty: EmptyKey,
     /// If kept: every event's decision, in order.
     trace: Option<Vec<bool>>,
     /// If kept, with the trace: the layers that refused each event (bit n for layer n).
@@ -37,13 +39,14 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn new(layers: &[Layer]) -> Tally {
+    fn new(layers: &[Layer], empty: &EmptyKey) -> Tally {
         Tally {
             records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
             refused: vec![0; layers.len()],
             only: vec![0; layers.len()],
             alone: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
             alone_refused: vec![0; layers.len()],
+            empty: empty.clone(),
             events: 0,
             passed: 0,
             trace: None,
@@ -73,7 +76,12 @@ impl Tally {
     /// would refuse by itself, whatever the others do to the events it sees.
     #[inline]
     fn alone(&mut self, event: Event) {
+        let empty = self.empty.is(event.key);
         for ((limiter, layer), count) in self.alone.iter_mut().zip(&mut self.alone_refused) {
+            if empty && layer.skips_empty_key() {
+                // Let through uncounted, as by the layers together.
+                continue;
+            }
             let seen = layer.sees(event);
             *count += u64::from(!limiter.decide(slot(seen.key), seen.time, seen.cost).passed);
         }
@@ -126,9 +134,11 @@ pub fn check_layers(layers: &[Layer]) -> Result<()> {
 }
 
 impl<D: Engine> Layered<D> {
-    /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`.
-    pub fn with(layers: &[Layer], decide: D) -> Layered<D> {
-        Layered { decide, tally: Tally::new(layers) }
+    /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`;
+    /// `empty` holds the empty key's number as the reading of the events tells it, which
+    /// the engine and each layer alone share.
+    pub fn with(layers: &[Layer], decide: D, empty: &EmptyKey) -> Layered<D> {
+        Layered { decide: crate::sharing(decide, empty), tally: Tally::new(layers, empty) }
     }
 
     /// Returns the record, once every event is in and decided.
@@ -177,7 +187,7 @@ impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
         check_layers(self.layers)?;
-        let mut run = Layered::with(self.layers, crate::sharing(fresh(), self.empty));
+        let mut run = Layered::with(self.layers, fresh(), self.empty);
         run.tally.trace = Some(Vec::new());
         for event in self.events {
             run.event(event)?;
@@ -202,8 +212,7 @@ impl UseEngine for ReplayLayers<'_> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
         check_layers(self.layers)?;
-        let empty = &self.options.empty_key;
-        let run = || Layered::with(self.layers, crate::sharing(fresh(), empty));
+        let run = || Layered::with(self.layers, fresh(), &self.options.empty_key);
         let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
         Ok((run.finish()?, stats))
     }
@@ -240,7 +249,8 @@ mod tests {
 
     fn in_memory(layers: &[Layer]) -> Result<Layered<Memory>> {
         check_layers(layers)?;
-        Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))?))
+        let unkeyed = &EmptyKey::default();
+        Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))?, unkeyed))
     }
 
     fn at(s: i64, cost: u64) -> Event {
@@ -265,6 +275,33 @@ mod tests {
         assert_eq!((record.events, record.passed), (4, 2));
         let refusals: Vec<(u64, u64)> = record.layers.iter().map(|(_, r, o, _)| (*r, *o)).collect();
         assert_eq!(refusals, [(1, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn a_layer_alone_lets_the_empty_key_through_as_the_layers_do() {
+        // nginx at 1r/m per key, beside a roomy token bucket: key 1 is the empty key. Its
+        // three requests in a second pass; key 0's second is refused, by nginx alone too.
+        let nginx = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1, None) };
+        let layers = [nginx, layer(Algorithm::TokenBucket, "1000/s", 1000, None)];
+        let empty = EmptyKey::default();
+        empty.set(1);
+        let mut run =
+            Layered::with(&layers, Memory::new(Policy::AllOrNothing(&layers)).unwrap(), &empty);
+        let key = |event: Event, key| Event { key, ..event };
+        for event in [
+            key(at(0, 1), 1),
+            key(at(0, 1), 0),
+            key(at(1, 1), 1),
+            key(at(1, 1), 0),
+            key(at(2, 1), 1),
+        ] {
+            run.event(event).unwrap();
+        }
+        let record = run.finish().unwrap();
+        assert_eq!((record.events, record.passed), (5, 4));
+        // Refused, refused only by it, refused as the only limit.
+        let nginx = &record.layers[0];
+        assert_eq!((nginx.1, nginx.2, nginx.3), (1, 1, 1));
     }
 
     proptest::proptest! {
