@@ -234,7 +234,8 @@ class Limiter:
         self._native = _native.Limiter(argv)
 
     def decide(self, time: dt.datetime | None = None, key: str | bytes | None = None, cost: int = 1) -> Outcome:
-        """Decides on an event of ``key`` (one limit for all if ``None``) that costs
+        """Decides on an event of ``key`` (one limit for all if ``None``; an empty key
+        is a key, which nginx, HAProxy and envoy-ratelimit let through uncounted) that costs
         ``cost`` units, at ``time`` (a datetime with a zone; the clock's time if ``None``,
         and always in Redis). Times must not go back."""
         micros = None
@@ -242,7 +243,12 @@ class Limiter:
             if time.tzinfo is None:
                 raise ValueError(f"{time} has no zone: give a datetime with one, such as UTC")
             micros = (time - _EPOCH) // _MICROSECOND
-        name = key.encode() if isinstance(key, str) else (key or b"")
+        if key is None or isinstance(key, bytes):
+            name = key
+        elif isinstance(key, str):
+            name = key.encode()
+        else:
+            raise TypeError(f"key is a {type(key).__name__}: give a str, bytes or None")
         passed, wait, remaining, retry = self._native.decide(micros, name, cost)
         retry_after = None if retry is None else dt.timedelta(microseconds=retry)
         return Outcome(passed, remaining, retry_after, dt.timedelta(microseconds=wait))

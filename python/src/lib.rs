@@ -353,7 +353,7 @@ impl Limiter {
         &self,
         py: Python<'_>,
         micros: Option<i64>,
-        key: &[u8],
+        key: Option<&[u8]>,
         cost: u64,
     ) -> PyResult<(bool, u64, u64, Option<i64>)> {
         // One decision at a time: a thread that shares the limiter waits its turn.

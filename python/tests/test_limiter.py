@@ -98,6 +98,24 @@ def test_a_live_limiters_clock_never_goes_back():
         rl.Limiter(algo="nope", rate="5/h")
 
 
+def test_an_empty_key_passes_uncounted_where_the_system_does_not_account_it():
+    # nginx at 1/m: requests with an empty key are not accounted; one limit for all
+    # (no key) is.
+    start = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)
+    second = [start + dt.timedelta(seconds=s) for s in range(6)]
+    limiter = rl.Limiter(algo="nginx", rate="1/m")
+    passed = [limiter.decide(t, key).passed for t, key in zip(second, ["", b"", "a", "", "a"])]
+    assert passed == [True, True, True, True, False]
+    one = rl.Limiter(algo="nginx", rate="1/m")
+    assert [one.decide(t).passed for t in second[:3]] == [True, False, False]
+    # An access log's `-` read as the empty key.
+    dashed = rl.Limiter(algo="haproxy", rate="1/m", empty_key="-")
+    assert [dashed.decide(t, "-").passed for t in second[:3]] == [True, True, True]
+    # A key that is not a str or bytes is refused, never taken for no key.
+    with pytest.raises(TypeError, match="key is a int: give a str, bytes or None"):
+        limiter.decide(second[5], 0)
+
+
 @pytest.fixture()
 def redis_url():
     """A real redis-server on a free loopback port, stopped by its PID at the end."""

@@ -305,7 +305,7 @@ impl InputArgs {
                 // Only a person at a terminal wants to see a bar; it goes to stderr.
                 progress: super::diagnostics::progress().then_some(crate::render::progress::bar),
                 skip_bad: self.skip_bad,
-                empty_key: Default::default(),
+                empty_key: self.empty_key.resolve(key_column.is_some())?,
                 threads: self.threads.map_or_else(catalog::available_threads, usize::from),
             },
             note,

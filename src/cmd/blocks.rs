@@ -168,6 +168,7 @@ impl Counted {
             min_bucket: None,
             worst_key: None,
             nginx_burst: None,
+            not_accounted: None,
             queue: None,
             promise,
             fleet: None,

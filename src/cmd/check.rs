@@ -49,7 +49,7 @@ fn one_limit(args: &CheckArgs) -> Result<(CheckReport, String)> {
     redis::cost_fits(&settings, args.cost)?;
     let backend = Backend::new(&[settings], Some(&target), None)?;
     let mut live = backend.live(Policy::SideBySide(&[settings]))?;
-    let answered = live.answer_now(now(), args.key.as_bytes(), args.cost)?.one();
+    let answered = live.answer_now(now(), Some(args.key.as_bytes()), args.cost)?.one();
     let answered = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
     let found = decision(&args.key, &settings, args.cost, &answered);
     let headers = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
@@ -90,7 +90,7 @@ fn layers(args: &CheckArgs) -> Result<(CheckReport, String)> {
     let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
     let backend = Backend::new(&settings, Some(&target), None)?;
     let mut live = backend.live(Policy::AllOrNothing(&layers))?;
-    let answered = live.answer_now(now(), args.key.as_bytes(), args.cost)?;
+    let answered = live.answer_now(now(), Some(args.key.as_bytes()), args.cost)?;
     let (allowed, answers) = (answered.passed, answered.limits);
     let each = args.limits.iter().zip(&layers).zip(&answers);
     let found = report::LayeredCheck {

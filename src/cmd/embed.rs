@@ -68,6 +68,8 @@ pub struct Limiter {
     /// The time of the last decision, in memory: none may come before it.
     last: Option<Timestamp>,
     clock: super::filter::Clock,
+    /// The value read as an empty key, if `--empty-key` gives one.
+    empty: crate::input::keys::EmptyKey,
 }
 
 /// Who decides a live limit's events.
@@ -77,7 +79,7 @@ enum Decider {
     /// Redis, asked by a thread that holds the connection: each question goes to it, and
     /// its answer comes back.
     Remote {
-        ask: mpsc::SyncSender<(Vec<u8>, u64)>,
+        ask: mpsc::SyncSender<(Option<Vec<u8>>, u64)>,
         answers: mpsc::Receiver<Result<Option<Answer>>>,
     },
 }
@@ -92,19 +94,20 @@ impl Limiter {
             bail!("a live limit is one limit: several at once are replay's --limit layers");
         }
         let settings = filter.limit.settings("filter")?;
+        let empty = filter.empty_key.resolve(true)?;
         let decider = if filter.remote.redis.is_empty() {
             Decider::Here(crate::engine::live::in_memory(&settings)?)
         } else {
             remote(cli)?
         };
         let clock = super::filter::Clock::start();
-        Ok(Limiter { decider, settings, last: None, clock })
+        Ok(Limiter { decider, settings, last: None, clock, empty })
     }
 
-    /// Decides on an event of key `key` (empty for none) that costs `cost`, at `now` µs
+    /// Decides on an event of key `key` (`None` for one limit for all) that costs `cost`, at `now` µs
     /// after 1970: in memory, the time given (the clock's if none), which must not go
     /// back; in Redis, the server's clock, and `now` must not be given.
-    pub fn decide_at(&mut self, now: Option<i64>, key: &[u8], cost: u64) -> Result<Answer> {
+    pub fn decide_at(&mut self, now: Option<i64>, key: Option<&[u8]>, cost: u64) -> Result<Answer> {
         let now = match now {
             Some(micros) => match Timestamp::from_micros(micros) {
                 Some(now) => Some(now),
@@ -122,7 +125,12 @@ impl Limiter {
     }
 
     /// Decides as [`decide_at`](Limiter::decide_at) does, at `now`.
-    pub fn decide(&mut self, now: Option<Timestamp>, key: &[u8], cost: u64) -> Result<Answer> {
+    pub fn decide(
+        &mut self,
+        now: Option<Timestamp>,
+        key: Option<&[u8]>,
+        cost: u64,
+    ) -> Result<Answer> {
         let remote = matches!(self.decider, Decider::Remote { .. });
         let now = match (now, remote) {
             (Some(_), true) => bail!("Redis decides at its own clock: give no time"),
@@ -140,11 +148,12 @@ impl Limiter {
             );
         }
         self.last = Some(now);
+        let key = key.map(|key| self.empty.value(key));
         let answer = match &mut self.decider {
             Decider::Here(live) => live.answer_now(now, key, cost)?.one(),
             Decider::Remote { ask, answers } => {
                 let gone = || anyhow::anyhow!("the thread that asks Redis has ended");
-                ask.send((key.to_vec(), cost)).map_err(|_| gone())?;
+                ask.send((key.map(<[u8]>::to_vec), cost)).map_err(|_| gone())?;
                 answers.recv().map_err(|_| gone())??
             }
         };
@@ -155,7 +164,7 @@ impl Limiter {
 /// Starts the thread that asks Redis the limit `cli` gives, and returns how to ask it. The
 /// connection lives and dies with the thread, which ends when the limiter is dropped.
 fn remote(cli: Cli) -> Result<Decider> {
-    let (ask, questions) = mpsc::sync_channel::<(Vec<u8>, u64)>(0);
+    let (ask, questions) = mpsc::sync_channel::<(Option<Vec<u8>>, u64)>(0);
     let (answer, answers) = mpsc::sync_channel(1);
     std::thread::Builder::new().name("ratelimit-redis".into()).spawn(move || {
         let made = cli.command.filter().map(super::filter::decider);
@@ -171,7 +180,7 @@ fn remote(cli: Cli) -> Result<Decider> {
         for (key, cost) in questions {
             // Redis decides at its clock; the time given names the call only.
             let now = clock.at(std::time::Instant::now());
-            let found = live.answer_now(now, &key, cost).map(|answered| answered.one());
+            let found = live.answer_now(now, key.as_deref(), cost).map(|answered| answered.one());
             if answer.send(found).is_err() {
                 return;
             }

@@ -26,7 +26,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use super::filter_output::Output;
-use crate::cli::args::{LiveLimitArgs, RedisArgs};
+use crate::cli::args::{EmptyKeyArg, LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
@@ -77,6 +77,7 @@ pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
 pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut decider, settings, key, cost) = decider(args)?;
     let key = key.as_deref();
+    let empty = args.empty_key.resolve(key.is_some())?;
     if let (Some(key), true) = (key, args.lines)
         && key != "line"
     {
@@ -207,7 +208,8 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
             // The header comes first, and names the cost's column.
             (Cost::Column(name), None) => bail!("--cost {name}: no header was read"),
         };
-        let decision = decider.decide_now(clock.at(arrived), &key_bytes, units)?;
+        let key_bytes = key.map(|_| empty.value(&key_bytes));
+        let decision = decider.decide_now(clock.at(arrived), key_bytes, units)?;
         if decision.passed {
             tally.passed += 1;
             let hold = delays.map_or(0, |s| micros_of(decision.wait, s.rate));
@@ -499,6 +501,9 @@ pub struct FilterArgs {
     /// makes each whole line its key.
     #[arg(short = 'k', long, value_name = "COLUMN")]
     pub key: Option<String>,
+
+    #[command(flatten)]
+    pub empty_key: EmptyKeyArg,
 
     /// What each line costs: a whole number for every line (--cost 3), or, in a CSV, the
     /// column that holds each line's cost in units (--cost total_tokens) [default: 1].

@@ -58,7 +58,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     let fresh = || {
         let finders = KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
         match args.system {
-            Some(system) => finders.for_system(system.algorithm()),
+            Some(system) => finders.for_system(system.algorithm(), &input.read.empty_key),
             None => finders,
         }
     };

@@ -127,13 +127,17 @@ pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
 struct Again {
     nginx: Option<NginxBurst>,
     events: Option<Vec<Event>>,
+    /// With keys, the empty key, which nginx does not account.
+    empty: Option<catalog::EmptyKey>,
 }
 
 impl catalog::Sink for Again {
     type Error = anyhow::Error;
 
     fn event(&mut self, event: Event) -> Result<()> {
-        if let Some(need) = &mut self.nginx {
+        if let Some(need) = &mut self.nginx
+            && !self.empty.as_ref().is_some_and(|empty| empty.is(event.key))
+        {
             need.push(event);
         }
         if let Some(events) = &mut self.events {
@@ -151,7 +155,12 @@ fn read_again(job: &Job, nginx: Option<Rate>, spread: bool) -> Result<Option<Aga
     if (nginx.is_none() && !spread) || !job.input.source.can_read_again() {
         return Ok(None);
     }
-    let fresh = || Again { nginx: nginx.map(NginxBurst::new), events: spread.then(Vec::new) };
+    let empty = job.keyed().then(|| job.input.read.empty_key.clone());
+    let fresh = || Again {
+        nginx: nginx.map(NginxBurst::new),
+        events: spread.then(Vec::new),
+        empty: empty.clone(),
+    };
     let (again, _) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
     Ok(Some(again))
 }

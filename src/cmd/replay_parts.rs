@@ -254,10 +254,13 @@ pub(super) fn merged_keyed(
         // The first too big of every key is the blocks' to find: the first in time.
         too_big: merged.too_big.map(|(_, time, cost)| (too_big_events, time, cost)),
     };
-    let promise =
-        promise_over_keys(&check, spread.broken.first().copied().unwrap_or(0), spread.keys);
+    // The empty key, let through uncounted, is in no key's promise.
+    let not_accounted = spread.not_accounted.first().copied().unwrap_or(0);
+    let accounted = spread.keys - usize::from(not_accounted > 0);
+    let promise = promise_over_keys(&check, spread.broken.first().copied().unwrap_or(0), accounted);
     let report = LimiterReport {
         worst_key,
+        not_accounted: algorithm.skips_empty_key().then_some(not_accounted),
         queue: spread.waits.first().copied().flatten().map(Into::into),
         by_key: Some(KeyList::<LimiterReport> {
             column: column.to_owned(),
@@ -303,6 +306,7 @@ pub(super) fn encode(spread: &KeySpread) -> Value {
         "min_buckets": histogram(&spread.min_buckets),
         "dropped": spread.dropped.iter().map(histogram).collect::<Vec<_>>(),
         "broken": spread.broken,
+        "not_accounted": spread.not_accounted,
         "waits": spread.waits.iter().map(waits).collect::<Vec<_>>(),
     })
 }
@@ -342,5 +346,8 @@ fn decode(value: &Value) -> Option<KeySpread> {
             .map(|b| b.as_u64().and_then(|b| usize::try_from(b).ok()))
             .collect::<Option<_>>()?,
         waits: value["waits"].as_array()?.iter().map(waits).collect::<Option<_>>()?,
+        not_accounted: (value["not_accounted"].as_array()?.iter())
+            .map(Value::as_u64)
+            .collect::<Option<_>>()?,
     })
 }

@@ -80,14 +80,15 @@ struct LiveRedis {
 }
 
 impl Live for LiveRedis {
-    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+    fn decide_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Decision> {
         Ok(self.answer_now(now, key, cost)?.decision())
     }
 
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered> {
+    fn answer_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Answered> {
         self.calls += 1;
         let (own, member) = live_key(&self.prefix, key, now, self.calls);
         let server = &mut self.server.borrow_mut();
+        // The limiters that let an empty key through uncounted have no script in Redis.
         match &self.script {
             LiveScript::One(remote) => {
                 // A cost that can never pass is refused here, unsent, as in memory.
@@ -129,8 +130,8 @@ fn answer(outcome: &Outcome) -> Answer {
 /// Returns the Redis base of a live event's keys, `PREFIX{KEY}` (`PREFIX{filter}` for no
 /// key), the key's own bytes, and a name for a sliding log's entry that no other call, of
 /// any process, uses.
-fn live_key(prefix: &str, key: &[u8], now: Timestamp, call: u64) -> (Vec<u8>, String) {
-    let key = if key.is_empty() { ONE_KEY.as_bytes() } else { key };
+fn live_key(prefix: &str, key: Option<&[u8]>, now: Timestamp, call: u64) -> (Vec<u8>, String) {
+    let key = key.unwrap_or(ONE_KEY.as_bytes());
     let member = format!("{}:{}:{call}", std::process::id(), now.as_micros());
     ([prefix.as_bytes(), b"{", key, b"}"].concat(), member)
 }

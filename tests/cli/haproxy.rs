@@ -192,3 +192,31 @@ fn the_config_ratelimit_writes_for_haproxy_is_one_haproxy_takes() {
         assert!(check.status.success(), "haproxy -c refused {config}: {said}");
     }
 }
+
+#[test]
+#[ignore = "needs haproxy and libfaketime"]
+fn an_empty_key_is_not_accounted_as_the_real_haproxy_does() {
+    // Thirty requests 50 ms apart, every third without `k`: HAProxy tracks nothing for
+    // them, and passes them whatever the rate of `a`.
+    let t = 1_735_689_600_000_000;
+    let events: Vec<Event> = (0..30)
+        .map(|i| (t + i * 50_000, if i % 3 == 0 { String::new() } else { "a".into() }, 1))
+        .collect();
+    let answers = replay_through_haproxy(&events);
+    let at_haproxy: Vec<Event> =
+        events.iter().zip(&answers).map(|((_, k, c), a)| (a.now, k.clone(), *c)).collect();
+    let theirs: Vec<bool> = answers.iter().map(|a| a.passed).collect();
+    let empty = events.iter().zip(&theirs).filter(|((_, k, _), _)| k.is_empty());
+    assert!(empty.clone().all(|(_, &passed)| passed), "{theirs:?}");
+    assert!(theirs.iter().any(|&pass| !pass), "HAProxy refused nothing: the test proves little");
+    let rate = format!("{DENY_ABOVE}/{}ms", PERIODS[0]);
+    let ours = decisions(&at_haproxy, &["--algo", "haproxy", "--rate", &rate]);
+    assert_eq!(apart(&theirs, &ours), [] as [usize; 0]);
+    // Were the empty key counted as a key, its requests would be refused too.
+    let dashed: Vec<Event> = at_haproxy
+        .iter()
+        .map(|(t, k, c)| (*t, if k.is_empty() { "-".into() } else { k.clone() }, *c))
+        .collect();
+    let counted = decisions(&dashed, &["--algo", "haproxy", "--rate", &rate]);
+    assert!(!apart(&theirs, &counted).is_empty());
+}

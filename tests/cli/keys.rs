@@ -232,3 +232,82 @@ fn an_empty_key_passes_uncounted_where_the_real_system_does_not_account_it() {
         assert_eq!(emitted.lines().count() - 1, dropped, "{algo}: {emitted}");
     }
 }
+
+/// Five requests without the key, then two of key a, a second apart.
+const FIVE_EMPTY_TWO_A: &str = "time,k\n2025-01-01T00:00:01Z,\n2025-01-01T00:00:02Z,\n\
+    2025-01-01T00:00:03Z,\n2025-01-01T00:00:04Z,\n2025-01-01T00:00:05Z,\n\
+    2025-01-01T00:00:06Z,a\n2025-01-01T00:00:07Z,a\n";
+
+#[test]
+fn the_report_counts_the_events_not_accounted_and_sizes_no_bucket_for_them() {
+    // nginx lets the five through and needs burst=1 for a's two a second apart; the empty
+    // key's five in 5 s would need a bucket of 5, and break the promise, were they counted.
+    let args = ["replay", "--algo", "nginx", "--rate", "1/m", "--key", "k", "--format", "json"];
+    let report = json(&run(&args, FIVE_EMPTY_TWO_A).ok());
+    assert_eq!(report["not_accounted"], 5);
+    assert_eq!((report["passed"].as_u64(), report["dropped"].as_u64()), (Some(6), Some(1)));
+    assert_eq!(report["worst_key"], serde_json::json!({"key": "a", "min_bucket": 2}));
+    // nginx's own burst is found by reading a file again.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.csv");
+    std::fs::write(&file, FIVE_EMPTY_TWO_A).unwrap();
+    let from_file = run(&[&args[..], &[file.to_str().unwrap()]].concat(), "").ok();
+    assert_eq!(json(&from_file)["nginx_burst"], 1);
+    assert_eq!(report["keys"]["quantiles"]["min_bucket"]["max"], 2);
+    assert_eq!(report["promise"]["held"], true, "{}", report["promise"]);
+    let table = run(&args[..7], FIVE_EMPTY_TWO_A).ok();
+    let line = table.lines().find(|l| l.starts_with("not accounted")).unwrap_or_default();
+    assert_eq!(
+        line,
+        "not accounted      5 of those passed: an empty key, let through uncounted as nginx does"
+    );
+    // An exact limiter counts the empty key as any other: it needs 5, and says nothing.
+    let gcra = ["replay", "--algo", "gcra", "--rate", "1/m", "--key", "k", "--format", "json"];
+    let report = json(&run(&gcra, FIVE_EMPTY_TWO_A).ok());
+    assert_eq!(report.get("not_accounted"), None);
+    assert_eq!(report["worst_key"], serde_json::json!({"key": "", "min_bucket": 5}));
+    // Side by side, each limiter sizes as it counts; the shared lines are the counting one's.
+    let compare = ["compare", "--algo", "nginx,gcra", "--rate", "1/m", "--key", "k"];
+    let table = run(&compare, FIVE_EMPTY_TWO_A).ok();
+    assert!(table.contains("\nmin bucket         5 "), "{table}");
+    // min-bucket --for nginx and haproxy size the keys those systems account.
+    let sized =
+        run(&["min-bucket", "--rate", "1/m", "--key", "k", "--for", "nginx"], FIVE_EMPTY_TWO_A);
+    assert!(sized.ok().contains("burst=1 refuses none of the events, the worst key a"));
+}
+
+#[test]
+fn empty_key_reads_a_value_as_the_empty_key() {
+    // An access log writes an empty variable as `-`.
+    let dashed = FIVE_EMPTY_TWO_A.replace(",\n", ",-\n");
+    let args = ["replay", "--algo", "haproxy", "--rate", "1/m", "--key", "k", "--format", "json"];
+    let counted = json(&run(&args, &dashed).ok());
+    assert_eq!(
+        (counted["dropped"].as_u64(), counted["not_accounted"].as_u64()),
+        (Some(5), Some(0))
+    );
+    let read = json(&run(&[&args[..], &["--empty-key", "-"]].concat(), &dashed).ok());
+    assert_eq!((read["dropped"].as_u64(), read["not_accounted"].as_u64()), (Some(1), Some(5)));
+    // The value is the empty key's, named as the empty value is.
+    let plain = json(&run(&args, FIVE_EMPTY_TWO_A).ok());
+    assert_eq!(read, plain);
+    // filter reads it so too: the five pass, and a's second is dropped.
+    let filter = ["filter", "--algo", "nginx", "--rate", "1/m", "--key", "k", "--empty-key", "-"];
+    let passed = run(&filter, &dashed).ok();
+    assert_eq!(passed.lines().count(), 1 + 6, "{passed}");
+    // Without a key there is no key value to read.
+    let error =
+        run(&["replay", "--algo", "nginx", "--rate", "1/m", "--empty-key", "-"], "").error();
+    assert_eq!(error, "ratelimit: --empty-key reads a key's value: give --key");
+}
+
+#[test]
+fn filter_without_a_key_limits_every_line_as_one_key_under_nginx() {
+    // No --key: one limit for all lines, which nginx accounts (its key is never empty).
+    let lines = "k,v\n,1\n,2\n,3\n";
+    let passed = run(&["filter", "--algo", "nginx", "--rate", "1/m"], lines).ok();
+    assert_eq!(passed, "k,v\n,1\n");
+    // With --key k, each of the three has an empty key, which nginx does not account.
+    let passed = run(&["filter", "--algo", "nginx", "--rate", "1/m", "--key", "k"], lines).ok();
+    assert_eq!(passed, lines);
+}

@@ -8,10 +8,26 @@
 use std::path::Path;
 
 use crate::faked_clock::FakedServer;
-use crate::harness::{real_catalog, run};
+use crate::harness::{json, real_catalog, run};
 use crate::peer_events::{Event, apart, decisions, events};
 
 const NGINX: &str = "/usr/sbin/nginx";
+
+/// Replays the access log the test's nginx writes, keyed by `$arg_k`, at 1/m, as JSON.
+const LOG_REPLAY: [&str; 12] = [
+    "replay",
+    "-",
+    "--log-format",
+    "$arg_k $msec $request_time $limit_req_status",
+    "--key",
+    "arg_k",
+    "--algo",
+    "nginx",
+    "--rate",
+    "1/m",
+    "--format",
+    "json",
+];
 
 /// Starts nginx with `limit_req_zone $arg_k … rate=RATE` and `limit_req … ARGS` on `/`.
 fn start_nginx(rate: &str, args: &str) -> FakedServer {
@@ -96,22 +112,7 @@ fn nginx_decides_the_catalog_and_a_keyed_month_as_the_real_nginx_does() {
     let log = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();
     drop(nginx);
     // nginx's own log, read by its log_format, says the same of every request.
-    let replay = [
-        "replay",
-        "-",
-        "--log-format",
-        "$arg_k $msec $request_time $limit_req_status",
-        "--key",
-        "arg_k",
-        "--algo",
-        "nginx",
-        "--rate",
-        "1/m",
-        "--format",
-        "json",
-        "--validate",
-        "limit_req_status",
-    ];
+    let replay = [&LOG_REPLAY[..], &["--validate", "limit_req_status"]].concat();
     let validated = run(&[&replay[..], &["--burst", "1"]].concat(), &log);
     let agree = format!(
         "ratelimit: validate: {n} events with a limit_req_status, {n} decided alike (100.0%), 0 apart\n",
@@ -430,4 +431,32 @@ fn validate_orders_one_clients_requests_of_one_time_as_nginx_decided_them() {
         out.stderr,
         "ratelimit: validate: 4 events with a status, 4 decided alike (100.0%), 0 apart\n"
     );
+}
+
+#[test]
+#[ignore = "needs nginx and libfaketime"]
+fn an_empty_key_is_not_accounted_as_the_real_nginx_does() {
+    // Twelve requests a second apart at 1r/m, no burst: every other one without `k`.
+    let t = 1_700_000_000_000_000;
+    let events: Vec<Event> = (0..12)
+        .map(|i| (t + i * 1_000_000, if i % 2 == 0 { String::new() } else { "a".into() }, 1))
+        .collect();
+    let nginx = start_nginx("1r/m", "nodelay");
+    let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
+    let log = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();
+    drop(nginx);
+    // nginx passes the six without a key, and a's first alone.
+    let passed = real.iter().filter(|&&pass| pass).count();
+    assert_eq!(passed, 7, "{real:?}");
+    let ours = decisions(&events, &["--algo", "nginx", "--rate", "1/m"]);
+    assert_eq!(apart(&real, &ours), [] as [usize; 0]);
+    // Counting the empty key as a key, as an exact limiter does, parts from nginx.
+    let counted = decisions(&events, &["--algo", "gcra", "--rate", "1/m", "--burst", "1"]);
+    assert_eq!(apart(&real, &counted).len(), 5);
+    // nginx logs the empty $arg_k as `-`, which --empty-key - reads as the empty key.
+    let replay = LOG_REPLAY;
+    let read = json(&run(&[&replay[..], &["--empty-key", "-"]].concat(), &log).ok());
+    assert_eq!((read["passed"].as_u64(), read["not_accounted"].as_u64()), (Some(7), Some(6)));
+    let unread = json(&run(&replay, &log).ok());
+    assert_eq!((unread["passed"].as_u64(), unread["not_accounted"].as_u64()), (Some(2), Some(0)));
 }

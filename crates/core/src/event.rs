@@ -37,20 +37,48 @@ impl Event {
 /// A reading hands a batch of events over only after numbering its keys, so a limit that
 /// is handed an event of the empty key already finds its number here.
 ///
+/// It may also name one value read as the empty one ([`reading_as_empty`]): an access log
+/// writes an empty variable as `-`.
+///
 /// [`Algorithm::skips_empty_key`]: crate::limiter::Algorithm::skips_empty_key
+/// [`reading_as_empty`]: EmptyKey::reading_as_empty
 #[derive(Clone, Debug, Default)]
-pub struct EmptyKey(Arc<AtomicU64>);
+pub struct EmptyKey {
+    number: Arc<AtomicU64>,
+    read_as: Option<Arc<[u8]>>,
+}
 
 impl EmptyKey {
+    /// Returns a cell, not yet told a number, for which `value` is read as the empty
+    /// value: its events are of the empty key, and the key's name is empty.
+    pub fn reading_as_empty(value: &[u8]) -> EmptyKey {
+        EmptyKey { number: Arc::default(), read_as: Some(value.into()) }
+    }
+
     /// Says that `key` is the empty key's number.
     pub fn set(&self, key: Key) {
-        self.0.store(u64::from(key) + 1, Ordering::Relaxed);
+        self.number.store(u64::from(key) + 1, Ordering::Relaxed);
     }
 
     /// Whether `key` is the empty key.
     #[inline]
     pub fn is(&self, key: Key) -> bool {
-        self.0.load(Ordering::Relaxed) == u64::from(key) + 1
+        self.number.load(Ordering::Relaxed) == u64::from(key) + 1
+    }
+
+    /// Returns the value a key of `value` has: empty if `value` is the one read as empty,
+    /// else `value`.
+    #[inline]
+    pub fn value<'v>(&self, value: &'v [u8]) -> &'v [u8] {
+        match &self.read_as {
+            Some(empty) if **empty == *value => b"",
+            _ => value,
+        }
+    }
+
+    /// The value read as the empty one, besides the empty value itself, if any.
+    pub fn read_as(&self) -> Option<&[u8]> {
+        self.read_as.as_deref()
     }
 }
 

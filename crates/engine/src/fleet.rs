@@ -8,9 +8,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::SeedableRng;
 
 use super::recorder::Settings;
-use crate::input::catalog::{Event, Key, slot};
+use crate::input::catalog::{EmptyKey, Event, Key, slot};
 use crate::input::keys::wide;
-use crate::limiter::{AnyPerKey, AnyReplicated, Share};
+use crate::limiter::{AnyPerKey, AnyReplicated, Decision, Share};
 use crate::report::{self, ServerCount};
 use crate::{Engine, Record};
 
@@ -85,6 +85,9 @@ pub struct FleetEngine {
     tally: Vec<report::FleetReport>,
     events: Vec<u64>,
     keys: usize,
+    /// Each lane's say: whether it lets the empty key through uncounted, with keys.
+    skips: Vec<bool>,
+    empty: EmptyKey,
 }
 
 #[derive(Clone, Debug)]
@@ -133,7 +136,10 @@ impl FleetEngine {
             });
         }
         let alone = settings.iter().map(Settings::per_key);
+        let skips = settings.iter().map(|s| plan.keyed && s.algorithm.skips_empty_key());
         FleetEngine {
+            skips: skips.collect(),
+            empty: EmptyKey::default(),
             plan: plan.clone(),
             router,
             lanes,
@@ -178,16 +184,25 @@ impl Engine for FleetEngine {
             }
         }
         self.events[server] += 1;
-        let FleetEngine { lanes, alone, tally, .. } = self;
-        let decisions = lanes.iter_mut().zip(alone.iter_mut()).zip(tally.iter_mut()).map(
-            |((lane, alone), tally)| {
-                tally.alone_passed += u64::from(alone.decide(index, time, cost).passed);
-                let decision = lane.decide(server, index, time, cost);
-                tally.by_server[server].passed += u64::from(decision.passed);
-                (event, decision)
-            },
-        );
+        let empty = self.empty.is(key);
+        let FleetEngine { lanes, alone, tally, skips, .. } = self;
+        let each = lanes.iter_mut().zip(alone.iter_mut()).zip(tally.iter_mut()).zip(skips.iter());
+        let decisions = each.map(|(((lane, alone), tally), &skips)| {
+            // Not accounted, on every server as alone.
+            let uncounted = empty && skips;
+            tally.alone_passed += u64::from(uncounted || alone.decide(index, time, cost).passed);
+            let decision = match uncounted {
+                true => Decision::UNCOUNTED,
+                false => lane.decide(server, index, time, cost),
+            };
+            tally.by_server[server].passed += u64::from(decision.passed);
+            (event, decision)
+        });
         record.decided(event, 0, decisions)
+    }
+
+    fn share_empty_key(&mut self, empty: &EmptyKey) {
+        self.empty = empty.clone();
     }
 
     fn flush<R: Record>(&mut self, record: &mut R) -> Result<()> {

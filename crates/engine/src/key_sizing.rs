@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::input::catalog::{Event, Key, KeyTable, Sink, slot};
+use crate::input::catalog::{EmptyKey, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::Ranking;
 use crate::limiter::{Algorithm, HaproxyLimit, NginxBurst, traefik_burst};
 use crate::per_key::{KeptEvents, fold_keys, listed_again};
@@ -94,6 +94,8 @@ pub struct KeyedFinders {
     /// With `--for nginx`, nginx's own need at each rate; with `--for haproxy`, HAProxy's.
     nginx: Vec<NginxBurst>,
     haproxy: Vec<HaproxyLimit>,
+    /// With keys, the empty key, which nginx and HAProxy do not account.
+    empty: Option<EmptyKey>,
     /// With `--for traefik`, every event, kept: its burst is found by replaying them.
     traefik: Option<Vec<Event>>,
 }
@@ -102,8 +104,10 @@ impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
     fn event(&mut self, event @ Event { time, key, cost }: Event) -> Result<()> {
-        self.nginx.iter_mut().for_each(|need| need.push(event));
-        self.haproxy.iter_mut().for_each(|need| need.push(event));
+        if !self.empty.as_ref().is_some_and(|empty| empty.is(key)) {
+            self.nginx.iter_mut().for_each(|need| need.push(event));
+            self.haproxy.iter_mut().for_each(|need| need.push(event));
+        }
         if let Some(kept) = &mut self.traefik {
             kept.push(event);
         }
@@ -137,24 +141,29 @@ impl KeyedFinders {
             threads,
             nginx,
             haproxy,
+            empty: None,
             traefik,
         }
     }
 
     /// Also finds a system's own need at each rate (each of which nginx can write, for
     /// nginx).
-    /// nginx's, HAProxy's or Traefik's: any other limiter adds nothing.
-    pub fn for_system(self, system: Algorithm) -> KeyedFinders {
-        let rates = self.rates.iter();
+    /// nginx's, HAProxy's or Traefik's: any other limiter adds nothing. With keys, the
+    /// events of the key `empty` says is empty are left out where the system lets them
+    /// through uncounted.
+    pub fn for_system(self, system: Algorithm, empty: &EmptyKey) -> KeyedFinders {
+        let keyed = matches!(self.sizing, Sizing::Keyed(_)) && system.skips_empty_key();
+        let finders = KeyedFinders { empty: keyed.then(|| empty.clone()), ..self };
+        let rates = finders.rates.iter();
         match system {
             Algorithm::Nginx => {
-                KeyedFinders { nginx: rates.map(|&r| NginxBurst::new(r)).collect(), ..self }
+                KeyedFinders { nginx: rates.map(|&r| NginxBurst::new(r)).collect(), ..finders }
             }
             Algorithm::Haproxy => {
-                KeyedFinders { haproxy: rates.map(|&r| HaproxyLimit::new(r)).collect(), ..self }
+                KeyedFinders { haproxy: rates.map(|&r| HaproxyLimit::new(r)).collect(), ..finders }
             }
-            Algorithm::Traefik => KeyedFinders { traefik: Some(Vec::new()), ..self },
-            _ => self,
+            Algorithm::Traefik => KeyedFinders { traefik: Some(Vec::new()), ..finders },
+            _ => finders,
         }
     }
 

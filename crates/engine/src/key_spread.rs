@@ -1,6 +1,8 @@
 //! What a keyed replay's keys add up to: the figures over keys, made of whole keys, to be
 //! added to other keys' when keys are split among machines.
 
+use crate::input::catalog::{Key, KeyTable, slot};
+use crate::lane::Settings;
 use crate::limiter::Waits;
 use crate::limiter::promise::PromiseCheck;
 use crate::report;
@@ -14,6 +16,8 @@ pub struct KeySpread {
     pub keys: usize,
     /// Each key's smallest lossless bucket, weighted by its events.
     pub min_buckets: Histogram,
+    /// Each lane's: the events of the empty key it let through uncounted.
+    pub not_accounted: Vec<u64>,
     /// Each lane's: each key's dropped events, weighted by its events.
     pub dropped: Vec<Histogram>,
     /// Each lane's: how many keys' limiters broke their promise.
@@ -30,10 +34,12 @@ impl KeySpread {
         let lanes = self.dropped.len().max(other.dropped.len());
         self.dropped.resize_with(lanes, Histogram::new);
         self.broken.resize(lanes, 0);
+        self.not_accounted.resize(lanes, 0);
         self.waits.resize(lanes, None);
         for n in 0..other.dropped.len() {
             self.dropped[n].merge(&other.dropped[n]);
             self.broken[n] += other.broken[n];
+            self.not_accounted[n] += other.not_accounted.get(n).copied().unwrap_or(0);
             if let Some(waits) = other.waits[n] {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
             }
@@ -49,4 +55,86 @@ pub fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> re
         n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
     };
     report::Promise { text, held: broken == 0, bound: None }
+}
+
+/// The empty key of a keyed replay, where a lane lets its events through uncounted (its
+/// system does not account them): its need and events are set aside, out of the keys'
+/// sizing and of that lane's promise, and added back for a lane that counts them.
+#[derive(Clone, Debug)]
+pub(crate) struct EmptyAside {
+    /// The empty key's slot, if some lane lets it through.
+    key: Option<usize>,
+    /// Each lane's say: whether it lets the empty key through.
+    skips: Vec<bool>,
+    /// The empty key's need and events, once met.
+    need: Option<(u64, u64)>,
+    /// Each lane's: the events it let through uncounted.
+    pub(crate) not_accounted: Vec<u64>,
+}
+
+impl EmptyAside {
+    /// Returns what sets aside the empty key of `table`, for lanes with `settings`.
+    pub(crate) fn of(table: &KeyTable, settings: &[Settings]) -> EmptyAside {
+        let skips: Vec<bool> = settings.iter().map(|s| s.algorithm.skips_empty_key()).collect();
+        let key = table.find(b"").filter(|_| skips.contains(&true)).map(slot);
+        EmptyAside { key, not_accounted: vec![0; skips.len()], skips, need: None }
+    }
+
+    /// Whether key `key`, of `events` events needing a bucket of `need`, is set aside.
+    pub(crate) fn sets_aside(&mut self, key: usize, need: u64, events: u64) -> bool {
+        let aside = self.key == Some(key);
+        if aside {
+            self.need = Some((need, events));
+        }
+        aside
+    }
+
+    /// Whether lane `n` lets key `key`'s `events` through uncounted; counts them if so.
+    pub(crate) fn lets_through(&mut self, key: usize, n: usize, events: u64) -> bool {
+        let through = self.key == Some(key) && self.skips[n];
+        if through {
+            self.not_accounted[n] += events;
+        }
+        through
+    }
+
+    /// Whether lane `n` lets key `key` through: a row of that key says how many.
+    pub(crate) fn row(&self, key: usize, n: usize) -> bool {
+        self.key == Some(key) && self.skips[n]
+    }
+
+    /// Adds what other keys set aside.
+    pub(crate) fn merge(&mut self, other: EmptyAside) {
+        self.need = self.need.or(other.need);
+        for (all, part) in self.not_accounted.iter_mut().zip(other.not_accounted) {
+            *all += part;
+        }
+    }
+
+    /// Lane `n`'s report of it: the events it let through, for a lane that lets the empty
+    /// key through, and how many keys its promise leaves out.
+    pub(crate) fn report(&self, n: usize) -> (Option<u64>, usize) {
+        let skips = self.skips[n];
+        (skips.then_some(self.not_accounted[n]), usize::from(skips && self.need.is_some()))
+    }
+
+    /// Lane `n`'s sizing of the keys: `min_buckets` and `worst`, the figures of the keys
+    /// not set aside, with the empty key's added back if the lane counts it (the first by
+    /// name of those that need as much).
+    pub(crate) fn sizing(
+        &self,
+        n: usize,
+        min_buckets: &Histogram,
+        worst: Option<(Key, u64)>,
+    ) -> (Histogram, Option<(Key, u64)>) {
+        let mut sizes = min_buckets.clone();
+        match (self.need, self.key) {
+            (Some((need, events)), Some(key)) if !self.skips[n] => {
+                sizes.add(need, events);
+                let empty = (Key::try_from(key).unwrap_or(Key::MAX), need);
+                (sizes, worst.filter(|&(_, most)| most > need).or(Some(empty)))
+            }
+            _ => (sizes, worst),
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 pub use crate::policy::Settings;
 
+use crate::input::catalog::Timeline;
 use crate::limiter::promise::PromiseCheck;
 use crate::limiter::{Decision, LeakyQueue, Limiter, Waits};
 use crate::report;
@@ -231,11 +232,60 @@ impl Lane {
             min_bucket: Some(demand.lossless.result().min_bucket),
             worst_key: None,
             nginx_burst: None,
+            not_accounted: None,
             queue: self.waits().map(Into::into),
             promise: self.promise.result(self.waits()),
             fleet: fleet.cloned().map(Box::new),
             by_key: None,
         }
+    }
+}
+
+/// Returns whether lane `n` passed an event, from the event's bytes of decisions.
+#[inline]
+pub(crate) fn lane_passed(bits: &[u8], n: usize) -> bool {
+    bits[n / 8] >> (n % 8) & 1 == 1
+}
+
+/// Over all keys: the demand, and each lane's passed count and busiest window.
+#[derive(Clone, Debug)]
+pub(crate) struct Totals {
+    pub(crate) demand: Demand,
+    pub(crate) passed: Vec<u64>,
+    pub(crate) spent: Vec<Spent>,
+    pub(crate) busiest: Vec<BusiestWindow>,
+}
+
+impl Totals {
+    /// Finds the totals over all keys from the kept events and their decisions (`stride`
+    /// bytes an event), in their order.
+    pub(crate) fn of(
+        events: &Timeline,
+        passed: &[u8],
+        stride: usize,
+        settings: &[Settings],
+    ) -> Totals {
+        let first = settings[0];
+        let mut totals = Totals {
+            demand: Demand::new(first.rate, first.window),
+            passed: vec![0; settings.len()],
+            spent: vec![Spent::default(); settings.len()],
+            busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
+        };
+        let capacity: Vec<u64> = settings.iter().map(Settings::capacity).collect();
+        let decisions = passed.chunks_exact(stride);
+        for ((time, cost), bits) in events.each(0..events.len()).zip(decisions) {
+            totals.demand.push_total(time, cost);
+            for (n, spent) in totals.spent.iter_mut().enumerate() {
+                let passed = lane_passed(bits, n);
+                spent.add(time, cost, passed, capacity[n]);
+                if passed {
+                    totals.passed[n] += 1;
+                    totals.busiest[n].push_cost(time, cost);
+                }
+            }
+        }
+        totals
     }
 }
 

@@ -27,14 +27,15 @@ const FIRST_SWEEP: usize = 1 << 16;
 
 /// An engine that decides each event as it arrives.
 pub trait Live {
-    /// Decides on an event of key `key` (empty for no key) that costs `cost`, arriving at
-    /// `now`, at once.
-    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision>;
+    /// Decides on an event of key `key` (`None` for a limit without keys, one for every
+    /// event) that costs `cost`, arriving at `now`, at once. A key whose value is empty is
+    /// a key: a system that does not account it lets it through uncounted.
+    fn decide_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Decision>;
 
     /// Decides as [`decide_now`](Live::decide_now) does, and says what each limit may
     /// tell a client: the outcome `check`, its `--headers` and the Python `Limiter` answer
     /// with.
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered>;
+    fn answer_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Answered>;
 }
 
 /// A live decision, with what each limit may tell a client: whether the event passed, how
@@ -166,14 +167,20 @@ impl LiveMemory {
     /// Decides an event of `key` costing `cost` at `now`, and returns it and each limit's
     /// decision, in limit order: one limit's own, with its wait; a layer's, whether it
     /// alone admitted the event (a wait is a leaky queue's, which is no live layer).
-    fn decide(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<(Event, Decisions)> {
+    fn decide(
+        &mut self,
+        now: Timestamp,
+        key: Option<&[u8]>,
+        cost: u64,
+    ) -> Result<(Event, Decisions)> {
         let limits = &self.limits;
         if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
             self.limits = limits.renumbered(&kept);
         }
-        let event = Event { time: now, key: self.keys.number(key)?, cost };
+        let event = Event { time: now, key: self.keys.number(key.unwrap_or_default())?, cost };
         let all_or_nothing = self.limits.all_or_nothing();
-        let decided = self.limits.decide(event);
+        // Live keys are renumbered as they rest: the empty key is known by its value.
+        let decided = self.limits.decide_keyed(event, is_empty(key));
         let decisions = match (all_or_nothing, decided.each) {
             (false, [(_, decision)]) => Decisions::One(*decision),
             _ => Decisions::Layers(decided.refused),
@@ -185,7 +192,7 @@ impl LiveMemory {
 impl Live for LiveMemory {
     /// One limit's decision, with its wait; of layers, whether every one admitted the
     /// event (a wait is a leaky queue's, which is no live layer).
-    fn decide_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Decision> {
+    fn decide_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Decision> {
         let (_, decisions) = self.decide(now, key, cost)?;
         Ok(decisions.event())
     }
@@ -193,16 +200,31 @@ impl Live for LiveMemory {
     /// Asks each limit's own state of the key, spending nothing, for the largest cost that
     /// would pass now and the first instant this one would: exact, as the limiter decides,
     /// and found by halving, since a smaller cost or a later instant never passes less.
-    fn answer_now(&mut self, now: Timestamp, key: &[u8], cost: u64) -> Result<Answered> {
+    fn answer_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Answered> {
         let (event, decisions) = self.decide(now, key, cost)?;
         let each = self.limits.each().zip(&mut self.probes).enumerate();
         let limits = (each.map(|(n, ((table, layer), probe))| {
-            answer(probe, table, layer.settings, layer.sees(event), decisions.limit(n))
+            let decision = decisions.limit(n);
+            match is_empty(key) && layer.skips_empty_key() {
+                // Not accounted: all of it remains, and nothing to wait for.
+                true => Answer {
+                    decision,
+                    remaining: layer.settings.capacity(),
+                    retry_after_us: Some(0),
+                    reset_after_us: None,
+                },
+                false => answer(probe, table, layer.settings, layer.sees(event), decision),
+            }
         }))
         .collect();
         let Decision { passed, wait } = decisions.event();
         Ok(Answered { passed, wait, limits })
     }
+}
+
+/// Whether a live event's key is the empty key: a key, and empty.
+pub fn is_empty(key: Option<&[u8]>) -> bool {
+    key.is_some_and(<[u8]>::is_empty)
 }
 
 /// Each limit's decision on a live event.
@@ -318,7 +340,7 @@ mod tests {
             for (n, (now, key)) in events().enumerate() {
                 let want = kept.decide(slot(names.intern(&key).unwrap()), now, 1);
                 assert_eq!(
-                    live.decide_now(now, &key, 1).unwrap(),
+                    live.decide_now(now, Some(&key), 1).unwrap(),
                     want,
                     "{algorithm:?}: event {n}"
                 );
@@ -372,7 +394,7 @@ mod tests {
             ("c", false, [said(true, 2, 0), said(false, 0, 1_000_000)]),
         ];
         for (n, (key, passed, limits)) in calls.into_iter().enumerate() {
-            let answered = live.answer_now(now, key.as_bytes(), 1).unwrap();
+            let answered = live.answer_now(now, Some(key.as_bytes()), 1).unwrap();
             let want = Answered { passed, wait: 0, limits: limits.to_vec() };
             assert_eq!(answered, want, "call {n}");
         }
@@ -389,9 +411,38 @@ mod tests {
         for (n, (now, key)) in events().enumerate() {
             let event = Event { time: now, key: names.intern(&key).unwrap(), cost: 1 };
             let passed = kept.decide(event).passed();
-            assert_eq!(live.decide_now(now, &key, 1).unwrap().passed, passed, "event {n}");
+            assert_eq!(live.decide_now(now, Some(&key), 1).unwrap().passed, passed, "event {n}");
             most = most.max(live.keys.table.len());
         }
         assert_eq!(most, FIRST_SWEEP);
+    }
+
+    #[test]
+    fn a_live_empty_key_passes_uncounted_where_the_system_does_not_account_it() {
+        // nginx at 1/m, no burst: requests with an empty key are not accounted, and one
+        // without keys is one limit for all, which is.
+        let second = |s: i64| Timestamp::from_micros(1_000_000_000 + s * 1_000_000).unwrap();
+        let nginx = settings(Algorithm::Nginx, "1/m");
+        let nginx = Settings { burst: NonZeroU64::MIN, ..nginx };
+        let mut live = in_memory(&nginx).unwrap();
+        let passed: Vec<bool> = [Some(&b""[..]), Some(b""), Some(b"a"), Some(b""), Some(b"a")]
+            .into_iter()
+            .enumerate()
+            .map(|(s, key)| {
+                live.decide_now(second(i64::try_from(s).unwrap()), key, 1).unwrap().passed
+            })
+            .collect();
+        assert_eq!(passed, [true, true, true, true, false]);
+        let answered = live.answer_now(second(5), Some(b""), 1).unwrap();
+        assert_eq!((answered.passed, answered.limits[0].remaining), (true, 1));
+        let mut one = in_memory(&nginx).unwrap();
+        let passed: Vec<bool> =
+            (0..3).map(|s| one.decide_now(second(s), None, 1).unwrap().passed).collect();
+        assert_eq!(passed, [true, false, false]);
+        // An exact limiter keys the empty value as any other.
+        let mut gcra = in_memory(&settings(Algorithm::Gcra, "1/m")).unwrap();
+        let passed: Vec<bool> =
+            (0..3).map(|s| gcra.decide_now(second(s), Some(b""), 1).unwrap().passed).collect();
+        assert_eq!(passed, [true, true, false]);
     }
 }

@@ -4,9 +4,10 @@ use std::borrow::Cow;
 
 use anyhow::{Result, bail};
 
+use super::key_spread::EmptyAside;
 pub use super::key_spread::{KeySpread, promise_over_keys};
 pub use super::lane::Settings;
-use super::lane::{Demand, Lane, Spent};
+use super::lane::{Demand, Lane, Totals, lane_passed};
 use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
 use crate::input::keys::{Groups, Ranking, joined};
 use crate::limiter::promise::PromiseCheck;
@@ -14,7 +15,6 @@ use crate::limiter::{Decision, Waits};
 use crate::per_key::{KeptEvents, fold_keys, listed_again};
 use crate::report::{self, KeyList, KeyQuantiles};
 use crate::sizing::quantile::Histogram;
-use crate::sizing::window::BusiestWindow;
 
 /// The record of a replay. Without keys, every figure is found as events come, in memory
 /// that does not grow with them. With keys, the totals over all keys are found as events
@@ -82,21 +82,6 @@ impl KeyedEvents {
     fn push(&mut self, event: Event) -> Result<()> {
         self.kept.push(event, "a replay by key")
     }
-}
-
-/// Returns whether lane `n` passed an event, from the event's bytes of decisions.
-#[inline]
-fn lane_passed(bits: &[u8], n: usize) -> bool {
-    bits[n / 8] >> (n % 8) & 1 == 1
-}
-
-/// Over all keys: the demand, and each lane's passed count and busiest window.
-#[derive(Clone, Debug)]
-struct Totals {
-    demand: Demand,
-    passed: Vec<u64>,
-    spent: Vec<Spent>,
-    busiest: Vec<BusiestWindow>,
 }
 
 /// How keys are named in reports.
@@ -264,9 +249,12 @@ impl Recorder {
 
 /// What a key's figures add to the totals, over all keys.
 struct Spread<'a> {
+    /// Each key's need, but the empty key's where a lane lets it through.
     min_buckets: Histogram,
-    /// The key that needs the largest bucket, the first by name of those that need as much.
+    /// The key that needs the largest bucket, the first by name of those that need as much;
+    /// of the keys in `min_buckets`.
     worst: Ranking<'a>,
+    empty: EmptyAside,
     dropped: Vec<Histogram>,
     broken: Vec<usize>,
     waits: Vec<Option<Waits>>,
@@ -279,16 +267,21 @@ impl<'a> Spread<'a> {
     fn add(&mut self, key: usize, state: &KeyRecord, table: &'a KeyTable) {
         let events = state.demand.events;
         let need = state.demand.lossless.result().min_bucket;
-        self.min_buckets.add(need, events);
         // Keys count up from 0 to the table's length, and the table numbers keys in 32 bits.
         let number = Key::try_from(key).expect("keys are numbered in 32 bits");
         let name = table.get(number);
-        self.worst.offer_named(number, name, need);
+        if !self.empty.sets_aside(key, need, events) {
+            self.min_buckets.add(need, events);
+            self.worst.offer_named(number, name, need);
+        }
         let mut all_dropped = 0;
         for (n, lane) in state.lanes.iter().enumerate() {
             let dropped = events - lane.passed;
             all_dropped += dropped;
             self.dropped[n].add(dropped, events);
+            if self.empty.lets_through(key, n, events) {
+                continue;
+            }
             self.broken[n] += usize::from(!lane.promise.held(lane.waits()));
             if let Some(waits) = lane.waits() {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
@@ -302,6 +295,7 @@ impl<'a> Spread<'a> {
     fn merge(&mut self, other: Spread<'a>) {
         self.min_buckets.merge(&other.min_buckets);
         self.worst.merge(other.worst);
+        self.empty.merge(other.empty);
         let lanes = other.dropped.iter().zip(other.broken).zip(other.waits).zip(other.ranked);
         for (n, (((dropped, broken), waits), ranked)) in lanes.enumerate() {
             self.dropped[n].merge(dropped);
@@ -324,34 +318,6 @@ struct Grouped<'a> {
     stride: usize,
     /// Each event's waits, a lane each, if any lane tells them.
     waits: Vec<i128>,
-}
-
-impl Totals {
-    /// Finds the totals over all keys from the kept events and their decisions (`stride`
-    /// bytes an event), in their order.
-    fn of(events: &Timeline, passed: &[u8], stride: usize, settings: &[Settings]) -> Totals {
-        let first = settings[0];
-        let mut totals = Totals {
-            demand: Demand::new(first.rate, first.window),
-            passed: vec![0; settings.len()],
-            spent: vec![Spent::default(); settings.len()],
-            busiest: settings.iter().map(|s| BusiestWindow::new(s.window)).collect(),
-        };
-        let capacity: Vec<u64> = settings.iter().map(Settings::capacity).collect();
-        let decisions = passed.chunks_exact(stride);
-        for ((time, cost), bits) in events.each(0..events.len()).zip(decisions) {
-            totals.demand.push_total(time, cost);
-            for (n, spent) in totals.spent.iter_mut().enumerate() {
-                let passed = lane_passed(bits, n);
-                spent.add(time, cost, passed, capacity[n]);
-                if passed {
-                    totals.passed[n] += 1;
-                    totals.busiest[n].push_cost(time, cost);
-                }
-            }
-        }
-        totals
-    }
 }
 
 impl KeyedEvents {
@@ -422,11 +388,13 @@ impl KeyedEvents {
         let lanes = settings.len();
         // Units are reported when any event of the run cost other than 1.
         let weighted = self.kept.events().costs().is_some();
+        let empty = EmptyAside::of(table, settings);
         // Pass one over the keys: what each adds to the totals, and which are listed.
         let fresh = || {
             let spread = Spread {
                 min_buckets: Histogram::new(),
                 worst: Ranking::new(table, 1),
+                empty: empty.clone(),
                 dropped: vec![Histogram::new(); lanes],
                 broken: vec![0; lanes],
                 waits: vec![None; lanes],
@@ -451,11 +419,7 @@ impl KeyedEvents {
             (joined(totals), spread)
         });
         // Pass two: the listed keys again, in full.
-        let worst_key = spread.worst.into_keys().first().map(|&(key, need)| report::WorstKey {
-            key: table.name(key),
-            min_bucket: need,
-            span: None,
-        });
+        let worst = spread.worst.into_keys().first().copied();
         let ranked: Vec<Vec<(Key, u64)>> =
             spread.ranked.into_iter().map(Ranking::into_keys).collect();
         let across = spread.across.into_keys();
@@ -477,12 +441,22 @@ impl KeyedEvents {
                     .map(|&(key, _)| {
                         let state = &listed[&key];
                         let name = Some(table.name(key));
-                        state.lanes[n].report(&state.demand, input, name, None, weighted)
+                        let row = state.lanes[n].report(&state.demand, input, name, None, weighted);
+                        let aside = spread.empty.row(slot(key), n);
+                        let not_accounted = aside.then_some(state.demand.events);
+                        report::LimiterReport { not_accounted, ..row }
                     })
                     .collect();
                 let Settings { algorithm, rate, burst, .. } = settings[n];
                 let (events, passed) = (totals.demand.events, totals.passed[n]);
-                let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
+                let (min_buckets, worst) = spread.empty.sizing(n, &spread.min_buckets, worst);
+                let worst_key = worst.map(|(key, need)| report::WorstKey {
+                    key: table.name(key),
+                    min_bucket: need,
+                    span: None,
+                });
+                let (not_accounted, left_out) = spread.empty.report(n);
+                let quantiles = min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
                     min_bucket,
                     dropped: spread.dropped[n].quantiles(),
                 });
@@ -507,10 +481,11 @@ impl KeyedEvents {
                     ),
                     // Over keys, the need is the worst key's, and it is named there.
                     min_bucket: None,
-                    worst_key: worst_key.clone(),
+                    worst_key,
                     nginx_burst: None,
+                    not_accounted,
                     queue: spread.waits[n].map(Into::into),
-                    promise: promise_over_keys(&check, spread.broken[n], count),
+                    promise: promise_over_keys(&check, spread.broken[n], count - left_out),
                     fleet: fleet(n).cloned().map(Box::new),
                     by_key: Some(KeyList {
                         column: names.column.to_owned(),
@@ -535,7 +510,9 @@ impl KeyedEvents {
             .collect();
         let spread = KeySpread {
             keys: count,
-            min_buckets: spread.min_buckets,
+            // Parts of a run are merged with one lane: the first's.
+            min_buckets: spread.empty.sizing(0, &spread.min_buckets, None).0,
+            not_accounted: spread.empty.not_accounted.clone(),
             dropped: spread.dropped,
             broken: spread.broken,
             waits: spread.waits,

@@ -66,6 +66,12 @@ pub struct LimiterReport {
     /// for an input read once (standard input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx_burst: Option<u64>,
+    /// With `--key`, for a limiter whose system lets a request with an empty key through
+    /// uncounted (`nginx`, `haproxy`, `envoy-ratelimit`): how many events it so let
+    /// through. They are among `passed`, and the empty key needs no bucket there: it is
+    /// left out of `worst_key`, the keys' quantiles and the promise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_accounted: Option<u64>,
     #[serde(flatten)]
     pub queue: Option<Queue>,
     /// What the limiter promises of the events it passes, and whether it held on this

@@ -86,7 +86,7 @@ impl KeyTable {
     }
 
     /// Returns a table with no keys that tells `empty` the empty key's number when it
-    /// numbers it.
+    /// numbers it, and numbers the value `empty` reads as empty as the empty value.
     pub fn telling(empty: &EmptyKey) -> KeyTable {
         KeyTable { empty: empty.clone(), ..KeyTable::default() }
     }
@@ -106,10 +106,11 @@ impl KeyTable {
         self.values.get(slot(key))
     }
 
-    /// Returns the key of `value`, adding it if it is new; `None` if a new key would be
-    /// past [`Key::MAX`].
+    /// Returns the key of `value` (of the empty value, if it is the one read as empty),
+    /// adding it if it is new; `None` if a new key would be past [`Key::MAX`].
     #[inline]
     pub fn intern(&mut self, value: &[u8]) -> Option<Key> {
+        let value = self.empty.value(value);
         let high = high_of(self.hasher.hash_one(value));
         self.intern_high(value, high)
     }
@@ -129,13 +130,14 @@ impl KeyTable {
     ) -> Result<(), usize> {
         let mut hashes = std::mem::take(&mut self.hashes);
         hashes.clear();
-        hashes.extend((0..count).map(|n| high_of(self.hasher.hash_one(value(n)))));
+        let empty = &self.empty;
+        hashes.extend((0..count).map(|n| high_of(self.hasher.hash_one(empty.value(value(n))))));
         let mut numbered = Ok(());
         for (n, &high) in hashes.iter().enumerate() {
             if let Some(&ahead) = hashes.get(n + AHEAD) {
                 self.prefetch(ahead);
             }
-            match self.intern_high(value(n), high) {
+            match self.intern_high(self.empty.value(value(n)), high) {
                 Some(key) => keys.push(key),
                 None => {
                     numbered = Err(n);
@@ -154,19 +156,10 @@ impl KeyTable {
         if self.slots.is_empty() {
             self.grow();
         }
-        let mask = self.slots.len() - 1;
-        let mut at = self.place(high);
-        // At most half full, so a probe ends at an empty slot if not at the key.
-        loop {
-            let slot = self.slots[at];
-            if slot == 0 {
-                break;
-            }
-            if slot & HIGH == high && self.get(key_of(slot)) == value {
-                return Some(key_of(slot));
-            }
-            at = (at + 1) & mask;
-        }
+        let at = match self.probe(value, high) {
+            Ok(key) => return Some(key),
+            Err(at) => at,
+        };
         let key = Key::try_from(self.values.len()).ok()?;
         self.slots[at] = entry(key, high);
         self.values.push(value);
@@ -177,6 +170,32 @@ impl KeyTable {
             self.grow();
         }
         Some(key)
+    }
+
+    /// Finds `value` in a table with slots, whose slots' high half is `high`: its key, or
+    /// the empty slot where it would go.
+    #[inline]
+    fn probe(&self, value: &[u8], high: u64) -> Result<Key, usize> {
+        let mask = self.slots.len() - 1;
+        let mut at = self.place(high);
+        // At most half full, so a probe ends at an empty slot if not at the key.
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                return Err(at);
+            }
+            if slot & HIGH == high && self.get(key_of(slot)) == value {
+                return Ok(key_of(slot));
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Returns the key of `value`, if the table has it (a value read as empty is not
+    /// looked up as the empty value: ask for that).
+    pub fn find(&self, value: &[u8]) -> Option<Key> {
+        let high = high_of(self.hasher.hash_one(value));
+        (!self.slots.is_empty()).then(|| self.probe(value, high).ok()).flatten()
     }
 
     /// Returns the slot a probe for a slot high half `high` starts at: its hash, spread

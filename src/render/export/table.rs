@@ -119,6 +119,13 @@ pub fn replay_table(
         ("passed".to_owned(), count(r.passed)),
         ("dropped".to_owned(), if r.dropped > 0 { style.warn(&dropped) } else { dropped }),
     ]);
+    if let Some(uncounted) = r.not_accounted.filter(|&n| n > 0) {
+        let text = format!(
+            "{uncounted} of those passed: an empty key, let through uncounted as {} does",
+            r.algorithm.name()
+        );
+        lines.push(("not accounted".to_owned(), text));
+    }
     if let Some(units) = &r.units {
         let text =
             format!("{} in all: {} passed, {} dropped", units.events, units.passed, units.dropped);
@@ -277,9 +284,11 @@ pub fn compare_table(
         lines.push(("fleet".to_owned(), format!("{} servers, {route}", fleet.servers)));
     }
     lines.push(("events".to_owned(), first.events.to_string()));
-    lines.extend(demand_lines(first));
-    // The keys' buckets are the same for every limiter; their drops are in the JSON.
-    let spread = spread_lines(first.by_key.as_ref());
+    // The keys' buckets are the same for every limiter that accounts every key (one that
+    // lets the empty key through needs none for it); their drops are in the JSON.
+    let every = reports.iter().find(|r| r.not_accounted.is_none()).unwrap_or(first);
+    lines.extend(demand_lines(every));
+    let spread = spread_lines(every.by_key.as_ref());
     lines.extend(spread.into_iter().take(1));
     labeled(out, &lines, style)?;
     writeln!(out)?;

@@ -165,6 +165,12 @@ pub struct Decision {
     pub wait: i128,
 }
 
+impl Decision {
+    /// The decision on an event a limit lets through without counting it: of the empty
+    /// key, where its system does not account such a request.
+    pub const UNCOUNTED: Decision = Decision { passed: true, wait: 0 };
+}
+
 /// A rate read from a system's words, or why they make none.
 pub type RateRead = Result<Rate, crate::units::rate::RateError>;
 

@@ -214,9 +214,7 @@ fn alone(
     })
 }
 
-/// The decision on an event a limit lets through without counting it: of the empty key,
-/// where its system does not account such a request.
-const UNCOUNTED: Decision = Decision { passed: true, wait: 0 };
+const UNCOUNTED: Decision = Decision::UNCOUNTED;
 
 /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
 /// each layer; else each layer that refused it takes the refusal as its own rules say (a
