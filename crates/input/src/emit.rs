@@ -8,6 +8,7 @@ use super::event::Event;
 use super::keys::slot;
 use super::options::ReadOptions;
 use super::reading::RowReader;
+use super::sorted::MOST_KEPT;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
 use crate::units::time::Timestamp;
@@ -42,6 +43,34 @@ impl Rows {
     /// they came, so these rank them in it.
     pub fn places(&self) -> impl Iterator<Item = usize> + '_ {
         self.order.iter().map(|&(_, at)| at)
+    }
+
+    /// Keeps `event` with its row's `text`, if all that is kept stays within `most` bytes
+    /// and the memory can be had; else says why not.
+    fn keep(&mut self, event: Event, text: &[u8], most: usize) -> Result<(), String> {
+        let len = u32::try_from(text.len()).map_err(|_| "row too long to keep".to_owned())?;
+        // Each row is kept as its text, its length and key (8 bytes), and its time and place.
+        let (place, cost) = (size_of::<(Timestamp, usize)>(), size_of::<(usize, u64)>());
+        let kept = (self.store.len())
+            .saturating_add(self.order.len().saturating_mul(place))
+            .saturating_add(self.costs.len().saturating_mul(cost));
+        if kept.saturating_add(text.len() + 8 + place) > most {
+            return Err(format!("the most it keeps is {} MiB", most >> 20));
+        }
+        let memory = |_| "no more memory could be had".to_owned();
+        if self.order.len() == self.order.capacity() {
+            self.order.try_reserve(self.order.len().max(1 << 12)).map_err(memory)?;
+        }
+        self.store.try_reserve(text.len() + 8).map_err(memory)?;
+        if event.cost != 1 {
+            self.costs.try_reserve(1).map_err(memory)?;
+            self.costs.push((self.store.len(), event.cost));
+        }
+        self.order.push((event.time, self.store.len()));
+        self.store.extend_from_slice(&len.to_le_bytes());
+        self.store.extend_from_slice(&event.key.to_le_bytes());
+        self.store.extend_from_slice(text);
+        Ok(())
     }
 
     /// Returns each event and its row text (without its line ending), in time order.
@@ -93,16 +122,17 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
             ),
             RowReader::Other(records) => Cow::Borrowed(records.text()),
         };
-        let len = u32::try_from(text.len()).map_err(|_| {
-            layout(&pass.name, format!("line {line}: row too long to keep for --emit"))
+        rows.keep(Event { time, key, cost }, &text, MOST_KEPT).map_err(|why| {
+            let kept = rows.len();
+            layout(
+                &pass.name,
+                format!(
+                    "line {line}: --emit keeps each row until every decision is taken, and \
+                     {why} after {kept} rows: give it less input (--since, --until), or use \
+                     filter, which decides each row as it comes"
+                ),
+            )
         })?;
-        if cost != 1 {
-            rows.costs.push((rows.store.len(), cost));
-        }
-        rows.order.push((time, rows.store.len()));
-        rows.store.extend_from_slice(&len.to_le_bytes());
-        rows.store.extend_from_slice(&key.to_le_bytes());
-        rows.store.extend_from_slice(&text);
         match &mut pass.rows {
             RowReader::Csv(csv) => csv.get_mut().get_mut().forget_before(end),
             RowReader::Other(records) => records.get_mut().get_mut().forget_before(end),
@@ -125,17 +155,15 @@ fn arrow_rows(
     let mut rows =
         Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
     let mut number = itoa::Buffer::new();
-    let read = super::arrow::each_row(data, options, |Event { time, key, cost }, row| {
+    let read = super::arrow::each_row(data, options, |event, row| {
         let text = number.format(row).as_bytes();
-        if cost != 1 {
-            rows.costs.push((rows.store.len(), cost));
-        }
-        rows.order.push((time, rows.store.len()));
-        // A number's text is at most 20 bytes.
-        let len = u32::try_from(text.len()).unwrap_or(0);
-        rows.store.extend_from_slice(&len.to_le_bytes());
-        rows.store.extend_from_slice(&key.to_le_bytes());
-        rows.store.extend_from_slice(text);
+        rows.keep(event, text, MOST_KEPT).map_err(|why| {
+            let kept = rows.len();
+            layout(
+                "<arrow>",
+                format!("row {row}: its decisions are kept, and {why} after {kept} rows"),
+            )
+        })?;
         Ok::<_, super::error::ReadError>(super::pipeline::Flow::More)
     })?;
     // `each_row` gives `None` only when the taker says stop, and this one never does.
@@ -198,5 +226,26 @@ impl<R: Read> Read for Capture<R> {
         let n = self.inner.read(buf)?;
         self.seen.extend_from_slice(&buf[..n]);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_emit_keeps_is_bounded() {
+        let mut rows =
+            Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+        let time = Timestamp::from_micros(0).unwrap();
+        // A row of 10 bytes is kept in 34: its text, its length and key, its time and place.
+        let row = [b'x'; 10];
+        assert_eq!(rows.keep(Event::new(time, 0), &row, 84), Ok(()));
+        assert_eq!(rows.keep(Event::new(time, 1), &row, 84), Ok(()));
+        let refused = rows.keep(Event::new(time, 2), &row, 84);
+        assert_eq!(refused, Err("the most it keeps is 0 MiB".to_owned()));
+        assert_eq!(rows.len(), 2);
+        let kept: Vec<&[u8]> = rows.iter().map(|(_, text)| text).collect();
+        assert_eq!(kept, [&row[..], &row[..]]);
     }
 }
