@@ -378,19 +378,67 @@ fn read_error(err: ratelimit_replay::input::catalog::ReadError) -> PyErr {
 }
 
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
-/// named `name` in reports and messages.
+/// named `name` in reports and messages. Data that does not match its schema is a
+/// `ValueError`, whether arrow-rs's import says so or asserts it ([`importing`]).
 fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
-    let reader = data.into_reader()?;
-    let schema = reader.schema();
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|err| PyValueError::new_err(format!("cannot read the Arrow data: {err}")))?;
+    let cannot = |why: String| PyValueError::new_err(format!("cannot read the Arrow data: {why}"));
+    let (schema, batches) = importing(|| {
+        let reader = data.into_reader()?;
+        let schema = reader.schema();
+        let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|err| cannot(producer(&err)));
+        PyResult::Ok((schema, batches?))
+    })
+    .map_err(|panic| cannot(format!("it does not match its schema ({panic})")))??;
+    for (n, batch) in batches.iter().enumerate() {
+        let theirs = batch.schema();
+        let fields = theirs.fields().iter().map(|f| (f.name(), f.data_type()));
+        if !fields.eq(schema.fields().iter().map(|f| (f.name(), f.data_type()))) {
+            return Err(cannot(format!("batch {n} does not match the schema: {theirs}")));
+        }
+    }
     Ok(ArrowData::new(name, schema, batches))
+}
+
+/// What a producer's error says, in one line: a Python exception the producer raised comes
+/// with its traceback, which is left out, and its message's line breaks are spaces.
+fn producer(err: &arrow_schema::ArrowError) -> String {
+    let text = err.to_string();
+    let said = text.split_once(". Detail: Python exception:").map_or(&text[..], |(said, _)| said);
+    let said = said.strip_prefix("C Data interface error: Unknown error: ").unwrap_or(said);
+    said.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+thread_local! {
+    /// Whether a panic on this thread is being caught by [`importing`], and not printed.
+    static IMPORTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `import`, which reads a producer's C data through arrow-rs: its import asserts what
+/// malformed data breaks, and such a panic is the producer's fault, not this program's. It
+/// is caught, unprinted, and its message returned as the error.
+fn importing<T>(import: impl FnOnce() -> T) -> Result<T, String> {
+    IMPORTING.set(true);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(import));
+    IMPORTING.set(false);
+    result.map_err(|panic| {
+        let text = (panic.downcast_ref::<String>().map(String::as_str))
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a malformed array");
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    })
 }
 
 /// The module `ratelimit_replay._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A panic that `importing` catches is an error it raises: not printed. Any other is
+    // printed as before.
+    let printed = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !IMPORTING.get() {
+            printed(info);
+        }
+    }));
     module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_class::<Limiter>()?;
     module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;

@@ -178,3 +178,46 @@ def test_a_row_a_filter_leaves_out_has_no_decision(m5_table):
     assert got.decisions.null_count == sum(m < 6 for m in mags) and got.events == len(mags) - got.decisions.null_count
     kept = rl.replay(m5_table.filter(pc.greater_equal(m5_table["mag"], 6)), **GCRA)
     assert got.decisions.drop_null().to_pylist() == kept.decisions.to_pylist()
+
+
+def test_malformed_producers_raise_a_value_error_and_never_a_panic():
+    # Each producer is wrong in its own way; every one must raise the documented
+    # ValueError (PanicException derives from BaseException, and escapes `except Exception`).
+    ts = pyarrow.array([1, 2], pyarrow.timestamp("us", "UTC"))
+    timed = pyarrow.schema([("time", pyarrow.timestamp("us", "UTC"))])
+    keyed = pyarrow.schema([("time", pyarrow.timestamp("us", "UTC")), ("k", pyarrow.string())])
+
+    class Mismatched:
+        """A stream whose batches do not match the schema it declares."""
+
+        def __init__(self, schema, batches):
+            self.schema, self.batches = schema, batches
+
+        def __arrow_c_stream__(self, requested_schema=None):
+            reader = pyarrow.RecordBatchReader.from_batches(self.schema, self.batches)
+            return reader.__arrow_c_stream__(requested_schema)
+
+    def broken():
+        yield pyarrow.record_batch({"time": ts})
+        raise RuntimeError("the producer broke\nhere")
+
+    producers = [
+        (Mismatched(keyed, [pyarrow.record_batch({"time": ts})]), "does not match its schema"),
+        (Mismatched(timed, [pyarrow.record_batch({"time": ts, "k": pyarrow.array(["a", "b"])})]), "cannot read"),
+        (Mismatched(timed, [pyarrow.record_batch({"time": pyarrow.array(["a", "b"])})]), "cannot read"),
+        (Mismatched(pyarrow.schema([("time", pyarrow.string())]), [pyarrow.record_batch({"time": ts})]), "does not match"),
+        (pyarrow.table({"x": pyarrow.array([1])}), "no column named `time`"),
+        (pyarrow.RecordBatchReader.from_batches(timed, broken()), "cannot read the Arrow data: the producer broke here$"),
+    ]
+    for producer, said in producers:
+        try:
+            rl.replay(producer, **GCRA)
+        except ValueError as err:
+            assert "\n" not in str(err), str(err)
+            assert __import__("re").search(said, str(err)), str(err)
+        except BaseException as err:  # a panic, or any other: the test fails
+            pytest.fail(f"{type(err).__name__}: {err}")
+        else:
+            pytest.fail(f"{producer!r} was read")
+    # No columns and no rows is an empty catalog, as an empty file is.
+    assert rl.replay(pyarrow.table({}), **GCRA).events == 0

@@ -14,7 +14,7 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrowPrimitiveType};
+use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use csv::ByteRecord;
 
@@ -272,10 +272,18 @@ impl<'d> Plan<'d> {
     fn new(data: &'d ArrowData, options: &'d ReadOptions) -> Result<Plan<'d>, ReadError> {
         let name = data.name();
         let names: ByteRecord = data.schema.fields().iter().map(|f| f.name().as_bytes()).collect();
-        let (header, wanted) = columnar::header(&names, options, name)?;
+        let (header, mut wanted) = columnar::header(&names, options, name)?;
+        if names.is_empty() {
+            // No columns, as an empty file has no header: no rows, or no time to read.
+            let rows: usize = data.batches.iter().map(RecordBatch::num_rows).sum();
+            if rows > 0 {
+                return Err(layout(name, format!("{rows} rows and no column: no time to read")));
+            }
+            wanted.clear();
+        }
         // A time stored as one is taken as it is, if the time is one column.
         let stored = |index: usize| {
-            let data_type = data.schema.field(index).data_type();
+            let data_type = data.schema.fields().get(index)?.data_type();
             matches!(data_type, DataType::Timestamp(..) | DataType::Date32 | DataType::Date64)
                 .then(|| (index, finer(data_type)))
         };
