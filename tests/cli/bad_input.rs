@@ -423,3 +423,24 @@ fn a_model_of_a_system_says_it_cannot_run_in_redis_before_any_connection() {
         assert_eq!(run(&args, "").error(), format!("ratelimit: {algo} cannot run in Redis"));
     }
 }
+
+#[test]
+fn a_huge_field_or_header_is_quoted_cut_with_its_length() {
+    // A 1 MB time field: the error quotes 200 characters of it and says how long it is.
+    let huge = "x".repeat(1 << 20);
+    let error = run(&["replay", "--algo", "gcra", "--rate", "1/m"], &format!("time\n{huge}\n"));
+    let want = format!(
+        "ratelimit: <stdin>: line 2, field `time`: \"{}\"… (1048576 bytes in all) is not an RFC 3339",
+        "x".repeat(200)
+    );
+    let error = error.error();
+    assert!(error.starts_with(&want), "{}", &error[..error.len().min(400)]);
+    assert!(error.len() < 600, "{} bytes", error.len());
+    // A header of one 1 MB name and 300 others: each name cut, and the whole.
+    let names: Vec<String> = (0..300).map(|n| format!("c{n}")).collect();
+    let header = format!("{huge},{}\n", names.join(","));
+    let error = run(&["replay", "--algo", "gcra", "--rate", "1/m"], &header).error();
+    assert!(error.contains(&format!("{}…,c0,c1,", "x".repeat(200))), "{error}");
+    assert!(error.ends_with("… (301 columns)"), "{}", &error[..error.len().min(1200)]);
+    assert!(error.len() < 1000, "{} bytes", error.len());
+}

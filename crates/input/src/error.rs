@@ -1,6 +1,6 @@
 //! Why a catalog could not be read: one line that names the input, the line and the field.
 
-use crate::message::one_line;
+use crate::message::{one_line, quoted};
 
 use super::keys::Key;
 
@@ -33,7 +33,7 @@ pub enum ReadError {
         problem: String,
     },
     /// A field cannot be read.
-    #[error("{name}: {counts} {line}, field `{field}`: {value:?} is {reason}")]
+    #[error("{name}: {counts} {line}, field `{field}`: {} is {reason}", quoted(value))]
     Field {
         /// The input's name.
         name: String,

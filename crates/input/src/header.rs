@@ -2,7 +2,7 @@
 
 use csv::ByteRecord;
 
-use crate::message::escaped;
+use crate::message::{MOST_QUOTED, cut, escaped};
 
 /// Why a column could not be found in a header; names and the header are as a message
 /// quotes them, each on one line.
@@ -47,13 +47,17 @@ pub fn find_column(header: &ByteRecord, wanted: &str, why: &str) -> Result<usize
         }
         (None, _) => {
             // A name with a space at an end is shown in backticks, so that the space shows.
+            // Each cut, and the whole, so that a huge header gives a line a person reads.
             let names: Vec<String> = (header.iter().map(String::from_utf8_lossy))
                 .map(|name| match name.trim() == name {
-                    true => escaped(&name),
-                    false => format!("`{}`", escaped(&name)),
+                    true => cut(&escaped(&name), MOST_QUOTED),
+                    false => format!("`{}`", cut(&escaped(&name), MOST_QUOTED)),
                 })
                 .collect();
-            let header = names.join(",");
+            let mut header = cut(&names.join(","), 4 * MOST_QUOTED);
+            if header.ends_with('…') {
+                header += &format!(" ({} columns)", names.len());
+            }
             Err(ColumnError::Missing { name, why: why.to_owned(), header })
         }
     }

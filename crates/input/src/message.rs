@@ -20,9 +20,39 @@ pub fn escaped(text: &str) -> String {
     line
 }
 
+/// The most characters of a value an error quotes: enough to see it, few enough that a
+/// 15 MB field gives a line a person reads.
+pub const MOST_QUOTED: usize = 200;
+
+/// Returns `text` cut after `most` characters, with `…` where it was cut.
+pub fn cut(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
+/// Returns `text` quoted as Rust writes a string (its control characters escaped), cut
+/// after [`MOST_QUOTED`] characters with how long it is in all.
+pub fn quoted(text: &str) -> String {
+    match text.char_indices().nth(MOST_QUOTED) {
+        None => format!("{text:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes in all)", &text[..cut], text.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_value_is_quoted_cut_with_its_length() {
+        assert_eq!(quoted("a\"b\n"), "\"a\\\"b\\n\"");
+        let long = "é".repeat(MOST_QUOTED + 1);
+        let cut = format!("{:?}… ({} bytes in all)", "é".repeat(MOST_QUOTED), long.len());
+        assert_eq!(quoted(&long), cut);
+        assert_eq!(quoted(&long[..2 * MOST_QUOTED]), format!("{:?}", "é".repeat(MOST_QUOTED)));
+    }
 
     #[test]
     fn control_characters_are_escaped_and_quotes_kept() {
