@@ -37,8 +37,10 @@ impl Run {
 pub enum Stdin<'a> {
     /// Nothing: /dev/null.
     Null,
-    /// These bytes, through a pipe.
+    /// This text, through a pipe.
     Pipe(&'a str),
+    /// These bytes, through a pipe.
+    Bytes(&'a [u8]),
     /// A file, redirected as `< file` would.
     File(PathBuf),
 }
@@ -84,14 +86,19 @@ pub fn run_with(args: &[&str], stdin: Stdin) -> Run {
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = match &stdin {
         Stdin::Null => cmd.stdin(Stdio::null()).spawn(),
-        Stdin::Pipe(_) => cmd.stdin(Stdio::piped()).spawn(),
+        Stdin::Pipe(_) | Stdin::Bytes(_) => cmd.stdin(Stdio::piped()).spawn(),
         Stdin::File(path) => cmd.stdin(File::open(path).unwrap()).spawn(),
     }
     .unwrap();
-    if let Stdin::Pipe(text) = stdin {
+    let bytes = match stdin {
+        Stdin::Pipe(text) => Some(text.as_bytes()),
+        Stdin::Bytes(bytes) => Some(bytes),
+        Stdin::Null | Stdin::File(_) => None,
+    };
+    if let Some(bytes) = bytes {
         use std::io::Write;
         // The program may stop reading early on an error; that is not the test's concern.
-        let _ = child.stdin.take().unwrap().write_all(text.as_bytes());
+        let _ = child.stdin.take().unwrap().write_all(bytes);
     }
     finished(child.wait_with_output().unwrap())
 }
@@ -153,3 +160,11 @@ pub fn json(text: &str) -> serde_json::Value {
 }
 
 pub use crate::redis_server::{RedisCluster, RedisServer};
+
+/// `bytes` gzip-compressed.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}

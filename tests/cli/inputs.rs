@@ -5,7 +5,7 @@ use std::fs;
 use std::process::{Command, Stdio};
 
 use crate::QUAKES;
-use crate::harness::{Stdin, command, finished, json, run_with};
+use crate::harness::{Stdin, command, finished, gzip, json, run_with};
 
 /// Runs a command whose input is a FIFO fed by another thread, as `<(...)` gives.
 fn through_fifo(args: &[&str]) -> crate::harness::Run {
@@ -393,4 +393,30 @@ fn a_fifo_among_several_files_is_opened_once_in_its_turn() {
     let out = finished(child.wait_with_output().unwrap());
     let events = QUAKES.lines().count() - 1;
     assert_eq!(json(&out.ok())["events"], events + 1, "the file's row and the FIFO's");
+}
+
+#[test]
+fn compressed_standard_input_is_decompressed_or_refused_in_one_line() {
+    let csv = "time\n2025-01-01T00:00:00Z\n2025-01-01T00:00:01Z\n";
+    let args = ["replay", "--algo", "gcra", "--rate", "1/m", "--format", "json"];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv.gz");
+    std::fs::write(&file, gzip(csv.as_bytes())).unwrap();
+    // Piped, and redirected from a file: gzip is read through its decoder.
+    for stdin in [Stdin::Bytes(&gzip(csv.as_bytes())), Stdin::File(file)] {
+        assert_eq!(json(&run_with(&args, stdin).ok())["events"], 2);
+    }
+    // xz and bzip2 are known by their magic bytes, and refused in words.
+    let xz = b"\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4\x46";
+    let bzip2 = b"BZh91AY&SY\x00\x00";
+    for (bytes, tool) in [(&xz[..], "xz"), (&bzip2[..], "bzip2")] {
+        let error = run_with(&args, Stdin::Bytes(bytes)).error();
+        assert_eq!(
+            error,
+            format!(
+                "ratelimit: cannot read <stdin>: it is {tool}-compressed, which is not read here: \
+                 decompress it first, as `{tool} -dc FILE | ratelimit …` does"
+            )
+        );
+    }
 }

@@ -1,15 +1,6 @@
 //! Logs as people have them: a rotated set of files, some compressed, read as one log.
 
-use std::io::Write;
-
-use crate::harness::{Stdin, json, run, run_with};
-
-/// `text` gzip-compressed.
-fn gzip(text: &str) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    encoder.write_all(text.as_bytes()).unwrap();
-    encoder.finish().unwrap()
-}
+use crate::harness::{Stdin, gzip, json, run, run_with};
 
 /// A replay's JSON report, its input's name left out, there and in its keys' rows.
 pub fn report(args: &[&str]) -> serde_json::Value {
@@ -53,7 +44,7 @@ fn a_rotated_set_with_a_gzipped_file_reads_as_the_concatenated_log() {
     };
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
-    std::fs::write(path("access.log.2.gz"), gzip(&part(0, third))).unwrap();
+    std::fs::write(path("access.log.2.gz"), gzip(part(0, third).as_bytes())).unwrap();
     std::fs::write(path("access.log.1"), part(third, 2 * third)).unwrap();
     std::fs::write(path("access.log"), part(2 * third, lines.len())).unwrap();
     std::fs::write(path("whole.log"), &log).unwrap();
@@ -92,7 +83,7 @@ fn csv_files_are_joined_with_one_header_and_zstd_is_read_as_gzip_is() {
         zstd::encode_all(format!("time,client\n{second}").as_bytes(), 3).unwrap(),
     )
     .unwrap();
-    std::fs::write(path("all.csv.gz"), gzip(csv)).unwrap();
+    std::fs::write(path("all.csv.gz"), gzip(csv.as_bytes())).unwrap();
     let limit = ["--algo", "gcra", "--rate", "1/m", "--key", "client"];
     let plain =
         json(&run(&[&["replay"][..], &limit[..], &["--format", "json"]].concat(), csv).ok());
@@ -225,7 +216,7 @@ fn an_error_in_a_later_file_names_that_file_and_its_own_line() {
         .unwrap();
     std::fs::write(
         path("f2.csv.gz"),
-        gzip("time,k\n2025-01-01T00:00:02Z,a\n2025-01-01T00:00:03Z,a\nbad,a\n"),
+        gzip(b"time,k\n2025-01-01T00:00:02Z,a\n2025-01-01T00:00:03Z,a\nbad,a\n"),
     )
     .unwrap();
     let error = run_with(

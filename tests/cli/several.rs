@@ -1,10 +1,9 @@
 //! Property: a catalog split into several files, in any format, plain or gzipped, and
 //! given in any order, is replayed as the one file is.
 
-use std::io::Write;
-
 use proptest::prelude::*;
 
+use crate::harness::gzip;
 use crate::rotated::report;
 
 /// The formats a split is written in, each with the flags that read its key and time.
@@ -71,12 +70,6 @@ fn replayed(files: &[String], format: &str) -> serde_json::Value {
     args.extend(files.iter().map(String::as_str));
     args.extend(["--algo", "gcra", "--rate", "2/m", "--burst", "2", "--key", key]);
     report(&args)
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(bytes).unwrap();
-    encoder.finish().unwrap()
 }
 
 proptest! {

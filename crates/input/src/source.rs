@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::decompress::{Compression, open_decoded};
+use super::decompress::{Compression, decoded, open_decoded, sniffed};
 use super::error::{ReadError, Result, layout};
 use super::options::ReadOptions;
 use super::reading::Reading;
@@ -128,10 +128,17 @@ impl Opened {
                 }
                 Opened::Files { paths: paths.clone(), again }
             }
-            Source::Stdin => match stdin_file() {
-                Some((file, start)) => Opened::File { file, start },
-                None => Opened::Once(Some(Box::new(io::stdin()))),
-            },
+            Source::Stdin => {
+                let io = |error| ReadError::Io { name: source.name(), error };
+                match stdin_file() {
+                    Some((mut file, start)) => match Compression::of(&mut file).map_err(io)? {
+                        Compression::None => Opened::File { file, start },
+                        // Standard input has no name to open again: it is read once.
+                        compression => Opened::Once(Some(decoded(file, compression).map_err(io)?)),
+                    },
+                    None => Opened::Once(Some(sniffed(io::stdin()).map_err(io)?)),
+                }
+            }
             Source::Embedded { bytes, .. } => Opened::Bytes(bytes),
             #[cfg(all(unix, feature = "arrow"))]
             Source::Arrow(data) => Opened::Arrow(data.clone()),
