@@ -300,15 +300,15 @@ pub struct RateArgs {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Args)]
 pub struct NginxArgs {
     /// nginx's delay=D: a request admitted with more than D of excess waits [default: 0]
-    #[arg(long, value_name = "D", conflicts_with_all = ["nodelay", "dry_run"])]
+    #[arg(long, value_name = "D", conflicts_with = "nodelay")]
     pub delay: Option<u64>,
 
     /// nginx's nodelay: every admitted request is served at once
-    #[arg(long, conflicts_with = "dry_run")]
+    #[arg(long)]
     pub nodelay: bool,
 
-    /// nginx's limit_req_dry_run on: nothing delayed or refused; the refused are those nginx
-    /// logs as REJECTED_DRY_RUN
+    /// nginx's limit_req_dry_run on: nothing delayed or refused (beside --delay or --nodelay,
+    /// as nginx takes them); the refused are those nginx logs as REJECTED_DRY_RUN
     #[arg(long)]
     pub dry_run: bool,
 }

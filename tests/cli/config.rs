@@ -31,6 +31,11 @@ fn nginx_config_says_what_a_rate_it_cannot_write_becomes() {
     };
     assert_eq!(nginx(&["--delay", "2"]), "limit_req zone=ratelimit burst=5 delay=2;");
     assert_eq!(nginx(&["--dry-run"]), "limit_req zone=ratelimit burst=5;\nlimit_req_dry_run on;");
+    // nginx takes a dry run beside limit_req's delay= or nodelay.
+    let dry = nginx(&["--dry-run", "--delay", "2"]);
+    assert_eq!(dry, "limit_req zone=ratelimit burst=5 delay=2;\nlimit_req_dry_run on;");
+    let dry = nginx(&["--nodelay", "--dry-run"]);
+    assert_eq!(dry, "limit_req zone=ratelimit burst=5 nodelay;\nlimit_req_dry_run on;");
     let traefik = run(&["config", "--for", "traefik", "--rate", "10/s", "--delay", "2"], "");
     assert_eq!(traefik.error(), "ratelimit: --delay applies to nginx, not traefik");
 }

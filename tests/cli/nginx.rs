@@ -223,6 +223,11 @@ fn the_waits_are_those_nginx_logs_for_the_requests_it_delays() {
     let refused: Vec<bool> = statuses.iter().map(|&s| s != "REJECTED_DRY_RUN").collect();
     let args = ["--algo", "nginx", "--rate", "1/m", "--burst", "3", "--delay", "1"];
     assert_eq!(apart(&refused, &decisions(&events, &args)), [] as [usize; 0]);
+    // The model takes the dry run beside delay=1 as nginx does, and decides alike.
+    let dry = decisions(&events, &[&args[..], &["--dry-run"]].concat());
+    assert_eq!(apart(&refused, &dry), [] as [usize; 0]);
+    let spec = "algo=nginx,rate=1/m,burst=3,delay=1,dry-run,key=k";
+    assert_eq!(apart(&refused, &decisions(&events, &["--limit", spec])), [] as [usize; 0]);
     // Each delayed request's wait, from the excess nginx logged.
     let waits: Vec<i64> = errors
         .lines()
@@ -297,8 +302,12 @@ fn nginx_serves_what_it_admits_as_delay_nodelay_and_dry_run_say() {
     let delay1 = json(&["--delay", "1"]);
     assert_eq!((delay1["delay"].as_str(), delay1["delayed"].as_u64()), (Some("delay=1"), Some(2)));
     assert_eq!(delay1["max_wait_s"].as_f64(), Some(0.5));
-    for (flag, shown) in [("--nodelay", "nodelay"), ("--dry-run", "dry-run")] {
-        let report = json(&[flag]);
+    let both =
+        [("--nodelay --dry-run", "nodelay, dry-run"), ("--delay 1 --dry-run", "delay=1, dry-run")];
+    for (flags, shown) in
+        [("--nodelay", "nodelay"), ("--dry-run", "dry-run")].into_iter().chain(both)
+    {
+        let (flag, report) = (flags, json(&flags.split(' ').collect::<Vec<_>>()));
         assert_eq!(report["delay"].as_str(), Some(shown));
         assert!(report.get("delayed").is_none(), "{flag} delays nothing: {report}");
     }

@@ -32,7 +32,8 @@ pub struct LimiterReport {
     /// `null` for a limiter without one.
     pub burst: Option<u64>,
     /// `nginx` only: when it serves what it admits, as nginx writes it: `delay=D`,
-    /// `nodelay` or `dry-run`.
+    /// `nodelay` or `dry-run`, or `delay=D, dry-run` and `nodelay, dry-run` for a dry run
+    /// beside `limit_req`'s own.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub delay: Option<String>,

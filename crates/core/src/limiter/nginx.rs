@@ -56,8 +56,21 @@ pub enum Delay {
     /// `nodelay`: every admitted request at once.
     Never,
     /// `limit_req_dry_run on`: nothing delayed or refused; the refused are those nginx
-    /// logs as `REJECTED_DRY_RUN`.
-    DryRun,
+    /// logs as `REJECTED_DRY_RUN`. Beside it, `limit_req`'s own `delay=` or `nodelay`,
+    /// which nginx takes, and the dry run overrides.
+    DryRun(Beside),
+}
+
+/// What `limit_req` says of delays beside `limit_req_dry_run on`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Beside {
+    /// Nothing: nginx's default, `delay=0`.
+    #[default]
+    Nothing,
+    /// `delay=D`.
+    Delay(u64),
+    /// `nodelay`.
+    NoDelay,
 }
 
 impl Default for Delay {
@@ -73,7 +86,9 @@ impl std::fmt::Display for Delay {
         match self {
             Delay::Beyond(d) => write!(f, "delay={d}"),
             Delay::Never => f.write_str("nodelay"),
-            Delay::DryRun => f.write_str("dry-run"),
+            Delay::DryRun(Beside::Nothing) => f.write_str("dry-run"),
+            Delay::DryRun(Beside::Delay(d)) => write!(f, "delay={d}, dry-run"),
+            Delay::DryRun(Beside::NoDelay) => f.write_str("nodelay, dry-run"),
         }
     }
 }
@@ -82,7 +97,8 @@ impl Parameters for Delay {
     const KEYS: &'static [&'static str] = &["delay", "nodelay", "dry-run"];
 
     fn parse(given: &[(&str, Option<&str>)]) -> Result<Delay, ParamError> {
-        let mut delay = None;
+        // nginx reads `limit_req_dry_run` apart from `limit_req`'s delay=/nodelay.
+        let (mut delay, mut dry_run) = (None, false);
         for &(key, value) in given {
             let found = match (key, value) {
                 ("delay", Some(value)) => Delay::Beyond(value.trim().parse().map_err(|_| {
@@ -97,7 +113,10 @@ impl Parameters for Delay {
                     return Err(ParamError::Value { key: key.into(), value: String::new(), why });
                 }
                 ("nodelay", None) => Delay::Never,
-                ("dry-run", None) => Delay::DryRun,
+                ("dry-run", None) => {
+                    dry_run = true;
+                    continue;
+                }
                 ("nodelay" | "dry-run", Some(value)) => {
                     let why = "takes no value";
                     return Err(ParamError::Value { key: key.into(), value: value.into(), why });
@@ -106,11 +125,16 @@ impl Parameters for Delay {
             };
             if delay.replace(found).is_some() {
                 return Err(ParamError::Conflict(
-                    "delay=, nodelay and dry-run say different things: give one",
+                    "delay= and nodelay say different things: give one",
                 ));
             }
         }
-        Ok(delay.unwrap_or_default())
+        Ok(match (dry_run, delay) {
+            (false, delay) => delay.unwrap_or_default(),
+            (true, None) => Delay::DryRun(Beside::Nothing),
+            (true, Some(Delay::Beyond(d))) => Delay::DryRun(Beside::Delay(d)),
+            (true, Some(_)) => Delay::DryRun(Beside::NoDelay),
+        })
     }
 
     fn shown(&self) -> Option<String> {
@@ -160,7 +184,7 @@ impl Nginx {
     pub fn with_delay(self, delay: Delay) -> Nginx {
         let served = match delay {
             Delay::Beyond(d) => Some(i128::from(d) * 1000),
-            Delay::Never | Delay::DryRun => None,
+            Delay::Never | Delay::DryRun(_) => None,
         };
         Nginx { served, ..self }
     }
@@ -422,7 +446,8 @@ mod tests {
             (Delay::Beyond(0), [0, 500, 500, 800, 1_000]),
             (Delay::Beyond(1), [0, 0, 0, 300, 500]),
             (Delay::Never, [0; 5]),
-            (Delay::DryRun, [0; 5]),
+            (Delay::DryRun(Beside::Nothing), [0; 5]),
+            (Delay::DryRun(Beside::Delay(1)), [0; 5]),
         ] {
             let mut nginx = Nginx::new("2/s".parse().unwrap(), burst(3)).with_delay(delay);
             let waits: Vec<i128> = times.iter().map(|&t| nginx.take(t, 1, false).wait).collect();
@@ -469,13 +494,19 @@ mod tests {
         assert_eq!(parse(&[]), Ok(Delay::Beyond(0)), "nginx's default, delay=0");
         assert_eq!(parse(&[("delay", Some("3"))]), Ok(Delay::Beyond(3)));
         assert_eq!(parse(&[("nodelay", None)]), Ok(Delay::Never));
-        assert_eq!(parse(&[("dry-run", None)]), Ok(Delay::DryRun));
+        assert_eq!(parse(&[("dry-run", None)]), Ok(Delay::DryRun(Beside::Nothing)));
+        // As nginx takes limit_req_dry_run beside limit_req's delay= or nodelay.
+        let dry = parse(&[("delay", Some("2")), ("dry-run", None)]);
+        assert_eq!(dry, Ok(Delay::DryRun(Beside::Delay(2))));
+        let dry = parse(&[("dry-run", None), ("nodelay", None)]);
+        assert_eq!(dry, Ok(Delay::DryRun(Beside::NoDelay)));
+        assert_eq!(dry.unwrap().to_string(), "nodelay, dry-run");
         let both = parse(&[("nodelay", None), ("delay", Some("2"))]).unwrap_err();
-        assert_eq!(both.to_string(), "delay=, nodelay and dry-run say different things: give one");
+        assert_eq!(both.to_string(), "delay= and nodelay say different things: give one");
         let bad = parse(&[("delay", Some("x"))]).unwrap_err();
         assert_eq!(bad.to_string(), "delay=x is not a whole number of requests");
         assert_eq!(parse(&[("burst", Some("2"))]), Err(ParamError::NotMine("burst".into())));
-        for delay in [Delay::Beyond(2), Delay::Never, Delay::DryRun] {
+        for delay in [Delay::Beyond(2), Delay::Never, Delay::DryRun(Beside::Delay(2))] {
             assert_eq!(delay.shown(), Some(delay.to_string()));
             assert_eq!(delay.tells_waits(), delay == Delay::Beyond(2));
         }
