@@ -181,12 +181,27 @@ def curve(
     return _curve_table(json.loads(_run("min-bucket", data, args)[0]))
 
 
+_CURVE = pyarrow.schema(
+    [
+        ("rate", pyarrow.string()),
+        ("min_bucket", pyarrow.int64()),
+        ("rate_per_hour", pyarrow.float64()),
+        ("to", pyarrow.string()),
+        ("to_per_hour", pyarrow.float64()),
+        ("events", pyarrow.int64()),
+        ("span_s", pyarrow.float64()),
+        ("start", pyarrow.string()),
+        ("end", pyarrow.string()),
+    ]
+)
+
+
 def _curve_table(pieces: list[dict[str, Any]]) -> pyarrow.Table:
-    """The pieces of ``min-bucket --curve --format json`` as ``curve``'s table."""
+    """The pieces of ``min-bucket --curve --format json`` as ``curve``'s table: with no
+    events, a table of no rows, its columns the same."""
     names = {"from": "rate", "from_per_hour": "rate_per_hour"}
     rows = [{names.get(name, name): value for name, value in piece.items()} for piece in pieces]
-    order = ["rate", "min_bucket", "rate_per_hour", "to", "to_per_hour", "events", "span_s", "start", "end"]
-    return pyarrow.Table.from_pylist(rows).select(order)
+    return pyarrow.Table.from_pylist(rows, schema=_CURVE)
 
 
 def report(data: Any, path: str | os.PathLike[str], **flags: Any) -> None:

@@ -49,6 +49,12 @@ fn call<'py>(
         None => None,
     };
     let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;
+    // The notes the program writes on stderr, as warnings of the caller's line.
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for note in &answer.notes {
+        let text = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
+        PyErr::warn(py, &category, &text, 3)?;
+    }
     let decisions = match answer.decisions {
         Some(Decisions { passed, layers }) => {
             let mut columns = Vec::with_capacity(1 + layers.len());

@@ -221,3 +221,33 @@ def test_malformed_producers_raise_a_value_error_and_never_a_panic():
             pytest.fail(f"{producer!r} was read")
     # No columns and no rows is an empty catalog, as an empty file is.
     assert rl.replay(pyarrow.table({}), **GCRA).events == 0
+
+
+def test_a_consumed_reader_warns_that_it_gave_no_events():
+    table = pyarrow.table({"time": pyarrow.array([1, 2], pyarrow.timestamp("us", "UTC"))})
+    reader = pyarrow.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    assert rl.replay(reader, **GCRA).events == 2
+    # Read once already: the program's note on stderr is a warning of the caller's line.
+    with pytest.warns(UserWarning, match="^no events: <arrow> has no rows$") as caught:
+        assert rl.replay(reader, **GCRA).events == 0
+    assert caught[0].filename == __file__
+
+
+def test_the_curve_of_no_events_is_a_table_of_no_rows():
+    empty = pyarrow.table({"time": pyarrow.array([], pyarrow.timestamp("us", "UTC"))})
+    with pytest.warns(UserWarning, match="no events"):
+        curve = rl.curve(empty)
+    assert curve.num_rows == 0
+    times = pyarrow.array([1, 2, 3_000_000], pyarrow.timestamp("us", "UTC"))
+    assert curve.schema == rl.curve(pyarrow.table({"time": times})).schema
+
+
+def test_an_arrow_value_obeys_the_16_mib_bound_of_a_field():
+    long = "x" * ((16 << 20) + 1)
+    table = pyarrow.table({"time": pyarrow.array(["2025-01-01T00:00:00Z", long])})
+    with pytest.raises(ValueError, match=r"^<arrow>: row 2, field `time`: a value longer than 16 MiB"):
+        rl.replay(table, **GCRA)
+    # At the bound, the value is read (and refused for what it says).
+    at = pyarrow.table({"time": pyarrow.array(["x" * (16 << 20)])})
+    with pytest.raises(ValueError, match="is not an RFC 3339 time"):
+        rl.replay(at, **GCRA)

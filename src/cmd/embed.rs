@@ -31,12 +31,14 @@ pub struct Output {
     pub stdout: Vec<u8>,
     /// Each row's decision, if asked for and the command decides rows (`replay`).
     pub decisions: Option<Decisions>,
+    /// The notes it would have written on stderr, a line each, without the program's name.
+    pub notes: Vec<String>,
 }
 
 /// Runs the command that `args` give (the program's name first, as on the command line),
 /// reading `given` instead of a FILE if given, and returns what it would have printed on
 /// stdout; with `decisions`, `replay` keeps each row's decision too. Notes on stderr are
-/// not written. An error is the command's, as the program prints it (see
+/// not written, but returned. An error is the command's, as the program prints it (see
 /// [`crate::error_line`]).
 pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<Output> {
     let mut cli: Cli = parse(args)?;
@@ -53,9 +55,10 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<O
             None => bail!("only replay decides rows"),
         }
     }
-    let ((ran, stdout), decisions) = decisions::kept(|| outfile::captured(|| dispatch(cli)));
+    let run = || decisions::kept(|| outfile::captured(|| dispatch(cli)));
+    let (((ran, stdout), decisions), notes) = crate::cli::diagnostics::noted(run);
     ran?;
-    Ok(Output { stdout, decisions })
+    Ok(Output { stdout, decisions, notes })
 }
 
 /// One limit decided live, event by event, as `filter` decides lines: in memory at the

@@ -19,6 +19,7 @@ use arrow_schema::{DataType, TimeUnit};
 use csv::ByteRecord;
 
 use super::arrow_data::ArrowData;
+use super::bounded::MOST_ROW;
 use super::columnar::{self, SLICE, Slice, Taker, events};
 use super::error::{ReadError, layout};
 use super::event::Event;
@@ -45,6 +46,17 @@ type Write<'a> = Box<dyn Fn(usize, &mut Vec<u8>) + 'a>;
 
 /// A column's instant in a row, if it is in range.
 type Time<'a> = Box<dyn Fn(usize) -> Option<Timestamp> + 'a>;
+
+/// The first row of `column` whose value, where it lies, is longer than a field may be
+/// ([`MOST_ROW`], as a row of a file): only an array that holds more than that in all is
+/// looked through. A value written (a number, a time) is short.
+fn too_long(column: &Column<'_>, array: &dyn Array) -> Option<usize> {
+    let Text::Borrowed(value) = &column.text else { return None };
+    if wide(array.get_buffer_memory_size()) <= MOST_ROW {
+        return None;
+    }
+    (0..array.len()).find(|&row| array.is_valid(row) && wide(value(row).len()) > MOST_ROW)
+}
 
 /// How a column's value is had as text.
 enum Text<'a> {
@@ -303,7 +315,18 @@ impl<'d> Plan<'d> {
             for &index in &self.wanted {
                 let field = self.data.schema.field(index);
                 let array = batch.column(index).as_ref();
-                match column(array, field.name()) {
+                let made =
+                    column(array, field.name()).and_then(|column| match too_long(&column, array) {
+                        Some(row) => Err(format!(
+                            "row {}, field `{}`: a value longer than {} MiB, the most a field \
+                             may hold (as a CSV row may)",
+                            first + wide(row),
+                            field.name(),
+                            MOST_ROW >> 20
+                        )),
+                        None => Ok(column),
+                    });
+                match made {
                     Ok(column) => read[index] = Some(column),
                     Err(problem) => {
                         give(Err(layout(self.data.name(), problem)));
