@@ -126,7 +126,13 @@ def _replay_one_stream(
     told = _blocks_told(decided.mapInArrow(part, schema), argv, [] if light else ties, partitions)
     parts = sorted((row for row in told if row["kind"] == "part"), key=lambda row: json.loads(row["order"]))
     if not parts:
-        raise ValueError("<DataFrame>: no events")
+        # No events: the program's own report of none, and its note as a warning.
+        import pyarrow
+
+        columns = {field.name: pyarrow.nulls(0, pyarrow.string()) for field in df.schema.fields if field.name != "passed"}
+        report = Replayed(json.loads(_native.call(argv, pyarrow.table(columns), False, "<DataFrame>")[0]))
+        report.method = decided.ratelimit_method
+        return report
     found = [row["line"] for row in told if row["kind"] == "block"]
     report = Replayed(json.loads(_native.merge_parts(argv, [row["line"] for row in parts], found)))
     report.method = decided.ratelimit_method
@@ -214,8 +220,12 @@ def _decisions_of_one_stream(
             yield from decided
             start = end
 
-    mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
-    tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()].cast("long"))
+    if segment_of:
+        mapping = F.create_map(*[F.lit(value) for pair in segment_of.items() for value in pair])
+        tagged = ranged.withColumn("__segment", mapping[F.spark_partition_id()].cast("long"))
+    else:
+        # No range at all (no rows): one segment, of nothing; an empty map has no type.
+        tagged = ranged.withColumn("__segment", F.lit(0).cast("long"))
     schema = _with_passed(df.schema)
     if segments:
         schema = StructType([*schema.fields, StructField("__segment", LongType())])

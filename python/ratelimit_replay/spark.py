@@ -25,6 +25,7 @@ task, and says so.
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 from . import _argv, _native
@@ -71,6 +72,7 @@ def min_bucket(
     ``decisions`` and ``replay`` take it too.
     """
     _check_via(via)
+    _zone_less(df, time)
     argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
     if key:
         return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, via)
@@ -121,6 +123,7 @@ def curve(
     (``ratelimit_core::sizing::curve_summary``), merged in range order on the driver."""
     from . import _curve_table
 
+    _zone_less(df, time)
     argv = _argv("min-bucket", dict(curve=True, cost=cost, time=time, **flags))
     return _curve_table(json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions)))
 
@@ -166,6 +169,7 @@ def decisions(
     """
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags)
+    _zone_less(df, time)
     argv = _argv("replay", given)
     names = ["passed", *(limits or [])]
     if limits:
@@ -224,6 +228,7 @@ def replay(
     """
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
+    _zone_less(df, time)
     argv = _argv("replay", given)
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
@@ -261,6 +266,21 @@ def compare(
     that take one. ``given`` are ``replay``'s other keywords (``cost``, ``time``, ``tie``,
     ``partitions``…)."""
     return _by_replays(replay, df, rate, key, burst, algos, given)
+
+
+def _zone_less(df: Any, time: str) -> None:
+    """Warns, on the caller's line, that a time column of zone-less times
+    (``TIMESTAMP_NTZ``) is read as UTC, as the program reads a time without an offset."""
+    from pyspark.sql.types import TimestampNTZType
+
+    for name in time.split(","):
+        if name in df.columns and isinstance(df.schema[name].dataType, TimestampNTZType):
+            warnings.warn(
+                f"`{name}` holds times without a zone (TIMESTAMP_NTZ): they are read as UTC; "
+                "give a TIMESTAMP to mean another zone",
+                UserWarning,
+                stacklevel=3,
+            )
 
 
 def _beside(df: Any, given: dict[str, Any], order: list[str], partitions: int | None, via: str) -> tuple[dict[str, Any] | None, str]:

@@ -581,3 +581,22 @@ def test_the_readme_python_and_spark_examples_run_as_written(spark):
     )
     assert result.attempted >= 8, result
     assert result.failed == 0
+
+
+def test_an_empty_dataframe_gives_no_events_as_the_program_does(spark):
+    empty = spark.createDataFrame([], "time timestamp")
+    program = cli_json("replay", "--algo", "gcra", "--rate", "1/m", stdin=b"time\n")
+    report = rls.replay(empty, algo="gcra", rate="1/m")
+    assert (report["events"], report["passed"]) == (program["events"], program["passed"]) == (0, 0)
+    assert rls.decisions(empty, algo="gcra", rate="1/m").count() == 0
+    assert rls.min_bucket(empty, rate="1/m")[0]["min_bucket"] == 0
+
+
+def test_zone_less_times_are_read_as_utc_with_a_warning(spark):
+    ntz = spark.createDataFrame([("2025-01-01 00:00:00",), ("2025-01-01 00:00:30",)], "t string")
+    ntz = ntz.select(F.to_timestamp_ntz("t").alias("time"))
+    with pytest.warns(UserWarning, match=r"^`time` holds times without a zone \(TIMESTAMP_NTZ\): they are read as UTC") as caught:
+        report = rls.replay(ntz, algo="gcra", rate="1/m")
+    assert caught[0].filename == __file__
+    assert (report["events"], report["passed"]) == (2, 1)
+    assert report["busiest_window"]["start"] == "2025-01-01T00:00:00Z"
