@@ -48,7 +48,11 @@ fn call<'py>(
         }
         None => None,
     };
-    let answer = py.detach(|| embed::call(&args, given, decisions)).map_err(value_error)?;
+    let (answer, interrupted) = py.detach(|| interruptible(&args, given, decisions));
+    if let Some(interrupt) = interrupted {
+        return Err(interrupt);
+    }
+    let answer = answer.map_err(value_error)?;
     // The notes the program writes on stderr, as warnings of the caller's line.
     let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
     for note in &answer.notes {
@@ -68,6 +72,42 @@ fn call<'py>(
         None => None,
     };
     Ok((PyBytes::new(py, &answer.stdout), decisions))
+}
+
+/// Runs the command `args` give (as [`embed::call`]) on a thread of its own, while this
+/// one, Python's, looks for its signals every 50 ms: at Ctrl-C the command's reads are
+/// stopped, and the signal's exception (`KeyboardInterrupt`) is returned beside what the
+/// command gave. Python runs a signal's handler only on its main thread, between its own
+/// steps; a command run on that thread would keep it until it ends.
+fn interruptible(
+    args: &[String],
+    given: Option<Source>,
+    decisions: bool,
+) -> (anyhow::Result<embed::Output>, Option<PyErr>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let stop = embed::Stop::new();
+    let (send, answers) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let asked = stop.clone();
+        scope.spawn(move || drop(send.send(embed::call(args, given, decisions, asked))));
+        let mut interrupted = None;
+        loop {
+            match answers.recv_timeout(std::time::Duration::from_millis(50)) {
+                Ok(answer) => return (answer, interrupted),
+                Err(RecvTimeoutError::Timeout) if interrupted.is_none() => {
+                    if let Err(interrupt) = Python::attach(|py| py.check_signals()) {
+                        stop.stop();
+                        interrupted = Some(interrupt);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // The thread ended without an answer: it panicked, which the scope passes on.
+                Err(RecvTimeoutError::Disconnected) => {
+                    return (Err(anyhow::anyhow!("the command's thread ended")), interrupted);
+                }
+            }
+        }
+    })
 }
 
 /// Returns what a chunk of rows tells (a Spark partition's: a range of one stream in

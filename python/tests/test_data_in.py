@@ -251,3 +251,26 @@ def test_an_arrow_value_obeys_the_16_mib_bound_of_a_field():
     at = pyarrow.table({"time": pyarrow.array(["x" * (16 << 20)])})
     with pytest.raises(ValueError, match="is not an RFC 3339 time"):
         rl.replay(at, **GCRA)
+
+
+def test_ctrl_c_stops_a_long_replay_at_once():
+    # A replay sized to take about 6 s here, interrupted 0.3 s in: KeyboardInterrupt
+    # comes within a second, not when the replay ends.
+    import os
+    import signal
+
+    import numpy
+
+    def table(n):
+        micros = numpy.arange(n, dtype="int64") * 1000
+        return pyarrow.table({"time": pyarrow.array(micros, pyarrow.timestamp("us", "UTC"))})
+
+    start = time.monotonic()
+    rl.replay(table(1_000_000), **GCRA)
+    per_million = time.monotonic() - start
+    big = table(min(int(6 / per_million * 1_000_000), 100_000_000))
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        rl.replay(big, **GCRA)
+    assert time.monotonic() - start < 1.3, f"{time.monotonic() - start:.2f} s"

@@ -306,6 +306,7 @@ impl InputArgs {
                 progress: super::diagnostics::progress().then_some(crate::render::progress::bar),
                 skip_bad: self.skip_bad,
                 empty_key: self.empty_key.resolve(key_column.is_some())?,
+                stop: super::diagnostics::stop(),
                 threads: self.threads.map_or_else(catalog::available_threads, usize::from),
             },
             note,

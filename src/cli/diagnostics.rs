@@ -43,6 +43,26 @@ pub fn noted<T>(command: impl FnOnce() -> T) -> (T, Vec<String>) {
     (ran, lines)
 }
 
+thread_local! {
+    /// What a caller running a command on this thread stops its reads with ([`stoppable`]).
+    static STOP: std::cell::RefCell<crate::input::progress::Stop> = std::cell::RefCell::default();
+}
+
+/// Runs `command` with its reads stopped when `stop` says: for a program that runs a
+/// command itself, on a thread of its own, and stops it at its user's Ctrl-C.
+pub fn stoppable<T>(stop: crate::input::progress::Stop, command: impl FnOnce() -> T) -> T {
+    STOP.with(|current| *current.borrow_mut() = stop);
+    let ran = command();
+    STOP.with(|current| *current.borrow_mut() = Default::default());
+    ran
+}
+
+/// The flag that stops the reads of a command run on this thread: never raised, unless
+/// [`stoppable`] runs it.
+pub fn stop() -> crate::input::progress::Stop {
+    STOP.with(|current| current.borrow().clone())
+}
+
 /// What [`diagnostics`] writes to while [`noted`] runs a command.
 struct Noted;
 

@@ -21,7 +21,9 @@ use super::replay_parts;
 pub use super::replay_parts::{decide_range, range_line, range_starts, range_transfer};
 pub use super::stream_parts::stream_part;
 use super::{Cli, decisions, dispatch, parse};
+use crate::cli::diagnostics::{noted, stoppable};
 use crate::input::catalog::Source;
+pub use crate::input::progress::Stop;
 use crate::render::outfile;
 
 /// What a command run by [`call`] gave.
@@ -38,9 +40,10 @@ pub struct Output {
 /// Runs the command that `args` give (the program's name first, as on the command line),
 /// reading `given` instead of a FILE if given, and returns what it would have printed on
 /// stdout; with `decisions`, `replay` keeps each row's decision too. Notes on stderr are
-/// not written, but returned. An error is the command's, as the program prints it (see
+/// not written, but returned. Its reads stop, with an error, once `stop` is raised (from
+/// another thread: a caller's user pressed Ctrl-C). An error is the command's, as the program prints it (see
 /// [`crate::error_line`]).
-pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<Output> {
+pub fn call(args: &[String], given: Option<Source>, decisions: bool, stop: Stop) -> Result<Output> {
     let mut cli: Cli = parse(args)?;
     cli.quiet = true;
     if let Some(source) = given {
@@ -56,7 +59,7 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool) -> Result<O
         }
     }
     let run = || decisions::kept(|| outfile::captured(|| dispatch(cli)));
-    let (((ran, stdout), decisions), notes) = crate::cli::diagnostics::noted(run);
+    let (((ran, stdout), decisions), notes) = noted(|| stoppable(stop, run));
     ran?;
     Ok(Output { stdout, decisions, notes })
 }

@@ -337,6 +337,11 @@ impl<'d> Plan<'d> {
             let rows = batch.num_rows();
             let mut done = 0;
             while done < rows {
+                // Its caller may stop it (Python, at Ctrl-C) between slices.
+                if let Err(stopped) = self.options.stop.check() {
+                    give(Err(stopped));
+                    return;
+                }
                 let want = SLICE.min(rows - done);
                 let (columns, time, finer) = (&read[..], self.time, self.finer);
                 let slice = events(want, first, &self.header, self.options, |row| ArrowRow {

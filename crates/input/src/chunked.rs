@@ -193,7 +193,7 @@ fn take_pieces<E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let Plan { file, header, options, size, body, .. } = *plan;
-    let mut progress = Ticker::new(options.progress, Some(size));
+    let mut progress = Ticker::new(options.progress, &options.stop, Some(size));
     let mut stats = ReadStats::default();
     let mut keys = KeyTable::telling(&options.empty_key);
     let mut buffer = Vec::new();
@@ -217,7 +217,7 @@ fn take_pieces<E: From<ReadError>>(
         }
         expected = parsed.end;
         line += parsed.lines;
-        progress.tick(stats.rows, expected);
+        progress.batch(stats.rows, expected)?;
         if parsed.last {
             break;
         }

@@ -32,6 +32,9 @@ pub enum ReadError {
         /// What is wrong, on one line.
         problem: String,
     },
+    /// The caller asked the read to stop ([`Stop`](crate::progress::Stop)).
+    #[error("stopped, as asked")]
+    Stopped,
     /// A field cannot be read.
     #[error("{name}: {counts} {line}, field `{field}`: {} is {reason}", quoted(value))]
     Field {

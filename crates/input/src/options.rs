@@ -5,7 +5,7 @@ use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
 use super::keys::EmptyKey;
 use super::log_format::LogFormat;
-use crate::progress::ShowProgress;
+use crate::progress::{ShowProgress, Stop};
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
 
@@ -37,6 +37,8 @@ pub struct ReadOptions {
     pub key_asked_by: &'static str,
     /// What shows a read's progress, if anything does: a progress bar, say.
     pub progress: Option<ShowProgress>,
+    /// Whether the caller asked the read to stop: never, by default.
+    pub stop: Stop,
     /// How many bad rows may be skipped (and counted) rather than stop the reading.
     pub skip_bad: u64,
     /// Told the number of the key whose value is empty, once reading meets it: shared with
@@ -62,6 +64,7 @@ impl ReadOptions {
             key_column: None,
             key_asked_by: "--key",
             progress: None,
+            stop: Stop::default(),
             skip_bad: 0,
             empty_key: EmptyKey::default(),
             threads: available_threads(),

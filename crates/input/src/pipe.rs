@@ -119,12 +119,12 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut keys = KeyTable::telling(&options.empty_key);
         let mut line = header.body.line();
         let mut next = 0;
-        let mut progress = Ticker::new(options.progress, None);
+        let mut progress = Ticker::new(options.progress, &options.stop, None);
         let mut bytes = header.body.byte();
         while let Ok((mut piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;
             bytes += wide(block.len());
-            progress.tick(stats.rows, bytes);
+            progress.batch(stats.rows, bytes)?;
             if piece.stopped {
                 // The block again, with the csv crate, from its first row and its line.
                 let mut at = csv::Position::new();

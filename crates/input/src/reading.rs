@@ -137,7 +137,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 keys: KeyTable::telling(&options.empty_key),
                 ..ReadStats::default()
             },
-            progress: Ticker::new(options.progress, size),
+            progress: Ticker::new(options.progress, &options.stop, size),
             header,
             later: None,
             at_start: false,
@@ -247,7 +247,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 self.skip(unequal_lengths(&self.name, self.line(), width, found))?;
                 continue;
             }
-            self.progress.tick(self.stats.rows, self.rows.byte());
+            self.progress.tick(self.stats.rows, self.rows.byte())?;
             match self.keep() {
                 Ok(Some(kept)) => {
                     self.stats.events += 1;
@@ -440,7 +440,7 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             scratch: Scratch::default(),
             width: Some(header.width),
             stats,
-            progress: Ticker::new(options.progress, size),
+            progress: Ticker::new(options.progress, &options.stop, size),
             header: ByteRecord::new(),
             later: None,
             at_start: false,
