@@ -116,32 +116,68 @@ def test_an_empty_key_passes_uncounted_where_the_system_does_not_account_it():
         limiter.decide(second[5], 0)
 
 
-@pytest.fixture()
-def redis_url():
-    """A real redis-server on a free loopback port, stopped by its PID at the end."""
-    server = shutil.which("redis-server")
-    assert server, "needs redis-server (.ci/run installs Debian's)"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--enable-debug-command", "local"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
+class RedisProcess:
+    """A real redis-server on a loopback port, started and stopped by its PID."""
+
+    def __init__(self):
+        self.program = shutil.which("redis-server")
+        assert self.program, "needs redis-server (.ci/run installs Debian's)"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}"
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [self.program, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+            + ["--appendonly", "no", "--enable-debug-command", "local"],
+            stdout=subprocess.DEVNULL,
+        )
         for _ in range(100):
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1) as ping:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.1) as ping:
                     ping.sendall(b"PING\r\n")
                     if ping.recv(16).startswith(b"+PONG"):
-                        break
+                        return
             except OSError:
                 time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}"
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def restart(self):
+        """Stops the server and starts a fresh one on the same port: its keys and scripts gone."""
+        self.stop()
+        self.start()
+
+
+@pytest.fixture()
+def redis_server():
+    server = RedisProcess()
+    try:
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        server.stop()
+
+
+@pytest.fixture()
+def redis_url(redis_server):
+    return redis_server.url
+
+
+def test_a_limiter_in_redis_outlives_a_restart_of_redis(redis_server):
+    limiter = rl.Limiter(algo="gcra", rate="5/h", burst=2, redis=redis_server.url)
+    assert [limiter.decide(key="alice").passed for _ in range(3)] == [True, True, False]
+    redis_server.restart()
+    # The next call connects again (the fresh server knows no key); no new Limiter needed.
+    assert [limiter.decide(key="alice").passed for _ in range(3)] == [True, True, False]
+    redis_server.stop()
+    with pytest.raises(ValueError, match="closed the connection; connecting again: cannot reach Redis"):
+        limiter.decide(key="alice")
+    redis_server.start()
+    assert limiter.decide(key="bob").passed
 
 
 def test_a_limiter_in_redis_is_shared_and_says_when_to_retry(redis_url):

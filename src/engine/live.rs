@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 pub use ratelimit_engine::live::{Answer, Answered, Live, ONE_LIMIT, in_memory};
 
@@ -84,10 +84,28 @@ impl Live for LiveRedis {
         Ok(self.answer_now(now, key, cost)?.decision())
     }
 
+    /// A connection lost (Redis restarted, say) is dropped: Redis is connected to again,
+    /// within the connect timeout, and asked again, once. A server that lost its state
+    /// counts the event afresh; one that kept it and took the first ask counts it twice,
+    /// which refuses, if anything, one event too many, never one too few.
     fn answer_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Answered> {
         self.calls += 1;
         let (own, member) = live_key(&self.prefix, key, now, self.calls);
         let server = &mut self.server.borrow_mut();
+        match self.ask(server, &own, &member, cost) {
+            Err(lost) if server.lost() => {
+                server.reconnect().with_context(|| format!("{lost:#}; connecting again"))?;
+                self.ask(server, &own, &member, cost)
+            }
+            answered => answered,
+        }
+    }
+}
+
+impl LiveRedis {
+    /// Asks Redis of a call costing `cost` whose keys are under `own`, its entry named
+    /// `member`.
+    fn ask(&self, server: &mut Server, own: &[u8], member: &str, cost: u64) -> Result<Answered> {
         // The limiters that let an empty key through uncounted have no script in Redis.
         match &self.script {
             LiveScript::One(remote) => {
@@ -102,14 +120,14 @@ impl Live for LiveRedis {
                     };
                     return Ok(Answered { passed: false, wait: 0, limits: vec![never] });
                 };
-                let outcome = remote.check(server, &own, &member)?;
+                let outcome = remote.check(server, own, member)?;
                 let (passed, wait) = (outcome.allowed, outcome.wait);
                 Ok(Answered { passed, wait, limits: vec![answer(&outcome)] })
             }
             LiveScript::Layers(remote) => {
                 let shared = format!("{}{{{SHARED}}}", self.prefix);
-                let bases = remote.bases(&own, shared.as_bytes());
-                let outcome = remote.check(server, &bases, &member, cost)?;
+                let bases = remote.bases(own, shared.as_bytes());
+                let outcome = remote.check(server, &bases, member, cost)?;
                 let limits = outcome.layers.iter().map(answer).collect();
                 Ok(Answered { passed: outcome.allowed, wait: 0, limits })
             }

@@ -264,6 +264,28 @@ fn sigint_during_a_redis_call_still_ends_with_the_summary_and_success() {
 
 #[test]
 #[ignore = "needs redis-server"]
+fn a_filter_on_redis_outlives_a_restart_of_redis() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    // One line per key, each key's first: every one passes, before and after.
+    let mut filter = Filter::start(&["--lines", "--key", "line", "--rate", "1/h", "--redis", &url]);
+    filter.feed(&["a", "b"]);
+    assert_eq!((filter.next().1, filter.next().1), ("a".into(), "b".into()));
+    server.restart();
+    // The first call after the restart finds the connection closed, connects again, and
+    // asks again; the scripts are loaded again where the fresh server lacks them.
+    filter.feed(&["c", "a", "d"]);
+    let after: Vec<String> = (0..3).map(|_| filter.next().1).collect();
+    assert_eq!(after, ["c", "a", "d"], "the fresh server knows no key");
+    filter.feed(&["c"]);
+    let (code, rest, stderr) = filter.end();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(rest, [] as [&str; 0], "c again is over its limit");
+    assert!(stderr.contains("5 passed, 1 dropped"), "{stderr}");
+}
+
+#[test]
+#[ignore = "needs redis-server"]
 fn redis_keeps_keys_that_are_not_utf8_apart_as_memory_does() {
     let server = RedisServer::start();
     // `caf\xe9` and `caf\xe8` are two keys, each with a burst of 1: both pass, and the

@@ -59,6 +59,14 @@ impl RedisServer {
         assert!(Command::new("kill").args([signal, &pid]).status().unwrap().success());
     }
 
+    /// Stops the server by its PID and starts a fresh one on the same port: a restart, its
+    /// keys and scripts gone.
+    pub fn restart(&mut self) {
+        self.kill();
+        // The old one, stopped already, is dropped here.
+        *self = RedisServer::start_on(self.port, &[]);
+    }
+
     /// Stops the server now.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -107,7 +107,12 @@ impl Cluster {
         &self.seed
     }
 
-    /// Returns the connection to every master.
+    /// Whether the connection to a master failed part way.
+    pub fn lost(&self) -> bool {
+        self.nodes.iter().any(|node| node.redis.lost())
+    }
+
+    /// Returns the connection to each master.
     pub fn masters(&mut self) -> impl Iterator<Item = &mut Redis> {
         self.nodes.iter_mut().map(|n| &mut n.redis)
     }

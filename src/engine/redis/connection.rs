@@ -95,6 +95,12 @@ impl Redis {
         }
     }
 
+    /// Whether a send or a read failed part way: where the next reply starts is unknown,
+    /// and the connection serves no more calls.
+    pub fn lost(&self) -> bool {
+        self.lost
+    }
+
     /// Returns true if the server is a node of a Redis Cluster (`cluster_enabled:1`).
     pub fn is_cluster(&self) -> bool {
         self.cluster

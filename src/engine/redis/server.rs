@@ -24,6 +24,9 @@ pub enum Sent {
 pub struct Server {
     kind: Kind,
     loaded: Vec<&'static Script>,
+    /// What it was connected with, to connect again.
+    urls: Vec<String>,
+    timeout: Duration,
 }
 
 enum Kind {
@@ -36,23 +39,38 @@ impl Server {
     /// (`cluster_enabled:1`), to every master of that cluster. Several URLs are seed nodes
     /// of one cluster, so each must be in cluster mode.
     pub fn connect(urls: &[String], timeout: Duration) -> Result<Server> {
+        let server = |kind| Server { kind, loaded: Vec::new(), urls: urls.to_vec(), timeout };
         let mut failure = None;
         for url in urls {
             match Redis::connect(url, timeout) {
                 Ok(redis) if redis.is_cluster() => {
-                    let kind = Kind::Cluster(Cluster::connect(redis, timeout)?);
-                    return Ok(Server { kind, loaded: Vec::new() });
+                    return Ok(server(Kind::Cluster(Cluster::connect(redis, timeout)?)));
                 }
                 Ok(_) if urls.len() > 1 => {
                     bail!(
                         "several --redis name the seed nodes of a cluster, and {url} is not in cluster mode"
                     )
                 }
-                Ok(redis) => return Ok(Server { kind: Kind::One(redis), loaded: Vec::new() }),
+                Ok(redis) => return Ok(server(Kind::One(redis))),
                 Err(e) => failure = Some(e),
             }
         }
         Err(failure.unwrap_or_else(|| anyhow::anyhow!("no Redis URL given")))
+    }
+
+    /// Whether a connection failed part way, so that it can serve no more calls.
+    pub fn lost(&self) -> bool {
+        match &self.kind {
+            Kind::One(redis) => redis.lost(),
+            Kind::Cluster(cluster) => cluster.lost(),
+        }
+    }
+
+    /// Drops every connection and connects again as [`Server::connect`] did, within the
+    /// same bounds; the scripts are loaded again where a server answers that it lacks them.
+    pub fn reconnect(&mut self) -> Result<()> {
+        self.kind = Server::connect(&self.urls, self.timeout)?.kind;
+        Ok(())
     }
 
     /// Whether it is a Redis Cluster, where one script reaches the keys of one slot.
