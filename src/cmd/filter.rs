@@ -31,7 +31,7 @@ use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
-use crate::engine::live::Live;
+use crate::engine::live::{Live, MAX_LIVE_KEYS};
 use crate::engine::recorder::Settings;
 use crate::engine::{Backend, Policy};
 use crate::input::bounded::{LongRow, MOST_ROW};
@@ -259,6 +259,7 @@ pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
         dropped.finish(&interrupted)?;
         tally.left_out = dropped.left_out();
     }
+    tally.evicted = decider.evicted();
     tally.summary(queue.len(), clock.started.elapsed(), delays.is_some());
     Ok(ExitCode::SUCCESS)
 }
@@ -274,6 +275,8 @@ struct Tally {
     unwritten: u64,
     /// Dropped lines left out of `--dropped` while its reader was behind.
     left_out: u64,
+    /// Keys not back at their start evicted, the least recently used, past the bound.
+    evicted: u64,
 }
 
 impl Tally {
@@ -301,6 +304,12 @@ impl Tally {
         }
         if self.unwritten > 0 {
             line += &format!(", {} not taken by stdout at SIGINT", self.unwritten);
+        }
+        if self.evicted > 0 {
+            line += &format!(
+                ", {} keys evicted (the least recently used, past {MAX_LIVE_KEYS} at once)",
+                self.evicted
+            );
         }
         if self.left_out > 0 {
             line +=

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use anyhow::{Context, Result, bail};
 
-pub use ratelimit_engine::live::{Answer, Answered, Live, ONE_LIMIT, in_memory};
+pub use ratelimit_engine::live::{Answer, Answered, Live, MAX_LIVE_KEYS, ONE_LIMIT, in_memory};
 
 use super::redis::{Outcome, Remote, RemoteLayers, SHARED, Server};
 use super::{Backend, Engine, Policy, UseEngine};

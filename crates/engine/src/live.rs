@@ -11,7 +11,7 @@ use anyhow::{Result, bail};
 
 use crate::Policy;
 use crate::input::catalog::Event;
-use crate::input::keys::{Key, KeyTable, slot};
+use crate::input::keys::{Key, KeyTable, slot, wide};
 use crate::layered::Limits;
 use crate::limiter::{AnyPerKey, Decision};
 use crate::recorder::Settings;
@@ -36,6 +36,12 @@ pub trait Live {
     /// tell a client: the outcome `check`, its `--headers` and the Python `Limiter` answer
     /// with.
     fn answer_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Answered>;
+
+    /// How many keys not back at their start it has evicted, the least recently used, to
+    /// stay within its bound ([`MAX_LIVE_KEYS`] in memory); none elsewhere.
+    fn evicted(&self) -> u64 {
+        0
+    }
 }
 
 /// A live decision, with what each limit may tell a client: whether the event passed, how
@@ -99,47 +105,72 @@ pub fn in_memory(settings: &Settings) -> Result<Box<dyn Live + Send>> {
 /// active keys: whenever the table has grown to twice what it kept last time (and
 /// [`FIRST_SWEEP`] at least), each key is asked once, so a key costs O(1) time amortized,
 /// and the table holds at most twice the keys that are not at rest.
+///
+/// Past [`MAX_LIVE_KEYS`] keys not at rest (a new key a line, say: an attacker's), the
+/// least recently used are evicted down to half that, as nginx's zone frees its oldest
+/// node when full and HAProxy's stick table its oldest entry: counted, never an exit, so
+/// that no input can switch a filter off. An evicted key starts afresh, as in those
+/// systems.
 struct LiveKeys {
     table: KeyTable,
     sweep_at: usize,
+    /// The most keys it holds: [`MAX_LIVE_KEYS`], less in tests.
+    most: usize,
+    /// When each key was last asked for, by the count of asks.
+    used: Vec<u64>,
+    asks: u64,
+    /// The keys evicted so far, not at rest.
+    evicted: u64,
 }
 
 impl LiveKeys {
-    fn new() -> LiveKeys {
-        LiveKeys { table: KeyTable::new(), sweep_at: FIRST_SWEEP }
+    /// Returns a table of no keys that holds at most `most`.
+    fn new(most: usize) -> LiveKeys {
+        let sweep_at = FIRST_SWEEP.min(most);
+        LiveKeys { table: KeyTable::new(), sweep_at, most, used: Vec::new(), asks: 0, evicted: 0 }
     }
 
-    /// Returns a key's number, numbering a new key; past [`MAX_LIVE_KEYS`] keys, an error:
-    /// a live engine in memory keeps a limiter state for each.
+    /// Returns a key's number, numbering a new key. The table holds at most its `most`,
+    /// as [`LiveKeys::sweep`] keeps it.
     fn number(&mut self, key: &[u8]) -> Result<Key> {
-        let keys = &mut self.table;
-        let number = keys.intern(key).filter(|_| keys.len() <= MAX_LIVE_KEYS);
+        let (keys, most) = (&mut self.table, self.most);
+        let number = keys.intern(key).filter(|_| keys.len() <= most);
         let Some(number) = number else {
-            bail!(
-                "more than {MAX_LIVE_KEYS} keys at once whose limits are not back at their \
-                 start: filter keeps a limiter for each"
-            )
+            bail!("more than {most} keys at once: filter keeps a limiter for each")
         };
+        self.asks += 1;
+        match self.used.get_mut(slot(number)) {
+            Some(used) => *used = self.asks,
+            None => self.used.push(self.asks),
+        }
         Ok(number)
     }
 
     /// If the table is due to be swept, forgets the keys that `at_rest` says are back at
-    /// their start, and returns the numbers of those kept: key `kept[n]` is now key n, and
-    /// its state must move there.
+    /// their start, and past half of [`MAX_LIVE_KEYS`] the least recently used of the
+    /// others, and returns the numbers of those kept: key `kept[n]` is now key n, and its
+    /// state must move there.
     fn sweep(&mut self, at_rest: impl Fn(usize) -> bool) -> Option<Vec<usize>> {
         if self.table.len() < self.sweep_at {
             return None;
         }
-        let mut table = KeyTable::new();
-        let mut kept = Vec::new();
-        for (old, key) in (0..self.table.len()).zip(0..) {
-            if !at_rest(old) {
-                // Fewer keys than the table numbered: each gets a number again.
-                table.intern(self.table.get(key))?;
-                kept.push(old);
-            }
+        let mut kept: Vec<usize> = (0..self.table.len()).filter(|&old| !at_rest(old)).collect();
+        let most = self.most / 2;
+        if kept.len() > most {
+            // The most recently used kept, in their order of numbers.
+            kept.sort_unstable_by_key(|&old| std::cmp::Reverse(self.used[old]));
+            self.evicted += wide(kept.len() - most);
+            kept.truncate(most);
+            kept.sort_unstable();
         }
-        self.sweep_at = kept.len().saturating_mul(2).clamp(FIRST_SWEEP, MAX_LIVE_KEYS);
+        let mut table = KeyTable::new();
+        for &old in &kept {
+            // Fewer keys than the table numbered: each gets a number again.
+            let key = Key::try_from(old).unwrap_or(Key::MAX);
+            table.intern(self.table.get(key))?;
+        }
+        self.used = kept.iter().map(|&old| self.used[old]).collect();
+        self.sweep_at = kept.len().saturating_mul(2).clamp(FIRST_SWEEP.min(self.most), self.most);
         self.table = table;
         Some(kept)
     }
@@ -161,7 +192,7 @@ impl LiveMemory {
             bail!(ONE_LIMIT);
         }
         let probes = limits.layers().map(|layer| layer.settings.per_key()).collect();
-        Ok(LiveMemory { limits, probes, keys: LiveKeys::new() })
+        Ok(LiveMemory { limits, probes, keys: LiveKeys::new(MAX_LIVE_KEYS) })
     }
 
     /// Decides an event of `key` costing `cost` at `now`, and returns it and each limit's
@@ -195,6 +226,10 @@ impl Live for LiveMemory {
     fn decide_now(&mut self, now: Timestamp, key: Option<&[u8]>, cost: u64) -> Result<Decision> {
         let (_, decisions) = self.decide(now, key, cost)?;
         Ok(decisions.event())
+    }
+
+    fn evicted(&self) -> u64 {
+        self.keys.evicted
     }
 
     /// Asks each limit's own state of the key, spending nothing, for the largest cost that
@@ -444,5 +479,30 @@ mod tests {
         let passed: Vec<bool> =
             (0..3).map(|s| gcra.decide_now(second(s), Some(b""), 1).unwrap().passed).collect();
         assert_eq!(passed, [true, true, false]);
+    }
+
+    #[test]
+    fn past_its_bound_a_live_engine_evicts_the_least_recently_used_keys_and_counts_them() {
+        // GCRA at 1/h, burst 1: no key rests within the test. A bound of 1,024 keys: past
+        // it, the 512 most recently used are kept, and the rest evicted, never an error.
+        let second = |s: i64| Timestamp::from_micros(1_000_000_000 + s * 1_000).unwrap();
+        let gcra = Settings { burst: NonZeroU64::MIN, ..settings(Algorithm::Gcra, "1/h") };
+        let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(&gcra))).unwrap();
+        let mut live = LiveMemory::of(limits).unwrap();
+        live.keys = LiveKeys::new(1_024);
+        let mut ask =
+            |n: i64, key: &str| live.decide_now(second(n), Some(key.as_bytes()), 1).unwrap().passed;
+        // A key of its own a call, and `hot` every tenth: hot stays among the recent.
+        for n in 0..5_000 {
+            assert!(ask(n, &format!("k{n}")), "k{n} is new");
+            if n % 10 == 0 {
+                assert_eq!(ask(n, "hot"), n == 0, "hot is never evicted: refused after its first");
+            }
+        }
+        // The newest keys are kept, and refused; the oldest were evicted, and start afresh.
+        assert!(!ask(5_000, "k4999"));
+        assert!(ask(5_000, "k0"), "k0 was evicted");
+        assert!(live.evicted() > 0);
+        assert!(live.keys.table.len() <= 1_024);
     }
 }
