@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
-use crate::limiter::{Algorithm, ParamError, Params};
+use crate::limiter::{Algorithm, ParamError, Params, ZoneSize};
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -135,30 +135,7 @@ pub struct InputArgs {
     pub cost: Option<Cost>,
 
     #[command(flatten)]
-    pub empty_key: EmptyKeyArg,
-}
-
-/// The value of a key column read as an empty key.
-#[derive(Debug, Default, Args)]
-pub struct EmptyKeyArg {
-    /// With a key, read this value of its column as an empty one, as an access log writes
-    /// an empty variable: --empty-key -. nginx, HAProxy and envoy-ratelimit let a request
-    /// with an empty key through uncounted; the other limiters key it as any value.
-    #[arg(long = "empty-key", value_name = "VALUE", allow_hyphen_values = true)]
-    pub value: Option<String>,
-}
-
-impl EmptyKeyArg {
-    /// The cell a reading tells the empty key's number, reading this value as empty; refused
-    /// unless `keyed` (a key column is read).
-    pub fn resolve(&self, keyed: bool) -> anyhow::Result<crate::input::keys::EmptyKey> {
-        use crate::input::keys::EmptyKey;
-        match &self.value {
-            None => Ok(EmptyKey::default()),
-            Some(_) if !keyed => anyhow::bail!("--empty-key reads a key's value: give --key"),
-            Some(value) => Ok(EmptyKey::reading_as_empty(value.as_bytes())),
-        }
-    }
+    pub empty_key: super::empty_key::EmptyKeyArg,
 }
 
 /// Limits per key.
@@ -311,6 +288,10 @@ pub struct NginxArgs {
     /// as nginx takes them); the refused are those nginx logs as REJECTED_DRY_RUN
     #[arg(long)]
     pub dry_run: bool,
+
+    /// nginx's zone=NAME:SIZE: full, it frees its least recently used key [default: 10m]
+    #[arg(long, value_name = "SIZE", value_parser = |t: &str| t.parse::<ZoneSize>())]
+    pub zone: Option<ZoneSize>,
 }
 
 impl NginxArgs {
@@ -325,6 +306,9 @@ impl NginxArgs {
         }
         if self.dry_run {
             given.push(("dry-run".to_owned(), None));
+        }
+        if let Some(zone) = self.zone {
+            given.push(("zone".to_owned(), Some(zone.to_string())));
         }
         GivenParams(given)
     }

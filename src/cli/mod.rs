@@ -4,6 +4,7 @@
 pub mod args;
 pub mod config;
 pub mod diagnostics;
+pub mod empty_key;
 pub mod job;
 pub mod layer;
 

@@ -206,7 +206,8 @@ fn nginx(args: &ConfigArgs, key: Option<&Key>) -> String {
             milli / 60
         );
     }
-    let _ = writeln!(text, "limit_req_zone {key} zone=ratelimit:10m rate={count}r/{unit};");
+    let zone = args.nginx.zone.unwrap_or_default();
+    let _ = writeln!(text, "limit_req_zone {key} zone=ratelimit:{zone} rate={count}r/{unit};");
     let burst = if burst == 0 { String::new() } else { format!(" burst={burst}") };
     // nginx's default, delay=0, is written as nothing; a dry run is a directive of its own.
     let delay = match (args.nginx.delay, args.nginx.nodelay) {

@@ -26,8 +26,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
 use super::filter_output::Output;
-use crate::cli::args::{EmptyKeyArg, LiveLimitArgs, RedisArgs};
+use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
+use crate::cli::empty_key::EmptyKeyArg;
 use crate::cli::job::Job;
 use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};

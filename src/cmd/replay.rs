@@ -156,8 +156,13 @@ fn read_again(job: &Job, nginx: Option<Rate>, spread: bool) -> Result<Option<Aga
         return Ok(None);
     }
     let empty = job.keyed().then(|| job.input.read.empty_key.clone());
+    // nginx's own zone, as the replay ran it.
+    let zone = match job.settings[0].params {
+        crate::limiter::Params::Nginx(params) => params.zone,
+        _ => Default::default(),
+    };
     let fresh = || Again {
-        nginx: nginx.map(NginxBurst::new),
+        nginx: nginx.map(|rate| NginxBurst::in_zone(rate, zone)),
         events: spread.then(Vec::new),
         empty: empty.clone(),
     };

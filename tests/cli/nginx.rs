@@ -469,3 +469,34 @@ fn an_empty_key_is_not_accounted_as_the_real_nginx_does() {
     let unread = json(&run(&replay, &log).ok());
     assert_eq!((unread["passed"].as_u64(), unread["not_accounted"].as_u64()), (Some(2), Some(0)));
 }
+
+#[test]
+#[ignore = "needs nginx and libfaketime"]
+fn a_full_zone_frees_its_least_recently_used_key_as_the_real_nginx_does() {
+    // zone=z:32k holds 191 nodes of short keys, 64k 447. One key more than that, a
+    // millisecond apart, at 1r/m, no burst (no node idle 60 s), then back: the first keys
+    // were freed by force and pass again, each freeing the next least recent; the newest
+    // are held, and refused.
+    for (size, nodes) in [("32k", 191), ("64k", 447)] {
+        let t = 1_700_000_000_000_000;
+        let mut events: Vec<Event> =
+            (0..=nodes).map(|i| (t + i * 1_000, format!("k{i}"), 1)).collect();
+        for (n, key) in [0, nodes, 1, nodes - 1, 2, 3, nodes - 2, 150].into_iter().enumerate() {
+            let at = t + 600_000 + i64::try_from(n).unwrap() * 1_000;
+            events.push((at, format!("k{key}"), 1));
+        }
+        let zone = format!("limit_req_zone $arg_k zone=z:{size} rate=1r/m;");
+        let nginx = start_nginx_chained(&zone, "limit_req zone=z nodelay;");
+        let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
+        drop(nginx);
+        let back = usize::try_from(nodes + 1).unwrap();
+        assert_eq!(&real[back..], [true, false, true, false, true, true, false, false], "{size}");
+        let ours = decisions(&events, &["--algo", "nginx", "--rate", "1/m", "--zone", size]);
+        assert_eq!(apart(&real, &ours), [] as [usize; 0], "{size}");
+        let spec = format!("algo=nginx,rate=1/m,zone={size},key=k");
+        assert_eq!(apart(&real, &decisions(&events, &["--limit", &spec])), [] as [usize; 0]);
+        // A zone taken to be large enough parts from nginx.
+        let roomy = decisions(&events, &["--algo", "nginx", "--rate", "1/m"]);
+        assert!(!apart(&real, &roomy).is_empty(), "{size}");
+    }
+}

@@ -33,7 +33,7 @@ pub struct LimiterReport {
     pub burst: Option<u64>,
     /// `nginx` only: when it serves what it admits, as nginx writes it: `delay=D`,
     /// `nodelay` or `dry-run`, or `delay=D, dry-run` and `nodelay, dry-run` for a dry run
-    /// beside `limit_req`'s own.
+    /// beside `limit_req`'s own; then `, zone=SIZE` for a zone other than 10m.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>")]
     pub delay: Option<String>,

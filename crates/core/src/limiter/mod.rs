@@ -49,6 +49,7 @@ pub use self::nginx::{Zoned, nginx_notation, nginx_rate};
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
 pub use self::system_size::{HaproxyLimit, NginxBurst, traefik_burst};
+pub use self::zone::ZoneSize;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 

@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use super::params::{ParamError, Parameters};
 use super::promise::Limit;
-use super::zone::Zone;
+use super::zone::{Zone, ZoneSize};
 use super::{Decision, Held, KeyStore, KeyedState, Rule};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -27,9 +27,10 @@ use crate::units::time::Timestamp;
 /// Its burst b here is nginx's `burst=B` plus one, the requests that pass at once from
 /// rest: `--burst B` gives `burst=B`, and no `--burst` nginx's default, 0. nginx counts each
 /// request once: the command line gives it no cost (`SPENDS_COST`), and a cost c given
-/// here counts as c requests. Keys share the zone: a new key frees up to
-/// two idle nodes, kept in order by its own store of keys, [`Zoned`]. The node nginx frees when the zone's memory runs short is
-/// kept here: the zone is taken to be large enough.
+/// here counts as c requests. Keys share the zone: a new key frees up to two idle nodes,
+/// kept in order by its own store of keys, [`Zoned`]; and when the zone's memory is full
+/// (`zone=`, 10m by default: [`ZoneSize::nodes`]), the least recently used node whatever
+/// it holds.
 #[derive(Clone, Debug)]
 pub struct Nginx {
     /// The rate in milli-requests a second, truncated as nginx truncates it.
@@ -41,6 +42,8 @@ pub struct Nginx {
     served: Option<i128>,
     /// N, the wait units in a microsecond ([`Decision::wait`]).
     n: i128,
+    /// The nodes its zone holds.
+    nodes: usize,
     state: Node,
 }
 
@@ -90,6 +93,55 @@ impl std::fmt::Display for Delay {
             Delay::DryRun(Beside::Delay(d)) => write!(f, "delay={d}, dry-run"),
             Delay::DryRun(Beside::NoDelay) => f.write_str("nodelay, dry-run"),
         }
+    }
+}
+
+/// nginx's own parameters: when it serves what it admits, and its zone's size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NginxParams {
+    /// `delay=D`, `nodelay`, and `limit_req_dry_run`.
+    pub delay: Delay,
+    /// `limit_req_zone`'s `zone=NAME:SIZE`.
+    pub zone: ZoneSize,
+}
+
+impl std::fmt::Display for NginxParams {
+    /// The delay as nginx writes it, and a zone of other than 10m.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.delay)?;
+        match self.zone == ZoneSize::default() {
+            true => Ok(()),
+            false => write!(f, ", zone={}", self.zone),
+        }
+    }
+}
+
+impl Parameters for NginxParams {
+    const KEYS: &'static [&'static str] = &["delay", "nodelay", "dry-run", "zone"];
+
+    fn parse(given: &[(&str, Option<&str>)]) -> Result<NginxParams, ParamError> {
+        let (zone, rest): (Vec<_>, Vec<_>) = given.iter().partition(|(key, _)| *key == "zone");
+        let zone = match zone[..] {
+            [] => ZoneSize::default(),
+            [(_, Some(value))] => value.parse().map_err(|why| ParamError::Value {
+                key: "zone".into(),
+                value: value.into(),
+                why,
+            })?,
+            _ => {
+                let why = "is not a size, such as 10m or 64k";
+                return Err(ParamError::Value { key: "zone".into(), value: String::new(), why });
+            }
+        };
+        Ok(NginxParams { delay: Delay::parse(&rest)?, zone })
+    }
+
+    fn shown(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn tells_waits(&self) -> bool {
+        self.delay.tells_waits()
     }
 }
 
@@ -176,6 +228,7 @@ impl Nginx {
             most: (i128::from(burst.get()) - 1) * 1000,
             served: None,
             n: rate.n(),
+            nodes: ZoneSize::default().nodes(),
             state: Node::default(),
         }
     }
@@ -293,13 +346,12 @@ impl KeyStore<Nginx> for Zoned {
         let Some(zone) = &mut self.0 else { return };
         let Held { states, fresh } = keys;
         if states[key].0.is_none() {
-            for _ in 0..2 {
-                let Some(last) = zone.tail() else { break };
-                if !nginx.freed(&states[last], now) {
-                    break;
-                }
-                zone.free(last);
-                states[last].clone_from(fresh);
+            let mut free = |zone: &mut Zone, forced| nginx.free_last(zone, states, fresh, now, forced);
+            let _ = free(zone, false) && free(zone, false);
+            // The zone's memory full (`ngx_slab_alloc_locked` fails): `expire(ctx, 0)`
+            // frees the least recent node, and up to two more idle ones.
+            if zone.held() >= nginx.nodes {
+                let _ = free(zone, true) && free(zone, false) && free(zone, false);
             }
             if !charged {
                 states[key] = Node(Some(Excess { excess: 0, last: i64::MIN }));
@@ -314,6 +366,25 @@ impl KeyStore<Nginx> for Zoned {
 }
 
 impl Nginx {
+    /// Frees the zone's least recently looked-up node, if `forced` or [`freed`](Nginx::freed)
+    /// (idle and leaked away), and says whether it did; its key's state is `fresh` again.
+    fn free_last(
+        &self,
+        zone: &mut Zone,
+        states: &mut [Node],
+        fresh: &Node,
+        now: Timestamp,
+        forced: bool,
+    ) -> bool {
+        let Some(last) = zone.tail() else { return false };
+        if !forced && !self.freed(&states[last], now) {
+            return false;
+        }
+        zone.free(last);
+        states[last].clone_from(fresh);
+        true
+    }
+
     /// `ngx_http_limit_req_expire` with n = 1: whether a zone frees the node in `node`
     /// when a new key comes at `now`: idle 60 s or more (either way), its excess leaked
     /// away.
@@ -325,7 +396,7 @@ impl Nginx {
 }
 
 impl Rule for Nginx {
-    type Params = Delay;
+    type Params = NginxParams;
 
     #[cfg(test)]
     fn by_the_rule(rate: Rate, b: u64, events: &[(i128, u64)]) -> Vec<bool> {
@@ -382,8 +453,8 @@ impl Rule for Nginx {
         Nginx::new(rate, burst)
     }
 
-    fn with_params(self, delay: Delay) -> Nginx {
-        self.with_delay(delay)
+    fn with_params(self, params: NginxParams) -> Nginx {
+        Nginx { nodes: params.zone.nodes(), ..self.with_delay(params.delay) }
     }
 
     /// The token bucket's promise with b = burst + 1; the rate nginx keeps is at most the
@@ -512,37 +583,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-mod zone_tests {
-    use super::super::keyed::AnyPerKey;
-    use super::super::tests::burst;
-    use super::*;
-    use crate::limiter::Algorithm;
-
-    fn at(ms: i64) -> Timestamp {
-        Timestamp::from_micros(ms * 1000).unwrap()
-    }
-
-    #[test]
-    fn a_new_key_frees_an_idle_leaked_key_whose_next_request_is_then_free() {
-        // 1r/m, burst=0. Key 0 at 0 s; at 61 s it has leaked ⌊16·61 000/1000⌋ = 976 of the
-        // 1000 its request adds: refused. But if key 1 comes at 60.5 s, key 0 (idle 60.5 s,
-        // 0 − 968 ≤ 0) is freed, and its request at 61 s is a first request: it passes.
-        let rate = "1/m".parse().unwrap();
-        let mut alone = AnyPerKey::new(Algorithm::Nginx, rate, burst(1));
-        assert!(alone.decide(0, at(0), 1).passed);
-        assert!(!alone.decide(0, at(61_000), 1).passed);
-        let mut zone = AnyPerKey::new(Algorithm::Nginx, rate, burst(1));
-        assert!(zone.decide(0, at(0), 1).passed);
-        assert!(zone.decide(1, at(60_500), 1).passed);
-        assert!(zone.decide(0, at(61_000), 1).passed, "key 0 was freed");
-        // A key idle less than 60 s is kept: key 2 at 61.2 s frees nothing of key 0 (idle
-        // 0.2 s), and key 0 at 62 s is refused (leak 16: 0 − 16 + 1000 > 0).
-        assert!(zone.decide(2, at(61_200), 1).passed);
-        assert!(!zone.decide(0, at(62_000), 1).passed);
-    }
-
-}
-
-

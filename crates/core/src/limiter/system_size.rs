@@ -26,7 +26,14 @@ pub struct NginxBurst {
 impl NginxBurst {
     /// Returns the tracker for nginx at `rate`, which must be one nginx can write.
     pub fn new(rate: Rate) -> NginxBurst {
-        let keys = PerKey::new(Nginx::new(rate, NonZeroU64::MIN));
+        NginxBurst::in_zone(rate, super::ZoneSize::default())
+    }
+
+    /// Returns the tracker for nginx at `rate` whose zone is of `zone`'s size: a full zone
+    /// frees its least recently used key, whose excess then starts afresh.
+    pub fn in_zone(rate: Rate, zone: super::ZoneSize) -> NginxBurst {
+        let params = super::nginx::NginxParams { zone, ..Default::default() };
+        let keys = PerKey::new(super::Rule::with_params(Nginx::new(rate, NonZeroU64::MIN), params));
         NginxBurst { keys, most: (0, None) }
     }
 
