@@ -4,6 +4,7 @@ words."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import threading
 import time
 
@@ -221,6 +222,26 @@ def test_malformed_producers_raise_a_value_error_and_never_a_panic():
             pytest.fail(f"{producer!r} was read")
     # No columns and no rows is an empty catalog, as an empty file is.
     assert rl.replay(pyarrow.table({}), **GCRA).events == 0
+    # Every pairing of a declared type with a batch of another, one or two columns, and
+    # rows or none: read, or a ValueError; never a panic.
+    arrays = {
+        "timestamp": ts,
+        "string": pyarrow.array(["2025-01-01T00:00:00Z", None]),
+        "int64": pyarrow.array([1, 2]),
+        "float64": pyarrow.array([1.5, None]),
+        "bool": pyarrow.array([True, False]),
+        "date": pyarrow.array([1, 2], pyarrow.date32()),
+    }
+    for declared, array in itertools.product(arrays.values(), arrays.values()):
+        for names, rows in itertools.product((["time"], ["time", "k"]), (2, 0)):
+            schema = pyarrow.schema([(name, declared.type) for name in names])
+            batch = pyarrow.record_batch({"time": array.slice(0, rows)})
+            try:
+                rl.replay(Mismatched(schema, [batch]), **GCRA)
+            except ValueError as err:
+                assert "\n" not in str(err), str(err)
+            except BaseException as err:
+                pytest.fail(f"{declared.type} declared, {array.type} given: {type(err).__name__}: {err}")
 
 
 def test_a_consumed_reader_warns_that_it_gave_no_events():
