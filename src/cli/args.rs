@@ -138,13 +138,24 @@ pub struct InputArgs {
     pub empty_key: super::empty_key::EmptyKeyArg,
 }
 
+/// The column an nginx variable names, for a key written as nginx writes its zone's
+/// (`$binary_remote_addr`: the client, which an access log holds as `remote_addr`); any
+/// other name is the column's own.
+pub fn column(name: &str) -> String {
+    match name.strip_prefix('$') {
+        Some("binary_remote_addr") => "remote_addr".to_owned(),
+        Some(variable) if !variable.is_empty() => variable.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
 /// Limits per key.
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     /// Give each distinct value of this column its own limiter, as a service limits each
     /// client: --key net. Rows with an empty value share one key. An nginx variable names
     /// an access log's field: $binary_remote_addr and $remote_addr the client.
-    #[arg(short = 'k', long, value_name = "COLUMN", value_parser = |name: &str| Ok::<_, String>(crate::cli::layer::column(name)))]
+    #[arg(short = 'k', long, value_name = "COLUMN", value_parser = |name: &str| Ok::<_, String>(column(name)))]
     pub key: Option<String>,
 
     /// With --key, list this many keys, most dropped first (most needed bucket first for

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use anyhow::{Result, bail};
 
-use crate::cli::args::{GivenParams, InputArgs, RateArgs};
+use crate::cli::args::{GivenParams, InputArgs, RateArgs, column};
 use crate::cli::config::{Input, cost_refused};
 use crate::engine::layered::{Layer, MAX_LAYERS};
 use crate::input::cost::Cost;
@@ -288,17 +288,6 @@ impl fmt::Display for LayerSpec {
             write!(f, ",{}", self.params)?;
         }
         Ok(())
-    }
-}
-
-/// The column an nginx variable names, for a key written as nginx writes its zone's
-/// (`$binary_remote_addr`: the client, which an access log holds as `remote_addr`); any
-/// other name is the column's own.
-pub fn column(name: &str) -> String {
-    match name.strip_prefix('$') {
-        Some("binary_remote_addr") => "remote_addr".to_owned(),
-        Some(variable) if !variable.is_empty() => variable.to_owned(),
-        _ => name.to_owned(),
     }
 }
 
