@@ -80,9 +80,9 @@ def _replay_one_stream(
         decided = ranged.sortWithinPartitions(*order)
         decided.ratelimit_method = "decided"
     else:
-        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
-        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
-        decided = _decisions_of_one_stream(df, argv, order, partitions, gcra, segments=True)
+        # A limiter that passes what GCRA passes is decided by GCRA's functions.
+        transfer = _native.parts_method(algo, False)[1]
+        decided = _decisions_of_one_stream(df, argv, order, partitions, transfer, segments=True)
     starts = getattr(decided, "ratelimit_starts", None) or {}
     schema = StructType(
         [StructField("summary", StringType()), StructField("order", StringType()), StructField("block", LongType()),

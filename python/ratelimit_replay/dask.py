@@ -107,8 +107,9 @@ def replay(
     GCRA's each from its true start (``"transfer functions: N ranges"``); each stretch
     sends its figures, and its events go on to the blocks. Layers (``limits``, the
     program's ``--limit`` SPECs) all keyed by one column run by key, and so do keyed layers
-    beside global ones that refuse nothing alone (``_layers``); nginx, and layers beside a
-    global one that refuses, run in one pass in one task (``"sequential"``, and why)."""
+    beside global ones that refuse nothing alone (``_layers``); a limiter whose keys share
+    one store, and layers beside a global one that refuses, run in one pass in one task
+    (``"sequential"``, and why), as the engine's plan says."""
     from ._spark_rows import Replayed
 
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
@@ -122,11 +123,11 @@ def replay(
         report, method = _beside(ddf, given, order)
         if report is None:
             report = json.loads(_sequential(ddf, argv, order))
-    elif algo == "nginx":
+    elif _native.parts_method(algo, bool(key), report=True)[0] == "one pass":
         report, method = json.loads(_sequential(ddf, argv, order)), "sequential"
     elif not key:
-        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
-        report, method = _stream_report(ddf, argv, order, algo in ("gcra", "token-bucket", "leaky-queue"))
+        # A limiter that passes what GCRA passes is decided by GCRA's functions.
+        report, method = _stream_report(ddf, argv, order, _native.parts_method(algo, False)[1])
     else:
         report, method = json.loads(_merged_report(_by_key(ddf, argv, key, [key, *order]), argv, ties)), "by key"
     report = Replayed(report)
@@ -140,7 +141,8 @@ def _beside(ddf: Any, given: dict[str, Any], order: list[str]) -> tuple[dict[str
     from ._layers import _replay_beside
 
     def one_stream(frame, argv, algo, light, decided):
-        return _stream_report(ddf if frame is None else frame, argv, order, algo in ("gcra", "token-bucket"), decided)[0]
+        transfer = _native.parts_method(algo, False)[1]
+        return _stream_report(ddf if frame is None else frame, argv, order, transfer, decided)[0]
 
     def keyed_report(argv, key, light):
         return _merged_report(_by_key(ddf, argv, key, [key, *order]), argv, order[1:])

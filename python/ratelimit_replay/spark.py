@@ -18,8 +18,9 @@ layers'), and what mixes keys in time order (the busiest windows) is found over 
 of time (``_spark_rows``). One stream is decided in ranges of time, cut where the limiter
 rests, each from its true start, or in one pass (``_spark_stream``). Keyed layers beside
 global ones run by key where the global ones refuse nothing (``_layers``); what no cut
-splits (nginx's keys, layers beside a global one that refuses) runs in one pass in one
-task, and says so.
+splits (keys that share one store, layers beside a global one that refuses) runs in one
+pass in one task, and says so. Which method is exact is the engine's plan, from the
+registry's facts (``_native.parts_method``): no limiter is named here.
 """
 
 from __future__ import annotations
@@ -153,8 +154,8 @@ def decisions(
     ranges of time; a range is decided from a fresh state where its first event comes
     once the limiter is at rest after the last event before it (a reset cut, exact:
     ``KeyedState::rests_after``), and the ranges between such cuts are decided together,
-    in order, in one task; GCRA's ranges (and the token bucket's and the leaky queue's,
-    which pass the same events) are each decided from their true start instead,
+    in order, in one task; the ranges of a limiter that passes what GCRA passes are each
+    decided from their true start instead,
     found by composing the ranges' functions of their start (``limiter::Transfer``). The
     DataFrame's ``ratelimit_method`` says which: ``"reset cuts: N segments"``, ``"transfer
     functions: N ranges"``, or ``"sequential"`` when no cut is found.
@@ -164,8 +165,8 @@ def decisions(
     by one column are decided by key (``"by key"``); keyed layers beside global ones too,
     if every global layer refuses nothing alone (``"by key: the global layers refuse
     nothing"``, found first by deciding each alone; see ``_layers``). What no cut splits
-    is decided in one pass, in one task (``"sequential"``, and why): nginx's keys, which
-    share its zone, and layers beside a global one that refuses.
+    is decided in one pass, in one task (``"sequential"``, and why): keys that share one
+    store, and layers beside a global one that refuses.
     """
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags)
@@ -181,12 +182,12 @@ def decisions(
         decided = _sequential_decisions(df, argv, [time] + _ties(tie), names)
         decided.ratelimit_method = method
         return decided
-    if algo == "nginx" and key:
+    method, transfer, _ = _native.parts_method(algo, bool(key))
+    if method == "one pass":
         return _sequential_decisions(df, argv, [time] + _ties(tie), names)
     if not key:
-        # GCRA, the token bucket and the leaky queue pass the same events: GCRA's functions.
-        gcra = algo in ("gcra", "token-bucket", "leaky-queue")
-        return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, gcra)
+        # A limiter that passes what GCRA passes is decided by GCRA's functions.
+        return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, transfer)
     return _keyed_decisions(df, argv, [key, time] + _ties(tie), partitions, names, via)
 
 
@@ -223,8 +224,8 @@ def replay(
 
     ``limits``, layers all or nothing (the program's ``--limit`` SPECs), run as
     ``decisions`` runs them: by key (``"by key"``, or ``"by key: the global layers refuse
-    nothing"``), or in one pass, in one task (``"sequential"``, and why), as nginx does
-    (its keys share its zone, and its own burst is found in one pass).
+    nothing"``), or in one pass, in one task (``"sequential"``, and why), as a limiter
+    whose keys share one store is (its own size is found there, in one pass).
     """
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
@@ -238,7 +239,7 @@ def replay(
         report = _sequential_report(df, argv, [time] + _ties(tie)) if report is None else Replayed(report)
         report.method = method
         return report
-    if algo == "nginx":
+    if _native.parts_method(algo, bool(key), report=True)[0] == "one pass":
         return _sequential_report(df, argv, [time] + _ties(tie))
     # With no cost, every event costs 1: its cost, and its ties (which order only the
     # first event too big to pass), need not go on to the blocks.
@@ -311,7 +312,7 @@ def _decisions_beside(df: Any, given: dict[str, Any], order: list[str], partitio
     limits = given["limits"]
     places = {place for place, *_ in apart}
     for place, spec, algo, weighed, alone in apart:
-        found = _decisions_of_one_stream(df, alone, order, partitions, algo in ("gcra", "token-bucket"))
+        found = _decisions_of_one_stream(df, alone, order, partitions, _native.parts_method(algo, False)[1])
         if not found.where(~F.col("passed")).isEmpty():
             return None, f"{_ONE_PASS}: `{limits[place]}` refuses alone"
     keyed = [spec for place, spec in enumerate(limits) if place not in places]
@@ -329,13 +330,11 @@ def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int 
     """A compare made of one ``replay`` of ``frame`` for each limiter of ``algos``
     (the program's own six by default), ``burst`` given to those with one, as the program's
     compare applies it: what each row of the program's compare is."""
-    chosen = list(algos) if algos else list(_OWN)
-    return [replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in _WITH_BURST else None, **given) for algo in chosen]
-
-
-# The program's own limiters, in its order, and the limiters a burst applies to.
-_OWN = ("fixed-window", "sliding-log", "sliding-counter", "token-bucket", "gcra", "leaky-queue")
-_WITH_BURST = {"token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"}
+    # The registry's: the program's own limiters in its order, and which take a burst.
+    limiters = _native.limiters()
+    chosen = list(algos) if algos else [name for name, _, own in limiters if own]
+    with_burst = {name for name, takes, _ in limiters if takes}
+    return [replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in with_burst else None, **given) for algo in chosen]
 
 
 def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None, via: str) -> list[dict[str, Any]]:

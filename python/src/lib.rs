@@ -474,6 +474,47 @@ fn importing<T>(import: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// How a limit of limiter `algo` (the program's default if `None`; per key if `keyed`) is
+/// decided exactly in parts, as the
+/// engine plans it from the registry's facts: `("by key", False, None)`, `("ranges",
+/// transfer, None)` (transfer: by GCRA's functions of the ranges), or `("one pass", False,
+/// why)`.
+/// With `report`, the method of a replay's report ([`report_method`]).
+///
+/// [`report_method`]: ratelimit_engine::parts::report_method
+#[pyfunction]
+#[pyo3(signature = (algo, keyed, report=false))]
+fn parts_method(
+    algo: Option<&str>,
+    keyed: bool,
+    report: bool,
+) -> PyResult<(&'static str, bool, Option<&'static str>)> {
+    use ratelimit_core::limiter::Algorithm;
+    use ratelimit_engine::parts::{Method, method, report_method};
+    // None: the limiter the program runs when none is named.
+    let algorithm = match algo {
+        Some(name) => name.parse().map_err(|err: ratelimit_core::limiter::UnknownAlgorithm| {
+            PyValueError::new_err(err.to_string())
+        })?,
+        None => Algorithm::default(),
+    };
+    let planned = if report { report_method(algorithm, keyed) } else { method(algorithm, keyed) };
+    Ok(match planned {
+        Method::ByKey => ("by key", false, None),
+        Method::Ranges { transfer } => ("ranges", transfer, None),
+        Method::OnePass(why) => ("one pass", false, Some(why)),
+    })
+}
+
+/// Each limiter's name, in the registry's order, whether it takes a burst, and whether it
+/// is one of the program's own exact limiters (which `compare` puts side by side by
+/// default) rather than a model of a system.
+#[pyfunction]
+fn limiters() -> Vec<(&'static str, bool, bool)> {
+    let all = ratelimit_core::limiter::Algorithm::ALL;
+    all.into_iter().map(|a| (a.name(), a.uses_burst(), !a.is_system())).collect()
+}
+
 /// The module `ratelimit_replay._native`.
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -501,5 +542,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(order_by, module)?)?;
     module.add_function(wrap_pyfunction!(check_order, module)?)?;
     module.add_function(wrap_pyfunction!(layers_beside, module)?)?;
+    module.add_function(wrap_pyfunction!(parts_method, module)?)?;
+    module.add_function(wrap_pyfunction!(limiters, module)?)?;
     Ok(())
 }

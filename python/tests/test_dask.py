@@ -159,3 +159,36 @@ def test_compare_of_one_stream_on_dask_is_the_programs(client, m5, m5_table):
     ddf = dask.dataframe.from_pandas(frame, npartitions=4)
     got = rld.compare(ddf, rate="1/h", burst=3, algos=["sliding-log", "gcra"], tie="tie")
     assert without_input(got) == without_input(want)
+
+
+def test_spark_and_dask_name_no_limiter_and_ask_the_engine_which_method_is_exact():
+    # Which limiter may be cut how is the registry's fact, planned by the engine: a limiter's
+    # name as a string in spark.py's or dask.py's code would copy it (docstrings aside).
+    import ast
+    import pathlib
+
+    import ratelimit_replay
+    from ratelimit_replay import _native
+
+    names = {name for name, _, _ in _native.limiters()}
+    package = pathlib.Path(ratelimit_replay.__file__).parent
+    for source in ("spark.py", "dask.py", "_spark_stream.py", "_spark_rows.py", "_layers.py"):
+        tree = ast.parse((package / source).read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None
+        }
+        named = [
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in names
+        ]
+        assert named == [], f"{source} names {named}"
+    # The engine's plan: keys that share a store go in one pass; what passes as GCRA, by
+    # its functions.
+    assert _native.parts_method("nginx", True)[0] == "one pass"
+    assert _native.parts_method("nginx", False)[0] == "ranges"
+    assert _native.parts_method("nginx", False, report=True)[0] == "one pass"
+    assert _native.parts_method("leaky-queue", False) == ("ranges", True, None)
+    assert _native.parts_method("sliding-log", True) == ("by key", False, None)

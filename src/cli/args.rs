@@ -394,7 +394,7 @@ impl std::fmt::Display for GivenParams {
 #[derive(Debug, Args)]
 pub struct LiveLimitArgs {
     /// The limiter.
-    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::default())]
     pub algo: Algorithm,
 
     /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).

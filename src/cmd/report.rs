@@ -505,7 +505,7 @@ pub struct ReportArgs {
     pub job: JobArgs,
 
     /// The limiter you run [default: gcra]: its figures lead, beside the six exact ones.
-    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::Gcra)]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", default_value_t = Algorithm::default())]
     pub algo: Algorithm,
 
     #[command(flatten)]

@@ -17,6 +17,7 @@ pub mod layered;
 pub mod live;
 mod live_check;
 pub mod memory;
+pub mod parts;
 pub mod per_key;
 pub mod policy_report;
 pub mod recorder;

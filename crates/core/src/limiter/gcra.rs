@@ -84,6 +84,7 @@ impl Rule for Gcra {
     }
 
     const NAME: &'static str = "gcra";
+    const PASSES_AS_GCRA: bool = true;
     const HELP: &'static str = "The token bucket's decisions from one number, tat";
     const USES_BURST: bool = true;
     // Fewer events charged leave at least as much room.

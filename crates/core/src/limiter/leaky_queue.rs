@@ -170,6 +170,7 @@ impl Rule for LeakyQueue {
     }
 
     const NAME: &'static str = "leaky-queue";
+    const PASSES_AS_GCRA: bool = true;
     const HELP: &'static str =
         "A queue drained at N per P that drops what would wait over (b − 1)·P/N";
     const USES_BURST: bool = true;

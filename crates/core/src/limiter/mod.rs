@@ -236,6 +236,11 @@ pub trait Rule: KeyedState {
     /// descriptor (none without the header) do. An exact limiter counts the empty key as a
     /// key like any other.
     const SKIPS_EMPTY_KEY: bool = false;
+    /// Whether it passes exactly the events GCRA passes at the same rate and burst (the
+    /// token bucket, and the leaky queue as it admits): a stream of it can be decided in
+    /// ranges from GCRA's functions of them. The property tests hold each such limiter to
+    /// GCRA's decisions.
+    const PASSES_AS_GCRA: bool = false;
     /// The system whose own arithmetic it models, with the version followed; `None` for
     /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
     /// for others.

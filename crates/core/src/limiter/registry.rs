@@ -184,6 +184,12 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::ADMITS_ANY_PART,)* }
             }
 
+            /// Returns true if it passes exactly the events GCRA passes
+            /// ([`Rule::PASSES_AS_GCRA`]).
+            pub fn passes_as_gcra(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::PASSES_AS_GCRA,)* }
+            }
+
             /// Returns true if its system lets an event whose key is empty through,
             /// uncounted ([`Rule::SKIPS_EMPTY_KEY`]).
             pub fn skips_empty_key(self) -> bool {
@@ -396,6 +402,13 @@ impl std::fmt::Display for Algorithm {
     /// Writes the algorithm's name.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl Default for Algorithm {
+    /// The limiter run when none is named: GCRA, exact, with integers only.
+    fn default() -> Algorithm {
+        Algorithm::Gcra
     }
 }
 

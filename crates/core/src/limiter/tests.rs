@@ -104,6 +104,18 @@ proptest! {
     }
 
     #[test]
+    fn every_limiter_said_to_pass_as_gcra_passes_what_gcra_passes((rate, b, times) in scenario()) {
+        // The fact a partitioned replay decides ranges by (GCRA's functions), for every
+        // limiter that claims it, whatever its name.
+        let gcra = decisions(&mut Gcra::new(rate, burst(b)), &times);
+        for algorithm in Algorithm::ALL.into_iter().filter(|a| a.passes_as_gcra()) {
+            let mut limiter = super::AnyPerKey::new(algorithm, rate, burst(b));
+            let decided: Vec<bool> = times.iter().map(|&t| limiter.decide(0, t, 1).passed).collect();
+            prop_assert_eq!(&decided, &gcra, "{}", algorithm.name());
+        }
+    }
+
+    #[test]
     fn sliding_log_passes_at_most_n_in_any_period((rate, _b, times) in scenario()) {
         let decided = decisions(&mut SlidingLog::new(rate), &times);
         let passed = passed(&times, &decided);

@@ -92,6 +92,7 @@ impl Rule for TokenBucket {
     }
 
     const NAME: &'static str = "token-bucket";
+    const PASSES_AS_GCRA: bool = true;
     const HELP: &'static str = "A bucket of b tokens that starts full and refills at N per P";
     const USES_BURST: bool = true;
     // Fewer events charged leave at least as much room.

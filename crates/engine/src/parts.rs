@@ -1,0 +1,122 @@
+//! How a limit may be decided in parts (Spark's and Dask's partitions), exactly: the method
+//! the registry's facts allow, never a limiter's name.
+
+use crate::limiter::Algorithm;
+
+/// How the events of one limit may be cut into parts and decided exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Each key whole in one part, decided alone: its decisions are its own events'.
+    ByKey,
+    /// One stream cut in ranges of time, each decided from a fresh state where the limiter
+    /// rests between them; with `transfer`, every range from its true start, by GCRA's
+    /// functions of the ranges, whatever rests.
+    Ranges {
+        /// Whether it passes exactly what GCRA passes ([`Algorithm::passes_as_gcra`]).
+        transfer: bool,
+    },
+    /// Every event in one pass, in one part, and why.
+    OnePass(&'static str),
+}
+
+/// Returns the method by which a limit of `algorithm` (per key if `keyed`) is decided
+/// exactly in parts, from the registry's facts: keys that share one store
+/// ([`Algorithm::has_zone`]) are decided in one pass, since a key's decisions depend on
+/// the others'.
+pub fn method(algorithm: Algorithm, keyed: bool) -> Method {
+    match keyed {
+        true if algorithm.has_zone() => Method::OnePass(
+            "its keys share one store, so each key's decisions depend on the others'",
+        ),
+        true => Method::ByKey,
+        false => Method::Ranges { transfer: algorithm.passes_as_gcra() },
+    }
+}
+
+/// Returns the method by which a replay's report of a limit of `algorithm` (per key if
+/// `keyed`) is found exactly in parts: its decisions' method, but in one pass where the
+/// report carries the system's own size found over every event in its zone (nginx's
+/// `burst=`), which no merge of parts gives.
+pub fn report_method(algorithm: Algorithm, keyed: bool) -> Method {
+    match algorithm.has_zone() {
+        true => Method::OnePass("its own size is found over every event in its zone, in one pass"),
+        false => method(algorithm, keyed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::limiter::AnyPerKey;
+    use crate::units::time::Timestamp;
+
+    /// The decisions on `events` (time in ms, key) of one limiter over all keys, and of one
+    /// limiter a key, each fresh, each given only its key's events.
+    fn together_and_apart(algorithm: Algorithm, events: &[(i64, usize)]) -> (Vec<bool>, Vec<bool>) {
+        let (rate, burst) = ("2/s".parse().unwrap(), std::num::NonZeroU64::new(2).unwrap());
+        let at = |ms: i64| Timestamp::from_micros(ms * 1000).unwrap();
+        let params = match algorithm {
+            // A zone of 191 nodes, so that keys may take each other's.
+            Algorithm::Nginx => algorithm.params(&[("zone", Some("32k"))]).unwrap(),
+            _ => algorithm.default_params(),
+        };
+        let mut all = AnyPerKey::with_params(algorithm, rate, burst, params);
+        let together = events.iter().map(|&(t, key)| all.decide(key, at(t), 1).passed).collect();
+        let mut alone: Vec<AnyPerKey> = Vec::new();
+        let apart = events
+            .iter()
+            .map(|&(t, key)| {
+                while alone.len() <= key {
+                    alone.push(AnyPerKey::with_params(algorithm, rate, burst, params));
+                }
+                alone[key].decide(0, at(t), 1).passed
+            })
+            .collect();
+        (together, apart)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn a_limit_planned_by_key_decides_each_key_as_all_keys_together(
+            steps in prop::collection::vec((0i64..3_000, 0usize..400), 1..600)
+        ) {
+            let events: Vec<(i64, usize)> =
+                steps.iter().scan(0, |t, &(step, key)| { *t += step; Some((*t, key)) }).collect();
+            for algorithm in Algorithm::ALL {
+                if method(algorithm, true) == Method::ByKey {
+                    let (together, apart) = together_and_apart(algorithm, &events);
+                    prop_assert_eq!(together, apart, "{}", algorithm.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_limit_whose_keys_share_a_store_is_never_planned_by_key() {
+        // 400 keys in turn, then the first three times more: nginx's 32k zone holds 191, so
+        // the first's node was taken, and it passes again as new; alone, its third refused.
+        let mut events: Vec<(i64, usize)> =
+            (0..400).map(|k| (i64::try_from(k).unwrap(), k)).collect();
+        events.extend([(401, 0), (402, 0), (403, 0)]);
+        for algorithm in Algorithm::ALL {
+            let (together, apart) = together_and_apart(algorithm, &events);
+            let planned = method(algorithm, true);
+            if together != apart {
+                assert!(matches!(planned, Method::OnePass(_)), "{}: {planned:?}", algorithm.name());
+            }
+            assert_eq!(algorithm.has_zone(), matches!(planned, Method::OnePass(_)));
+        }
+        // The case is one where sharing shows: nginx's keys decide otherwise apart.
+        let (together, apart) = together_and_apart(Algorithm::Nginx, &events);
+        assert_ne!(together, apart);
+        assert!(matches!(method(Algorithm::Nginx, true), Method::OnePass(_)));
+        assert_eq!(method(Algorithm::TokenBucket, false), Method::Ranges { transfer: true });
+        assert_eq!(method(Algorithm::SlidingLog, false), Method::Ranges { transfer: false });
+        assert!(matches!(report_method(Algorithm::Nginx, false), Method::OnePass(_)));
+        assert_eq!(report_method(Algorithm::Gcra, true), Method::ByKey);
+    }
+}
