@@ -450,8 +450,12 @@ fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
 fn producer(err: &arrow_schema::ArrowError) -> String {
     let text = err.to_string();
     let said = text.split_once(". Detail: Python exception:").map_or(&text[..], |(said, _)| said);
-    let said = said.strip_prefix("C Data interface error: Unknown error: ").unwrap_or(said);
-    said.split_whitespace().collect::<Vec<_>>().join(" ")
+    spaced(said.strip_prefix("C Data interface error: Unknown error: ").unwrap_or(said))
+}
+
+/// `text` on one line: its runs of white space, line breaks among them, one space each.
+fn spaced(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 thread_local! {
@@ -470,16 +474,15 @@ fn importing<T>(import: impl FnOnce() -> T) -> Result<T, String> {
         let text = (panic.downcast_ref::<String>().map(String::as_str))
             .or_else(|| panic.downcast_ref::<&str>().copied())
             .unwrap_or("a malformed array");
-        text.split_whitespace().collect::<Vec<_>>().join(" ")
+        spaced(text)
     })
 }
 
 /// How a limit of limiter `algo` (the program's default if `None`; per key if `keyed`) is
-/// decided exactly in parts, as the
-/// engine plans it from the registry's facts: `("by key", False, None)`, `("ranges",
-/// transfer, None)` (transfer: by GCRA's functions of the ranges), or `("one pass", False,
-/// why)`.
-/// With `report`, the method of a replay's report ([`report_method`]).
+/// decided exactly in parts, as the engine plans it from the registry's facts: `("by
+/// key", False, None)`, `("ranges", transfer, None)` (transfer: by GCRA's functions of
+/// the ranges), or `("one pass", False, why)`. With `report`, the method of a replay's
+/// report ([`report_method`]).
 ///
 /// [`report_method`]: ratelimit_engine::parts::report_method
 #[pyfunction]

@@ -28,8 +28,8 @@ pub fn diagnostics() -> Box<dyn Write> {
 }
 
 /// Runs `command`, and returns what it gives and the diagnostics it wrote on this thread,
-/// a line each, without the program's name or `note:`: for a program that runs a command itself and
-/// tells its own user (Python, as warnings).
+/// a line each, without the program's name or `note:`: for a program that runs a command
+/// itself and tells its own user (Python, as warnings).
 pub fn noted<T>(command: impl FnOnce() -> T) -> (T, Vec<String>) {
     NOTED.with(|noted| *noted.borrow_mut() = Some(Vec::new()));
     let ran = command();

@@ -41,8 +41,8 @@ pub struct Output {
 /// reading `given` instead of a FILE if given, and returns what it would have printed on
 /// stdout; with `decisions`, `replay` keeps each row's decision too. Notes on stderr are
 /// not written, but returned. Its reads stop, with an error, once `stop` is raised (from
-/// another thread: a caller's user pressed Ctrl-C). An error is the command's, as the program prints it (see
-/// [`crate::error_line`]).
+/// another thread: a caller's user pressed Ctrl-C). An error is the command's, as the
+/// program prints it (see [`crate::error_line`]).
 pub fn call(args: &[String], given: Option<Source>, decisions: bool, stop: Stop) -> Result<Output> {
     let mut cli: Cli = parse(args)?;
     cli.quiet = true;

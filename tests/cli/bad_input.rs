@@ -443,4 +443,8 @@ fn a_huge_field_or_header_is_quoted_cut_with_its_length() {
     assert!(error.contains(&format!("{}…,c0,c1,", "x".repeat(200))), "{error}");
     assert!(error.ends_with("… (301 columns)"), "{}", &error[..error.len().min(1200)]);
     assert!(error.len() < 1000, "{} bytes", error.len());
+    // A long last name is cut alone; the whole, short enough, says no count.
+    let header = format!("a,{huge}\n1,2\n");
+    let error = run(&["replay", "--algo", "gcra", "--rate", "1/m"], &header).error();
+    assert!(error.ends_with(&format!("the header has: a,{}…", "x".repeat(200))), "{error}");
 }

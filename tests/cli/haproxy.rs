@@ -198,10 +198,7 @@ fn the_config_ratelimit_writes_for_haproxy_is_one_haproxy_takes() {
 fn an_empty_key_is_not_accounted_as_the_real_haproxy_does() {
     // Thirty requests 50 ms apart, every third without `k`: HAProxy tracks nothing for
     // them, and passes them whatever the rate of `a`.
-    let t = 1_735_689_600_000_000;
-    let events: Vec<Event> = (0..30)
-        .map(|i| (t + i * 50_000, if i % 3 == 0 { String::new() } else { "a".into() }, 1))
-        .collect();
+    let events = crate::peer_events::some_keyless(1_735_689_600_000_000, 50_000, 30, 3);
     let answers = replay_through_haproxy(&events);
     let at_haproxy: Vec<Event> =
         events.iter().zip(&answers).map(|((_, k, c), a)| (a.now, k.clone(), *c)).collect();

@@ -311,3 +311,22 @@ fn filter_without_a_key_limits_every_line_as_one_key_under_nginx() {
     let passed = run(&["filter", "--algo", "nginx", "--rate", "1/m", "--key", "k"], lines).ok();
     assert_eq!(passed, lines);
 }
+
+#[test]
+fn an_empty_key_let_through_is_still_listed_and_its_events_waited_nothing() {
+    // nginx at 1r/m, burst=3, delay=0: a's second request, 1 s after its first, has an
+    // excess of 1000 − ⌊16·1000/1000⌋ = 984 milli-requests and waits 984·1000/16 ms =
+    // 61.5 s. The five requests without a key pass at once: the mean wait over the seven
+    // passed is 61.5/7 s, and every key is listed with --top 0, the empty one saying why.
+    let args = ["replay", "--algo", "nginx", "--rate", "1/m", "--burst", "3", "--key", "k"];
+    let report = json(
+        &run(&[&args[..], &["--top", "0", "--format", "json"]].concat(), FIVE_EMPTY_TWO_A).ok(),
+    );
+    assert_eq!((report["delayed"].as_u64(), report["max_wait_s"].as_f64()), (Some(1), Some(61.5)));
+    assert_eq!(report["mean_wait_s"].as_f64(), Some(8.785714));
+    let top = report["keys"]["top"].as_array().unwrap();
+    let rows: Vec<(&str, u64)> =
+        top.iter().map(|r| (r["key"].as_str().unwrap(), r["events"].as_u64().unwrap())).collect();
+    assert_eq!(rows, [("", 5), ("a", 2)]);
+    assert_eq!((top[0]["not_accounted"].as_u64(), top[1].get("not_accounted")), (Some(5), None));
+}

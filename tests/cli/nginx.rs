@@ -446,10 +446,7 @@ fn validate_orders_one_clients_requests_of_one_time_as_nginx_decided_them() {
 #[ignore = "needs nginx and libfaketime"]
 fn an_empty_key_is_not_accounted_as_the_real_nginx_does() {
     // Twelve requests a second apart at 1r/m, no burst: every other one without `k`.
-    let t = 1_700_000_000_000_000;
-    let events: Vec<Event> = (0..12)
-        .map(|i| (t + i * 1_000_000, if i % 2 == 0 { String::new() } else { "a".into() }, 1))
-        .collect();
+    let events = crate::peer_events::some_keyless(1_700_000_000_000_000, 1_000_000, 12, 2);
     let nginx = start_nginx("1r/m", "nodelay");
     let real: Vec<bool> = events.iter().map(|(t, k, _)| nginx.request(*t, "/f", k)).collect();
     let log = std::fs::read_to_string(nginx.dir().join("access.log")).unwrap();

@@ -6,6 +6,13 @@ use crate::harness::run;
 /// An event: its time in µs since the epoch, its key, and its cost.
 pub type Event = (i64, String, u64);
 
+/// `count` requests `step` µs apart from `start`, each of cost 1: every `every`th, from
+/// the first, without a key (empty), the others of key `a`.
+pub fn some_keyless(start: i64, step: i64, count: i64, every: i64) -> Vec<Event> {
+    let key = |i: i64| if i % every == 0 { String::new() } else { "a".into() };
+    (0..count).map(|i| (start + i * step, key(i), 1)).collect()
+}
+
 /// The events of a CSV whose first column is the time, keyed by the column `key` (or all
 /// one key), each of cost 1, in time order (ties in the order of the file).
 pub fn events(csv: &str, key: Option<&str>) -> Vec<Event> {

@@ -75,11 +75,6 @@ impl EmptyKey {
             _ => value,
         }
     }
-
-    /// The value read as the empty one, besides the empty value itself, if any.
-    pub fn read_as(&self) -> Option<&[u8]> {
-        self.read_as.as_deref()
-    }
 }
 
 /// Returns a key's place in a per-key vector, or any 32-bit number's place in a vector. A

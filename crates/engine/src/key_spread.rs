@@ -91,7 +91,7 @@ impl EmptyAside {
 
     /// Whether lane `n` lets key `key`'s `events` through uncounted; counts them if so.
     pub(crate) fn lets_through(&mut self, key: usize, n: usize, events: u64) -> bool {
-        let through = self.key == Some(key) && self.skips[n];
+        let through = self.row(key, n);
         if through {
             self.not_accounted[n] += events;
         }

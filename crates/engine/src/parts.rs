@@ -108,7 +108,6 @@ mod tests {
             if together != apart {
                 assert!(matches!(planned, Method::OnePass(_)), "{}: {planned:?}", algorithm.name());
             }
-            assert_eq!(algorithm.has_zone(), matches!(planned, Method::OnePass(_)));
         }
         // The case is one where sharing shows: nginx's keys decide otherwise apart.
         let (together, apart) = together_and_apart(Algorithm::Nginx, &events);

@@ -279,10 +279,11 @@ impl<'a> Spread<'a> {
             let dropped = events - lane.passed;
             all_dropped += dropped;
             self.dropped[n].add(dropped, events);
-            if self.empty.lets_through(key, n, events) {
-                continue;
+            // The empty key, where the lane lets it through, is in no key's promise; its
+            // events are still among those passed, and its row among the keys.
+            if !self.empty.lets_through(key, n, events) {
+                self.broken[n] += usize::from(!lane.promise.held(lane.waits()));
             }
-            self.broken[n] += usize::from(!lane.promise.held(lane.waits()));
             if let Some(waits) = lane.waits() {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
             }

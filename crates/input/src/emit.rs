@@ -14,6 +14,7 @@ use super::stats::ReadStats;
 use crate::units::time::Timestamp;
 
 /// A catalog's rows, kept whole in time order, for writing them out again.
+#[derive(Default)]
 pub struct Rows {
     header: Vec<u8>,
     store: Vec<u8>,
@@ -98,8 +99,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
         return arrow_rows(data, options);
     }
     let mut pass = input.reading_through(source, options, Capture::of)?;
-    let mut rows =
-        Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+    let mut rows = Rows::default();
     if let RowReader::Csv(csv) = &pass.rows {
         rows.header = csv.get_ref().get_ref().slice(0, csv.position().byte()).to_vec();
     }
@@ -152,8 +152,7 @@ fn arrow_rows(
     data: &super::arrow_data::ArrowData,
     options: &ReadOptions,
 ) -> Result<(Rows, ReadStats)> {
-    let mut rows =
-        Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+    let mut rows = Rows::default();
     let mut number = itoa::Buffer::new();
     let read = super::arrow::each_row(data, options, |event, row| {
         let text = number.format(row).as_bytes();
@@ -235,8 +234,7 @@ mod tests {
 
     #[test]
     fn what_emit_keeps_is_bounded() {
-        let mut rows =
-            Rows { header: Vec::new(), store: Vec::new(), order: Vec::new(), costs: Vec::new() };
+        let mut rows = Rows::default();
         let time = Timestamp::from_micros(0).unwrap();
         // A row of 10 bytes is kept in 34: its text, its length and key, its time and place.
         let row = [b'x'; 10];

@@ -2,7 +2,7 @@
 
 use csv::ByteRecord;
 
-use crate::message::{MOST_QUOTED, cut, escaped};
+use crate::message::{MOST_QUOTED, cut, cut_at, escaped};
 
 /// Why a column could not be found in a header; names and the header are as a message
 /// quotes them, each on one line.
@@ -54,10 +54,11 @@ pub fn find_column(header: &ByteRecord, wanted: &str, why: &str) -> Result<usize
                     false => format!("`{}`", cut(&escaped(&name), MOST_QUOTED)),
                 })
                 .collect();
-            let mut header = cut(&names.join(","), 4 * MOST_QUOTED);
-            if header.ends_with('…') {
-                header += &format!(" ({} columns)", names.len());
-            }
+            let joined = names.join(",");
+            let header = match cut_at(&joined, 4 * MOST_QUOTED) {
+                None => joined,
+                Some(at) => format!("{}… ({} columns)", &joined[..at], names.len()),
+            };
             Err(ColumnError::Missing { name, why: why.to_owned(), header })
         }
     }

@@ -24,20 +24,25 @@ pub fn escaped(text: &str) -> String {
 /// 15 MB field gives a line a person reads.
 pub const MOST_QUOTED: usize = 200;
 
+/// Returns where `text` is cut to keep `most` characters, if it has more.
+pub fn cut_at(text: &str, most: usize) -> Option<usize> {
+    text.char_indices().nth(most).map(|(at, _)| at)
+}
+
 /// Returns `text` cut after `most` characters, with `…` where it was cut.
 pub fn cut(text: &str, most: usize) -> String {
-    match text.char_indices().nth(most) {
+    match cut_at(text, most) {
         None => text.to_owned(),
-        Some((at, _)) => format!("{}…", &text[..at]),
+        Some(at) => format!("{}…", &text[..at]),
     }
 }
 
 /// Returns `text` quoted as Rust writes a string (its control characters escaped), cut
 /// after [`MOST_QUOTED`] characters with how long it is in all.
 pub fn quoted(text: &str) -> String {
-    match text.char_indices().nth(MOST_QUOTED) {
+    match cut_at(text, MOST_QUOTED) {
         None => format!("{text:?}"),
-        Some((cut, _)) => format!("{:?}… ({} bytes in all)", &text[..cut], text.len()),
+        Some(at) => format!("{:?}… ({} bytes in all)", &text[..at], text.len()),
     }
 }
 

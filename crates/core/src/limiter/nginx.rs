@@ -145,9 +145,9 @@ impl Parameters for NginxParams {
     }
 }
 
-impl Parameters for Delay {
-    const KEYS: &'static [&'static str] = &["delay", "nodelay", "dry-run"];
-
+impl Delay {
+    /// Reads `delay=`, `nodelay` and `dry-run` from what was given (the zone aside), as
+    /// [`NginxParams`] parses them; none given is nginx's default.
     fn parse(given: &[(&str, Option<&str>)]) -> Result<Delay, ParamError> {
         // nginx reads `limit_req_dry_run` apart from `limit_req`'s delay=/nodelay.
         let (mut delay, mut dry_run) = (None, false);
@@ -189,11 +189,8 @@ impl Parameters for Delay {
         })
     }
 
-    fn shown(&self) -> Option<String> {
-        Some(self.to_string())
-    }
-
-    fn tells_waits(&self) -> bool {
+    /// Whether nginx, so set, makes what it admits wait (`delay=`).
+    fn tells_waits(self) -> bool {
         matches!(self, Delay::Beyond(_))
     }
 }
@@ -578,8 +575,9 @@ mod tests {
         assert_eq!(bad.to_string(), "delay=x is not a whole number of requests");
         assert_eq!(parse(&[("burst", Some("2"))]), Err(ParamError::NotMine("burst".into())));
         for delay in [Delay::Beyond(2), Delay::Never, Delay::DryRun(Beside::Delay(2))] {
-            assert_eq!(delay.shown(), Some(delay.to_string()));
-            assert_eq!(delay.tells_waits(), delay == Delay::Beyond(2));
+            let params = NginxParams { delay, ..NginxParams::default() };
+            assert_eq!(params.shown(), Some(delay.to_string()));
+            assert_eq!(params.tells_waits(), delay == Delay::Beyond(2));
         }
     }
 }

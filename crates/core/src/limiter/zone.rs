@@ -280,7 +280,6 @@ mod zoned_tests {
         let rate = "1/m".parse().unwrap();
         let params = Algorithm::Nginx.params(&[("zone", Some("32k"))]).unwrap();
         let mut zone = AnyPerKey::with_params(Algorithm::Nginx, rate, burst(1), params);
-        let at = |ms: i64| Timestamp::from_micros(ms * 1000).unwrap();
         for key in 0..192 {
             assert!(zone.decide(key, at(i64::try_from(key).unwrap()), 1).passed);
         }

@@ -209,12 +209,10 @@ fn alone(
 ) -> impl Iterator<Item = Decision> + '_ {
     let index = slot(event.key);
     limits.iter_mut().map(move |(limiter, layer)| match empty && layer.skips_empty_key() {
-        true => UNCOUNTED,
+        true => Decision::UNCOUNTED,
         false => limiter.decide(index, event.time, event.cost),
     })
 }
-
-const UNCOUNTED: Decision = Decision::UNCOUNTED;
 
 /// Settles `event`, which the layers of bit set in `refused` refuse: if none does, charges
 /// each layer; else each layer that refused it takes the refusal as its own rules say (a
@@ -245,7 +243,7 @@ fn settle(
         // refusing layer decides again, as it did when asked: it refuses. A layer that lets
         // the empty key through never sees its event, as nginx never looks it up.
         let decision = if empty && layer.skips_empty_key() {
-            if refused == 0 { UNCOUNTED } else { Decision { passed: false, wait: 0 } }
+            if refused == 0 { Decision::UNCOUNTED } else { Decision { passed: false, wait: 0 } }
         } else if refused == 0 || (refuses && !(zone && n > first)) {
             limiter.decide(slot(seen.key), seen.time, seen.cost)
         } else {
