@@ -6,9 +6,10 @@ use std::str::FromStr;
 
 use clap::{Args, ValueEnum};
 
+use crate::engine::limit::{Given, column};
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
-use crate::limiter::{Algorithm, ParamError, Params, ZoneSize};
+use crate::limiter::{Algorithm, ZoneSize};
 use crate::units::decimal::{self, DecimalError};
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
@@ -136,17 +137,6 @@ pub struct InputArgs {
 
     #[command(flatten)]
     pub empty_key: super::empty_key::EmptyKeyArg,
-}
-
-/// The column an nginx variable names, for a key written as nginx writes its zone's
-/// (`$binary_remote_addr`: the client, which an access log holds as `remote_addr`); any
-/// other name is the column's own.
-pub fn column(name: &str) -> String {
-    match name.strip_prefix('$') {
-        Some("binary_remote_addr") => "remote_addr".to_owned(),
-        Some(variable) if !variable.is_empty() => variable.to_owned(),
-        _ => name.to_owned(),
-    }
 }
 
 /// Limits per key.
@@ -307,7 +297,7 @@ pub struct NginxArgs {
 
 impl NginxArgs {
     /// The parameters the flags give, as a spec writes them.
-    pub fn given(&self) -> GivenParams {
+    pub fn given(&self) -> Given {
         let mut given = Vec::new();
         if let Some(delay) = self.delay {
             given.push(("delay".to_owned(), Some(delay.to_string())));
@@ -321,71 +311,7 @@ impl NginxArgs {
         if let Some(zone) = self.zone {
             given.push(("zone".to_owned(), Some(zone.to_string())));
         }
-        GivenParams(given)
-    }
-}
-
-/// A limiter's own parameters as given, each key with its value (`None` for a bare key), in
-/// the order given: by flags (`--delay 2`), or in a `--limit` spec (`delay=2`). The limiter
-/// reads them ([`Algorithm::params`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GivenParams(pub Vec<(String, Option<String>)>);
-
-impl GivenParams {
-    /// Settles `algorithm`'s parameters. A key it does not take is an error when the user
-    /// named that limiter (`strict`), naming the limiters that take it, each key written
-    /// after `prefix` (`--` for flags); one of several limiters keeps its defaults.
-    pub fn settle(
-        &self,
-        algorithm: Algorithm,
-        strict: bool,
-        prefix: &str,
-    ) -> Result<Params, String> {
-        let given: Vec<(&str, Option<&str>)> =
-            self.0.iter().map(|(key, value)| (key.as_str(), value.as_deref())).collect();
-        match algorithm.params(&given) {
-            Ok(params) => Ok(params),
-            Err(ParamError::NotMine(_)) if !strict => Ok(algorithm.default_params()),
-            Err(ParamError::NotMine(key)) => {
-                let owners: Vec<&str> = Algorithm::taking(&key).map(Algorithm::name).collect();
-                Err(format!(
-                    "{prefix}{key} applies to {}, not {}",
-                    owners.join(", "),
-                    algorithm.name()
-                ))
-            }
-            Err(e) => Err(e.to_string()),
-        }
-    }
-
-    /// Adds parameter `key`, with its value (none for a bare key); a key given twice is an
-    /// error, as a spec writes it.
-    pub fn give(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
-        if self.0.iter().any(|(given, _)| given == key) {
-            let eq = if value.is_some() { "=" } else { "" };
-            return Err(format!("{key}{eq} is given twice"));
-        }
-        self.0.push((key.to_owned(), value.map(str::to_owned)));
-        Ok(())
-    }
-
-    /// Whether none was given.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl std::fmt::Display for GivenParams {
-    /// As a spec writes them: `delay=2`, `nodelay`, joined by commas.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (key, value)) in self.0.iter().enumerate() {
-            let comma = if i == 0 { "" } else { "," };
-            match value {
-                Some(value) => write!(f, "{comma}{key}={value}")?,
-                None => write!(f, "{comma}{key}")?,
-            }
-        }
-        Ok(())
+        Given(given)
     }
 }
 

@@ -3,7 +3,7 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
-use std::num::{NonZeroU32, NonZeroU64};
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::Duration;
 
@@ -11,10 +11,11 @@ use anyhow::{Result, anyhow, bail};
 use clap::ValueEnum;
 
 use crate::cli::args::{
-    ColorChoice, FleetArgs, GivenParams, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs,
-    RouteArg, ShareMode, Until,
+    ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, RouteArg,
+    ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
+use crate::engine::limit::{Given, burst_of, with_burst};
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
@@ -106,7 +107,7 @@ impl RateArgs {
         algorithm: Algorithm,
         window: Option<Span>,
         strict: bool,
-        given: &GivenParams,
+        given: &Given,
         prefix: &str,
     ) -> Result<Settings> {
         let rate = self.rate;
@@ -132,30 +133,6 @@ impl RateArgs {
             bail!("--window must be longer than zero");
         }
         Ok(Settings { algorithm, rate, burst, window, params })
-    }
-}
-
-/// Returns the burst b of `algorithm` given as its system writes it (`shown`, by `flag`):
-/// nginx's counts the requests beyond the first, so its burst=0 is a bucket of one; any
-/// other is b itself, at least 1. `shown` is at most [`MAX_BURST`], so b + 1 cannot
-/// overflow.
-pub fn burst_of(algorithm: Algorithm, shown: u64, flag: &str) -> Result<NonZeroU64, String> {
-    algorithm.burst_from(shown).ok_or_else(|| {
-        let flag = if flag.ends_with('=') { format!("{flag}0") } else { format!("{flag} 0") };
-        format!(
-            "{flag}: a burst must be at least 1 (only nginx's counts the requests beyond the \
-             first, and may be 0)"
-        )
-    })
-}
-
-/// Names the limiters that take a burst, for errors.
-pub fn with_burst() -> String {
-    let names: Vec<&str> =
-        Algorithm::ALL.iter().filter(|a| a.uses_burst()).map(|a| a.name()).collect();
-    match names.split_last() {
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-        None => String::new(),
     }
 }
 
@@ -481,21 +458,6 @@ impl RedisArgs {
             timeout,
         }))
     }
-}
-
-/// Returns why a cost other than 1 is refused, if one of `algorithms` takes none (a system
-/// that counts each request once, whatever it costs), naming what gave it: `--cost`, or a
-/// layer's `cost=`.
-pub fn cost_refused(
-    cost: &crate::input::cost::Cost,
-    algorithms: impl IntoIterator<Item = Algorithm>,
-    given_by: &str,
-) -> Option<String> {
-    if *cost == crate::input::cost::Cost::Each(1) {
-        return None;
-    }
-    let why = algorithms.into_iter().find_map(Algorithm::refuses_cost)?;
-    Some(format!("{given_by}: {why}"))
 }
 
 impl InputArgs {

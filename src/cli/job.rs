@@ -35,7 +35,9 @@ impl JobArgs {
     /// limiter on a fleet with no `--share` runs in every share mode side by side.
     pub fn job(&self, input: Input, settings: Vec<Settings>, modes: bool) -> Result<Job> {
         let algorithms = settings.iter().map(|s| s.algorithm);
-        if let Some(why) = super::config::cost_refused(&input.read.cost, algorithms, "--cost") {
+        if let Some(why) =
+            crate::engine::limit::cost_refused(&input.read.cost, algorithms, "--cost")
+        {
             bail!(why);
         }
         let key = self.keys.key.as_deref();

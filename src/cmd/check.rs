@@ -8,9 +8,9 @@ use clap::Args;
 
 use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
-use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
 use crate::engine::layered::Layer;
+use crate::engine::limit::Limit;
 use crate::engine::live::Answer;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{self, RedisTarget, SHARED};
@@ -61,7 +61,7 @@ fn one_limit(args: &CheckArgs) -> Result<(CheckReport, String)> {
 fn layers(args: &CheckArgs) -> Result<(CheckReport, String)> {
     // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say only
     // that it is keyed or weighed, whatever column they name (README: any name).
-    let specs: Vec<LayerSpec> = (args.limits.iter().cloned())
+    let specs: Vec<Limit> = (args.limits.iter().cloned())
         .map(|mut spec| {
             spec.key = spec.key.map(|_| "KEY".to_owned());
             if let Cost::Column(_) = spec.cost {
@@ -216,7 +216,7 @@ pub struct CheckArgs {
     /// every KEY shares. --cost gives its cost to the layers with cost=COLUMN.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst"])]
-    pub limits: Vec<LayerSpec>,
+    pub limits: Vec<Limit>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

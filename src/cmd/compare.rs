@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use super::notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::Styles;
-use crate::cli::layer::LayerSpec;
+use crate::engine::limit::Limit;
 use crate::limiter::Algorithm;
 use crate::render::export::{self, Compared};
 use crate::render::outfile::stdout;
@@ -79,7 +79,7 @@ pub struct CompareArgs {
     /// result also says what changes from the first to the second.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "window", "cost", "key", "servers"])]
-    pub configurations: Vec<LayerSpec>,
+    pub configurations: Vec<Limit>,
 
     /// With two configurations: write to stdout the rows whose decision changes, each with
     /// both decisions (two more columns of a CSV, or a prefix of a log line), and the

@@ -145,7 +145,7 @@ impl Limiter {
         };
         let algorithms = [self.settings.algorithm];
         let cost_given = crate::input::cost::Cost::Each(cost);
-        if let Some(why) = crate::cli::config::cost_refused(&cost_given, algorithms, "cost") {
+        if let Some(why) = crate::engine::limit::cost_refused(&cost_given, algorithms, "cost") {
             bail!(why);
         }
         if let Some(last) = self.last.filter(|&last| now < last) {

@@ -30,8 +30,8 @@ use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::empty_key::EmptyKeyArg;
 use crate::cli::job::Job;
-use crate::cli::layer::LayerSpec;
 use crate::cli::layer::{self, Layers};
+use crate::engine::limit::Limit;
 use crate::engine::live::{Live, MAX_LIVE_KEYS};
 use crate::engine::recorder::Settings;
 use crate::engine::{Backend, Policy};
@@ -62,7 +62,8 @@ pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
         let cost = args.cost.clone().unwrap_or_default();
-        if let Some(why) = crate::cli::config::cost_refused(&cost, [settings.algorithm], "--cost") {
+        if let Some(why) = crate::engine::limit::cost_refused(&cost, [settings.algorithm], "--cost")
+        {
             bail!(why);
         }
         Ok((job.decider()?, Some(settings), job.key, cost))
@@ -490,7 +491,7 @@ pub struct FilterArgs {
     /// script call over every layer's keys.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "cost", "key"])]
-    pub limits: Vec<LayerSpec>,
+    pub limits: Vec<Limit>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

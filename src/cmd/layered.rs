@@ -6,9 +6,10 @@ use super::notes;
 use super::replay::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::args::InputArgs;
 use crate::cli::config::Input;
-use crate::cli::layer::{self, LayerSpec};
+use crate::cli::layer;
 use crate::engine::Backend;
 use crate::engine::layered::{Layer, LayeredRecord};
+use crate::engine::limit::Limit;
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, ReadStats};
 use crate::policy_report::{LayerReport, LayeredReport};
@@ -56,7 +57,7 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
 /// Replays the input through the layers `specs` and returns the report, its keys ranked to
 /// `top`, its busiest windows `window` long (each layer's period if `None`).
 pub(super) fn replay(
-    specs: &[LayerSpec],
+    specs: &[Limit],
     input: &InputArgs,
     window: Option<Span>,
     top: usize,
@@ -67,7 +68,7 @@ pub(super) fn replay(
 
 /// Reads the input through the layers, deciding in `backend`, and reports.
 fn replay_to(
-    specs: &[LayerSpec],
+    specs: &[Limit],
     layers: &[Layer],
     backend: &Backend,
     input: &Input,
@@ -80,7 +81,7 @@ fn replay_to(
 
 /// Returns the report of a layered record, each layer's keys ranked to `top`.
 pub(super) fn report(
-    specs: &[LayerSpec],
+    specs: &[Limit],
     input: &Input,
     record: LayeredRecord,
     stats: &ReadStats,

@@ -11,8 +11,8 @@ use super::{curve_of, layered, notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::cli::layer::LayerSpec;
 use crate::engine::key_sizing::KeyedFinders;
+use crate::engine::limit::Limit;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Timeline};
 use crate::limiter::Algorithm;
@@ -162,7 +162,7 @@ pub struct MinBucketArgs {
     /// --limit takes them: each layer's smallest lossless bucket, and the tightest.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["rate", "curve", "cover", "key", "cost"])]
-    pub limits: Vec<LayerSpec>,
+    pub limits: Vec<Limit>,
 
     /// Also answer in a system's own terms, in its own arithmetic, at each rate (with --key,
     /// of any key): for nginx, the smallest burst= with which limit_req refuses none of the

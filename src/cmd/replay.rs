@@ -11,8 +11,8 @@ use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::job::Job;
-use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
+use crate::engine::limit::Limit;
 use crate::input::catalog::{self, Event, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::{Algorithm, NginxBurst};
@@ -263,7 +263,7 @@ pub struct ReplayArgs {
     /// --redis, each event is one atomic script call over every layer's keys.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers"])]
-    pub limits: Vec<LayerSpec>,
+    pub limits: Vec<Limit>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

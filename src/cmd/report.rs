@@ -19,8 +19,8 @@ use serde_json::Value;
 use super::layered;
 use super::{curve_of, notes};
 use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
-use crate::cli::layer::LayerSpec;
 use crate::engine::key_sizing::KeyedFinders;
+use crate::engine::limit::Limit;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
 use crate::input::csv_line::LineReader;
@@ -515,7 +515,7 @@ pub struct ReportArgs {
     /// layer's refusals. Without --rate, the page leads with the first layer's limiter,
     /// rate and burst.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
-    pub limits: Vec<LayerSpec>,
+    pub limits: Vec<Limit>,
 
     /// Each --limit is a whole configuration, not a layer: the page draws them side by
     /// side over the same events, as compare --limit reports them, and what changes.

@@ -10,9 +10,9 @@ use super::notes;
 use crate::cli::args::{JobArgs, OutputArgs};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::cli::layer::LayerSpec;
 use crate::engine::Backend;
 use crate::engine::layered::Layer;
+use crate::engine::limit::Limit;
 use crate::engine::side_by_side::{Changes, Configuration, SideBySide};
 use crate::input::catalog::{self, Rows};
 use crate::input::format::InputFormat;
@@ -22,7 +22,7 @@ use crate::render::outfile::{Output, stdout};
 /// What `compare --limit …` was asked: the configurations, the job's input and keys, and
 /// whether to write the changed rows (and their header).
 pub(super) struct Asked<'a> {
-    pub specs: &'a [LayerSpec],
+    pub specs: &'a [Limit],
     pub job: &'a JobArgs,
     pub emit_changed: bool,
     pub header: bool,
@@ -49,7 +49,7 @@ pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
 }
 
 /// Settles the configurations, each a layer alone, and the input they read.
-pub(super) fn setup(specs: &[LayerSpec], job: &JobArgs) -> Result<(Vec<Layer>, Input)> {
+pub(super) fn setup(specs: &[Limit], job: &JobArgs) -> Result<(Vec<Layer>, Input)> {
     crate::cli::layer::setup(specs, &job.input, None, false, "configurations")
 }
 
@@ -66,7 +66,7 @@ pub(super) struct Decided {
 /// row on its own; with two, says what changes from the first to the second, listing the
 /// `top` keys that change most (0 for all).
 pub(super) fn decide(
-    specs: &[LayerSpec],
+    specs: &[Limit],
     layers: &[Layer],
     (input, top): (Input, usize),
     job: &JobArgs,

@@ -8,7 +8,8 @@ pub mod live;
 pub mod redis;
 
 pub use ratelimit_engine::{
-    Engine, Policy, Record, UseEngine, fleet, key_sizing, layered, memory, recorder, side_by_side,
+    Engine, Policy, Record, UseEngine, fleet, key_sizing, layered, limit, memory, recorder,
+    side_by_side,
 };
 
 use std::cell::RefCell;

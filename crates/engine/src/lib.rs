@@ -14,6 +14,7 @@ pub mod key_sizing;
 mod key_spread;
 pub mod lane;
 pub mod layered;
+pub mod limit;
 pub mod live;
 mod live_check;
 pub mod memory;
