@@ -46,12 +46,7 @@ pub(crate) fn resolve(
     if specs.len() > MAX_LAYERS {
         bail!("--limit is given {} times; at most {MAX_LAYERS} {noun} run at once", specs.len());
     }
-    let key = one_column(specs.iter().filter_map(|s| s.key.as_deref()), noun, "keyed")?;
-    let cost_column = specs.iter().filter_map(|s| match &s.cost {
-        Cost::Column(column) => Some(column.as_str()),
-        Cost::Each(_) => None,
-    });
-    let cost = one_column(cost_column, noun, "weighed")?;
+    let columns = crate::engine::limit::columns(specs, noun)?;
     let layers = specs
         .iter()
         .map(|spec| {
@@ -70,26 +65,7 @@ pub(crate) fn resolve(
         .collect::<Result<Vec<_>>>()?;
     Ok(Layers {
         layers,
-        key: key.map(str::to_owned),
-        cost: cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
+        key: columns.key.map(str::to_owned),
+        cost: columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
     })
-}
-
-/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
-/// configurations) that are `what` (keyed, weighed) must all be so by the same column.
-fn one_column<'a>(
-    columns: impl Iterator<Item = &'a str>,
-    noun: &str,
-    what: &str,
-) -> Result<Option<&'a str>> {
-    let mut found: Option<&str> = None;
-    for column in columns {
-        match found {
-            Some(first) if first != column => bail!(
-                "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
-            ),
-            _ => found = Some(column),
-        }
-    }
-    Ok(found)
 }

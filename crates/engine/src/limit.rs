@@ -54,12 +54,15 @@ impl LimitError {
     }
 }
 
+/// The names every limit takes, whatever its limiter.
+pub const COMMON: [&str; 5] = ["algo", "rate", "burst", "cost", "key"];
+
 impl Limit {
-    /// Every name a limit takes: `algo`, `rate`, `burst`, `cost` and `key`, the words a
-    /// system writes its rate with (Traefik's `average=`), and each limiter's own
-    /// parameters; from the registry, in that order.
+    /// Every name a limit takes: the [`COMMON`] ones, the words a system writes its rate
+    /// with (Traefik's `average=`), and each limiter's own parameters; from the registry,
+    /// in that order.
     pub fn names() -> Vec<&'static str> {
-        let mut names = vec!["algo", "rate", "burst", "cost", "key"];
+        let mut names = COMMON.to_vec();
         for words in Algorithm::ALL.iter().filter_map(|a| a.rate_words()) {
             names.extend(words.keys);
         }
@@ -160,6 +163,53 @@ impl Limit {
         params.settle(algorithm, true, "")?;
         Ok(Limit { algorithm, rate, burst, cost: cost.unwrap_or_default(), key, params })
     }
+}
+
+/// The columns that limits taken together read: the one that keys the keyed ones, and the
+/// one that weighs those weighed by a column.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Columns<'a> {
+    /// The column keying every keyed limit, if one is.
+    pub key: Option<&'a str>,
+    /// The column weighing every limit weighed by a column, if one is.
+    pub cost: Option<&'a str>,
+}
+
+/// Returns the columns `limits` read together: they may be keyed, all by one column, and
+/// weighed, all by one column (or each by a number). `noun` is what they are to the user:
+/// "layers", or compare's "configurations".
+pub fn columns<'a>(limits: &'a [Limit], noun: &str) -> Result<Columns<'a>, LimitError> {
+    let key = one_column(limits.iter().filter_map(|s| s.key.as_deref()), noun, "keyed", "key")?;
+    let cost_column = limits.iter().filter_map(|s| match &s.cost {
+        Cost::Column(column) => Some(column.as_str()),
+        Cost::Each(_) => None,
+    });
+    let cost = one_column(cost_column, noun, "weighed", "cost")?;
+    Ok(Columns { key, cost })
+}
+
+/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
+/// configurations) that are `what` (keyed, weighed) by `name` must all be so by the same
+/// column.
+fn one_column<'a>(
+    columns: impl Iterator<Item = &'a str>,
+    noun: &str,
+    what: &str,
+    name: &str,
+) -> Result<Option<&'a str>, LimitError> {
+    let mut found: Option<&str> = None;
+    for column in columns {
+        match found {
+            Some(first) if first != column => {
+                let message = format!(
+                    "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
+                );
+                return Err(LimitError::invalid(Some(name), message));
+            }
+            _ => found = Some(column),
+        }
+    }
+    Ok(found)
 }
 
 /// Reads the comma-separated `key=value` form of `docker --mount`, as `--limit` takes it:
