@@ -6,10 +6,16 @@ that speaks the Arrow PyCapsule interface: a pyarrow ``Table``, ``RecordBatch`` 
 frame through ``pyarrow.Table.from_pandas``. The columns are read where they are, without
 a copy, and the GIL is released while the engine works.
 
-Keyword arguments are named as the program's flags are (``time_format`` is
+A limit is a :class:`Limit`, checked whole when it is built (``Limit("gcra", "5/h",
+burst=5)``); limits that decide together, all or nothing, are a :class:`Policy`. Other
+keyword arguments are named as the program's flags are (``time_format`` is
 ``--time-format``), and every answer is the program's own: ``replay(...).to_dict()`` is the
-object ``ratelimit replay --format json`` prints for the same rows. Bad input raises
-``ValueError`` with the program's one-line message, naming the column and the row.
+object ``ratelimit replay --format json`` prints for the same rows.
+
+Errors are typed (:mod:`ratelimit_replay.errors`): bad data raises :class:`InputError`,
+naming its column and its row (or its file and line); a limit that is no limit
+:class:`PolicyError`; Redis :class:`BackendError`; an argument no call takes
+``TypeError``. The program's notes are :class:`RatelimitWarning` warnings.
 """
 
 from __future__ import annotations
@@ -19,38 +25,69 @@ import dataclasses
 import datetime as dt
 import json
 import os
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Union
 
 import pyarrow
 
 from . import _native
+from ._native import Limit, Policy
+from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
 
-__all__ = ["Report", "replay", "compare", "min_bucket", "min_rate", "curve", "report", "Limiter", "Outcome"]
+__all__ = [
+    "Limit",
+    "Policy",
+    "Report",
+    "Window",
+    "Layer",
+    "replay",
+    "compare",
+    "min_bucket",
+    "min_rate",
+    "curve",
+    "report",
+    "Limiter",
+    "Outcome",
+    "RatelimitError",
+    "InputError",
+    "PolicyError",
+    "BackendError",
+    "RatelimitWarning",
+]
+
+#: A limit alone, or limits all or nothing.
+Limits = Union[Limit, Policy]
 
 # The program's flag for each keyword whose name is not the flag's own.
 _RENAMED = {"time": "time_column", "limits": "limit", "where": "where", "algos": "algo"}
 
 
-class Report:
-    """What a replay did: the object ``ratelimit replay --format json`` prints, and each
-    row's decision.
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """The busiest window of a stream: where it starts, how long it is, and how many events
+    (or units) fell in it."""
 
-    Its top-level fields (``passed``, ``dropped``, ``events``, ``promise``, ...) are
-    attributes; ``to_dict()`` gives the whole object.
-    """
+    #: Its length, in seconds.
+    length_s: float
+    #: When it starts (RFC 3339), or None with no events.
+    start: str | None
+    #: How many events (units, with a cost) it holds.
+    count: int
 
-    def __init__(self, fields: dict[str, Any], decisions: pyarrow.BooleanArray | pyarrow.Table | None):
+    @staticmethod
+    def _of(fields: Any) -> Window | None:
+        if fields is None:
+            return None
+        return Window(fields["length_s"], fields.get("start"), fields["count"])
+
+
+class _Object:
+    """An object of the program's JSON: its fields, each also an attribute."""
+
+    def __init__(self, fields: dict[str, Any]):
         self._fields = fields
-        #: Each row's decision, in the input's row order, as a pyarrow ``BooleanArray``:
-        #: True passed, False dropped, null for a row that made no event (left out by
-        #: ``since``, ``until`` or ``where``). With ``limits``, a pyarrow ``Table``: its
-        #: column ``passed`` is the decision of all the layers together, and a column for
-        #: each layer, named by its SPEC, says whether that layer admitted the row (a row
-        #: one layer admits may be dropped by another).
-        self.decisions = decisions
 
     def to_dict(self) -> dict[str, Any]:
-        """Returns the object ``ratelimit replay --format json`` prints, as a new dict."""
+        """Returns the object as ``ratelimit replay --format json`` prints it, as a new dict."""
         return copy.deepcopy(self._fields)
 
     def __getattr__(self, name: str) -> Any:
@@ -60,80 +97,208 @@ class Report:
             raise AttributeError(name) from None
 
     def __repr__(self) -> str:
-        return f"Report({json.dumps(self._fields)})"
+        return f"{type(self).__name__}({json.dumps(self._fields)})"
+
+    @property
+    def passed(self) -> int:
+        """The events that passed."""
+        return int(self._fields["passed"])
+
+
+class Layer(_Object):
+    """One layer of a :class:`Policy`, in a report: its own figures, and what it refused."""
+
+    @property
+    def spec(self) -> str:
+        """The layer as ``--limit`` writes it."""
+        return str(self._fields["spec"])
+
+    @property
+    def refused(self) -> int:
+        """The events this layer refused (an event may be refused by several)."""
+        return int(self._fields["refused"])
+
+    def __getitem__(self, name: str) -> Any:
+        # As the layer's dict is read: report.layers[0]["refused"].
+        return self._fields[name]
+
+
+class Report(_Object):
+    """What a replay did: the object ``ratelimit replay --format json`` prints, and each
+    row's decision.
+
+    Its figures are typed attributes (``passed``, ``dropped``, ``busiest_window``,
+    ``min_bucket``, ``layers``, ``keys``, ...); any other top-level field of the JSON is an
+    attribute too, and ``to_dict()`` gives the whole object.
+    """
+
+    def __init__(self, fields: dict[str, Any], decisions: pyarrow.BooleanArray | pyarrow.Table):
+        super().__init__(fields)
+        #: Each row's decision, in the input's row order, as a pyarrow ``BooleanArray``:
+        #: True passed, False dropped, null for a row that made no event (left out by
+        #: ``since``, ``until`` or ``where``). With a :class:`Policy`, a pyarrow ``Table``:
+        #: its column ``passed`` is the decision of all the layers together, and a column
+        #: for each layer, named by its SPEC, says whether that layer admitted the row (a
+        #: row one layer admits may be dropped by another).
+        self.decisions = decisions
+
+    @property
+    def input(self) -> str:
+        """The input's name: its path, or ``<arrow>``."""
+        return str(self._fields["input"])
+
+    @property
+    def events(self) -> int:
+        """The events replayed (units, with a cost column: see ``to_dict()``)."""
+        return int(self._fields["events"])
+
+    @property
+    def dropped(self) -> int:
+        """The events that were dropped."""
+        return int(self._fields["dropped"])
+
+    @property
+    def algorithm(self) -> str | None:
+        """The limiter, for one limit; None for a policy (see ``layers``)."""
+        return self._fields.get("algorithm")
+
+    @property
+    def rate(self) -> str | None:
+        """The rate, N per period, for one limit."""
+        return self._fields.get("rate")
+
+    @property
+    def burst(self) -> int | None:
+        """The burst, for one limit whose limiter has one."""
+        return self._fields.get("burst")
+
+    @property
+    def busiest_window(self) -> Window | None:
+        """The busiest window of what passed, for one limit."""
+        return Window._of(self._fields.get("busiest_window"))
+
+    @property
+    def demand_busiest_window(self) -> Window | None:
+        """The busiest window of all the events, for one limit."""
+        return Window._of(self._fields.get("demand_busiest_window"))
+
+    @property
+    def min_bucket(self) -> int | None:
+        """The smallest token bucket at the rate that loses no event, for one limit."""
+        return self._fields.get("min_bucket")
+
+    @property
+    def layers(self) -> list[Layer]:
+        """Each layer of a policy, in order; empty for one limit."""
+        return [Layer(fields) for fields in self._fields.get("layers", [])]
+
+    @property
+    def keys(self) -> dict[str, Any] | None:
+        """With a key: how many keys, the spread of their figures, and the top keys."""
+        keys = self._fields.get("keys")
+        return None if keys is None else copy.deepcopy(keys)
 
 
 def replay(
     data: Any,
+    policy: Limits | None = None,
     *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
     algo: str | None = None,
     rate: str | None = None,
     burst: int | None = None,
     window: str | None = None,
-    key: str | None = None,
-    cost: str | int | None = None,
-    time: str = "time",
     servers: int | None = None,
     limits: Iterable[str] | None = None,
     **flags: Any,
 ) -> Report:
-    """Replays ``data`` through one limiter (``algo`` at ``rate``, with ``burst``), or
-    through several at once (``limits``: the program's ``--limit`` SPECs, such as
-    ``"algo=gcra,rate=500/m,burst=500"``), and returns what passed and what was dropped.
+    """Replays ``data`` through ``policy``: one :class:`Limit`, or a :class:`Policy` of
+    several all or nothing, and returns what passed and what was dropped.
 
     ``key`` names the column whose values each get a limiter of their own; ``cost`` the
     column (or a number) of what each event spends. Any other flag of ``ratelimit replay``
     is a keyword too: ``time_format="unix-ms"``, ``since="2025-01-01"``, ``redis=URL``.
+    In place of a policy, the shorthand ``algo=``, ``rate=``, ``burst=`` (one limit) or
+    ``limits=`` (the program's ``--limit`` SPECs) still works.
     """
+    shorthand = dict(algo=algo, rate=rate, burst=burst, window=window, limits=limits)
+    args = _policy_flags(policy, shorthand, key=key, cost=cost)
     stdout, decisions = _run(
-        "replay",
-        data,
-        dict(
-            algo=algo,
-            rate=rate,
-            burst=burst,
-            window=window,
-            key=key,
-            cost=cost,
-            time=time,
-            servers=servers,
-            limits=limits,
-            **flags,
-        ),
-        decisions=True,
+        "replay", data, dict(args, time=time, servers=servers, **flags), decisions=True
     )
     fields = json.loads(stdout)
-    if decisions is not None:
-        columns = [pyarrow.array(column) for column in decisions]
-        if "layers" in fields:
-            names = ["passed"] + [layer["spec"] for layer in fields["layers"]]
-            decisions = pyarrow.table(columns, names=names)
-        else:
-            decisions = columns[0]
-    return Report(fields, decisions)
+    # Asked for, a replay's decisions are always given.
+    assert decisions is not None
+    columns = [pyarrow.array(column) for column in decisions]
+    if "layers" in fields:
+        names = ["passed"] + [layer["spec"] for layer in fields["layers"]]
+        return Report(fields, pyarrow.table(columns, names=names))
+    return Report(fields, columns[0])
+
+
+def _policy_flags(
+    policy: Limits | None, shorthand: Mapping[str, Any], *, key: Any = None, cost: Any = None
+) -> dict[str, Any]:
+    """The flags of ``policy`` (a Limit's own, or a Policy's ``--limit`` SPECs), beside the
+    call's ``key`` and ``cost``; or of the shorthand keywords if no policy is given."""
+    if policy is None:
+        return dict(shorthand, key=key, cost=cost)
+    given = [name for name, value in shorthand.items() if value is not None]
+    if given:
+        raise PolicyError(f"give a Limit or a Policy, or {given[0]}=, not both")
+    if isinstance(policy, Policy):
+        if key is not None or cost is not None:
+            word = "key" if key is not None else "cost"
+            raise PolicyError(f"a Policy's limits say their own {word}: give it to each Limit")
+        windows = [limit.window for limit in policy.limits if limit.window is not None]
+        return dict(limits=[str(limit) for limit in policy.limits], window=windows[0] if windows else None)
+    if not isinstance(policy, Limit):
+        raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+    return _limit_flags(policy, key=key, cost=cost)
+
+
+def _limit_flags(limit: Limit, *, key: Any = None, cost: Any = None) -> dict[str, Any]:
+    """The flags of one limit, with the call's ``key`` and ``cost`` where the limit has
+    none; both is an error unless they agree."""
+    own_cost = None if limit.cost == 1 else limit.cost
+    for word, own, theirs in (("key", limit.key, key), ("cost", own_cost, cost)):
+        if own is not None and theirs is not None and own != theirs:
+            raise PolicyError(f"{word}={theirs!r} and the Limit's {word}={own!r} say two things: give one")
+    return dict(
+        algo=limit.algo,
+        rate=limit.rate,
+        burst=limit.burst,
+        window=limit.window,
+        key=limit.key if limit.key is not None else key,
+        cost=own_cost if own_cost is not None else cost,
+        **limit.params,
+    )
 
 
 def compare(
     data: Any,
+    limits: Iterable[Limit | str] | None = None,
     *,
     rate: str | None = None,
     burst: int | None = None,
     algos: Iterable[str] | None = None,
     key: str | None = None,
     cost: str | int | None = None,
-    limits: Iterable[str] | None = None,
     time: str = "time",
     **flags: Any,
 ) -> Any:
     """Replays ``data`` through several limiters side by side (``algos``, by default all
     six of the program's own), and returns ``ratelimit compare --format json``'s list.
 
-    With ``limits`` instead of a rate, each a whole configuration as ``compare --limit``
-    takes it (``"algo=nginx,rate=10r/s,burst=20,nodelay,key=client"``), returns its object:
+    With ``limits`` instead of a rate, each a whole configuration: a :class:`Limit`, or a
+    SPEC as ``compare --limit`` takes it (``"algo=nginx,rate=10r/s,burst=20,nodelay,key=client"``), returns its object:
     each configuration's report and, with two, what changes from the first to the second
     (``changes``: the events newly refused and newly passed, and the keys that change most).
     """
-    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, limits=limits, time=time, **flags)
+    specs = None if limits is None else [str(limit) for limit in limits]
+    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, limits=specs, time=time, **flags)
     return json.loads(_run("compare", data, args)[0])
 
 
@@ -232,19 +397,32 @@ _MICROSECOND = dt.timedelta(microseconds=1)
 
 
 class Limiter:
-    """One limit, decided event by event as it happens: in memory, at the times given (or
-    the clock's), or in Redis (``redis="redis://host:6379"``), at the server's clock and
-    shared with every process that uses the same keys.
+    """A :class:`Limit` (or a :class:`Policy`), decided event by event as it happens: in
+    memory, at the times given (or the clock's), or in Redis (``redis="redis://host:6379"``),
+    at the server's clock and shared with every process that uses the same keys.
 
-    The keywords are ``ratelimit filter``'s flags: ``algo``, ``rate``, ``burst``, and a
-    limiter's own (``nodelay=True``). Threads may share a Limiter: each decision is made
+    The shorthand ``algo=``, ``rate=``, ``burst=`` and a limiter's own (``nodelay=True``)
+    still works, as ``ratelimit filter``'s flags. Threads may share a Limiter: each decision is made
     whole, one at a time, with the GIL released (a Redis round trip holds no other thread
     back).
     """
 
-    def __init__(self, *, algo: str = "gcra", rate: str, burst: int | None = None, redis: str | None = None, **flags: Any):
+    def __init__(
+        self,
+        policy: Limits | None = None,
+        *,
+        redis: str | None = None,
+        algo: str | None = None,
+        rate: str | None = None,
+        burst: int | None = None,
+        **flags: Any,
+    ) -> None:
+        shorthand = dict(algo=algo, rate=rate, burst=burst)
+        args = _policy_flags(policy, shorthand)
+        # The program's windows are a report's; a live decision has none.
+        args.pop("window", None)
         argv = ["ratelimit", "filter"]
-        for name, value in dict(algo=algo, rate=rate, burst=burst, redis=redis, **flags).items():
+        for name, value in dict(args, redis=redis, **flags).items():
             argv += _flag(name, value)
         self._native = _native.Limiter(argv)
 

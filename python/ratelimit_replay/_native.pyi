@@ -1,5 +1,5 @@
-# Type stubs of the native part: one call that runs a command of the engine.
-from typing import Any
+# Type stubs of the native part: the limits as classes, and the calls that run the engine.
+from typing import Any, final
 
 def call(args: list[str], data: Any | None = None, decisions: bool = False, name: str | None = None) -> tuple[bytes, list[Any] | None]: ...
 
@@ -23,3 +23,49 @@ class Limiter:
 
 def parts_method(algo: str | None, keyed: bool, report: bool = False) -> tuple[str, bool, str | None]: ...
 def limiters() -> list[tuple[str, bool, bool]]: ...
+
+
+@final
+class Limit:
+    """One limit: a limiter at a rate, with its burst, the column that keys it, what each
+    event costs it, its own parameters, and the length of its busiest window. Checked whole
+    when built: a name no limit takes is a ``TypeError``, a value that makes no limit a
+    ``PolicyError``."""
+
+    def __init__(
+        self,
+        algo: str,
+        rate: str | None = None,
+        *,
+        burst: int | None = None,
+        window: str | None = None,
+        cost: str | int | None = None,
+        key: str | None = None,
+        **params: str | int | bool,
+    ) -> None: ...
+    @property
+    def algo(self) -> str: ...
+    @property
+    def rate(self) -> str: ...
+    @property
+    def burst(self) -> int | None: ...
+    @property
+    def window(self) -> str | None: ...
+    @property
+    def cost(self) -> int | str: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def params(self) -> dict[str, str | bool]: ...
+    def __eq__(self, other: object) -> bool: ...
+
+
+@final
+class Policy:
+    """Limits that decide together, all or nothing: an event passes only if every one
+    admits it, and one refused charges none. Checked whole when built."""
+
+    def __init__(self, limits: list[Limit] | tuple[Limit, ...]) -> None: ...
+    @property
+    def limits(self) -> list[Limit]: ...
+    def __len__(self) -> int: ...

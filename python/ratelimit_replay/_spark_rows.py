@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from . import _native
+from .errors import BackendError, InputError, PolicyError
 
 class Replayed(dict):
     """A replay's report, as the program's JSON has it, with ``method``: how the rows of
@@ -48,14 +49,26 @@ def _with_passed(schema: Any, names: list[str] | None = None) -> Any:
 
 
 def _collect(df: Any) -> list[Any]:
-    """Collects `df`, raising the engine's one-line message if an executor raised it."""
+    """Collects `df`, raising the engine's error if an executor raised it: its class (an
+    :mod:`ratelimit_replay.errors` one, or ValueError) and its one-line message, as the
+    executor's traceback, which Spark passes on as text, ends with them. (The fields of an
+    ``InputError`` do not cross as text.)"""
     try:
         return df.collect()
     except Exception as failed:
-        said = [line for line in str(failed).splitlines() if line.startswith("ValueError: ")]
-        if said:
-            raise ValueError(said[-1].removeprefix("ValueError: ")) from None
+        for line in reversed(str(failed).splitlines()):
+            name, _, message = line.partition(": ")
+            kind = _RAISED.get(name)
+            if kind is not None and message:
+                raise kind(message) from None
         raise
+
+
+# The errors an executor raises, by the name its traceback gives them.
+_RAISED: dict[str, type[Exception]] = {
+    "ValueError": ValueError,
+    **{f"ratelimit_replay.errors.{kind.__name__}": kind for kind in (InputError, PolicyError, BackendError)},
+}
 
 
 def _decided(argv: list[str], batches: list[Any], names: list[str] | None = None) -> Any:

@@ -19,6 +19,11 @@ use pyo3_arrow::input::AnyRecordBatch;
 use ratelimit_replay::embed::{self, Decisions};
 use ratelimit_replay::input::catalog::{ArrowData, Source};
 
+use self::errors::{Data, raised};
+
+mod errors;
+mod limit;
+
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
 static ALLOCATOR: ratelimit_replay::huge_pages::HugePages = ratelimit_replay::huge_pages::HugePages;
@@ -42,6 +47,7 @@ fn call<'py>(
     decisions: bool,
     name: Option<String>,
 ) -> PyResult<(Bound<'py, PyBytes>, Option<Columns<'py>>)> {
+    let kind = if data.is_some() { Data::Arrow } else { Data::File };
     let given = match data {
         Some(data) => {
             Some(Source::Arrow(table(data, name.unwrap_or_else(|| "<arrow>".to_owned()))?))
@@ -52,9 +58,9 @@ fn call<'py>(
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
-    let answer = answer.map_err(value_error)?;
+    let answer = answer.map_err(|err| raised(&err, kind))?;
     // The notes the program writes on stderr, as warnings of the caller's line.
-    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    let category = errors::warning(py)?;
     for note in &answer.notes {
         let text = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
         PyErr::warn(py, &category, &text, 3)?;
@@ -122,7 +128,7 @@ fn chunk_lines(
     name: String,
 ) -> PyResult<Vec<String>> {
     let given = Source::Arrow(table(data, name)?);
-    py.detach(|| embed::chunk_lines(&args, given)).map_err(value_error)
+    py.detach(|| embed::chunk_lines(&args, given)).map_err(arrow_error)
 }
 
 /// Merges every chunk's lines (of one stream, in its order) into what `ratelimit
@@ -133,7 +139,7 @@ fn merge_chunks<'py>(
     args: Vec<String>,
     chunks: Vec<Vec<String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = py.detach(|| embed::merge_chunks(&args, &chunks)).map_err(value_error)?;
+    let merged = py.detach(|| embed::merge_chunks(&args, &chunks)).map_err(arrow_error)?;
     Ok(PyBytes::new(py, &merged))
 }
 
@@ -149,7 +155,7 @@ fn replay_part<'py>(
     name: String,
 ) -> PyResult<(String, Columns<'py>)> {
     let given = Source::Arrow(table(data, name)?);
-    let part = py.detach(|| embed::replay_part(&args, given)).map_err(value_error)?;
+    let part = py.detach(|| embed::replay_part(&args, given)).map_err(arrow_error)?;
     Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
 }
 
@@ -195,7 +201,7 @@ fn stream_part<'py>(
         })
         .transpose()?;
     let part =
-        py.detach(|| embed::stream_part(&args, given, &passed, start)).map_err(value_error)?;
+        py.detach(|| embed::stream_part(&args, given, &passed, start)).map_err(arrow_error)?;
     Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
 }
 
@@ -231,21 +237,21 @@ fn range_text(
     tell: fn(&[String], Source) -> anyhow::Result<String>,
 ) -> PyResult<String> {
     let given = Source::Arrow(table(data, name)?);
-    py.detach(|| tell(args, given)).map_err(value_error)
+    py.detach(|| tell(args, given)).map_err(arrow_error)
 }
 
 /// Returns the one column that keys every layer `args` (`ratelimit replay`'s flags) give,
 /// if each key's events are decided by its own layers alone; `None` otherwise.
 #[pyfunction]
 fn layers_key(args: Vec<String>) -> PyResult<Option<String>> {
-    embed::layers_key(&args).map_err(value_error)
+    embed::layers_key(&args).map_err(arrow_error)
 }
 
 /// Returns the tat each range starts with (decimal), the ranges' functions composed in
 /// order from the first's fresh tat.
 #[pyfunction]
 fn range_starts(lines: Vec<String>) -> PyResult<Vec<String>> {
-    embed::range_starts(&lines).map_err(value_error)
+    embed::range_starts(&lines).map_err(arrow_error)
 }
 
 /// Decides the rows of a range of one stream by GCRA from tat `tat` (decimal, in 1/N µs):
@@ -261,7 +267,7 @@ fn decide_range<'py>(
     let given = Source::Arrow(table(data, name)?);
     let tat: i128 =
         tat.parse().map_err(|_| PyValueError::new_err(format!("{tat:?} is not a tat")))?;
-    let passed = py.detach(|| embed::decide_range(&args, given, tat)).map_err(value_error)?;
+    let passed = py.detach(|| embed::decide_range(&args, given, tat)).map_err(arrow_error)?;
     let array: ArrayRef = Arc::new(BooleanArray::from(passed));
     let field = Arc::new(Field::new("passed", DataType::Boolean, true));
     Ok(PyArray::new(array, field).into_pyobject(py)?.into_any())
@@ -310,7 +316,7 @@ fn block_lines(py: Python<'_>, args: Vec<String>, data: AnyRecordBatch) -> PyRes
         passed: &passed,
         own: &own,
     };
-    py.detach(|| embed::block_lines(&args, &rows)).map_err(value_error)
+    py.detach(|| embed::block_lines(&args, &rows)).map_err(arrow_error)
 }
 
 /// Merges every part's summary and every block's line into what `ratelimit replay
@@ -322,7 +328,7 @@ fn merge_parts<'py>(
     parts: Vec<String>,
     blocks: Vec<String>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = py.detach(|| embed::merge_parts(&args, &parts, &blocks)).map_err(value_error)?;
+    let merged = py.detach(|| embed::merge_parts(&args, &parts, &blocks)).map_err(arrow_error)?;
     Ok(PyBytes::new(py, &merged))
 }
 
@@ -372,7 +378,7 @@ type Split = (Vec<String>, String, Vec<GlobalLayer>);
 /// split so.
 #[pyfunction]
 fn layers_beside(args: Vec<String>) -> PyResult<Option<Split>> {
-    let Some(beside) = embed::layers_beside(&args).map_err(value_error)? else { return Ok(None) };
+    let Some(beside) = embed::layers_beside(&args).map_err(arrow_error)? else { return Ok(None) };
     let global = beside.global.into_iter();
     let global = global.map(|g| (g.place, g.spec, g.algorithm.to_owned(), g.weighed, g.alone));
     Ok(Some((beside.keyed, beside.key, global.collect())))
@@ -388,7 +394,7 @@ impl Limiter {
     /// Makes the limit that `args` give as `ratelimit filter`'s flags, its name first.
     #[new]
     fn new(args: Vec<String>) -> PyResult<Limiter> {
-        let limiter = embed::Limiter::new(&args).map_err(value_error)?;
+        let limiter = embed::Limiter::new(&args).map_err(|err| raised(&err, Data::File))?;
         Ok(Limiter(Mutex::new(limiter)))
     }
 
@@ -408,19 +414,19 @@ impl Limiter {
             let answer = limiter.decide_at(micros, key, cost)?;
             Ok::<_, anyhow::Error>((answer, limiter.wait_micros(&answer)))
         });
-        let (answer, wait) = decided.map_err(value_error)?;
+        let (answer, wait) = decided.map_err(|err| raised(&err, Data::File))?;
         Ok((answer.decision.passed, wait, answer.remaining, answer.retry_after_us))
     }
 }
 
-/// The program's one-line message, as a ValueError.
-fn value_error(err: anyhow::Error) -> PyErr {
-    PyValueError::new_err(ratelimit_replay::error_line(&err))
+/// The exception of an error on Arrow data ([`raised`]).
+fn arrow_error(err: anyhow::Error) -> PyErr {
+    raised(&err, Data::Arrow)
 }
 
-/// The readers' one-line message, as a ValueError.
+/// The exception of a read of Arrow data that failed ([`raised`]).
 fn read_error(err: ratelimit_replay::input::catalog::ReadError) -> PyErr {
-    PyValueError::new_err(err.to_string())
+    raised(&anyhow::Error::new(err), Data::Arrow)
 }
 
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
@@ -531,6 +537,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     }));
     module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_class::<Limiter>()?;
+    module.add_class::<limit::PyLimit>()?;
+    module.add_class::<limit::PyPolicy>()?;
     module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;
     module.add_function(wrap_pyfunction!(merge_chunks, module)?)?;
     module.add_function(wrap_pyfunction!(replay_part, module)?)?;

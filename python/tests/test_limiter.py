@@ -174,7 +174,7 @@ def test_a_limiter_in_redis_outlives_a_restart_of_redis(redis_server):
     # The next call connects again (the fresh server knows no key); no new Limiter needed.
     assert [limiter.decide(key="alice").passed for _ in range(3)] == [True, True, False]
     redis_server.stop()
-    with pytest.raises(ValueError, match="closed the connection; connecting again: cannot reach Redis"):
+    with pytest.raises(rl.BackendError, match="closed the connection; connecting again: cannot reach Redis"):
         limiter.decide(key="alice")
     redis_server.start()
     assert limiter.decide(key="bob").passed

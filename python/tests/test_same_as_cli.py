@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pyarrow
@@ -154,3 +155,36 @@ def test_configurations_side_by_side_are_the_programs(log_csv, log_table):
     assert without_input(got) == without_input(want)
     assert got["changes"]["newly_refused"] + got["changes"]["newly_passed"] > 0
 
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_typed_replays_of_every_limiter_are_the_programs(m5, m5_table, log_csv, log_table, algo):
+    """A Limit and a Policy replay as the program's flags do: keyed on the real catalog,
+    weighed on a log, and layered, for every limiter; the typed figures are the JSON's."""
+    burst = 5 if algo in BURSTS else None
+    size = ["--burst", "5"] if burst else []
+    want = cli_json("replay", str(m5), "--algo", algo, "--rate", "1/m", "--key", "net", *size)
+    got = rl.replay(m5_table, rl.Limit(algo, "1/m", burst=burst, key="net"))
+    assert without_input(got.to_dict()) == without_input(want)
+    assert (got.passed, got.dropped, got.min_bucket) == (want["passed"], want["dropped"], want.get("min_bucket"))
+    assert got.busiest_window is not None and got.busiest_window.count == want["busiest_window"]["count"]
+    assert got.keys is not None and got.keys["count"] == want["keys"]["count"]
+
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    weighed = ["--algo", algo, "--rate", "2000/m", "--key", "client", "--cost", "tokens", *time]
+    done = cli("replay", str(log_csv), *weighed, "--format", "json")
+    if done.returncode != 0:
+        # A model whose system counts each request once refuses a cost, as it is built.
+        with pytest.raises(rl.PolicyError, match="counts each request once"):
+            rl.Limit(algo, "2000/m", key="client", cost="tokens")
+    else:
+        limit = rl.Limit(algo, "2000/m", key="client", cost="tokens")
+        got = rl.replay(log_table, limit, time="ts", time_format="unix-ms")
+        assert without_input(got.to_dict()) == without_input(json.loads(done.stdout))
+
+    layers = [rl.Limit(algo, "100/m", burst=burst, key="client"), rl.Limit("gcra", "1000/h", burst=50)]
+    specs = [word for layer in layers for word in ("--limit", str(layer))]
+    want = cli_json("replay", str(log_csv), *specs, *time)
+    got = rl.replay(log_table, rl.Policy(layers), time="ts", time_format="unix-ms")
+    assert without_input(got.to_dict()) == without_input(want)
+    assert [layer.refused for layer in got.layers] == [layer["refused"] for layer in want["layers"]]

@@ -17,6 +17,7 @@ from conftest import REPO, cli, cli_json, synthetic_log, without_input
 from pyspark.sql import SparkSession, functions as F  # noqa: E402
 
 from ratelimit_replay import spark as rls  # noqa: E402
+from ratelimit_replay.errors import InputError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,8 @@ def test_min_bucket_of_the_real_catalog_with_spark_timestamps_is_the_programs(sp
 def test_a_bad_row_on_an_executor_raises_the_programs_message(spark):
     df = spark.createDataFrame([("2025-01-01T00:00:00Z",), ("not a time",)], "time string")
     # Named by its range and its place there, in time order (text sorts "n" after "2").
-    with pytest.raises(ValueError, match=r"^<partition 0>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"):
+    # The typed error, whose text Spark passes on.
+    with pytest.raises(InputError, match=r"^<partition 0>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"):
         rls.min_bucket(df.withColumn("tie", F.lit(0)), rate="1/s", partitions=1)
 
 
@@ -537,7 +539,7 @@ def test_a_bad_row_in_a_replay_or_its_decisions_raises_the_programs_message(spar
         [("2025-01-01T00:00:00Z", "a", 0), ("not a time", "a", 1)], "time string, client string, tie long"
     )
     said = r"^<partition \d+>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"
-    with pytest.raises(ValueError, match=said):
+    with pytest.raises(InputError, match=said):
         rls.replay(df, algo="gcra", rate="1/s", key="client", tie="tie", partitions=1)
     with pytest.raises(ValueError, match=said):
         rls.decisions(df, algo="sliding-log", rate="1/s", tie="tie", partitions=1).count()

@@ -22,7 +22,7 @@ pub use super::replay_parts::{decide_range, range_line, range_starts, range_tran
 pub use super::stream_parts::stream_part;
 use super::{Cli, decisions, dispatch, parse};
 use crate::cli::diagnostics::{noted, stoppable};
-use crate::input::catalog::Source;
+use crate::input::catalog::{ReadError, Source};
 pub use crate::input::progress::Stop;
 use crate::render::outfile;
 
@@ -63,6 +63,67 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool, stop: Stop)
     ran?;
     Ok(Output { stdout, decisions, notes })
 }
+
+/// What kind of failure an error of this module's is, for a caller that raises a type of
+/// its own for each (the Python package's exceptions).
+#[derive(Debug)]
+pub enum Failure<'a> {
+    /// The input could not be read: its name, and where, and which field.
+    Input(&'a ReadError),
+    /// An argument the command takes no flag for: the flag as given (`--brust`), and the
+    /// one it may have meant (`--burst`).
+    Unknown(&'a str, Option<&'a str>),
+    /// Redis, or the way to it, failed.
+    Backend,
+    /// The system refused to open, read or write a file.
+    Io(std::io::ErrorKind),
+    /// What was asked cannot be done: a limit, an option's value, options together.
+    Policy,
+}
+
+/// Tells what kind of failure `err` is: by the first of its causes whose kind is known,
+/// from the outermost; what is none of them is what was asked.
+pub fn failure(err: &anyhow::Error) -> Failure<'_> {
+    for cause in err.chain() {
+        if let Some(read) = cause.downcast_ref::<ReadError>() {
+            return match read {
+                ReadError::Io { error, .. } | ReadError::Rewind { error, .. } => {
+                    Failure::Io(error.kind())
+                }
+                _ => Failure::Input(read),
+            };
+        }
+        if let Some(unknown) = cause.downcast_ref::<UnknownFlag>() {
+            return Failure::Unknown(&unknown.flag, unknown.suggested.as_deref());
+        }
+        if cause.is::<crate::engine::redis::Unavailable>() {
+            return Failure::Backend;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return Failure::Io(io.kind());
+        }
+    }
+    Failure::Policy
+}
+
+/// A flag the command has not, as given (`--brust`), with the command line's error.
+#[derive(Debug)]
+pub struct UnknownFlag {
+    /// The flag.
+    pub(super) flag: String,
+    /// The flag it may be a misspelling of.
+    pub(super) suggested: Option<String>,
+    /// What the command line says of it.
+    pub(super) err: anyhow::Error,
+}
+
+impl std::fmt::Display for UnknownFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.err, f)
+    }
+}
+
+impl std::error::Error for UnknownFlag {}
 
 /// One limit decided live, event by event, as `filter` decides lines: in memory at the
 /// times given, or in Redis at the server's clock, shared with every process that uses

@@ -38,7 +38,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
@@ -64,9 +64,23 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
 /// Parses `args` as the command line, for a program that runs a command itself: help is
 /// an error too, as there is no terminal to print it on.
 pub(crate) fn parse(args: &[String]) -> Result<Cli> {
-    Cli::try_parse_from(args).map_err(|err| match clap_exit(err) {
-        Err(err) => err,
-        Ok(_) => anyhow!("help and version are the command line's"),
+    Cli::try_parse_from(args).map_err(|err| {
+        // A flag the command has not: kept, for a caller that names it its own way.
+        let unknown = match (err.kind(), err.get(ContextKind::InvalidArg)) {
+            (ErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => Some(flag.clone()),
+            _ => None,
+        };
+        let suggested = match err.get(ContextKind::SuggestedArg) {
+            Some(ContextValue::String(flag)) => Some(flag.clone()),
+            _ => None,
+        };
+        match (clap_exit(err), unknown) {
+            (Err(err), Some(flag)) => {
+                anyhow::Error::new(embed::UnknownFlag { flag, suggested, err })
+            }
+            (Err(err), None) => err,
+            (Ok(_), _) => anyhow!("help and version are the command line's"),
+        }
     })
 }
 

@@ -19,7 +19,7 @@ pub use connection::Redis;
 pub use engine::{RedisEngine, Scripts};
 pub use layers::{RemoteLayers, SHARED};
 pub use pipeline::prepare;
-pub use server::Server;
+pub use server::{Server, Unavailable};
 
 use std::borrow::Cow;
 use std::fmt::Display;

@@ -39,6 +39,10 @@ impl Server {
     /// (`cluster_enabled:1`), to every master of that cluster. Several URLs are seed nodes
     /// of one cluster, so each must be in cluster mode.
     pub fn connect(urls: &[String], timeout: Duration) -> Result<Server> {
+        Server::reach(urls, timeout).map_err(Unavailable::wrap)
+    }
+
+    fn reach(urls: &[String], timeout: Duration) -> Result<Server> {
         let server = |kind| Server { kind, loaded: Vec::new(), urls: urls.to_vec(), timeout };
         let mut failure = None;
         for url in urls {
@@ -97,6 +101,10 @@ impl Server {
 
     /// Loads a script, on every master of a cluster.
     pub fn load(&mut self, script: &'static Script) -> Result<()> {
+        self.load_here(script).map_err(Unavailable::wrap)
+    }
+
+    fn load_here(&mut self, script: &'static Script) -> Result<()> {
         match &mut self.kind {
             Kind::One(redis) => redis.load(script)?,
             Kind::Cluster(cluster) => {
@@ -122,6 +130,10 @@ impl Server {
     /// so that the caller can work while Redis does; to a cluster, whose calls may be
     /// redirected and sent again, it waits for them now.
     pub fn send(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Sent> {
+        self.send_here(calls).map_err(Unavailable::wrap)
+    }
+
+    fn send_here(&mut self, calls: &[(u16, redis::Cmd)]) -> Result<Sent> {
         match &mut self.kind {
             Kind::One(redis) => Ok(Sent::Pending(redis.send(&packed(calls), calls.len())?)),
             Kind::Cluster(_) => Ok(Sent::Read(self.exchange(calls)?)),
@@ -130,6 +142,10 @@ impl Server {
 
     /// Reads the replies to `calls`, which [`Server::send`] sent, as [`Server::run`] does.
     pub fn receive(&mut self, calls: &[(u16, redis::Cmd)], sent: Sent) -> Result<Vec<Value>> {
+        self.receive_here(calls, sent).map_err(Unavailable::wrap)
+    }
+
+    fn receive_here(&mut self, calls: &[(u16, redis::Cmd)], sent: Sent) -> Result<Vec<Value>> {
         let ticket = match sent {
             Sent::Read(replies) => return Ok(replies),
             Sent::Pending(ticket) => ticket,
@@ -179,4 +195,32 @@ fn packed(calls: &[(u16, redis::Cmd)]) -> Vec<u8> {
         cmd.write_packed_command(&mut packed);
     }
     packed
+}
+
+/// A failure of Redis, or of the way to it: what a caller that tells failures apart (the
+/// Python package's `BackendError`) looks for. It reads as the failure it holds, whose
+/// causes are its own.
+#[derive(Debug)]
+pub struct Unavailable(anyhow::Error);
+
+impl Unavailable {
+    /// Marks `err` as Redis's failure, once.
+    fn wrap(err: anyhow::Error) -> anyhow::Error {
+        match err.is::<Unavailable>() {
+            true => err,
+            false => anyhow::Error::new(Unavailable(err)),
+        }
+    }
+}
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Unavailable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }

@@ -1,0 +1,98 @@
+//! The package's exceptions (`ratelimit_replay.errors`), raised from the engine's errors
+//! with what each knows: where the input is bad, which argument is not one.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use ratelimit_replay::embed::{Failure, failure};
+use ratelimit_replay::input::catalog::ReadError;
+
+/// Where an error's input came from: Arrow data names its rows from 0, a file its lines
+/// (or a Parquet file its rows) from 1.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Data {
+    /// A path, read as the program reads a FILE.
+    File,
+    /// Arrow data handed over.
+    Arrow,
+}
+
+/// Returns the exception `err` is, by its kind ([`failure`]), with the program's one-line
+/// message: `InputError` with where, `PolicyError`, `BackendError`, Python's own
+/// `OSError` for a file the system refused, or `TypeError` for an argument the call does
+/// not take.
+pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
+    let message = ratelimit_replay::error_line(err);
+    Python::attach(|py| match failure(err) {
+        Failure::Input(read) => input_error(py, message, read, data),
+        Failure::Unknown(flag, suggested) => {
+            let name = keyword(flag);
+            let hint = suggested.map(|s| format!(" (did you mean '{}'?)", keyword(s)));
+            let text = format!("unexpected keyword argument '{name}'{}", hint.unwrap_or_default());
+            pyo3::exceptions::PyTypeError::new_err(text)
+        }
+        Failure::Backend => error(py, "BackendError", message, None),
+        Failure::Io(kind) => std::io::Error::new(kind, message).into(),
+        Failure::Policy => error(py, "PolicyError", message, None),
+    })
+}
+
+/// Raises `ratelimit_replay.errors.PolicyError` with `message`.
+pub(crate) fn policy_error(message: impl Into<String>) -> PyErr {
+    Python::attach(|py| error(py, "PolicyError", message.into(), None))
+}
+
+/// The warning category of the engine's notes: `ratelimit_replay.errors.RatelimitWarning`.
+pub(crate) fn warning(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    errors(py)?.getattr("RatelimitWarning")
+}
+
+/// `InputError`, with the path and line of a file, or the row of Arrow data (from 0), and
+/// the column, where the read says them.
+fn input_error(py: Python<'_>, message: String, read: &ReadError, data: Data) -> PyErr {
+    let fields = PyDict::new(py);
+    let set = |name: &str, value: Bound<'_, PyAny>| fields.set_item(name, value);
+    let filled = (|| {
+        match read {
+            ReadError::Field { name, counts, line, field, .. } => {
+                set("column", field.into_pyobject(py)?.into_any())?;
+                match *counts {
+                    "row" => set("row", line.saturating_sub(1).into_pyobject(py)?.into_any())?,
+                    _ => set("line", line.into_pyobject(py)?.into_any())?,
+                }
+                if data == Data::File {
+                    set("path", name.into_pyobject(py)?.into_any())?;
+                }
+            }
+            ReadError::Layout { name, .. } if data == Data::File => {
+                set("path", name.into_pyobject(py)?.into_any())?;
+            }
+            _ => {}
+        }
+        PyResult::Ok(())
+    })();
+    match filled {
+        Ok(()) => error(py, "InputError", message, Some(fields)),
+        Err(err) => err,
+    }
+}
+
+/// Raises the class `name` of `ratelimit_replay.errors` with `message` and `fields`.
+fn error(py: Python<'_>, name: &str, message: String, fields: Option<Bound<'_, PyDict>>) -> PyErr {
+    let made = errors(py)
+        .and_then(|module| module.getattr(name))
+        .and_then(|class| class.call((message,), fields.as_ref()));
+    match made {
+        Ok(exception) => PyErr::from_value(exception),
+        Err(err) => err,
+    }
+}
+
+/// The module `ratelimit_replay.errors`.
+fn errors(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("ratelimit_replay.errors")
+}
+
+/// A flag as the keyword argument that gave it: `--time-format` is `time_format`.
+fn keyword(flag: &str) -> String {
+    flag.trim_start_matches('-').replace('-', "_")
+}

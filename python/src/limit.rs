@@ -1,0 +1,253 @@
+//! `Limit` and `Policy`: the engine's limits as Python objects, checked whole when built.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use ratelimit_core::policy::MAX_LAYERS;
+use ratelimit_core::units::time::Span;
+use ratelimit_engine::limit::{self, LimitError};
+use ratelimit_input::cost::Cost;
+
+use crate::errors::policy_error;
+
+/// One limit: a limiter at a rate, with its burst, the column that keys it, what each
+/// event costs it, its own parameters, and the length of its busiest window.
+#[pyclass(module = "ratelimit_replay", name = "Limit", frozen, eq, from_py_object)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PyLimit {
+    pub(crate) limit: limit::Limit,
+    /// The busiest window's length, as given and read.
+    pub(crate) window: Option<(String, Span)>,
+}
+
+#[pymethods]
+impl PyLimit {
+    /// Builds the limit, checked as the limiter takes it: a name no limit takes is a
+    /// `TypeError`, a value that makes no limit a `PolicyError`.
+    #[new]
+    #[pyo3(signature = (algo, rate=None, *, burst=None, window=None, cost=None, key=None, **params))]
+    fn new(
+        algo: &str,
+        rate: Option<&str>,
+        burst: Option<i64>,
+        window: Option<&str>,
+        cost: Option<&Bound<'_, PyAny>>,
+        key: Option<&str>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyLimit> {
+        let mut named: Vec<(String, Option<String>)> = vec![("algo".into(), Some(algo.into()))];
+        named.extend(rate.map(|rate| ("rate".into(), Some(rate.into()))));
+        named.extend(burst.map(|burst| ("burst".into(), Some(burst.to_string()))));
+        if let Some(cost) = cost {
+            named.push(("cost".into(), Some(word(cost, "cost")?)));
+        }
+        named.extend(key.map(|key| ("key".into(), Some(key.into()))));
+        for (name, value) in params.into_iter().flat_map(|params| params.iter()) {
+            let name: String = name.extract()?;
+            let own = own_name(&name)?;
+            // A bare parameter (nginx's nodelay) is True, or left out.
+            if value.is_instance_of::<PyBool>() {
+                if value.extract::<bool>()? {
+                    named.push((own.into(), None));
+                }
+                continue;
+            }
+            named.push((own.into(), Some(word(&value, &name)?)));
+        }
+        let limit = limit::Limit::from_named(named.iter().map(|(n, v)| (n.as_str(), v.as_deref())))
+            .map_err(|err| match err {
+                LimitError::Unknown { name } => unexpected(&name),
+                invalid => policy_error(invalid.to_string()),
+            })?;
+        let window = match window {
+            Some(text) => match text.parse::<Span>() {
+                Ok(span) if span.is_zero() => {
+                    return Err(policy_error("window must be longer than zero"));
+                }
+                Ok(span) => Some((text.to_owned(), span)),
+                Err(err) => return Err(policy_error(format!("window={text}: {err}"))),
+            },
+            None => None,
+        };
+        Ok(PyLimit { limit, window })
+    }
+
+    /// The limiter's name, as `ratelimit limiters` lists it.
+    #[getter]
+    fn algo(&self) -> &'static str {
+        self.limit.algorithm.name()
+    }
+
+    /// The rate: N events per period, as in ``5/h``.
+    #[getter]
+    fn rate(&self) -> String {
+        self.limit.rate.to_string()
+    }
+
+    /// The burst as its system writes it, if given.
+    #[getter]
+    fn burst(&self) -> Option<u64> {
+        self.limit.burst
+    }
+
+    /// The length of the busiest window to report, if given (else the rate's period).
+    #[getter]
+    fn window(&self) -> Option<&str> {
+        self.window.as_ref().map(|(text, _)| text.as_str())
+    }
+
+    /// What each event costs: a number of units, or the column that holds it.
+    #[getter]
+    fn cost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match &self.limit.cost {
+            Cost::Each(units) => units.into_pyobject(py)?.into_any(),
+            Cost::Column(column) => column.into_pyobject(py)?.into_any(),
+        })
+    }
+
+    /// The column whose values each get a state of their own, if any.
+    #[getter]
+    fn key(&self) -> Option<&str> {
+        self.limit.key.as_deref()
+    }
+
+    /// The limiter's own parameters, as given: each with its value, True for a bare one.
+    #[getter]
+    fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let params = PyDict::new(py);
+        for (name, value) in &self.limit.params.0 {
+            let name = name.replace('-', "_");
+            match value {
+                Some(value) => params.set_item(name, value)?,
+                None => params.set_item(name, true)?,
+            }
+        }
+        Ok(params)
+    }
+
+    /// The limit as ``--limit`` writes it: ``algo=gcra,rate=5/h,burst=5``.
+    fn __str__(&self) -> String {
+        self.limit.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        let mut text = format!("Limit({}, {}", quoted(self.algo()), quoted(&self.rate()));
+        if let Some(burst) = self.limit.burst {
+            text += &format!(", burst={burst}");
+        }
+        if let Some((window, _)) = &self.window {
+            text += &format!(", window={}", quoted(window));
+        }
+        match &self.limit.cost {
+            Cost::Each(1) => {}
+            Cost::Each(units) => text += &format!(", cost={units}"),
+            Cost::Column(column) => text += &format!(", cost={}", quoted(column)),
+        }
+        if let Some(key) = &self.limit.key {
+            text += &format!(", key={}", quoted(key));
+        }
+        for (name, value) in &self.limit.params.0 {
+            let name = name.replace('-', "_");
+            match value {
+                Some(value) => text += &format!(", {name}={}", quoted(value)),
+                None => text += &format!(", {name}=True"),
+            }
+        }
+        text + ")"
+    }
+}
+
+/// Limits that decide together, all or nothing: an event passes only if every one admits
+/// it, and one refused charges none.
+#[pyclass(module = "ratelimit_replay", name = "Policy", frozen)]
+#[derive(Clone, Debug)]
+pub(crate) struct PyPolicy {
+    pub(crate) limits: Vec<PyLimit>,
+}
+
+#[pymethods]
+impl PyPolicy {
+    /// Builds the policy of `limits`, checked whole: 1 to 16 of them, the keyed ones all
+    /// keyed by one column and the weighed ones weighed by one, with one busiest window.
+    #[new]
+    fn new(limits: Vec<PyLimit>) -> PyResult<PyPolicy> {
+        if limits.is_empty() || limits.len() > MAX_LAYERS {
+            let n = limits.len();
+            return Err(policy_error(format!("a policy has 1 to {MAX_LAYERS} limits, not {n}")));
+        }
+        let each: Vec<limit::Limit> = limits.iter().map(|l| l.limit.clone()).collect();
+        limit::columns(&each, "the limits of a policy")
+            .map_err(|err| policy_error(err.to_string()))?;
+        let mut windows = limits.iter().filter_map(|l| l.window.as_ref());
+        if let Some((first, span)) = windows.next()
+            && let Some((other, _)) = windows.find(|(_, other)| other != span)
+        {
+            return Err(policy_error(format!(
+                "the limits of a policy report one busiest window, and these give two: \
+                 {first} and {other}"
+            )));
+        }
+        Ok(PyPolicy { limits })
+    }
+
+    /// Its limits, in order.
+    #[getter]
+    fn limits(&self) -> Vec<PyLimit> {
+        self.limits.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.limits.len()
+    }
+
+    fn __repr__(&self) -> String {
+        let each: Vec<String> = self.limits.iter().map(PyLimit::__repr__).collect();
+        format!("Policy([{}])", each.join(", "))
+    }
+}
+
+/// The name a limit takes for keyword `name`: the same, or with `_` for `-` (`dry_run` is
+/// nginx's `dry-run`); a `TypeError` if no limit takes it.
+fn own_name(name: &str) -> PyResult<&'static str> {
+    let dashed = name.replace('_', "-");
+    // The common names have keywords of their own.
+    let mut own = own_names().filter(|&own| own == name || own == dashed);
+    own.next().ok_or_else(|| unexpected(name))
+}
+
+/// The `TypeError` of a keyword `name` no limit takes, with the one it may mean.
+fn unexpected(name: &str) -> PyErr {
+    let keywords = ["algo", "rate", "burst", "window", "cost", "key"];
+    let params = own_names().map(|own| own.replace('-', "_"));
+    let all: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).chain(params).collect();
+    let closest = all
+        .iter()
+        .map(|known| (strsim::jaro_winkler(name, known), known))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let hint = closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default();
+    PyTypeError::new_err(format!("Limit() got an unexpected keyword argument '{name}'{hint}"))
+}
+
+/// `text` as Python's `repr` writes a str: in single quotes.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The names of a limit that are not [`limit::COMMON`]: a system's rate words, and each
+/// limiter's own parameters.
+fn own_names() -> impl Iterator<Item = &'static str> {
+    limit::Limit::names().into_iter().filter(|name| !limit::COMMON.contains(name))
+}
+
+/// The text of a value given by keyword `name`: a str as it is, an int in decimal.
+fn word(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+    if value.is_instance_of::<PyString>() {
+        return value.extract();
+    }
+    if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        return Ok(value.str()?.to_string());
+    }
+    let kind = value.get_type().name()?;
+    Err(PyTypeError::new_err(format!("Limit() argument '{name}' must be str or int, not {kind}")))
+}
