@@ -43,6 +43,8 @@ pub(crate) mod cli;
 #[cfg(feature = "cli")]
 pub(crate) mod cmd;
 #[cfg(feature = "cli")]
+pub mod embed;
+#[cfg(feature = "cli")]
 pub(crate) mod engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
@@ -50,7 +52,7 @@ pub(crate) mod render;
 pub(crate) use ratelimit_engine::{policy_report, report};
 
 #[cfg(feature = "cli")]
-pub use cmd::{embed, error_line, run};
+pub use cmd::{error_line, run};
 
 #[cfg(feature = "cli")]
 pub mod huge_pages;

@@ -54,10 +54,10 @@ pub const MOST_QUEUED: usize = 64 << 20;
 
 /// What decides a filter's lines: its live engine, its one limiter's settings (none for
 /// layers), and its key and cost columns.
-pub(super) type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
+pub(crate) type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
 
 /// Settles what decides the lines: one limit, or layers, in memory or in Redis.
-pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
+pub(crate) fn decider(args: &FilterArgs) -> Result<Decider> {
     if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
@@ -76,7 +76,7 @@ pub(super) fn decider(args: &FilterArgs) -> Result<Decider> {
     }
 }
 
-pub(super) fn run(args: &FilterArgs) -> Result<ExitCode> {
+pub(crate) fn run(args: &FilterArgs) -> Result<ExitCode> {
     let (mut decider, settings, key, cost) = decider(args)?;
     let key = key.as_deref();
     let empty = args.empty_key.resolve(key.is_some())?;
@@ -404,26 +404,26 @@ fn open_quote(text: &[u8]) -> bool {
 }
 
 /// The wall clock at the start, run on by a monotonic one: times that never go back.
-pub(super) struct Clock {
+pub(crate) struct Clock {
     wall: i64,
     started: Instant,
 }
 
 impl Clock {
-    pub(super) fn start() -> Clock {
+    pub(crate) fn start() -> Clock {
         let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         Clock { wall: i64::try_from(since.as_micros()).unwrap_or(0), started: Instant::now() }
     }
 
     /// Returns the time of an instant since the start.
-    pub(super) fn at(&self, when: Instant) -> Timestamp {
+    pub(crate) fn at(&self, when: Instant) -> Timestamp {
         let elapsed = i64::try_from(when.duration_since(self.started).as_micros()).unwrap_or(0);
         Timestamp::from_micros(self.wall.saturating_add(elapsed)).unwrap_or(Timestamp::EPOCH)
     }
 }
 
 /// Returns a leaky queue's wait, in units of 1/N µs, in whole microseconds, rounded up.
-pub(super) fn micros_of(wait: i128, rate: Rate) -> u64 {
+pub(crate) fn micros_of(wait: i128, rate: Rate) -> u64 {
     let n = rate.n();
     u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }
@@ -468,7 +468,7 @@ fn field(
     }
 }
 
-pub(super) const FILTER_AFTER_HELP: &str = "\
+pub(crate) const FILTER_AFTER_HELP: &str = "\
 Each line is decided at the time it arrives, and a passed line is written at once (lines
 that come together are flushed together; --line-buffered flushes each); a
 leaky-queue holds each admitted line until it leaves the queue, so the output is smoothed,

@@ -39,7 +39,7 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
         let events = rows.iter().map(|(event, _)| event);
         let record = backend.decide_layers(&layers, (events, &input.read.empty_key))?;
         let (trace, refusals) = (&record.trace, &record.refusals);
-        super::decisions::keep_layers(&rows, trace, refusals, layers.len(), &input.source);
+        crate::render::decisions::keep_layers(&rows, trace, refusals, layers.len(), &input.source);
         return Ok(report(&args.limits, &input, record, &stats, top));
     }
     let Some(emit) = args.emit else {

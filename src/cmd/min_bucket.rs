@@ -27,7 +27,7 @@ use crate::sizing::quantile::Percent;
 use crate::units::rate::Rate;
 use crate::units::time::Span;
 
-pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
+pub(crate) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if !args.limits.is_empty() {
         let layered = layered::replay(&args.limits, &args.input, None, args.keys.top)?;
         let mut out = BufWriter::new(stdout());
@@ -74,7 +74,7 @@ pub(super) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
 
 /// Returns the curve's pieces as the report gives them, each with the stretch that sets
 /// it, which `stretch` finds.
-pub(super) fn segments(
+pub(crate) fn segments(
     curve: &Curve,
     stretch: impl Fn(&Line) -> Option<Stretch>,
 ) -> Result<Vec<report::CurveSegment>> {

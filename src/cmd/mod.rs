@@ -1,33 +1,24 @@
 //! The commands: parse the command line, resolve it, and run the job.
 
-mod blocks;
 mod check;
-mod chunks;
 mod compare;
 mod config;
 
-mod decisions;
-pub mod embed;
 #[cfg(feature = "quakes")]
 mod fetch;
-mod filter;
+pub(crate) mod filter;
 mod filter_output;
 mod layered;
-mod layered_parts;
-mod layers_beside;
 mod limiters;
 mod man;
-mod min_bucket;
+pub(crate) mod min_bucket;
 mod min_rate;
-mod parts_plan;
 mod plot;
-mod replay;
-mod replay_parts;
+pub(crate) mod replay;
 mod report;
 mod schema;
 mod schema_page;
 mod side_by_side;
-mod stream_parts;
 mod synth;
 #[cfg(feature = "quakes")]
 mod synth_catalog;
@@ -38,7 +29,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
-use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
@@ -59,29 +50,6 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Err(err) => return clap_exit(err),
     };
     dispatch(cli)
-}
-
-/// Parses `args` as the command line, for a program that runs a command itself: help is
-/// an error too, as there is no terminal to print it on.
-pub(crate) fn parse(args: &[String]) -> Result<Cli> {
-    Cli::try_parse_from(args).map_err(|err| {
-        // A flag the command has not: kept, for a caller that names it its own way.
-        let unknown = match (err.kind(), err.get(ContextKind::InvalidArg)) {
-            (ErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => Some(flag.clone()),
-            _ => None,
-        };
-        let suggested = match err.get(ContextKind::SuggestedArg) {
-            Some(ContextValue::String(flag)) => Some(flag.clone()),
-            _ => None,
-        };
-        match (clap_exit(err), unknown) {
-            (Err(err), Some(flag)) => {
-                anyhow::Error::new(embed::UnknownFlag { flag, suggested, err })
-            }
-            (Err(err), None) => err,
-            (Ok(_), _) => anyhow!("help and version are the command line's"),
-        }
-    })
 }
 
 /// Runs the command `cli` gives.
@@ -147,7 +115,7 @@ fn write_stdout(bytes: &[u8]) -> Result<ExitCode> {
 }
 
 /// Help and version go to stdout with success; a usage error becomes one line.
-fn clap_exit(err: clap::Error) -> Result<ExitCode> {
+pub(crate) fn clap_exit(err: clap::Error) -> Result<ExitCode> {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             err.print()?;

@@ -26,7 +26,7 @@ use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 /// Writes what a replay found, one limit's report or the layers', as `args` ask: to
 /// stdout, or with `--emit` (the rows went there) to stderr.
-pub(super) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+pub(crate) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     let (mut out, style): (Box<dyn Write>, _) = match args.emit {
         None => (Box::new(BufWriter::new(stdout())), styles.stdout),
         Some(_) => (diagnostics(), styles.stderr),
@@ -37,7 +37,7 @@ pub(super) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -
 }
 
 /// Replays the input through one limit, as `args` say, and returns its report.
-pub(super) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
+pub(crate) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
     let input = args.job.input()?;
     check_emit(args.emit, &input)?;
     let (Some(algorithm), Some(limit)) = (args.algo, args.size.limit()) else {
@@ -61,13 +61,13 @@ pub(super) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
             match job.replay_traced(true)? {
                 // Every row made an event, taken in the rows' order: one decision a row.
                 (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
-                    super::decisions::keep_in_order(recorder.trace());
+                    crate::render::decisions::keep_in_order(recorder.trace());
                     (recorder, stats)
                 }
                 // Else read again, keeping where each event's row is.
                 _ => {
                     let (rows, recorder, stats) = job.replay_rows()?;
-                    super::decisions::keep(&rows, recorder.trace(), &job.input.source);
+                    crate::render::decisions::keep(&rows, recorder.trace(), &job.input.source);
                     (recorder, stats)
                 }
             }
@@ -103,7 +103,7 @@ pub(super) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV
 /// have, and the rows go to stdout, which must not be the file they are read from.
-pub(super) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
+pub(crate) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
     let format = input.read.format;
     if emit == Some(Emit::All) && !matches!(format, InputFormat::Csv | InputFormat::Tsv) {
         bail!(
@@ -197,7 +197,7 @@ fn spread_note(job: &Job, events: &[Event], dropped: u64) -> Result<String> {
 /// decision), the others line by line, GeoJSON as JSON Lines of features. Every row has
 /// been read and checked, and every decision taken, so an error leaves no half-written
 /// output.
-pub(super) fn emit_rows(
+pub(crate) fn emit_rows(
     rows: &Rows,
     trace: &[bool],
     emit: Emit,
@@ -234,7 +234,7 @@ fn writeln_bytes(out: &mut impl Write, row: &[u8], suffix: &[u8]) -> io::Result<
     out.write_all(b"\n")
 }
 
-pub(super) const REPLAY_AFTER_HELP: &str = "\
+pub(crate) const REPLAY_AFTER_HELP: &str = "\
 Limiters: --algo's possible values say each one's rule; `ratelimit limiters` also says what \
 each models, its burst, its own parameters (given as --limit keys, or nginx's flags) and its \
 promise.

@@ -2,6 +2,7 @@
 //! progress.
 
 pub mod curve_svg;
+pub mod decisions;
 pub mod export;
 pub mod html;
 pub mod outfile;

@@ -1,30 +1,40 @@
 //! A command run inside another program (the Python package): its arguments are the
 //! command line's, its input may be handed over (Arrow data), and what it would print, and
-//! each row's decision, are returned instead.
+//! each row's decision, are returned instead; and the replay in partitions behind Spark
+//! and Dask (the files beside this one), which is not a command.
 
 use std::sync::mpsc;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
 pub use crate::engine::live::Answer;
 use crate::engine::live::Live;
 use crate::units::time::Timestamp;
 
-pub use super::blocks::BlockRows;
-pub use super::chunks::{chunk_lines, merge_chunks};
-pub use super::decisions::Decisions;
-use super::layered_parts::LayeredPlan;
-pub use super::layered_parts::layers_key;
-pub use super::layers_beside::{Beside, GlobalLayer, layers_beside};
-pub use super::parts_plan::Part;
-use super::replay_parts;
-pub use super::replay_parts::{decide_range, range_line, range_starts, range_transfer};
-pub use super::stream_parts::stream_part;
-use super::{Cli, decisions, dispatch, parse};
+mod blocks;
+mod chunks;
+mod layered_parts;
+mod layers_beside;
+mod parts_plan;
+mod replay_parts;
+mod stream_parts;
+
+pub use self::blocks::BlockRows;
+pub use self::chunks::{chunk_lines, merge_chunks};
+use self::layered_parts::LayeredPlan;
+pub use self::layered_parts::layers_key;
+pub use self::layers_beside::{Beside, GlobalLayer, layers_beside};
+pub use self::parts_plan::Part;
+pub use self::replay_parts::{decide_range, range_line, range_starts, range_transfer};
+pub use self::stream_parts::stream_part;
 use crate::cli::diagnostics::{noted, stoppable};
+use crate::cmd::{Cli, clap_exit, dispatch};
 use crate::input::catalog::{ReadError, Source};
 pub use crate::input::progress::Stop;
+pub use crate::render::decisions::{self, Decisions};
 use crate::render::outfile;
+use clap::Parser;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 /// What a command run by [`call`] gave.
 #[derive(Debug)]
@@ -62,6 +72,27 @@ pub fn call(args: &[String], given: Option<Source>, decisions: bool, stop: Stop)
     let (((ran, stdout), decisions), notes) = noted(|| stoppable(stop, run));
     ran?;
     Ok(Output { stdout, decisions, notes })
+}
+
+/// Parses `args` as the command line, for a program that runs a command itself: help is
+/// an error too, as there is no terminal to print it on.
+pub(crate) fn parse(args: &[String]) -> Result<Cli> {
+    Cli::try_parse_from(args).map_err(|err| {
+        // A flag the command has not: kept, for a caller that names it its own way.
+        let unknown = match (err.kind(), err.get(ContextKind::InvalidArg)) {
+            (ErrorKind::UnknownArgument, Some(ContextValue::String(flag))) => Some(flag.clone()),
+            _ => None,
+        };
+        let suggested = match err.get(ContextKind::SuggestedArg) {
+            Some(ContextValue::String(flag)) => Some(flag.clone()),
+            _ => None,
+        };
+        match (clap_exit(err), unknown) {
+            (Err(err), Some(flag)) => anyhow::Error::new(UnknownFlag { flag, suggested, err }),
+            (Err(err), None) => err,
+            (Ok(_), _) => anyhow!("help and version are the command line's"),
+        }
+    })
 }
 
 /// What kind of failure an error of this module's is, for a caller that raises a type of
@@ -134,7 +165,7 @@ pub struct Limiter {
     settings: crate::engine::recorder::Settings,
     /// The time of the last decision, in memory: none may come before it.
     last: Option<Timestamp>,
-    clock: super::filter::Clock,
+    clock: crate::cmd::filter::Clock,
     /// The value read as an empty key, if `--empty-key` gives one.
     empty: crate::input::keys::EmptyKey,
 }
@@ -167,7 +198,7 @@ impl Limiter {
         } else {
             remote(cli)?
         };
-        let clock = super::filter::Clock::start();
+        let clock = crate::cmd::filter::Clock::start();
         Ok(Limiter { decider, settings, last: None, clock, empty })
     }
 
@@ -188,7 +219,7 @@ impl Limiter {
     /// Returns how long an event this limit admitted with `answer` waits, in µs, rounded
     /// up: only a leaky queue (and nginx without nodelay) delays.
     pub fn wait_micros(&self, answer: &Answer) -> u64 {
-        super::filter::micros_of(answer.decision.wait, self.settings.rate)
+        crate::cmd::filter::micros_of(answer.decision.wait, self.settings.rate)
     }
 
     /// Decides as [`decide_at`](Limiter::decide_at) does, at `now`.
@@ -234,7 +265,7 @@ fn remote(cli: Cli) -> Result<Decider> {
     let (ask, questions) = mpsc::sync_channel::<(Option<Vec<u8>>, u64)>(0);
     let (answer, answers) = mpsc::sync_channel(1);
     std::thread::Builder::new().name("ratelimit-redis".into()).spawn(move || {
-        let made = cli.command.filter().map(super::filter::decider);
+        let made = cli.command.filter().map(crate::cmd::filter::decider);
         let mut live = match made {
             Some(Ok((live, ..))) => {
                 let _ = answer.send(Ok(None));
@@ -243,7 +274,7 @@ fn remote(cli: Cli) -> Result<Decider> {
             Some(Err(err)) => return drop(answer.send(Err(err))),
             None => return,
         };
-        let clock = super::filter::Clock::start();
+        let clock = crate::cmd::filter::Clock::start();
         for (key, cost) in questions {
             // Redis decides at its clock; the time given names the call only.
             let now = clock.at(std::time::Instant::now());

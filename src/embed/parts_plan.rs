@@ -3,14 +3,15 @@
 
 use anyhow::{Result, bail};
 
-use super::{Cli, parse};
+use super::parse;
+use crate::cmd::Cli;
 use crate::engine::recorder::Settings;
 use crate::input::catalog::{Rows, Source};
 
 /// A replay of one limit in parts, settled from `ratelimit replay`'s flags.
 pub(super) struct Plan {
     pub(super) settings: Settings,
-    pub(super) replay: super::replay::ReplayArgs,
+    pub(super) replay: crate::cmd::replay::ReplayArgs,
 }
 
 impl Plan {
@@ -45,7 +46,7 @@ impl Plan {
     /// Settles `args`, for a replay of one limit, by key or not.
     pub(super) fn of_limit(args: &[String]) -> Result<Plan> {
         let cli: Cli = parse(args)?;
-        let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
+        let crate::cmd::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
         let (Some(algorithm), Some(limit)) = (replay.algo, replay.size.limit()) else {
             bail!("a replay in parts is of one limit: --algo and --rate, no --limit")
         };
@@ -82,7 +83,7 @@ impl Part {
         let decided: Vec<(bool, i64, u64)> = (rows.iter().zip(trace))
             .map(|((event, _), &passed)| (passed, event.time.as_micros(), event.cost))
             .collect();
-        let in_order = super::decisions::in_row_order(rows, &decided, source);
+        let in_order = crate::render::decisions::in_row_order(rows, &decided, source);
         Part {
             summary,
             passed: in_order.iter().map(|d| d.map(|(passed, _, _)| passed)).collect(),

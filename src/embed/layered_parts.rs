@@ -8,11 +8,12 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::blocks::{BlockRows, lines_of_blocks};
+use super::parse;
 use super::parts_plan::Part;
-use super::replay::ReplayArgs;
 use super::replay_parts::{encode, merged_keyed};
-use super::{Cli, parse};
 use crate::cli::layer::{self, Layers};
+use crate::cmd::Cli;
+use crate::cmd::replay::ReplayArgs;
 use crate::engine::Backend;
 use crate::engine::layered::Layer;
 use crate::engine::recorder::KeyNames;
@@ -37,7 +38,7 @@ pub fn layers_key(args: &[String]) -> Result<Option<String>> {
 /// Settles `args` if they give layers (`--limit`): the flags and the layers.
 fn layered(args: &[String]) -> Result<Option<(ReplayArgs, Layers)>> {
     let cli: Cli = parse(args)?;
-    let super::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
+    let crate::cmd::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
     if replay.limits.is_empty() {
         return Ok(None);
     }

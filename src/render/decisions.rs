@@ -1,4 +1,5 @@
-//! Each row's decision, kept for a program that runs `replay` itself ([`super::embed`]).
+//! Each row's decision, kept for a program that runs `replay` itself ([`crate::embed`]), as
+//! [`outfile::captured`](super::outfile::captured) keeps what it would print.
 
 use std::cell::RefCell;
 
@@ -22,7 +23,7 @@ pub struct Decisions {
 }
 
 /// Runs `command`, and returns what it gives and the decisions it kept on this thread.
-pub(super) fn kept<T>(command: impl FnOnce() -> T) -> (T, Option<Decisions>) {
+pub(crate) fn kept<T>(command: impl FnOnce() -> T) -> (T, Option<Decisions>) {
     DECISIONS.with(|kept| *kept.borrow_mut() = None);
     let ran = command();
     (ran, DECISIONS.with(|kept| kept.borrow_mut().take()))
@@ -62,7 +63,7 @@ pub(crate) fn keep_layers(
 /// Puts `values`, one for each of `rows` in time order, in the rows' order: for a table,
 /// one for each of its rows, `None` for one that made no event; for a file, one for each
 /// event.
-pub(super) fn in_row_order<T: Copy>(rows: &Rows, values: &[T], source: &Source) -> Vec<Option<T>> {
+pub(crate) fn in_row_order<T: Copy>(rows: &Rows, values: &[T], source: &Source) -> Vec<Option<T>> {
     match source {
         // A table's rows are kept as their numbers.
         #[cfg(feature = "arrow")]

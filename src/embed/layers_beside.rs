@@ -10,7 +10,8 @@
 
 use anyhow::{Result, bail};
 
-use super::{Cli, Command, parse};
+use super::parse;
+use crate::cmd::{Cli, Command};
 use crate::input::cost::Cost;
 
 /// Layers keyed by one column beside global ones, split for a replay in parts.

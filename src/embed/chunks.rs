@@ -9,8 +9,9 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::{Cli, parse};
+use super::parse;
 use crate::cli::config::Input;
+use crate::cmd::Cli;
 use crate::engine::key_sizing::{KeySizing, Shown, by_key};
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, Timeline, slot};
 use crate::render::export::{self, Format, Style};
@@ -77,7 +78,7 @@ pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> 
             })?;
         }
         let curve = whole.curve();
-        let segments = super::min_bucket::segments(&curve, |line| whole.stretch(line))?;
+        let segments = crate::cmd::min_bucket::segments(&curve, |line| whole.stretch(line))?;
         let mut out = Vec::new();
         let found = export::PerUnit { found: &segments, per: export::Per::default() };
         export::write(&mut out, Format::Json, Style::new(false), &found)?;
@@ -121,7 +122,7 @@ impl Plan {
     /// Settles `args`, reading `given` (stdin, never read, if none).
     fn of(args: &[String], given: Option<Source>) -> Result<Plan> {
         let mut cli: Cli = parse(args)?;
-        let super::Command::MinBucket(sizing) = &mut cli.command else {
+        let crate::cmd::Command::MinBucket(sizing) = &mut cli.command else {
             bail!("chunks are min-bucket's")
         };
         // Exactly one of --rate and --curve.
