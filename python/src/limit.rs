@@ -69,6 +69,11 @@ impl PyLimit {
             },
             None => None,
         };
+        // Settled now, as a replay would, so that a limit its limiter refuses (a rate
+        // HAProxy cannot count, a burst past the largest) is refused as it is built.
+        limit
+            .settings(window.as_ref().map(|&(_, span)| span), true, "")
+            .map_err(|err| policy_error(err.to_string()))?;
         Ok(PyLimit { limit, window })
     }
 

@@ -15,10 +15,11 @@ use crate::cli::args::{
     ShareMode, Until,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
-use crate::engine::limit::{Given, burst_of, with_burst};
+use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
+use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
 use crate::input::log_format::{ARRIVAL, LogFormat, TIMED_COMBINED, is_timed_log};
 use crate::limiter::{Algorithm, Share};
@@ -27,11 +28,9 @@ use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::sample;
 use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
-use crate::units::rate::Rate;
 use crate::units::time::{Span, TimeFormat};
 
-/// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
-pub const MAX_BURST: u64 = Rate::MAX_COUNT;
+pub use crate::engine::limit::MAX_BURST;
 
 /// The most share modes `compare --servers` puts side by side: local, split, and synced at
 /// up to 62 periods. Each is a lane, with its own copies of every key's state.
@@ -97,43 +96,26 @@ impl RateArgs {
         window: Option<Span>,
         strict: bool,
     ) -> Result<Settings> {
-        self.settings_with(algorithm, window, strict, &self.shape.nginx.given(), "--")
-    }
-
-    /// Settles one limiter's settings as [`settings`](RateArgs::settings) does, with the
-    /// limiter's own parameters `given`, each key written after `prefix` in messages.
-    pub fn settings_with(
-        &self,
-        algorithm: Algorithm,
-        window: Option<Span>,
-        strict: bool,
-        given: &Given,
-        prefix: &str,
-    ) -> Result<Settings> {
-        let rate = self.rate;
-        if let Some(why) = algorithm.refuses(rate) {
-            bail!(why);
-        }
-        let burst = match self.shape.burst {
-            Some(_) if strict && !algorithm.uses_burst() => {
-                let name = algorithm.name();
-                bail!("--burst applies to {}, not {name}", with_burst())
-            }
-            Some(b) if b > MAX_BURST => bail!("--burst may be at most {MAX_BURST}"),
-            Some(b) => {
-                let flag = if prefix == "--" { "--burst" } else { "burst=" };
-                burst_of(algorithm, b, flag).map_err(anyhow::Error::msg)?
-            }
-            // A system's own default (nginx's burst=0, Traefik's 1), or N.
-            None => algorithm.default_burst(rate),
+        let limit = Limit {
+            algorithm,
+            rate: self.rate,
+            burst: self.shape.burst,
+            cost: Cost::default(),
+            key: None,
+            params: self.shape.nginx.given(),
         };
-        let params = given.settle(algorithm, strict, prefix).map_err(anyhow::Error::msg)?;
-        let window = window.unwrap_or(rate.period());
-        if window.is_zero() {
-            bail!("--window must be longer than zero");
-        }
-        Ok(Settings { algorithm, rate, burst, window, params })
+        let settings = limit.settings(window, strict, "--")?;
+        check_window(window)?;
+        Ok(settings)
     }
+}
+
+/// Refuses a `--window` of zero.
+pub fn check_window(window: Option<Span>) -> Result<()> {
+    if window.is_some_and(Span::is_zero) {
+        bail!("--window must be longer than zero");
+    }
+    Ok(())
 }
 
 impl LimitArgs {

@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::cli::args::{InputArgs, RateArgs};
+use crate::cli::args::InputArgs;
 use crate::cli::config::Input;
 use crate::engine::layered::{Layer, MAX_LAYERS};
 use crate::engine::limit::Limit;
@@ -50,10 +50,8 @@ pub(crate) fn resolve(
     let layers = specs
         .iter()
         .map(|spec| {
-            let shape = crate::cli::args::Shape { burst: spec.burst, ..Default::default() };
-            let size = RateArgs { rate: spec.rate, shape };
             Ok(Layer {
-                settings: size.settings_with(spec.algorithm, window, true, &spec.params, "")?,
+                settings: spec.settings(window, true, "")?,
                 keyed: spec.key.is_some(),
                 cost: match spec.cost {
                     Cost::Each(units) => Some(units),
@@ -63,6 +61,7 @@ pub(crate) fn resolve(
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    crate::cli::config::check_window(window)?;
     Ok(Layers {
         layers,
         key: columns.key.map(str::to_owned),

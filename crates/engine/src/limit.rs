@@ -7,7 +7,12 @@ use std::str::FromStr;
 
 use crate::input::cost::Cost;
 use crate::limiter::{Algorithm, ParamError, Params};
+use crate::policy::Settings;
 use crate::units::rate::Rate;
+use crate::units::time::Span;
+
+/// The largest burst a limiter may have; see [`Rate::MAX_COUNT`] for why there is one.
+pub const MAX_BURST: u64 = Rate::MAX_COUNT;
 
 /// A limit: a limiter, its rate and burst, what each event costs it, the column whose
 /// values give it a state per key (none: one state for all events), and its own
@@ -162,6 +167,43 @@ impl Limit {
         // as it is built.
         params.settle(algorithm, true, "")?;
         Ok(Limit { algorithm, rate, burst, cost: cost.unwrap_or_default(), key, params })
+    }
+}
+
+impl Limit {
+    /// Settles the limit's settings: its burst as a bucket (the system's own default if
+    /// none is given), its parameters read by its limiter, and a busiest window `window`
+    /// long (the rate's period if `None`; a window given is longer than zero, as its
+    /// reader checks). A burst given to a limiter without one is an error when the user
+    /// named that limiter (`strict`), and ignored when it is one of several; each key is
+    /// written after `prefix` in messages (`--` for flags).
+    pub fn settings(
+        &self,
+        window: Option<Span>,
+        strict: bool,
+        prefix: &str,
+    ) -> Result<Settings, LimitError> {
+        let Limit { algorithm, rate, .. } = *self;
+        if let Some(why) = algorithm.refuses(rate) {
+            return Err(LimitError::invalid(Some("rate"), why));
+        }
+        let flag = if prefix == "--" { "--burst" } else { "burst=" };
+        let too_big = |message: String| LimitError::invalid(Some("burst"), message);
+        let burst = match self.burst {
+            Some(_) if strict && !algorithm.uses_burst() => {
+                let name = algorithm.name();
+                return Err(too_big(format!("{flag} applies to {}, not {name}", with_burst())));
+            }
+            Some(b) if b > MAX_BURST => {
+                return Err(too_big(format!("{flag} may be at most {MAX_BURST}")));
+            }
+            Some(b) => burst_of(algorithm, b, flag).map_err(too_big)?,
+            // A system's own default (nginx's burst=0, Traefik's 1), or N.
+            None => algorithm.default_burst(rate),
+        };
+        let params = self.params.settle(algorithm, strict, prefix)?;
+        let window = window.unwrap_or(rate.period());
+        Ok(Settings { algorithm, rate, burst, window, params })
     }
 }
 
@@ -482,6 +524,22 @@ mod tests {
         assert_eq!(bare.to_string(), "burst= needs a value");
         let nodelay = named(&[("algo", Some("nginx")), ("rate", Some("5r/s")), ("nodelay", None)]);
         assert_eq!(nodelay.unwrap().to_string(), "algo=nginx,rate=5r/s,nodelay");
+    }
+
+    #[test]
+    fn settings_make_the_bucket_the_system_writes() {
+        let settings = |text: &str| text.parse::<Limit>().unwrap().settings(None, true, "");
+        // nginx's burst counts the requests beyond the first; its default is 0.
+        let nginx = settings("algo=nginx,rate=10r/s,burst=0").unwrap();
+        assert_eq!((nginx.burst.get(), nginx.window), (1, "1s".parse().unwrap()));
+        assert_eq!(settings("algo=nginx,rate=10r/s").unwrap().burst.get(), 1);
+        // GCRA's default is a full period's count.
+        assert_eq!(settings("algo=gcra,rate=5/h").unwrap().burst.get(), 5);
+        let big = format!("algo=gcra,rate=5/h,burst={}", MAX_BURST + 1);
+        let refused = settings(&big).unwrap_err();
+        assert_eq!(refused.to_string(), format!("burst= may be at most {MAX_BURST}"));
+        let haproxy = settings("algo=haproxy,rate=5/1500us").unwrap_err();
+        assert!(matches!(haproxy, LimitError::Invalid { name: Some(n), .. } if n == "rate"));
     }
 
     #[test]
