@@ -45,7 +45,7 @@ pub(crate) mod cmd;
 #[cfg(feature = "cli")]
 pub mod embed;
 #[cfg(feature = "cli")]
-pub(crate) mod engine;
+pub(crate) use ratelimit_engine as engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
 #[cfg(feature = "cli")]

@@ -1,13 +1,15 @@
-//! Deciding and recording: engines decide events (in memory, or on a simulated fleet), and
-//! the record counts what they decided, finds the busiest windows and checks the promises;
-//! the reports are the one result type of every output.
+//! Deciding and recording: engines decide events (in memory, on a simulated fleet, or in
+//! Redis, as [`Backend`] chooses), and the record counts what they decided, finds the
+//! busiest windows and checks the promises; the reports are the one result type of every
+//! output.
 //!
 //! The seam is [`Engine`]: an engine decides the events of a [`Policy`] in time order and
 //! hands each limit's [`Decision`] to a [`Record`] (a [`Recorder`] for limiters side by
 //! side, a [`Tally`](layered::Tally) for layers), at once or in batches. The record counts,
 //! finds the busiest windows and checks the promises, the same way for every engine.
-//! Engines of other places (the program's Redis) implement [`Engine`] too.
+//! Redis's engine ([`redis`]) implements [`Engine`] too.
 
+mod backend;
 mod by_key;
 pub mod fleet;
 pub mod key_sizing;
@@ -22,6 +24,7 @@ pub mod parts;
 pub mod per_key;
 pub mod policy_report;
 pub mod recorder;
+pub mod redis;
 pub mod report;
 mod seconds;
 pub mod side_by_side;
@@ -34,6 +37,7 @@ use ratelimit_input::units;
 
 use anyhow::Result;
 
+pub use self::backend::Backend;
 use self::memory::Memory;
 use self::recorder::{Recorder, Settings};
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};

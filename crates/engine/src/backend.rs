@@ -1,29 +1,22 @@
-//! Where decisions are made: in memory and on a simulated fleet (the engine crate's), or in
-//! Redis; [`Backend`] chooses, in one place.
+//! Where decisions are made: in memory, on a simulated fleet, or in Redis; [`Backend`]
+//! chooses, in one place.
 //!
 //! A new engine is one file implementing [`Engine`], a variant of [`Backend`], and one arm
 //! in [`Backend::run`], where engines are chosen.
-
-pub mod live;
-pub mod redis;
-
-pub use ratelimit_engine::{
-    Engine, Policy, Record, UseEngine, fleet, key_sizing, layered, limit, memory, recorder,
-    side_by_side,
-};
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use anyhow::{Result, bail};
 
-use self::fleet::{FleetEngine, FleetPlan, LAYERED_FLEET};
-use self::layered::{DecideLayers, Layer, LayeredRecord, ReplayLayers};
-use self::memory::Memory;
-use self::recorder::{Recorder, Settings};
-use self::redis::{RedisEngine, RedisTarget, Remote, RemoteLayers, Scripts, Server};
+use crate::fleet::{FleetEngine, FleetPlan, LAYERED_FLEET};
 use crate::input::catalog::{EmptyKey, Event, ReadOptions, ReadStats, Source};
-use ratelimit_engine::{Decide, ReadAll};
+use crate::layered::{DecideLayers, Layer, LayeredRecord, ReplayLayers};
+use crate::live::Live;
+use crate::memory::Memory;
+use crate::recorder::{Recorder, Settings};
+use crate::redis::{self, RedisEngine, RedisTarget, Remote, RemoteLayers, Scripts, Server};
+use crate::{Decide, Engine, Policy, ReadAll, UseEngine};
 
 /// Where a job's decisions are made: in memory, or in a Redis server shared with others.
 pub enum Backend {
@@ -145,5 +138,37 @@ impl Backend {
         (events, empty): (impl IntoIterator<Item = Event>, &EmptyKey),
     ) -> Result<LayeredRecord> {
         self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events, empty })
+    }
+}
+
+impl Backend {
+    /// Returns a live engine for `policy`: one limiter, or several layers at once, all or
+    /// nothing (a leaky queue delays rather than decides at once, so it is no live layer).
+    /// It is the backend's own engine for the policy, from the one match in
+    /// [`Backend::run`], deciding a batch of one ([`Engine::live`]): in memory, or in Redis
+    /// (one limiter's script loaded when the backend was made; layers as one script call a
+    /// line). A fleet is simulated only in a replay.
+    pub fn live(&self, policy: Policy<'_>) -> Result<Box<dyn Live>> {
+        match policy {
+            Policy::SideBySide(_) => self.run(policy, Now),
+            Policy::AllOrNothing(layers) => {
+                if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
+                    let name = queue.settings.algorithm.name();
+                    bail!("{name} delays; layers decide at once: use gcra, which admits the same");
+                }
+                self.run(policy, Now)
+            }
+        }
+    }
+}
+
+/// The job of deciding live: the backend's first engine, made live.
+struct Now;
+
+impl UseEngine for Now {
+    type Out = Box<dyn Live>;
+
+    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Box<dyn Live>> {
+        fresh().live()
     }
 }

@@ -11,6 +11,7 @@ mod cluster;
 mod connection;
 mod engine;
 mod layers;
+mod live;
 mod pipeline;
 mod server;
 
@@ -28,8 +29,8 @@ use std::sync::LazyLock;
 use anyhow::{Result, bail};
 use redis::{ServerErrorKind, Value};
 
-use crate::engine::recorder::Settings;
 use crate::limiter::{Algorithm, Decision, RedisScript};
+use crate::recorder::Settings;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -418,7 +419,7 @@ fn integers(reply: &Value) -> Result<Vec<i64>> {
             items.iter().map(|v| if let Value::Int(i) = v { Some(*i) } else { None }).collect()
         }
         Value::ServerError(e) => {
-            let detail = crate::message::one_line(e.details().unwrap_or_default());
+            let detail = ratelimit_input::message::one_line(e.details().unwrap_or_default());
             bail!("the script failed: {} {detail}", e.code())
         }
         _ => None,

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use redis::{ConnectionAddr, IntoConnectionInfo, Parser, Value};
 
-use crate::message::{io_reason, one_line};
 use crate::units::time::human_duration;
+use ratelimit_input::message::{io_reason, one_line};
 
 /// The longest a connection, with its handshake, may take: the bound README states.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -9,9 +9,9 @@ use anyhow::Result;
 use super::layers::Layers;
 use super::pipeline::Lanes;
 use super::{Remote, RemoteLayers, Server};
-use crate::engine::live::Live;
-use crate::engine::{Engine, Record};
 use crate::input::catalog::Event;
+use crate::live::Live;
+use crate::{Engine, Record};
 
 /// Events sent to Redis in one pipeline.
 const BATCH: usize = 512;

@@ -10,11 +10,11 @@ use anyhow::{Result, anyhow, bail};
 
 use super::server::Sent;
 use super::{REPLAY_TTL_MS, Remote, Server, check_time, slot_of};
-use crate::engine::Record;
-use crate::engine::live::{Live, ONE_LIMIT};
-use crate::engine::recorder::Settings;
+use crate::Record;
 use crate::input::catalog::{Event, slot};
 use crate::limiter::Decision;
+use crate::live::{Live, ONE_LIMIT};
+use crate::recorder::Settings;
 use crate::units::time::Timestamp;
 
 /// Limiters side by side in Redis, each deciding every event.
@@ -75,8 +75,8 @@ impl Lanes {
     /// Returns the one limiter's live engine, under `prefix`.
     pub(super) fn live(self, prefix: &str) -> Result<Box<dyn Live>> {
         let [remote] = &self.remotes[..] else { bail!(ONE_LIMIT) };
-        let script = crate::engine::live::LiveScript::One(remote.clone());
-        Ok(crate::engine::live::in_redis(self.redis, script, prefix))
+        let script = super::live::LiveScript::One(remote.clone());
+        Ok(super::live::in_redis(self.redis, script, prefix))
     }
 
     /// Sends `events` as a batch, after making its calls and taking in the batch before: Redis decides one batch while the next is read and made, never two at once,
@@ -208,7 +208,7 @@ struct Group<'k> {
 }
 
 #[cfg(test)]
-#[path = "../../../tests/cli/redis_server.rs"]
+#[path = "../../../../tests/cli/redis_server.rs"]
 mod redis_server;
 
 #[cfg(test)]
@@ -221,12 +221,12 @@ mod tests {
     #[test]
     #[ignore = "needs redis-server"]
     fn a_replay_reloads_scripts_the_server_lost_part_way() {
-        use crate::engine::Engine;
-        use crate::engine::Policy;
-        use crate::engine::memory::Memory;
-        use crate::engine::recorder::{KeyNames, Recorder, Settings};
-        use crate::engine::redis::{RedisEngine, Scripts, Server, prepare};
+        use crate::Engine;
+        use crate::Policy;
         use crate::limiter::Algorithm;
+        use crate::memory::Memory;
+        use crate::recorder::{KeyNames, Recorder, Settings};
+        use crate::redis::{RedisEngine, Scripts, Server, prepare};
         use std::cell::RefCell;
         use std::rc::Rc;
 
@@ -292,11 +292,11 @@ mod tests {
     #[test]
     #[ignore = "needs redis-server"]
     fn mostly_sorted_logs_are_decided_in_redis_as_in_memory() {
-        use crate::engine::Backend;
-        use crate::engine::recorder::{KeyNames, Settings};
-        use crate::engine::redis::RedisTarget;
+        use crate::Backend;
         use crate::input::catalog::{ReadOptions, Source};
         use crate::limiter::Algorithm;
+        use crate::recorder::{KeyNames, Settings};
+        use crate::redis::RedisTarget;
         use proptest::prelude::*;
         use proptest::test_runner::{Config, TestRunner};
 

@@ -13,11 +13,11 @@ use anyhow::{Result, anyhow, bail};
 use redis::Value;
 
 use super::{Outcome, REPLAY_TTL_MS, Remote, Server, check_time, integers, layers_script, slot_of};
-use crate::engine::Record;
-use crate::engine::layered::Layer;
-use crate::engine::live::Live;
+use crate::Record;
 use crate::input::catalog::Event;
+use crate::layered::Layer;
 use crate::limiter::Decision;
+use crate::live::Live;
 use crate::units::time::Timestamp;
 
 /// The hash tag of the keys of layers that are not keyed: one limit for every key.
@@ -171,8 +171,8 @@ impl Layers {
 
     /// Returns the layers' live engine, under `prefix`.
     pub(super) fn live(self, prefix: &str) -> Box<dyn Live> {
-        let script = crate::engine::live::LiveScript::Layers(self.remote);
-        crate::engine::live::in_redis(self.server, script, prefix)
+        let script = super::live::LiveScript::Layers(self.remote);
+        super::live::in_redis(self.server, script, prefix)
     }
 
     /// Has Redis decide `events`, and records what it decided, in order.

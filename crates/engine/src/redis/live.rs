@@ -1,55 +1,18 @@
 //! Deciding live in Redis, at its clock, shared with every process that uses the same
-//! keys; and [`Backend::live`], which gives any backend's live engine.
-//!
-//! What a live engine is, and the ones in memory, are the engine crate's
-//! ([`ratelimit_engine::live`]).
+//! keys. What a live engine is, and the ones in memory, are [`crate::live`]'s.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-pub use ratelimit_engine::live::{Answer, Answered, Live, MAX_LIVE_KEYS, ONE_LIMIT, in_memory};
-
-use super::redis::{Outcome, Remote, RemoteLayers, SHARED, Server};
-use super::{Backend, Engine, Policy, UseEngine};
+use super::{Outcome, Remote, RemoteLayers, SHARED, Server};
 use crate::limiter::Decision;
+use crate::live::{Answer, Answered, Live};
 use crate::units::time::Timestamp;
 
 /// The Redis key of every event when events have no key of their own.
 const ONE_KEY: &str = "filter";
-
-impl Backend {
-    /// Returns a live engine for `policy`: one limiter, or several layers at once, all or
-    /// nothing (a leaky queue delays rather than decides at once, so it is no live layer).
-    /// It is the backend's own engine for the policy, from the one match in
-    /// [`Backend::run`], deciding a batch of one ([`Engine::live`]): in memory, or in Redis
-    /// (one limiter's script loaded when the backend was made; layers as one script call a
-    /// line). A fleet is simulated only in a replay.
-    pub fn live(&self, policy: Policy<'_>) -> Result<Box<dyn Live>> {
-        match policy {
-            Policy::SideBySide(_) => self.run(policy, Now),
-            Policy::AllOrNothing(layers) => {
-                if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
-                    let name = queue.settings.algorithm.name();
-                    bail!("{name} delays; layers decide at once: use gcra, which admits the same");
-                }
-                self.run(policy, Now)
-            }
-        }
-    }
-}
-
-/// The job of deciding live: the backend's first engine, made live.
-struct Now;
-
-impl UseEngine for Now {
-    type Out = Box<dyn Live>;
-
-    fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Box<dyn Live>> {
-        fresh().live()
-    }
-}
 
 /// What a live engine in Redis calls: one limiter's script, or the layered script.
 pub(super) enum LiveScript {
