@@ -397,40 +397,68 @@ _MICROSECOND = dt.timedelta(microseconds=1)
 
 
 class Limiter:
-    """A :class:`Limit` (or a :class:`Policy`), decided event by event as it happens: in
-    memory, at the times given (or the clock's), or in Redis (``redis="redis://host:6379"``),
-    at the server's clock and shared with every process that uses the same keys.
+    """A :class:`Limit`, or a :class:`Policy` of several all or nothing, decided event by
+    event as it happens: in memory, at the times given (or the clock's), or in Redis
+    (``redis="redis://host:6379"``, or a cluster's seed nodes), at the server's clock and
+    shared with every process that uses the same keys.
 
-    The shorthand ``algo=``, ``rate=``, ``burst=`` and a limiter's own (``nodelay=True``)
-    still works, as ``ratelimit filter``'s flags. Threads may share a Limiter: each decision is made
-    whole, one at a time, with the GIL released (a Redis round trip holds no other thread
-    back).
+    One limit alone is keyed by each call's ``key``; in a Policy, the limits given a
+    ``key=`` are, and the others are one limit for all. The shorthand ``algo=``, ``rate=``,
+    ``burst=`` and a limiter's own (``nodelay=True``) still works. Threads may share a
+    Limiter: each decision is made whole, one at a time, with the GIL released (a Redis
+    round trip holds no other thread back).
     """
 
     def __init__(
         self,
         policy: Limits | None = None,
         *,
-        redis: str | None = None,
+        redis: str | Iterable[str] | None = None,
+        redis_prefix: str | None = None,
+        redis_timeout: str | None = None,
+        empty_key: str | bytes | None = None,
+        stop_counting_over_limit: bool = False,
         algo: str | None = None,
         rate: str | None = None,
         burst: int | None = None,
-        **flags: Any,
+        **params: Any,
     ) -> None:
-        shorthand = dict(algo=algo, rate=rate, burst=burst)
-        args = _policy_flags(policy, shorthand)
-        # The program's windows are a report's; a live decision has none.
-        args.pop("window", None)
-        argv = ["ratelimit", "filter"]
-        for name, value in dict(args, redis=redis, **flags).items():
-            argv += _flag(name, value)
-        self._native = _native.Limiter(argv)
+        if policy is None:
+            if algo is None:
+                raise PolicyError("give a Limit or a Policy, or algo= and rate=")
+            policy = Limit(algo, rate, burst=burst, **params)
+        else:
+            given = [name for name, value in dict(algo=algo, rate=rate, burst=burst, **params).items() if value is not None]
+            if given:
+                raise PolicyError(f"give a Limit or a Policy, or {given[0]}=, not both")
+        if isinstance(policy, Policy):
+            limits = policy.limits
+        elif isinstance(policy, Limit):
+            limits = [policy]
+        else:
+            raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+        urls = [] if redis is None else [redis] if isinstance(redis, str) else list(redis)
+        empty = empty_key.encode() if isinstance(empty_key, str) else empty_key
+        self._native = _native.Limiter(
+            limits,
+            redis=urls,
+            redis_prefix=redis_prefix,
+            redis_timeout=redis_timeout,
+            empty_key=empty,
+            stop_counting_over_limit=stop_counting_over_limit,
+        )
 
-    def decide(self, time: dt.datetime | None = None, key: str | bytes | None = None, cost: int = 1) -> Outcome:
+    def decide(
+        self, time: dt.datetime | None = None, key: str | bytes | None = None, cost: int | None = None
+    ) -> Outcome:
         """Decides on an event of ``key`` (one limit for all if ``None``; an empty key
         is a key, which nginx, HAProxy and envoy-ratelimit let through uncounted) that costs
         ``cost`` units, at ``time`` (a datetime with a zone; the clock's time if ``None``,
-        and always in Redis). Times must not go back."""
+        and always in Redis). Times must not go back.
+
+        One limit alone is charged ``cost`` (its own ``cost=`` number, or 1, if ``None``);
+        in a Policy, the limits weighed by a column are charged ``cost`` (1 if ``None``),
+        and those weighed by a number that number."""
         micros = None
         if time is not None:
             if time.tzinfo is None:

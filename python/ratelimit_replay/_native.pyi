@@ -17,8 +17,17 @@ def decide_range(args: list[str], data: Any, name: str, tat: str) -> Any: ...
 
 
 class Limiter:
-    def __init__(self, args: list[str]) -> None: ...
-    def decide(self, micros: int | None, key: bytes | None, cost: int) -> tuple[bool, int, int, int | None]: ...
+    def __init__(
+        self,
+        limits: list[Limit],
+        *,
+        redis: list[str] = ...,
+        redis_prefix: str | None = None,
+        redis_timeout: str | None = None,
+        empty_key: bytes | None = None,
+        stop_counting_over_limit: bool = False,
+    ) -> None: ...
+    def decide(self, micros: int | None, key: bytes | None, cost: int | None) -> tuple[bool, int, int, int | None]: ...
 
 
 def parts_method(algo: str | None, keyed: bool, report: bool = False) -> tuple[str, bool, str | None]: ...

@@ -5,7 +5,7 @@
 //! Python from keyword arguments, and every answer is the command's own, so that the
 //! package gives exactly what the program prints.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -23,6 +23,7 @@ use self::errors::{Data, raised};
 
 mod errors;
 mod limit;
+mod live;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
@@ -384,41 +385,6 @@ fn layers_beside(args: Vec<String>) -> PyResult<Option<Split>> {
     Ok(Some((beside.keyed, beside.key, global.collect())))
 }
 
-/// One limit decided live: `ratelimit filter`'s flags make it, and each call decides one
-/// event, with the GIL released (a Redis round trip is waited for by this thread alone).
-#[pyclass]
-struct Limiter(Mutex<embed::Limiter>);
-
-#[pymethods]
-impl Limiter {
-    /// Makes the limit that `args` give as `ratelimit filter`'s flags, its name first.
-    #[new]
-    fn new(args: Vec<String>) -> PyResult<Limiter> {
-        let limiter = embed::Limiter::new(&args).map_err(|err| raised(&err, Data::File))?;
-        Ok(Limiter(Mutex::new(limiter)))
-    }
-
-    /// Decides on an event of `key` that costs `cost`, at `micros` µs after 1970 (the
-    /// clock's time if `None`): (passed, wait µs, remaining, retry after µs or None).
-    #[pyo3(signature = (micros, key, cost))]
-    fn decide(
-        &self,
-        py: Python<'_>,
-        micros: Option<i64>,
-        key: Option<&[u8]>,
-        cost: u64,
-    ) -> PyResult<(bool, u64, u64, Option<i64>)> {
-        // One decision at a time: a thread that shares the limiter waits its turn.
-        let decided = py.detach(|| {
-            let mut limiter = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let answer = limiter.decide_at(micros, key, cost)?;
-            Ok::<_, anyhow::Error>((answer, limiter.wait_micros(&answer)))
-        });
-        let (answer, wait) = decided.map_err(|err| raised(&err, Data::File))?;
-        Ok((answer.decision.passed, wait, answer.remaining, answer.retry_after_us))
-    }
-}
-
 /// The exception of an error on Arrow data ([`raised`]).
 fn arrow_error(err: anyhow::Error) -> PyErr {
     raised(&err, Data::Arrow)
@@ -536,7 +502,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         }
     }));
     module.add_function(wrap_pyfunction!(call, module)?)?;
-    module.add_class::<Limiter>()?;
+    module.add_class::<live::Limiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;
     module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;

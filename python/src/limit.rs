@@ -181,7 +181,7 @@ impl PyPolicy {
             return Err(policy_error(format!("a policy has 1 to {MAX_LAYERS} limits, not {n}")));
         }
         let each: Vec<limit::Limit> = limits.iter().map(|l| l.limit.clone()).collect();
-        limit::columns(&each, "the limits of a policy")
+        ratelimit_engine::limits::columns(&each, "the limits of a policy")
             .map_err(|err| policy_error(err.to_string()))?;
         let mut windows = limits.iter().filter_map(|l| l.window.as_ref());
         if let Some((first, span)) = windows.next()

@@ -52,6 +52,34 @@ def test_a_live_limiter_decides_as_a_replay_does(algo):
     assert got == want.decisions.to_pylist()
 
 
+def test_a_live_policy_decides_its_layers_as_a_replay_does():
+    # Requests per key, tokens per key weighed by the call's cost, and one limit for all:
+    # each event passes only if every layer admits it, and a refused one charges none.
+    log = events(600, seed=7)
+    table = pyarrow.table(
+        {
+            "time": pyarrow.array([t for t, _, _ in log], pyarrow.timestamp("us", tz="UTC")),
+            "key": [k for _, k, _ in log],
+            "cost": [c for _, _, c in log],
+        }
+    )
+    policy = rl.Policy(
+        [
+            rl.Limit("gcra", "40/m", burst=4, key="key"),
+            rl.Limit("sliding-log", "90/m", key="key", cost="cost"),
+            rl.Limit("fixed-window", "150/m"),
+        ]
+    )
+    want = rl.replay(table, policy).decisions
+    limiter = rl.Limiter(policy)
+    outcomes = [limiter.decide(t, key=k, cost=c) for t, k, c in log]
+    assert [o.passed for o in outcomes] == want["passed"].to_pylist()
+    assert 0 < sum(o.passed for o in outcomes) < len(log), "every event passed, or none"
+    # A queue delays, so it is no live layer.
+    with pytest.raises(rl.PolicyError, match="leaky-queue delays; layers decide at once"):
+        rl.Limiter(rl.Policy([rl.Limit("leaky-queue", "1/s"), rl.Limit("gcra", "1/s")]))
+
+
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_remaining_and_retry_after_are_what_the_limiter_would_do(algo):
     weighed = algo not in UNWEIGHED
@@ -94,7 +122,7 @@ def test_a_live_limiters_clock_never_goes_back():
         limiter.decide(now - US)
     with pytest.raises(ValueError, match="has no zone"):
         limiter.decide(dt.datetime(2025, 6, 2))
-    with pytest.raises(ValueError, match="invalid value 'nope' for '--algo"):
+    with pytest.raises(rl.PolicyError, match="^algo=nope is not a limiter: one of fixed-window, "):
         rl.Limiter(algo="nope", rate="5/h")
 
 

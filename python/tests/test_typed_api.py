@@ -148,7 +148,11 @@ def test_a_limiter_decides_a_limit() -> None:
     limiter = rl.Limiter(rl.Limit("gcra", "1/m", burst=2))
     passed = [limiter.decide(start + dt.timedelta(seconds=s), key="a").passed for s in (0, 1, 2, 61)]
     assert passed == [True, True, False, True]
-    with pytest.raises(rl.PolicyError, match="a live limit is one limit"):
-        rl.Limiter(rl.Policy([rl.Limit("gcra", "1/m", burst=2), rl.Limit("fixed-window", "2/h")]))
+    both = rl.Limiter(rl.Policy([rl.Limit("gcra", "1/m", burst=2, key="k"), rl.Limit("fixed-window", "2/h")]))
+    at = [start + dt.timedelta(seconds=s) for s in (0, 1, 2)]
+    outcomes = [both.decide(t, key=k) for t, k in zip(at, ["a", "b", "c"])]
+    # Each key has its own bucket; the window for all holds two.
+    assert [o.passed for o in outcomes] == [True, True, False]
+    assert (outcomes[1].remaining, outcomes[2].remaining) == (0, 0)
     with pytest.raises(rl.PolicyError, match="give a Limit or a Policy, or algo=, not both"):
         rl.Limiter(rl.Limit("gcra", "1/m"), algo="gcra")

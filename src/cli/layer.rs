@@ -7,7 +7,7 @@ use crate::cli::args::InputArgs;
 use crate::cli::config::Input;
 use crate::engine::layered::{Layer, MAX_LAYERS};
 use crate::engine::limit::Limit;
-use crate::input::cost::Cost;
+pub(crate) use crate::engine::limits::Layers;
 use crate::units::time::Span;
 
 /// Settles the layers and the input they read: its key and cost columns the layers'.
@@ -25,14 +25,6 @@ pub(crate) fn setup(
     Ok((layers, input))
 }
 
-/// Layers resolved from their specs: each layer, the one column keying the keyed ones, and
-/// what the read's events cost (the one column weighing the weighed ones, else 1).
-pub(crate) struct Layers {
-    pub layers: Vec<Layer>,
-    pub key: Option<String>,
-    pub cost: Cost,
-}
-
 /// Settles the layers `specs`, their busiest windows `window` long (each layer's period
 /// if `None`); envoy-ratelimit layers count the hits of refused events unless
 /// `stop_counting` (`--stop-counting-over-limit`). `noun` is what the specs are to the
@@ -46,25 +38,6 @@ pub(crate) fn resolve(
     if specs.len() > MAX_LAYERS {
         bail!("--limit is given {} times; at most {MAX_LAYERS} {noun} run at once", specs.len());
     }
-    let columns = crate::engine::limit::columns(specs, noun)?;
-    let layers = specs
-        .iter()
-        .map(|spec| {
-            Ok(Layer {
-                settings: spec.settings(window, true, "")?,
-                keyed: spec.key.is_some(),
-                cost: match spec.cost {
-                    Cost::Each(units) => Some(units),
-                    Cost::Column(_) => None,
-                },
-                counts_refused: spec.algorithm.counts_every_limit() && !stop_counting,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
     crate::cli::config::check_window(window)?;
-    Ok(Layers {
-        layers,
-        key: columns.key.map(str::to_owned),
-        cost: columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
-    })
+    Ok(crate::engine::limits::layers(specs, window, stop_counting, noun)?)
 }

@@ -125,7 +125,7 @@ fn answer(allowed: bool) -> ExitCode {
 /// The time of this machine's clock, as `filter` reads it: Redis decides at its own, and a
 /// sliding log's entry is named by this one (with the process).
 fn now() -> Timestamp {
-    super::filter::Clock::start().at(std::time::Instant::now())
+    crate::engine::live_limiter::Clock::start().at(std::time::Instant::now())
 }
 
 /// Returns a span of `micros` µs (as a script gave it), none if negative.

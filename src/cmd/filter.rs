@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
@@ -33,6 +33,7 @@ use crate::cli::job::Job;
 use crate::cli::layer::{self, Layers};
 use crate::engine::limit::Limit;
 use crate::engine::live::{Live, MAX_LIVE_KEYS};
+use crate::engine::live_limiter::{Clock, wait_micros};
 use crate::engine::recorder::Settings;
 use crate::engine::{Backend, Policy};
 use crate::input::bounded::{LongRow, MOST_ROW};
@@ -42,8 +43,7 @@ use crate::input::csv_line::LineReader;
 use crate::input::header::find_column;
 use crate::input::keys::wide;
 use crate::render::outfile::Identity;
-use crate::units::rate::Rate;
-use crate::units::time::{Timestamp, human_duration};
+use crate::units::time::human_duration;
 
 /// How often the filter looks for SIGINT while it waits.
 const TICK: Duration = Duration::from_millis(50);
@@ -54,10 +54,10 @@ pub const MOST_QUEUED: usize = 64 << 20;
 
 /// What decides a filter's lines: its live engine, its one limiter's settings (none for
 /// layers), and its key and cost columns.
-pub(crate) type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
+type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
 
 /// Settles what decides the lines: one limit, or layers, in memory or in Redis.
-pub(crate) fn decider(args: &FilterArgs) -> Result<Decider> {
+fn decider(args: &FilterArgs) -> Result<Decider> {
     if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
         let job = Job::live(settings, args.key.clone(), &args.remote)?;
@@ -214,7 +214,7 @@ pub(crate) fn run(args: &FilterArgs) -> Result<ExitCode> {
         let decision = decider.decide_now(clock.at(arrived), key_bytes, units)?;
         if decision.passed {
             tally.passed += 1;
-            let hold = delays.map_or(0, |s| micros_of(decision.wait, s.rate));
+            let hold = delays.map_or(0, |s| wait_micros(decision.wait, s.rate));
             if hold > 0 {
                 tally.delayed += 1;
                 tally.longest = tally.longest.max(hold);
@@ -262,7 +262,7 @@ pub(crate) fn run(args: &FilterArgs) -> Result<ExitCode> {
         tally.left_out = dropped.left_out();
     }
     tally.evicted = decider.evicted();
-    tally.summary(queue.len(), clock.started.elapsed(), delays.is_some());
+    tally.summary(queue.len(), clock.elapsed(), delays.is_some());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -401,31 +401,6 @@ fn read_lines(csv: bool) -> mpsc::Receiver<io::Result<Batch>> {
 /// Whether a CSV record's text so far leaves a quoted field open.
 fn open_quote(text: &[u8]) -> bool {
     text.iter().filter(|&&b| b == b'"').count() % 2 == 1
-}
-
-/// The wall clock at the start, run on by a monotonic one: times that never go back.
-pub(crate) struct Clock {
-    wall: i64,
-    started: Instant,
-}
-
-impl Clock {
-    pub(crate) fn start() -> Clock {
-        let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        Clock { wall: i64::try_from(since.as_micros()).unwrap_or(0), started: Instant::now() }
-    }
-
-    /// Returns the time of an instant since the start.
-    pub(crate) fn at(&self, when: Instant) -> Timestamp {
-        let elapsed = i64::try_from(when.duration_since(self.started).as_micros()).unwrap_or(0);
-        Timestamp::from_micros(self.wall.saturating_add(elapsed)).unwrap_or(Timestamp::EPOCH)
-    }
-}
-
-/// Returns a leaky queue's wait, in units of 1/N µs, in whole microseconds, rounded up.
-pub(crate) fn micros_of(wait: i128, rate: Rate) -> u64 {
-    let n = rate.n();
-    u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }
 
 /// Finds the column `name` (that `flag` asks for) in a CSV header, as every reader does;

@@ -223,14 +223,6 @@ impl Command {
         }
     }
 
-    /// Returns a filter's arguments, if the command is one.
-    pub(crate) fn filter(&self) -> Option<&filter::FilterArgs> {
-        match self {
-            Command::Filter(args) => Some(args),
-            _ => None,
-        }
-    }
-
     /// Returns a replay's arguments, if the command is one.
     pub(crate) fn replay_mut(&mut self) -> Option<&mut replay::ReplayArgs> {
         match self {

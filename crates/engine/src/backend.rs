@@ -149,16 +149,8 @@ impl Backend {
     /// (one limiter's script loaded when the backend was made; layers as one script call a
     /// line). A fleet is simulated only in a replay.
     pub fn live(&self, policy: Policy<'_>) -> Result<Box<dyn Live>> {
-        match policy {
-            Policy::SideBySide(_) => self.run(policy, Now),
-            Policy::AllOrNothing(layers) => {
-                if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
-                    let name = queue.settings.algorithm.name();
-                    bail!("{name} delays; layers decide at once: use gcra, which admits the same");
-                }
-                self.run(policy, Now)
-            }
-        }
+        crate::live::check(policy)?;
+        self.run(policy, Now)
     }
 }
 

@@ -207,53 +207,6 @@ impl Limit {
     }
 }
 
-/// The columns that limits taken together read: the one that keys the keyed ones, and the
-/// one that weighs those weighed by a column.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Columns<'a> {
-    /// The column keying every keyed limit, if one is.
-    pub key: Option<&'a str>,
-    /// The column weighing every limit weighed by a column, if one is.
-    pub cost: Option<&'a str>,
-}
-
-/// Returns the columns `limits` read together: they may be keyed, all by one column, and
-/// weighed, all by one column (or each by a number). `noun` is what they are to the user:
-/// "layers", or compare's "configurations".
-pub fn columns<'a>(limits: &'a [Limit], noun: &str) -> Result<Columns<'a>, LimitError> {
-    let key = one_column(limits.iter().filter_map(|s| s.key.as_deref()), noun, "keyed", "key")?;
-    let cost_column = limits.iter().filter_map(|s| match &s.cost {
-        Cost::Column(column) => Some(column.as_str()),
-        Cost::Each(_) => None,
-    });
-    let cost = one_column(cost_column, noun, "weighed", "cost")?;
-    Ok(Columns { key, cost })
-}
-
-/// Returns the one column that `columns` name (none if they name none); `noun` (layers,
-/// configurations) that are `what` (keyed, weighed) by `name` must all be so by the same
-/// column.
-fn one_column<'a>(
-    columns: impl Iterator<Item = &'a str>,
-    noun: &str,
-    what: &str,
-    name: &str,
-) -> Result<Option<&'a str>, LimitError> {
-    let mut found: Option<&str> = None;
-    for column in columns {
-        match found {
-            Some(first) if first != column => {
-                let message = format!(
-                    "{noun} may be {what} by one column, and these name two: `{first}` and `{column}`"
-                );
-                return Err(LimitError::invalid(Some(name), message));
-            }
-            _ => found = Some(column),
-        }
-    }
-    Ok(found)
-}
-
 /// Reads the comma-separated `key=value` form of `docker --mount`, as `--limit` takes it:
 /// each key at most once, and a limiter's bare parameter (nginx's `nodelay`) alone.
 impl FromStr for Limit {

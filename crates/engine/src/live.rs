@@ -92,11 +92,23 @@ pub struct Answer {
 /// event.
 pub const ONE_LIMIT: &str = "a live engine decides one limit, or layers";
 
-/// Returns a live engine in memory for one limiter with `settings`: one state per key, in
-/// this process, which may move to another thread.
-pub fn in_memory(settings: &Settings) -> Result<Box<dyn Live + Send>> {
-    let limits = Limits::new(Policy::SideBySide(std::slice::from_ref(settings)))?;
-    Ok(Box::new(LiveMemory::of(limits)?))
+/// Returns a live engine in memory for `policy` (one limiter, or layers all or nothing): one
+/// state per key, in this process, which may move to another thread.
+pub fn in_memory(policy: Policy<'_>) -> Result<Box<dyn Live + Send>> {
+    check(policy)?;
+    Ok(Box::new(LiveMemory::of(Limits::new(policy)?)?))
+}
+
+/// Refuses a policy no engine decides live: layers with a leaky queue, which delays rather
+/// than decides at once.
+pub fn check(policy: Policy<'_>) -> Result<()> {
+    if let Policy::AllOrNothing(layers) = policy
+        && let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays())
+    {
+        let name = queue.settings.algorithm.name();
+        bail!("{name} delays; layers decide at once: use gcra, which admits the same");
+    }
+    Ok(())
 }
 
 /// The keys of a live engine in memory, numbered, each with a limiter state. Those whose
@@ -459,7 +471,7 @@ mod tests {
         let second = |s: i64| Timestamp::from_micros(1_000_000_000 + s * 1_000_000).unwrap();
         let nginx = settings(Algorithm::Nginx, "1/m");
         let nginx = Settings { burst: NonZeroU64::MIN, ..nginx };
-        let mut live = in_memory(&nginx).unwrap();
+        let mut live = in_memory(Policy::SideBySide(&[nginx])).unwrap();
         let passed: Vec<bool> = [Some(&b""[..]), Some(b""), Some(b"a"), Some(b""), Some(b"a")]
             .into_iter()
             .enumerate()
@@ -470,12 +482,12 @@ mod tests {
         assert_eq!(passed, [true, true, true, true, false]);
         let answered = live.answer_now(second(5), Some(b""), 1).unwrap();
         assert_eq!((answered.passed, answered.limits[0].remaining), (true, 1));
-        let mut one = in_memory(&nginx).unwrap();
+        let mut one = in_memory(Policy::SideBySide(&[nginx])).unwrap();
         let passed: Vec<bool> =
             (0..3).map(|s| one.decide_now(second(s), None, 1).unwrap().passed).collect();
         assert_eq!(passed, [true, false, false]);
         // An exact limiter keys the empty value as any other.
-        let mut gcra = in_memory(&settings(Algorithm::Gcra, "1/m")).unwrap();
+        let mut gcra = in_memory(Policy::SideBySide(&[settings(Algorithm::Gcra, "1/m")])).unwrap();
         let passed: Vec<bool> =
             (0..3).map(|s| gcra.decide_now(second(s), Some(b""), 1).unwrap().passed).collect();
         assert_eq!(passed, [true, true, false]);

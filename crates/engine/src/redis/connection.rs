@@ -46,7 +46,7 @@ pub struct Ticket {
 
 impl Redis {
     /// Connects to the server at `url`, authenticates and selects the database the URL
-    /// names, and checks that it is Redis 7 or later, all within [`CONNECT_TIMEOUT`] (or
+    /// names, and checks that it is Redis 7 or later, all within `CONNECT_TIMEOUT` (or
     /// `timeout`, if shorter). Every later round trip must finish within `timeout`.
     pub fn connect(url: &str, timeout: Duration) -> Result<Redis> {
         let info = url.into_connection_info().map_err(|e| {

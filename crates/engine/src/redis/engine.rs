@@ -27,7 +27,7 @@ pub enum Scripts {
 }
 
 /// An engine that has Redis decide every event: gathered `BATCH` at a time, each batch
-/// decided by the policy's scripts ([`Lanes`], or the layered script's [`Layers`]), in a
+/// decided by the policy's scripts (`Lanes`, or the layered script's `Layers`), in a
 /// run of keys of its own under the prefix, so that no key of an earlier replay is read.
 pub struct RedisEngine {
     /// The prefix of every key, which a live engine's keys take alone.
