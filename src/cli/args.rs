@@ -381,72 +381,28 @@ pub enum ColorChoice {
     Never,
 }
 
-/// The end of the time range: an instant, or a duration after `--since`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Until {
-    /// Before this instant.
-    At(Timestamp),
-    /// Before `--since` plus this long.
-    After(Span),
-}
-
-impl FromStr for Until {
-    type Err = anyhow::Error;
-
-    fn from_str(text: &str) -> anyhow::Result<Until> {
-        match text.strip_prefix('+') {
-            Some(span) => Ok(Until::After(span.parse()?)),
-            None => Ok(Until::At(crate::units::time::rfc3339(text)?)),
-        }
-    }
-}
+pub use crate::input::asked::{AtLeast, Until};
 
 /// A decimal number such as a magnitude, exact to the millionth: `Decimal(m)` is m / 10⁶.
+/// Only the earthquake tooling (feature `quakes`) takes one.
+#[cfg(feature = "quakes")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decimal(pub i64);
 
+#[cfg(feature = "quakes")]
 impl Decimal {
     /// Returns the value as a float, for models that compute in floats.
-    #[cfg(feature = "quakes")]
     pub fn as_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
 }
 
+#[cfg(feature = "quakes")]
 impl FromStr for Decimal {
-    type Err = anyhow::Error;
+    type Err = crate::input::asked::AskedError;
 
-    fn from_str(text: &str) -> anyhow::Result<Decimal> {
-        decimal::parse_exact(text.as_bytes(), 6).map(Decimal).map_err(|e| match e {
-            DecimalError::TooPrecise => {
-                anyhow::anyhow!("'{text}' has more than 6 decimals, the most that are kept")
-            }
-            DecimalError::Overflow => anyhow::anyhow!("'{text}' is too large"),
-            DecimalError::Malformed => anyhow::anyhow!("'{text}' is not a number like 5 or 4.5"),
-        })
-    }
-}
-
-/// `--where COLUMN>=NUMBER`: a column, and the least number its rows must hold.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AtLeast {
-    /// The column's name (a dotted path in JSON).
-    pub column: String,
-    /// The least value kept.
-    pub at_least: Decimal,
-}
-
-impl FromStr for AtLeast {
-    type Err = anyhow::Error;
-
-    fn from_str(text: &str) -> anyhow::Result<AtLeast> {
-        let Some((column, value)) = text.split_once(">=") else {
-            anyhow::bail!("'{text}' is not COLUMN>=NUMBER, like mag>=5.5");
-        };
-        if column.is_empty() {
-            anyhow::bail!("'{text}' names no column: COLUMN>=NUMBER, like mag>=5.5");
-        }
-        Ok(AtLeast { column: column.to_owned(), at_least: value.parse()? })
+    fn from_str(text: &str) -> Result<Decimal, Self::Err> {
+        crate::input::asked::millionths(text).map(Decimal)
     }
 }
 

@@ -8,27 +8,23 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
-use clap::ValueEnum;
 
 use crate::cli::args::{
     ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, RouteArg,
-    ShareMode, Until,
+    ShareMode,
 };
 use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
 use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
-use crate::input::catalog::{self, ColumnFilter, ReadOptions, RowFilter, Source, TimeFilter};
+use crate::input::asked::{Asked, Names};
+use crate::input::catalog::{ReadOptions, Source};
 use crate::input::cost::Cost;
-use crate::input::format::InputFormat;
-use crate::input::log_format::{ARRIVAL, LogFormat, TIMED_COMBINED, is_timed_log};
 use crate::limiter::{Algorithm, Share};
-use crate::message::one_line;
 use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::sample;
-use crate::units::layout::{TimeLayout, TimePattern, parse_offset};
-use crate::units::time::{Span, TimeFormat};
+use crate::units::time::Span;
 
 pub use crate::engine::limit::MAX_BURST;
 
@@ -146,180 +142,38 @@ impl InputArgs {
             }
             paths => Source::Files(paths.to_vec()),
         };
-        let until = match (self.until, self.since) {
-            (Some(Until::After(span)), Some(since)) => match since.checked_add(span) {
-                Some(until) => Some(until),
-                None => bail!("--since plus --until {span} is past the year 9999"),
-            },
-            (Some(Until::After(_)), None) => bail!("--until +DURATION needs --since"),
-            (Some(Until::At(until)), _) => Some(until),
-            (None, _) => None,
-        };
-        if let (Some(since), Some(until)) = (self.since, until)
-            && since >= until
-        {
-            bail!("--since ({since}) must be before --until ({until})");
-        }
-        let log_format = match &self.log_format {
-            Some(text) => Some(
-                LogFormat::parse(text)
-                    .map_err(|why| anyhow!("--log-format '{}': {why}", one_line(text)))?,
-            ),
-            None => None,
-        };
-        // A file's name or first line says its format; of several files, the first's. So
-        // does standard input's first line when it is a file (`< access.log`), which can be
-        // looked at from its start without taking what the reader reads; a pipe cannot.
-        let stdin = std::path::PathBuf::from("/dev/stdin");
-        let first = match &source {
-            Source::Path(path) => Some(path),
-            Source::Files(paths) => paths.first(),
-            Source::Stdin if cfg!(unix) => Some(&stdin),
-            _ => None,
-        };
-        let format = match (&self.input_format, first) {
-            (Some(format), _) if log_format.is_some() && *format != InputFormat::Clf => {
-                bail!("--log-format reads access logs; --input-format {} is not one", format.name())
-            }
-            _ if log_format.is_some() => InputFormat::Clf,
-            (Some(format), _) => *format,
-            (None, Some(path)) => InputFormat::of_path(path)
-                .or_else(|| InputFormat::of_content(path))
-                .unwrap_or_default(),
-            (None, None) => InputFormat::Csv,
-        };
-        // An access log whose lines carry $msec and $request_time after the combined
-        // fields is read in that layout unless told another: times to the millisecond.
-        let log_format = match (log_format, first) {
-            (None, Some(path))
-                if format == InputFormat::Clf
-                    && self.time_column.is_none()
-                    && is_timed_log(path) =>
-            {
-                LogFormat::parse(TIMED_COMBINED).ok()
-            }
-            (given, _) => given,
-        };
-        // Of several files, each is read as the first is: one whose name says another
-        // format would be misread.
-        if let (None, Source::Files(paths)) = (&self.input_format, &source)
-            && let Some((other, said)) = paths.iter().find_map(|path| {
-                InputFormat::of_path(path).filter(|&said| said != format).map(|said| (path, said))
-            })
-        {
-            bail!(
-                "{}: its name says {}, but {} is read as {}: several files are read in one \
-                 format",
-                other.display(),
-                said.name(),
-                paths[0].display(),
-                format.name()
-            );
-        }
-        let tabular = matches!(format, InputFormat::Csv | InputFormat::Tsv);
-        if !tabular && (self.delimiter.is_some() || self.no_headers) {
-            let flag = if self.no_headers { "--no-headers" } else { "--delimiter" };
-            bail!("{flag} is for CSV and TSV input; this input is {}", format.name());
-        }
-        let time_column = match (&self.time_column, &log_format) {
-            (Some(column), _) => column.clone(),
-            (None, Some(layout)) => match layout.time_field() {
-                Some(field) => field.into(),
-                None => bail!(
-                    "--log-format has no time: $msec, $time_iso8601 or $time_local (or name \
-                     one with --time-column and --time-format)"
-                ),
-            },
-            (None, None) if self.no_headers => "1".into(),
-            (None, None) => format.time_column().into(),
-        };
-        if time_column.split(',').any(str::is_empty) {
-            bail!("--time-column '{time_column}' has an empty name");
-        }
-        let time_format = self.time_layout(format, log_format.is_some(), &time_column)?;
-        Ok(Input {
-            source,
-            read: ReadOptions {
-                format,
-                delimiter: self.delimiter,
-                headers: !self.no_headers,
-                log_format,
-                time_column,
-                time_format,
-                filters: (self.since.map(|t| RowFilter::Time(TimeFilter::Since(t))))
-                    .into_iter()
-                    .chain(until.map(|t| RowFilter::Time(TimeFilter::Until(t))))
-                    .chain(self.min_mag(format))
-                    .chain(self.at_least.iter().map(|w| {
-                        RowFilter::Column(ColumnFilter {
-                            column: w.column.clone(),
-                            at_least: w.at_least.0,
-                            asked_by: "--where",
-                        })
-                    }))
-                    .collect(),
-                cost: self.cost.clone().unwrap_or_default(),
-                key_column: key_column.map(|(column, _)| column.to_owned()),
-                key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
-                // Only a person at a terminal wants to see a bar; it goes to stderr.
-                progress: super::diagnostics::progress().then_some(crate::render::progress::bar),
-                skip_bad: self.skip_bad,
-                empty_key: self.empty_key.resolve(key_column.is_some())?,
-                stop: super::diagnostics::stop(),
-                threads: self.threads.map_or_else(catalog::available_threads, usize::from),
-            },
-            note,
-        })
+        let mut read = self.asked().settle(&source, key_column, Names::Flags)?;
+        // Only a person at a terminal wants to see a bar; it goes to stderr.
+        read.progress = super::diagnostics::progress().then_some(crate::render::progress::bar);
+        read.stop = super::diagnostics::stop();
+        Ok(Input { source, read, note })
     }
 
-    /// Settles how times are written: a named format or a pattern, else the format's own
-    /// (`logged`: a log read by a `log_format`, whose variables say how).
-    fn time_layout(
-        &self,
-        format: InputFormat,
-        logged: bool,
-        time_column: &str,
-    ) -> Result<TimeLayout> {
-        let offset = match &self.time_zone {
-            Some(text) => Some(parse_offset(text).ok_or_else(|| {
-                anyhow!("--time-zone '{text}' is not an offset from UTC like +00:00, -0700 or Z")
-            })?),
-            None => None,
-        };
-        let named = |text: &str| TimeFormat::from_str(text, true).ok();
-        let layout = match self.time_format.as_deref() {
-            Some(text) if text.contains('%') => {
-                TimeLayout::Pattern(TimePattern::new(text, offset)?)
-            }
-            Some(text) => TimeLayout::Named(named(text).ok_or_else(|| {
-                anyhow!(
-                    "--time-format '{text}' is neither rfc3339, unix-s, unix-ms, unix-us nor a \
-                     strftime pattern (with %)"
-                )
-            })?),
-            // nginx's variables, in a --log-format: $msec (and the arrival made of it) is
-            // epoch seconds, $time_iso8601 RFC 3339, $time_local the combined log's.
-            None if logged && matches!(time_column, "msec" | ARRIVAL) => {
-                TimeLayout::Named(TimeFormat::UnixS)
-            }
-            None if logged && time_column == "time_iso8601" => {
-                TimeLayout::Named(TimeFormat::Rfc3339)
-            }
-            None if format == InputFormat::Clf => {
-                TimeLayout::Pattern(TimePattern::new(CLF_TIME, offset)?)
-            }
-            None if format == InputFormat::Geojson => TimeLayout::Named(TimeFormat::UnixMs),
-            None => TimeLayout::Named(TimeFormat::Rfc3339),
-        };
-        if offset.is_some() && matches!(layout, TimeLayout::Named(_)) {
-            bail!("--time-zone applies to a --time-format pattern that names no zone");
+    /// What the flags ask to read, as given.
+    fn asked(&self) -> Asked {
+        #[cfg(feature = "quakes")]
+        let min_mag = self.min_mag.map(|m| m.0);
+        #[cfg(not(feature = "quakes"))]
+        let min_mag = None;
+        Asked {
+            format: self.input_format,
+            delimiter: self.delimiter,
+            no_headers: self.no_headers,
+            log_format: self.log_format.clone(),
+            time_column: self.time_column.clone(),
+            time_format: self.time_format.clone(),
+            time_zone: self.time_zone.clone(),
+            skip_bad: self.skip_bad,
+            threads: self.threads.map(usize::from),
+            since: self.since,
+            until: self.until,
+            min_mag,
+            at_least: self.at_least.clone(),
+            cost: self.cost.clone(),
+            empty_key: self.empty_key.value.clone(),
         }
-        Ok(layout)
     }
 }
-
-/// How nginx and Apache write `$time_local`: `10/Oct/2000:13:55:36 -0700`.
-const CLF_TIME: &str = "%d/%b/%Y:%H:%M:%S %z";
 
 impl Input {
     /// Refuses an output that would overwrite this input, before anything is read.
@@ -439,36 +293,5 @@ impl RedisArgs {
             prefix: prefix.clone(),
             timeout,
         }))
-    }
-}
-
-impl InputArgs {
-    /// Returns the filter `--min-mag` asks for (feature `quakes`): the magnitude is a
-    /// column like any other to the reader.
-    fn min_mag(&self, format: InputFormat) -> Option<RowFilter> {
-        #[cfg(feature = "quakes")]
-        return self.min_mag.map(|m| {
-            RowFilter::Column(ColumnFilter {
-                column: mag_column(format).to_owned(),
-                at_least: m.0,
-                asked_by: "--min-mag",
-            })
-        });
-        #[cfg(not(feature = "quakes"))]
-        {
-            let _ = format;
-            None
-        }
-    }
-}
-
-/// Returns the field `--min-mag` reads in an earthquake catalog of `format`: the USGS
-/// CSV's `mag`, or its GeoJSON's `properties.mag`. The readers know no magnitude: to
-/// them it is a column like any other (`--where`).
-#[cfg(feature = "quakes")]
-fn mag_column(format: InputFormat) -> &'static str {
-    match format {
-        InputFormat::Geojson => "properties.mag",
-        _ => "mag",
     }
 }

@@ -18,10 +18,7 @@ impl EmptyKeyArg {
     /// The cell a reading tells the empty key's number, reading this value as empty; refused
     /// unless `keyed` (a key column is read).
     pub fn resolve(&self, keyed: bool) -> anyhow::Result<EmptyKey> {
-        match &self.value {
-            None => Ok(EmptyKey::default()),
-            Some(_) if !keyed => anyhow::bail!("--empty-key reads a key's value: give --key"),
-            Some(value) => Ok(EmptyKey::reading_as_empty(value.as_bytes())),
-        }
+        let names = crate::input::asked::Names::Flags;
+        Ok(crate::input::asked::empty_key(self.value.as_deref(), keyed, names)?)
     }
 }

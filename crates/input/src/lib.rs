@@ -12,6 +12,7 @@ mod arrow;
 mod arrow_data;
 #[cfg(all(unix, feature = "arrow"))]
 mod arrow_order;
+pub mod asked;
 pub mod bounded;
 pub mod catalog;
 #[cfg(unix)]

@@ -142,6 +142,23 @@ pub enum TimeFormat {
     UnixUs,
 }
 
+impl TimeFormat {
+    /// Every named format, with its name.
+    pub const NAMED: [(&'static str, TimeFormat); 4] = [
+        ("rfc3339", TimeFormat::Rfc3339),
+        ("unix-s", TimeFormat::UnixS),
+        ("unix-ms", TimeFormat::UnixMs),
+        ("unix-us", TimeFormat::UnixUs),
+    ];
+
+    /// Returns the format named `name`, in any case: `rfc3339`, `unix-s`, `unix-ms` or
+    /// `unix-us`.
+    pub fn named(name: &str) -> Option<TimeFormat> {
+        let found = TimeFormat::NAMED.iter().find(|(each, _)| each.eq_ignore_ascii_case(name));
+        found.map(|&(_, format)| format)
+    }
+}
+
 /// Why a time could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeError {
