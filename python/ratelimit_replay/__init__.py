@@ -223,19 +223,91 @@ def replay(
     In place of a policy, the shorthand ``algo=``, ``rate=``, ``burst=`` (one limit) or
     ``limits=`` (the program's ``--limit`` SPECs) still works.
     """
-    shorthand = dict(algo=algo, rate=rate, burst=burst, window=window, limits=limits)
-    args = _policy_flags(policy, shorthand, key=key, cost=cost)
-    stdout, decisions = _run(
-        "replay", data, dict(args, time=time, servers=servers, **flags), decisions=True
-    )
-    fields = json.loads(stdout)
-    # Asked for, a replay's decisions are always given.
-    assert decisions is not None
-    columns = [pyarrow.array(column) for column in decisions]
+    if servers is not None or any(name in _FLEET for name in flags):
+        # A simulated fleet is the program's yet: its flags, as the command line takes them.
+        shorthand = dict(algo=algo, rate=rate, burst=burst, window=window, limits=limits)
+        args = _policy_flags(policy, shorthand, key=key, cost=cost)
+        stdout, decisions = _run(
+            "replay", data, dict(args, time=time, servers=servers, **flags), decisions=True
+        )
+        return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions or []])
+    if policy is None:
+        params, options = _native.shorthand(flags)
+        if limits is not None:
+            if algo is not None or params:
+                raise PolicyError("give limits= or algo=, not both")
+            if key is not None or cost is not None:
+                word = "key" if key is not None else "cost"
+                raise PolicyError(f"limits= say their own {word}: give it in each SPEC")
+            policy = Policy([Limit.parse(spec) for spec in limits])
+        elif algo is not None:
+            policy = Limit(algo, rate, burst=burst, window=window, key=key, cost=cost, **params)
+            key = cost = None
+        else:
+            raise PolicyError("give a Limit or a Policy, or algo= and rate=")
+    else:
+        given = dict(algo=algo, rate=rate, burst=burst, limits=limits)
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise PolicyError(f"give a Limit or a Policy, or {named[0]}=, not both")
+        options = flags
+    layered = isinstance(policy, Policy)
+    if layered:
+        if key is not None or cost is not None:
+            word = "key" if key is not None else "cost"
+            raise PolicyError(f"a Policy's limits say their own {word}: give it to each Limit")
+        each = policy.limits
+        windows = [limit.window for limit in each if limit.window is not None]
+        window = window if window is not None else windows[0] if windows else None
+    elif isinstance(policy, Limit):
+        each = [_with_columns(policy, key=key, cost=cost)]
+        window = window if window is not None else policy.window
+    else:
+        raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+    options = dict(options, time=None if time == "time" else time)
+    if isinstance(data, (str, os.PathLike)):
+        found = _native.replay(each, layered, window, path=os.fspath(data), options=options)
+    elif hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        found = _native.replay(each, layered, window, data=data, options=options)
+    else:
+        raise TypeError(
+            f"data is a {type(data).__name__}: give a path or Arrow data "
+            "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
+        )
+    stdout, decisions = found
+    return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
+
+
+# The flags of a simulated fleet, which `replay` runs as the program's flags.
+_FLEET = ("route", "seed", "share", "sync")
+
+
+def _report(fields: dict[str, Any], columns: list[Any]) -> Report:
+    """The Report of a replay's JSON and its decisions' columns."""
     if "layers" in fields:
         names = ["passed"] + [layer["spec"] for layer in fields["layers"]]
         return Report(fields, pyarrow.table(columns, names=names))
     return Report(fields, columns[0])
+
+
+def _with_columns(limit: Limit, *, key: Any = None, cost: Any = None) -> Limit:
+    """``limit`` with the call's ``key`` and ``cost`` where it has none; both is an error
+    unless they agree."""
+    own_cost = None if limit.cost == 1 else limit.cost
+    for word, own, theirs in (("key", limit.key, key), ("cost", own_cost, cost)):
+        if own is not None and theirs is not None and own != theirs:
+            raise PolicyError(f"{word}={theirs!r} and the Limit's {word}={own!r} say two things: give one")
+    if (key is None or key == limit.key) and (cost is None or cost == own_cost):
+        return limit
+    return Limit(
+        limit.algo,
+        limit.rate,
+        burst=limit.burst,
+        window=limit.window,
+        key=limit.key if limit.key is not None else key,
+        cost=own_cost if own_cost is not None else cost,
+        **limit.params,
+    )
 
 
 def _policy_flags(

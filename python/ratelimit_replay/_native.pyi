@@ -3,6 +3,18 @@ from typing import Any, final
 
 def call(args: list[str], data: Any | None = None, decisions: bool = False, name: str | None = None) -> tuple[bytes, list[Any] | None]: ...
 
+def replay(
+    limits: list[Limit],
+    layered: bool,
+    window: str | None = None,
+    *,
+    data: Any | None = None,
+    path: str | None = None,
+    name: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> tuple[bytes, list[Any]]: ...
+def shorthand(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
 def chunk_lines(args: list[str], data: Any, name: str) -> list[str]: ...
 def merge_chunks(args: list[str], chunks: list[list[str]]) -> bytes: ...
 def replay_part(args: list[str], data: Any, name: str) -> tuple[str, list[Any]]: ...
@@ -52,6 +64,9 @@ class Limit:
         key: str | None = None,
         **params: str | int | bool,
     ) -> None: ...
+    @staticmethod
+    def parse(spec: str) -> Limit:
+        """The limit a ``--limit`` SPEC writes, as ``str(limit)`` gives it."""
     @property
     def algo(self) -> str: ...
     @property

@@ -1,9 +1,10 @@
-//! The Python package's native part: runs a command of the engine on a path or on Arrow
-//! data, with the GIL released, and hands back what it would print and each row's decision.
+//! The Python package's native part: the engine's calls on a path or on Arrow data, with
+//! the GIL released, handing back the report and each row's decision.
 //!
-//! It is only an exchange: the arguments are the command line's, built by the package's
-//! Python from keyword arguments, and every answer is the command's own, so that the
-//! package gives exactly what the program prints.
+//! `Limit`, `Policy`, `Limiter` and `replay` are the engine's own types and calls. The
+//! others are yet an exchange with the program: their arguments are the command line's,
+//! built by the package's Python from keyword arguments, and every answer is the
+//! command's own, so that the package gives exactly what the program prints.
 
 use std::sync::Arc;
 
@@ -16,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::PyArray;
 use pyo3_arrow::input::AnyRecordBatch;
-use ratelimit_replay::embed::{self, Decisions};
+use ratelimit_replay::embed;
 use ratelimit_replay::input::catalog::{ArrowData, Source};
 
 use self::errors::{Data, raised};
@@ -24,6 +25,7 @@ use self::errors::{Data, raised};
 mod errors;
 mod limit;
 mod live;
+mod replay;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
@@ -55,48 +57,35 @@ fn call<'py>(
         }
         None => None,
     };
-    let (answer, interrupted) = py.detach(|| interruptible(&args, given, decisions));
+    let work = |stop| embed::call(&args, given, decisions, stop);
+    let (answer, interrupted) = py.detach(|| interruptible(work));
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
     let answer = answer.map_err(|err| raised(&err, kind))?;
-    // The notes the program writes on stderr, as warnings of the caller's line.
-    let category = errors::warning(py)?;
-    for note in &answer.notes {
-        let text = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
-        PyErr::warn(py, &category, &text, 3)?;
-    }
+    // Called by `_run`, called by the package's function.
+    warn(py, &answer.notes, 3)?;
     let decisions = match answer.decisions {
-        Some(Decisions { passed, layers }) => {
-            let mut columns = Vec::with_capacity(1 + layers.len());
-            for each in std::iter::once(passed).chain(layers) {
-                let array = Arc::new(BooleanArray::from(each));
-                let field = Arc::new(Field::new("passed", DataType::Boolean, true));
-                columns.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
-            }
-            Some(columns)
-        }
+        Some(decisions) => Some(replay::columns(py, decisions)?),
         None => None,
     };
     Ok((PyBytes::new(py, &answer.stdout), decisions))
 }
 
-/// Runs the command `args` give (as [`embed::call`]) on a thread of its own, while this
-/// one, Python's, looks for its signals every 50 ms: at Ctrl-C the command's reads are
-/// stopped, and the signal's exception (`KeyboardInterrupt`) is returned beside what the
-/// command gave. Python runs a signal's handler only on its main thread, between its own
-/// steps; a command run on that thread would keep it until it ends.
-fn interruptible(
-    args: &[String],
-    given: Option<Source>,
-    decisions: bool,
-) -> (anyhow::Result<embed::Output>, Option<PyErr>) {
+/// Runs `work` on a thread of its own, while this one, Python's, looks for its signals
+/// every 50 ms: at Ctrl-C the work's reads are stopped (through the [`Stop`](embed::Stop)
+/// it is given), and the signal's exception (`KeyboardInterrupt`) is returned beside what
+/// the work gave. Python runs a signal's handler only on its main thread, between its own
+/// steps; work run on that thread would keep it until it ends.
+pub(crate) fn interruptible<T: Send>(
+    work: impl FnOnce(embed::Stop) -> anyhow::Result<T> + Send,
+) -> (anyhow::Result<T>, Option<PyErr>) {
     use std::sync::mpsc::RecvTimeoutError;
     let stop = embed::Stop::new();
     let (send, answers) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         let asked = stop.clone();
-        scope.spawn(move || drop(send.send(embed::call(args, given, decisions, asked))));
+        scope.spawn(move || drop(send.send(work(asked))));
         let mut interrupted = None;
         loop {
             match answers.recv_timeout(std::time::Duration::from_millis(50)) {
@@ -115,6 +104,17 @@ fn interruptible(
             }
         }
     })
+}
+
+/// Warns of each of `notes`, as a `RatelimitWarning` of the line `stacklevel` frames up
+/// (1 is the Python function that called this one): the package's caller's.
+pub(crate) fn warn(py: Python<'_>, notes: &[String], stacklevel: i32) -> PyResult<()> {
+    let category = errors::warning(py)?;
+    for note in notes {
+        let text = std::ffi::CString::new(note.replace('\0', " ")).unwrap_or_default();
+        PyErr::warn(py, &category, &text, stacklevel)?;
+    }
+    Ok(())
 }
 
 /// Returns what a chunk of rows tells (a Spark partition's: a range of one stream in
@@ -398,7 +398,7 @@ fn read_error(err: ratelimit_replay::input::catalog::ReadError) -> PyErr {
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
 /// named `name` in reports and messages. Data that does not match its schema is a
 /// `ValueError`, whether arrow-rs's import says so or asserts it ([`importing`]).
-fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
+pub(crate) fn table(data: AnyRecordBatch, name: String) -> PyResult<ArrowData> {
     let cannot = |why: String| PyValueError::new_err(format!("cannot read the Arrow data: {why}"));
     let (schema, batches) = importing(|| {
         let reader = data.into_reader()?;
@@ -502,6 +502,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         }
     }));
     module.add_function(wrap_pyfunction!(call, module)?)?;
+    module.add_function(wrap_pyfunction!(replay::replay, module)?)?;
+    module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
     module.add_class::<live::Limiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;

@@ -77,6 +77,16 @@ impl PyLimit {
         Ok(PyLimit { limit, window })
     }
 
+    /// The limit a ``--limit`` SPEC writes, as ``str(limit)`` gives it:
+    /// ``Limit.parse("algo=gcra,rate=5/h,burst=5")``.
+    #[staticmethod]
+    fn parse(spec: &str) -> PyResult<PyLimit> {
+        let limit: limit::Limit =
+            spec.parse().map_err(|err: LimitError| policy_error(err.to_string()))?;
+        limit.settings(None, true, "").map_err(|err| policy_error(err.to_string()))?;
+        Ok(PyLimit { limit, window: None })
+    }
+
     /// The limiter's name, as `ratelimit limiters` lists it.
     #[getter]
     fn algo(&self) -> &'static str {
@@ -220,18 +230,34 @@ fn own_name(name: &str) -> PyResult<&'static str> {
     own.next().ok_or_else(|| unexpected(name))
 }
 
+/// Whether keyword `name` is a limiter's own parameter, or a system's rate word.
+pub(crate) fn is_param(name: &str) -> bool {
+    let dashed = name.replace('_', "-");
+    own_names().any(|own| own == name || own == dashed)
+}
+
+/// The keywords of a limiter's own parameters and a system's rate words (`dry_run`).
+pub(crate) fn param_keywords() -> Vec<String> {
+    own_names().map(|own| own.replace('-', "_")).collect()
+}
+
 /// The `TypeError` of a keyword `name` no limit takes, with the one it may mean.
 fn unexpected(name: &str) -> PyErr {
     let keywords = ["algo", "rate", "burst", "window", "cost", "key"];
-    let params = own_names().map(|own| own.replace('-', "_"));
-    let all: Vec<String> = keywords.iter().map(|k| (*k).to_owned()).chain(params).collect();
-    let closest = all
-        .iter()
+    let all: Vec<String> =
+        keywords.iter().map(|k| (*k).to_owned()).chain(param_keywords()).collect();
+    let hint = suggestion(name, all.iter().map(String::as_str));
+    PyTypeError::new_err(format!("Limit() got an unexpected keyword argument '{name}'{hint}"))
+}
+
+/// ` (did you mean 'KNOWN'?)` for the one of `known` that `name` may misspell, as clap
+/// finds a flag; empty if none is close.
+pub(crate) fn suggestion<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let closest = known
         .map(|known| (strsim::jaro_winkler(name, known), known))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0));
-    let hint = closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default();
-    PyTypeError::new_err(format!("Limit() got an unexpected keyword argument '{name}'{hint}"))
+    closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default()
 }
 
 /// `text` as Python's `repr` writes a str: in single quotes.

@@ -81,7 +81,7 @@ impl Limiter {
 }
 
 /// Reads a Redis round trip's longest time, as `--redis-timeout` takes it.
-fn timeout(text: &str) -> PyResult<Duration> {
+pub(crate) fn timeout(text: &str) -> PyResult<Duration> {
     let span: Span = text.parse().map_err(|err| policy_error(format!("redis_timeout: {err}")))?;
     match u64::try_from(span.as_micros()) {
         Ok(micros) if micros > 0 => Ok(Duration::from_micros(micros)),

@@ -46,9 +46,11 @@ def test_a_misspelled_argument_is_a_type_error_naming_it() -> None:
         rl.Limit("nginx", "5r/s", nodelai=True)
     with pytest.raises(TypeError, match="must be str or int, not float"):
         rl.Limit("nginx", "5r/s", delay=1.5)  # type: ignore[arg-type]
-    # The shorthand's keywords are the program's flags: one it has not is named the same way.
-    with pytest.raises(TypeError, match=r"^unexpected keyword argument 'brust' \(did you mean 'burst'\?\)$"):
+    # The shorthand's keywords and a replay's reading keywords are named the same way.
+    with pytest.raises(TypeError, match=r"^replay\(\) got an unexpected keyword argument 'brust' \(did you mean 'burst'\?\)$"):
         rl.replay(table(), algo="gcra", rate="5/h", brust=5)
+    with pytest.raises(TypeError, match=r"^replay\(\) got an unexpected keyword argument 'time_fromat' \(did you mean 'time_format'\?\)$"):
+        rl.replay(table(), rl.Limit("gcra", "5/h"), time_fromat="unix-ms")
 
 
 def test_a_limit_that_is_no_limit_is_a_policy_error() -> None:

@@ -415,17 +415,7 @@ pub(crate) fn parse_cost(text: &str) -> anyhow::Result<u64> {
 /// Reads a field delimiter: one ASCII character that is not a quote or a line break, or
 /// `\t` or `tab` for a tab.
 pub(crate) fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
-    let byte = match text {
-        "\\t" | "tab" => b'\t',
-        _ => match text.as_bytes() {
-            [byte] if byte.is_ascii() => *byte,
-            _ => anyhow::bail!("'{text}' is not one character (\\t or tab for a tab)"),
-        },
-    };
-    if matches!(byte, b'"' | b'\n' | b'\r') {
-        anyhow::bail!("a quote or a line break cannot separate fields");
-    }
-    Ok(byte)
+    Ok(crate::input::asked::delimiter(text)?)
 }
 
 /// Reads a limiter's burst as its system writes it: a whole number of events, at most N's

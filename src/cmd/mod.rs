@@ -36,7 +36,6 @@ use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::{diagnostics, set_quiet};
 use crate::input::catalog::{ReadStats, Timeline};
-use crate::input::no_events::why_no_events;
 use crate::message::one_line;
 use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
@@ -142,42 +141,15 @@ pub(crate) fn clap_exit(err: clap::Error) -> Result<ExitCode> {
 
 /// Prints notes about the input, and what reading left out, on stderr.
 fn notes(input: &Input, stats: &ReadStats) {
+    say_notes(input, &crate::engine::notes::notes(&input.source, &input.read, stats));
+}
+
+/// Writes the input's own note, if any, then `notes`, each on a line of stderr.
+fn say_notes(input: &Input, notes: &[String]) {
     // A note that stderr cannot take is lost; the data and the exit code are not.
     let mut err = diagnostics();
-    if let Some(note) = input.note {
+    for note in input.note.iter().copied().chain(notes.iter().map(String::as_str)) {
         let _ = writeln!(err, "ratelimit: note: {note}");
-    }
-    if stats.left_out_empty > 0 {
-        let n = stats.left_out_empty;
-        let by: Vec<String> = (input.read.filters.iter())
-            .filter_map(|f| match f {
-                crate::input::catalog::RowFilter::Column(c) => Some(c.asked_by.to_owned()),
-                crate::input::catalog::RowFilter::Time(_) => None,
-            })
-            .collect();
-        let note = match &by[..] {
-            [only] if only == "--min-mag" => {
-                format!("{n} rows with no magnitude were left out by --min-mag")
-            }
-            _ => format!("{n} rows with an empty field were left out by {}", by.join(" and ")),
-        };
-        let _ = writeln!(err, "ratelimit: note: {note}");
-    }
-    if let Some(why) = why_no_events(&input.source, &input.read, stats) {
-        let _ = writeln!(err, "ratelimit: note: {why}");
-    }
-    let keyed = input.read.key_column.is_some();
-    let logged = input.read.format == crate::input::format::InputFormat::Clf;
-    if let Some(note) = stats.instants.note(stats.fractions, keyed, logged) {
-        let _ = writeln!(err, "ratelimit: note: {note}");
-    }
-    if let Some(first) = &stats.first_skipped {
-        let n = stats.skipped;
-        let rows = if n == 1 { "row" } else { "rows" };
-        let _ = writeln!(
-            err,
-            "ratelimit: note: skipped {n} bad {rows} (--skip-bad); the first: {first}"
-        );
     }
 }
 

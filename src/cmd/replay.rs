@@ -6,23 +6,20 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::notes;
+use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::cli::job::Job;
-use crate::engine::Backend;
 use crate::engine::limit::Limit;
-use crate::input::catalog::{self, Event, ReadOptions, Rows};
+use crate::engine::replay::{Again, Run};
+use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
-use crate::limiter::{Algorithm, NginxBurst};
+use crate::limiter::Algorithm;
 use crate::policy_report::ReplayReport;
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 use crate::report::LimiterReport;
-use crate::units::rate::Rate;
-use crate::units::time::{MICROS_PER_SEC, Timestamp};
 
 /// Writes what a replay found, one limit's report or the layers', as `args` ask: to
 /// stdout, or with `--emit` (the rows went there) to stderr.
@@ -43,11 +40,29 @@ pub(crate) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
     let (Some(algorithm), Some(limit)) = (args.algo, args.size.limit()) else {
         bail!("replay needs --algo and --rate, or --limit")
     };
-    let settings = vec![limit.size.settings(algorithm, limit.window, true)?];
-    let job = args.job.job(input, settings, false)?;
-    let (recorder, stats) = match args.emit {
-        None if args.validate.is_some() => {
-            let column = args.validate.as_deref().unwrap_or_default();
+    let settings = limit.size.settings(algorithm, limit.window, true)?;
+    let job = args.job.job(input, vec![settings], false)?;
+    let settings = job.settings[0];
+    let run = Run {
+        source: &job.input.source,
+        read: &job.input.read,
+        backend: &job.backend,
+        top: job.top,
+        decisions: args.keep_decisions,
+    };
+    let (recorder, stats, again) = match (args.emit, &args.validate) {
+        (None, None) => {
+            let replayed = run.one(settings)?;
+            say_notes(&job.input, &replayed.notes);
+            if let Some(decisions) = replayed.decisions {
+                crate::render::decisions::keep(decisions);
+            }
+            let ReplayReport::One(report) = replayed.report else {
+                bail!("one limit's replay reported layers")
+            };
+            return Ok(report);
+        }
+        (None, Some(column)) => {
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             // Decided in the order nginx decided them, as its log tells.
             let decided = super::validate::decided_order(&rows, column, &job.input.read)?;
@@ -55,50 +70,22 @@ pub(crate) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
             let empty = &job.input.read.empty_key;
             let recorder = job.backend.decide(&job.settings, job.keyed(), (events, empty))?;
             super::validate::say(&decided, recorder.trace(), column);
-            (recorder, stats)
+            (recorder, stats, Again { nginx_burst: false, spread: false })
         }
-        None if args.keep_decisions => {
-            match job.replay_traced(true)? {
-                // Every row made an event, taken in the rows' order: one decision a row.
-                (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
-                    crate::render::decisions::keep_in_order(recorder.trace());
-                    (recorder, stats)
-                }
-                // Else read again, keeping where each event's row is.
-                _ => {
-                    let (rows, recorder, stats) = job.replay_rows()?;
-                    crate::render::decisions::keep(&rows, recorder.trace(), &job.input.source);
-                    (recorder, stats)
-                }
-            }
-        }
-        None => job.replay()?,
-        Some(emit) => {
+        (Some(emit), _) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
             let (rows, recorder, stats) = job.replay_rows()?;
             // One limiter: the trace holds one decision per row.
             emit_rows(&rows, recorder.trace(), emit, &job.input.read, !args.no_header)?;
-            (recorder, stats)
+            (recorder, stats, Again { nginx_burst: true, spread: false })
         }
     };
-    notes(&job.input, &stats);
-    let mut reports = job.reports(&recorder, &stats).lanes;
-    // What one more read of the input tells, if it can be read again: nginx's own burst,
-    // and what whole-second ties can matter.
-    let nginx =
-        (algorithm == Algorithm::Nginx && args.validate.is_none()).then_some(limit.size.rate);
-    let memory = matches!(job.backend, Backend::Memory);
-    let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
-    let spread = tied && args.emit.is_none() && args.validate.is_none();
-    if let Some(again) = read_again(&job, nginx, spread)? {
-        reports[0].nginx_burst = again.nginx.map(|need| need.result().0);
-        if let Some(events) = again.events {
-            let note = spread_note(&job, &events, reports[0].dropped)?;
-            let _ = writeln!(diagnostics(), "ratelimit: note: {note}");
-        }
-    }
-    Ok(reports.swap_remove(0))
+    let (report, spread) = run.one_report(settings, &recorder, &stats, again)?;
+    let mut notes = crate::engine::notes::notes(&job.input.source, &job.input.read, &stats);
+    notes.extend(spread);
+    say_notes(&job.input, &notes);
+    Ok(report)
 }
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV
@@ -120,76 +107,6 @@ pub(crate) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
         bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
     }
     Ok(())
-}
-
-/// What a second read of the input keeps: nginx's own need at a rate, and the events
-/// themselves, to be replayed with their whole-second ties spread.
-struct Again {
-    nginx: Option<NginxBurst>,
-    events: Option<Vec<Event>>,
-    /// With keys, the empty key, which nginx does not account.
-    empty: Option<catalog::EmptyKey>,
-}
-
-impl catalog::Sink for Again {
-    type Error = anyhow::Error;
-
-    fn event(&mut self, event: Event) -> Result<()> {
-        if let Some(need) = &mut self.nginx
-            && !self.empty.as_ref().is_some_and(|empty| empty.is(event.key))
-        {
-            need.push(event);
-        }
-        if let Some(events) = &mut self.events {
-            events.push(event);
-        }
-        Ok(())
-    }
-}
-
-/// Reads the job's input once more, if it can be read again and something is asked of
-/// it: nginx's own lossless `burst=` at `nginx`'s rate (per key if keyed, in the order the
-/// zone sees them), and the events kept if `spread`. `None` if nothing is asked, or the
-/// input cannot be read again.
-fn read_again(job: &Job, nginx: Option<Rate>, spread: bool) -> Result<Option<Again>> {
-    if (nginx.is_none() && !spread) || !job.input.source.can_read_again() {
-        return Ok(None);
-    }
-    let empty = job.keyed().then(|| job.input.read.empty_key.clone());
-    // nginx's own zone, as the replay ran it.
-    let zone = match job.settings[0].params {
-        crate::limiter::Params::Nginx(params) => params.zone,
-        _ => Default::default(),
-    };
-    let fresh = || Again {
-        nginx: nginx.map(|rate| NginxBurst::in_zone(rate, zone)),
-        events: spread.then(Vec::new),
-        empty: empty.clone(),
-    };
-    let (again, _) = catalog::read_events(&job.input.source, &job.input.read, fresh)?;
-    Ok(Some(again))
-}
-
-/// What whole-second ties can matter: `events` replayed again with each tied second's
-/// events spread evenly across it in the order they came, and that replay's drops beside
-/// `dropped`, the drops as logged.
-fn spread_note(job: &Job, events: &[Event], dropped: u64) -> Result<String> {
-    let mut spread = Vec::with_capacity(events.len());
-    for tied in events.chunk_by(|a, b| a.time == b.time) {
-        let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
-        for (i, event) in (0..).zip(tied) {
-            // i < n: within the second, so the time stays in range.
-            let at = event.time.as_micros() + i * MICROS_PER_SEC / n;
-            spread.push(Event { time: Timestamp::from_micros(at).unwrap_or(event.time), ..*event });
-        }
-    }
-    let empty = &job.input.read.empty_key;
-    let recorder = job.backend.decide(&job.settings, job.keyed(), (spread, empty))?;
-    let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
-    Ok(format!(
-        "with each second's tied events spread evenly across it, in the order they came, the \
-         limit drops {spread_dropped}, against {dropped} as logged"
-    ))
 }
 
 /// Writes the rows `emit` asks for to stdout, each with its decision in `trace` (one a

@@ -13,6 +13,7 @@ use crate::cli::diagnostics::diagnostics;
 use crate::engine::Backend;
 use crate::engine::layered::Layer;
 use crate::engine::limit::Limit;
+use crate::engine::replay::Run;
 use crate::engine::side_by_side::{Changes, Configuration, SideBySide};
 use crate::input::catalog::{self, Rows};
 use crate::input::format::InputFormat;
@@ -80,8 +81,14 @@ pub(super) fn decide(
         let events = rows.iter().map(|(event, _)| event);
         let mut record = backend.decide_layers(one, (events, &input.read.empty_key))?;
         traces.push(std::mem::take(&mut record.trace));
-        let report =
-            super::layered::report(std::slice::from_ref(spec), &input, record, &stats, top);
+        let run = Run {
+            source: &input.source,
+            read: &input.read,
+            backend: &backend,
+            top,
+            decisions: false,
+        };
+        let report = run.layered_report(std::slice::from_ref(spec), record, &stats);
         let limiter = report.layers.into_iter().next().map(|layer| layer.limiter);
         configurations
             .extend(limiter.map(|limiter| Configuration { spec: spec.to_string(), limiter }));

@@ -83,7 +83,7 @@ impl Part {
         let decided: Vec<(bool, i64, u64)> = (rows.iter().zip(trace))
             .map(|((event, _), &passed)| (passed, event.time.as_micros(), event.cost))
             .collect();
-        let in_order = crate::render::decisions::in_row_order(rows, &decided, source);
+        let in_order = crate::engine::decisions::in_row_order(rows, &decided, source);
         Part {
             summary,
             passed: in_order.iter().map(|d| d.map(|(passed, _, _)| passed)).collect(),

@@ -133,7 +133,7 @@ pub fn decide_range(args: &[String], given: Source, tat: i128) -> Result<Vec<Opt
             crate::limiter::Limiter::take(&mut gcra, event.time, event.cost, false).passed
         })
         .collect();
-    Ok(crate::render::decisions::in_row_order(&rows, &passed, &input.source))
+    Ok(crate::engine::decisions::in_row_order(&rows, &passed, &input.source))
 }
 
 /// Returns the GCRA that decides as the limiter of `settings` does, if one does: GCRA

@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 
 use super::blocks::{Blocks, Counted};
 use super::parts_plan::{Part, Plan};
+use crate::engine::decisions::in_row_order;
 use crate::engine::recorder::Settings;
 use crate::input::catalog::Source;
 use crate::limiter::promise::{Limit, PromiseCheck, Seen};
 use crate::limiter::{KeyedState, LeakyQueue, Limiter, Waits};
-use crate::render::decisions::in_row_order;
 use crate::report::LimiterReport;
 use crate::sizing::merge::BucketSummary;
 use crate::units::time::Timestamp;

@@ -11,6 +11,7 @@
 
 mod backend;
 mod by_key;
+pub mod decisions;
 pub mod fleet;
 pub mod key_sizing;
 mod key_spread;
@@ -22,11 +23,13 @@ pub mod live;
 mod live_check;
 pub mod live_limiter;
 pub mod memory;
+pub mod notes;
 pub mod parts;
 pub mod per_key;
 pub mod policy_report;
 pub mod recorder;
 pub mod redis;
+pub mod replay;
 pub mod report;
 mod seconds;
 pub mod side_by_side;

@@ -1,6 +1,8 @@
-//! Limits taken together: the one column that keys them and the one that weighs them, and
-//! the layers, all or nothing, that they make.
+//! Limits taken together: the one column that keys them and the one that weighs them, the
+//! layers, all or nothing, that they make, and the policy a user gives.
 
+use crate::input::asked::{Asked, AskedError, Names};
+use crate::input::catalog::{ReadOptions, Source};
 use crate::input::cost::Cost;
 use crate::layered::{Layer, MAX_LAYERS};
 use crate::limit::{Limit, LimitError};
@@ -100,4 +102,54 @@ pub fn layers(
         key: columns.key.map(str::to_owned),
         cost: columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned())),
     })
+}
+
+/// A policy as its user gives it: one limit alone, or limits all or nothing (layers, each
+/// reported on its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitPolicy {
+    /// One limit (the program's `--algo`).
+    One(Limit),
+    /// Limits all or nothing (the program's `--limit`, given for each).
+    AllOrNothing(Vec<Limit>),
+}
+
+impl LimitPolicy {
+    /// Settles what to read from `source` for this policy, as `asked` (whose cost, if any,
+    /// gives way to the policy's): keyed by the policy's key column, each event costing
+    /// what the policy says. Options are named as `names` says.
+    pub fn settle(
+        &self,
+        asked: &Asked,
+        source: &Source,
+        names: Names,
+    ) -> Result<ReadOptions, PolicyError> {
+        let (key, cost, asked_by) = match self {
+            LimitPolicy::One(limit) => {
+                let by = if names == Names::Flags { "--key" } else { "key=" };
+                (limit.key.clone(), limit.cost.clone(), by)
+            }
+            LimitPolicy::AllOrNothing(limits) => {
+                let columns = columns(limits, "layers")?;
+                let cost = columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
+                let by = if names == Names::Flags { "--limit key=" } else { "key=" };
+                (columns.key.map(str::to_owned), cost, by)
+            }
+        };
+        let key_column = key.as_deref().map(|key| (key, asked_by));
+        let mut read = asked.settle(source, key_column, names)?;
+        read.cost = cost;
+        Ok(read)
+    }
+}
+
+/// Why a policy cannot read what was asked: a limit that is none, or options that are not.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// A limit, or limits together, that make no policy.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    /// Reading options that cannot be read.
+    #[error(transparent)]
+    Asked(#[from] AskedError),
 }

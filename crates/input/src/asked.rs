@@ -90,6 +90,25 @@ pub fn millionths(text: &str) -> Result<i64, AskedError> {
     })
 }
 
+/// Reads a field delimiter: one ASCII character that is not a quote or a line break, or
+/// `\t` or `tab` for a tab.
+pub fn delimiter(text: &str) -> Result<u8, AskedError> {
+    let byte = match text {
+        "\\t" | "tab" => b'\t',
+        _ => match text.as_bytes() {
+            [byte] if byte.is_ascii() => *byte,
+            _ => {
+                let message = format!("'{text}' is not one character (\\t or tab for a tab)");
+                return Err(AskedError(message));
+            }
+        },
+    };
+    if matches!(byte, b'"' | b'\n' | b'\r') {
+        return Err(AskedError("a quote or a line break cannot separate fields".into()));
+    }
+    Ok(byte)
+}
+
 /// `COLUMN>=NUMBER`: a column, and the least number its rows must hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AtLeast {
@@ -423,6 +442,11 @@ mod tests {
             assert_eq!(TimeFormat::named(&name.to_uppercase()), Some(*format), "{name}");
         }
         assert_eq!(TimeFormat::NAMED.len(), TimeFormat::value_variants().len());
+        for format in InputFormat::value_variants() {
+            let name = format.to_possible_value().unwrap().get_name().to_owned();
+            assert_eq!(InputFormat::named(&name), Some(*format), "{name}");
+        }
+        assert_eq!(InputFormat::ALL.len(), InputFormat::value_variants().len());
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub(super) struct Slice {
     pub(super) piece: Piece,
     pub(super) bad: Vec<ReadError>,
     pub(super) bad_rows: u64,
+    // Read by Parquet's row groups; Arrow's batches have none.
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
     pub(super) last: bool,
 }
 

@@ -1,0 +1,292 @@
+//! A replay: a source's events through a policy, decided in a backend, and the report of
+//! what passed and what was dropped. The one call behind the program's `replay` and the
+//! library's.
+
+use anyhow::Result;
+
+use crate::backend::Backend;
+use crate::decisions::Decisions;
+use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
+use crate::layered::{Layer, LayeredRecord};
+use crate::limit::Limit;
+use crate::limiter::{Algorithm, NginxBurst, Params};
+use crate::limits::LimitPolicy;
+use crate::notes::notes;
+use crate::policy_report::{LayerReport, LayeredReport, ReplayReport};
+use crate::recorder::{KeyNames, Recorder, Settings};
+use crate::redis::RedisTarget;
+use crate::report::LimiterReport;
+use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
+
+/// How a replay runs, beside its policy and its input.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// The length of the busiest windows (each limit's period if `None`).
+    pub window: Option<Span>,
+    /// How many keys the report ranks (0 for all).
+    pub top: usize,
+    /// Whether to keep each row's decision.
+    pub decisions: bool,
+    /// Redis, if the limits run there; in memory if `None`.
+    pub redis: Option<RedisTarget>,
+    /// Whether envoy-ratelimit layers leave a refused event's hits uncounted in the limits
+    /// it is not over.
+    pub stop_counting_over_limit: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions {
+            window: None,
+            top: 10,
+            decisions: false,
+            redis: None,
+            stop_counting_over_limit: false,
+        }
+    }
+}
+
+/// What a replay found: the report, each row's decision if asked, and the notes of its
+/// reading (a line each: what its user should know beside the report).
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    /// The report: one limit's, or the layers'.
+    pub report: ReplayReport,
+    /// Each row's decision, if asked for.
+    pub decisions: Option<Decisions>,
+    /// What the reading and the replay found worth saying.
+    pub notes: Vec<String>,
+}
+
+/// Replays the events of `source`, read with `read` (whose key column and cost are the
+/// policy's: [`LimitPolicy::settle`]), through `policy`, as `options` say.
+pub fn replay(
+    policy: &LimitPolicy,
+    source: &Source,
+    read: &ReadOptions,
+    options: &ReplayOptions,
+) -> Result<Replayed> {
+    let window = options.window;
+    let (top, decisions) = (options.top, options.decisions);
+    match policy {
+        LimitPolicy::One(limit) => {
+            let settings = limit.settings(window, true, "")?;
+            let backend = Backend::new(&[settings], options.redis.as_ref(), None)?;
+            let run = Run { source, read, backend: &backend, top, decisions };
+            run.one(settings)
+        }
+        LimitPolicy::AllOrNothing(limits) => {
+            let stop = options.stop_counting_over_limit;
+            let layers = crate::limits::layers(limits, window, stop, "layers")?.layers;
+            let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
+            let backend = Backend::new(&settings, options.redis.as_ref(), None)?;
+            let run = Run { source, read, backend: &backend, top, decisions };
+            run.layers(limits, &layers)
+        }
+    }
+}
+
+/// A replay's input and backend, and what it reports.
+pub struct Run<'a> {
+    /// Where the events come from.
+    pub source: &'a Source,
+    /// What to read from it.
+    pub read: &'a ReadOptions,
+    /// Where the limits run.
+    pub backend: &'a Backend,
+    /// How many keys the report ranks (0 for all).
+    pub top: usize,
+    /// Whether to keep each row's decision.
+    pub decisions: bool,
+}
+
+impl Run<'_> {
+    /// Replays the events through one limiter with `settings`.
+    pub fn one(&self, settings: Settings) -> Result<Replayed> {
+        let (source, read) = (self.source, self.read);
+        let lanes = [settings];
+        let keyed = read.key_column.is_some();
+        let (recorder, stats, decisions) = if self.decisions {
+            match self.backend.replay(&lanes, keyed, (source, read), true)? {
+                // Every row made an event, taken in the rows' order: one decision a row.
+                (recorder, stats) if !stats.sorted && stats.events == stats.rows => {
+                    let decisions = Decisions::in_order(recorder.trace());
+                    (recorder, stats, Some(decisions))
+                }
+                // Else read again, keeping where each event's row is.
+                _ => {
+                    let (rows, stats) = catalog::read_rows(source, read)?;
+                    let events = rows.iter().map(|(event, _)| event);
+                    let recorder = self.backend.decide(&lanes, keyed, (events, &read.empty_key))?;
+                    let decisions = Decisions::of_rows(&rows, recorder.trace(), source);
+                    (recorder, stats, Some(decisions))
+                }
+            }
+        } else {
+            let (recorder, stats) = self.backend.replay(&lanes, keyed, (source, read), false)?;
+            (recorder, stats, None)
+        };
+        let mut notes = notes(source, read, &stats);
+        let again = Again { nginx_burst: true, spread: true };
+        let (report, spread) = self.one_report(settings, &recorder, &stats, again)?;
+        notes.extend(spread);
+        Ok(Replayed { report: ReplayReport::One(report), decisions, notes })
+    }
+
+    /// Returns the report of one limiter with `settings` whose replay gave `recorder` and
+    /// `stats`, with what reading the input `again` tells if asked and it can be read
+    /// again: nginx's own lossless burst, and a note of what whole-second ties can matter.
+    pub fn one_report(
+        &self,
+        settings: Settings,
+        recorder: &Recorder,
+        stats: &ReadStats,
+        again: Again,
+    ) -> Result<(LimiterReport, Option<String>)> {
+        let key = self.read.key_column.as_deref();
+        let names = KeyNames::of(key, stats);
+        let name = self.source.name();
+        let mut reports = recorder.reports(&name, names, self.top, self.read.threads).lanes;
+        let mut report = reports.swap_remove(0);
+        let nginx =
+            (settings.algorithm == Algorithm::Nginx && again.nginx_burst).then_some(settings);
+        let memory = matches!(self.backend, Backend::Memory);
+        let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
+        let mut note = None;
+        if let Some(read) = self.read_again(nginx, tied && again.spread)? {
+            report.nginx_burst = read.nginx.map(|need| need.result().0);
+            if let Some(events) = read.events {
+                note = Some(self.spread_note(settings, &events, report.dropped)?);
+            }
+        }
+        Ok((report, note))
+    }
+
+    /// Reads the input once more, if it can be read again and something is asked of it:
+    /// nginx's own lossless `burst=` for `nginx`'s settings (per key if keyed, in the order
+    /// the zone sees them), and the events kept if `spread`. `None` if nothing is asked, or
+    /// the input cannot be read again.
+    fn read_again(&self, nginx: Option<Settings>, spread: bool) -> Result<Option<Reread>> {
+        if (nginx.is_none() && !spread) || !self.source.can_read_again() {
+            return Ok(None);
+        }
+        let empty = self.read.key_column.is_some().then(|| self.read.empty_key.clone());
+        let fresh = || Reread {
+            // nginx's own zone, as the replay ran it.
+            nginx: nginx.map(|s| match s.params {
+                Params::Nginx(params) => NginxBurst::in_zone(s.rate, params.zone),
+                _ => NginxBurst::in_zone(s.rate, Default::default()),
+            }),
+            events: spread.then(Vec::new),
+            empty: empty.clone(),
+        };
+        let (again, _) = catalog::read_events(self.source, self.read, fresh)?;
+        Ok(Some(again))
+    }
+
+    /// What whole-second ties can matter: `events` replayed again with each tied second's
+    /// events spread evenly across it in the order they came, and that replay's drops
+    /// beside `dropped`, the drops as logged.
+    fn spread_note(&self, settings: Settings, events: &[Event], dropped: u64) -> Result<String> {
+        let mut spread = Vec::with_capacity(events.len());
+        for tied in events.chunk_by(|a, b| a.time == b.time) {
+            let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
+            for (i, event) in (0..).zip(tied) {
+                // i < n: within the second, so the time stays in range.
+                let at = event.time.as_micros() + i * MICROS_PER_SEC / n;
+                let time = Timestamp::from_micros(at).unwrap_or(event.time);
+                spread.push(Event { time, ..*event });
+            }
+        }
+        let keyed = self.read.key_column.is_some();
+        let empty = &self.read.empty_key;
+        let recorder = self.backend.decide(&[settings], keyed, (spread, empty))?;
+        let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
+        Ok(format!(
+            "with each second's tied events spread evenly across it, in the order they came, \
+             the limit drops {spread_dropped}, against {dropped} as logged"
+        ))
+    }
+
+    /// Replays the events through `layers`, each settled from its limit in `limits`, all or
+    /// nothing.
+    pub fn layers(&self, limits: &[Limit], layers: &[Layer]) -> Result<Replayed> {
+        let (source, read) = (self.source, self.read);
+        let (record, stats, decisions) = if self.decisions {
+            let (rows, stats) = catalog::read_rows(source, read)?;
+            let events = rows.iter().map(|(event, _)| event);
+            let record = self.backend.decide_layers(layers, (events, &read.empty_key))?;
+            let decided = (&record.trace[..], &record.refusals[..]);
+            let decisions = Decisions::of_layers(&rows, decided, layers.len(), source);
+            (record, stats, Some(decisions))
+        } else {
+            let (record, stats) = self.backend.replay_layers(layers, source, read)?;
+            (record, stats, None)
+        };
+        let notes = notes(source, read, &stats);
+        let report = self.layered_report(limits, record, &stats);
+        Ok(Replayed { report: ReplayReport::Layers(report), decisions, notes })
+    }
+
+    /// Returns the report of a layered record, each layer named by its limit in `limits`.
+    pub fn layered_report(
+        &self,
+        limits: &[Limit],
+        record: LayeredRecord,
+        stats: &ReadStats,
+    ) -> LayeredReport {
+        let name = self.source.name();
+        let threads = self.read.threads;
+        let layers = limits
+            .iter()
+            .zip(record.layers)
+            .map(|(limit, (recorder, refused, only, alone))| {
+                let names = KeyNames::of(limit.key.as_deref(), stats);
+                let mut reports = recorder.reports(&name, names, self.top, threads).lanes;
+                let limiter = reports.swap_remove(0);
+                LayerReport { spec: limit.to_string(), refused, only, alone, limiter }
+            })
+            .collect();
+        LayeredReport {
+            input: name,
+            events: record.events,
+            passed: record.passed,
+            dropped: record.events - record.passed,
+            layers,
+        }
+    }
+}
+
+/// What one more read of the input may tell of one limiter's replay.
+#[derive(Clone, Copy, Debug)]
+pub struct Again {
+    /// nginx's own lossless `burst=`, if the limiter is nginx.
+    pub nginx_burst: bool,
+    /// The drops with whole-second ties spread across their second, if any are tied.
+    pub spread: bool,
+}
+
+/// What a second read of the input keeps: nginx's own need at a rate, and the events
+/// themselves, to be replayed with their whole-second ties spread.
+struct Reread {
+    nginx: Option<NginxBurst>,
+    events: Option<Vec<Event>>,
+    /// With keys, the empty key, which nginx does not account.
+    empty: Option<catalog::EmptyKey>,
+}
+
+impl Sink for Reread {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: Event) -> Result<()> {
+        if let Some(need) = &mut self.nginx
+            && !self.empty.as_ref().is_some_and(|empty| empty.is(event.key))
+        {
+            need.push(event);
+        }
+        if let Some(events) = &mut self.events {
+            events.push(event);
+        }
+        Ok(())
+    }
+}
