@@ -265,17 +265,20 @@ def replay(
     else:
         raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
     options = dict(options, time=None if time == "time" else time)
-    if isinstance(data, (str, os.PathLike)):
-        found = _native.replay(each, layered, window, path=os.fspath(data), options=options)
-    elif hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
-        found = _native.replay(each, layered, window, data=data, options=options)
-    else:
-        raise TypeError(
-            f"data is a {type(data).__name__}: give a path or Arrow data "
-            "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
-        )
-    stdout, decisions = found
+    stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
     return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
+
+
+def _data(data: Any) -> Any:
+    """``data`` as the native calls take it: a path, or Arrow data."""
+    if isinstance(data, (str, os.PathLike)):
+        return os.fspath(data)
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        return data
+    raise TypeError(
+        f"data is a {type(data).__name__}: give a path or Arrow data "
+        "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
+    )
 
 
 # The flags of a simulated fleet, which `replay` runs as the program's flags.
@@ -377,7 +380,7 @@ def compare(
 def min_bucket(
     data: Any,
     *,
-    rate: str | None = None,
+    rate: str | Iterable[str] | None = None,
     key: str | None = None,
     cost: str | int | None = None,
     cover: str | None = None,
@@ -386,23 +389,36 @@ def min_bucket(
 ) -> list[dict[str, Any]]:
     """Returns the smallest token bucket at ``rate`` that loses none of ``data``, as
     ``ratelimit min-bucket --format json`` does: one object for each rate (with ``key``,
-    each key's too)."""
-    args = dict(rate=rate, key=key, cost=cost, cover=cover, time=time, **flags)
-    return json.loads(_run("min-bucket", data, args)[0])
+    each key's too). ``rate`` is a rate, a comma list, a range (``"1/h..20/h"``) or a list
+    of them; ``system="nginx"`` (or ``haproxy``, ``traefik``) also answers in the system's
+    own terms, as ``--for`` does."""
+    if "limits" in flags:
+        # Each layer's need is the program's yet: its flags, as the command line takes them.
+        args = dict(rate=rate, key=key, cost=cost, cover=cover, time=time, **flags)
+        return json.loads(_run("min-bucket", data, args)[0])
+    if rate is None:
+        raise PolicyError("min_bucket needs rate=: a rate, a list or a range (or limits=)")
+    rates = [rate] if isinstance(rate, str) else [str(each) for each in rate]
+    options = dict(flags, cover=cover, time=None if time == "time" else time)
+    found = _native.min_bucket(_data(data), rates, key=key, cost=cost, options=options)
+    return json.loads(found)
 
 
 def min_rate(
     data: Any,
     *,
-    burst: int,
+    burst: int | str | Iterable[int],
     cost: str | int | None = None,
     time: str = "time",
     **flags: Any,
 ) -> list[dict[str, Any]]:
     """Returns the smallest rate at which a bucket of ``burst`` loses none of ``data``, as
-    ``ratelimit min-rate --format json`` does: one object for each burst."""
-    args = dict(burst=burst, cost=cost, time=time, **flags)
-    return json.loads(_run("min-rate", data, args)[0])
+    ``ratelimit min-rate --format json`` does: one object for each burst (an int, a comma
+    list, or a list)."""
+    options = dict(flags, time=None if time == "time" else time)
+    bursts = burst if isinstance(burst, (int, str)) else [int(each) for each in burst]
+    found = _native.min_rate(_data(data), bursts, cost=cost, options=options)
+    return json.loads(found)
 
 
 def curve(
@@ -414,8 +430,8 @@ def curve(
     ``r·span_s`` as the rate r rises. The other columns are the rest of ``ratelimit
     min-bucket --curve --format json``'s fields: ``rate_per_hour``, ``to``, ``events``,
     ``span_s``, ``start``, ``end`` (the stretch that sets the bucket on the piece)."""
-    args = dict(curve=True, key=key, cost=cost, time=time, **flags)
-    return _curve_table(json.loads(_run("min-bucket", data, args)[0]))
+    options = dict(flags, time=None if time == "time" else time)
+    return _curve_table(json.loads(_native.curve(_data(data), key=key, cost=cost, options=options)))
 
 
 _CURVE = pyarrow.schema(

@@ -4,16 +4,18 @@ from typing import Any, final
 def call(args: list[str], data: Any | None = None, decisions: bool = False, name: str | None = None) -> tuple[bytes, list[Any] | None]: ...
 
 def replay(
-    limits: list[Limit],
-    layered: bool,
-    window: str | None = None,
-    *,
-    data: Any | None = None,
-    path: str | None = None,
-    name: str | None = None,
-    options: dict[str, Any] | None = None,
+    data: Any, limits: list[Limit], layered: bool, window: str | None = None, *, options: dict[str, Any] | None = None
 ) -> tuple[bytes, list[Any]]: ...
 def shorthand(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+def min_bucket(
+    data: Any, rates: list[str], *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None
+) -> bytes: ...
+def min_rate(
+    data: Any, bursts: int | str | list[int], *, cost: str | int | None = None, options: dict[str, Any] | None = None
+) -> bytes: ...
+def curve(
+    data: Any, *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None
+) -> bytes: ...
 
 def chunk_lines(args: list[str], data: Any, name: str) -> list[str]: ...
 def merge_chunks(args: list[str], chunks: list[list[str]]) -> bytes: ...

@@ -23,8 +23,10 @@ use ratelimit_replay::input::catalog::{ArrowData, Source};
 use self::errors::{Data, raised};
 
 mod errors;
+mod keywords;
 mod limit;
 mod live;
+mod lossless;
 mod replay;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
@@ -504,6 +506,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call, module)?)?;
     module.add_function(wrap_pyfunction!(replay::replay, module)?)?;
     module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
+    module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
+    module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
+    module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;
     module.add_class::<live::Limiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;

@@ -1,85 +1,61 @@
 //! `replay`: the engine's replay of a path or of Arrow data through a `Limit` or a `Policy`,
 //! its reading options given as keywords, with the GIL released.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::BooleanArray;
 use arrow_schema::{DataType, Field};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyArray;
-use pyo3_arrow::input::AnyRecordBatch;
 use ratelimit_engine::decisions::Decisions;
 use ratelimit_engine::limits::LimitPolicy;
-use ratelimit_engine::redis::{DEFAULT_PREFIX, RedisTarget};
 use ratelimit_engine::replay::{ReplayOptions, Replayed};
-use ratelimit_input::asked::{self, Asked, Names};
-use ratelimit_input::catalog::Source;
-use ratelimit_input::format::InputFormat;
+use ratelimit_input::asked::Names;
 use ratelimit_input::progress::Stop;
 
-use crate::errors::{Data, policy_error, raised};
+use crate::errors::{policy_error, raised};
+use crate::keywords::{self, Given};
 use crate::limit::{PyLimit, suggestion};
 
-/// The keywords a replay takes beside its policy, its data and its columns.
-const KEYWORDS: [&str; 19] = [
-    "input_format",
-    "delimiter",
-    "no_headers",
-    "log_format",
-    "time",
-    "time_format",
-    "time_zone",
-    "skip_bad",
-    "threads",
-    "since",
-    "until",
-    "min_mag",
-    "where",
-    "empty_key",
-    "top",
-    "redis",
-    "redis_prefix",
-    "redis_timeout",
-    "stop_counting_over_limit",
-];
+/// The keywords a replay takes beside what to read ([`keywords::READING`]).
+const RUNNING: [&str; 5] =
+    ["top", "stop_counting_over_limit", "redis", "redis_prefix", "redis_timeout"];
 
-/// Replays `data` (anything that speaks the Arrow PyCapsule interface, named `name`) or
-/// the file at `path` through `limits`: one limit alone unless `layered`, else all or
+/// Replays `data` (a path, or Arrow data) through `limits`: one limit alone unless `layered`, else all or
 /// nothing. `window` is the busiest windows' length; `options` are the reading and
 /// running keywords. Returns the report as JSON, as the program prints it, and each row's
 /// decision as Arrow arrays (whether it passed, then with layers whether each admitted it).
 /// The notes of the reading are warned of, as `RatelimitWarning`s.
 #[pyfunction]
-#[pyo3(signature = (limits, layered, window=None, *, data=None, path=None, name=None, options=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, limits, layered, window=None, *, options=None))]
 pub(crate) fn replay<'py>(
     py: Python<'py>,
+    data: Given,
     limits: Vec<PyLimit>,
     layered: bool,
     window: Option<&str>,
-    data: Option<AnyRecordBatch>,
-    path: Option<PathBuf>,
-    name: Option<String>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyAny>>)> {
-    let (kind, source) = match (data, path) {
-        (Some(data), None) => {
-            let name = name.unwrap_or_else(|| "<arrow>".to_owned());
-            (Data::Arrow, Source::Arrow(crate::table(data, name)?))
-        }
-        (None, Some(path)) => (Data::File, Source::Path(path)),
-        _ => return Err(PyTypeError::new_err("give data or a path, not both")),
-    };
+    let (kind, source) = data.source()?;
     let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
     let policy = match (layered, &limits[..]) {
         (false, [one]) => LimitPolicy::One(one.clone()),
         (false, _) => return Err(policy_error("one limit alone is one Limit")),
         (true, _) => LimitPolicy::AllOrNothing(limits),
     };
-    let (asked, mut run) = keywords(options)?;
+    let mut run = ReplayOptions::default();
+    let mut redis = keywords::Redis::default();
+    let asked = keywords::read("replay", options, &RUNNING, |name, value| {
+        match name {
+            "top" => run.top = value.extract()?,
+            "stop_counting_over_limit" => run.stop_counting_over_limit = value.extract()?,
+            _ => return redis.read(name, value),
+        }
+        Ok(true)
+    })?;
+    run.redis = redis.target();
     run.window = match window {
         Some(text) => {
             let bad = |e: &dyn std::fmt::Display| policy_error(format!("window='{text}': {e}"));
@@ -121,14 +97,14 @@ pub(crate) fn shorthand<'py>(
     let (params, options) = (PyDict::new(py), PyDict::new(py));
     for (name, value) in flags.iter() {
         let text: String = name.extract()?;
-        if KEYWORDS.contains(&text.as_str()) {
+        if keywords::READING.contains(&text.as_str()) || RUNNING.contains(&text.as_str()) {
             options.set_item(name, value)?;
         } else if crate::limit::is_param(&text) {
             params.set_item(name, value)?;
         } else {
             let common = ["algo", "rate", "burst", "window", "key", "cost", "limits"];
             let params = crate::limit::param_keywords();
-            let known = KEYWORDS.iter().chain(&common).copied();
+            let known = keywords::READING.iter().chain(&RUNNING).chain(&common).copied();
             let hint = suggestion(&text, known.chain(params.iter().map(String::as_str)));
             let message = format!("replay() got an unexpected keyword argument '{text}'{hint}");
             return Err(PyTypeError::new_err(message));
@@ -147,94 +123,4 @@ pub(crate) fn columns(py: Python<'_>, decisions: Decisions) -> PyResult<Vec<Boun
         columns.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
     }
     Ok(columns)
-}
-
-/// Reads the keywords of a replay: what to read, and how to run.
-fn keywords(options: Option<&Bound<'_, PyDict>>) -> PyResult<(Asked, ReplayOptions)> {
-    let (mut asked, mut run) = (Asked::default(), ReplayOptions::default());
-    let (mut redis, mut prefix, mut timeout) = (Vec::new(), None, None);
-    for (name, value) in options.into_iter().flat_map(|options| options.iter()) {
-        let name: String = name.extract()?;
-        if value.is_none() {
-            continue;
-        }
-        let shown = value.str()?.to_string();
-        let bad = |err: &dyn std::fmt::Display| policy_error(format!("{name}={shown}: {err}"));
-        match name.as_str() {
-            "input_format" => {
-                let text = word(&value)?;
-                let format = InputFormat::named(&text).ok_or_else(|| {
-                    let names: Vec<&str> = InputFormat::ALL.iter().map(|f| f.name()).collect();
-                    policy_error(format!("input_format='{text}' is none of {}", names.join(", ")))
-                })?;
-                asked.format = Some(format);
-            }
-            "delimiter" => {
-                asked.delimiter = Some(asked::delimiter(&word(&value)?).map_err(|e| bad(&e))?)
-            }
-            "no_headers" => asked.no_headers = value.extract()?,
-            "log_format" => asked.log_format = Some(word(&value)?),
-            "time" => asked.time_column = Some(word(&value)?),
-            "time_format" => asked.time_format = Some(word(&value)?),
-            "time_zone" => asked.time_zone = Some(word(&value)?),
-            "skip_bad" => asked.skip_bad = value.extract()?,
-            "threads" => {
-                let threads: usize = value.extract()?;
-                if !(1..=1024).contains(&threads) {
-                    return Err(policy_error(format!("threads={threads} is not from 1 to 1024")));
-                }
-                asked.threads = Some(threads);
-            }
-            "since" => {
-                let text = word(&value)?;
-                let since = ratelimit_input::units::time::rfc3339(&text).map_err(|e| bad(&e))?;
-                asked.since = Some(since);
-            }
-            "until" => asked.until = Some(word(&value)?.parse().map_err(|e| bad(&e))?),
-            "min_mag" => {
-                asked.min_mag = Some(asked::millionths(&word(&value)?).map_err(|e| bad(&e))?)
-            }
-            "where" => {
-                for each in words(&value)? {
-                    asked.at_least.push(each.parse().map_err(|e| bad(&e))?);
-                }
-            }
-            "empty_key" => asked.empty_key = Some(word(&value)?),
-            "top" => run.top = value.extract()?,
-            "redis" => redis = words(&value)?,
-            "redis_prefix" => prefix = Some(word(&value)?),
-            "redis_timeout" => timeout = Some(crate::live::timeout(&word(&value)?)?),
-            "stop_counting_over_limit" => run.stop_counting_over_limit = value.extract()?,
-            _ => {
-                let hint = suggestion(&name, KEYWORDS.iter().copied());
-                let text = format!("replay() got an unexpected keyword argument '{name}'{hint}");
-                return Err(PyTypeError::new_err(text));
-            }
-        }
-    }
-    run.redis = (!redis.is_empty()).then(|| RedisTarget {
-        urls: redis,
-        prefix: prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
-        timeout: timeout.unwrap_or(std::time::Duration::from_secs(5)),
-    });
-    Ok((asked, run))
-}
-
-/// A keyword's value as text: a string as it is, a number as Python writes it.
-fn word(value: &Bound<'_, PyAny>) -> PyResult<String> {
-    if value.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(format!("{value} is a bool: give a value")));
-    }
-    match value.cast::<PyString>() {
-        Ok(text) => Ok(text.to_str()?.to_owned()),
-        Err(_) => Ok(value.str()?.to_str()?.to_owned()),
-    }
-}
-
-/// A keyword's values: a list or tuple of them, or one.
-fn words(value: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
-        return value.try_iter()?.map(|each| word(&each?)).collect();
-    }
-    Ok(vec![word(value)?])
 }

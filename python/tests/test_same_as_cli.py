@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pyarrow
 import pytest
@@ -149,6 +151,23 @@ def test_report_writes_the_programs_page(m5_table, tmp_path):
     assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
     # The page's data names the input and counts its events.
     assert "\"input\":\"\\u003carrow\\u003e\"" in text and "\"events\":19032" in text
+
+
+def test_a_written_report_leaves_ctrl_c_to_python(tmp_path):
+    # The program removes a half-written file at a signal, and exits; in Python, Ctrl-C
+    # stays a KeyboardInterrupt after a report is written. Run apart: a lost SIGINT
+    # would end the test run.
+    script = f"""
+import os, signal, time, pyarrow, ratelimit_replay as rl
+rl.report(pyarrow.table({{"time": ["2025-01-01T00:00:00Z"]}}), {str(tmp_path / "r.html")!r}, algo="gcra", rate="1/s")
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, b"interrupted\n"), done.stderr.decode()
 
 
 def test_configurations_side_by_side_are_the_programs(log_csv, log_table):

@@ -51,6 +51,10 @@ def test_a_misspelled_argument_is_a_type_error_naming_it() -> None:
         rl.replay(table(), algo="gcra", rate="5/h", brust=5)
     with pytest.raises(TypeError, match=r"^replay\(\) got an unexpected keyword argument 'time_fromat' \(did you mean 'time_format'\?\)$"):
         rl.replay(table(), rl.Limit("gcra", "5/h"), time_fromat="unix-ms")
+    with pytest.raises(TypeError, match=r"^min_bucket\(\) got an unexpected keyword argument 'sytem' \(did you mean 'system'\?\)$"):
+        rl.min_bucket(table(), rate="5/h", sytem="nginx")
+    with pytest.raises(TypeError, match=r"^min_rate\(\) got an unexpected keyword argument 'since_' \(did you mean 'since'\?\)$"):
+        rl.min_rate(table(), burst=5, since_="2025-01-01")
 
 
 def test_a_limit_that_is_no_limit_is_a_policy_error() -> None:

@@ -4,28 +4,23 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{curve_of, layered, notes};
+use super::{layered, say_notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::engine::key_sizing::KeyedFinders;
 use crate::engine::limit::Limit;
-use crate::engine::recorder::KeyNames;
-use crate::input::catalog::{self, Timeline};
+use crate::engine::lossless::{self, Drawn, Found, MinBucketAsk};
+use crate::input::asked::Names;
 use crate::limiter::Algorithm;
 use crate::policy_report::LayerNeeds;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 use crate::render::{curve_svg, export};
-use crate::report;
-use crate::sizing::curve::{Curve, Line};
-use crate::sizing::min_bucket::Stretch;
 use crate::sizing::quantile::Percent;
 use crate::units::rate::Rate;
-use crate::units::time::Span;
 
 pub(crate) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if !args.limits.is_empty() {
@@ -39,63 +34,19 @@ pub(crate) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let keyed = input.read.key_column.is_some();
-    if args.system == Some(SizedFor::Nginx) {
-        if let Some(rate) = rates.iter().find(|&&rate| crate::limiter::nginx_rate(rate).is_none()) {
-            bail!("--for nginx: nginx writes a rate as N r/s or N r/m, and {rate} is neither");
-        }
-        if input.read.cost != crate::input::catalog::Cost::default() {
-            bail!("--for nginx: nginx counts requests, not what they cost: leave out --cost");
-        }
-    }
-    if let Some(system @ (SizedFor::Haproxy | SizedFor::Traefik)) = args.system {
-        let algorithm = system.algorithm();
-        let refused = rates.iter().find_map(|&rate| algorithm.refuses(rate));
-        if let Some(why) = refused {
-            bail!("--for {}: {why}", algorithm.name());
-        }
-    }
-    let fresh = || {
-        let finders = KeyedFinders::new(&rates, keyed, args.keys.top, input.read.threads);
-        match args.system {
-            Some(system) => finders.for_system(system.algorithm(), &input.read.empty_key),
-            None => finders,
-        }
+    let ask = MinBucketAsk {
+        rates,
+        top: args.keys.top,
+        cover: args.cover,
+        system: args.system.map(SizedFor::algorithm),
     };
-    let (per_rate, stats) = catalog::read_events(&input.source, &input.read, fresh)?;
-    notes(&input, &stats);
-    let names = KeyNames::of(input.read.key_column.as_deref(), &stats);
-    let found = per_rate.results(names, args.cover);
+    let Found { found, notes } =
+        lossless::min_bucket(&input.source, &input.read, &ask, Names::Flags)?;
+    say_notes(&input, &notes);
     let mut out = BufWriter::new(stdout());
     export::write(&mut out, args.output.format, styles.stdout, &found)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Returns the curve's pieces as the report gives them, each with the stretch that sets
-/// it, which `stretch` finds.
-pub(crate) fn segments(
-    curve: &Curve,
-    stretch: impl Fn(&Line) -> Option<Stretch>,
-) -> Result<Vec<report::CurveSegment>> {
-    let piece = |(m, line): (usize, &Line)| {
-        let Stretch { start, end, events } =
-            stretch(line).ok_or_else(|| anyhow!("a piece of the curve names no stretch"))?;
-        let to = curve.starts.get(m + 1).copied();
-        Ok(report::CurveSegment {
-            from: curve.starts[m],
-            from_per_hour: curve.starts[m].per_hour(),
-            to,
-            to_per_hour: to.map(|t| t.per_hour()),
-            min_bucket: curve.min_bucket(curve.starts[m].events, curve.starts[m].micros),
-            events,
-            span_s: Span::from_micros(line.span)
-                .ok_or_else(|| anyhow!("a stretch runs backwards"))?,
-            start,
-            end,
-        })
-    };
-    curve.lines.iter().enumerate().map(piece).collect()
 }
 
 fn run_curve(
@@ -104,11 +55,10 @@ fn run_curve(
     plot: Option<&Output>,
     styles: &Styles,
 ) -> Result<ExitCode> {
-    let (events, stats) = catalog::read_events(&input.source, &input.read, Timeline::new)?;
-    notes(input, &stats);
-    let curve = curve_of(&events)?;
+    let Found { found, notes } = lossless::curve(&input.source, &input.read)?;
+    say_notes(input, &notes);
+    let Drawn { curve, segments, events } = found;
     let times = events.times();
-    let segments = segments(&curve, |line| Some(Curve::stretch(line, times)))?;
     let mut style = styles.stdout;
     let mut out: Box<dyn Write> = Box::new(BufWriter::new(stdout()));
     if let Some(plot) = plot {

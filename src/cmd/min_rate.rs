@@ -7,37 +7,18 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::{curve_of, notes};
+use super::say_notes;
 use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
-use crate::input::catalog::{self, Timeline};
+use crate::engine::lossless::{self, Found};
 use crate::render::export;
 use crate::render::outfile::stdout;
-use crate::report;
-use crate::sizing::curve::{Curve, Line};
 
 pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
     let input = args.input.resolve(None)?;
-    let (events, stats) = catalog::read_events(&input.source, &input.read, Timeline::new)?;
-    notes(&input, &stats);
-    let curve = curve_of(&events)?;
-    let stretch = |line: &Line| Curve::stretch(line, events.times());
-    let found: Vec<report::MinRate> = args
-        .burst
-        .iter()
-        .map(|&burst| u64::from(burst))
-        .map(|burst| match curve.min_rate(burst) {
-            Ok((rate, line)) => report::MinRate {
-                burst,
-                rate: Some(rate),
-                per_hour: Some(rate.per_hour()),
-                span: line.as_ref().map(stretch),
-            },
-            Err(line) => {
-                report::MinRate { burst, rate: None, per_hour: None, span: Some(stretch(&line)) }
-            }
-        })
-        .collect();
+    let bursts: Vec<u64> = args.burst.iter().map(|&burst| u64::from(burst)).collect();
+    let Found { found, notes } = lossless::min_rate(&input.source, &input.read, &bursts)?;
+    say_notes(&input, &notes);
     let mut out = BufWriter::new(stdout());
     let found = export::PerUnit { found: &found, per: args.per };
     export::write(&mut out, args.output.format, styles.stdout, &found)?;

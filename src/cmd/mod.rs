@@ -35,11 +35,10 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::{diagnostics, set_quiet};
-use crate::input::catalog::{ReadStats, Timeline};
+use crate::input::catalog::ReadStats;
 use crate::message::one_line;
 use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
-use crate::sizing::curve::Curve;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
 /// code for success; errors are returned, for `main` to print once.
@@ -150,15 +149,6 @@ fn say_notes(input: &Input, notes: &[String]) {
     let mut err = diagnostics();
     for note in input.note.iter().copied().chain(notes.iter().map(String::as_str)) {
         let _ = writeln!(err, "ratelimit: note: {note}");
-    }
-}
-
-/// Returns the burst–rate curve of a whole read's events, weighed by their costs.
-fn curve_of(events: &Timeline) -> Result<Curve> {
-    match events.costs() {
-        None => Ok(Curve::new(events.times())),
-        Some(costs) => Curve::weighted(events.times(), costs)
-            .ok_or_else(|| anyhow!("the events' costs sum past 2^63 units; no curve is drawn")),
     }
 }
 

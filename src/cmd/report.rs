@@ -17,10 +17,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::layered;
-use super::{curve_of, notes};
+use super::notes;
 use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
 use crate::engine::key_sizing::KeyedFinders;
 use crate::engine::limit::Limit;
+use crate::engine::lossless::curve_of;
 use crate::engine::recorder::KeyNames;
 use crate::input::catalog::{self, Event, ReadStats, Sink, Source, Timeline, slot};
 use crate::input::csv_line::LineReader;

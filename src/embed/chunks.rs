@@ -78,7 +78,7 @@ pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> 
             })?;
         }
         let curve = whole.curve();
-        let segments = crate::cmd::min_bucket::segments(&curve, |line| whole.stretch(line))?;
+        let segments = crate::engine::lossless::segments(&curve, |line| whole.stretch(line))?;
         let mut out = Vec::new();
         let found = export::PerUnit { found: &segments, per: export::Per::default() };
         export::write(&mut out, Format::Json, Style::new(false), &found)?;

@@ -48,6 +48,8 @@ pub struct Output {
 /// another thread: a caller's user pressed Ctrl-C). An error is the command's, as the
 /// program prints it (see [`crate::error_line`]).
 pub fn call(args: &[String], given: Option<Source>, decisions: bool, stop: Stop) -> Result<Output> {
+    // Ctrl-C is the caller's: it stops the reads through `stop`.
+    outfile::host_owns_signals();
     let mut cli: Cli = parse(args)?;
     cli.quiet = true;
     if let Some(source) = given {

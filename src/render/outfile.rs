@@ -11,6 +11,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, Once};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -355,12 +356,24 @@ fn write_temp(
 static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static SIGNALS: Once = Once::new();
 
+/// Whether the program that runs the commands owns the process's signals (the Python
+/// package, whose Ctrl-C is a `KeyboardInterrupt`): then no watcher takes them, and a
+/// temporary file is removed as on any other error.
+static HOST_OWNS_SIGNALS: AtomicBool = AtomicBool::new(false);
+
+/// Leaves the process's signals to the program that runs the commands, for good.
+pub(crate) fn host_owns_signals() {
+    HOST_OWNS_SIGNALS.store(true, Ordering::Relaxed);
+}
+
 struct Temps(MutexGuard<'static, Vec<PathBuf>>);
 
 impl Temps {
     /// Locks the list, first starting the thread that removes its files on a signal.
     fn lock() -> Temps {
-        SIGNALS.call_once(watch_signals);
+        if !HOST_OWNS_SIGNALS.load(Ordering::Relaxed) {
+            SIGNALS.call_once(watch_signals);
+        }
         Temps(TEMPS.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 

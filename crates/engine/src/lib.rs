@@ -9,6 +9,11 @@
 //! finds the busiest windows and checks the promises, the same way for every engine.
 //! Redis's engine ([`redis`]) implements [`Engine`] too.
 
+/// The engine API's example in `docs/library.md`, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+struct LibraryExample;
+
 mod backend;
 mod by_key;
 pub mod decisions;
@@ -22,6 +27,7 @@ pub mod limits;
 pub mod live;
 mod live_check;
 pub mod live_limiter;
+pub mod lossless;
 pub mod memory;
 pub mod notes;
 pub mod parts;

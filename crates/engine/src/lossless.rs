@@ -1,0 +1,182 @@
+//! The smallest sizes that lose none of a source's events: the bucket at each rate (per
+//! key, and in a system's own terms), the whole burst–rate curve, and the rate at each
+//! burst. The one call behind the program's `min-bucket` and `min-rate` and the library's.
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::input::asked::Names;
+use crate::input::catalog::{self, Cost, ReadOptions, ReadStats, Source, Timeline};
+use crate::key_sizing::KeyedFinders;
+use crate::limiter::Algorithm;
+use crate::notes::notes;
+use crate::recorder::KeyNames;
+use crate::report::{CurveSegment, MinBucket, MinRate};
+use crate::sizing::curve::{Curve, Line};
+use crate::sizing::min_bucket::Stretch;
+use crate::sizing::quantile::Percent;
+use crate::units::rate::{MAX_RANGE, Rate};
+use crate::units::time::Span;
+
+/// What a sizing found, and the notes of its reading (a line each).
+#[derive(Clone, Debug)]
+pub struct Found<T> {
+    /// What it found.
+    pub found: T,
+    /// What the reading found worth saying.
+    pub notes: Vec<String>,
+}
+
+/// What `min_bucket` is asked: the rates, how many keys each lists (0 for all), the share
+/// of keys a bucket must cover, and the system whose own terms it also answers in.
+#[derive(Clone, Debug, Default)]
+pub struct MinBucketAsk {
+    /// The rates to size a bucket for: at most [`MAX_RANGE`].
+    pub rates: Vec<Rate>,
+    /// How many keys each rate lists; 0 lists all.
+    pub top: usize,
+    /// With keys, the share of keys that a bucket must leave untouched.
+    pub cover: Option<Percent>,
+    /// The system (nginx, HAProxy, Traefik) whose own setting is also found.
+    pub system: Option<Algorithm>,
+}
+
+/// The systems whose own lossless setting `min_bucket` finds, each with what it is.
+pub const SYSTEMS: [(Algorithm, &str); 3] = [
+    (Algorithm::Nginx, "nginx's limit_req burst="),
+    (Algorithm::Haproxy, "HAProxy's N of http_req_rate(P) gt N"),
+    (Algorithm::Traefik, "Traefik's burst"),
+];
+
+/// Finds, for each rate `ask` gives, the smallest token bucket that loses none of the
+/// events of `source` read with `read` (per key if it has a key column). Options are named
+/// in messages as `names` says: the system as `--for nginx` or `system=nginx`.
+pub fn min_bucket(
+    source: &Source,
+    read: &ReadOptions,
+    ask: &MinBucketAsk,
+    names: Names,
+) -> Result<Found<Vec<MinBucket>>> {
+    let rates = &ask.rates;
+    if rates.len() > MAX_RANGE {
+        bail!("{} rates are asked; at most {MAX_RANGE} are allowed", rates.len());
+    }
+    let keyed = read.key_column.is_some();
+    if ask.cover.is_some() && !keyed {
+        bail!("a cover is a share of keys: give a key column");
+    }
+    if let Some(system) = ask.system {
+        let asked = match names {
+            Names::Flags => format!("--for {}", system.name()),
+            Names::Keywords => format!("system={}", system.name()),
+        };
+        if !SYSTEMS.iter().any(|&(each, _)| each == system) {
+            bail!("{asked}: only nginx, haproxy and traefik are sized in their own terms");
+        }
+        if system == Algorithm::Nginx {
+            if let Some(rate) = rates.iter().find(|&&r| crate::limiter::nginx_rate(r).is_none()) {
+                bail!("{asked}: nginx writes a rate as N r/s or N r/m, and {rate} is neither");
+            }
+            if read.cost != Cost::default() {
+                let cost = names.of("cost");
+                bail!("{asked}: nginx counts requests, not what they cost: leave out {cost}");
+            }
+        }
+        if let Some(why) = rates.iter().find_map(|&rate| system.refuses(rate)) {
+            bail!("{asked}: {why}");
+        }
+    }
+    let fresh = || {
+        let finders = KeyedFinders::new(rates, keyed, ask.top, read.threads);
+        match ask.system {
+            Some(system) => finders.for_system(system, &read.empty_key),
+            None => finders,
+        }
+    };
+    let (per_rate, stats) = catalog::read_events(source, read, fresh)?;
+    let names = KeyNames::of(read.key_column.as_deref(), &stats);
+    let found = per_rate.results(names, ask.cover);
+    Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// The whole burst–rate curve of a source's events, with the events it was drawn from.
+pub struct Drawn {
+    /// The curve.
+    pub curve: Curve,
+    /// Its pieces, as the report gives them.
+    pub segments: Vec<CurveSegment>,
+    /// The events, in time order.
+    pub events: Timeline,
+}
+
+/// Draws the whole burst–rate curve of the events of `source` read with `read`.
+pub fn curve(source: &Source, read: &ReadOptions) -> Result<Found<Drawn>> {
+    let (events, stats) = read_timeline(source, read)?;
+    let curve = curve_of(&events)?;
+    let segments = segments(&curve, |line| Some(Curve::stretch(line, events.times())))?;
+    Ok(Found { found: Drawn { curve, segments, events }, notes: notes(source, read, &stats) })
+}
+
+/// Finds, for each of `bursts`, the smallest rate at which a bucket that holds it loses
+/// none of the events of `source` read with `read`.
+pub fn min_rate(
+    source: &Source,
+    read: &ReadOptions,
+    bursts: &[u64],
+) -> Result<Found<Vec<MinRate>>> {
+    let (events, stats) = read_timeline(source, read)?;
+    let curve = curve_of(&events)?;
+    let stretch = |line: &Line| Curve::stretch(line, events.times());
+    let found = bursts
+        .iter()
+        .map(|&burst| match curve.min_rate(burst) {
+            Ok((rate, line)) => MinRate {
+                burst,
+                rate: Some(rate),
+                per_hour: Some(rate.per_hour()),
+                span: line.as_ref().map(stretch),
+            },
+            Err(line) => MinRate { burst, rate: None, per_hour: None, span: Some(stretch(&line)) },
+        })
+        .collect();
+    Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// Reads every event of `source`, in time order.
+fn read_timeline(source: &Source, read: &ReadOptions) -> Result<(Timeline, ReadStats)> {
+    Ok(catalog::read_events(source, read, Timeline::new)?)
+}
+
+/// Returns the burst–rate curve of a whole read's events, weighed by their costs.
+pub fn curve_of(events: &Timeline) -> Result<Curve> {
+    match events.costs() {
+        None => Ok(Curve::new(events.times())),
+        Some(costs) => Curve::weighted(events.times(), costs)
+            .ok_or_else(|| anyhow!("the events' costs sum past 2^63 units; no curve is drawn")),
+    }
+}
+
+/// Returns the curve's pieces as the report gives them, each with the stretch that sets
+/// it, which `stretch` finds.
+pub fn segments(
+    curve: &Curve,
+    stretch: impl Fn(&Line) -> Option<Stretch>,
+) -> Result<Vec<CurveSegment>> {
+    let piece = |(m, line): (usize, &Line)| {
+        let Stretch { start, end, events } =
+            stretch(line).ok_or_else(|| anyhow!("a piece of the curve names no stretch"))?;
+        let to = curve.starts.get(m + 1).copied();
+        Ok(CurveSegment {
+            from: curve.starts[m],
+            from_per_hour: curve.starts[m].per_hour(),
+            to,
+            to_per_hour: to.map(|t| t.per_hour()),
+            min_bucket: curve.min_bucket(curve.starts[m].events, curve.starts[m].micros),
+            events,
+            span_s: Span::from_micros(line.span)
+                .ok_or_else(|| anyhow!("a stretch runs backwards"))?,
+            start,
+            end,
+        })
+    };
+    curve.lines.iter().enumerate().map(piece).collect()
+}

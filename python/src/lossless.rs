@@ -1,0 +1,166 @@
+//! `min_bucket`, `min_rate` and `curve`: the engine's smallest lossless sizes of a path or
+//! of Arrow data, with the GIL released, handed back as the JSON the program prints.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use ratelimit_core::limiter::Algorithm;
+use ratelimit_engine::lossless::{self, Found, MinBucketAsk};
+use ratelimit_input::asked::Names;
+use ratelimit_input::catalog::{ReadOptions, Source};
+use ratelimit_input::cost::Cost;
+
+use crate::errors::{policy_error, raised};
+use crate::keywords::{self, Given, word, words};
+
+/// The sizings the package asks of the engine.
+enum Asked {
+    /// The smallest bucket at each rate.
+    MinBucket(MinBucketAsk),
+    /// The smallest rate for each burst.
+    MinRate(Vec<u64>),
+    /// The whole curve.
+    Curve,
+}
+
+/// Finds the smallest lossless bucket at each of `rates` (each a rate, a comma list or a
+/// range, as `--rate` takes them) of `data` (a path, or Arrow data), keyed by `key` and weighed by `cost` if given. The keywords of `options` are
+/// what to read, `top`, `cover` and `system` (nginx, haproxy or traefik). Returns the
+/// program's JSON.
+#[pyfunction]
+#[pyo3(signature = (data, rates, *, key=None, cost=None, options=None))]
+pub(crate) fn min_bucket<'py>(
+    py: Python<'py>,
+    data: Given,
+    rates: Vec<String>,
+    key: Option<String>,
+    cost: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut ask = MinBucketAsk { top: 10, ..MinBucketAsk::default() };
+    for text in rates {
+        let parsed = ratelimit_core::units::rate::parse_rates(&text);
+        ask.rates.extend(parsed.map_err(|e| policy_error(format!("rate={text}: {e}")))?);
+    }
+    let known = ["top", "cover", "system", "for"];
+    let mut asked = keywords::read("min_bucket", options, &known, |name, value| {
+        match name {
+            "top" => ask.top = value.extract()?,
+            "cover" => {
+                let text = word(value)?;
+                let cover = text.parse().map_err(|e| policy_error(format!("cover={text}: {e}")))?;
+                ask.cover = Some(cover);
+            }
+            "system" | "for" => {
+                let text = word(value)?;
+                let system: Algorithm = text
+                    .parse()
+                    .map_err(|_| policy_error(format!("system={text} is no limiter")))?;
+                ask.system = Some(system);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    asked.cost = cost_of(cost)?;
+    let sizing = Asked::MinBucket(ask);
+    size(py, sizing, data, &asked, key.as_deref())
+}
+
+/// Finds the smallest lossless rate for each of `bursts` of `data`, weighed by `cost` if given; the keywords of `options` are what to read. Returns
+/// the program's JSON.
+#[pyfunction]
+#[pyo3(signature = (data, bursts, *, cost=None, options=None))]
+pub(crate) fn min_rate<'py>(
+    py: Python<'py>,
+    data: Given,
+    bursts: &Bound<'py, PyAny>,
+    cost: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut each = Vec::new();
+    for text in words(bursts)? {
+        for one in text.split(',') {
+            match one.trim().parse::<u64>() {
+                Ok(burst) if burst > 0 => each.push(burst),
+                _ => {
+                    return Err(policy_error(format!(
+                        "burst={one}: a burst is a whole number, at least 1"
+                    )));
+                }
+            }
+        }
+    }
+    let mut asked = keywords::read("min_rate", options, &[], |_, _| Ok(false))?;
+    asked.cost = cost_of(cost)?;
+    size(py, Asked::MinRate(each), data, &asked, None)
+}
+
+/// Draws the whole burst–rate curve of `data` (whose `key`
+/// column, if given, must be there), weighed by `cost` if given; the keywords of `options`
+/// are what to read. Returns the program's JSON.
+#[pyfunction]
+#[pyo3(signature = (data, *, key=None, cost=None, options=None))]
+pub(crate) fn curve<'py>(
+    py: Python<'py>,
+    data: Given,
+    key: Option<String>,
+    cost: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut asked = keywords::read("curve", options, &[], |_, _| Ok(false))?;
+    asked.cost = cost_of(cost)?;
+    size(py, Asked::Curve, data, &asked, key.as_deref())
+}
+
+/// The cost keyword: a column's name, or a number of units.
+fn cost_of(cost: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Cost>> {
+    let Some(cost) = cost else { return Ok(None) };
+    let text = word(cost)?;
+    let parsed = text.parse().map_err(|e| policy_error(format!("cost={text}: {e}")))?;
+    Ok(Some(parsed))
+}
+
+/// Sizes the source as `sizing` asks, reading it as `asked` says, keyed by `key`: with the
+/// GIL released, Ctrl-C stopping it, and the reading's notes warned of.
+fn size<'py>(
+    py: Python<'py>,
+    sizing: Asked,
+    data: Given,
+    asked: &ratelimit_input::asked::Asked,
+    key: Option<&str>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (kind, source) = data.source()?;
+    let error = |err: anyhow::Error| raised(&err, kind);
+    let settled = asked.settle(&source, key.map(|key| (key, "key=")), Names::Keywords);
+    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
+    let work = |stop| {
+        read.stop = stop;
+        sized(&sizing, &source, &read)
+    };
+    let (found, interrupted) = py.detach(|| crate::interruptible(work));
+    if let Some(interrupt) = interrupted {
+        return Err(interrupt);
+    }
+    let Found { found, notes } = found.map_err(error)?;
+    // Called by the package's function.
+    crate::warn(py, &notes, 2)?;
+    Ok(PyBytes::new(py, &found))
+}
+
+/// Sizes as `sizing` asks, and returns the program's JSON.
+fn sized(sizing: &Asked, source: &Source, read: &ReadOptions) -> anyhow::Result<Found<Vec<u8>>> {
+    Ok(match sizing {
+        Asked::MinBucket(ask) => {
+            let Found { found, notes } = lossless::min_bucket(source, read, ask, Names::Keywords)?;
+            Found { found: serde_json::to_vec(&found)?, notes }
+        }
+        Asked::MinRate(bursts) => {
+            let Found { found, notes } = lossless::min_rate(source, read, bursts)?;
+            Found { found: serde_json::to_vec(&found)?, notes }
+        }
+        Asked::Curve => {
+            let Found { found, notes } = lossless::curve(source, read)?;
+            Found { found: serde_json::to_vec(&found.segments)?, notes }
+        }
+    })
+}
