@@ -218,21 +218,14 @@ def replay(
     several all or nothing, and returns what passed and what was dropped.
 
     ``key`` names the column whose values each get a limiter of their own; ``cost`` the
-    column (or a number) of what each event spends. Any other flag of ``ratelimit replay``
-    is a keyword too: ``time_format="unix-ms"``, ``since="2025-01-01"``, ``redis=URL``.
+    column (or a number) of what each event spends. What to read, and where the limits
+    run, are keywords named as the program's flags: ``time_format="unix-ms"``,
+    ``since="2025-01-01"``, ``redis=URL``, ``servers=4`` (a simulated fleet).
     In place of a policy, the shorthand ``algo=``, ``rate=``, ``burst=`` (one limit) or
     ``limits=`` (the program's ``--limit`` SPECs) still works.
     """
-    if servers is not None or any(name in _FLEET for name in flags):
-        # A simulated fleet is the program's yet: its flags, as the command line takes them.
-        shorthand = dict(algo=algo, rate=rate, burst=burst, window=window, limits=limits)
-        args = _policy_flags(policy, shorthand, key=key, cost=cost)
-        stdout, decisions = _run(
-            "replay", data, dict(args, time=time, servers=servers, **flags), decisions=True
-        )
-        return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions or []])
     if policy is None:
-        params, options = _native.shorthand(flags)
+        params, options = _native.shorthand("replay", flags)
         if limits is not None:
             if algo is not None or params:
                 raise PolicyError("give limits= or algo=, not both")
@@ -264,7 +257,7 @@ def replay(
         window = window if window is not None else policy.window
     else:
         raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
-    options = dict(options, time=None if time == "time" else time)
+    options = dict(options, time=None if time == "time" else time, servers=servers)
     stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
     return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
 
@@ -279,10 +272,6 @@ def _data(data: Any) -> Any:
         f"data is a {type(data).__name__}: give a path or Arrow data "
         "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
     )
-
-
-# The flags of a simulated fleet, which `replay` runs as the program's flags.
-_FLEET = ("route", "seed", "share", "sync")
 
 
 def _report(fields: dict[str, Any], columns: list[Any]) -> Report:
@@ -372,9 +361,23 @@ def compare(
     each configuration's report and, with two, what changes from the first to the second
     (``changes``: the events newly refused and newly passed, and the keys that change most).
     """
-    specs = None if limits is None else [str(limit) for limit in limits]
-    args = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost, limits=specs, time=time, **flags)
-    return json.loads(_run("compare", data, args)[0])
+    if limits is not None:
+        given = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost)
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise PolicyError(f"give limits= or {named[0]}=, not both: each configuration says its own")
+        each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
+        options = dict(flags, time=None if time == "time" else time)
+        return json.loads(_native.configurations(_data(data), each, options=options))
+    if rate is None:
+        raise PolicyError("compare needs rate= (the limiters at one rate), or limits=: each a whole configuration")
+    params, options = _native.shorthand("compare", flags)
+    options["time"] = None if time == "time" else time
+    algo_names = None if algos is None else [algos] if isinstance(algos, str) else list(algos)
+    found = _native.compare(
+        _data(data), rate, burst=burst, algos=algo_names, key=key, cost=cost, params=params, options=options
+    )
+    return json.loads(found)
 
 
 def min_bucket(
@@ -392,10 +395,17 @@ def min_bucket(
     each key's too). ``rate`` is a rate, a comma list, a range (``"1/h..20/h"``) or a list
     of them; ``system="nginx"`` (or ``haproxy``, ``traefik``) also answers in the system's
     own terms, as ``--for`` does."""
-    if "limits" in flags:
-        # Each layer's need is the program's yet: its flags, as the command line takes them.
-        args = dict(rate=rate, key=key, cost=cost, cover=cover, time=time, **flags)
-        return json.loads(_run("min-bucket", data, args)[0])
+    if flags.get("limits") is not None:
+        # Each layer's need: the layers replayed all or nothing, as `min-bucket --limit`.
+        limits = flags.pop("limits")
+        given = dict(rate=rate, key=key, cost=cost, cover=cover)
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise PolicyError(f"give limits= or {named[0]}=, not both: each layer says its own")
+        each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
+        options = dict(flags, time=None if time == "time" else time)
+        needs, _ = _native.replay(_data(data), each, True, options=options, needs=True)
+        return json.loads(needs)
     if rate is None:
         raise PolicyError("min_bucket needs rate=: a rate, a list or a range (or limits=)")
     rates = [rate] if isinstance(rate, str) else [str(each) for each in rate]

@@ -4,9 +4,27 @@ from typing import Any, final
 def call(args: list[str], data: Any | None = None, decisions: bool = False, name: str | None = None) -> tuple[bytes, list[Any] | None]: ...
 
 def replay(
-    data: Any, limits: list[Limit], layered: bool, window: str | None = None, *, options: dict[str, Any] | None = None
+    data: Any,
+    limits: list[Limit],
+    layered: bool,
+    window: str | None = None,
+    *,
+    options: dict[str, Any] | None = None,
+    needs: bool = False,
 ) -> tuple[bytes, list[Any]]: ...
-def shorthand(flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+def shorthand(function: str, flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]: ...
+def compare(
+    data: Any,
+    rate: str,
+    *,
+    burst: int | None = None,
+    algos: list[str] | None = None,
+    key: str | None = None,
+    cost: str | int | None = None,
+    params: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+) -> bytes: ...
+def configurations(data: Any, limits: list[Limit], *, options: dict[str, Any] | None = None) -> bytes: ...
 def min_bucket(
     data: Any, rates: list[str], *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None
 ) -> bytes: ...

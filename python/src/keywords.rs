@@ -5,6 +5,8 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use ratelimit_core::units::time::Span;
+use ratelimit_engine::fleet_ask::FleetAsk;
 use ratelimit_engine::redis::{DEFAULT_PREFIX, RedisTarget};
 use ratelimit_input::asked::{self, Asked};
 use ratelimit_input::format::InputFormat;
@@ -57,6 +59,16 @@ impl Given {
     }
 }
 
+/// The keywords of where limits run: Redis, or a simulated fleet.
+pub(crate) const RUNNING: [&str; 8] =
+    ["redis", "redis_prefix", "redis_timeout", "servers", "route", "seed", "share", "sync"];
+
+/// The keywords `replay` takes beside what to read and where limits run.
+pub(crate) const REPLAY: [&str; 2] = ["top", "stop_counting_over_limit"];
+
+/// The keywords `compare` takes beside what to read and where limits run.
+pub(crate) const COMPARE: [&str; 2] = ["top", "window"];
+
 /// Reads `options` (keyword to value; a `None` value is not given): the reading keywords
 /// into what to read, and the others by `other`, which says whether it took each.
 /// `function` names the call in the `TypeError` of a keyword neither takes, whose
@@ -64,7 +76,7 @@ impl Given {
 pub(crate) fn read(
     function: &str,
     options: Option<&Bound<'_, PyDict>>,
-    known: &[&str],
+    known: &[&[&str]],
     mut other: impl FnMut(&str, &Bound<'_, PyAny>) -> PyResult<bool>,
 ) -> PyResult<Asked> {
     let mut asked = Asked::default();
@@ -73,7 +85,8 @@ pub(crate) fn read(
         if value.is_none() || reading(&mut asked, &name, &value)? || other(&name, &value)? {
             continue;
         }
-        let hint = suggestion(&name, READING.iter().chain(known).copied());
+        let hint =
+            suggestion(&name, READING.iter().chain(known.iter().copied().flatten()).copied());
         let text = format!("{function}() got an unexpected keyword argument '{name}'{hint}");
         return Err(PyTypeError::new_err(text));
     }
@@ -128,6 +141,22 @@ fn reading(asked: &mut Asked, name: &str, value: &Bound<'_, PyAny>) -> PyResult<
     Ok(true)
 }
 
+/// Where limits run, as the [`RUNNING`] keywords say: Redis, or a simulated fleet.
+#[derive(Default)]
+pub(crate) struct Running {
+    /// Redis, if asked.
+    pub(crate) redis: Redis,
+    /// The fleet, as asked.
+    pub(crate) fleet: FleetAsk,
+}
+
+impl Running {
+    /// Reads keyword `name` of where limits run, and says whether it is one.
+    pub(crate) fn read(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.redis.read(name, value)? || fleet(&mut self.fleet, name, value)?)
+    }
+}
+
 /// Where limits run in Redis, as its keywords say: at the URLs of `redis` (a cluster's seed
 /// nodes), under `redis_prefix`, each round trip at most `redis_timeout`.
 #[derive(Default)]
@@ -157,6 +186,33 @@ impl Redis {
             timeout: self.timeout.unwrap_or(std::time::Duration::from_secs(5)),
         })
     }
+}
+
+/// Reads fleet keyword `name` into `fleet`, and says whether it is one.
+pub(crate) fn fleet(fleet: &mut FleetAsk, name: &str, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let bad = |err: &dyn std::fmt::Display| policy_error(format!("{name}={value}: {err}"));
+    match name {
+        "servers" => fleet.servers = Some(value.extract()?),
+        "route" => fleet.route = Some(word(value)?.parse().map_err(|e: String| bad(&e))?),
+        "seed" => fleet.seed = Some(value.extract()?),
+        "share" => fleet.share = Some(word(value)?.parse().map_err(|e: String| bad(&e))?),
+        "sync" => {
+            for each in words(value)? {
+                fleet.sync.push(each.parse().map_err(|e| bad(&e))?);
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Reads the busiest windows' length, longer than zero.
+pub(crate) fn window(text: &str) -> PyResult<Span> {
+    let span: Span = text.parse().map_err(|e| policy_error(format!("window={text}: {e}")))?;
+    if span.is_zero() {
+        return Err(policy_error("window= must be longer than zero"));
+    }
+    Ok(span)
 }
 
 /// A keyword's value as text: a string as it is, a number as Python writes it.

@@ -22,6 +22,7 @@ use ratelimit_replay::input::catalog::{ArrowData, Source};
 
 use self::errors::{Data, raised};
 
+mod compare;
 mod errors;
 mod keywords;
 mod limit;
@@ -509,6 +510,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;
+    module.add_function(wrap_pyfunction!(compare::compare, module)?)?;
+    module.add_function(wrap_pyfunction!(compare::configurations, module)?)?;
     module.add_class::<live::Limiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;

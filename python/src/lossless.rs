@@ -8,8 +8,9 @@ use ratelimit_engine::lossless::{self, Found, MinBucketAsk};
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, Source};
 use ratelimit_input::cost::Cost;
+use ratelimit_input::progress::Stop;
 
-use crate::errors::{policy_error, raised};
+use crate::errors::{Data, policy_error, raised};
 use crate::keywords::{self, Given, word, words};
 
 /// The sizings the package asks of the engine.
@@ -23,9 +24,9 @@ enum Asked {
 }
 
 /// Finds the smallest lossless bucket at each of `rates` (each a rate, a comma list or a
-/// range, as `--rate` takes them) of `data` (a path, or Arrow data), keyed by `key` and weighed by `cost` if given. The keywords of `options` are
-/// what to read, `top`, `cover` and `system` (nginx, haproxy or traefik). Returns the
-/// program's JSON.
+/// range, as `--rate` takes them) of `data` (a path, or Arrow data), keyed by `key` and weighed by
+/// `cost` if given. The keywords of `options` are what to read, `top`, `cover` and `system` (nginx,
+/// haproxy or traefik). Returns the program's JSON.
 #[pyfunction]
 #[pyo3(signature = (data, rates, *, key=None, cost=None, options=None))]
 pub(crate) fn min_bucket<'py>(
@@ -42,7 +43,7 @@ pub(crate) fn min_bucket<'py>(
         ask.rates.extend(parsed.map_err(|e| policy_error(format!("rate={text}: {e}")))?);
     }
     let known = ["top", "cover", "system", "for"];
-    let mut asked = keywords::read("min_bucket", options, &known, |name, value| {
+    let mut asked = keywords::read("min_bucket", options, &[&known], |name, value| {
         match name {
             "top" => ask.top = value.extract()?,
             "cover" => {
@@ -66,8 +67,8 @@ pub(crate) fn min_bucket<'py>(
     size(py, sizing, data, &asked, key.as_deref())
 }
 
-/// Finds the smallest lossless rate for each of `bursts` of `data`, weighed by `cost` if given; the keywords of `options` are what to read. Returns
-/// the program's JSON.
+/// Finds the smallest lossless rate for each of `bursts` of `data`, weighed by `cost` if given; the
+/// keywords of `options` are what to read. Returns the program's JSON.
 #[pyfunction]
 #[pyo3(signature = (data, bursts, *, cost=None, options=None))]
 pub(crate) fn min_rate<'py>(
@@ -113,7 +114,7 @@ pub(crate) fn curve<'py>(
 }
 
 /// The cost keyword: a column's name, or a number of units.
-fn cost_of(cost: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Cost>> {
+pub(crate) fn cost_of(cost: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Cost>> {
     let Some(cost) = cost else { return Ok(None) };
     let text = word(cost)?;
     let parsed = text.parse().map_err(|e| policy_error(format!("cost={text}: {e}")))?;
@@ -137,11 +138,21 @@ fn size<'py>(
         read.stop = stop;
         sized(&sizing, &source, &read)
     };
+    answered(py, work, kind)
+}
+
+/// Runs `work` with the GIL released, Ctrl-C stopping its reads, warns of its notes, and
+/// returns the JSON it found; its error raised as what `kind` of source says.
+pub(crate) fn answered<'py>(
+    py: Python<'py>,
+    work: impl FnOnce(Stop) -> anyhow::Result<Found<Vec<u8>>> + Send,
+    kind: Data,
+) -> PyResult<Bound<'py, PyBytes>> {
     let (found, interrupted) = py.detach(|| crate::interruptible(work));
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
-    let Found { found, notes } = found.map_err(error)?;
+    let Found { found, notes } = found.map_err(|err| raised(&err, kind))?;
     // Called by the package's function.
     crate::warn(py, &notes, 2)?;
     Ok(PyBytes::new(py, &found))

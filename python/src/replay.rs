@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyArray;
 use ratelimit_engine::decisions::Decisions;
 use ratelimit_engine::limits::LimitPolicy;
+use ratelimit_engine::policy_report::{LayerNeeds, ReplayReport};
 use ratelimit_engine::replay::{ReplayOptions, Replayed};
 use ratelimit_input::asked::Names;
 use ratelimit_input::progress::Stop;
@@ -19,17 +20,14 @@ use crate::errors::{policy_error, raised};
 use crate::keywords::{self, Given};
 use crate::limit::{PyLimit, suggestion};
 
-/// The keywords a replay takes beside what to read ([`keywords::READING`]).
-const RUNNING: [&str; 5] =
-    ["top", "stop_counting_over_limit", "redis", "redis_prefix", "redis_timeout"];
-
-/// Replays `data` (a path, or Arrow data) through `limits`: one limit alone unless `layered`, else all or
-/// nothing. `window` is the busiest windows' length; `options` are the reading and
-/// running keywords. Returns the report as JSON, as the program prints it, and each row's
-/// decision as Arrow arrays (whether it passed, then with layers whether each admitted it).
-/// The notes of the reading are warned of, as `RatelimitWarning`s.
+/// Replays `data` (a path, or Arrow data) through `limits`: one limit alone unless `layered`, else
+/// all or nothing. `window` is the busiest windows' length; `options` are the reading and running
+/// keywords. Returns the report as JSON, as the program prints it, and each row's decision as Arrow
+/// arrays (whether it passed, then with layers whether each admitted it). The notes of the reading
+/// are warned of, as `RatelimitWarning`s. With `needs`, the JSON is each layer's need instead
+/// (`min-bucket --limit`'s), and no decision is kept.
 #[pyfunction]
-#[pyo3(signature = (data, limits, layered, window=None, *, options=None))]
+#[pyo3(signature = (data, limits, layered, window=None, *, options=None, needs=false))]
 pub(crate) fn replay<'py>(
     py: Python<'py>,
     data: Given,
@@ -37,6 +35,7 @@ pub(crate) fn replay<'py>(
     layered: bool,
     window: Option<&str>,
     options: Option<&Bound<'py, PyDict>>,
+    needs: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyAny>>)> {
     let (kind, source) = data.source()?;
     let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
@@ -46,29 +45,33 @@ pub(crate) fn replay<'py>(
         (true, _) => LimitPolicy::AllOrNothing(limits),
     };
     let mut run = ReplayOptions::default();
-    let mut redis = keywords::Redis::default();
-    let asked = keywords::read("replay", options, &RUNNING, |name, value| {
-        match name {
-            "top" => run.top = value.extract()?,
-            "stop_counting_over_limit" => run.stop_counting_over_limit = value.extract()?,
-            _ => return redis.read(name, value),
-        }
-        Ok(true)
-    })?;
+    let mut running = keywords::Running::default();
+    let asked = keywords::read(
+        "replay",
+        options,
+        &[&keywords::REPLAY, &keywords::RUNNING],
+        |name, value| {
+            match name {
+                "top" => run.top = value.extract()?,
+                "stop_counting_over_limit" => run.stop_counting_over_limit = value.extract()?,
+                _ => return running.read(name, value),
+            }
+            Ok(true)
+        },
+    )?;
+    let keywords::Running { redis, fleet } = running;
     run.redis = redis.target();
-    run.window = match window {
-        Some(text) => {
-            let bad = |e: &dyn std::fmt::Display| policy_error(format!("window='{text}': {e}"));
-            Some(text.parse().map_err(|e| bad(&e))?)
-        }
-        None => None,
-    };
-    if run.window.is_some_and(|window: ratelimit_core::units::time::Span| window.is_zero()) {
-        return Err(policy_error("window= must be longer than zero"));
+    run.window = window.map(keywords::window).transpose()?;
+    run.decisions = !needs;
+    let error = |err: anyhow::Error| raised(&err, kind);
+    if let LimitPolicy::One(limit) = &policy {
+        let planned = fleet.one_share(limit.key.as_deref(), 1, Names::Keywords);
+        run.fleet = planned.map_err(error)?;
+    } else if fleet.servers.is_some() {
+        return Err(policy_error("a fleet runs one limit: give a Limit, not a Policy"));
     }
-    run.decisions = true;
-    let settled = policy.settle(&asked, &source, Names::Keywords);
-    let mut read = settled.map_err(|err| raised(&anyhow::Error::new(err), kind))?;
+    let settled = policy.settle_on(&asked, &source, Names::Keywords, &fleet);
+    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
     let work = |stop: Stop| {
         read.stop = stop;
         ratelimit_engine::replay::replay(&policy, &source, &read, &run)
@@ -80,33 +83,43 @@ pub(crate) fn replay<'py>(
     let Replayed { report, decisions, notes } = replayed.map_err(|err| raised(&err, kind))?;
     // Called by the package's `replay`.
     crate::warn(py, &notes, 2)?;
-    let json = serde_json::to_vec(&report).map_err(|e| policy_error(e.to_string()))?;
+    let json = match &report {
+        ReplayReport::Layers(layers) if needs => serde_json::to_vec(&LayerNeeds::of(layers)),
+        _ => serde_json::to_vec(&report),
+    };
+    let json = json.map_err(|e| policy_error(e.to_string()))?;
     let columns = columns(py, decisions.unwrap_or_default())?;
     Ok((PyBytes::new(py, &json), columns))
 }
 
-/// Splits the keywords of a replay's shorthand (`replay(data, algo=..., rate=...,
-/// nodelay=True, time_format=...)`) into the limit's own parameters and the replay's
-/// reading and running keywords; a keyword that is neither is a `TypeError` that names
-/// it, with the one it may mean.
+/// Splits the keywords of `function`'s shorthand (`replay(data, algo=..., rate=...,
+/// nodelay=True, time_format=...)`, and `compare`'s) into the limit's own parameters and
+/// the call's reading and running keywords; a keyword that is neither is a `TypeError`
+/// that names it, with the one it may mean.
 #[pyfunction]
 pub(crate) fn shorthand<'py>(
     py: Python<'py>,
+    function: &str,
     flags: &Bound<'py, PyDict>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let own: &[&str] = match function {
+        "compare" => &keywords::COMPARE,
+        _ => &keywords::REPLAY,
+    };
+    let running = || own.iter().chain(&keywords::RUNNING);
     let (params, options) = (PyDict::new(py), PyDict::new(py));
     for (name, value) in flags.iter() {
         let text: String = name.extract()?;
-        if keywords::READING.contains(&text.as_str()) || RUNNING.contains(&text.as_str()) {
+        if keywords::READING.contains(&text.as_str()) || running().any(|&each| each == text) {
             options.set_item(name, value)?;
         } else if crate::limit::is_param(&text) {
             params.set_item(name, value)?;
         } else {
-            let common = ["algo", "rate", "burst", "window", "key", "cost", "limits"];
+            let common = ["algo", "algos", "rate", "burst", "window", "key", "cost", "limits"];
             let params = crate::limit::param_keywords();
-            let known = keywords::READING.iter().chain(&RUNNING).chain(&common).copied();
+            let known = keywords::READING.iter().chain(running()).chain(&common).copied();
             let hint = suggestion(&text, known.chain(params.iter().map(String::as_str)));
-            let message = format!("replay() got an unexpected keyword argument '{text}'{hint}");
+            let message = format!("{function}() got an unexpected keyword argument '{text}'{hint}");
             return Err(PyTypeError::new_err(message));
         }
     }

@@ -153,6 +153,23 @@ def test_report_writes_the_programs_page(m5_table, tmp_path):
     assert "\"input\":\"\\u003carrow\\u003e\"" in text and "\"events\":19032" in text
 
 
+def test_a_fleet_and_each_layers_need_are_the_programs(m5, m5_table):
+    """A simulated fleet (replay's one share, compare's every share) and min-bucket's
+    layers, through the engine's calls, are the program's."""
+    fleet = ["--servers", "4", "--route", "random", "--seed", "3", "--share", "split"]
+    want = cli_json("replay", str(m5), "--algo", "gcra", "--rate", "5/h", "--burst", "5", *fleet)
+    got = rl.replay(m5_table, algo="gcra", rate="5/h", burst=5, servers=4, route="random", seed=3, share="split")
+    assert without_input(got.to_dict()) == without_input(want)
+    want = cli_json("compare", str(m5), "--algo", "gcra", "--rate", "5/h", "--burst", "5", "--servers", "3", "--sync", "10m", "--sync", "1h")
+    got = rl.compare(m5_table, rate="5/h", burst=5, algos=["gcra"], servers=3, sync=["10m", "1h"])
+    assert without_input(got) == without_input(want) and len(got) == 4
+    limits = ["algo=gcra,rate=5/h,burst=5,key=net", "algo=fixed-window,rate=40/d"]
+    want = cli_json("min-bucket", str(m5), *[w for spec in limits for w in ("--limit", spec)])
+    assert without_input(rl.min_bucket(m5_table, limits=limits)) == without_input(want)
+    with pytest.raises(rl.PolicyError, match="^servers=0: |^servers= must be from 1"):
+        rl.replay(m5_table, algo="gcra", rate="5/h", servers=0)
+
+
 def test_a_written_report_leaves_ctrl_c_to_python(tmp_path):
     # The program removes a half-written file at a signal, and exits; in Python, Ctrl-C
     # stays a KeyboardInterrupt after a report is written. Run apart: a lost SIGINT

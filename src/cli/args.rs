@@ -187,7 +187,7 @@ pub struct FleetArgs {
     /// (drawn uniformly; see --seed) or hash:COLUMN (every row with one value of COLUMN on
     /// one server) [default: round-robin].
     #[arg(long, value_name = "ROUTE", help_heading = "Fleet")]
-    pub route: Option<RouteArg>,
+    pub route: Option<RouteAsk>,
 
     /// The seed of --route random [default: 1].
     #[arg(long, value_name = "S", help_heading = "Fleet")]
@@ -203,32 +203,6 @@ pub struct FleetArgs {
     /// at multiples of DURATION since the epoch. compare takes it more than once.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, help_heading = "Fleet")]
     pub sync: Vec<Span>,
-}
-
-/// `--route`: how a fleet's events find their server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RouteArg {
-    /// Event i to server i mod K.
-    RoundRobin,
-    /// Drawn uniformly.
-    Random,
-    /// By a column's value.
-    Hash(String),
-}
-
-impl FromStr for RouteArg {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<RouteArg, String> {
-        match text {
-            "round-robin" => Ok(RouteArg::RoundRobin),
-            "random" => Ok(RouteArg::Random),
-            _ => match text.strip_prefix("hash:") {
-                Some(column) if !column.is_empty() => Ok(RouteArg::Hash(column.to_owned())),
-                _ => Err(format!("'{text}' is none of round-robin, random and hash:COLUMN")),
-            },
-        }
-    }
 }
 
 /// `--share`: how a fleet's servers share the limit.
@@ -381,6 +355,7 @@ pub enum ColorChoice {
     Never,
 }
 
+pub use crate::engine::fleet_ask::RouteAsk;
 pub use crate::input::asked::{AtLeast, Until};
 
 /// A decimal number such as a magnitude, exact to the millionth: `Decimal(m)` is m / 10⁶.

@@ -3,34 +3,28 @@
 //! put them.
 
 use std::io::{self, IsTerminal};
-use std::num::NonZeroU32;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 
 use crate::cli::args::{
-    ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, RouteArg,
-    ShareMode,
+    ColorChoice, FleetArgs, InputArgs, LimitArgs, LiveLimitArgs, RateArgs, RedisArgs, ShareMode,
 };
-use crate::engine::fleet::{FleetPlan, MAX_SERVERS, Route};
+use crate::engine::fleet_ask::{self, FleetAsk};
 use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::RedisTarget;
 use crate::input::asked::{Asked, Names};
 use crate::input::catalog::{ReadOptions, Source};
 use crate::input::cost::Cost;
-use crate::limiter::{Algorithm, Share};
+use crate::limiter::Algorithm;
 use crate::render::export::Style;
 use crate::render::outfile::{Identity, Output};
 use crate::sample;
 use crate::units::time::Span;
 
 pub use crate::engine::limit::MAX_BURST;
-
-/// The most share modes `compare --servers` puts side by side: local, split, and synced at
-/// up to 62 periods. Each is a lane, with its own copies of every key's state.
-const MAX_SHARES: usize = 64;
 
 /// The most rates `min-bucket` takes, in all its `--rate` lists and ranges.
 pub const MAX_RATES: usize = crate::units::rate::MAX_RANGE;
@@ -193,90 +187,20 @@ impl Input {
 }
 
 impl FleetArgs {
-    /// Returns the column to read as each event's key: `key` (--key's), else the column
-    /// that --route hash:COLUMN routes by.
-    /// With the column, the flag that asked for it, for messages.
-    pub fn key_column<'a>(&'a self, key: Option<&'a str>) -> Option<(&'a str, &'static str)> {
-        match (key, &self.route) {
-            (Some(key), _) => Some((key, "--key")),
-            (None, Some(RouteArg::Hash(column))) if self.servers.is_some() => {
-                Some((column, "--route"))
-            }
-            (None, _) => None,
+    /// The fleet the flags ask for, as given.
+    pub fn asked(&self) -> FleetAsk {
+        FleetAsk {
+            servers: self.servers,
+            route: self.route.clone(),
+            seed: self.seed,
+            share: self.share.map(|share| match share {
+                ShareMode::Local => fleet_ask::ShareMode::Local,
+                ShareMode::Split => fleet_ask::ShareMode::Split,
+                ShareMode::Synced => fleet_ask::ShareMode::Synced,
+            }),
+            sync: self.sync.clone(),
         }
     }
-
-    /// Settles the fleet for `lanes` limiters sharing their limits as --share says, or
-    /// `None` without --servers; `key` is --key's column.
-    pub fn one_share(&self, key: Option<&str>, lanes: usize) -> Result<Option<FleetPlan>> {
-        let Some((servers, route)) = self.route(key)? else { return Ok(None) };
-        let share = match (self.share.unwrap_or(ShareMode::Local), self.sync.as_slice()) {
-            (ShareMode::Synced, [every]) => Share::Synced(positive_sync(*every)?),
-            (ShareMode::Synced, []) => {
-                bail!(
-                    "--share synced needs --sync DURATION: how often servers see the shared state"
-                )
-            }
-            (ShareMode::Synced, _) => bail!("--share synced takes one --sync"),
-            (ShareMode::Local, []) => Share::Local,
-            (ShareMode::Split, []) => Share::Split,
-            (_, _) => bail!("--sync applies to --share synced"),
-        };
-        Ok(Some(FleetPlan { servers, route, shares: vec![share; lanes], keyed: key.is_some() }))
-    }
-
-    /// Settles the fleet for one limiter in every share mode side by side: local, split,
-    /// and synced at each --sync (1m if none), or `None` without --servers.
-    pub fn every_share(&self, key: Option<&str>) -> Result<Option<FleetPlan>> {
-        let Some((servers, route)) = self.route(key)? else { return Ok(None) };
-        let syncs = if self.sync.is_empty() { vec![Span::MINUTE] } else { self.sync.clone() };
-        let mut shares = vec![Share::Local, Share::Split];
-        for every in syncs {
-            shares.push(Share::Synced(positive_sync(every)?));
-        }
-        if shares.len() > MAX_SHARES {
-            bail!("compare takes at most {} --sync", MAX_SHARES - 2);
-        }
-        Ok(Some(FleetPlan { servers, route, shares, keyed: key.is_some() }))
-    }
-
-    fn route(&self, key: Option<&str>) -> Result<Option<(NonZeroU32, Route)>> {
-        let Some(k) = self.servers else {
-            let fleet_only = self.route.is_some() || self.seed.is_some();
-            if fleet_only || self.share.is_some() || !self.sync.is_empty() {
-                bail!(
-                    "--route, --seed, --share and --sync shape a fleet: use them with --servers K"
-                );
-            }
-            return Ok(None);
-        };
-        let servers = NonZeroU32::new(k)
-            .filter(|k| k.get() <= MAX_SERVERS)
-            .ok_or_else(|| anyhow!("--servers must be from 1 to {MAX_SERVERS}, not {k}"))?;
-        let route = match &self.route {
-            None | Some(RouteArg::RoundRobin) => Route::RoundRobin,
-            Some(RouteArg::Random) => Route::Random(self.seed.unwrap_or(1)),
-            Some(RouteArg::Hash(column)) => match key {
-                Some(key) if key != column => bail!(
-                    "--route hash:{column} with --key {key}: a fleet routes by the key column \
-                     (use --route hash:{key})"
-                ),
-                _ => Route::Sticky(column.clone()),
-            },
-        };
-        if self.seed.is_some() && !matches!(route, Route::Random(_)) {
-            bail!("--seed draws the servers of --route random");
-        }
-        Ok(Some((servers, route)))
-    }
-}
-
-/// Refuses a sync period of zero.
-fn positive_sync(every: Span) -> Result<Span> {
-    if every.is_zero() {
-        bail!("--sync must be longer than zero");
-    }
-    Ok(every)
 }
 
 impl RedisArgs {

@@ -8,6 +8,7 @@ use super::config::Input;
 use crate::engine::live::Live;
 use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
 use crate::engine::{Backend, Policy};
+use crate::input::asked::Names;
 use crate::input::catalog::{self, ReadOptions, ReadStats, Rows, Source};
 
 /// A replay job: what the flags settled, ready to run.
@@ -28,7 +29,7 @@ impl JobArgs {
     /// Settles the input: with a key column if limits are per key or a fleet routes by one.
     pub fn input(&self) -> Result<Input> {
         let key = self.keys.key.as_deref();
-        self.input.resolve(self.fleet.key_column(key))
+        self.input.resolve(self.fleet.asked().key_column(key))
     }
 
     /// Settles the job of limiters with `settings` over `input`. With `modes`, one
@@ -41,17 +42,7 @@ impl JobArgs {
             bail!(why);
         }
         let key = self.keys.key.as_deref();
-        let (settings, fleet) = match settings[..] {
-            [one] if modes && self.fleet.servers.is_some() && self.fleet.share.is_none() => {
-                let fleet = self.fleet.every_share(key)?;
-                let lanes = fleet.as_ref().map_or(1, |f| f.shares.len());
-                (vec![one; lanes], fleet)
-            }
-            _ => {
-                let fleet = self.fleet.one_share(key, settings.len())?;
-                (settings, fleet)
-            }
-        };
+        let (settings, fleet) = self.fleet.asked().plan(settings, key, modes, Names::Flags)?;
         let backend = Backend::new(&settings, self.remote.target()?.as_ref(), fleet)?;
         Ok(Job { input, key: key.map(str::to_owned), settings, backend, top: self.keys.top })
     }
@@ -76,18 +67,6 @@ impl Job {
     /// Whether limits are per key.
     pub fn keyed(&self) -> bool {
         self.key.is_some()
-    }
-
-    /// Reads the input and replays it; returns the record and what reading found.
-    pub fn replay(&self) -> Result<(Recorder, ReadStats)> {
-        self.replay_traced(false)
-    }
-
-    /// Reads the input and replays it as [`replay`](Job::replay) does, keeping every
-    /// decision if `trace`.
-    pub fn replay_traced(&self, trace: bool) -> Result<(Recorder, ReadStats)> {
-        let input = (&self.input.source, &self.input.read);
-        self.backend.replay(&self.settings, self.keyed(), input, trace)
     }
 
     /// Reads every row with its text, in time order, and decides them: the record holds

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::notes;
+use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::Styles;
 use crate::engine::limit::Limit;
@@ -46,10 +46,11 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     // One limiter on a fleet, with no mode chosen: the modes side by side.
     let settings = limit.side_by_side(&algorithms)?;
     let job = args.job.job(input, settings, true)?;
-    let (recorder, stats) = job.replay()?;
-    notes(&job.input, &stats);
-    let found = job.reports(&recorder, &stats);
-    let (reports, across) = (&found.lanes, &found.across);
+    let (source, read) = (&job.input.source, &job.input.read);
+    let found =
+        crate::engine::compare::limiters(&job.settings, source, read, &job.backend, job.top)?;
+    say_notes(&job.input, &found.notes);
+    let (reports, across) = (&found.found.lanes, &found.found.across);
     let mut out = BufWriter::new(stdout());
     let compared = Compared { lanes: reports, across };
     export::write(&mut out, args.output.format, styles.stdout, &compared)?;

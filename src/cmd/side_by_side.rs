@@ -6,16 +6,15 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use super::notes;
+use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::engine::Backend;
+use crate::engine::compare;
 use crate::engine::layered::Layer;
 use crate::engine::limit::Limit;
-use crate::engine::replay::Run;
-use crate::engine::side_by_side::{Changes, Configuration, SideBySide};
-use crate::input::catalog::{self, Rows};
+use crate::engine::side_by_side::SideBySide;
+use crate::input::catalog::Rows;
 use crate::input::format::InputFormat;
 use crate::render::export;
 use crate::render::outfile::{Output, stdout};
@@ -72,44 +71,11 @@ pub(super) fn decide(
     (input, top): (Input, usize),
     job: &JobArgs,
 ) -> Result<Decided> {
-    let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
     let remote = job.remote.target()?;
-    let (mut configurations, mut traces) = (Vec::new(), Vec::new());
-    for (spec, layer) in specs.iter().zip(layers) {
-        let backend = Backend::new(&[layer.settings], remote.as_ref(), None)?;
-        let one = std::slice::from_ref(layer);
-        let events = rows.iter().map(|(event, _)| event);
-        let mut record = backend.decide_layers(one, (events, &input.read.empty_key))?;
-        traces.push(std::mem::take(&mut record.trace));
-        let run = Run {
-            source: &input.source,
-            read: &input.read,
-            backend: &backend,
-            top,
-            decisions: false,
-        };
-        let report = run.layered_report(std::slice::from_ref(spec), record, &stats);
-        let limiter = report.layers.into_iter().next().map(|layer| layer.limiter);
-        configurations
-            .extend(limiter.map(|limiter| Configuration { spec: spec.to_string(), limiter }));
-    }
-    notes(&input, &stats);
-    let changes = match &traces[..] {
-        [first, second] => {
-            let keys: Vec<u32> = rows.iter().map(|(event, _)| event.key).collect();
-            let column = input.read.key_column.as_deref();
-            let named = column.map(|column| (&keys[..], column, &stats.keys));
-            Some(Changes::between(first, second, named, top))
-        }
-        _ => None,
-    };
-    let result = SideBySide {
-        input: input.source.name(),
-        // Rows in memory: a usize widens to u64 exactly on every target.
-        events: rows.len() as u64,
-        configurations,
-        changes,
-    };
+    let found =
+        compare::configurations((specs, layers), &input.source, &input.read, remote.as_ref(), top)?;
+    say_notes(&input, &found.notes);
+    let compare::Decided { result, traces, rows } = found.found;
     Ok(Decided { result, traces, rows, input })
 }
 
@@ -129,7 +95,7 @@ fn check_emit(input: &Input, configurations: usize) -> Result<()> {
         );
     }
     #[cfg(feature = "arrow")]
-    if matches!(input.source, catalog::Source::Arrow(_)) {
+    if matches!(input.source, crate::input::catalog::Source::Arrow(_)) {
         bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
     }
     input.check_output(&Output::Stdout)

@@ -16,8 +16,10 @@ struct LibraryExample;
 
 mod backend;
 mod by_key;
+pub mod compare;
 pub mod decisions;
 pub mod fleet;
+pub mod fleet_ask;
 pub mod key_sizing;
 mod key_spread;
 pub mod lane;

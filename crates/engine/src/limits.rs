@@ -1,6 +1,7 @@
 //! Limits taken together: the one column that keys them and the one that weighs them, the
 //! layers, all or nothing, that they make, and the policy a user gives.
 
+use crate::fleet_ask::FleetAsk;
 use crate::input::asked::{Asked, AskedError, Names};
 use crate::input::catalog::{ReadOptions, Source};
 use crate::input::cost::Cost;
@@ -124,16 +125,34 @@ impl LimitPolicy {
         source: &Source,
         names: Names,
     ) -> Result<ReadOptions, PolicyError> {
+        self.settle_on(asked, source, names, &FleetAsk::default())
+    }
+
+    /// Settles what to read as [`settle`](LimitPolicy::settle) does, for a replay on the
+    /// fleet `fleet` asks for: one limit without a key is keyed by the column a hash
+    /// route routes by.
+    pub fn settle_on(
+        &self,
+        asked: &Asked,
+        source: &Source,
+        names: Names,
+        fleet: &FleetAsk,
+    ) -> Result<ReadOptions, PolicyError> {
         let (key, cost, asked_by) = match self {
             LimitPolicy::One(limit) => {
                 let by = if names == Names::Flags { "--key" } else { "key=" };
-                (limit.key.clone(), limit.cost.clone(), by)
+                match fleet.key_column(limit.key.as_deref()) {
+                    Some((column, "--route")) if names == Names::Keywords => {
+                        (Some(column.to_owned()), limit.cost.clone(), "route=")
+                    }
+                    Some((column, flag)) if limit.key.is_none() => {
+                        (Some(column.to_owned()), limit.cost.clone(), flag)
+                    }
+                    _ => (limit.key.clone(), limit.cost.clone(), by),
+                }
             }
             LimitPolicy::AllOrNothing(limits) => {
-                let columns = columns(limits, "layers")?;
-                let cost = columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
-                let by = if names == Names::Flags { "--limit key=" } else { "key=" };
-                (columns.key.map(str::to_owned), cost, by)
+                return settle_together(limits, "layers", asked, source, names);
             }
         };
         let key_column = key.as_deref().map(|key| (key, asked_by));
@@ -141,6 +160,24 @@ impl LimitPolicy {
         read.cost = cost;
         Ok(read)
     }
+}
+
+/// Settles what to read from `source` for `limits` taken together (`noun`: layers, or
+/// compare's configurations), as `asked`: keyed by their one key column, weighed by their
+/// one cost column.
+pub fn settle_together(
+    limits: &[Limit],
+    noun: &str,
+    asked: &Asked,
+    source: &Source,
+    names: Names,
+) -> Result<ReadOptions, PolicyError> {
+    let columns = columns(limits, noun)?;
+    let cost = columns.cost.map_or(Cost::default(), |c| Cost::Column(c.to_owned()));
+    let by = if names == Names::Flags { "--limit key=" } else { "key=" };
+    let mut read = asked.settle(source, columns.key.map(|key| (key, by)), names)?;
+    read.cost = cost;
+    Ok(read)
 }
 
 /// Why a policy cannot read what was asked: a limit that is none, or options that are not.

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::backend::Backend;
 use crate::decisions::Decisions;
+use crate::fleet::FleetPlan;
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 use crate::layered::{Layer, LayeredRecord};
 use crate::limit::Limit;
@@ -29,6 +30,8 @@ pub struct ReplayOptions {
     pub decisions: bool,
     /// Redis, if the limits run there; in memory if `None`.
     pub redis: Option<RedisTarget>,
+    /// A simulated fleet of servers, if one limit runs on one (never with Redis).
+    pub fleet: Option<FleetPlan>,
     /// Whether envoy-ratelimit layers leave a refused event's hits uncounted in the limits
     /// it is not over.
     pub stop_counting_over_limit: bool,
@@ -41,6 +44,7 @@ impl Default for ReplayOptions {
             top: 10,
             decisions: false,
             redis: None,
+            fleet: None,
             stop_counting_over_limit: false,
         }
     }
@@ -71,7 +75,8 @@ pub fn replay(
     match policy {
         LimitPolicy::One(limit) => {
             let settings = limit.settings(window, true, "")?;
-            let backend = Backend::new(&[settings], options.redis.as_ref(), None)?;
+            let fleet = options.fleet.clone();
+            let backend = Backend::new(&[settings], options.redis.as_ref(), fleet)?;
             let run = Run { source, read, backend: &backend, top, decisions };
             run.one(settings)
         }
@@ -79,7 +84,8 @@ pub fn replay(
             let stop = options.stop_counting_over_limit;
             let layers = crate::limits::layers(limits, window, stop, "layers")?.layers;
             let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
-            let backend = Backend::new(&settings, options.redis.as_ref(), None)?;
+            let fleet = options.fleet.clone();
+            let backend = Backend::new(&settings, options.redis.as_ref(), fleet)?;
             let run = Run { source, read, backend: &backend, top, decisions };
             run.layers(limits, &layers)
         }

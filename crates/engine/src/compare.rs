@@ -1,0 +1,120 @@
+//! Limits side by side over the same events, in one read: limiters at one rate (each a
+//! lane of one replay), or whole configurations each deciding every row on its own, and
+//! what changes from the first to the second. The one call behind the program's `compare`
+//! and the library's.
+
+use anyhow::Result;
+
+use crate::backend::Backend;
+use crate::input::catalog::{self, ReadOptions, Rows, Source};
+use crate::layered::Layer;
+use crate::limit::Limit;
+use crate::limiter::Algorithm;
+use crate::lossless::Found;
+use crate::notes::notes;
+use crate::recorder::{KeyNames, Settings};
+use crate::redis::RedisTarget;
+use crate::replay::Run;
+use crate::report::{KeyDrops, LimiterReport};
+use crate::side_by_side::{Changes, Configuration, SideBySide};
+use crate::units::time::Span;
+
+/// Limiters side by side: each one's report, and with keys, the keys with the most drops
+/// over all of them.
+#[derive(Clone, Debug)]
+pub struct Lanes {
+    /// Each limiter's report, in order: the JSON.
+    pub lanes: Vec<LimiterReport>,
+    /// With keys, the keys with the most drops over all limiters.
+    pub across: Vec<KeyDrops>,
+}
+
+/// Settles `limit` for each of `algorithms` side by side, at its rate, with its burst
+/// where the limiter has one (and ignored where it has none), its parameters, and busiest
+/// windows `window` long (the rate's period if `None`). Each option is written after
+/// `prefix` in messages (`--` for flags).
+pub fn settings(
+    limit: &Limit,
+    algorithms: &[Algorithm],
+    window: Option<Span>,
+    prefix: &str,
+) -> Result<Vec<Settings>> {
+    let each = algorithms.iter().map(|&algorithm| {
+        let one = Limit { algorithm, ..limit.clone() };
+        Ok(one.settings(window, false, prefix)?)
+    });
+    each.collect()
+}
+
+/// Replays the events of `source`, read with `read` (per key if it has a key column),
+/// through limiters with `settings` side by side in `backend`, ranking `top` keys.
+pub fn limiters(
+    settings: &[Settings],
+    source: &Source,
+    read: &ReadOptions,
+    backend: &Backend,
+    top: usize,
+) -> Result<Found<Lanes>> {
+    let keyed = read.key_column.is_some();
+    let (recorder, stats) = backend.replay(settings, keyed, (source, read), false)?;
+    let names = KeyNames::of(read.key_column.as_deref(), &stats);
+    let found = recorder.reports(&source.name(), names, top, read.threads);
+    let lanes = Lanes { lanes: found.lanes, across: found.across };
+    Ok(Found { found: lanes, notes: notes(source, read, &stats) })
+}
+
+/// Configurations decided side by side: the result, each one's decision on every row (in
+/// the rows' order), and the rows.
+pub struct Decided {
+    /// What each configuration did, and with two, what changes.
+    pub result: SideBySide,
+    /// Each configuration's decision on every row.
+    pub traces: Vec<Vec<bool>>,
+    /// The rows, with their text.
+    pub rows: Rows,
+}
+
+/// Reads `source` once and has each configuration of `limits` (settled as `layers`, each
+/// alone) decide every row on its own, in memory or in `redis`; with two, says what
+/// changes from the first to the second, listing the `top` keys that change most (0 for
+/// all).
+pub fn configurations(
+    (limits, layers): (&[Limit], &[Layer]),
+    source: &Source,
+    read: &ReadOptions,
+    redis: Option<&RedisTarget>,
+    top: usize,
+) -> Result<Found<Decided>> {
+    let (rows, stats) = catalog::read_rows(source, read)?;
+    let (mut configurations, mut traces) = (Vec::new(), Vec::new());
+    for (limit, layer) in limits.iter().zip(layers) {
+        let backend = Backend::new(&[layer.settings], redis, None)?;
+        let one = std::slice::from_ref(layer);
+        let events = rows.iter().map(|(event, _)| event);
+        let mut record = backend.decide_layers(one, (events, &read.empty_key))?;
+        traces.push(std::mem::take(&mut record.trace));
+        let run = Run { source, read, backend: &backend, top, decisions: false };
+        let report = run.layered_report(std::slice::from_ref(limit), record, &stats);
+        let limiter = report.layers.into_iter().next().map(|layer| layer.limiter);
+        configurations
+            .extend(limiter.map(|limiter| Configuration { spec: limit.to_string(), limiter }));
+    }
+    let changes = match &traces[..] {
+        [first, second] => {
+            let keys: Vec<u32> = rows.iter().map(|(event, _)| event.key).collect();
+            let column = read.key_column.as_deref();
+            let named = column.map(|column| (&keys[..], column, &stats.keys));
+            Some(Changes::between(first, second, named, top))
+        }
+        _ => None,
+    };
+    let result = SideBySide {
+        input: source.name(),
+        // Rows in memory: a usize widens to u64 exactly on every target.
+        events: rows.len() as u64,
+        configurations,
+        changes,
+    };
+    let decided = Decided { result, traces, rows };
+    Ok(Found { found: decided, notes: notes(source, read, &stats) })
+}
