@@ -7,6 +7,7 @@ pub mod diagnostics;
 pub mod empty_key;
 pub mod job;
 pub mod layer;
+pub mod notes;
 
 use crate::limiter::Algorithm;
 

@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{layered, say_notes};
 use crate::cli::args::{InputArgs, KeyArgs, OutputArgs};
 use crate::cli::config::{Input, MAX_RATES, Styles};
 use crate::cli::diagnostics::diagnostics;
+use crate::cli::layer;
+use crate::cli::notes::say_notes;
 use crate::engine::limit::Limit;
 use crate::engine::lossless::{self, Drawn, Found, MinBucketAsk};
 use crate::input::asked::Names;
@@ -24,7 +25,7 @@ use crate::units::rate::Rate;
 
 pub(crate) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if !args.limits.is_empty() {
-        let layered = layered::replay(&args.limits, &args.input, None, args.keys.top)?;
+        let layered = layer::replay(&args.limits, &args.input, None, args.keys.top)?;
         let mut out = BufWriter::new(stdout());
         export::write(&mut out, args.output.format, styles.stdout, &LayerNeeds::of(&layered))?;
         out.flush()?;

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use super::say_notes;
 use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
+use crate::cli::notes::say_notes;
 use crate::engine::lossless::{self, Found};
 use crate::render::export;
 use crate::render::outfile::stdout;

@@ -7,8 +7,6 @@ mod config;
 #[cfg(feature = "quakes")]
 mod fetch;
 pub(crate) mod filter;
-mod filter_output;
-mod layered;
 mod limiters;
 mod man;
 pub(crate) mod min_bucket;
@@ -17,12 +15,7 @@ mod plot;
 pub(crate) mod replay;
 mod report;
 mod schema;
-mod schema_page;
-mod side_by_side;
 mod synth;
-#[cfg(feature = "quakes")]
-mod synth_catalog;
-mod validate;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -33,9 +26,8 @@ use clap::error::ErrorKind;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
-use crate::cli::config::{Input, Styles};
-use crate::cli::diagnostics::{diagnostics, set_quiet};
-use crate::input::catalog::ReadStats;
+use crate::cli::config::Styles;
+use crate::cli::diagnostics::set_quiet;
 use crate::message::one_line;
 use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
@@ -60,7 +52,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
             let report = if args.limits.is_empty() {
                 ReplayReport::One(replay::one_limit(&args)?)
             } else {
-                ReplayReport::Layers(layered::run(&args)?)
+                ReplayReport::Layers(replay::layered(&args)?)
             };
             replay::write(&report, &args, &styles)
         }
@@ -138,20 +130,6 @@ pub(crate) fn clap_exit(err: clap::Error) -> Result<ExitCode> {
     }
 }
 
-/// Prints notes about the input, and what reading left out, on stderr.
-fn notes(input: &Input, stats: &ReadStats) {
-    say_notes(input, &crate::engine::notes::notes(&input.source, &input.read, stats));
-}
-
-/// Writes the input's own note, if any, then `notes`, each on a line of stderr.
-fn say_notes(input: &Input, notes: &[String]) {
-    // A note that stderr cannot take is lost; the data and the exit code are not.
-    let mut err = diagnostics();
-    for note in input.note.iter().copied().chain(notes.iter().map(String::as_str)) {
-        let _ = writeln!(err, "ratelimit: note: {note}");
-    }
-}
-
 pub(super) const ABOUT: &str =
     "Replay a recorded event catalog through a rate limiter, on the events' own clock.";
 
@@ -222,7 +200,7 @@ pub enum Command {
     #[command(after_help = filter::FILTER_AFTER_HELP)]
     Filter(filter::FilterArgs),
     /// Write a synthetic earthquake catalog (ETAS model) in the USGS CSV layout.
-    #[cfg_attr(feature = "quakes", command(after_help = synth_catalog::SYNTH_AFTER_HELP))]
+    #[cfg_attr(feature = "quakes", command(after_help = synth::SYNTH_AFTER_HELP))]
     Synth(synth::SynthArgs),
     /// Download a USGS (FDSN) event query of any length, in requests under its limit.
     #[cfg(feature = "quakes")]

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use super::notes;
 use crate::cli::args::{InputArgs, LimitArgs};
 use crate::cli::config::Input;
+use crate::cli::notes::notes;
 use crate::engine::Backend;
 use crate::engine::recorder::{KeyNames, Settings};
 use crate::input::catalog::{self, Timeline};

@@ -16,9 +16,9 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::layered;
-use super::notes;
 use crate::cli::args::{JobArgs, LimitArgs, RateArgs, Shape, UnlessLimits};
+use crate::cli::layer;
+use crate::cli::notes::notes;
 use crate::engine::key_sizing::KeyedFinders;
 use crate::engine::limit::Limit;
 use crate::engine::lossless::curve_of;
@@ -123,7 +123,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     };
     let layers = match args.limits.is_empty() || args.side_by_side {
         true => None,
-        false => Some(serde_json::to_value(layered::replay(
+        false => Some(serde_json::to_value(layer::replay(
             &args.limits,
             &args.job.input,
             None,
@@ -133,10 +133,10 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     // With --side-by-side, each --limit is a whole configuration, decided on its own.
     let configurations = match args.side_by_side {
         true => {
-            let (configured, input) = super::side_by_side::setup(&args.limits, &args.job)?;
+            let (configured, input) = layer::configured(&args.limits, &args.job)?;
             // The page lists at most MOST_KEYS keys, as it does elsewhere.
             let asked = (input, if job.top == 0 { MOST_KEYS } else { job.top.min(MOST_KEYS) });
-            Some(super::side_by_side::decide(&args.limits, &configured, asked, &args.job)?)
+            Some(layer::decide(&args.limits, &configured, asked, &args.job)?)
         }
         false => None,
     };

@@ -1,23 +1,19 @@
 //! `ratelimit replay --limit … --limit …`: several limits at once, all or nothing.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use super::replay::{ReplayArgs, check_emit, emit_rows};
-use super::{notes, say_notes};
-use crate::cli::args::InputArgs;
-use crate::cli::config::Input;
+use super::{ReplayArgs, check_emit, emit_rows};
 use crate::cli::layer;
+use crate::cli::notes::notes;
 use crate::engine::Backend;
-use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
-use crate::engine::replay::{Replayed, Run};
+use crate::engine::replay::Run;
 use crate::input::catalog;
-use crate::policy_report::{LayeredReport, ReplayReport};
-use crate::units::time::Span;
+use crate::policy_report::LayeredReport;
 
 /// Replays the input through the layers of `args` (`--limit`, given again for each), and
 /// returns their report; with `--emit`, writes the rows first.
-pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
+pub(crate) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
     let top = args.job.keys.top;
     let stop = args.stop_counting_over_limit;
     let (layers, input) =
@@ -33,7 +29,7 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
         decisions: args.keep_decisions,
     };
     let (rows, stats) = match (&args.validate, args.emit) {
-        (None, None) => return replayed(&input, run.layers(&args.limits, &layers)?),
+        (None, None) => return layer::replayed(&input, run.layers(&args.limits, &layers)?),
         _ => catalog::read_rows(&input.source, &input.read)?,
     };
     let record = match (&args.validate, args.emit) {
@@ -56,35 +52,4 @@ pub(super) fn run(args: &ReplayArgs) -> Result<LayeredReport> {
     };
     notes(&input, &stats);
     Ok(run.layered_report(&args.limits, record, &stats))
-}
-
-/// Replays the input through the layers `specs` and returns the report, its keys ranked to
-/// `top`, its busiest windows `window` long (each layer's period if `None`).
-pub(super) fn replay(
-    specs: &[Limit],
-    input: &InputArgs,
-    window: Option<Span>,
-    top: usize,
-) -> Result<LayeredReport> {
-    let (layers, input) = layer::setup(specs, input, window, false, "layers")?;
-    let run = Run {
-        source: &input.source,
-        read: &input.read,
-        backend: &Backend::Memory,
-        top,
-        decisions: false,
-    };
-    replayed(&input, run.layers(specs, &layers)?)
-}
-
-/// Says the notes of a layered replay, keeps its decisions if any, and returns its report.
-fn replayed(input: &Input, replayed: Replayed) -> Result<LayeredReport> {
-    say_notes(input, &replayed.notes);
-    if let Some(decisions) = replayed.decisions {
-        crate::render::decisions::keep(decisions);
-    }
-    match replayed.report {
-        ReplayReport::Layers(report) => Ok(report),
-        ReplayReport::One(_) => bail!("a layered replay reported one limit"),
-    }
 }

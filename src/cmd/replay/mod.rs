@@ -1,15 +1,20 @@
 //! `ratelimit replay`: one limiter over a catalog, as a report or as a filter.
 
+pub(crate) mod layered;
+mod validate;
+
+pub(crate) use self::layered::run as layered;
+
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
+use crate::cli::notes::say_notes;
 use crate::engine::limit::Limit;
 use crate::engine::replay::{Again, Run};
 use crate::input::catalog::{self, ReadOptions, Rows};
@@ -65,11 +70,11 @@ pub(crate) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
         (None, Some(column)) => {
             let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
             // Decided in the order nginx decided them, as its log tells.
-            let decided = super::validate::decided_order(&rows, column, &job.input.read)?;
+            let decided = validate::decided_order(&rows, column, &job.input.read)?;
             let events = decided.iter().map(|d| d.event);
             let empty = &job.input.read.empty_key;
             let recorder = job.backend.decide(&job.settings, job.keyed(), (events, empty))?;
-            super::validate::say(&decided, recorder.trace(), column);
+            validate::say(&decided, recorder.trace(), column);
             (recorder, stats, Again { nginx_burst: false, spread: false })
         }
         (Some(emit), _) => {

@@ -14,7 +14,7 @@ use crate::synth::etas::{self, Simulation};
 use crate::synth::usgs::write_catalog;
 use crate::units::time::{Span, Timestamp};
 
-pub(super) const SYNTH_AFTER_HELP: &str = "\
+pub(crate) const SYNTH_AFTER_HELP: &str = "\
 The model is ETAS. Background events are a Poisson process, 2.7 a day of M>=5 (times 10^(b(5 - \
 Mc)) for another --min-mag, times --scale); with the aftershocks they trigger, the long-run \
 mean is about 4.7 M>=5 events a day, the 2015-2025 world average. Magnitudes follow \

@@ -10,6 +10,8 @@
 //! backwards under a limiter; with Redis, the server's clock decides, shared by every
 //! process that uses it.
 
+mod output;
+
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 
-use super::filter_output::Output;
+use self::output::Output;
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::empty_key::EmptyKeyArg;

@@ -1,13 +1,15 @@
 //! `ratelimit schema`: the JSON Schema of a command's `--format json` output, the contract
 //! its field names are, or all of them as the Markdown reference `docs/json.md`.
 
+mod page;
+
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use super::schema_page::Described;
+use self::page::Described;
 use super::write_stdout;
 use crate::engine::side_by_side::SideBySide;
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
@@ -87,7 +89,7 @@ fn page(outputs: &[Output]) -> String {
             schema: schema(*output),
         }
     });
-    super::schema_page::page(described.collect())
+    page::page(described.collect())
 }
 
 /// The JSON Schema of an output, every object in it closed.

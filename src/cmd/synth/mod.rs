@@ -1,5 +1,11 @@
 //! `ratelimit synth`: a synthetic catalog in the USGS CSV layout, streamed.
 
+#[cfg(feature = "quakes")]
+mod catalog;
+
+#[cfg(feature = "quakes")]
+pub(crate) use self::catalog::SYNTH_AFTER_HELP;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,7 +50,7 @@ pub struct SynthArgs {
     /// The earthquake catalog's settings.
     #[cfg(feature = "quakes")]
     #[command(flatten)]
-    pub catalog: super::synth_catalog::CatalogArgs,
+    pub catalog: catalog::CatalogArgs,
 }
 
 /// The models `synth` makes besides the earthquake catalog.

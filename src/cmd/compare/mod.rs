@@ -2,15 +2,17 @@
 //! fleet, the ways of sharing a limit side by side too; with `--limit`, whole
 //! configurations (`side_by_side.rs`).
 
+mod side_by_side;
+
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::Styles;
+use crate::cli::notes::say_notes;
 use crate::engine::limit::Limit;
 use crate::limiter::Algorithm;
 use crate::render::export::{self, Compared};
@@ -18,14 +20,14 @@ use crate::render::outfile::stdout;
 
 pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
     if !args.configurations.is_empty() {
-        let asked = super::side_by_side::Asked {
+        let asked = side_by_side::Asked {
             specs: &args.configurations,
             job: &args.job,
             emit_changed: args.emit == Some(CompareEmit::Changed),
             header: !args.no_header,
             output: &args.output,
         };
-        return super::side_by_side::run(&asked, styles);
+        return side_by_side::run(&asked, styles);
     }
     let Some(limit) = args.size.limit() else {
         bail!(

@@ -6,14 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 
-use super::say_notes;
 use crate::cli::args::{JobArgs, OutputArgs};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
-use crate::engine::compare;
-use crate::engine::layered::Layer;
+use crate::cli::layer::{self, Decided};
 use crate::engine::limit::Limit;
-use crate::engine::side_by_side::SideBySide;
 use crate::input::catalog::Rows;
 use crate::input::format::InputFormat;
 use crate::render::export;
@@ -30,12 +27,13 @@ pub(super) struct Asked<'a> {
 }
 
 pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
-    let (layers, input) = setup(args.specs, args.job)?;
+    let (layers, input) = layer::configured(args.specs, args.job)?;
     if args.emit_changed {
         check_emit(&input, args.specs.len())?;
     }
     let asked = (input, args.job.keys.top);
-    let Decided { result, traces, rows, input } = decide(args.specs, &layers, asked, args.job)?;
+    let Decided { result, traces, rows, input } =
+        layer::decide(args.specs, &layers, asked, args.job)?;
     if args.emit_changed {
         emit_changed(&rows, &traces[0], &traces[1], &input, args.header)?;
         let mut err = diagnostics();
@@ -46,37 +44,6 @@ pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
         out.flush()?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Settles the configurations, each a layer alone, and the input they read.
-pub(super) fn setup(specs: &[Limit], job: &JobArgs) -> Result<(Vec<Layer>, Input)> {
-    crate::cli::layer::setup(specs, &job.input, None, false, "configurations")
-}
-
-/// Configurations decided side by side: the result, each one's decision on every row (in
-/// the rows' order), the rows, and the input they came from.
-pub(super) struct Decided {
-    pub result: SideBySide,
-    pub traces: Vec<Vec<bool>>,
-    pub rows: Rows,
-    pub input: Input,
-}
-
-/// Reads `input` once and has each configuration of `specs` (as `layers`) decide every
-/// row on its own; with two, says what changes from the first to the second, listing the
-/// `top` keys that change most (0 for all).
-pub(super) fn decide(
-    specs: &[Limit],
-    layers: &[Layer],
-    (input, top): (Input, usize),
-    job: &JobArgs,
-) -> Result<Decided> {
-    let remote = job.remote.target()?;
-    let found =
-        compare::configurations((specs, layers), &input.source, &input.read, remote.as_ref(), top)?;
-    say_notes(&input, &found.notes);
-    let compare::Decided { result, traces, rows } = found.found;
-    Ok(Decided { result, traces, rows, input })
 }
 
 /// Says whether `--emit changed` can write `input`'s rows: two configurations, rows with
