@@ -6,12 +6,13 @@ use pyo3::types::{PyBytes, PyDict};
 use ratelimit_core::limiter::Algorithm;
 use ratelimit_engine::Backend;
 use ratelimit_engine::compare as engine;
+use ratelimit_engine::error::Error;
 use ratelimit_engine::limit::{self, Limit};
 use ratelimit_engine::limits;
 use ratelimit_engine::lossless::Found;
 use ratelimit_input::asked::Names;
 
-use crate::errors::{policy_error, raised};
+use crate::errors::{policy_error, raise};
 use crate::keywords::{self, Given, word, words};
 use crate::limit::PyLimit;
 
@@ -77,21 +78,22 @@ pub(crate) fn compare<'py>(
     asked.cost = crate::lossless::cost_of(cost)?;
     let keywords::Running { redis, fleet } = running;
     let (kind, source) = data.source()?;
-    let error = |err: anyhow::Error| raised(&err, kind);
+    let error = |err: Error| raise(err, kind);
     let key_column = match fleet.key_column(key.as_deref()) {
         Some((column, "--route")) => Some((column, "route=")),
         Some((column, _)) => Some((column, "key=")),
         None => None,
     };
     let settled = asked.settle(&source, key_column, Names::Keywords);
-    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
+    let mut read = settled.map_err(|err| error(err.into()))?;
     if let Some(why) = limit::cost_refused(&read.cost, algorithms.iter().copied(), "cost=") {
         return Err(policy_error(why));
     }
-    let settings = engine::settings(&base, &algorithms, window, "").map_err(error)?;
+    let settings =
+        engine::settings(&base, &algorithms, window, "").map_err(|err| error(err.into()))?;
     // One limiter on a fleet, with no share mode asked: the modes side by side.
     let planned = fleet.plan(settings, key.as_deref(), true, Names::Keywords);
-    let (settings, fleet) = planned.map_err(error)?;
+    let (settings, fleet) = planned.map_err(|err| error(err.into()))?;
     let target = redis.target();
     let work = |stop| {
         read.stop = stop;
@@ -130,12 +132,12 @@ pub(crate) fn configurations<'py>(
         ));
     }
     let (kind, source) = data.source()?;
-    let error = |err: anyhow::Error| raised(&err, kind);
+    let error = |err: Error| raise(err, kind);
     let layers = limits::layers(&limits, None, false, "configurations");
-    let layers = layers.map_err(|err| error(anyhow::Error::new(err)))?.layers;
+    let layers = layers.map_err(|err| error(err.into()))?.layers;
     let settled =
         limits::settle_together(&limits, "configurations", &asked, &source, Names::Keywords);
-    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
+    let mut read = settled.map_err(|err| error(err.into()))?;
     let target = running.redis.target();
     let work = |stop| {
         read.stop = stop;

@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use ratelimit_engine::error::{Error, Place};
 use ratelimit_replay::embed::{Failure, failure};
-use ratelimit_replay::input::catalog::ReadError;
 
 /// Where an error's input came from: Arrow data names its rows from 0, a file its lines
 /// (or a Parquet file its rows) from 1.
@@ -23,7 +23,7 @@ pub(crate) enum Data {
 pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
     let message = ratelimit_replay::error_line(err);
     Python::attach(|py| match failure(err) {
-        Failure::Input(read) => input_error(py, message, read, data),
+        Failure::Input(at) => input_error(py, message, &at, data),
         Failure::Unknown(flag, suggested) => {
             let name = keyword(flag);
             let hint = suggested.map(|s| format!(" (did you mean '{}'?)", keyword(s)));
@@ -33,6 +33,17 @@ pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
         Failure::Backend => error(py, "BackendError", message, None),
         Failure::Io(kind) => std::io::Error::new(kind, message).into(),
         Failure::Policy => error(py, "PolicyError", message, None),
+    })
+}
+
+/// Returns the exception of the engine's `err`: `InputError` with where, `PolicyError`,
+/// `BackendError`, or Python's own `OSError` for a file the system refused.
+pub(crate) fn raise(err: Error, data: Data) -> PyErr {
+    Python::attach(|py| match err {
+        Error::Input { at, message } => input_error(py, message, &at, data),
+        Error::Policy { message } => error(py, "PolicyError", message, None),
+        Error::Backend { message } => error(py, "BackendError", message, None),
+        Error::Io { kind, message } => std::io::Error::new(kind, message).into(),
     })
 }
 
@@ -48,25 +59,20 @@ pub(crate) fn warning(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 /// `InputError`, with the path and line of a file, or the row of Arrow data (from 0), and
 /// the column, where the read says them.
-fn input_error(py: Python<'_>, message: String, read: &ReadError, data: Data) -> PyErr {
+fn input_error(py: Python<'_>, message: String, at: &Place, data: Data) -> PyErr {
     let fields = PyDict::new(py);
     let set = |name: &str, value: Bound<'_, PyAny>| fields.set_item(name, value);
     let filled = (|| {
-        match read {
-            ReadError::Field { name, counts, line, field, .. } => {
-                set("column", field.into_pyobject(py)?.into_any())?;
-                match *counts {
-                    "row" => set("row", line.saturating_sub(1).into_pyobject(py)?.into_any())?,
-                    _ => set("line", line.into_pyobject(py)?.into_any())?,
-                }
-                if data == Data::File {
-                    set("path", name.into_pyobject(py)?.into_any())?;
-                }
-            }
-            ReadError::Layout { name, .. } if data == Data::File => {
-                set("path", name.into_pyobject(py)?.into_any())?;
-            }
-            _ => {}
+        if let Some(column) = &at.column {
+            set("column", column.into_pyobject(py)?.into_any())?;
+        }
+        match at.line {
+            Some(("row", row)) => set("row", row.saturating_sub(1).into_pyobject(py)?.into_any())?,
+            Some((_, line)) => set("line", line.into_pyobject(py)?.into_any())?,
+            None => {}
+        }
+        if data == Data::File && !at.source.is_empty() {
+            set("path", at.source.as_str().into_pyobject(py)?.into_any())?;
         }
         PyResult::Ok(())
     })();

@@ -80,9 +80,9 @@ fn call<'py>(
 /// it is given), and the signal's exception (`KeyboardInterrupt`) is returned beside what
 /// the work gave. Python runs a signal's handler only on its main thread, between its own
 /// steps; work run on that thread would keep it until it ends.
-pub(crate) fn interruptible<T: Send>(
-    work: impl FnOnce(embed::Stop) -> anyhow::Result<T> + Send,
-) -> (anyhow::Result<T>, Option<PyErr>) {
+pub(crate) fn interruptible<T: Send, E: Send + From<anyhow::Error>>(
+    work: impl FnOnce(embed::Stop) -> Result<T, E> + Send,
+) -> (Result<T, E>, Option<PyErr>) {
     use std::sync::mpsc::RecvTimeoutError;
     let stop = embed::Stop::new();
     let (send, answers) = std::sync::mpsc::channel();
@@ -102,7 +102,8 @@ pub(crate) fn interruptible<T: Send>(
                 Err(RecvTimeoutError::Timeout) => {}
                 // The thread ended without an answer: it panicked, which the scope passes on.
                 Err(RecvTimeoutError::Disconnected) => {
-                    return (Err(anyhow::anyhow!("the command's thread ended")), interrupted);
+                    let ended = anyhow::anyhow!("the command's thread ended");
+                    return (Err(ended.into()), interrupted);
                 }
             }
         }

@@ -8,7 +8,7 @@ use ratelimit_core::units::time::{Span, Timestamp};
 use ratelimit_engine::live_limiter::{LiveLimiter, LiveOptions};
 use ratelimit_engine::redis::{DEFAULT_PREFIX, RedisTarget};
 
-use crate::errors::{Data, policy_error, raised};
+use crate::errors::{Data, policy_error, raise};
 use crate::limit::PyLimit;
 
 /// One limit, or several all or nothing, decided live: each call decides one event, with
@@ -44,7 +44,7 @@ impl Limiter {
         let options = LiveOptions { redis, empty_key, stop_counting_over_limit };
         let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
         let made = py.detach(|| LiveLimiter::new(&limits, &options));
-        let limiter = made.map_err(|err| raised(&err, Data::File))?;
+        let limiter = made.map_err(|err| raise(err, Data::File))?;
         Ok(Limiter(Mutex::new(limiter)))
     }
 
@@ -75,7 +75,7 @@ impl Limiter {
             let mut limiter = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             limiter.decide(now, key, cost)
         });
-        let outcome = decided.map_err(|err| raised(&err, Data::File))?;
+        let outcome = decided.map_err(|err| raise(err, Data::File))?;
         Ok((outcome.passed, outcome.wait_us, outcome.remaining, outcome.retry_after_us))
     }
 }

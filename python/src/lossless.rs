@@ -4,13 +4,14 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use ratelimit_core::limiter::Algorithm;
+use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::{self, Found, MinBucketAsk};
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, Source};
 use ratelimit_input::cost::Cost;
 use ratelimit_input::progress::Stop;
 
-use crate::errors::{Data, policy_error, raised};
+use crate::errors::{Data, policy_error, raise};
 use crate::keywords::{self, Given, word, words};
 
 /// The sizings the package asks of the engine.
@@ -131,9 +132,9 @@ fn size<'py>(
     key: Option<&str>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (kind, source) = data.source()?;
-    let error = |err: anyhow::Error| raised(&err, kind);
+    let error = |err: Error| raise(err, kind);
     let settled = asked.settle(&source, key.map(|key| (key, "key=")), Names::Keywords);
-    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
+    let mut read = settled.map_err(|err| error(err.into()))?;
     let work = |stop| {
         read.stop = stop;
         sized(&sizing, &source, &read)
@@ -152,7 +153,7 @@ pub(crate) fn answered<'py>(
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
-    let Found { found, notes } = found.map_err(|err| raised(&err, kind))?;
+    let Found { found, notes } = found.map_err(|err| raise(Error::from(err), kind))?;
     // Called by the package's function.
     crate::warn(py, &notes, 2)?;
     Ok(PyBytes::new(py, &found))

@@ -10,13 +10,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PyArray;
 use ratelimit_engine::decisions::Decisions;
+use ratelimit_engine::error::Error;
 use ratelimit_engine::limits::LimitPolicy;
 use ratelimit_engine::policy_report::{LayerNeeds, ReplayReport};
 use ratelimit_engine::replay::{ReplayOptions, Replayed};
 use ratelimit_input::asked::Names;
 use ratelimit_input::progress::Stop;
 
-use crate::errors::{policy_error, raised};
+use crate::errors::{policy_error, raise};
 use crate::keywords::{self, Given};
 use crate::limit::{PyLimit, suggestion};
 
@@ -63,15 +64,15 @@ pub(crate) fn replay<'py>(
     run.redis = redis.target();
     run.window = window.map(keywords::window).transpose()?;
     run.decisions = !needs;
-    let error = |err: anyhow::Error| raised(&err, kind);
+    let error = |err: Error| raise(err, kind);
     if let LimitPolicy::One(limit) = &policy {
         let planned = fleet.one_share(limit.key.as_deref(), 1, Names::Keywords);
-        run.fleet = planned.map_err(error)?;
+        run.fleet = planned.map_err(|err| error(err.into()))?;
     } else if fleet.servers.is_some() {
         return Err(policy_error("a fleet runs one limit: give a Limit, not a Policy"));
     }
     let settled = policy.settle_on(&asked, &source, Names::Keywords, &fleet);
-    let mut read = settled.map_err(|err| error(anyhow::Error::new(err)))?;
+    let mut read = settled.map_err(|err| error(err.into()))?;
     let work = |stop: Stop| {
         read.stop = stop;
         ratelimit_engine::replay::replay(&policy, &source, &read, &run)
@@ -80,7 +81,7 @@ pub(crate) fn replay<'py>(
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
-    let Replayed { report, decisions, notes } = replayed.map_err(|err| raised(&err, kind))?;
+    let Replayed { report, decisions, notes } = replayed.map_err(|err| raise(err, kind))?;
     // Called by the package's `replay`.
     crate::warn(py, &notes, 2)?;
     let json = match &report {

@@ -28,7 +28,6 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::Styles;
 use crate::cli::diagnostics::set_quiet;
-use crate::message::one_line;
 use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
 
@@ -79,22 +78,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Renders an error and its causes on one line, `outer: inner`, leaving out a cause whose
-/// words the line already holds.
-pub fn error_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    one_line(&line)
-}
+pub use crate::engine::error::error_line;
 
 /// Writes bytes to stdout.
 fn write_stdout(bytes: &[u8]) -> Result<ExitCode> {

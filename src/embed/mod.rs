@@ -23,6 +23,7 @@ pub use self::replay_parts::{decide_range, range_line, range_starts, range_trans
 pub use self::stream_parts::stream_part;
 use crate::cli::diagnostics::{noted, stoppable};
 use crate::cmd::{Cli, clap_exit, dispatch};
+use crate::engine::error::{Error as EngineError, Place};
 use crate::input::catalog::{ReadError, Source};
 pub use crate::input::progress::Stop;
 pub use crate::render::decisions::{self, Decisions};
@@ -96,7 +97,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Cli> {
 #[derive(Debug)]
 pub enum Failure<'a> {
     /// The input could not be read: its name, and where, and which field.
-    Input(&'a ReadError),
+    Input(Place),
     /// An argument the command takes no flag for: the flag as given (`--brust`), and the
     /// one it may have meant (`--burst`).
     Unknown(&'a str, Option<&'a str>),
@@ -112,12 +113,20 @@ pub enum Failure<'a> {
 /// from the outermost; what is none of them is what was asked.
 pub fn failure(err: &anyhow::Error) -> Failure<'_> {
     for cause in err.chain() {
+        if let Some(engine) = cause.downcast_ref::<EngineError>() {
+            return match engine {
+                EngineError::Input { at, .. } => Failure::Input(at.clone()),
+                EngineError::Policy { .. } => Failure::Policy,
+                EngineError::Backend { .. } => Failure::Backend,
+                EngineError::Io { kind, .. } => Failure::Io(*kind),
+            };
+        }
         if let Some(read) = cause.downcast_ref::<ReadError>() {
             return match read {
                 ReadError::Io { error, .. } | ReadError::Rewind { error, .. } => {
                     Failure::Io(error.kind())
                 }
-                _ => Failure::Input(read),
+                _ => Failure::Input(Place::of(read)),
             };
         }
         if let Some(unknown) = cause.downcast_ref::<UnknownFlag>() {

@@ -54,6 +54,17 @@ pub fn limiters(
     read: &ReadOptions,
     backend: &Backend,
     top: usize,
+) -> crate::error::Result<Found<Lanes>> {
+    Ok(lanes(settings, source, read, backend, top)?)
+}
+
+/// [`limiters`], its errors the internals'.
+fn lanes(
+    settings: &[Settings],
+    source: &Source,
+    read: &ReadOptions,
+    backend: &Backend,
+    top: usize,
 ) -> Result<Found<Lanes>> {
     let keyed = read.key_column.is_some();
     let (recorder, stats) = backend.replay(settings, keyed, (source, read), false)?;
@@ -79,6 +90,17 @@ pub struct Decided {
 /// changes from the first to the second, listing the `top` keys that change most (0 for
 /// all).
 pub fn configurations(
+    limits: (&[Limit], &[Layer]),
+    source: &Source,
+    read: &ReadOptions,
+    redis: Option<&RedisTarget>,
+    top: usize,
+) -> crate::error::Result<Found<Decided>> {
+    Ok(each_alone(limits, source, read, redis, top)?)
+}
+
+/// [`configurations`], its errors the internals'.
+fn each_alone(
     (limits, layers): (&[Limit], &[Layer]),
     source: &Source,
     read: &ReadOptions,

@@ -18,6 +18,7 @@ mod backend;
 mod by_key;
 pub mod compare;
 pub mod decisions;
+pub mod error;
 pub mod fleet;
 pub mod fleet_ask;
 pub mod key_sizing;

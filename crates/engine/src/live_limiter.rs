@@ -80,7 +80,12 @@ impl LiveLimiter {
     /// [`MAX_LAYERS`](crate::layered::MAX_LAYERS)), each checked as a replay checks it, in
     /// memory or in Redis as `options` say. With Redis, the server is connected to and its
     /// scripts loaded now, within the target's timeout.
-    pub fn new(limits: &[Limit], options: &LiveOptions) -> Result<LiveLimiter> {
+    pub fn new(limits: &[Limit], options: &LiveOptions) -> crate::error::Result<LiveLimiter> {
+        Ok(LiveLimiter::made(limits, options)?)
+    }
+
+    /// [`new`](LiveLimiter::new), its errors the internals'.
+    fn made(limits: &[Limit], options: &LiveOptions) -> Result<LiveLimiter> {
         let empty = match &options.empty_key {
             Some(value) => EmptyKey::reading_as_empty(value),
             None => EmptyKey::default(),
@@ -105,6 +110,16 @@ impl LiveLimiter {
     /// number if `None`); layers weighed by a column are charged it (1 if `None`), and
     /// layers weighed by a number their number.
     pub fn decide(
+        &mut self,
+        now: Option<Timestamp>,
+        key: Option<&[u8]>,
+        cost: Option<u64>,
+    ) -> crate::error::Result<Outcome> {
+        Ok(self.decided(now, key, cost)?)
+    }
+
+    /// [`decide`](LiveLimiter::decide), its errors the internals'.
+    fn decided(
         &mut self,
         now: Option<Timestamp>,
         key: Option<&[u8]>,

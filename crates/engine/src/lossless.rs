@@ -55,6 +55,16 @@ pub fn min_bucket(
     read: &ReadOptions,
     ask: &MinBucketAsk,
     names: Names,
+) -> crate::error::Result<Found<Vec<MinBucket>>> {
+    Ok(buckets(source, read, ask, names)?)
+}
+
+/// [`min_bucket`], its errors the internals'.
+fn buckets(
+    source: &Source,
+    read: &ReadOptions,
+    ask: &MinBucketAsk,
+    names: Names,
 ) -> Result<Found<Vec<MinBucket>>> {
     let rates = &ask.rates;
     if rates.len() > MAX_RANGE {
@@ -109,7 +119,12 @@ pub struct Drawn {
 }
 
 /// Draws the whole burst–rate curve of the events of `source` read with `read`.
-pub fn curve(source: &Source, read: &ReadOptions) -> Result<Found<Drawn>> {
+pub fn curve(source: &Source, read: &ReadOptions) -> crate::error::Result<Found<Drawn>> {
+    Ok(draw(source, read)?)
+}
+
+/// [`curve`], its errors the internals'.
+fn draw(source: &Source, read: &ReadOptions) -> Result<Found<Drawn>> {
     let (events, stats) = read_timeline(source, read)?;
     let curve = curve_of(&events)?;
     let segments = segments(&curve, |line| Some(Curve::stretch(line, events.times())))?;
@@ -122,7 +137,12 @@ pub fn min_rate(
     source: &Source,
     read: &ReadOptions,
     bursts: &[u64],
-) -> Result<Found<Vec<MinRate>>> {
+) -> crate::error::Result<Found<Vec<MinRate>>> {
+    Ok(rates(source, read, bursts)?)
+}
+
+/// [`min_rate`], its errors the internals'.
+fn rates(source: &Source, read: &ReadOptions, bursts: &[u64]) -> Result<Found<Vec<MinRate>>> {
     let (events, stats) = read_timeline(source, read)?;
     let curve = curve_of(&events)?;
     let stretch = |line: &Line| Curve::stretch(line, events.times());

@@ -69,6 +69,16 @@ pub fn replay(
     source: &Source,
     read: &ReadOptions,
     options: &ReplayOptions,
+) -> crate::error::Result<Replayed> {
+    Ok(replay_policy(policy, source, read, options)?)
+}
+
+/// [`replay`], its errors the internals'.
+fn replay_policy(
+    policy: &LimitPolicy,
+    source: &Source,
+    read: &ReadOptions,
+    options: &ReplayOptions,
 ) -> Result<Replayed> {
     let window = options.window;
     let (top, decisions) = (options.top, options.decisions);
