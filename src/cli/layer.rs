@@ -70,7 +70,7 @@ pub(crate) fn replay(
 }
 
 /// Says the notes of a layered replay, keeps its decisions if any, and returns its report.
-pub(crate) fn replayed(input: &Input, replayed: Replayed) -> Result<LayeredReport> {
+fn replayed(input: &Input, replayed: Replayed) -> Result<LayeredReport> {
     say_notes(input, &replayed.notes);
     if let Some(decisions) = replayed.decisions {
         crate::render::decisions::keep(decisions);

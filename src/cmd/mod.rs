@@ -28,7 +28,6 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::cli::args::{AFTER_HELP, ColorChoice};
 use crate::cli::config::Styles;
 use crate::cli::diagnostics::set_quiet;
-use crate::policy_report::ReplayReport;
 use crate::render::outfile::stdout;
 
 /// Runs ratelimit with the given arguments, the program name first, and returns the exit
@@ -48,11 +47,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Replay(args) => {
             // One report either way: one limit's, or the layers' all or nothing.
-            let report = if args.limits.is_empty() {
-                ReplayReport::One(replay::one_limit(&args)?)
-            } else {
-                ReplayReport::Layers(replay::layered(&args)?)
-            };
+            let report = replay::run(&args)?;
             replay::write(&report, &args, &styles)
         }
         Command::Compare(args) => compare::run(&args, &styles),

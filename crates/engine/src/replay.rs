@@ -80,24 +80,45 @@ fn replay_policy(
     read: &ReadOptions,
     options: &ReplayOptions,
 ) -> Result<Replayed> {
-    let window = options.window;
+    let settled = Settled::of(policy, options.window, options.stop_counting_over_limit)?;
+    let backend = Backend::new(&settled.settings(), options.redis.as_ref(), options.fleet.clone())?;
     let (top, decisions) = (options.top, options.decisions);
-    match policy {
-        LimitPolicy::One(limit) => {
-            let settings = limit.settings(window, true, "")?;
-            let fleet = options.fleet.clone();
-            let backend = Backend::new(&[settings], options.redis.as_ref(), fleet)?;
-            let run = Run { source, read, backend: &backend, top, decisions };
-            run.one(settings)
-        }
-        LimitPolicy::AllOrNothing(limits) => {
-            let stop = options.stop_counting_over_limit;
-            let layers = crate::limits::layers(limits, window, stop, "layers")?.layers;
-            let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
-            let fleet = options.fleet.clone();
-            let backend = Backend::new(&settings, options.redis.as_ref(), fleet)?;
-            let run = Run { source, read, backend: &backend, top, decisions };
-            run.layers(limits, &layers)
+    Run { source, read, backend: &backend, top, decisions }.replay(&settled)
+}
+
+/// A policy settled for a run: one limiter with its settings, or layers, each with the
+/// limit it was settled from.
+#[derive(Clone, Debug)]
+pub enum Settled {
+    /// One limiter.
+    One(Settings),
+    /// Layers, all or nothing.
+    Layers {
+        /// The limits, as given.
+        limits: Vec<Limit>,
+        /// Each one's layer.
+        layers: Vec<Layer>,
+    },
+}
+
+impl Settled {
+    /// Settles `policy`, its busiest windows `window` long (each limit's period if `None`);
+    /// envoy-ratelimit layers count refused hits unless `stop_counting`.
+    pub fn of(policy: &LimitPolicy, window: Option<Span>, stop_counting: bool) -> Result<Settled> {
+        Ok(match policy {
+            LimitPolicy::One(limit) => Settled::One(limit.settings(window, true, "")?),
+            LimitPolicy::AllOrNothing(limits) => {
+                let layers = crate::limits::layers(limits, window, stop_counting, "layers")?;
+                Settled::Layers { limits: limits.clone(), layers: layers.layers }
+            }
+        })
+    }
+
+    /// Each limit's settings, in order.
+    pub fn settings(&self) -> Vec<Settings> {
+        match self {
+            Settled::One(settings) => vec![*settings],
+            Settled::Layers { layers, .. } => layers.iter().map(|l| l.settings).collect(),
         }
     }
 }
@@ -117,6 +138,43 @@ pub struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Replays the events through the settled policy: one limiter, or layers.
+    pub fn replay(&self, settled: &Settled) -> Result<Replayed> {
+        match settled {
+            Settled::One(settings) => self.one(*settings),
+            Settled::Layers { limits, layers } => self.layers(limits, layers),
+        }
+    }
+
+    /// Decides `events`, read with `stats` (the rows in time order, or as the system logged
+    /// them), through the settled policy, and returns each one's decision, the report, and
+    /// the notes (with what one more read tells, as `again` asks, of one limiter).
+    pub fn decide(
+        &self,
+        settled: &Settled,
+        events: impl IntoIterator<Item = Event>,
+        stats: &ReadStats,
+        again: Again,
+    ) -> Result<(Vec<bool>, ReplayReport, Vec<String>)> {
+        let mut notes = notes(self.source, self.read, stats);
+        let empty = &self.read.empty_key;
+        match settled {
+            Settled::One(settings) => {
+                let keyed = self.read.key_column.is_some();
+                let recorder = self.backend.decide(&[*settings], keyed, (events, empty))?;
+                let (report, spread) = self.one_report(*settings, &recorder, stats, again)?;
+                notes.extend(spread);
+                Ok((recorder.trace().to_vec(), ReplayReport::One(report), notes))
+            }
+            Settled::Layers { limits, layers } => {
+                let mut record = self.backend.decide_layers(layers, (events, empty))?;
+                let trace = std::mem::take(&mut record.trace);
+                let report = self.layered_report(limits, record, stats);
+                Ok((trace, ReplayReport::Layers(report), notes))
+            }
+        }
+    }
+
     /// Replays the events through one limiter with `settings`.
     pub fn one(&self, settings: Settings) -> Result<Replayed> {
         let (source, read) = (self.source, self.read);
@@ -280,6 +338,11 @@ pub struct Again {
     pub nginx_burst: bool,
     /// The drops with whole-second ties spread across their second, if any are tied.
     pub spread: bool,
+}
+
+impl Again {
+    /// Nothing: the input is not read again.
+    pub const NOTHING: Again = Again { nginx_burst: false, spread: false };
 }
 
 /// What a second read of the input keeps: nginx's own need at a rate, and the events

@@ -1,9 +1,7 @@
-//! `ratelimit replay`: one limiter over a catalog, as a report or as a filter.
+//! `ratelimit replay`: a limit, or layers all or nothing, over a catalog, as a report or as
+//! a filter.
 
-pub(crate) mod layered;
 mod validate;
-
-pub(crate) use self::layered::run as layered;
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -14,9 +12,13 @@ use clap::{Args, ValueEnum};
 use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
+use crate::cli::job::Job;
+use crate::cli::layer;
 use crate::cli::notes::say_notes;
+use crate::engine::Backend;
 use crate::engine::limit::Limit;
-use crate::engine::replay::{Again, Run};
+use crate::engine::recorder::Settings;
+use crate::engine::replay::{Again, Run, Settled};
 use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::limiter::Algorithm;
@@ -24,7 +26,6 @@ use crate::policy_report::ReplayReport;
 use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
-use crate::report::LimiterReport;
 
 /// Writes what a replay found, one limit's report or the layers', as `args` ask: to
 /// stdout, or with `--emit` (the rows went there) to stderr.
@@ -38,59 +39,79 @@ pub(crate) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -
     Ok(ExitCode::SUCCESS)
 }
 
-/// Replays the input through one limit, as `args` say, and returns its report.
-pub(crate) fn one_limit(args: &ReplayArgs) -> Result<LimiterReport> {
-    let input = args.job.input()?;
-    check_emit(args.emit, &input)?;
-    let (Some(algorithm), Some(limit)) = (args.algo, args.size.limit()) else {
-        bail!("replay needs --algo and --rate, or --limit")
-    };
-    let settings = limit.size.settings(algorithm, limit.window, true)?;
-    let job = args.job.job(input, vec![settings], false)?;
-    let settings = job.settings[0];
-    let run = Run {
-        source: &job.input.source,
-        read: &job.input.read,
-        backend: &job.backend,
-        top: job.top,
-        decisions: args.keep_decisions,
-    };
-    let (recorder, stats, again) = match (args.emit, &args.validate) {
+/// Replays the input through the policy the flags give (`--algo`'s one limit, or
+/// `--limit`'s layers), and returns its report; with `--emit`, writes the rows first, and
+/// with `--validate`, says how the decisions agree with the system's.
+pub(crate) fn run(args: &ReplayArgs) -> Result<ReplayReport> {
+    let Resolved { settled, input, backend, top } = args.resolve()?;
+    let (source, read) = (&input.source, &input.read);
+    let run = Run { source, read, backend: &backend, top, decisions: args.keep_decisions };
+    let (report, notes) = match (args.emit, &args.validate) {
         (None, None) => {
-            let replayed = run.one(settings)?;
-            say_notes(&job.input, &replayed.notes);
+            let replayed = run.replay(&settled)?;
             if let Some(decisions) = replayed.decisions {
                 crate::render::decisions::keep(decisions);
             }
-            let ReplayReport::One(report) = replayed.report else {
-                bail!("one limit's replay reported layers")
-            };
-            return Ok(report);
+            (replayed.report, replayed.notes)
         }
         (None, Some(column)) => {
-            let (rows, stats) = catalog::read_rows(&job.input.source, &job.input.read)?;
-            // Decided in the order nginx decided them, as its log tells.
-            let decided = validate::decided_order(&rows, column, &job.input.read)?;
+            let (rows, stats) = catalog::read_rows(source, read)?;
+            // Decided in the order the system decided them, as its log tells.
+            let decided = validate::decided_order(&rows, column, read)?;
             let events = decided.iter().map(|d| d.event);
-            let empty = &job.input.read.empty_key;
-            let recorder = job.backend.decide(&job.settings, job.keyed(), (events, empty))?;
-            validate::say(&decided, recorder.trace(), column);
-            (recorder, stats, Again { nginx_burst: false, spread: false })
+            let (trace, report, notes) = run.decide(&settled, events, &stats, Again::NOTHING)?;
+            validate::say(&decided, &trace, column);
+            (report, notes)
         }
         (Some(emit), _) => {
             // Every row is read and checked, and every decision taken, before the first
             // row is written, so an error leaves no half-written output.
-            let (rows, recorder, stats) = job.replay_rows()?;
-            // One limiter: the trace holds one decision per row.
-            emit_rows(&rows, recorder.trace(), emit, &job.input.read, !args.no_header)?;
-            (recorder, stats, Again { nginx_burst: true, spread: false })
+            let (rows, stats) = catalog::read_rows(source, read)?;
+            let events = rows.iter().map(|(event, _)| event);
+            let again = Again { nginx_burst: true, spread: false };
+            let (trace, report, notes) = run.decide(&settled, events, &stats, again)?;
+            emit_rows(&rows, &trace, emit, read, !args.no_header)?;
+            (report, notes)
         }
     };
-    let (report, spread) = run.one_report(settings, &recorder, &stats, again)?;
-    let mut notes = crate::engine::notes::notes(&job.input.source, &job.input.read, &stats);
-    notes.extend(spread);
-    say_notes(&job.input, &notes);
+    say_notes(&input, &notes);
     Ok(report)
+}
+
+/// A replay's flags, settled once: the policy, the input, where it runs, and how many
+/// keys its report ranks.
+struct Resolved {
+    settled: Settled,
+    input: Input,
+    backend: Backend,
+    top: usize,
+}
+
+impl ReplayArgs {
+    /// Settles the flags: `--algo` is one limit (on a fleet or in Redis if asked);
+    /// `--limit`, given again for each, is layers all or nothing. The one place the two
+    /// part: downstream, a policy is a policy.
+    fn resolve(&self) -> Result<Resolved> {
+        if self.limits.is_empty() {
+            let input = self.job.input()?;
+            check_emit(self.emit, &input)?;
+            let (Some(algorithm), Some(limit)) = (self.algo, self.size.limit()) else {
+                bail!("replay needs --algo and --rate, or --limit")
+            };
+            let settings = limit.size.settings(algorithm, limit.window, true)?;
+            let Job { input, settings, backend, top, .. } =
+                self.job.job(input, vec![settings], false)?;
+            return Ok(Resolved { settled: Settled::One(settings[0]), input, backend, top });
+        }
+        let stop = self.stop_counting_over_limit;
+        let (layers, input) =
+            layer::setup(&self.limits, &self.job.input, self.size.window, stop, "layers")?;
+        check_emit(self.emit, &input)?;
+        let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
+        let backend = Backend::new(&settings, self.job.remote.target()?.as_ref(), None)?;
+        let settled = Settled::Layers { limits: self.limits.clone(), layers };
+        Ok(Resolved { settled, input, backend, top: self.job.keys.top })
+    }
 }
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV
