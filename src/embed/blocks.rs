@@ -167,7 +167,7 @@ impl Counted {
             demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
             min_bucket: None,
             worst_key: None,
-            nginx_burst: None,
+            system_size: None,
             not_accounted: None,
             queue: None,
             promise,

@@ -252,7 +252,7 @@ fn the_report_counts_the_events_not_accounted_and_sizes_no_bucket_for_them() {
     let file = dir.path().join("e.csv");
     std::fs::write(&file, FIVE_EMPTY_TWO_A).unwrap();
     let from_file = run(&[&args[..], &[file.to_str().unwrap()]].concat(), "").ok();
-    assert_eq!(json(&from_file)["nginx_burst"], 1);
+    assert_eq!(json(&from_file)["system_size"]["value"], 1);
     assert_eq!(report["keys"]["quantiles"]["min_bucket"]["max"], 2);
     assert_eq!(report["promise"]["held"], true, "{}", report["promise"]);
     let table = run(&args[..7], FIVE_EMPTY_TWO_A).ok();

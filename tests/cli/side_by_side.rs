@@ -123,12 +123,15 @@ fn min_bucket_for_nginx_is_the_least_burst_nginx_refuses_none_with() {
         let least = (0..)
             .find(|&b| brute::per_key(&rows, |t| brute::nginx(t, rate, b)).iter().all(|&p| p))
             .unwrap();
-        assert_eq!(found[k]["nginx"]["burst"], least, "rate {k}");
+        assert_eq!(found[k]["system_size"]["value"], least, "rate {k}");
         assert!(least > 0);
     }
     // At 10r/s the bursts of 60 requests 37 ms apart gain 630 milli-requests each, 37,800
     // in all (burst=38); the script, 100 each of its 300 (burst=30).
-    assert_eq!(found[0]["nginx"]["key"], "10.0.0.2");
+    assert_eq!(found[0]["system_size"]["key"], "10.0.0.2");
+    // Named as nginx's configuration names it.
+    let own = &found[0]["system_size"];
+    assert_eq!((own["system"].as_str(), own["setting"].as_str()), (Some("nginx"), Some("burst")));
     let refused = run_with(&[&args[..], &["--rate", "5/h"]].concat(), Stdin::Null).error();
     assert_eq!(
         refused,
@@ -151,10 +154,11 @@ fn min_bucket_for_haproxy_is_the_least_gt_n_the_model_denies_none_with() {
         for times in brute::by_key(&rows).values() {
             most = most.max(brute::haproxy_rates(times, period_ms).into_iter().max().unwrap_or(0));
         }
-        assert_eq!(found[k]["haproxy"]["gt"], most, "period {period_ms} ms");
+        assert_eq!(found[k]["system_size"]["value"], most, "period {period_ms} ms");
+        assert_eq!(found[k]["system_size"]["setting"], "gt");
     }
     for (k, period) in [(0, "s"), (1, "10s")] {
-        let n = found[k]["haproxy"]["gt"].as_u64().unwrap();
+        let n = found[k]["system_size"]["value"].as_u64().unwrap();
         let dropped = |n: u64| {
             let rate = format!("{n}/{period}");
             let replay =
@@ -181,7 +185,7 @@ fn replay_with_nginx_gives_nginxs_own_lossless_burst() {
     let least = (0..)
         .find(|&b| brute::per_key(&rows, |t| brute::nginx(t, 10_000, b)).iter().all(|&p| p))
         .unwrap();
-    assert_eq!(found["nginx_burst"], least);
+    assert_eq!(found["system_size"]["value"], least);
     // Read once, from a pipe, it cannot be found, and is left out.
     let piped = [
         "replay",
@@ -195,7 +199,7 @@ fn replay_with_nginx_gives_nginxs_own_lossless_burst() {
         "json",
     ];
     let piped = json(&run(&piped, &text).ok());
-    assert!(piped.get("nginx_burst").is_none(), "{piped}");
+    assert!(piped.get("system_size").is_none(), "{piped}");
 }
 
 #[test]
@@ -209,7 +213,8 @@ fn min_bucket_for_traefik_is_the_least_burst_its_model_refuses_none_with() {
         &["--for", "traefik", "--rate", "10/s", "--format", "json"],
     ]
     .concat();
-    let burst = json(&run_with(&asked, Stdin::Null).ok())[0]["traefik"]["burst"].as_u64().unwrap();
+    let burst =
+        json(&run_with(&asked, Stdin::Null).ok())[0]["system_size"]["value"].as_u64().unwrap();
     let dropped = |b: u64| {
         let b = b.to_string();
         let replay = [

@@ -121,7 +121,7 @@ fn min_bucket_for_traefik_is_the_least_burst_x_time_rate_refuses_none_with() {
     let asked =
         ["min-bucket", "--rate", "1/s", "--key", "client", "--for", "traefik", "--format", "json"];
     let found = crate::harness::json(&crate::harness::run(&asked, &log).ok());
-    let burst = found[0]["traefik"]["burst"].as_u64().unwrap();
+    let burst = found[0]["system_size"]["value"].as_u64().unwrap();
     assert!(burst > 1, "the log's sessions need more than one");
     // Go's own x/time/rate, as Traefik runs it: none refused at the burst, some at one less.
     assert!(go(&requests, 1, 1_000_000_000, burst).iter().all(|&pass| pass));

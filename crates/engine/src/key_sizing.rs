@@ -5,12 +5,10 @@ use anyhow::{Result, bail};
 
 use crate::input::catalog::{EmptyKey, Event, Key, KeyTable, Sink, slot};
 use crate::input::keys::Ranking;
-use crate::limiter::{Algorithm, HaproxyLimit, NginxBurst, traefik_burst};
+use crate::limiter::{Algorithm, OwnSize, SystemSizer};
 use crate::per_key::{KeptEvents, fold_keys, listed_again};
 use crate::recorder::KeyNames;
-use crate::report::{
-    self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemBurst, SystemLimit, WorstKey,
-};
+use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemSize, WorstKey};
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder};
 use crate::sizing::quantile::{Histogram, Percent};
@@ -81,6 +79,10 @@ enum Sizing {
     Keyed(KeptEvents),
 }
 
+/// A system's own setting being found at each rate: the system, how it writes it, and a
+/// finder for each rate.
+type OwnFinders = (Algorithm, OwnSize, Vec<Box<dyn SystemSizer>>);
+
 /// Trackers for every rate, fed in one pass.
 pub struct KeyedFinders {
     rates: Vec<Rate>,
@@ -91,25 +93,20 @@ pub struct KeyedFinders {
     keys: usize,
     /// How many threads size the keys.
     threads: usize,
-    /// With `--for nginx`, nginx's own need at each rate; with `--for haproxy`, HAProxy's.
-    nginx: Vec<NginxBurst>,
-    haproxy: Vec<HaproxyLimit>,
-    /// With keys, the empty key, which nginx and HAProxy do not account.
+    /// With `--for SYSTEM`, the system, and the finder of its own setting at each rate.
+    own: Option<OwnFinders>,
+    /// With keys, the empty key, which a system that lets it through does not account.
     empty: Option<EmptyKey>,
-    /// With `--for traefik`, every event, kept: its burst is found by replaying them.
-    traefik: Option<Vec<Event>>,
 }
 
 impl Sink for KeyedFinders {
     type Error = anyhow::Error;
 
     fn event(&mut self, event @ Event { time, key, cost }: Event) -> Result<()> {
-        if !self.empty.as_ref().is_some_and(|empty| empty.is(key)) {
-            self.nginx.iter_mut().for_each(|need| need.push(event));
-            self.haproxy.iter_mut().for_each(|need| need.push(event));
-        }
-        if let Some(kept) = &mut self.traefik {
-            kept.push(event);
+        if let Some((_, _, finders)) = &mut self.own
+            && !self.empty.as_ref().is_some_and(|empty| empty.is(key))
+        {
+            finders.iter_mut().for_each(|need| need.push(event));
         }
         if slot(key) >= self.keys && matches!(self.sizing, Sizing::Keyed(_)) {
             self.add_keys(slot(key) + 1)?;
@@ -131,39 +128,30 @@ impl KeyedFinders {
         } else {
             Sizing::One(KeyFinders::new(rates))
         };
-        let (nginx, haproxy) = (Vec::new(), Vec::new());
-        let traefik = None;
         KeyedFinders {
             rates: rates.to_vec(),
             sizing,
             top,
             keys: 0,
             threads,
-            nginx,
-            haproxy,
+            own: None,
             empty: None,
-            traefik,
         }
     }
 
-    /// Also finds a system's own need at each rate (each of which nginx can write, for
-    /// nginx).
-    /// nginx's, HAProxy's or Traefik's: any other limiter adds nothing. With keys, the
-    /// events of the key `empty` says is empty are left out where the system lets them
-    /// through uncounted.
+    /// Also finds a system's own lossless setting at each rate (each of which the system
+    /// can write), as the registry's [`OwnSize`] of `system` says; a limiter without one
+    /// adds nothing. With keys, the events of the key `empty` says is empty are left out
+    /// where the system lets them through uncounted.
     pub fn for_system(self, system: Algorithm, empty: &EmptyKey) -> KeyedFinders {
+        let Some(own) = system.own_size() else { return self };
         let keyed = matches!(self.sizing, Sizing::Keyed(_)) && system.skips_empty_key();
-        let finders = KeyedFinders { empty: keyed.then(|| empty.clone()), ..self };
-        let rates = finders.rates.iter();
-        match system {
-            Algorithm::Nginx => {
-                KeyedFinders { nginx: rates.map(|&r| NginxBurst::new(r)).collect(), ..finders }
-            }
-            Algorithm::Haproxy => {
-                KeyedFinders { haproxy: rates.map(|&r| HaproxyLimit::new(r)).collect(), ..finders }
-            }
-            Algorithm::Traefik => KeyedFinders { traefik: Some(Vec::new()), ..finders },
-            _ => finders,
+        let params = system.default_params();
+        let finders = self.rates.iter().map(|&rate| (own.finder)(rate, &params)).collect();
+        KeyedFinders {
+            empty: keyed.then(|| empty.clone()),
+            own: Some((system, own, finders)),
+            ..self
         }
     }
 
@@ -204,24 +192,20 @@ impl KeyedFinders {
     /// Returns one result per rate; with keys, the key needing the most, and the first keys
     /// by need, the largest bucket first.
     pub fn results(mut self, names: KeyNames, cover: Option<Percent>) -> Vec<report::MinBucket> {
-        let (nginx, haproxy) = (std::mem::take(&mut self.nginx), std::mem::take(&mut self.haproxy));
-        let traefik = self.traefik.take();
+        let own = self.own.take();
         let keyed = matches!(self.sizing, Sizing::Keyed(_));
         let named =
             |key: Option<Key>| key.filter(|_| keyed).zip(names.names).map(|(k, t)| t.name(k));
         let mut found = self.buckets(names, cover);
-        for (result, need) in found.iter_mut().zip(&nginx) {
-            let (burst, key) = need.result();
-            result.nginx = Some(SystemBurst { burst, key: named(key) });
-        }
-        for (result, need) in found.iter_mut().zip(&haproxy) {
-            let (gt, key) = need.result();
-            result.haproxy = Some(SystemLimit { gt, key: named(key) });
-        }
-        if let Some(events) = &traefik {
-            for result in &mut found {
-                let burst = traefik_burst(result.rate, events);
-                result.traefik = Some(SystemBurst { burst, key: None });
+        if let Some((system, own, mut finders)) = own {
+            for (result, need) in found.iter_mut().zip(&mut finders) {
+                let (value, key) = need.result();
+                result.system_size = Some(SystemSize {
+                    system: system.name().to_owned(),
+                    setting: own.setting.to_owned(),
+                    value,
+                    key: named(key),
+                });
             }
         }
         found
@@ -378,9 +362,7 @@ where
                 worst_key,
                 cover,
                 by_key: Some(by_key),
-                nginx: None,
-                haproxy: None,
-                traefik: None,
+                system_size: None,
             }
         })
         .collect()

@@ -231,7 +231,7 @@ impl Lane {
             demand_busiest_window: report::Window::of(demand.window.busiest(), weighted),
             min_bucket: Some(demand.lossless.result().min_bucket),
             worst_key: None,
-            nginx_burst: None,
+            system_size: None,
             not_accounted: None,
             queue: self.waits().map(Into::into),
             promise: self.promise.result(self.waits()),

@@ -40,12 +40,11 @@ pub struct MinBucketAsk {
     pub system: Option<Algorithm>,
 }
 
-/// The systems whose own lossless setting `min_bucket` finds, each with what it is.
-pub const SYSTEMS: [(Algorithm, &str); 3] = [
-    (Algorithm::Nginx, "nginx's limit_req burst="),
-    (Algorithm::Haproxy, "HAProxy's N of http_req_rate(P) gt N"),
-    (Algorithm::Traefik, "Traefik's burst"),
-];
+/// The limiters whose systems have an own lossless setting that `min_bucket` finds
+/// ([`Algorithm::own_size`]), in the registry's order.
+pub fn systems() -> impl Iterator<Item = Algorithm> {
+    Algorithm::ALL.into_iter().filter(|a| a.own_size().is_some())
+}
 
 /// Finds, for each rate `ask` gives, the smallest token bucket that loses none of the
 /// events of `source` read with `read` (per key if it has a key column). Options are named
@@ -79,20 +78,16 @@ fn buckets(
             Names::Flags => format!("--for {}", system.name()),
             Names::Keywords => format!("system={}", system.name()),
         };
-        if !SYSTEMS.iter().any(|&(each, _)| each == system) {
-            bail!("{asked}: only nginx, haproxy and traefik are sized in their own terms");
-        }
-        if system == Algorithm::Nginx {
-            if let Some(rate) = rates.iter().find(|&&r| crate::limiter::nginx_rate(r).is_none()) {
-                bail!("{asked}: nginx writes a rate as N r/s or N r/m, and {rate} is neither");
-            }
-            if read.cost != Cost::default() {
-                let cost = names.of("cost");
-                bail!("{asked}: nginx counts requests, not what they cost: leave out {cost}");
-            }
-        }
-        if let Some(why) = rates.iter().find_map(|&rate| system.refuses(rate)) {
+        let Some(own) = system.own_size() else {
+            let them: Vec<&str> = systems().map(Algorithm::name).collect();
+            bail!("{asked}: only {} are sized in their own terms", them.join(", "));
+        };
+        if let Some(why) = rates.iter().find_map(|&rate| (own.refuses)(rate)) {
             bail!("{asked}: {why}");
+        }
+        if !own.weighs && read.cost != Cost::default() {
+            let (name, cost) = (system.name(), names.of("cost"));
+            bail!("{asked}: {name} counts requests, not what they cost: leave out {cost}");
         }
     }
     let fresh = || {

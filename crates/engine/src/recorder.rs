@@ -483,7 +483,7 @@ impl KeyedEvents {
                     // Over keys, the need is the worst key's, and it is named there.
                     min_bucket: None,
                     worst_key,
-                    nginx_burst: None,
+                    system_size: None,
                     not_accounted,
                     queue: spread.waits[n].map(Into::into),
                     promise: promise_over_keys(&check, spread.broken[n], count - left_out),

@@ -10,13 +10,13 @@ use crate::fleet::FleetPlan;
 use crate::input::catalog::{self, Event, ReadOptions, ReadStats, Sink, Source};
 use crate::layered::{Layer, LayeredRecord};
 use crate::limit::Limit;
-use crate::limiter::{Algorithm, NginxBurst, Params};
+use crate::limiter::{OwnSize, SystemSizer};
 use crate::limits::LimitPolicy;
 use crate::notes::notes;
 use crate::policy_report::{LayerReport, LayeredReport, ReplayReport};
 use crate::recorder::{KeyNames, Recorder, Settings};
 use crate::redis::RedisTarget;
-use crate::report::LimiterReport;
+use crate::report::{LimiterReport, SystemSize};
 use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
 
 /// How a replay runs, beside its policy and its input.
@@ -201,7 +201,7 @@ impl Run<'_> {
             (recorder, stats, None)
         };
         let mut notes = notes(source, read, &stats);
-        let again = Again { nginx_burst: true, spread: true };
+        let again = Again { own_size: true, spread: true };
         let (report, spread) = self.one_report(settings, &recorder, &stats, again)?;
         notes.extend(spread);
         Ok(Replayed { report: ReplayReport::One(report), decisions, notes })
@@ -222,13 +222,21 @@ impl Run<'_> {
         let name = self.source.name();
         let mut reports = recorder.reports(&name, names, self.top, self.read.threads).lanes;
         let mut report = reports.swap_remove(0);
-        let nginx =
-            (settings.algorithm == Algorithm::Nginx && again.nginx_burst).then_some(settings);
+        let own = settings.algorithm.own_size().filter(|own| own.in_replay && again.own_size);
         let memory = matches!(self.backend, Backend::Memory);
         let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
         let mut note = None;
-        if let Some(read) = self.read_again(nginx, tied && again.spread)? {
-            report.nginx_burst = read.nginx.map(|need| need.result().0);
+        if let Some(read) = self.read_again(own.map(|own| (own, settings)), tied && again.spread)? {
+            report.system_size = read.own.map(|(mut finder, own)| {
+                let (value, key) = finder.result();
+                let named = key.filter(|_| self.read.key_column.is_some());
+                SystemSize {
+                    system: settings.algorithm.name().to_owned(),
+                    setting: own.setting.to_owned(),
+                    value,
+                    key: named.zip(names.names).map(|(key, table)| table.name(key)),
+                }
+            });
             if let Some(events) = read.events {
                 note = Some(self.spread_note(settings, &events, report.dropped)?);
             }
@@ -237,20 +245,19 @@ impl Run<'_> {
     }
 
     /// Reads the input once more, if it can be read again and something is asked of it:
-    /// nginx's own lossless `burst=` for `nginx`'s settings (per key if keyed, in the order
-    /// the zone sees them), and the events kept if `spread`. `None` if nothing is asked, or
-    /// the input cannot be read again.
-    fn read_again(&self, nginx: Option<Settings>, spread: bool) -> Result<Option<Reread>> {
-        if (nginx.is_none() && !spread) || !self.source.can_read_again() {
+    /// the system's own lossless setting (nginx's `burst=`) at `own`'s settings, per key if
+    /// keyed, in the order the system sees them; and the events kept if `spread`. `None` if
+    /// nothing is asked, or the input cannot be read again.
+    fn read_again(&self, own: Option<(OwnSize, Settings)>, spread: bool) -> Result<Option<Reread>> {
+        if (own.is_none() && !spread) || !self.source.can_read_again() {
             return Ok(None);
         }
-        let empty = self.read.key_column.is_some().then(|| self.read.empty_key.clone());
+        let keyed = self.read.key_column.is_some();
+        let skips = own.is_some_and(|(_, s)| s.algorithm.skips_empty_key());
+        let empty = (keyed && skips).then(|| self.read.empty_key.clone());
         let fresh = || Reread {
-            // nginx's own zone, as the replay ran it.
-            nginx: nginx.map(|s| match s.params {
-                Params::Nginx(params) => NginxBurst::in_zone(s.rate, params.zone),
-                _ => NginxBurst::in_zone(s.rate, Default::default()),
-            }),
+            // The system's own, with the parameters the replay ran it with (nginx's zone).
+            own: own.map(|(own, s)| ((own.finder)(s.rate, &s.params), own)),
             events: spread.then(Vec::new),
             empty: empty.clone(),
         };
@@ -334,23 +341,24 @@ impl Run<'_> {
 /// What one more read of the input may tell of one limiter's replay.
 #[derive(Clone, Copy, Debug)]
 pub struct Again {
-    /// nginx's own lossless `burst=`, if the limiter is nginx.
-    pub nginx_burst: bool,
+    /// The system's own lossless setting, if its limiter has one a replay reports (nginx's
+    /// `burst=`).
+    pub own_size: bool,
     /// The drops with whole-second ties spread across their second, if any are tied.
     pub spread: bool,
 }
 
 impl Again {
     /// Nothing: the input is not read again.
-    pub const NOTHING: Again = Again { nginx_burst: false, spread: false };
+    pub const NOTHING: Again = Again { own_size: false, spread: false };
 }
 
-/// What a second read of the input keeps: nginx's own need at a rate, and the events
+/// What a second read of the input keeps: the system's own finder, and the events
 /// themselves, to be replayed with their whole-second ties spread.
 struct Reread {
-    nginx: Option<NginxBurst>,
+    own: Option<(Box<dyn SystemSizer>, OwnSize)>,
     events: Option<Vec<Event>>,
-    /// With keys, the empty key, which nginx does not account.
+    /// With keys, the empty key, which the system does not account.
     empty: Option<catalog::EmptyKey>,
 }
 
@@ -358,10 +366,10 @@ impl Sink for Reread {
     type Error = anyhow::Error;
 
     fn event(&mut self, event: Event) -> Result<()> {
-        if let Some(need) = &mut self.nginx
+        if let Some((finder, _)) = &mut self.own
             && !self.empty.as_ref().is_some_and(|empty| empty.is(event.key))
         {
-            need.push(event);
+            finder.push(event);
         }
         if let Some(events) = &mut self.events {
             events.push(event);

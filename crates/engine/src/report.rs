@@ -62,11 +62,12 @@ pub struct LimiterReport {
     /// those that need as much), and its need.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_key: Option<WorstKey>,
-    /// `replay --algo nginx`: the smallest `burst=` with which nginx, in its own arithmetic
-    /// and zone, would have refused none of the events (with `--key`, of any key). Left out
-    /// for an input read once (standard input).
+    /// `replay --algo nginx`: the smallest value of the system's own setting (nginx's
+    /// `burst=`) with which it, in its own arithmetic and zone, would have refused none of
+    /// the events (with `--key`, of any key). Left out for an input read once (standard
+    /// input).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nginx_burst: Option<u64>,
+    pub system_size: Option<SystemSize>,
     /// With `--key`, for a limiter whose system lets a request with an empty key through
     /// uncounted (`nginx`, `haproxy`, `envoy-ratelimit`): how many events it so let
     /// through. They are among `passed`, and the empty key needs no bucket there: it is
@@ -150,7 +151,7 @@ pub struct ServerCount {
 
 pub use crate::limiter::promise::Promise;
 pub use crate::live_check::{Check, LayerCheck, LayeredCheck};
-pub use crate::system_size::{SystemBurst, SystemLimit};
+pub use crate::system_size::SystemSize;
 
 /// The busiest window of a replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -259,19 +260,11 @@ pub struct MinBucket {
     /// With `--key`: the keys, and the first of them ranked, each as a row.
     #[serde(rename = "keys", skip_serializing_if = "Option::is_none")]
     pub by_key: Option<KeyList<MinBucket>>,
-    /// With `--for nginx`: the smallest `burst=` with which nginx's `limit_req`, in its
-    /// own arithmetic, refuses none of the events at this rate (with `--key`, of any key).
+    /// With `--for SYSTEM`: the smallest value of the system's own setting with which it,
+    /// in its own arithmetic, refuses none of the events at this rate (with `--key`, of
+    /// any key): nginx's `burst=`, HAProxy's `gt N`, Traefik's `burst`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub nginx: Option<SystemBurst>,
-    /// With `--for haproxy`: the smallest N of `http_req_rate(P)` … `gt N` (P the rate's
-    /// period) with which HAProxy, in its own arithmetic, denies none of the events (with
-    /// `--key`, of any key).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub haproxy: Option<SystemLimit>,
-    /// With `--for traefik`: the smallest `burst` with which Traefik's rateLimit, in Go's
-    /// arithmetic, refuses none of the events at this rate (with `--key`, of any key).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub traefik: Option<SystemBurst>,
+    pub system_size: Option<SystemSize>,
 }
 
 /// The smallest lossless bucket at a rate, and a stretch of events that needs it (`None`
@@ -355,9 +348,7 @@ impl From<Lossless> for MinBucket {
             worst_key: None,
             cover: None,
             by_key: None,
-            nginx: None,
-            haproxy: None,
-            traefik: None,
+            system_size: None,
         }
     }
 }

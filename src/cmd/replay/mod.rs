@@ -68,7 +68,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<ReplayReport> {
             // row is written, so an error leaves no half-written output.
             let (rows, stats) = catalog::read_rows(source, read)?;
             let events = rows.iter().map(|(event, _)| event);
-            let again = Again { nginx_burst: true, spread: false };
+            let again = Again { own_size: true, spread: false };
             let (trace, report, notes) = run.decide(&settled, events, &stats, again)?;
             emit_rows(&rows, &trace, emit, read, !args.no_header)?;
             (report, notes)

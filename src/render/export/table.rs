@@ -252,8 +252,10 @@ fn demand_lines(r: &report::LimiterReport) -> [(String, String); 2] {
 /// the report has it.
 fn min_bucket_text(r: &report::LimiterReport) -> String {
     let per_key = if r.by_key.is_some() { " for every key" } else { "" };
-    let nginx = r.nginx_burst.map_or(String::new(), |b| format!("; nginx's own: burst={b}"));
-    format!("{} (the smallest lossless token bucket{per_key} at {}){nginx}", r.lossless(), r.rate)
+    let own = r.system_size.as_ref().map_or(String::new(), |own| {
+        format!("; {}'s own: {}={}", own.system, own.setting, own.value)
+    });
+    format!("{} (the smallest lossless token bucket{per_key} at {}){own}", r.lossless(), r.rate)
 }
 
 /// People read waits to the millisecond.
@@ -364,33 +366,13 @@ pub fn min_bucket_table(
             cover_lines(out, m.rate, c)?;
         }
     }
-    for (n, m) in found.iter().filter(|m| m.nginx.is_some()).enumerate() {
-        let Some(nginx) = &m.nginx else { continue };
-        let rate = crate::limiter::nginx_notation(m.rate).unwrap_or_else(|| m.rate.to_string());
-        let key = nginx.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));
-        let burst = nginx.burst;
+    for (n, m) in found.iter().filter(|m| m.system_size.is_some()).enumerate() {
+        let Some(own) = &m.system_size else { continue };
+        let system = own.system.parse::<crate::limiter::Algorithm>().ok();
+        let Some(written) = system.and_then(|a| a.own_size()) else { continue };
+        let key = own.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));
         let gap = if n == 0 { "\n" } else { "" };
-        writeln!(out, "{gap}nginx: rate={rate} burst={burst} refuses none of the events{key}")?;
-    }
-    for (n, m) in found.iter().filter(|m| m.traefik.is_some()).enumerate() {
-        let Some(traefik) = &m.traefik else { continue };
-        let (average, period) = (m.rate.count(), m.rate.period());
-        let gap = if n == 0 { "\n" } else { "" };
-        let burst = traefik.burst;
-        writeln!(
-            out,
-            "{gap}traefik: average={average} period={period} burst={burst} refuses none of the events"
-        )?;
-    }
-    for (n, m) in found.iter().filter(|m| m.haproxy.is_some()).enumerate() {
-        let Some(haproxy) = &m.haproxy else { continue };
-        let key = haproxy.key.as_ref().map_or(String::new(), |k| format!(", the worst key {k}"));
-        let (period, gt) = (m.rate.period(), haproxy.gt);
-        let gap = if n == 0 { "\n" } else { "" };
-        writeln!(
-            out,
-            "{gap}haproxy: http_req_rate({period}) gt {gt} denies none of the events{key}"
-        )?;
+        writeln!(out, "{gap}{}: {}{key}", own.system, (written.line)(m.rate, own.value))?;
     }
     for m in found {
         let Some(list) = &m.by_key else { continue };

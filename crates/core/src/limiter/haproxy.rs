@@ -168,6 +168,14 @@ impl Rule for Haproxy {
     const USES_BURST: bool = false;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
+    const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
+        setting: "gt",
+        finder: |rate, _| Box::new(super::HaproxyLimit::new(rate)),
+        refuses: <Haproxy as Rule>::refuses,
+        weighs: true,
+        line: |rate, gt| format!("http_req_rate({}) gt {gt} denies none of the events", rate.period()),
+        in_replay: false,
+    });
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "HAProxy",
         keys: &["gt", "http_req_rate"],

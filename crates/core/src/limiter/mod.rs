@@ -48,7 +48,9 @@ pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
 pub use self::nginx::{Zoned, nginx_notation, nginx_rate};
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
-pub use self::system_size::{HaproxyLimit, NginxBurst, traefik_burst};
+pub use self::system_size::{
+    HaproxyLimit, NginxBurst, OwnSize, SystemSizer, TraefikBurst, traefik_burst,
+};
 pub use self::zone::ZoneSize;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
@@ -248,6 +250,10 @@ pub trait Rule: KeyedState {
 
     /// How its system writes a rate in a limit's spec, if not as `rate=N/P`.
     const RATE_WORDS: Option<RateWords> = None;
+
+    /// How its system writes its own lossless setting, and how it is found, if the system
+    /// has one to find (`min-bucket --for`).
+    const OWN_SIZE: Option<OwnSize> = None;
 
     /// Returns why it cannot run at `rate`, if it cannot; every exact limiter can.
     fn refuses(_rate: Rate) -> Option<String> {

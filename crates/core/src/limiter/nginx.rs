@@ -429,6 +429,23 @@ impl Rule for Nginx {
     const BURST_BEYOND_FIRST: bool = true;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
+    const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
+        setting: "burst",
+        finder: |rate, params| match params {
+            super::Params::Nginx(params) => Box::new(super::NginxBurst::in_zone(rate, params.zone)),
+            _ => Box::new(super::NginxBurst::new(rate)),
+        },
+        refuses: |rate| {
+            let neither = format!("nginx writes a rate as N r/s or N r/m, and {rate} is neither");
+            nginx_rate(rate).is_none().then_some(neither)
+        },
+        weighs: false,
+        line: |rate, burst| {
+            let rate = nginx_notation(rate).unwrap_or_else(|| rate.to_string());
+            format!("rate={rate} burst={burst} refuses none of the events")
+        },
+        in_replay: true,
+    });
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "nginx",
         // nginx's `10r/s` is read by `rate=` itself.

@@ -212,6 +212,12 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::MODELS,)* }
             }
 
+            /// Returns how its system writes its own lossless setting, and how it is found
+            /// ([`Rule::OWN_SIZE`]).
+            pub fn own_size(self) -> Option<$crate::limiter::OwnSize> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::OWN_SIZE,)* }
+            }
+
             /// Returns the Redis script it runs as, if it can run in Redis.
             pub fn redis_script(self) -> Option<$crate::limiter::RedisScript> {
                 match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }

@@ -4,9 +4,88 @@
 
 use std::num::NonZeroU64;
 
-use super::{Haproxy, KeyedState, Nginx, PerKey};
+use super::{Haproxy, KeyedState, Nginx, Params, PerKey};
 use crate::event::{Event, Key};
 use crate::units::rate::Rate;
+
+/// A system's own lossless setting at one rate, found event by event in its own
+/// arithmetic: the smallest value of the setting with which the system refuses none of
+/// the events.
+pub trait SystemSizer: Send + std::fmt::Debug {
+    /// Takes the next event, no earlier than the one before (of any key).
+    fn push(&mut self, event: Event);
+
+    /// The smallest value that refuses none of the events taken, and the key that needs
+    /// it, where the finder knows it.
+    fn result(&mut self) -> (u64, Option<Key>);
+}
+
+/// How a system writes its own lossless setting, and how it is found: what makes
+/// `min-bucket --for SYSTEM` and a replay's own size a loop over the registry
+/// ([`Rule::OWN_SIZE`](super::Rule::OWN_SIZE)).
+#[derive(Clone, Copy, Debug)]
+pub struct OwnSize {
+    /// The setting's name in the system's configuration: nginx's `burst`, HAProxy's `gt`.
+    pub setting: &'static str,
+    /// Returns the finder of the setting at a rate, with the limiter's parameters (nginx's
+    /// zone).
+    pub finder: fn(Rate, &Params) -> Box<dyn SystemSizer>,
+    /// Why the system cannot be sized at a rate (nginx writes only N r/s and N r/m);
+    /// `None` if it can.
+    pub refuses: fn(Rate) -> Option<String>,
+    /// Whether it is sized on events weighed by their cost: nginx counts requests.
+    pub weighs: bool,
+    /// Writes the setting's value at a rate as the system's configuration says it, and
+    /// what it promises: `rate=10r/s burst=4 refuses none of the events`.
+    pub line: fn(Rate, u64) -> String,
+    /// Whether a replay of the system's limiter reports it too: found in one more pass
+    /// over the events, which the replay's readers ask first (nginx's `burst=`).
+    pub in_replay: bool,
+}
+
+impl SystemSizer for NginxBurst {
+    fn push(&mut self, event: Event) {
+        NginxBurst::push(self, event);
+    }
+
+    fn result(&mut self) -> (u64, Option<Key>) {
+        NginxBurst::result(self)
+    }
+}
+
+impl SystemSizer for HaproxyLimit {
+    fn push(&mut self, event: Event) {
+        HaproxyLimit::push(self, event);
+    }
+
+    fn result(&mut self) -> (u64, Option<Key>) {
+        HaproxyLimit::result(self)
+    }
+}
+
+/// Traefik's smallest `burst`, found at the end from every event kept ([`traefik_burst`]).
+#[derive(Clone, Debug)]
+pub struct TraefikBurst {
+    rate: Rate,
+    events: Vec<Event>,
+}
+
+impl TraefikBurst {
+    /// Returns the finder at `rate`.
+    pub fn new(rate: Rate) -> TraefikBurst {
+        TraefikBurst { rate, events: Vec::new() }
+    }
+}
+
+impl SystemSizer for TraefikBurst {
+    fn push(&mut self, event: Event) {
+        self.events.push(event);
+    }
+
+    fn result(&mut self) -> (u64, Option<Key>) {
+        (traefik_burst(self.rate, &self.events), None)
+    }
+}
 
 /// Follows each key's node as nginx at one rate would keep it if it refused nothing, in its
 /// zone, and the most excess any node reaches. nginx refuses a request exactly when its

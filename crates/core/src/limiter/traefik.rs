@@ -143,6 +143,17 @@ impl Rule for Traefik {
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
+    const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
+        setting: "burst",
+        finder: |rate, _| Box::new(super::TraefikBurst::new(rate)),
+        refuses: <Traefik as Rule>::refuses,
+        weighs: true,
+        line: |rate, burst| {
+            let (average, period) = (rate.count(), rate.period());
+            format!("average={average} period={period} burst={burst} refuses none of the events")
+        },
+        in_replay: false,
+    });
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "Traefik",
         keys: &["average", "period"],
