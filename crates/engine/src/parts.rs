@@ -35,11 +35,13 @@ pub fn method(algorithm: Algorithm, keyed: bool) -> Method {
 
 /// Returns the method by which a replay's report of a limit of `algorithm` (per key if
 /// `keyed`) is found exactly in parts: its decisions' method, but in one pass where the
-/// report carries the system's own size found over every event in its zone (nginx's
-/// `burst=`), which no merge of parts gives.
+/// report carries the system's own size ([`OwnSize::in_replay`]: nginx's `burst=`, found
+/// over every event in its zone), which no merge of parts gives.
+///
+/// [`OwnSize::in_replay`]: crate::limiter::OwnSize::in_replay
 pub fn report_method(algorithm: Algorithm, keyed: bool) -> Method {
-    match algorithm.has_zone() {
-        true => Method::OnePass("its own size is found over every event in its zone, in one pass"),
+    match algorithm.own_size().is_some_and(|own| own.in_replay) {
+        true => Method::OnePass("its own size is found over every event, in one pass"),
         false => method(algorithm, keyed),
     }
 }
