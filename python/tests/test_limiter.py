@@ -244,6 +244,22 @@ def test_a_limiter_in_redis_waits_for_its_answer_without_the_gil(redis_url):
     assert longest < 0.1, f"this thread stopped for {longest:.3f} s of a {waited:.3f} s wait"
 
 
+def test_a_policy_in_redis_decides_as_in_memory(redis_url):
+    # Layers all or nothing in Redis: one script call an event over every layer's keys.
+    # Redis decides at its own clock, so the events come as fast as it answers: well
+    # within a second, where the limits below refill nothing that matters.
+    policy = rl.Policy([rl.Limit("gcra", "3/h", burst=3, key="k"), rl.Limit("fixed-window", "5/h")])
+    keys = ["a", "a", "b", "a", "a", "b", "c", "c"]
+    in_redis = rl.Limiter(policy, redis=redis_url, redis_prefix="test-policy:")
+    got = [in_redis.decide(key=k) for k in keys]
+    in_memory = rl.Limiter(policy)
+    now = dt.datetime.now(dt.timezone.utc)
+    want = [in_memory.decide(now, key=k) for k in keys]
+    # a's fourth is over its burst of 3 (and charges no layer); c's are over the 5 for all.
+    assert [o.passed for o in got] == [o.passed for o in want] == [True, True, True, True, False, True, False, False]
+    assert [o.remaining for o in got] == [o.remaining for o in want]
+
+
 def test_threads_may_share_a_limiter_and_each_decision_is_whole():
     limiter = rl.Limiter(algo="gcra", rate="5/h", burst=100)
     now = dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc)

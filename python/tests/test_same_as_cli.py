@@ -170,6 +170,15 @@ def test_a_fleet_and_each_layers_need_are_the_programs(m5, m5_table):
         rl.replay(m5_table, algo="gcra", rate="5/h", servers=0)
 
 
+@pytest.mark.parametrize("system,rate", [("nginx", "1r/m"), ("haproxy", "1/h"), ("traefik", "1/h")])
+def test_a_systems_own_setting_is_the_programs(m5, m5_table, system, rate):
+    want = cli_json("min-bucket", str(m5), "--rate", rate, "--key", "net", "--for", system)
+    got = rl.min_bucket(m5_table, rate=rate, key="net", system=system)
+    assert without_input(got) == without_input(want)
+    own = got[0]["system_size"]
+    assert own["system"] == system and own["value"] > 0
+
+
 def test_a_written_report_leaves_ctrl_c_to_python(tmp_path):
     # The program removes a half-written file at a signal, and exits; in Python, Ctrl-C
     # stays a KeyboardInterrupt after a report is written. Run apart: a lost SIGINT
