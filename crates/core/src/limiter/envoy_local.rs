@@ -1,6 +1,9 @@
 //! envoy's local rate limit filter on its atomic token bucket: one float64, the time it
 //! was empty.
 
+use std::fmt::Write as _;
+
+use super::export::{BurstRule, Export, ExportAsk, KeyRefused};
 use std::num::NonZeroU64;
 
 use super::{Decision, KeyedState, Rule};
@@ -80,6 +83,41 @@ impl KeyedState for EnvoyLocal {
     }
 }
 
+/// envoy's local_ratelimit, as `config --for envoy-local` writes it.
+const EXPORT: Export = Export {
+    system: "envoy-local",
+    help: "envoy's local_ratelimit filter's token bucket",
+    burst: BurstRule::FromOne,
+    key: |_| {
+        Err(KeyRefused::NoKeys(
+            "envoy's local_ratelimit is one bucket for all the requests it sees, and takes no key",
+        ))
+    },
+    write,
+};
+
+/// envoy's `local_ratelimit` token bucket: `max_tokens` (the burst, default N),
+/// `tokens_per_fill` (N) and `fill_interval` (P, whole milliseconds, at least 50).
+fn write(ask: &ExportAsk<'_>) -> String {
+    let rate = ask.rate;
+    let ms = rate.period().as_micros() / 1000;
+    let mut text = format!("# ratelimit: envoy-local at {rate} (--algo envoy-local replays it)\n");
+    if let Some(why) = <EnvoyLocal as Rule>::refuses(rate) {
+        let _ = writeln!(text, "# {why}");
+    }
+    let interval = match ms.max(50) {
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{}.{:03}s", ms / 1000, ms % 1000),
+    };
+    let burst = ask.burst.unwrap_or(rate.count());
+    let _ = write!(
+        text,
+        "token_bucket:\n  max_tokens: {burst}\n  tokens_per_fill: {}\n  fill_interval: {interval}\n",
+        rate.count()
+    );
+    text
+}
+
 impl Rule for EnvoyLocal {
     type Params = super::NoParams;
 
@@ -109,6 +147,7 @@ impl Rule for EnvoyLocal {
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("envoy's local_ratelimit token bucket");
+    const EXPORT: Option<Export> = Some(EXPORT);
     const SPENDS_COST: bool = false;
 
     fn refuses(rate: Rate) -> Option<String> {

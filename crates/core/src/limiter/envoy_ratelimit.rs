@@ -1,5 +1,8 @@
 //! envoyproxy/ratelimit's Redis fixed window: epoch windows of one unit, every hit counted.
 
+use std::fmt::Write as _;
+
+use super::export::{self, BurstRule, Export, ExportAsk, ExportKey};
 use std::num::NonZeroU64;
 
 use super::promise::{Bound, Limit};
@@ -103,6 +106,51 @@ impl KeyedState for EnvoyRatelimit {
     }
 }
 
+/// envoyproxy/ratelimit, as `config --for envoy-ratelimit` writes it.
+const EXPORT: Export = Export {
+    system: "envoy-ratelimit",
+    help: "envoyproxy/ratelimit's YAML descriptors",
+    burst: BurstRule::Without,
+    key: export::any_quoted,
+    write,
+};
+
+/// The descriptor YAML of envoy's ratelimit service, whose units are one second, minute,
+/// hour, day, week, month or year: a rate of another period becomes N a unit in the
+/// smallest unit that holds it in whole requests, said in a comment.
+fn write(ask: &ExportAsk<'_>) -> String {
+    let rate = ask.rate;
+    let (n, p) = (i128::from(rate.count()), i128::from(rate.period().as_micros()));
+    let mut text = format!("# ratelimit: envoy-ratelimit at {rate}\n");
+    // N·10¹²·3.2·10⁷ stays far inside an i128.
+    let per_unit = |seconds: i64| n * i128::from(seconds) * 1_000_000;
+    let exact = UNITS.iter().find(|&&(_, s)| i128::from(s) * 1_000_000 == p);
+    let (unit, count) = match exact {
+        Some(&(unit, _)) => (unit, n),
+        None => {
+            let fits = UNITS.iter().find(|&&(_, s)| per_unit(s) % p == 0 && per_unit(s) >= p);
+            let &(unit, s) = fits.unwrap_or(&UNITS[UNITS.len() - 1]);
+            let count = (per_unit(s) / p).max(1);
+            let _ = writeln!(
+                text,
+                "# {rate} is not N a unit: {count} a {unit} passes as many on average, but all \
+                 of them may come at once in one {unit}'s window"
+            );
+            (unit, count)
+        }
+    };
+    let key = match ask.key {
+        Some(ExportKey::Quoted(key)) => export::quoted(key),
+        _ => "generic_key".to_owned(),
+    };
+    let _ = write!(
+        text,
+        "domain: ratelimit\ndescriptors:\n  - key: {key}\n    rate_limit:\n      unit: {unit}\n      \
+         requests_per_unit: {count}\n"
+    );
+    text
+}
+
 impl Rule for EnvoyRatelimit {
     type Params = super::NoParams;
 
@@ -137,6 +185,7 @@ impl Rule for EnvoyRatelimit {
     const USES_BURST: bool = false;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("envoyproxy/ratelimit f2fb157, the Redis fixed window");
+    const EXPORT: Option<Export> = Some(EXPORT);
     /// `fixed_cache_impl.go`, `getHitsAddend`: without
     /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`, every limit of a request is incremented.
     const COUNTS_EVERY_LIMIT: bool = true;

@@ -1,5 +1,8 @@
 //! HAProxy's `http_req_rate(period)` with `deny if { sc_http_req_rate(0) gt N }`.
 
+use std::fmt::Write as _;
+
+use super::export::{self, BurstRule, Export, ExportAsk, ExportKey};
 use std::num::NonZeroU64;
 
 use super::promise::{Bound, Limit};
@@ -119,6 +122,56 @@ impl KeyedState for Haproxy {
     }
 }
 
+/// HAProxy, as `config --for haproxy` writes it.
+const EXPORT: Export = Export {
+    system: "haproxy",
+    help: "HAProxy's stick table of http_req_rate and a deny rule",
+    burst: BurstRule::Without,
+    key: export::client_or_header,
+    write,
+};
+
+/// A stick table of `http_req_rate(P)`, tracked per key (the client's address, or a header),
+/// and `deny if { sc_http_req_rate(0) gt N }`; `--algo haproxy` replays it. Entries expire
+/// two periods after their last request, when a kept counter reads as a new one would.
+fn write(ask: &ExportAsk<'_>) -> String {
+    let rate = ask.rate;
+    let mut text = format!("# ratelimit: haproxy at {rate} (--algo haproxy replays it)\n");
+    // HAProxy's periods are whole milliseconds below 2^31; a longer one is taken at the
+    // most, the count scaled down (no faster than asked while it stays at least 1), and a
+    // fraction of a millisecond rounded up (slower).
+    // Widening, so exact (From is not const).
+    const MOST: i64 = i32::MAX as i64;
+    let micros = rate.period().as_micros();
+    let (mut count, mut ms) = (rate.count(), micros / 1000 + i64::from(micros % 1000 != 0));
+    let mut faster = "";
+    if ms > MOST {
+        let scaled = i128::from(count) * i128::from(MOST) * 1000 / i128::from(micros);
+        faster = if scaled == 0 { ", faster than asked" } else { "" };
+        (count, ms) = (u64::try_from(scaled).unwrap_or(u64::MAX).max(1), MOST);
+    }
+    if let Some(why) = <Haproxy as Rule>::refuses(rate) {
+        let _ = writeln!(text, "# {why}: it becomes {count} per {ms} ms{faster}");
+    }
+    // Without a key, one entry for all requests: a constant.
+    let (kind, track) = match ask.key {
+        Some(ExportKey::Client) => ("ip", "src".to_owned()),
+        Some(ExportKey::Header(name)) => ("string len 64", format!("req.hdr({name})")),
+        Some(ExportKey::Variable(_) | ExportKey::Quoted(_)) | None => {
+            ("integer", "int(0)".to_owned())
+        }
+    };
+    let expire = ms.saturating_mul(2).min(MOST);
+    let _ = write!(
+        text,
+        "# in the frontend:\n    \
+         stick-table type {kind} size 1m expire {expire}ms store http_req_rate({ms}ms)\n    \
+         http-request track-sc0 {track}\n    \
+         http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {count} }}\n"
+    );
+    text
+}
+
 impl Rule for Haproxy {
     type Params = super::NoParams;
 
@@ -168,6 +221,7 @@ impl Rule for Haproxy {
     const USES_BURST: bool = false;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
+    const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "gt",
         finder: |rate, _| Box::new(super::HaproxyLimit::new(rate)),

@@ -1,5 +1,8 @@
 //! Python `limits`' moving window: a log of hits, counted over [t − P, t].
 
+use std::fmt::Write as _;
+
+use super::export::{self, BurstRule, Export, ExportAsk, ExportKey};
 use std::num::NonZeroU64;
 
 use super::promise::{Bound, Limit};
@@ -54,6 +57,41 @@ impl KeyedState for LimitsMovingWindow {
     }
 }
 
+/// Python's `limits`, as `config --for limits` writes it.
+const EXPORT: Export = Export {
+    system: "limits",
+    help: "Python's limits",
+    burst: BurstRule::Without,
+    key: export::any_quoted,
+    write,
+};
+
+/// The `limits` item, in its string notation and as Python, with the strategy the models
+/// replay.
+fn write(ask: &ExportAsk<'_>) -> String {
+    let rate = ask.rate;
+    let micros = rate.period().as_micros();
+    let seconds = (micros / 1_000_000).max(1);
+    let mut text =
+        format!("# ratelimit: limits-fixed-window, -moving-window or -sliding-window at {rate}\n");
+    if let Some(why) = <super::LimitsFixedWindow as Rule>::refuses(rate) {
+        let _ = writeln!(text, "# {why}: it becomes {} per {seconds} s", rate.count());
+    }
+    let n = rate.count();
+    let _ = write!(
+        text,
+        "from limits import parse, storage, strategies\n\
+         item = parse(\"{n} per {seconds} second\")\n\
+         limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())\n\
+         # limiter.hit(item, key) for each request{}\n",
+        match ask.key {
+            Some(ExportKey::Quoted(column)) => format!(", key being its {}", export::quoted(column)),
+            _ => String::new(),
+        }
+    );
+    text
+}
+
 impl Rule for LimitsMovingWindow {
     type Params = super::NoParams;
 
@@ -69,6 +107,7 @@ impl Rule for LimitsMovingWindow {
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, MovingWindowRateLimiter");
+    const EXPORT: Option<Export> = Some(EXPORT);
 
     fn refuses(rate: Rate) -> Option<String> {
         super::limits_fixed_window::whole_seconds(rate)

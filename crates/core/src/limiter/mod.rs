@@ -4,6 +4,7 @@
 //! own time, and the same code could run on a live clock.
 
 mod aligned;
+pub mod export;
 mod keyed;
 pub mod params;
 pub mod promise;
@@ -45,6 +46,7 @@ limiters! {
 use std::num::NonZeroU64;
 
 pub use self::envoy_ratelimit::UNITS as ENVOY_UNITS;
+pub use self::export::Export;
 pub use self::nginx::{Zoned, nginx_notation, nginx_rate};
 pub use self::params::{NoParams, ParamError, Parameters};
 use self::promise::{Bound, Limit};
@@ -254,6 +256,10 @@ pub trait Rule: KeyedState {
     /// How its system writes its own lossless setting, and how it is found, if the system
     /// has one to find (`min-bucket --for`).
     const OWN_SIZE: Option<OwnSize> = None;
+
+    /// How its system's own configuration of a limit is written, if it has one to write
+    /// (`config --for`).
+    const EXPORT: Option<Export> = None;
 
     /// Returns why it cannot run at `rate`, if it cannot; every exact limiter can.
     fn refuses(_rate: Rate) -> Option<String> {

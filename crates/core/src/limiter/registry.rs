@@ -218,6 +218,11 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::OWN_SIZE,)* }
             }
 
+            /// Returns how its system's configuration is written ([`Rule::EXPORT`]).
+            pub fn export(self) -> Option<$crate::limiter::Export> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::EXPORT,)* }
+            }
+
             /// Returns the Redis script it runs as, if it can run in Redis.
             pub fn redis_script(self) -> Option<$crate::limiter::RedisScript> {
                 match self { $(Algorithm::$rule => <$rule as Rule>::REDIS,)* }

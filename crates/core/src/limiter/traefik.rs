@@ -1,5 +1,6 @@
 //! Traefik's `rateLimit` middleware: Go's `x/time/rate` in float64, and its `maxDelay` rule.
 
+use super::export::{self, BurstRule, Export, ExportAsk, ExportKey};
 use std::num::NonZeroU64;
 
 use super::{Decision, KeyedState, Rule};
@@ -100,6 +101,45 @@ impl Traefik {
     }
 }
 
+/// Traefik, as `config --for traefik` writes it.
+const EXPORT: Export = Export {
+    system: "traefik",
+    help: "Traefik's rateLimit middleware (dynamic configuration, YAML)",
+    burst: BurstRule::FromOne,
+    key: export::client_or_header,
+    write,
+};
+
+/// Traefik's `rateLimit` middleware: `average` per `period` (a Go duration, whole), and
+/// its burst (Traefik's default is 1); `--algo traefik` replays it, float64 and all.
+fn write(ask: &ExportAsk<'_>) -> String {
+    let rate = ask.rate;
+    let micros = rate.period().as_micros();
+    let period = match micros {
+        m if m % 1_000_000 == 0 => format!("{}s", m / 1_000_000),
+        m if m % 1000 == 0 => format!("{}ms", m / 1000),
+        m => format!("{m}us"),
+    };
+    let burst = ask.burst.unwrap_or(1);
+    // Traefik's default source is the client's address; without a key, the request's host
+    // (one limit a host: Traefik has none for all requests at once).
+    let source = match ask.key {
+        Some(ExportKey::Client) => String::new(),
+        Some(ExportKey::Header(name)) => {
+            format!("        sourceCriterion:\n          requestHeaderName: {name}\n")
+        }
+        Some(ExportKey::Variable(_) | ExportKey::Quoted(_)) | None => {
+            "        sourceCriterion:\n          requestHost: true\n".to_owned()
+        }
+    };
+    format!(
+        "# ratelimit: traefik at {rate}, burst {burst} (--algo traefik replays it)\n\
+         http:\n  middlewares:\n    ratelimit:\n      rateLimit:\n        average: {}\n        \
+         period: {period}\n        burst: {burst}\n{source}",
+        rate.count()
+    )
+}
+
 impl Rule for Traefik {
     type Params = super::NoParams;
 
@@ -143,6 +183,7 @@ impl Rule for Traefik {
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
+    const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "burst",
         finder: |rate, _| Box::new(super::TraefikBurst::new(rate)),
