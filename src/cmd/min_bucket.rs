@@ -35,12 +35,7 @@ pub(crate) fn run(args: &MinBucketArgs, styles: &Styles) -> Result<ExitCode> {
     if args.curve {
         return run_curve(args, &input, plot.as_ref(), styles);
     }
-    let ask = MinBucketAsk {
-        rates,
-        top: args.keys.top,
-        cover: args.cover,
-        system: args.system.map(SizedFor::algorithm),
-    };
+    let ask = MinBucketAsk { rates, top: args.keys.top, cover: args.cover, system: args.system };
     let Found { found, notes } =
         lossless::min_bucket(&input.source, &input.read, &ask, Names::Flags)?;
     say_notes(&input, &notes);
@@ -119,8 +114,9 @@ pub struct MinBucketArgs {
     /// of any key): for nginx, the smallest burst= with which limit_req refuses none of the
     /// events; for haproxy, the smallest N of http_req_rate(P) gt N, P the rate's period;
     /// for traefik, the smallest burst (every event kept, to replay).
-    #[arg(long = "for", value_enum, value_name = "SYSTEM", conflicts_with_all = ["curve", "limits"])]
-    pub system: Option<SizedFor>,
+    #[arg(long = "for", value_name = "SYSTEM", value_parser = sized_for_parser())]
+    #[arg(conflicts_with_all = ["curve", "limits"])]
+    pub system: Option<Algorithm>,
 
     /// With --curve: the unit the table gives each rate in, as a decimal beside the exact
     /// rate: s, m, h or d [default: h].
@@ -135,26 +131,14 @@ pub struct MinBucketArgs {
     pub output: OutputArgs,
 }
 
-/// The systems whose own terms `min-bucket --for` answers in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SizedFor {
-    /// nginx's limit_req: burst=, in its milli-request arithmetic.
-    Nginx,
-    /// HAProxy's stick table: the N of sc_http_req_rate(0) gt N.
-    Haproxy,
-    /// Traefik's rateLimit: burst, in Go's float64 arithmetic (every event kept).
-    Traefik,
-}
-
-impl SizedFor {
-    /// The limiter that models the system.
-    fn algorithm(self) -> Algorithm {
-        match self {
-            SizedFor::Nginx => Algorithm::Nginx,
-            SizedFor::Haproxy => Algorithm::Haproxy,
-            SizedFor::Traefik => Algorithm::Traefik,
-        }
-    }
+/// Reads `--for`: a system whose own lossless setting the registry finds
+/// ([`Algorithm::own_size`]), each listed in the help with its line.
+fn sized_for_parser() -> impl clap::builder::TypedValueParser<Value = Algorithm> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let names: Vec<PossibleValue> = lossless::systems()
+        .filter_map(|a| a.own_size().map(|own| PossibleValue::new(a.name()).help(own.help)))
+        .collect();
+    PossibleValuesParser::new(names).try_map(|name| name.parse::<Algorithm>())
 }
 
 fn parse_rate_list(text: &str) -> anyhow::Result<Vec<Rate>> {

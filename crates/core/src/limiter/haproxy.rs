@@ -224,6 +224,7 @@ impl Rule for Haproxy {
     const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "gt",
+        help: "HAProxy's stick table: the N of sc_http_req_rate(0) gt N",
         finder: |rate, _| Box::new(super::HaproxyLimit::new(rate)),
         refuses: <Haproxy as Rule>::refuses,
         weighs: true,

@@ -27,6 +27,8 @@ pub trait SystemSizer: Send + std::fmt::Debug {
 pub struct OwnSize {
     /// The setting's name in the system's configuration: nginx's `burst`, HAProxy's `gt`.
     pub setting: &'static str,
+    /// What is found, a line.
+    pub help: &'static str,
     /// Returns the finder of the setting at a rate, with the limiter's parameters (nginx's
     /// zone).
     pub finder: fn(Rate, &Params) -> Box<dyn SystemSizer>,

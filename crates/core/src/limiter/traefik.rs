@@ -186,6 +186,7 @@ impl Rule for Traefik {
     const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "burst",
+        help: "Traefik's rateLimit: burst, in Go's float64 arithmetic (every event kept)",
         finder: |rate, _| Box::new(super::TraefikBurst::new(rate)),
         refuses: <Traefik as Rule>::refuses,
         weighs: true,

@@ -432,6 +432,7 @@ impl Rule for Nginx {
     const EXPORT: Option<super::Export> = Some(export::EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "burst",
+        help: "nginx's limit_req: burst=, in its milli-request arithmetic",
         finder: |rate, params| match params {
             super::Params::Nginx(params) => Box::new(super::NginxBurst::in_zone(rate, params.zone)),
             _ => Box::new(super::NginxBurst::new(rate)),
