@@ -21,7 +21,7 @@ pub(crate) enum Data {
 /// `OSError` for a file the system refused, or `TypeError` for an argument the call does
 /// not take.
 pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
-    let message = ratelimit_replay::error_line(err);
+    let message = ratelimit_engine::error::error_line(err);
     Python::attach(|py| match failure(err) {
         Failure::Input(at) => input_error(py, message, &at, data),
         Failure::Unknown(flag, suggested) => {

@@ -17,8 +17,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3_arrow::PyArray;
 use pyo3_arrow::input::AnyRecordBatch;
+use ratelimit_input::catalog::{ArrowData, Source};
 use ratelimit_replay::embed;
-use ratelimit_replay::input::catalog::{ArrowData, Source};
 
 use self::errors::{Data, raised};
 
@@ -395,7 +395,7 @@ fn arrow_error(err: anyhow::Error) -> PyErr {
 }
 
 /// The exception of a read of Arrow data that failed ([`raised`]).
-fn read_error(err: ratelimit_replay::input::catalog::ReadError) -> PyErr {
+fn read_error(err: ratelimit_input::catalog::ReadError) -> PyErr {
     raised(&anyhow::Error::new(err), Data::Arrow)
 }
 
