@@ -79,8 +79,51 @@ mod tests {
         (together, apart)
     }
 
+    /// A limiter no system registers, whose keys share one store: one fixed window of 3
+    /// events an hour over every key. Decided apart, each key would pass 3 an hour; so a
+    /// system like it, registered without saying that its keys share (`has_zone`), would
+    /// be planned by key and split wrongly. The property below must catch that.
+    #[derive(Default)]
+    struct SharedWindow {
+        window: i64,
+        count: u32,
+    }
+
+    impl SharedWindow {
+        fn decide(&mut self, ms: i64) -> bool {
+            let window = ms.div_euclid(3_600_000);
+            if window != self.window {
+                (self.window, self.count) = (window, 0);
+            }
+            self.count += 1;
+            self.count <= 3
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn the_property_finds_a_limiter_whose_keys_share_a_store(
+            steps in prop::collection::vec((0i64..600_000, 0usize..4), 8..60)
+        ) {
+            // As `together_and_apart` decides a registered limiter: one store for every
+            // key, then one a key. Eight events in the first hour of two or more keys
+            // always differ: together, the fourth is refused; apart, no key has four.
+            let events: Vec<(i64, usize)> =
+                steps.iter().scan(0, |t, &(step, key)| { *t += step; Some((*t, key)) }).collect();
+            let mut all = SharedWindow::default();
+            let together: Vec<bool> = events.iter().map(|&(t, _)| all.decide(t)).collect();
+            let mut alone: Vec<SharedWindow> = (0..4).map(|_| SharedWindow::default()).collect();
+            let apart: Vec<bool> = events.iter().map(|&(t, key)| alone[key].decide(t)).collect();
+            let first_hour: Vec<usize> =
+                events.iter().filter(|&&(t, _)| t < 3_600_000).map(|&(_, key)| key).collect();
+            let spread = first_hour.iter().any(|&key| key != first_hour[0]);
+            let crowded = (0..4).all(|key| first_hour.iter().filter(|&&k| k == key).count() < 4);
+            if first_hour.len() >= 4 && spread && crowded {
+                prop_assert_ne!(together, apart);
+            }
+        }
 
         #[test]
         fn a_limit_planned_by_key_decides_each_key_as_all_keys_together(
