@@ -1,15 +1,14 @@
 //! A job, resolved once: its input, its limiters, where they run, and how its reports name
-//! keys. `replay` and `compare` replay one; `filter` decides one live.
+//! keys. `replay`, `compare` and `report` replay one.
 
 use anyhow::{Result, bail};
 
-use super::args::{JobArgs, RedisArgs};
+use super::args::JobArgs;
 use super::config::Input;
-use crate::engine::live::Live;
+use crate::engine::Backend;
 use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
-use crate::engine::{Backend, Policy};
 use crate::input::asked::Names;
-use crate::input::catalog::{self, ReadOptions, ReadStats, Rows, Source};
+use crate::input::catalog::{self, ReadStats, Rows};
 
 /// A replay job: what the flags settled, ready to run.
 pub struct Job {
@@ -49,21 +48,6 @@ impl JobArgs {
 }
 
 impl Job {
-    /// Settles a job that decides the events of standard input as they arrive (`filter`):
-    /// one limiter with `settings`, per `key` column if given, in Redis if `remote` names
-    /// a server.
-    pub fn live(settings: Settings, key: Option<String>, remote: &RedisArgs) -> Result<Job> {
-        let backend = Backend::new(&[settings], remote.target()?.as_ref(), None)?;
-        let read = ReadOptions { key_column: key.clone(), ..ReadOptions::new() };
-        let input = Input { source: Source::Stdin, read, note: None };
-        Ok(Job { input, key, settings: vec![settings], backend, top: 0 })
-    }
-
-    /// Returns the engine that decides each event as it arrives, at once.
-    pub fn decider(&self) -> Result<Box<dyn Live>> {
-        self.backend.live(Policy::SideBySide(&self.settings[..1]))
-    }
-
     /// Whether limits are per key.
     pub fn keyed(&self) -> bool {
         self.key.is_some()

@@ -9,12 +9,12 @@ use anyhow::{Result, anyhow, bail};
 use crate::backend::Backend;
 use crate::input::cost::Cost;
 use crate::input::keys::EmptyKey;
-use crate::layered::Layer;
 use crate::limit::{self, Limit};
+use crate::limits::LimitPolicy;
 use crate::live::{Answer, Answered, Live};
-use crate::policy::Policy;
 use crate::recorder::Settings;
 use crate::redis::RedisTarget;
+use crate::replay::Settled;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -96,10 +96,14 @@ impl LiveLimiter {
             _ => None,
         };
         // Checked here, before any thread or connection: what the thread will build.
-        let built = Built::of(limits, options.stop_counting_over_limit)?;
+        let policy = match limits {
+            [one] => LimitPolicy::One(one.clone()),
+            _ => LimitPolicy::AllOrNothing(limits.to_vec()),
+        };
+        let settled = Settled::of(&policy, None, options.stop_counting_over_limit)?;
         let decider = match &options.redis {
-            None => Decider::Here(built.in_memory()?),
-            Some(target) => remote(built, target.clone())?,
+            None => Decider::Here(crate::live::in_memory(settled.policy())?),
+            Some(target) => remote(settled, target.clone())?,
         };
         Ok(LiveLimiter { decider, one, last: None, clock: Clock::start(), empty })
     }
@@ -181,66 +185,15 @@ pub fn wait_micros(wait: i128, rate: Rate) -> u64 {
     u64::try_from((wait + n - 1) / n).unwrap_or(u64::MAX)
 }
 
-/// A policy's live engine, checked and ready to build where it will run.
-enum Built {
-    /// One limiter.
-    One(Settings),
-    /// Layers, all or nothing.
-    Layers(Vec<Layer>),
-}
-
-impl Built {
-    /// Checks `limits` as a live policy: one limiter, or layers.
-    fn of(limits: &[Limit], stop_counting: bool) -> Result<Built> {
-        match limits {
-            [one] => Ok(Built::One(one.settings(None, true, "")?)),
-            _ => Ok(Built::Layers(
-                crate::limits::layers(limits, None, stop_counting, "layers")?.layers,
-            )),
-        }
-    }
-
-    /// Returns the backend that runs these limits in `redis`, or in memory.
-    fn backend(&self, redis: Option<&RedisTarget>) -> Result<Backend> {
-        Backend::new(&self.settings(), redis, None)
-    }
-
-    fn settings(&self) -> Vec<Settings> {
-        match self {
-            Built::One(settings) => vec![*settings],
-            Built::Layers(layers) => layers.iter().map(|l| l.settings).collect(),
-        }
-    }
-
-    /// Returns the live engine of these limits in `backend`.
-    fn live(&self, backend: &Backend) -> Result<Box<dyn Live>> {
-        match self {
-            Built::One(settings) => {
-                backend.live(Policy::SideBySide(std::slice::from_ref(settings)))
-            }
-            Built::Layers(layers) => backend.live(Policy::AllOrNothing(layers)),
-        }
-    }
-
-    /// Returns the live engine in memory, which may move between threads.
-    fn in_memory(&self) -> Result<Box<dyn Live + Send>> {
-        match self {
-            Built::One(settings) => {
-                crate::live::in_memory(Policy::SideBySide(std::slice::from_ref(settings)))
-            }
-            Built::Layers(layers) => crate::live::in_memory(Policy::AllOrNothing(layers)),
-        }
-    }
-}
-
-/// Starts the thread that asks Redis at `target` for the limits `built`, and returns how to
-/// ask it. The connection lives and dies with the thread, which ends when the limiter is
-/// dropped.
-fn remote(built: Built, target: RedisTarget) -> Result<Decider> {
+/// Starts the thread that asks Redis at `target` for the `settled` policy, and returns how
+/// to ask it. The connection lives and dies with the thread, which ends when the limiter
+/// is dropped.
+fn remote(settled: Settled, target: RedisTarget) -> Result<Decider> {
     let (ask, questions) = mpsc::sync_channel::<(Option<Vec<u8>>, u64)>(0);
     let (answer, answers) = mpsc::sync_channel(1);
     std::thread::Builder::new().name("ratelimit-redis".into()).spawn(move || {
-        let made = built.backend(Some(&target)).and_then(|backend| built.live(&backend));
+        let made = Backend::new(&settled.settings(), Some(&target), None)
+            .and_then(|backend| backend.live(settled.policy()));
         let mut live = match made {
             Ok(live) => {
                 let _ = answer.send(Ok(None));

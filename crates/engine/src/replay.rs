@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::Policy;
 use crate::backend::Backend;
 use crate::decisions::Decisions;
 use crate::fleet::FleetPlan;
@@ -112,6 +113,14 @@ impl Settled {
                 Settled::Layers { limits: limits.clone(), layers: layers.layers }
             }
         })
+    }
+
+    /// The policy, as engines take it: one limiter, or the layers all or nothing.
+    pub fn policy(&self) -> Policy<'_> {
+        match self {
+            Settled::One(settings) => Policy::SideBySide(std::slice::from_ref(settings)),
+            Settled::Layers { layers, .. } => Policy::AllOrNothing(layers),
+        }
     }
 
     /// Each limit's settings, in order.

@@ -31,13 +31,13 @@ use self::output::Output;
 use crate::cli::args::{LiveLimitArgs, RedisArgs};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::empty_key::EmptyKeyArg;
-use crate::cli::job::Job;
 use crate::cli::layer::{self, Layers};
+use crate::engine::Backend;
 use crate::engine::limit::Limit;
 use crate::engine::live::{Live, MAX_LIVE_KEYS};
 use crate::engine::live_limiter::{Clock, wait_micros};
 use crate::engine::recorder::Settings;
-use crate::engine::{Backend, Policy};
+use crate::engine::replay::Settled;
 use crate::input::bounded::{LongRow, MOST_ROW};
 use crate::input::catalog::ReadError;
 use crate::input::cost::{Cost, parse_cost};
@@ -58,24 +58,28 @@ pub const MOST_QUEUED: usize = 64 << 20;
 /// layers), and its key and cost columns.
 type Decider = (Box<dyn Live>, Option<Settings>, Option<String>, Cost);
 
-/// Settles what decides the lines: one limit, or layers, in memory or in Redis.
+/// Settles what decides the lines: one limit, or layers, in memory or in Redis. The flags
+/// part in one place, into a settled policy; its live engine is the backend's either way.
 fn decider(args: &FilterArgs) -> Result<Decider> {
-    if args.limits.is_empty() {
+    let (settled, key, cost) = if args.limits.is_empty() {
         let settings = args.limit.settings("filter")?;
-        let job = Job::live(settings, args.key.clone(), &args.remote)?;
         let cost = args.cost.clone().unwrap_or_default();
         if let Some(why) = crate::engine::limit::cost_refused(&cost, [settings.algorithm], "--cost")
         {
             bail!(why);
         }
-        Ok((job.decider()?, Some(settings), job.key, cost))
+        (Settled::One(settings), args.key.clone(), cost)
     } else {
         let Layers { layers, key, cost } =
             layer::resolve(&args.limits, None, args.stop_counting_over_limit, "layers")?;
-        let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
-        let backend = Backend::new(&settings, args.remote.target()?.as_ref(), None)?;
-        Ok((backend.live(Policy::AllOrNothing(&layers))?, None, key, cost))
-    }
+        (Settled::Layers { limits: args.limits.clone(), layers }, key, cost)
+    };
+    let backend = Backend::new(&settled.settings(), args.remote.target()?.as_ref(), None)?;
+    let one = match settled {
+        Settled::One(settings) => Some(settings),
+        Settled::Layers { .. } => None,
+    };
+    Ok((backend.live(settled.policy())?, one, key, cost))
 }
 
 pub(crate) fn run(args: &FilterArgs) -> Result<ExitCode> {
