@@ -36,8 +36,8 @@ def min_bucket(
     DataFrame ``ddf`` in (time, tie) order: the smallest lossless bucket at ``rate`` (or
     each rate of a list or range), of one stream or per ``key``. The keywords are
     ``ratelimit_replay.spark.min_bucket``'s."""
-    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
-    return json.loads(_merged(ddf, argv, key, [time] + ([tie] if tie else [])))
+    sizing = _sizing([rate] if isinstance(rate, str) else list(rate), key, cost, time, flags)
+    return json.loads(_merged(ddf, sizing, key, [time] + ([tie] if tie else [])))
 
 
 def curve(ddf: Any, *, cost: str | int | None = None, time: str = "time", tie: str | None = None, **flags: Any) -> Any:
@@ -46,14 +46,19 @@ def curve(ddf: Any, *, cost: str | int | None = None, time: str = "time", tie: s
     (``ratelimit_core::sizing::curve_summary``), merged in the partitions' order."""
     from . import _curve_table
 
-    argv = _argv("min-bucket", dict(curve=True, cost=cost, time=time, **flags))
-    return _curve_table(json.loads(_merged(ddf, argv, None, [time] + ([tie] if tie else []))))
+    sizing = _sizing([], None, cost, time, flags)
+    return _curve_table(json.loads(_merged(ddf, sizing, None, [time] + ([tie] if tie else []))))
 
 
-def _merged(ddf: Any, argv: list[str], key: str | None, order: list[str]) -> bytes:
+def _sizing(rates: list[str], key: str | None, cost: Any, time: str, flags: dict[str, Any]) -> Any:
+    """The sizing every partition does: the engine's, asked once (no rate: the curve)."""
+    return _native.Sizing(rates, key, cost, dict(flags, time=None if time == "time" else time))
+
+
+def _merged(ddf: Any, sizing: Any, key: str | None, order: list[str]) -> bytes:
     """Sums up each partition in Rust where it lies (``chunk_lines``): of one stream, the
     partitions in (time, tie) order; per `key`, whole keys. Merges the lines on the client
-    (``merge_chunks``): what ``ratelimit min-bucket`` prints with `argv`'s flags."""
+    (``merge_chunks``): what ``ratelimit min-bucket`` prints, as `sizing` asks."""
     import pandas
 
     order = ([key] if key else []) + order
@@ -73,12 +78,12 @@ def _merged(ddf: Any, argv: list[str], key: str | None, order: list[str]) -> byt
             return pandas.Series([], dtype=object)
         number = (partition_info or {}).get("number", 0)
         table = pyarrow.Table.from_pandas(part, preserve_index=False)
-        return pandas.Series(["\n".join(native.chunk_lines(argv, table, f"<partition {number}>"))])
+        return pandas.Series(["\n".join(native.chunk_lines(sizing, table, f"<partition {number}>"))])
 
     chunks = [chunk.split("\n") for chunk in parts.map_partitions(lines, meta=(None, object)).compute()]
     if key:
         chunks = [[line for chunk in chunks for line in chunk]]
-    return _native.merge_chunks(argv, chunks)
+    return _native.merge_chunks(sizing, chunks)
 
 
 def replay(

@@ -74,16 +74,17 @@ def min_bucket(
     """
     _check_via(via)
     _zone_less(df, time)
-    argv = _argv("min-bucket", dict(rate=rate, key=key, cost=cost, time=time, **flags))
+    rates = [rate] if isinstance(rate, str) else list(rate)
+    sizing = _native.Sizing(rates, key, cost, dict(flags, time=None if time == "time" else time))
     if key:
-        return _by_key(df, argv, key, [key, time] + _ties(tie), partitions, via)
-    return json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions))
+        return _by_key(df, sizing, key, [key, time] + _ties(tie), partitions, via)
+    return json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions))
 
 
-def _merged_ranges(df: Any, argv: list[str], order: list[str], partitions: int | None) -> bytes:
+def _merged_ranges(df: Any, sizing: Any, order: list[str], partitions: int | None) -> bytes:
     """Sums up each range of one stream in (time, tie) order on its executor
     (``chunk_lines``, in Rust) and merges the summaries in range order on the driver
-    (``merge_chunks``): what ``ratelimit min-bucket`` prints with `argv`'s flags."""
+    (``merge_chunks``): what ``ratelimit min-bucket`` prints, as `sizing` asks."""
     ranged = df.repartitionByRange(partitions, *order) if partitions else df.repartitionByRange(*order)
     ranged = ranged.sortWithinPartitions(*order)
 
@@ -99,13 +100,13 @@ def _merged_ranges(df: Any, argv: list[str], order: list[str], partitions: int |
             return
         partition = TaskContext.get().partitionId()
         # A bad row is named by its range and its place there, in (time, tie) order.
-        lines = native.chunk_lines(argv, table, f"<partition {partition}>")
+        lines = native.chunk_lines(sizing, table, f"<partition {partition}>")
         yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "summary": ["\n".join(lines)]})
 
     parts = _collect(ranged.mapInArrow(summarize, "partition long, summary string"))
     # Range partition n holds the n-th range: merged in that order.
     chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
-    return _native.merge_chunks(argv, chunks)
+    return _native.merge_chunks(sizing, chunks)
 
 
 def curve(
@@ -125,8 +126,8 @@ def curve(
     from . import _curve_table
 
     _zone_less(df, time)
-    argv = _argv("min-bucket", dict(curve=True, cost=cost, time=time, **flags))
-    return _curve_table(json.loads(_merged_ranges(df, argv, [time] + _ties(tie), partitions)))
+    sizing = _native.Sizing([], None, cost, dict(flags, time=None if time == "time" else time))
+    return _curve_table(json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions)))
 
 
 def decisions(
@@ -337,7 +338,7 @@ def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int 
     return [replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in with_burst else None, **given) for algo in chosen]
 
 
-def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: int | None, via: str) -> list[dict[str, Any]]:
+def _by_key(df: Any, sizing: Any, key: str, order: list[str], partitions: int | None, via: str) -> list[dict[str, Any]]:
     """Sizes each key whole on an executor, and joins the keys' lines on the driver."""
 
     def size(table, name):
@@ -345,7 +346,7 @@ def _by_key(df: Any, argv: list[str], key: str, order: list[str], partitions: in
 
         from ratelimit_replay import _native as native
 
-        yield pyarrow.RecordBatch.from_pydict({"line": native.chunk_lines(argv, table, name)})
+        yield pyarrow.RecordBatch.from_pydict({"line": native.chunk_lines(sizing, table, name)})
 
     lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", via))]
-    return json.loads(_native.merge_chunks(argv, [lines]))
+    return json.loads(_native.merge_chunks(sizing, [lines]))

@@ -121,33 +121,6 @@ pub(crate) fn warn(py: Python<'_>, notes: &[String], stacklevel: i32) -> PyResul
     Ok(())
 }
 
-/// Returns what a chunk of rows tells (a Spark partition's: a range of one stream in
-/// time order, or whole keys with `--key`), read with `args` as `ratelimit min-bucket`'s
-/// flags: lines of text, to be merged with the other chunks' by `merge_chunks`. `name`
-/// names the chunk in messages. The GIL is released meanwhile.
-#[pyfunction]
-fn chunk_lines(
-    py: Python<'_>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-) -> PyResult<Vec<String>> {
-    let given = Source::Arrow(table(data, name)?);
-    py.detach(|| embed::chunk_lines(&args, given)).map_err(arrow_error)
-}
-
-/// Merges every chunk's lines (of one stream, in its order) into what `ratelimit
-/// min-bucket --format json` prints for all the rows.
-#[pyfunction]
-fn merge_chunks<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    chunks: Vec<Vec<String>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = py.detach(|| embed::merge_chunks(&args, &chunks)).map_err(arrow_error)?;
-    Ok(PyBytes::new(py, &merged))
-}
-
 /// Replays the rows of `data`, which hold whole keys (a Spark partition's), with `args` as
 /// `ratelimit replay --key`'s flags: returns the part's summary, to be merged by
 /// `merge_parts`, and for each row its decision, its event's time in µs and its cost, as
@@ -516,8 +489,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<live::Limiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;
-    module.add_function(wrap_pyfunction!(chunk_lines, module)?)?;
-    module.add_function(wrap_pyfunction!(merge_chunks, module)?)?;
+    module.add_class::<lossless::Sizing>()?;
+    module.add_function(wrap_pyfunction!(lossless::chunk_lines, module)?)?;
+    module.add_function(wrap_pyfunction!(lossless::merge_chunks, module)?)?;
     module.add_function(wrap_pyfunction!(replay_part, module)?)?;
     module.add_function(wrap_pyfunction!(stream_part, module)?)?;
     module.add_function(wrap_pyfunction!(block_lines, module)?)?;

@@ -2,7 +2,8 @@
 //! of Arrow data, with the GIL released, handed back as the JSON the program prints.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3_arrow::input::AnyRecordBatch;
 use ratelimit_core::limiter::Algorithm;
 use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::{self, Found, MinBucketAsk};
@@ -39,19 +40,12 @@ pub(crate) fn min_bucket<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut ask = MinBucketAsk { top: 10, ..MinBucketAsk::default() };
-    for text in rates {
-        let parsed = ratelimit_core::units::rate::parse_rates(&text);
-        ask.rates.extend(parsed.map_err(|e| policy_error(format!("rate={text}: {e}")))?);
-    }
+    ask.rates = read_rates(&rates)?;
     let known = ["top", "cover", "system", "for"];
     let mut asked = keywords::read("min_bucket", options, &[&known], |name, value| {
         match name {
             "top" => ask.top = value.extract()?,
-            "cover" => {
-                let text = word(value)?;
-                let cover = text.parse().map_err(|e| policy_error(format!("cover={text}: {e}")))?;
-                ask.cover = Some(cover);
-            }
+            "cover" => ask.cover = Some(read_cover(&word(value)?)?),
             "system" | "for" => {
                 let text = word(value)?;
                 let system: Algorithm = text
@@ -120,6 +114,107 @@ pub(crate) fn cost_of(cost: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Cost>>
     let text = word(cost)?;
     let parsed = text.parse().map_err(|e| policy_error(format!("cost={text}: {e}")))?;
     Ok(Some(parsed))
+}
+
+/// A `min_bucket` (or, with no rate, a `curve`) in chunks, for Spark's and Dask's
+/// partitions: asked once on the driver, checked whole, and sent to every executor, which
+/// unpickles it from what it was made of.
+#[pyclass(module = "ratelimit_replay._native", frozen)]
+pub(crate) struct Sizing {
+    chunked: ratelimit_replay::embed::Chunked,
+    /// What it was made of, to pickle it.
+    made_of: Py<PyTuple>,
+}
+
+#[pymethods]
+impl Sizing {
+    /// Asks for the smallest lossless bucket at each of `rates` (the whole curve if none),
+    /// keyed by `key` and weighed by `cost` if given; the keywords of `options` are what
+    /// to read, `top` and `cover`.
+    #[new]
+    #[pyo3(signature = (rates, key=None, cost=None, options=None))]
+    fn new(
+        py: Python<'_>,
+        rates: Vec<String>,
+        key: Option<String>,
+        cost: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Sizing> {
+        let made_of = (rates.clone(), key.clone(), cost, options).into_pyobject(py)?.unbind();
+        let mut chunked = ratelimit_replay::embed::Chunked {
+            rates: Vec::new(),
+            key,
+            cost: cost_of(cost)?,
+            asked: ratelimit_input::asked::Asked::default(),
+            top: 10,
+            cover: None,
+        };
+        chunked.rates = read_rates(&rates)?;
+        let (mut top, mut cover) = (10, None);
+        chunked.asked =
+            keywords::read("min_bucket", options, &[&["top", "cover"]], |name, value| {
+                match name {
+                    "top" => top = value.extract()?,
+                    "cover" => cover = Some(read_cover(&word(value)?)?),
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            })?;
+        (chunked.top, chunked.cover) = (top, cover);
+        Ok(Sizing { chunked, made_of })
+    }
+
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let class = py.get_type::<Sizing>().into_any();
+        Ok((class, self.made_of.bind(py).clone()))
+    }
+}
+
+/// Returns what a chunk of rows tells (a Spark partition's: a range of one stream in time
+/// order, or whole keys): lines of text, to be merged with the other chunks' by
+/// `merge_chunks`. `name` names the chunk in messages. The GIL is released meanwhile.
+#[pyfunction]
+pub(crate) fn chunk_lines(
+    py: Python<'_>,
+    sizing: &Sizing,
+    data: AnyRecordBatch,
+    name: String,
+) -> PyResult<Vec<String>> {
+    let given = Source::Arrow(crate::table(data, name)?);
+    let lines = py.detach(|| ratelimit_replay::embed::chunk_lines(&sizing.chunked, given));
+    lines.map_err(|err| raise(Error::from(err), Data::Arrow))
+}
+
+/// Merges every chunk's lines (of one stream, in its order) into what `ratelimit
+/// min-bucket --format json` prints for all the rows.
+#[pyfunction]
+pub(crate) fn merge_chunks<'py>(
+    py: Python<'py>,
+    sizing: &Sizing,
+    chunks: Vec<Vec<String>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let merged = py.detach(|| ratelimit_replay::embed::merge_chunks(&sizing.chunked, &chunks));
+    let merged = merged.map_err(|err| raise(Error::from(err), Data::Arrow))?;
+    Ok(PyBytes::new(py, &merged))
+}
+
+/// Reads rates, each a rate, a comma list or a range, as `--rate` takes them.
+fn read_rates(rates: &[String]) -> PyResult<Vec<ratelimit_core::units::rate::Rate>> {
+    let mut all = Vec::new();
+    // Each a rate, or a range; commas part several, as `--rate` splits them.
+    for text in rates.iter().flat_map(|text| text.split(',')) {
+        let parsed = ratelimit_core::units::rate::parse_rates(text);
+        all.extend(parsed.map_err(|e| policy_error(format!("rate={text}: {e}")))?);
+    }
+    Ok(all)
+}
+
+/// Reads a share of keys, as `--cover` takes it.
+fn read_cover(text: &str) -> PyResult<ratelimit_core::sizing::quantile::Percent> {
+    text.parse().map_err(|e| policy_error(format!("cover={text}: {e}")))
 }
 
 /// Sizes the source as `sizing` asks, reading it as `asked` says, keyed by `key`: with the

@@ -179,6 +179,14 @@ def test_a_systems_own_setting_is_the_programs(m5, m5_table, system, rate):
     assert own["system"] == system and own["value"] > 0
 
 
+def test_rates_listed_or_ranged_are_the_programs(m5, m5_table):
+    # A comma list, a range, and a list of them, as --rate takes them.
+    want = cli_json("min-bucket", str(m5), "--rate", "1/h,5/h", "--rate", "1/d..3/d")
+    assert without_input(rl.min_bucket(m5_table, rate=["1/h,5/h", "1/d..3/d"])) == without_input(want)
+    assert len(want) == 5
+    assert without_input(rl.min_bucket(m5_table, rate="1/h,5/h")) == without_input(want[:2])
+
+
 def test_a_written_report_leaves_ctrl_c_to_python(tmp_path):
     # The program removes a half-written file at a signal, and exits; in Python, Ctrl-C
     # stays a KeyboardInterrupt after a report is written. Run apart: a lost SIGINT

@@ -9,10 +9,8 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use super::parse;
-use crate::cli::config::Input;
-use crate::cmd::Cli;
 use crate::engine::key_sizing::{KeySizing, Shown, by_key};
+use crate::input::asked::Names;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, Timeline, slot};
 use crate::render::export::{self, Format, Style};
 use crate::sizing::curve_summary::CurveSummary;
@@ -21,13 +19,32 @@ use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
-/// Returns what a chunk tells, read from `given` with `args` as `ratelimit min-bucket`'s
-/// flags (the program's name first, `--rate` given): of one stream, a summary a rate, for
-/// a chunk of it in time order; with `--key`, a line a key (its name in hex, its events,
-/// and its bucket and stretch at each rate), for a chunk that holds whole keys.
-pub fn chunk_lines(args: &[String], given: Source) -> Result<Vec<String>> {
-    let plan = Plan::of(args, Some(given))?;
-    let (source, read) = (&plan.input.source, &plan.input.read);
+/// A `min-bucket` in chunks, as asked: at given rates, or over all of them (the curve);
+/// per key or of one stream; with what to read, what each event costs, and what the
+/// answer shows of the keys. One is made once, and sent to every chunk.
+#[derive(Clone, Debug)]
+pub struct Chunked {
+    /// The rates; none for the whole curve.
+    pub rates: Vec<Rate>,
+    /// The key column, if each key is sized alone.
+    pub key: Option<String>,
+    /// What each event costs, if not 1.
+    pub cost: Option<crate::input::catalog::Cost>,
+    /// What to read, as asked.
+    pub asked: crate::input::asked::Asked,
+    /// How many keys each rate lists (0: all).
+    pub top: usize,
+    /// With keys, the share of keys a bucket must leave untouched.
+    pub cover: Option<crate::sizing::quantile::Percent>,
+}
+
+/// Returns what a chunk tells, read from `given` as `asked` says: of one stream, a summary
+/// a rate (or the curve's summary, with no rate), for a chunk of it in time order; per
+/// key, a line a key (its name in hex, its events, and its bucket and stretch at each
+/// rate), for a chunk that holds whole keys.
+pub fn chunk_lines(asked: &Chunked, given: Source) -> Result<Vec<String>> {
+    let plan = Plan::of(asked, given)?;
+    let (source, read) = (&plan.source, &plan.read);
     if plan.curve {
         let (events, _) = catalog::read_events(source, read, Timeline::new)?;
         let summary = CurveSummary::of(events.times(), events.costs())
@@ -62,11 +79,12 @@ pub fn chunk_lines(args: &[String], given: Source) -> Result<Vec<String>> {
     Ok(lines)
 }
 
-/// Merges the lines of every chunk, as [`chunk_lines`] wrote them with the same `args`,
+/// Merges the lines of every chunk, as [`chunk_lines`] wrote them for the same `asked`,
 /// and returns what `ratelimit min-bucket --format json` prints for all the rows: of one
 /// stream, the chunks given in the stream's order; per key, in any order.
-pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> {
-    let plan = Plan::of(args, None)?;
+pub fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Vec<u8>> {
+    // Nothing is read to merge: a source that no settling looks into.
+    let plan = Plan::of(asked, Source::Embedded { name: "<chunks>", bytes: b"" })?;
     if plan.curve {
         let mut whole = CurveSummary::default();
         for (n, chunk) in chunks.iter().enumerate() {
@@ -106,11 +124,12 @@ pub fn merge_chunks(args: &[String], chunks: &[Vec<String>]) -> Result<Vec<u8>> 
     Ok(out)
 }
 
-/// A chunked min-bucket, settled from its flags: its rates, its input, whether it is per
-/// key, and what it shows of the keys.
+/// A chunked min-bucket, settled: its rates, what it reads, whether it is per key, and
+/// what it shows of the keys.
 struct Plan {
     rates: Vec<Rate>,
-    input: Input,
+    source: Source,
+    read: crate::input::catalog::ReadOptions,
     keyed: bool,
     top: usize,
     cover: Option<crate::sizing::quantile::Percent>,
@@ -119,25 +138,31 @@ struct Plan {
 }
 
 impl Plan {
-    /// Settles `args`, reading `given` (stdin, never read, if none).
-    fn of(args: &[String], given: Option<Source>) -> Result<Plan> {
-        let mut cli: Cli = parse(args)?;
-        let crate::cmd::Command::MinBucket(sizing) = &mut cli.command else {
-            bail!("chunks are min-bucket's")
-        };
-        // Exactly one of --rate and --curve.
-        if !sizing.limits.is_empty() || sizing.rate.is_empty() != sizing.curve {
+    /// Settles `asked`, reading `given` (nothing, to merge).
+    fn of(asked: &Chunked, given: Source) -> Result<Plan> {
+        let curve = asked.rates.is_empty();
+        if curve && asked.key.is_some() {
+            bail!("a curve in chunks is of one stream: no key");
+        }
+        if asked.rates.len() > crate::units::rate::MAX_RANGE {
             bail!(
-                "chunks are sized at given rates (--rate) or over all of them (--curve), and with no --limit"
+                "{} rates are asked; at most {} are allowed",
+                asked.rates.len(),
+                crate::units::rate::MAX_RANGE
             );
         }
-        if sizing.curve && sizing.keys.key.is_some() {
-            bail!("a curve in chunks is of one stream: no --key");
-        }
-        sizing.input.given = given.or(Some(Source::Stdin));
-        let (rates, _, input) = sizing.resolve()?;
-        let (keyed, top, cover) = (sizing.keys.key.is_some(), sizing.keys.top, sizing.cover);
-        Ok(Plan { rates, input, keyed, top, cover, curve: sizing.curve })
+        let key = asked.key.as_deref().map(|key| (key, "key="));
+        let mut read = asked.asked.settle(&given, key, Names::Keywords)?;
+        read.cost = asked.cost.clone().unwrap_or_default();
+        Ok(Plan {
+            rates: asked.rates.clone(),
+            source: given,
+            read,
+            keyed: asked.key.is_some(),
+            top: asked.top,
+            cover: asked.cover,
+            curve,
+        })
     }
 
     /// Reads every key's line and returns the keyed answer made of them.
@@ -163,8 +188,8 @@ impl Plan {
             size: |(): &mut (), key: usize| sizes[key].clone(),
             events: |key: usize| events[key],
         };
-        let column = self.input.read.key_column.clone().unwrap_or_default();
-        let threads = self.input.read.threads;
+        let column = self.read.key_column.clone().unwrap_or_default();
+        let threads = self.read.threads;
         let shown = Shown { top: self.top, cover: self.cover, column: &column, threads };
         Ok(by_key(&self.rates, &table, &sizing, &shown))
     }

@@ -14,7 +14,7 @@ mod replay_parts;
 mod stream_parts;
 
 pub use self::blocks::BlockRows;
-pub use self::chunks::{chunk_lines, merge_chunks};
+pub use self::chunks::{Chunked, chunk_lines, merge_chunks};
 use self::layered_parts::LayeredPlan;
 pub use self::layered_parts::layers_key;
 pub use self::layers_beside::{Beside, GlobalLayer, layers_beside};
