@@ -1,5 +1,6 @@
 //! `min_bucket`, `min_rate` and `curve`: the engine's smallest lossless sizes of a path or
-//! of Arrow data, with the GIL released, handed back as the JSON the program prints.
+//! of Arrow data, with the GIL released, handed back as the JSON the program prints; and
+//! `Sizing`, the same asked of Spark's and Dask's chunks.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
