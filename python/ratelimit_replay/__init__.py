@@ -302,45 +302,6 @@ def _with_columns(limit: Limit, *, key: Any = None, cost: Any = None) -> Limit:
     )
 
 
-def _policy_flags(
-    policy: Limits | None, shorthand: Mapping[str, Any], *, key: Any = None, cost: Any = None
-) -> dict[str, Any]:
-    """The flags of ``policy`` (a Limit's own, or a Policy's ``--limit`` SPECs), beside the
-    call's ``key`` and ``cost``; or of the shorthand keywords if no policy is given."""
-    if policy is None:
-        return dict(shorthand, key=key, cost=cost)
-    given = [name for name, value in shorthand.items() if value is not None]
-    if given:
-        raise PolicyError(f"give a Limit or a Policy, or {given[0]}=, not both")
-    if isinstance(policy, Policy):
-        if key is not None or cost is not None:
-            word = "key" if key is not None else "cost"
-            raise PolicyError(f"a Policy's limits say their own {word}: give it to each Limit")
-        windows = [limit.window for limit in policy.limits if limit.window is not None]
-        return dict(limits=[str(limit) for limit in policy.limits], window=windows[0] if windows else None)
-    if not isinstance(policy, Limit):
-        raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
-    return _limit_flags(policy, key=key, cost=cost)
-
-
-def _limit_flags(limit: Limit, *, key: Any = None, cost: Any = None) -> dict[str, Any]:
-    """The flags of one limit, with the call's ``key`` and ``cost`` where the limit has
-    none; both is an error unless they agree."""
-    own_cost = None if limit.cost == 1 else limit.cost
-    for word, own, theirs in (("key", limit.key, key), ("cost", own_cost, cost)):
-        if own is not None and theirs is not None and own != theirs:
-            raise PolicyError(f"{word}={theirs!r} and the Limit's {word}={own!r} say two things: give one")
-    return dict(
-        algo=limit.algo,
-        rate=limit.rate,
-        burst=limit.burst,
-        window=limit.window,
-        key=limit.key if limit.key is not None else key,
-        cost=own_cost if own_cost is not None else cost,
-        **limit.params,
-    )
-
-
 def compare(
     data: Any,
     limits: Iterable[Limit | str] | None = None,

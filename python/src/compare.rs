@@ -79,11 +79,7 @@ pub(crate) fn compare<'py>(
     let keywords::Running { redis, fleet } = running;
     let (kind, source) = data.source()?;
     let error = |err: Error| raise(err, kind);
-    let key_column = match fleet.key_column(key.as_deref()) {
-        Some((column, "--route")) => Some((column, "route=")),
-        Some((column, _)) => Some((column, "key=")),
-        None => None,
-    };
+    let key_column = fleet.key_column(key.as_deref(), Names::Keywords);
     let settled = asked.settle(&source, key_column, Names::Keywords);
     let mut read = settled.map_err(|err| error(err.into()))?;
     if let Some(why) = limit::cost_refused(&read.cost, algorithms.iter().copied(), "cost=") {

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ratelimit_engine::error::{Error, Place};
-use ratelimit_replay::embed::{Failure, failure};
+use ratelimit_replay::embed::unknown_flag;
 
 /// Where an error's input came from: Arrow data names its rows from 0, a file its lines
 /// (or a Parquet file its rows) from 1.
@@ -16,24 +16,19 @@ pub(crate) enum Data {
     Arrow,
 }
 
-/// Returns the exception `err` is, by its kind ([`failure`]), with the program's one-line
-/// message: `InputError` with where, `PolicyError`, `BackendError`, Python's own
-/// `OSError` for a file the system refused, or `TypeError` for an argument the call does
-/// not take.
+/// Returns the exception `err` (an error of the program's commands) is: `TypeError` for
+/// an argument the call does not take, else what the engine's kind of it says
+/// ([`raise`]), with the program's one-line message.
 pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
-    let message = ratelimit_engine::error::error_line(err);
-    Python::attach(|py| match failure(err) {
-        Failure::Input(at) => input_error(py, message, &at, data),
-        Failure::Unknown(flag, suggested) => {
+    match unknown_flag(err) {
+        Some((flag, suggested)) => {
             let name = keyword(flag);
             let hint = suggested.map(|s| format!(" (did you mean '{}'?)", keyword(s)));
             let text = format!("unexpected keyword argument '{name}'{}", hint.unwrap_or_default());
             pyo3::exceptions::PyTypeError::new_err(text)
         }
-        Failure::Backend => error(py, "BackendError", message, None),
-        Failure::Io(kind) => std::io::Error::new(kind, message).into(),
-        Failure::Policy => error(py, "PolicyError", message, None),
-    })
+        None => raise(Error::of(err), data),
+    }
 }
 
 /// Returns the exception of the engine's `err`: `InputError` with where, `PolicyError`,

@@ -17,7 +17,6 @@ use pyo3_arrow::input::AnyRecordBatch;
 use ratelimit_input::catalog::Source;
 
 use crate::errors::{Data, policy_error};
-use crate::limit::suggestion;
 
 /// The keywords of what to read.
 pub(crate) const READING: [&str; 14] = [
@@ -161,9 +160,12 @@ impl Running {
 /// nodes), under `redis_prefix`, each round trip at most `redis_timeout`.
 #[derive(Default)]
 pub(crate) struct Redis {
-    urls: Vec<String>,
-    prefix: Option<String>,
-    timeout: Option<std::time::Duration>,
+    /// The URLs: a server's, or a cluster's seed nodes; none for no Redis.
+    pub(crate) urls: Vec<String>,
+    /// The prefix of every key, if not the program's.
+    pub(crate) prefix: Option<String>,
+    /// The longest a round trip may take, if not 5 s.
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 impl Redis {
@@ -172,7 +174,7 @@ impl Redis {
         match name {
             "redis" => self.urls = words(value)?,
             "redis_prefix" => self.prefix = Some(word(value)?),
-            "redis_timeout" => self.timeout = Some(crate::live::timeout(&word(value)?)?),
+            "redis_timeout" => self.timeout = Some(timeout(&word(value)?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -210,9 +212,28 @@ pub(crate) fn fleet(fleet: &mut FleetAsk, name: &str, value: &Bound<'_, PyAny>) 
 pub(crate) fn window(text: &str) -> PyResult<Span> {
     let span: Span = text.parse().map_err(|e| policy_error(format!("window={text}: {e}")))?;
     if span.is_zero() {
-        return Err(policy_error("window= must be longer than zero"));
+        return Err(policy_error("window must be longer than zero"));
     }
     Ok(span)
+}
+
+/// Reads a Redis round trip's longest time, as `--redis-timeout` takes it.
+pub(crate) fn timeout(text: &str) -> PyResult<std::time::Duration> {
+    let span: Span = text.parse().map_err(|err| policy_error(format!("redis_timeout: {err}")))?;
+    match u64::try_from(span.as_micros()) {
+        Ok(micros) if micros > 0 => Ok(std::time::Duration::from_micros(micros)),
+        _ => Err(policy_error("redis_timeout must be longer than zero")),
+    }
+}
+
+/// ` (did you mean 'KNOWN'?)` for the one of `known` that `name` may misspell, as clap
+/// finds a flag; empty if none is close.
+pub(crate) fn suggestion<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
+    let closest = known
+        .map(|known| (strsim::jaro_winkler(name, known), known))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default()
 }
 
 /// A keyword's value as text: a string as it is, a number as Python writes it.

@@ -9,6 +9,7 @@ use ratelimit_engine::limit::{self, LimitError};
 use ratelimit_input::cost::Cost;
 
 use crate::errors::policy_error;
+use crate::keywords::suggestion;
 
 /// One limit: a limiter at a rate, with its burst, the column that keys it, what each
 /// event costs it, its own parameters, and the length of its busiest window.
@@ -60,13 +61,7 @@ impl PyLimit {
                 invalid => policy_error(invalid.to_string()),
             })?;
         let window = match window {
-            Some(text) => match text.parse::<Span>() {
-                Ok(span) if span.is_zero() => {
-                    return Err(policy_error("window must be longer than zero"));
-                }
-                Ok(span) => Some((text.to_owned(), span)),
-                Err(err) => return Err(policy_error(format!("window={text}: {err}"))),
-            },
+            Some(text) => Some((text.to_owned(), crate::keywords::window(text)?)),
             None => None,
         };
         // Settled now, as a replay would, so that a limit its limiter refuses (a rate
@@ -248,16 +243,6 @@ fn unexpected(name: &str) -> PyErr {
         keywords.iter().map(|k| (*k).to_owned()).chain(param_keywords()).collect();
     let hint = suggestion(name, all.iter().map(String::as_str));
     PyTypeError::new_err(format!("Limit() got an unexpected keyword argument '{name}'{hint}"))
-}
-
-/// ` (did you mean 'KNOWN'?)` for the one of `known` that `name` may misspell, as clap
-/// finds a flag; empty if none is close.
-pub(crate) fn suggestion<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
-    let closest = known
-        .map(|known| (strsim::jaro_winkler(name, known), known))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default()
 }
 
 /// `text` as Python's `repr` writes a str: in single quotes.

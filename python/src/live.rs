@@ -1,14 +1,13 @@
 //! `Limiter`: the engine's live limiter, deciding one event a call, with the GIL released.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use pyo3::prelude::*;
-use ratelimit_core::units::time::{Span, Timestamp};
+use ratelimit_core::units::time::Timestamp;
 use ratelimit_engine::live_limiter::{LiveLimiter, LiveOptions};
-use ratelimit_engine::redis::{DEFAULT_PREFIX, RedisTarget};
 
 use crate::errors::{Data, policy_error, raise};
+use crate::keywords;
 use crate::limit::PyLimit;
 
 /// One limit, or several all or nothing, decided live: each call decides one event, with
@@ -32,15 +31,8 @@ impl Limiter {
         empty_key: Option<Vec<u8>>,
         stop_counting_over_limit: bool,
     ) -> PyResult<Limiter> {
-        let timeout = match redis_timeout {
-            None => Duration::from_secs(5),
-            Some(text) => timeout(text)?,
-        };
-        let redis = (!redis.is_empty()).then(|| RedisTarget {
-            urls: redis,
-            prefix: redis_prefix.unwrap_or_else(|| DEFAULT_PREFIX.to_owned()),
-            timeout,
-        });
+        let timeout = redis_timeout.map(keywords::timeout).transpose()?;
+        let redis = keywords::Redis { urls: redis, prefix: redis_prefix, timeout }.target();
         let options = LiveOptions { redis, empty_key, stop_counting_over_limit };
         let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
         let made = py.detach(|| LiveLimiter::new(&limits, &options));
@@ -77,14 +69,5 @@ impl Limiter {
         });
         let outcome = decided.map_err(|err| raise(err, Data::File))?;
         Ok((outcome.passed, outcome.wait_us, outcome.remaining, outcome.retry_after_us))
-    }
-}
-
-/// Reads a Redis round trip's longest time, as `--redis-timeout` takes it.
-pub(crate) fn timeout(text: &str) -> PyResult<Duration> {
-    let span: Span = text.parse().map_err(|err| policy_error(format!("redis_timeout: {err}")))?;
-    match u64::try_from(span.as_micros()) {
-        Ok(micros) if micros > 0 => Ok(Duration::from_micros(micros)),
-        _ => Err(policy_error("redis_timeout must be longer than zero")),
     }
 }

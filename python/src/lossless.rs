@@ -245,14 +245,25 @@ pub(crate) fn answered<'py>(
     work: impl FnOnce(Stop) -> anyhow::Result<Found<Vec<u8>>> + Send,
     kind: Data,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let found = found(py, |stop| work(stop).map_err(Error::from), kind)?;
+    Ok(PyBytes::new(py, &found))
+}
+
+/// Runs `work` with the GIL released, Ctrl-C stopping its reads, warns of its notes (as
+/// of the package's function that called this crate), and returns what it found; its
+/// error raised as what `kind` of source says.
+pub(crate) fn found<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(Stop) -> Result<Found<T>, Error> + Send,
+    kind: Data,
+) -> PyResult<T> {
     let (found, interrupted) = py.detach(|| crate::interruptible(work));
     if let Some(interrupt) = interrupted {
         return Err(interrupt);
     }
-    let Found { found, notes } = found.map_err(|err| raise(Error::from(err), kind))?;
-    // Called by the package's function.
+    let Found { found, notes } = found.map_err(|err| raise(err, kind))?;
     crate::warn(py, &notes, 2)?;
-    Ok(PyBytes::new(py, &found))
+    Ok(found)
 }
 
 /// Sizes as `sizing` asks, and returns the program's JSON.

@@ -12,14 +12,16 @@ use pyo3_arrow::PyArray;
 use ratelimit_engine::decisions::Decisions;
 use ratelimit_engine::error::Error;
 use ratelimit_engine::limits::LimitPolicy;
+use ratelimit_engine::lossless::Found;
 use ratelimit_engine::policy_report::{LayerNeeds, ReplayReport};
 use ratelimit_engine::replay::{ReplayOptions, Replayed};
 use ratelimit_input::asked::Names;
 use ratelimit_input::progress::Stop;
 
 use crate::errors::{policy_error, raise};
+use crate::keywords::suggestion;
 use crate::keywords::{self, Given};
-use crate::limit::{PyLimit, suggestion};
+use crate::limit::PyLimit;
 
 /// Replays `data` (a path, or Arrow data) through `limits`: one limit alone unless `layered`, else
 /// all or nothing. `window` is the busiest windows' length; `options` are the reading and running
@@ -75,15 +77,11 @@ pub(crate) fn replay<'py>(
     let mut read = settled.map_err(|err| error(err.into()))?;
     let work = |stop: Stop| {
         read.stop = stop;
-        ratelimit_engine::replay::replay(&policy, &source, &read, &run)
+        let Replayed { report, decisions, notes } =
+            ratelimit_engine::replay::replay(&policy, &source, &read, &run)?;
+        Ok(Found { found: (report, decisions), notes })
     };
-    let (replayed, interrupted) = py.detach(|| crate::interruptible(work));
-    if let Some(interrupt) = interrupted {
-        return Err(interrupt);
-    }
-    let Replayed { report, decisions, notes } = replayed.map_err(|err| raise(err, kind))?;
-    // Called by the package's `replay`.
-    crate::warn(py, &notes, 2)?;
+    let (report, decisions) = crate::lossless::found(py, work, kind)?;
     let json = match &report {
         ReplayReport::Layers(layers) if needs => serde_json::to_vec(&LayerNeeds::of(layers)),
         _ => serde_json::to_vec(&report),

@@ -28,7 +28,7 @@ impl JobArgs {
     /// Settles the input: with a key column if limits are per key or a fleet routes by one.
     pub fn input(&self) -> Result<Input> {
         let key = self.keys.key.as_deref();
-        self.input.resolve(self.fleet.asked().key_column(key))
+        self.input.resolve(self.fleet.asked().key_column(key, Names::Flags))
     }
 
     /// Settles the job of limiters with `settings` over `input`. With `modes`, one

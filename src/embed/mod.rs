@@ -23,8 +23,7 @@ pub use self::replay_parts::{decide_range, range_line, range_starts, range_trans
 pub use self::stream_parts::stream_part;
 use crate::cli::diagnostics::{noted, stoppable};
 use crate::cmd::{Cli, clap_exit, dispatch};
-use crate::engine::error::{Error as EngineError, Place};
-use crate::input::catalog::{ReadError, Source};
+use crate::input::catalog::Source;
 pub use crate::input::progress::Stop;
 pub use crate::render::decisions::{self, Decisions};
 use crate::render::outfile;
@@ -92,54 +91,12 @@ pub(crate) fn parse(args: &[String]) -> Result<Cli> {
     })
 }
 
-/// What kind of failure an error of this module's is, for a caller that raises a type of
-/// its own for each (the Python package's exceptions).
-#[derive(Debug)]
-pub enum Failure<'a> {
-    /// The input could not be read: its name, and where, and which field.
-    Input(Place),
-    /// An argument the command takes no flag for: the flag as given (`--brust`), and the
-    /// one it may have meant (`--burst`).
-    Unknown(&'a str, Option<&'a str>),
-    /// Redis, or the way to it, failed.
-    Backend,
-    /// The system refused to open, read or write a file.
-    Io(std::io::ErrorKind),
-    /// What was asked cannot be done: a limit, an option's value, options together.
-    Policy,
-}
-
-/// Tells what kind of failure `err` is: by the first of its causes whose kind is known,
-/// from the outermost; what is none of them is what was asked.
-pub fn failure(err: &anyhow::Error) -> Failure<'_> {
-    for cause in err.chain() {
-        if let Some(engine) = cause.downcast_ref::<EngineError>() {
-            return match engine {
-                EngineError::Input { at, .. } => Failure::Input(at.clone()),
-                EngineError::Policy { .. } => Failure::Policy,
-                EngineError::Backend { .. } => Failure::Backend,
-                EngineError::Io { kind, .. } => Failure::Io(*kind),
-            };
-        }
-        if let Some(read) = cause.downcast_ref::<ReadError>() {
-            return match read {
-                ReadError::Io { error, .. } | ReadError::Rewind { error, .. } => {
-                    Failure::Io(error.kind())
-                }
-                _ => Failure::Input(Place::of(read)),
-            };
-        }
-        if let Some(unknown) = cause.downcast_ref::<UnknownFlag>() {
-            return Failure::Unknown(&unknown.flag, unknown.suggested.as_deref());
-        }
-        if cause.is::<crate::engine::redis::Unavailable>() {
-            return Failure::Backend;
-        }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return Failure::Io(io.kind());
-        }
-    }
-    Failure::Policy
+/// The flag an error of this module's names as one the command has not (`--brust`), and
+/// the one it may have meant (`--burst`), for a caller that names arguments its own way;
+/// `None` for any other error, whose kind the engine's [`Error::of`](crate::engine::error::Error::of) says.
+pub fn unknown_flag(err: &anyhow::Error) -> Option<(&str, Option<&str>)> {
+    let unknown = err.chain().find_map(|cause| cause.downcast_ref::<UnknownFlag>())?;
+    Some((&unknown.flag, unknown.suggested.as_deref()))
 }
 
 /// A flag the command has not, as given (`--brust`), with the command line's error.

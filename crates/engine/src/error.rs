@@ -93,7 +93,15 @@ impl std::error::Error for Error {}
 /// known, from the outermost: what is none of them is what was asked.
 impl From<anyhow::Error> for Error {
     fn from(err: anyhow::Error) -> Error {
-        let message = error_line(&err);
+        Error::of(&err)
+    }
+}
+
+impl Error {
+    /// Sorts `err` by the first of its causes whose kind is known, from the outermost,
+    /// leaving `err` to its caller: what is none of them is what was asked.
+    pub fn of(err: &anyhow::Error) -> Error {
+        let message = error_line(err);
         for cause in err.chain() {
             if let Some(known) = cause.downcast_ref::<Error>() {
                 return known.with_message(message);

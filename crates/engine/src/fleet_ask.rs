@@ -85,12 +85,21 @@ pub struct FleetAsk {
 
 impl FleetAsk {
     /// Returns the column to read as each event's key: `key`, else the column that a
-    /// hash route routes by; with the option that asked for it, for messages.
-    pub fn key_column<'a>(&'a self, key: Option<&'a str>) -> Option<(&'a str, &'static str)> {
+    /// hash route routes by; with the option that asked for it, named as `names` says, for
+    /// messages.
+    pub fn key_column<'a>(
+        &'a self,
+        key: Option<&'a str>,
+        names: Names,
+    ) -> Option<(&'a str, &'static str)> {
+        let (by_key, by_route) = match names {
+            Names::Flags => ("--key", "--route"),
+            Names::Keywords => ("key=", "route="),
+        };
         match (key, &self.route) {
-            (Some(key), _) => Some((key, "--key")),
+            (Some(key), _) => Some((key, by_key)),
             (None, Some(RouteAsk::Hash(column))) if self.servers.is_some() => {
-                Some((column, "--route"))
+                Some((column, by_route))
             }
             (None, _) => None,
         }

@@ -138,27 +138,18 @@ impl LimitPolicy {
         names: Names,
         fleet: &FleetAsk,
     ) -> Result<ReadOptions, PolicyError> {
-        let (key, cost, asked_by) = match self {
+        match self {
             LimitPolicy::One(limit) => {
-                let by = if names == Names::Flags { "--key" } else { "key=" };
-                match fleet.key_column(limit.key.as_deref()) {
-                    Some((column, "--route")) if names == Names::Keywords => {
-                        (Some(column.to_owned()), limit.cost.clone(), "route=")
-                    }
-                    Some((column, flag)) if limit.key.is_none() => {
-                        (Some(column.to_owned()), limit.cost.clone(), flag)
-                    }
-                    _ => (limit.key.clone(), limit.cost.clone(), by),
-                }
+                // Keyed by its own column, or by the one a hash route routes by.
+                let key_column = fleet.key_column(limit.key.as_deref(), names);
+                let mut read = asked.settle(source, key_column, names)?;
+                read.cost = limit.cost.clone();
+                Ok(read)
             }
             LimitPolicy::AllOrNothing(limits) => {
-                return settle_together(limits, "layers", asked, source, names);
+                settle_together(limits, "layers", asked, source, names)
             }
-        };
-        let key_column = key.as_deref().map(|key| (key, asked_by));
-        let mut read = asked.settle(source, key_column, names)?;
-        read.cost = cost;
-        Ok(read)
+        }
     }
 }
 

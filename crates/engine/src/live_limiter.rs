@@ -90,17 +90,17 @@ impl LiveLimiter {
             Some(value) => EmptyKey::reading_as_empty(value),
             None => EmptyKey::default(),
         };
-        let one = match limits {
-            [] => bail!("a live limiter needs a limit"),
-            [one] => Some((one.settings(None, true, "")?, one.cost.clone())),
-            _ => None,
-        };
         // Checked here, before any thread or connection: what the thread will build.
         let policy = match limits {
+            [] => bail!("a live limiter needs a limit"),
             [one] => LimitPolicy::One(one.clone()),
             _ => LimitPolicy::AllOrNothing(limits.to_vec()),
         };
         let settled = Settled::of(&policy, None, options.stop_counting_over_limit)?;
+        let one = match (&settled, limits) {
+            (Settled::One(settings), [limit]) => Some((*settings, limit.cost.clone())),
+            _ => None,
+        };
         let decider = match &options.redis {
             None => Decider::Here(crate::live::in_memory(settled.policy())?),
             Some(target) => remote(settled, target.clone())?,
