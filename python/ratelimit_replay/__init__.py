@@ -224,6 +224,28 @@ def replay(
     In place of a policy, the shorthand ``algo=``, ``rate=``, ``burst=`` (one limit) or
     ``limits=`` (the program's ``--limit`` SPECs) still works.
     """
+    each, layered, window, options = _resolved(
+        policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags
+    )
+    options = dict(options, time=None if time == "time" else time, servers=servers)
+    stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
+    return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
+
+
+def _resolved(
+    policy: Limits | None,
+    *,
+    key: str | None,
+    cost: str | int | None,
+    algo: str | None,
+    rate: str | None,
+    burst: int | None,
+    window: str | None,
+    limits: Iterable[str] | None,
+    flags: dict[str, Any],
+) -> tuple[list[Limit], bool, str | None, dict[str, Any]]:
+    """What ``replay`` is asked: each limit (with ``key`` and ``cost`` if one alone),
+    whether they are layers, the busiest windows' length, and the other keywords."""
     if policy is None:
         params, options = _native.shorthand("replay", flags)
         if limits is not None:
@@ -244,22 +266,29 @@ def replay(
         if named:
             raise PolicyError(f"give a Limit or a Policy, or {named[0]}=, not both")
         options = flags
-    layered = isinstance(policy, Policy)
-    if layered:
+    if isinstance(policy, Policy):
         if key is not None or cost is not None:
             word = "key" if key is not None else "cost"
             raise PolicyError(f"a Policy's limits say their own {word}: give it to each Limit")
-        each = policy.limits
-        windows = [limit.window for limit in each if limit.window is not None]
+        windows = [limit.window for limit in policy.limits if limit.window is not None]
         window = window if window is not None else windows[0] if windows else None
-    elif isinstance(policy, Limit):
-        each = [_with_columns(policy, key=key, cost=cost)]
+        return list(policy.limits), True, window, options
+    if isinstance(policy, Limit):
         window = window if window is not None else policy.window
-    else:
-        raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
-    options = dict(options, time=None if time == "time" else time, servers=servers)
-    stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
-    return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
+        return [_with_columns(policy, key=key, cost=cost)], False, window, options
+    raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+
+
+def _parts(given: dict[str, Any]) -> Any:
+    """A replay in parts (``_native.Parts``) of the shorthand keywords ``given`` (``algo=``,
+    ``rate=``, ``limits=``, ``key=``, ``time=`` and the reading keywords), as ``replay``
+    takes them."""
+    flags = dict(given)
+    named = {name: flags.pop(name, None) for name in ("key", "cost", "algo", "rate", "burst", "window", "limits")}
+    time = flags.pop("time", "time")
+    each, layered, window, options = _resolved(None, flags=flags, **named)
+    options = dict(options, time=None if time == "time" else time)
+    return _native.Parts(each, layered, window, options=options)
 
 
 def _data(data: Any) -> Any:

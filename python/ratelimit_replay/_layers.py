@@ -9,7 +9,7 @@ room, so a global layer that refuses no event alone refuses none in the run, and
 keyed layers decide as if it were not there: each key alone, by key. Its own report is
 then a replay of one stream over every row, the rows that passed decided so (for a
 limiter that delays nothing). Which layers split so is the engine's to say
-(``layers_beside``, in Rust); whether each global layer refuses nothing alone is found
+(``Parts.beside``, in Rust); whether each global layer refuses nothing alone is found
 first, by a replay of it alone over every row, in parallel.
 """
 
@@ -18,47 +18,38 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import _argv, _native
-
 # How layers run: split by key beside global layers that refuse nothing, or in one pass.
 _BESIDE = "by key: the global layers refuse nothing"
 _ONE_PASS = "sequential"
 
 
-def _split(given: dict[str, Any]) -> tuple[list[str], str | None, list[Any]]:
-    """Layers keyed by one column beside global ones, as the engine splits them
-    (``layers_beside``): the keyed layers' command line and column (``None`` if the layers
-    do not split so), and each global layer's place, spec, limiter, whether it is weighed,
-    and command line as the only limit."""
-    found = _native.layers_beside(_argv("replay", given))
-    return found if found else ([], None, [])
-
-
 def _replay_beside(
-    given: dict[str, Any],
+    job: Any,
+    limits: list[str],
     one_stream: Callable[..., dict[str, Any]],
-    keyed_report: Callable[[list[str], str, bool], bytes],
-    keyed_decisions: Callable[[list[str], str], Any],
+    keyed_report: Callable[[Any, str, bool], bytes],
+    keyed_decisions: Callable[[Any, str], Any],
 ) -> tuple[dict[str, Any] | None, str]:
-    """The program's report of layers keyed by one column beside global ones (`given`'s
-    ``limits``), by key, if every global layer refuses nothing alone, and the method;
-    else ``None`` and the method of one pass, with why. The engine's own work:
-    `one_stream(frame, argv, algo, light, decided)`, a replay of one limit over every row
-    (of `frame`, whose ``passed`` says each row's decision if `decided`);
-    `keyed_report(argv, key, light)`, the merged report of layers by key; and
-    `keyed_decisions(argv, key)`, the rows with ``passed``, decided by key."""
-    argv, key, apart = _split(given)
-    if key is None:
+    """The program's report of layers keyed by one column beside global ones (``job``'s,
+    whose SPECs are ``limits``), by key, if every global layer refuses nothing alone, and
+    the method; else ``None`` and the method of one pass, with why. The engine's own work:
+    `one_stream(frame, job, light, decided)`, a replay of one limit over every row (of
+    `frame`, whose ``passed`` says each row's decision if `decided`);
+    `keyed_report(job, key, light)`, the merged report of layers by key; and
+    `keyed_decisions(job, key)`, the rows with ``passed``, decided by key."""
+    split = job.beside()
+    if split is None:
         return None, _ONE_PASS
-    for place, spec, algo, weighed, alone in apart:
-        report = one_stream(None, alone, algo, not weighed, False)
+    keyed, key, apart = split
+    for place, spec, weighed, alone in apart:
+        report = one_stream(None, alone, not weighed, False)
         if report["dropped"]:
-            return None, f"{_ONE_PASS}: `{given['limits'][place]}` refuses {report['dropped']} alone"
-    light = not any("cost=" in spec for spec in given["limits"])
-    report = json.loads(keyed_report(argv, key, light))
+            return None, f"{_ONE_PASS}: `{limits[place]}` refuses {report['dropped']} alone"
+    light = not any("cost=" in spec for spec in limits)
+    report = json.loads(keyed_report(keyed, key, light))
     # The rows as the keyed layers decide them, which every global layer admits.
-    decided = keyed_decisions(argv, key)
-    for place, spec, algo, weighed, alone in apart:
-        layer = one_stream(decided, alone, algo, not weighed, True)
+    decided = keyed_decisions(keyed, key)
+    for place, spec, weighed, alone in apart:
+        layer = one_stream(decided, alone, not weighed, True)
         report["layers"].insert(place, {"spec": spec, "refused": 0, "only": 0, "alone": 0, **layer})
     return report, _BESIDE

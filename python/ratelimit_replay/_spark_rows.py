@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _native
 from .errors import BackendError, InputError, PolicyError
+
 
 class Replayed(dict):
     """A replay's report, as the program's JSON has it, with ``method``: how the rows of
@@ -71,15 +71,13 @@ _RAISED: dict[str, type[Exception]] = {
 }
 
 
-def _decided(argv: list[str], batches: list[Any], names: list[str] | None = None) -> Any:
+def _decided(job: Any, batches: list[Any], names: list[str] | None = None) -> Any:
     """Decides rows as ``ratelimit replay`` does, from a fresh state, and returns their
     batches with a column ``passed`` (and with layers, one for each, as `names` names)."""
     import pyarrow
 
-    from ratelimit_replay import _native as native
-
     table = pyarrow.Table.from_batches(batches)
-    _, passed = native.call(argv, table, True)
+    _, passed = job.replay(table, True)
     for name, column in zip(names or ["passed"], passed):
         table = table.append_column(name, pyarrow.array(column))
     return table.to_batches()
@@ -141,7 +139,7 @@ def _unpacked(rows: Any) -> Any:
     })
 
 
-def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int | None) -> list[Any]:
+def _blocks_told(blocked: Any, job: Any, ties: list[str], partitions: int | None) -> list[Any]:
     """Shuffles rows by block, each block's in time order (the summaries, with no block,
     first), and collects the summaries (kind ``part``, with their ``order``) and a line
     for each block (kind ``block``)."""
@@ -151,8 +149,6 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
         import numpy
         import pyarrow
         import pyarrow.compute
-
-        from ratelimit_replay import _native as native
 
         table = _table(batches)
         if table is None:
@@ -165,7 +161,7 @@ def _blocks_told(blocked: Any, argv: list[str], ties: list[str], partitions: int
         else:
             # Each block's rows in time order, ties in their order: sorted here, in Arrow.
             rows = rows.sort_by([("block", "ascending"), ("t", "ascending"), *((tie, "ascending") for tie in ties)])
-        found = native.block_lines(argv, rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
+        found = job.block_lines(rows.select(["block", "t", "c", "passed", "own"])) if rows.num_rows else []
         orders = said.column("order").to_pylist() if "order" in said.column_names else [None] * said.num_rows
         yield pyarrow.RecordBatch.from_pydict({
             "kind": ["part"] * said.num_rows + ["block"] * len(found),
@@ -190,7 +186,7 @@ def _packed_schema(ordered: bool = False) -> Any:
 _BLOCK_US = 600_000_000
 
 
-def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> tuple[str, Any]:
+def _replayed_part(job: Any, table: Any, ties: list[str], name: str) -> tuple[str, Any]:
     """Replays a part's whole keys (``replay_part``) and returns its summary and its
     events' rows (`t`, `c`, `passed`, the ties, `block`, `own`): each in the block of its
     time, and again in the block before if it lies within a window's length of its
@@ -199,9 +195,7 @@ def _replayed_part(argv: list[str], table: Any, ties: list[str], name: str) -> t
     import pyarrow
     import pyarrow.compute
 
-    from ratelimit_replay import _native as native
-
-    summary, (passed, t, c) = native.replay_part(argv, table, name)
+    summary, (passed, t, c) = job.replay_part(table, name)
     columns = {"t": pyarrow.array(t), "c": pyarrow.array(c), "passed": pyarrow.array(passed)}
     columns.update({tie: table.column(tie) for tie in ties})
     events = pyarrow.table(columns)
@@ -307,7 +301,7 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
     return arrow_udtf(returnType=schema)(Bucket)(bucketed.asTable().partitionBy("__bucket").orderBy(*order))
 
 
-def _keyed_report(df: Any, argv: list[str], order: list[str], partitions: int | None, light: bool, via: str) -> bytes:
+def _keyed_report(df: Any, job: Any, order: list[str], partitions: int | None, light: bool, via: str) -> bytes:
     """Replays whole keys (`order`: key, time, ties) where they lie, and merges the parts'
     summaries and the blocks' lines on the driver (``merge_parts``)."""
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -328,7 +322,7 @@ def _keyed_report(df: Any, argv: list[str], order: list[str], partitions: int | 
         # (or, each costing 1, a row of them packed for each block).
         import pyarrow
 
-        summary, rows = _replayed_part(argv, table, ties, name)
+        summary, rows = _replayed_part(job, table, ties, name)
         if light:
             rows = _packed(rows)
         rows = rows.append_column("summary", pyarrow.nulls(rows.num_rows, pyarrow.string()))
@@ -336,20 +330,20 @@ def _keyed_report(df: Any, argv: list[str], order: list[str], partitions: int | 
         said = said.set_column(0, "summary", pyarrow.array([summary]))
         yield from pyarrow.concat_tables([said, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, via), argv, carried, partitions)
+    told = _blocks_told(_by_bucket(df, key, order, partitions, part, schema, via), job, carried, partitions)
     parts = [row["line"] for row in told if row["kind"] == "part"]
     if not parts:
         raise ValueError("<DataFrame>: no rows")
     found = [row["line"] for row in told if row["kind"] == "block"]
-    return _native.merge_parts(argv, parts, found)
+    return job.merge_parts(parts, found)
 
 
-def _keyed_decisions(df: Any, argv: list[str], order: list[str], partitions: int | None, names: list[str], via: str) -> Any:
+def _keyed_decisions(df: Any, job: Any, order: list[str], partitions: int | None, names: list[str], via: str) -> Any:
     """Decides whole keys (`order`: key, time, ties) where they lie: `df` with a column for
     each of `names` (``passed``, then each layer's)."""
 
     def decide(table, name):
-        return _decided(argv, table.to_batches(), names)
+        return _decided(job, table.to_batches(), names)
 
     decided = _by_bucket(df, order[0], order, partitions, decide, _with_passed(df.schema, names), via)
     decided.ratelimit_method = "by key"

@@ -22,18 +22,16 @@ from ._spark_rows import (
     _with_passed,
 )
 
-def _sequential_report(df: Any, argv: list[str], order: list[str]) -> Replayed:
+def _sequential_report(df: Any, job: Any, order: list[str]) -> Replayed:
     """The program's report of every row, replayed in one pass in one task: only the
     report reaches the driver."""
 
     def run(batches):
         import pyarrow
 
-        from ratelimit_replay import _native as native
-
         table = _table(batches)
         if table is not None:
-            out, _ = native.call(argv, table, False, "<DataFrame>")
+            out, _ = job.replay(table, False, "<DataFrame>")
             yield pyarrow.RecordBatch.from_pydict({"report": [bytes(out).decode()]})
 
     rows = _collect(_in_one_task(df, order).mapInArrow(run, "report string"))
@@ -44,18 +42,16 @@ def _sequential_report(df: Any, argv: list[str], order: list[str]) -> Replayed:
     return report
 
 
-def _sequential_decisions(df: Any, argv: list[str], order: list[str], names: list[str]) -> Any:
+def _sequential_decisions(df: Any, job: Any, order: list[str], names: list[str]) -> Any:
     """Every row decided in one pass in one task: a column ``passed``, and with layers one
     for each, as `names` names them."""
 
     def decide(batches):
         import pyarrow
 
-        from ratelimit_replay import _native as native
-
         table = _table(batches)
         if table is not None:
-            _, passed = native.call(argv, table, True, "<DataFrame>")
+            _, passed = job.replay(table, True, "<DataFrame>")
             for name, column in zip(names, passed):
                 table = table.append_column(name, pyarrow.array(column))
             yield from table.to_batches()
@@ -66,7 +62,7 @@ def _sequential_decisions(df: Any, argv: list[str], order: list[str], names: lis
 
 
 def _replay_one_stream(
-    df: Any, argv: list[str], algo: str, order: list[str], partitions: int | None, light: bool, decided: bool = False
+    df: Any, job: Any, order: list[str], partitions: int | None, light: bool, decided: bool = False
 ) -> Replayed:
     """Replays one stream: its rows decided in ranges of time (or, if `decided`, as `df`'s
     column ``passed`` has them, cut in ranges of time), then each range's figures and the
@@ -81,8 +77,8 @@ def _replay_one_stream(
         decided.ratelimit_method = "decided"
     else:
         # A limiter that passes what GCRA passes is decided by GCRA's functions.
-        transfer = _native.parts_method(algo, False)[1]
-        decided = _decisions_of_one_stream(df, argv, order, partitions, transfer, segments=True)
+        transfer = job.method()[1]
+        decided = _decisions_of_one_stream(df, job, order, partitions, transfer, segments=True)
     starts = getattr(decided, "ratelimit_starts", None) or {}
     schema = StructType(
         [StructField("summary", StringType()), StructField("order", StringType()), StructField("block", LongType()),
@@ -109,7 +105,7 @@ def _replay_one_stream(
             cuts = [n for n in range(1, len(numbers)) if numbers[n] != numbers[n - 1]]
             stretches = [table.slice(a, b - a).drop_columns(["__segment"]) for a, b in zip([0, *cuts], [*cuts, len(numbers)])]
         for stretch in stretches:
-            told = _stretch_rows(argv, stretch, ties, f"<partition {partition}>", starts.get(partition))
+            told = _stretch_rows(job, stretch, ties, f"<partition {partition}>", starts.get(partition))
             if told is None:
                 continue
             line, first, rows = told
@@ -123,23 +119,23 @@ def _replay_one_stream(
             head = head.set_column(0, "summary", pyarrow.array([line])).set_column(1, "order", pyarrow.array([ordered]))
             yield from pyarrow.concat_tables([head, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(decided.mapInArrow(part, schema), argv, [] if light else ties, partitions)
+    told = _blocks_told(decided.mapInArrow(part, schema), job, [] if light else ties, partitions)
     parts = sorted((row for row in told if row["kind"] == "part"), key=lambda row: json.loads(row["order"]))
     if not parts:
         # No events: the program's own report of none, and its note as a warning.
         import pyarrow
 
         columns = {field.name: pyarrow.nulls(0, pyarrow.string()) for field in df.schema.fields if field.name != "passed"}
-        report = Replayed(json.loads(_native.call(argv, pyarrow.table(columns), False, "<DataFrame>")[0]))
+        report = Replayed(json.loads(job.replay(pyarrow.table(columns), False, "<DataFrame>")[0]))
         report.method = decided.ratelimit_method
         return report
     found = [row["line"] for row in told if row["kind"] == "block"]
-    report = Replayed(json.loads(_native.merge_parts(argv, [row["line"] for row in parts], found)))
+    report = Replayed(json.loads(job.merge_parts([row["line"] for row in parts], found)))
     report.method = decided.ratelimit_method
     return report
 
 
-def _stretch_rows(argv: list[str], stretch: Any, ties: list[str], name: str, start: str | None) -> Any:
+def _stretch_rows(job: Any, stretch: Any, ties: list[str], name: str, start: str | None) -> Any:
     """Returns what a decided stretch of one stream tells (its rows in time order, with
     `passed`; `start`, its limiter's tat at its start, for a leaky queue's waits): its
     line (``stream_part``), its first event's time and ties, and its events' rows each in
@@ -147,10 +143,8 @@ def _stretch_rows(argv: list[str], stretch: Any, ties: list[str], name: str, sta
     import pyarrow
     import pyarrow.compute
 
-    from ratelimit_replay import _native as native
-
     passed = stretch.column("passed").to_pylist()
-    line, (p, t, c) = native.stream_part(argv, stretch.drop_columns(["passed"]), name, passed, start)
+    line, (p, t, c) = job.stream_part(stretch.drop_columns(["passed"]), name, passed, start)
     said = json.loads(line)
     if not said["events"]:
         return None
@@ -180,7 +174,7 @@ def _segments(spans: dict[int, str]) -> tuple[dict[int, int], int]:
 
 
 def _decisions_of_one_stream(
-    df: Any, argv: list[str], order: list[str], partitions: int | None, gcra: bool, segments: bool = False
+    df: Any, job: Any, order: list[str], partitions: int | None, gcra: bool, segments: bool = False
 ) -> Any:
     """Decides every row of one stream from ranges of time, cut where the limiter rests;
     with `segments`, each row keeps its segment's number (`__segment`): a partition may
@@ -192,11 +186,11 @@ def _decisions_of_one_stream(
     # Read twice (the ranges' spans, then their rows): kept, so that each row stays in its range.
     ranged = ranged.sortWithinPartitions(*order).cache()
 
-    spans = _range_lines(ranged, argv, "range_line")
+    spans = _range_lines(ranged, job, "range_line")
     segment_of, count = _segments(spans)
     if gcra and count < len(spans):
         # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
-        found = _by_transfer(ranged, argv, sorted(segment_of))
+        found = _by_transfer(ranged, job, sorted(segment_of))
         if found is not None:
             return found
 
@@ -214,7 +208,7 @@ def _decisions_of_one_stream(
             while end < table.num_rows and parts[end] == parts[start]:
                 end += 1
             segment = table.slice(start, end - start)
-            decided = _decided(argv, segment.drop_columns(["__segment"]).to_batches())
+            decided = _decided(job, segment.drop_columns(["__segment"]).to_batches())
             if segments:
                 decided = [batch.append_column("__segment", pyarrow.array([parts[start]] * batch.num_rows, pyarrow.int64())) for batch in decided]
             yield from decided
@@ -234,12 +228,12 @@ def _decisions_of_one_stream(
     return decided
 
 
-def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
+def _by_transfer(ranged: Any, job: Any, partitions: list[int]) -> Any:
     """Decides every range of one stream from its true start, in parallel, by GCRA's
     functions of the ranges (``limiter::Transfer``), composed in range order on the
     driver (``range_starts``, in Rust); ``None`` if the limiter is not GCRA or a function
     has too many pieces."""
-    found = _range_lines(ranged, argv, "range_transfer")
+    found = _range_lines(ranged, job, "range_transfer")
     if any(line == "-" for line in found.values()):
         return None
     ordered = [partition for partition in partitions if partition in found]
@@ -249,12 +243,10 @@ def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
         import pyarrow
         from pyspark import TaskContext
 
-        from ratelimit_replay import _native as native
-
         table = _table(batches)
         partition = TaskContext.get().partitionId()
         if table is not None:
-            passed = native.decide_range(argv, table, f"<partition {partition}>", starts[partition])
+            passed = job.decide_range(table, f"<partition {partition}>", starts[partition])
             yield from table.append_column("passed", pyarrow.array(passed)).to_batches()
 
     decided = ranged.mapInArrow(decide, _with_passed(ranged.schema))
@@ -264,7 +256,7 @@ def _by_transfer(ranged: Any, argv: list[str], partitions: list[int]) -> Any:
     return decided
 
 
-def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
+def _range_lines(ranged: Any, job: Any, tell: str) -> dict[int, str]:
     """Returns what each range with rows tells, by its partition: the native function
     `tell`'s line."""
 
@@ -272,12 +264,10 @@ def _range_lines(ranged: Any, argv: list[str], tell: str) -> dict[int, str]:
         import pyarrow
         from pyspark import TaskContext
 
-        from ratelimit_replay import _native as native
-
         table = _table(batches)
         partition = TaskContext.get().partitionId()
         if table is not None:
-            line = getattr(native, tell)(argv, table, f"<partition {partition}>")
+            line = getattr(job, tell)(table, f"<partition {partition}>")
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
     return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _argv, _native
+from . import _native, _parts
 from .spark import _by_replays
 
 __all__ = ["min_bucket", "curve", "replay", "compare"]
@@ -118,57 +118,57 @@ def replay(
     from ._spark_rows import Replayed
 
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
-    argv = _argv("replay", given)
+    job = _parts(given)
     ties = [tie] if tie else []
     order = [time] + ties
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
-        key = _native.layers_key(argv)
+        key = job.key
     if limits and key is None:
-        report, method = _beside(ddf, given, order)
+        report, method = _beside(ddf, job, limits, order)
         if report is None:
-            report = json.loads(_sequential(ddf, argv, order))
-    elif _native.parts_method(algo, bool(key), report=True)[0] == "one pass":
-        report, method = json.loads(_sequential(ddf, argv, order)), "sequential"
+            report = json.loads(_sequential(ddf, job, order))
+    elif job.method(report=True)[0] == "one pass":
+        report, method = json.loads(_sequential(ddf, job, order)), "sequential"
     elif not key:
         # A limiter that passes what GCRA passes is decided by GCRA's functions.
-        report, method = _stream_report(ddf, argv, order, _native.parts_method(algo, False)[1])
+        report, method = _stream_report(ddf, job, order, job.method()[1])
     else:
-        report, method = json.loads(_merged_report(_by_key(ddf, argv, key, [key, *order]), argv, ties)), "by key"
+        report, method = json.loads(_merged_report(_by_key(ddf, job, key, [key, *order]), job, ties)), "by key"
     report = Replayed(report)
     report.method = method
     return report
 
 
-def _beside(ddf: Any, given: dict[str, Any], order: list[str]) -> tuple[dict[str, Any] | None, str]:
+def _beside(ddf: Any, job: Any, limits: list[str], order: list[str]) -> tuple[dict[str, Any] | None, str]:
     """Layers keyed by one column beside global ones, by key if every global layer
     refuses nothing alone (``_layers``): the report, or ``None``; and the method."""
     from ._layers import _replay_beside
 
-    def one_stream(frame, argv, algo, light, decided):
-        transfer = _native.parts_method(algo, False)[1]
-        return _stream_report(ddf if frame is None else frame, argv, order, transfer, decided)[0]
+    def one_stream(frame, job, light, decided):
+        transfer = job.method()[1]
+        return _stream_report(ddf if frame is None else frame, job, order, transfer, decided)[0]
 
-    def keyed_report(argv, key, light):
-        return _merged_report(_by_key(ddf, argv, key, [key, *order]), argv, order[1:])
+    def keyed_report(job, key, light):
+        return _merged_report(_by_key(ddf, job, key, [key, *order]), job, order[1:])
 
-    def keyed_decisions(argv, key):
-        return _keyed_decisions(ddf, argv, [key, *order])
+    def keyed_decisions(job, key):
+        return _keyed_decisions(ddf, job, [key, *order])
 
-    return _replay_beside(given, one_stream, keyed_report, keyed_decisions)
+    return _replay_beside(job, limits, one_stream, keyed_report, keyed_decisions)
 
 
-def _stream_report(ddf: Any, argv: list[str], order: list[str], gcra: bool, decided: bool = False) -> tuple[dict[str, Any], str]:
+def _stream_report(ddf: Any, job: Any, order: list[str], gcra: bool, decided: bool = False) -> tuple[dict[str, Any], str]:
     """The report of one limit over every row in (time, tie) `order`, and the method: the
     rows decided in partitions of time (or as their ``passed`` says, if `decided`)."""
     # The sorted partitions are kept (persisted) until the report is made of them.
-    frames, method, kept = _one_stream(ddf, argv, order, gcra, decided)
-    report = json.loads(_merged_report(frames, argv, order[1:]))
+    frames, method, kept = _one_stream(ddf, job, order, gcra, decided)
+    report = json.loads(_merged_report(frames, job, order[1:]))
     del kept
     return report, method
 
 
-def _keyed_decisions(ddf: Any, argv: list[str], order: list[str]) -> Any:
+def _keyed_decisions(ddf: Any, job: Any, order: list[str]) -> Any:
     """Each key whole in a partition (``shuffle(key)``) decided there: the rows with
     ``passed``."""
     import pandas
@@ -180,7 +180,7 @@ def _keyed_decisions(ddf: Any, argv: list[str], order: list[str]) -> Any:
 
         if part.empty:
             return meta
-        _, passed = _native.call(argv, pyarrow.Table.from_pandas(part, preserve_index=False), True)
+        _, passed = job.replay(pyarrow.Table.from_pandas(part, preserve_index=False), True)
         return part.assign(passed=pandas.array(pyarrow.array(passed[0]).to_pylist(), dtype="boolean"))
 
     parts = ddf.shuffle(on=order[0]).map_partitions(lambda part: part.sort_values(order, kind="stable"))
@@ -211,7 +211,7 @@ def _sent(summary: str, order: str | None, rows: Any, meta: Any) -> Any:
     return pandas.concat([said, rows], ignore_index=True)[list(meta.columns)].astype(meta.dtypes.to_dict())
 
 
-def _by_key(ddf: Any, argv: list[str], key: str, order: list[str]) -> Any:
+def _by_key(ddf: Any, job: Any, key: str, order: list[str]) -> Any:
     """Each key whole in a partition (``shuffle(key)``), replayed there: a part's frame."""
     import pyarrow
 
@@ -226,13 +226,13 @@ def _by_key(ddf: Any, argv: list[str], key: str, order: list[str]) -> Any:
             return meta
         number = (partition_info or {}).get("number", 0)
         table = pyarrow.Table.from_pandas(part, preserve_index=False)
-        summary, rows = _replayed_part(argv, table, ties, f"<partition {number}>")
+        summary, rows = _replayed_part(job, table, ties, f"<partition {number}>")
         return _sent(summary, None, rows, meta)
 
     return parts.map_partitions(replayed, meta=meta)
 
 
-def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool, decided: bool) -> tuple[Any, str, Any]:
+def _one_stream(ddf: Any, job: Any, order: list[str], gcra: bool, decided: bool) -> tuple[Any, str, Any]:
     """One stream's partitions in time order, decided (reset cuts, GCRA's transfer
     functions, or one pass; or, if `decided`, as their ``passed`` says), and each
     stretch's frame; the method's name; and the sorted partitions, persisted, to be kept
@@ -250,35 +250,35 @@ def _one_stream(ddf: Any, argv: list[str], order: list[str], gcra: bool, decided
     names = [f"<partition {n}>" for n in range(len(ranges))]
     if decided:
         stretches = [dask.delayed(_as_decided)(table, name) for table, name in zip(ranges, names)]
-        frames = [dask.delayed(_stretch_frame)(argv, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
+        frames = [dask.delayed(_stretch_frame)(job, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
         return dask.dataframe.from_delayed(frames, meta=meta, verify_meta=False), "decided", kept
-    spans = dask.compute(*(dask.delayed(_told)(argv, table, name, "range_line") for table, name in zip(ranges, names)))
+    spans = dask.compute(*(dask.delayed(_told)(job, table, name, "range_line") for table, name in zip(ranges, names)))
     segment_of, count = _segments({n: line for n, line in enumerate(spans) if line is not None})
     stretches = None
     if gcra and count < len(segment_of):
         # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
-        found = dask.compute(*(dask.delayed(_told)(argv, table, name, "range_transfer") for table, name in zip(ranges, names)))
+        found = dask.compute(*(dask.delayed(_told)(job, table, name, "range_transfer") for table, name in zip(ranges, names)))
         numbers = [n for n, line in enumerate(found) if line is not None]
         if all(found[n] != "-" for n in numbers):
             starts = dict(zip(numbers, _native.range_starts([found[n] for n in numbers])))
-            stretches = [dask.delayed(_from_start)(argv, ranges[n], names[n], starts[n]) for n in numbers]
+            stretches = [dask.delayed(_from_start)(job, ranges[n], names[n], starts[n]) for n in numbers]
             method = f"transfer functions: {len(numbers)} ranges"
     if stretches is None:
         # Each segment's ranges together, decided in order from a fresh state.
         segments = [[ranges[n] for n in sorted(segment_of) if segment_of[n] == s] for s in range(count)]
-        stretches = [dask.delayed(_from_fresh)(argv, parts, f"<segment {s}>") for s, parts in enumerate(segments)]
+        stretches = [dask.delayed(_from_fresh)(job, parts, f"<segment {s}>") for s, parts in enumerate(segments)]
         method = "sequential" if count == 1 else f"reset cuts: {count} segments"
-    frames = [dask.delayed(_stretch_frame)(argv, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
+    frames = [dask.delayed(_stretch_frame)(job, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
     return dask.dataframe.from_delayed(frames, meta=meta, verify_meta=False), method, kept
 
 
-def _sequential(ddf: Any, argv: list[str], order: list[str]) -> str:
+def _sequential(ddf: Any, job: Any, order: list[str]) -> str:
     """Every row, in (time, tie) order, replayed in one pass in one task: the program's
     report, the only thing computed back."""
     import dask
 
     ranges = [dask.delayed(_arrow)(part) for part in ddf.sort_values(order).to_delayed()]
-    return dask.compute(dask.delayed(_from_fresh)(argv, ranges, "<DataFrame>", True))[0]
+    return dask.compute(dask.delayed(_from_fresh)(job, ranges, "<DataFrame>", True))[0]
 
 
 def _arrow(part: Any) -> Any:
@@ -288,9 +288,9 @@ def _arrow(part: Any) -> Any:
     return None if part.empty else pyarrow.Table.from_pandas(part, preserve_index=False)
 
 
-def _told(argv: list[str], table: Any, name: str, tell: str) -> str | None:
+def _told(job: Any, table: Any, name: str, tell: str) -> str | None:
     """What a range tells by the native function `tell`; ``None`` without rows."""
-    return None if table is None else getattr(_native, tell)(argv, table, name)
+    return None if table is None else getattr(job, tell)(table, name)
 
 
 def _as_decided(table: Any, name: str) -> Any:
@@ -298,27 +298,27 @@ def _as_decided(table: Any, name: str) -> Any:
     return None if table is None else (table, None, name)
 
 
-def _from_start(argv: list[str], table: Any, name: str, start: str) -> Any:
+def _from_start(job: Any, table: Any, name: str, start: str) -> Any:
     """A range decided from GCRA's tat `start`: its rows with `passed`, and the start."""
     import pyarrow
 
-    passed = _native.decide_range(argv, table, name, start)
+    passed = job.decide_range(table, name, start)
     return table.append_column("passed", pyarrow.array(passed)), start, name
 
 
-def _from_fresh(argv: list[str], tables: list[Any], name: str, report: bool = False) -> Any:
+def _from_fresh(job: Any, tables: list[Any], name: str, report: bool = False) -> Any:
     """Ranges decided together in order from a fresh state: their rows with `passed` (and
     no start); with `report`, the program's report of them instead."""
     import pyarrow
 
     table = pyarrow.concat_tables([table for table in tables if table is not None])
-    out, passed = _native.call(argv, table, not report, name)
+    out, passed = job.replay(table, not report, name)
     if report:
         return bytes(out).decode()
     return table.append_column("passed", pyarrow.array(passed[0])), None, name
 
 
-def _stretch_frame(argv: list[str], stretch: Any, ties: list[str], number: int, meta: Any) -> Any:
+def _stretch_frame(job: Any, stretch: Any, ties: list[str], number: int, meta: Any) -> Any:
     """A decided stretch's frame: its figures (``stream_part``) in order `number`, and its
     events' rows in their blocks."""
     from ._spark_stream import _stretch_rows
@@ -326,14 +326,14 @@ def _stretch_frame(argv: list[str], stretch: Any, ties: list[str], number: int, 
     if stretch is None:
         return meta
     table, start, name = stretch
-    told = _stretch_rows(argv, table, ties, name, start)
+    told = _stretch_rows(job, table, ties, name, start)
     if told is None:
         return meta
     line, _, rows = told
     return _sent(line, str(number), rows, meta)
 
 
-def _merged_report(frames: Any, argv: list[str], ties: list[str]) -> bytes:
+def _merged_report(frames: Any, job: Any, ties: list[str]) -> bytes:
     """Shuffles the parts' frames by block, each block's rows in time order, and merges
     the parts' summaries (in their order, if they have one) and each block's line into
     what ``ratelimit replay --format json`` prints (``merge_parts``)."""
@@ -345,8 +345,6 @@ def _merged_report(frames: Any, argv: list[str], ties: list[str]) -> bytes:
     def lines(part: Any) -> Any:
         # The summaries as they came (with their order), then a line for each block of time.
         import pyarrow
-
-        from ratelimit_replay import _native as native
 
         said = part[part["summary"].notna()]
         said = [f"part {order if isinstance(order, str) else '-'} {summary}" for order, summary in zip(said["order"], said["summary"])]
@@ -360,7 +358,7 @@ def _merged_report(frames: Any, argv: list[str], ties: list[str]) -> bytes:
             "passed": pyarrow.array(rows["passed"].astype(bool)),
             "own": pyarrow.array(rows["own"].astype(bool)),
         }
-        found = ["block " + line for line in native.block_lines(argv, pyarrow.table(columns))]
+        found = ["block " + line for line in job.block_lines(pyarrow.table(columns))]
         return pandas.Series(said + found, dtype=object)
 
     told = list(blocks.map_partitions(lines, meta=(None, object)).compute())
@@ -369,7 +367,7 @@ def _merged_report(frames: Any, argv: list[str], ties: list[str]) -> bytes:
         raise ValueError("<DataFrame>: no rows")
     summaries = [summary for order, summary in sorted(parts, key=lambda part: -1 if part[0] == "-" else int(part[0]))]
     found = [line.removeprefix("block ") for line in told if line.startswith("block ")]
-    return _native.merge_parts(argv, summaries, found)
+    return job.merge_parts(summaries, found)
 
 
 def _nullable(dtype: Any) -> Any:

@@ -20,7 +20,7 @@ rests, each from its true start, or in one pass (``_spark_stream``). Keyed layer
 global ones run by key where the global ones refuse nothing (``_layers``); what no cut
 splits (keys that share one store, layers beside a global one that refuses) runs in one
 pass in one task, and says so. Which method is exact is the engine's plan, from the
-registry's facts (``_native.parts_method``): no limiter is named here.
+registry's facts (``_native.Parts.method``): no limiter is named here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import json
 import warnings
 from typing import Any
 
-from . import _argv, _native
-from ._layers import _BESIDE, _ONE_PASS, _replay_beside, _split
+from . import _native, _parts
+from ._layers import _BESIDE, _ONE_PASS, _replay_beside
 from ._spark_rows import Replayed, _by_bucket, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
@@ -172,24 +172,24 @@ def decisions(
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, key=key, cost=cost, time=time, limits=limits, **flags)
     _zone_less(df, time)
-    argv = _argv("replay", given)
+    job = _parts(given)
     names = ["passed", *(limits or [])]
     if limits:
-        key = _native.layers_key(argv)
+        key = job.key
     if limits and key is None:
-        decided, method = _decisions_beside(df, given, [time] + _ties(tie), partitions, via)
+        decided, method = _decisions_beside(df, job, limits, [time] + _ties(tie), partitions, via)
         if decided is not None:
             return decided
-        decided = _sequential_decisions(df, argv, [time] + _ties(tie), names)
+        decided = _sequential_decisions(df, job, [time] + _ties(tie), names)
         decided.ratelimit_method = method
         return decided
-    method, transfer, _ = _native.parts_method(algo, bool(key))
+    method, transfer, _ = job.method()
     if method == "one pass":
-        return _sequential_decisions(df, argv, [time] + _ties(tie), names)
+        return _sequential_decisions(df, job, [time] + _ties(tie), names)
     if not key:
         # A limiter that passes what GCRA passes is decided by GCRA's functions.
-        return _decisions_of_one_stream(df, argv, [time] + _ties(tie), partitions, transfer)
-    return _keyed_decisions(df, argv, [key, time] + _ties(tie), partitions, names, via)
+        return _decisions_of_one_stream(df, job, [time] + _ties(tie), partitions, transfer)
+    return _keyed_decisions(df, job, [key, time] + _ties(tie), partitions, names, via)
 
 
 def replay(
@@ -231,23 +231,23 @@ def replay(
     _check_via(via)
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     _zone_less(df, time)
-    argv = _argv("replay", given)
+    job = _parts(given)
     if limits:
         # Layers all keyed by one column decide each key alone: by key, as one limit does.
-        key = _native.layers_key(argv)
+        key = job.key
     if limits and key is None:
-        report, method = _beside(df, given, [time] + _ties(tie), partitions, via)
-        report = _sequential_report(df, argv, [time] + _ties(tie)) if report is None else Replayed(report)
+        report, method = _beside(df, job, limits, [time] + _ties(tie), partitions, via)
+        report = _sequential_report(df, job, [time] + _ties(tie)) if report is None else Replayed(report)
         report.method = method
         return report
-    if _native.parts_method(algo, bool(key), report=True)[0] == "one pass":
-        return _sequential_report(df, argv, [time] + _ties(tie))
+    if job.method(report=True)[0] == "one pass":
+        return _sequential_report(df, job, [time] + _ties(tie))
     # With no cost, every event costs 1: its cost, and its ties (which order only the
     # first event too big to pass), need not go on to the blocks.
     light = cost is None and not any("cost=" in spec for spec in limits or [])
     if not key:
-        return _replay_one_stream(df, argv, algo, [time] + _ties(tie), partitions, light)
-    report = Replayed(json.loads(_keyed_report(df, argv, [key, time] + _ties(tie), partitions, light, via)))
+        return _replay_one_stream(df, job, [time] + _ties(tie), partitions, light)
+    report = Replayed(json.loads(_keyed_report(df, job, [key, time] + _ties(tie), partitions, light, via)))
     report.method = "by key"
     return report
 
@@ -285,43 +285,43 @@ def _zone_less(df: Any, time: str) -> None:
             )
 
 
-def _beside(df: Any, given: dict[str, Any], order: list[str], partitions: int | None, via: str) -> tuple[dict[str, Any] | None, str]:
+def _beside(df: Any, job: Any, limits: list[str], order: list[str], partitions: int | None, via: str) -> tuple[dict[str, Any] | None, str]:
     """Layers keyed by one column beside global ones, by key if every global layer
     refuses nothing alone (``_layers``): the report, or ``None``; and the method."""
 
-    def one_stream(frame, argv, algo, light, decided):
-        return _replay_one_stream(df if frame is None else frame, argv, algo, order, partitions, light, decided)
+    def one_stream(frame, job, light, decided):
+        return _replay_one_stream(df if frame is None else frame, job, order, partitions, light, decided)
 
-    def keyed_report(argv, key, light):
-        return _keyed_report(df, argv, [key, *order], partitions, light, via)
+    def keyed_report(job, key, light):
+        return _keyed_report(df, job, [key, *order], partitions, light, via)
 
-    def keyed_decisions(argv, key):
-        return _keyed_decisions(df, argv, [key, *order], partitions, ["passed"], via)
+    def keyed_decisions(job, key):
+        return _keyed_decisions(df, job, [key, *order], partitions, ["passed"], via)
 
-    return _replay_beside(given, one_stream, keyed_report, keyed_decisions)
+    return _replay_beside(job, limits, one_stream, keyed_report, keyed_decisions)
 
 
-def _decisions_beside(df: Any, given: dict[str, Any], order: list[str], partitions: int | None, via: str) -> tuple[Any, str]:
+def _decisions_beside(df: Any, job: Any, limits: list[str], order: list[str], partitions: int | None, via: str) -> tuple[Any, str]:
     """`df` decided by layers keyed by one column beside global ones, by key, if every
     global layer refuses nothing alone (its column then true wherever a row made an
     event), and the method; else ``None`` and the method of one pass, with why."""
     from pyspark.sql import functions as F
 
-    argv, key, apart = _split(given)
-    if key is None:
+    split = job.beside()
+    if split is None:
         return None, _ONE_PASS
-    limits = given["limits"]
+    job, key, apart = split
     places = {place for place, *_ in apart}
-    for place, spec, algo, weighed, alone in apart:
-        found = _decisions_of_one_stream(df, alone, order, partitions, _native.parts_method(algo, False)[1])
+    for place, spec, weighed, alone in apart:
+        found = _decisions_of_one_stream(df, alone, order, partitions, alone.method()[1])
         if not found.where(~F.col("passed")).isEmpty():
             return None, f"{_ONE_PASS}: `{limits[place]}` refuses alone"
     keyed = [spec for place, spec in enumerate(limits) if place not in places]
-    decided = _keyed_decisions(df, argv, [key, *order], partitions, ["passed", *keyed], via)
+    decided = _keyed_decisions(df, job, [key, *order], partitions, ["passed", *keyed], via)
     for place in sorted(places):
         decided = decided.withColumn(limits[place], F.when(F.col("passed").isNotNull(), F.lit(True)))
     # Columns by name, whatever a SPEC holds (dots, commas).
-    names = [*df.columns, "passed", *given["limits"]]
+    names = [*df.columns, "passed", *limits]
     decided = decided.select(*(F.col("`" + name.replace("`", "``") + "`") for name in names))
     decided.ratelimit_method = _BESIDE
     return decided, _BESIDE

@@ -8,9 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatchReader, UInt32Array};
+use arrow_array::{RecordBatchReader, UInt32Array};
 use arrow_schema::{DataType, Field};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -28,11 +26,15 @@ mod keywords;
 mod limit;
 mod live;
 mod lossless;
+mod parts;
 mod replay;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
 static ALLOCATOR: ratelimit_replay::huge_pages::HugePages = ratelimit_replay::huge_pages::HugePages;
+
+/// What `__reduce__` gives pickle: what rebuilds an object, and its arguments.
+pub(crate) type Reduced<'py> = (Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>);
 
 /// Arrow arrays, each a column of decisions.
 type Columns<'py> = Vec<Bound<'py, PyAny>>;
@@ -121,195 +123,6 @@ pub(crate) fn warn(py: Python<'_>, notes: &[String], stacklevel: i32) -> PyResul
     Ok(())
 }
 
-/// Replays the rows of `data`, which hold whole keys (a Spark partition's), with `args` as
-/// `ratelimit replay --key`'s flags: returns the part's summary, to be merged by
-/// `merge_parts`, and for each row its decision, its event's time in µs and its cost, as
-/// Arrow arrays (null for a row that made no event). The GIL is released meanwhile.
-#[pyfunction]
-fn replay_part<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-) -> PyResult<(String, Columns<'py>)> {
-    let given = Source::Arrow(table(data, name)?);
-    let part = py.detach(|| embed::replay_part(&args, given)).map_err(arrow_error)?;
-    Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
-}
-
-/// Each row's decision, event time and cost, as Arrow arrays `passed`, `t` and `c`.
-fn event_columns<'py>(
-    py: Python<'py>,
-    passed: Vec<Option<bool>>,
-    times: Vec<Option<i64>>,
-    costs: &[Option<u64>],
-) -> PyResult<Columns<'py>> {
-    let costs: Vec<Option<i64>> =
-        costs.iter().map(|c| c.map(|c| i64::try_from(c).unwrap_or(i64::MAX))).collect();
-    let columns: [(&str, ArrayRef); 3] = [
-        ("passed", Arc::new(BooleanArray::from(passed))),
-        ("t", Arc::new(Int64Array::from(times))),
-        ("c", Arc::new(Int64Array::from(costs))),
-    ];
-    let mut arrays = Vec::with_capacity(columns.len());
-    for (name, array) in columns {
-        let field = Arc::new(Field::new(name, array.data_type().clone(), true));
-        arrays.push(PyArray::new(array, field).into_pyobject(py)?.into_any());
-    }
-    Ok(arrays)
-}
-
-/// Returns what a chunk of one stream tells (a Spark partition's rows, in time order, each
-/// decided as `passed` says), with the limiter's tat `start` (decimal, 1/N µs) for a leaky
-/// queue's waits: its line, and each row's event as Arrow arrays (`passed`, `t`, `c`).
-#[pyfunction]
-#[pyo3(signature = (args, data, name, passed, start=None))]
-fn stream_part<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-    passed: Vec<Option<bool>>,
-    start: Option<String>,
-) -> PyResult<(String, Columns<'py>)> {
-    let given = Source::Arrow(table(data, name)?);
-    let start = start
-        .map(|tat| {
-            tat.parse::<i128>().map_err(|_| PyValueError::new_err(format!("{tat:?} is not a tat")))
-        })
-        .transpose()?;
-    let part =
-        py.detach(|| embed::stream_part(&args, given, &passed, start)).map_err(arrow_error)?;
-    Ok((part.summary, event_columns(py, part.passed, part.times, &part.costs)?))
-}
-
-/// Returns what a range of one stream tells (a Spark partition's rows, in time order):
-/// "first last rest" (µs; rest `-` if unknown), or `-` without events.
-#[pyfunction]
-fn range_line(
-    py: Python<'_>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-) -> PyResult<String> {
-    range_text(py, &args, data, name, embed::range_line)
-}
-
-/// Returns GCRA's function of a range of one stream: the fresh tat and the pieces, or `-`.
-#[pyfunction]
-fn range_transfer(
-    py: Python<'_>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-) -> PyResult<String> {
-    range_text(py, &args, data, name, embed::range_transfer)
-}
-
-/// Runs `tell` on a range's rows, named `name`, with the GIL released.
-fn range_text(
-    py: Python<'_>,
-    args: &[String],
-    data: AnyRecordBatch,
-    name: String,
-    tell: fn(&[String], Source) -> anyhow::Result<String>,
-) -> PyResult<String> {
-    let given = Source::Arrow(table(data, name)?);
-    py.detach(|| tell(args, given)).map_err(arrow_error)
-}
-
-/// Returns the one column that keys every layer `args` (`ratelimit replay`'s flags) give,
-/// if each key's events are decided by its own layers alone; `None` otherwise.
-#[pyfunction]
-fn layers_key(args: Vec<String>) -> PyResult<Option<String>> {
-    embed::layers_key(&args).map_err(arrow_error)
-}
-
-/// Returns the tat each range starts with (decimal), the ranges' functions composed in
-/// order from the first's fresh tat.
-#[pyfunction]
-fn range_starts(lines: Vec<String>) -> PyResult<Vec<String>> {
-    embed::range_starts(&lines).map_err(arrow_error)
-}
-
-/// Decides the rows of a range of one stream by GCRA from tat `tat` (decimal, in 1/N µs):
-/// each row's decision as an Arrow array.
-#[pyfunction]
-fn decide_range<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    data: AnyRecordBatch,
-    name: String,
-    tat: String,
-) -> PyResult<Bound<'py, PyAny>> {
-    let given = Source::Arrow(table(data, name)?);
-    let tat: i128 =
-        tat.parse().map_err(|_| PyValueError::new_err(format!("{tat:?} is not a tat")))?;
-    let passed = py.detach(|| embed::decide_range(&args, given, tat)).map_err(arrow_error)?;
-    let array: ArrayRef = Arc::new(BooleanArray::from(passed));
-    let field = Arc::new(Field::new("passed", DataType::Boolean, true));
-    Ok(PyArray::new(array, field).into_pyobject(py)?.into_any())
-}
-
-/// Returns a line for each block of time in `data` (columns `block`, `t`, `c`, `passed`,
-/// `own`, sorted by block and time), to be merged by `merge_parts`.
-#[pyfunction]
-fn block_lines(py: Python<'_>, args: Vec<String>, data: AnyRecordBatch) -> PyResult<Vec<String>> {
-    let reader = data.into_reader()?;
-    let (mut blocks, mut times, mut costs, mut passed, mut own) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for batch in reader {
-        let batch =
-            batch.map_err(|err| PyValueError::new_err(format!("cannot read a block: {err}")))?;
-        let column = |name: &str| {
-            batch
-                .column_by_name(name)
-                .cloned()
-                .ok_or_else(|| PyValueError::new_err(format!("a block has no column {name}")))
-        };
-        let longs = |name: &str| -> PyResult<Vec<i64>> {
-            let array = column(name)?;
-            let longs = array
-                .as_primitive_opt::<Int64Type>()
-                .ok_or_else(|| PyValueError::new_err(format!("{name} is not a long")))?;
-            Ok(longs.values().to_vec())
-        };
-        let flags = |name: &str| -> PyResult<Vec<bool>> {
-            let array = column(name)?;
-            let flags = array
-                .as_boolean_opt()
-                .ok_or_else(|| PyValueError::new_err(format!("{name} is not a boolean")))?;
-            Ok(flags.iter().map(|f| f.unwrap_or(false)).collect())
-        };
-        blocks.extend(longs("block")?);
-        times.extend(longs("t")?);
-        costs.extend(longs("c")?.into_iter().map(|c| u64::try_from(c).unwrap_or(0)));
-        passed.extend(flags("passed")?);
-        own.extend(flags("own")?);
-    }
-    let rows = embed::BlockRows {
-        blocks: &blocks,
-        times: &times,
-        costs: &costs,
-        passed: &passed,
-        own: &own,
-    };
-    py.detach(|| embed::block_lines(&args, &rows)).map_err(arrow_error)
-}
-
-/// Merges every part's summary and every block's line into what `ratelimit replay
-/// --format json` prints for all the rows.
-#[pyfunction]
-fn merge_parts<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    parts: Vec<String>,
-    blocks: Vec<String>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = py.detach(|| embed::merge_parts(&args, &parts, &blocks)).map_err(arrow_error)?;
-    Ok(PyBytes::new(py, &merged))
-}
-
 /// Returns the rows of `data` in ascending order of `columns` (nulls first, rows alike in
 /// their own order), as an Arrow array of row numbers for `take`: the rows of a bucket an
 /// engine hands over unsorted. The GIL is released meanwhile.
@@ -340,31 +153,6 @@ fn check_order(
     let data = table(data, name)?;
     let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     py.detach(|| data.check_order(&columns)).map_err(read_error)
-}
-
-/// A global layer beside keyed ones: its place, its spec as the report writes it, its
-/// limiter, whether it is weighed by a column, and the flags of it as the only limit.
-type GlobalLayer = (usize, String, String, bool, Vec<String>);
-
-/// Layers split for a replay in parts: the keyed layers' flags, their column, each global
-/// layer.
-type Split = (Vec<String>, String, Vec<GlobalLayer>);
-
-/// Splits the layers `args` give (`ratelimit replay`'s flags) into keyed ones, all by one
-/// column, and global ones that refuse nothing beside them if they refuse nothing alone:
-/// (the keyed layers' flags, their column, each global layer); `None` if they do not
-/// split so.
-#[pyfunction]
-fn layers_beside(args: Vec<String>) -> PyResult<Option<Split>> {
-    let Some(beside) = embed::layers_beside(&args).map_err(arrow_error)? else { return Ok(None) };
-    let global = beside.global.into_iter();
-    let global = global.map(|g| (g.place, g.spec, g.algorithm.to_owned(), g.weighed, g.alone));
-    Ok(Some((beside.keyed, beside.key, global.collect())))
-}
-
-/// The exception of an error on Arrow data ([`raised`]).
-fn arrow_error(err: anyhow::Error) -> PyErr {
-    raised(&err, Data::Arrow)
 }
 
 /// The exception of a read of Arrow data that failed ([`raised`]).
@@ -427,37 +215,6 @@ fn importing<T>(import: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-/// How a limit of limiter `algo` (the program's default if `None`; per key if `keyed`) is
-/// decided exactly in parts, as the engine plans it from the registry's facts: `("by
-/// key", False, None)`, `("ranges", transfer, None)` (transfer: by GCRA's functions of
-/// the ranges), or `("one pass", False, why)`. With `report`, the method of a replay's
-/// report ([`report_method`]).
-///
-/// [`report_method`]: ratelimit_engine::parts::report_method
-#[pyfunction]
-#[pyo3(signature = (algo, keyed, report=false))]
-fn parts_method(
-    algo: Option<&str>,
-    keyed: bool,
-    report: bool,
-) -> PyResult<(&'static str, bool, Option<&'static str>)> {
-    use ratelimit_core::limiter::Algorithm;
-    use ratelimit_engine::parts::{Method, method, report_method};
-    // None: the limiter the program runs when none is named.
-    let algorithm = match algo {
-        Some(name) => name.parse().map_err(|err: ratelimit_core::limiter::UnknownAlgorithm| {
-            PyValueError::new_err(err.to_string())
-        })?,
-        None => Algorithm::default(),
-    };
-    let planned = if report { report_method(algorithm, keyed) } else { method(algorithm, keyed) };
-    Ok(match planned {
-        Method::ByKey => ("by key", false, None),
-        Method::Ranges { transfer } => ("ranges", transfer, None),
-        Method::OnePass(why) => ("one pass", false, Some(why)),
-    })
-}
-
 /// Each limiter's name, in the registry's order, whether it takes a burst, and whether it
 /// is one of the program's own exact limiters (which `compare` puts side by side by
 /// default) rather than a model of a system.
@@ -492,19 +249,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<lossless::Sizing>()?;
     module.add_function(wrap_pyfunction!(lossless::chunk_lines, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::merge_chunks, module)?)?;
-    module.add_function(wrap_pyfunction!(replay_part, module)?)?;
-    module.add_function(wrap_pyfunction!(stream_part, module)?)?;
-    module.add_function(wrap_pyfunction!(block_lines, module)?)?;
-    module.add_function(wrap_pyfunction!(merge_parts, module)?)?;
-    module.add_function(wrap_pyfunction!(range_line, module)?)?;
-    module.add_function(wrap_pyfunction!(range_transfer, module)?)?;
-    module.add_function(wrap_pyfunction!(range_starts, module)?)?;
-    module.add_function(wrap_pyfunction!(layers_key, module)?)?;
-    module.add_function(wrap_pyfunction!(decide_range, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::range_starts, module)?)?;
+    module.add_class::<parts::Parts>()?;
     module.add_function(wrap_pyfunction!(order_by, module)?)?;
     module.add_function(wrap_pyfunction!(check_order, module)?)?;
-    module.add_function(wrap_pyfunction!(layers_beside, module)?)?;
-    module.add_function(wrap_pyfunction!(parts_method, module)?)?;
     module.add_function(wrap_pyfunction!(limiters, module)?)?;
     Ok(())
 }

@@ -140,6 +140,24 @@ impl PyLimit {
         self.limit.to_string()
     }
 
+    /// Pickled as its spec and its window: `Limit.parse` reads the spec back to the same
+    /// limit.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<crate::Reduced<'py>> {
+        let rebuild = py.get_type::<PyLimit>().getattr("_unpickled")?;
+        Ok((rebuild, (self.limit.to_string(), self.window()).into_pyobject(py)?))
+    }
+
+    /// The limit pickled as `spec` and `window`.
+    #[staticmethod]
+    fn _unpickled(spec: &str, window: Option<&str>) -> PyResult<PyLimit> {
+        let parsed = PyLimit::parse(spec)?;
+        let window = match window {
+            Some(text) => Some((text.to_owned(), crate::keywords::window(text)?)),
+            None => None,
+        };
+        Ok(PyLimit { window, ..parsed })
+    }
+
     fn __repr__(&self) -> String {
         let mut text = format!("Limit({}, {}", quoted(self.algo()), quoted(&self.rate()));
         if let Some(burst) = self.limit.burst {

@@ -122,7 +122,7 @@ pub(crate) fn cost_of(cost: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Cost>>
 /// unpickles it from what it was made of.
 #[pyclass(module = "ratelimit_replay._native", frozen)]
 pub(crate) struct Sizing {
-    chunked: ratelimit_replay::embed::Chunked,
+    chunked: ratelimit_engine::parts::Chunked,
     /// What it was made of, to pickle it.
     made_of: Py<PyTuple>,
 }
@@ -142,7 +142,7 @@ impl Sizing {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Sizing> {
         let made_of = (rates.clone(), key.clone(), cost, options).into_pyobject(py)?.unbind();
-        let mut chunked = ratelimit_replay::embed::Chunked {
+        let mut chunked = ratelimit_engine::parts::Chunked {
             rates: Vec::new(),
             key,
             cost: cost_of(cost)?,
@@ -165,10 +165,7 @@ impl Sizing {
         Ok(Sizing { chunked, made_of })
     }
 
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<crate::Reduced<'py>> {
         let class = py.get_type::<Sizing>().into_any();
         Ok((class, self.made_of.bind(py).clone()))
     }
@@ -185,8 +182,8 @@ pub(crate) fn chunk_lines(
     name: String,
 ) -> PyResult<Vec<String>> {
     let given = Source::Arrow(crate::table(data, name)?);
-    let lines = py.detach(|| ratelimit_replay::embed::chunk_lines(&sizing.chunked, given));
-    lines.map_err(|err| raise(Error::from(err), Data::Arrow))
+    let lines = py.detach(|| ratelimit_engine::parts::chunk_lines(&sizing.chunked, given));
+    lines.map_err(|err| raise(err, Data::Arrow))
 }
 
 /// Merges every chunk's lines (of one stream, in its order) into what `ratelimit
@@ -197,8 +194,8 @@ pub(crate) fn merge_chunks<'py>(
     sizing: &Sizing,
     chunks: Vec<Vec<String>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let merged = py.detach(|| ratelimit_replay::embed::merge_chunks(&sizing.chunked, &chunks));
-    let merged = merged.map_err(|err| raise(Error::from(err), Data::Arrow))?;
+    let merged = py.detach(|| ratelimit_engine::parts::merge_chunks(&sizing.chunked, &chunks));
+    let merged = merged.map_err(|err| raise(err, Data::Arrow))?;
     Ok(PyBytes::new(py, &merged))
 }
 

@@ -41,12 +41,7 @@ pub(crate) fn replay<'py>(
     needs: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<Bound<'py, PyAny>>)> {
     let (kind, source) = data.source()?;
-    let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
-    let policy = match (layered, &limits[..]) {
-        (false, [one]) => LimitPolicy::One(one.clone()),
-        (false, _) => return Err(policy_error("one limit alone is one Limit")),
-        (true, _) => LimitPolicy::AllOrNothing(limits),
-    };
+    let policy = policy(limits, layered)?;
     let mut run = ReplayOptions::default();
     let mut running = keywords::Running::default();
     let asked = keywords::read(
@@ -89,6 +84,16 @@ pub(crate) fn replay<'py>(
     let json = json.map_err(|e| policy_error(e.to_string()))?;
     let columns = columns(py, decisions.unwrap_or_default())?;
     Ok((PyBytes::new(py, &json), columns))
+}
+
+/// The policy of `limits`: one limit alone unless `layered`, else all or nothing.
+pub(crate) fn policy(limits: Vec<PyLimit>, layered: bool) -> PyResult<LimitPolicy> {
+    let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
+    match (layered, &limits[..]) {
+        (false, [one]) => Ok(LimitPolicy::One(one.clone())),
+        (false, _) => Err(policy_error("one limit alone is one Limit")),
+        (true, _) => Ok(LimitPolicy::AllOrNothing(limits)),
+    }
 }
 
 /// Splits the keywords of `function`'s shorthand (`replay(data, algo=..., rate=...,

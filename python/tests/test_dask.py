@@ -167,7 +167,10 @@ def test_spark_and_dask_name_no_limiter_and_ask_the_engine_which_method_is_exact
     import ast
     import pathlib
 
+    from typing import Any
+
     import ratelimit_replay
+    import ratelimit_replay as rl
     from ratelimit_replay import _native
 
     names = {name for name, _, _ in _native.limiters()}
@@ -187,8 +190,15 @@ def test_spark_and_dask_name_no_limiter_and_ask_the_engine_which_method_is_exact
         assert named == [], f"{source} names {named}"
     # The engine's plan: keys that share a store go in one pass; what passes as GCRA, by
     # its functions.
-    assert _native.parts_method("nginx", True)[0] == "one pass"
-    assert _native.parts_method("nginx", False)[0] == "ranges"
-    assert _native.parts_method("nginx", False, report=True)[0] == "one pass"
-    assert _native.parts_method("leaky-queue", False) == ("ranges", True, None)
-    assert _native.parts_method("sliding-log", True) == ("by key", False, None)
+    def method(spec: str, report: bool = False) -> Any:
+        return _native.Parts([rl.Limit.parse(spec)], False).method(report)
+
+    assert method("algo=nginx,rate=5r/s,key=ip")[0] == "one pass"
+    assert method("algo=nginx,rate=5r/s")[0] == "ranges"
+    assert method("algo=nginx,rate=5r/s", report=True)[0] == "one pass"
+    assert method("algo=leaky-queue,rate=5/s,burst=2") == ("ranges", True, None)
+    assert method("algo=sliding-log,rate=5/s,key=ip") == ("by key", False, None)
+    # Layers all keyed by one column are by key; global ones in one pass, unless split.
+    layers = [rl.Limit.parse("algo=gcra,rate=5/s,burst=2,key=ip"), rl.Limit.parse("algo=fixed-window,rate=9/m,key=ip")]
+    assert _native.Parts(layers, True).method() == ("by key", False, None)
+    assert _native.Parts(layers[:1] + [rl.Limit.parse("algo=gcra,rate=5/s")], True).method()[0] == "one pass"

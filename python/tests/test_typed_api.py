@@ -89,6 +89,22 @@ def test_a_policy_is_all_or_nothing_and_checked_whole() -> None:
         rl.Policy([rl.Limit("gcra", "5/h", window="1h"), rl.Limit("gcra", "5/h", window="2h")])
 
 
+def test_a_limit_of_every_limiter_pickles_to_the_same_limit() -> None:
+    # Spark and Dask send limits to their executors pickled: each comes back whole, its
+    # window and its own parameters too.
+    from ratelimit_replay import _native
+
+    for name, with_burst, _ in _native.limiters():
+        limit = rl.Limit(name, "5/s", burst=4 if with_burst else None, key="ip", window="1m")
+        again = pickle.loads(pickle.dumps(limit))
+        assert again == limit and again.window == "1m" and repr(again) == repr(limit), name
+    weighed = rl.Limit("sliding-log", "75000/m", cost="tokens")
+    nginx = rl.Limit("nginx", "10r/s", burst=20, key="$binary_remote_addr", nodelay=True, dry_run=True)
+    for limit in (weighed, nginx):
+        assert pickle.loads(pickle.dumps(limit)) == limit
+    assert pickle.loads(pickle.dumps(nginx)).params == {"nodelay": True, "dry_run": True}
+
+
 def test_a_replay_of_a_limit_is_the_shorthands_and_typed() -> None:
     limit = rl.Limit("gcra", "5/h", burst=5)
     report = rl.replay(table(), limit)

@@ -8,7 +8,7 @@ use super::config::Input;
 use crate::engine::Backend;
 use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
 use crate::input::asked::Names;
-use crate::input::catalog::{self, ReadStats, Rows};
+use crate::input::catalog::ReadStats;
 
 /// A replay job: what the flags settled, ready to run.
 pub struct Job {
@@ -51,17 +51,6 @@ impl Job {
     /// Whether limits are per key.
     pub fn keyed(&self) -> bool {
         self.key.is_some()
-    }
-
-    /// Reads every row with its text, in time order, and decides them: the record holds
-    /// one decision a row for each limiter, for `--emit` and `--validate` to read beside
-    /// the rows.
-    pub fn replay_rows(&self) -> Result<(Rows, Recorder, ReadStats)> {
-        let (rows, stats) = catalog::read_rows(&self.input.source, &self.input.read)?;
-        let events = rows.iter().map(|(event, _)| event);
-        let empty = &self.input.read.empty_key;
-        let recorder = self.backend.decide(&self.settings, self.keyed(), (events, empty))?;
-        Ok((rows, recorder, stats))
     }
 
     /// Returns the reports of a replay's record, with keys named from `stats`.

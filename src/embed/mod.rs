@@ -1,26 +1,9 @@
-//! A command run inside another program (the Python package): its arguments are the
-//! command line's, its input may be handed over (Arrow data), and what it would print, and
-//! each row's decision, are returned instead; and the replay in partitions behind Spark
-//! and Dask (the files beside this one), which is not a command.
+//! A command run inside another program (the Python package's `report`): its arguments
+//! are the command line's, its input may be handed over (Arrow data), and what it would
+//! print, and each row's decision, are returned instead.
 
 use anyhow::{Result, anyhow, bail};
 
-mod blocks;
-mod chunks;
-mod layered_parts;
-mod layers_beside;
-mod parts_plan;
-mod replay_parts;
-mod stream_parts;
-
-pub use self::blocks::BlockRows;
-pub use self::chunks::{Chunked, chunk_lines, merge_chunks};
-use self::layered_parts::LayeredPlan;
-pub use self::layered_parts::layers_key;
-pub use self::layers_beside::{Beside, GlobalLayer, layers_beside};
-pub use self::parts_plan::Part;
-pub use self::replay_parts::{decide_range, range_line, range_starts, range_transfer};
-pub use self::stream_parts::stream_part;
 use crate::cli::diagnostics::{noted, stoppable};
 use crate::cmd::{Cli, clap_exit, dispatch};
 use crate::input::catalog::Source;
@@ -117,31 +100,3 @@ impl std::fmt::Display for UnknownFlag {
 }
 
 impl std::error::Error for UnknownFlag {}
-
-/// Replays the rows of `given`, which hold whole keys, by `args` (`ratelimit replay`'s
-/// flags, the program's name first: `--key`, or `--limit` layers all keyed by one
-/// column), and returns what they tell.
-pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
-    match LayeredPlan::of(args)? {
-        Some(plan) => plan.part(given),
-        None => replay_parts::replay_part(args, given),
-    }
-}
-
-/// Returns a line for each block in `rows` (sorted by block, then time), as
-/// [`merge_parts`] reads them: with layers, each layer's.
-pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
-    match LayeredPlan::of(args)? {
-        Some(plan) => plan.block_lines(rows),
-        None => replay_parts::block_lines(args, rows),
-    }
-}
-
-/// Merges every part's summary, and every block's line, into what `ratelimit replay
-/// --format json` prints for all the rows, as a JSON object.
-pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
-    match LayeredPlan::of(args)? {
-        Some(plan) => plan.merge(parts, blocks),
-        None => replay_parts::merge_parts(args, parts, blocks),
-    }
-}

@@ -1,5 +1,5 @@
-//! `replay --limit … --limit …` over keys split among machines (Spark's partitions, each
-//! holding whole keys), when every layer is keyed by one column: each key's events are
+//! Layers all or nothing over keys split among machines (Spark's partitions, each holding
+//! whole keys), when every layer is keyed by one column: each key's events are
 //! decided by its own layers alone, so a part replays its keys as the program would, and
 //! says what each layer's record adds up to; each layer's report over every key is then
 //! merged as one limiter's is ([`merged_keyed`]), its busiest windows from blocks of time.
@@ -8,43 +8,34 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use super::blocks::{BlockRows, lines_of_blocks};
-use super::parse;
-use super::parts_plan::Part;
-use super::replay_parts::{encode, merged_keyed};
-use crate::cli::layer::{self, Layers};
-use crate::cmd::Cli;
-use crate::cmd::replay::ReplayArgs;
-use crate::engine::Backend;
-use crate::engine::layered::Layer;
-use crate::engine::recorder::KeyNames;
+use super::job::{Job, Part};
+use super::keyed::{encode, merged_keyed};
+use crate::backend::Backend;
 use crate::input::catalog::{self, Source};
+use crate::layered::Layer;
+use crate::limit::Limit;
+use crate::limits::{Layers, LimitPolicy};
+use crate::recorder::KeyNames;
 
-/// A layered replay in parts, settled from `ratelimit replay`'s flags: its layers, the
-/// one column that keys them all, and the flags.
+/// A layered replay in parts: its limits, their layers, the one column that keys them all,
+/// and how many keys each layer's report ranks.
 pub struct LayeredPlan {
+    limits: Vec<Limit>,
     layers: Vec<Layer>,
     column: String,
-    replay: ReplayArgs,
+    top: usize,
 }
 
-/// Returns the one column that keys every layer `args` (`ratelimit replay`'s flags) give,
-/// if every layer is keyed by it and none shares a zone (nginx's): then each key's events
-/// are decided by its own layers alone, and a replay may run by key. `None` otherwise, and
-/// for one limit.
-pub fn layers_key(args: &[String]) -> Result<Option<String>> {
-    Ok(layered(args)?.and_then(|(_, Layers { layers, key, .. })| key.filter(|_| by_key(&layers))))
+/// [`layers_key`](super::layers_key), its errors the internals'.
+pub(super) fn layers_key(job: &Job) -> Result<Option<String>> {
+    Ok(layered(job)?.and_then(|(_, Layers { layers, key, .. })| key.filter(|_| by_key(&layers))))
 }
 
-/// Settles `args` if they give layers (`--limit`): the flags and the layers.
-fn layered(args: &[String]) -> Result<Option<(ReplayArgs, Layers)>> {
-    let cli: Cli = parse(args)?;
-    let crate::cmd::Command::Replay(replay) = cli.command else { bail!("parts are replay's") };
-    if replay.limits.is_empty() {
-        return Ok(None);
-    }
-    let stop = replay.stop_counting_over_limit;
-    let layers = layer::resolve(&replay.limits, replay.size.window, stop, "layers")?;
-    Ok(Some((replay, layers)))
+/// Settles the layers of `job`, if it has layers: the limits and the layers.
+fn layered(job: &Job) -> Result<Option<(&[Limit], Layers)>> {
+    let LimitPolicy::AllOrNothing(limits) = &job.policy else { return Ok(None) };
+    let layers = crate::limits::layers(limits, job.window, job.stop_counting, "layers")?;
+    Ok(Some((limits, layers)))
 }
 
 /// Whether `layers` decide each key's events alone: every one keyed, none by a zone.
@@ -53,34 +44,30 @@ fn by_key(layers: &[Layer]) -> bool {
 }
 
 impl LayeredPlan {
-    /// Settles `args` if they give layers (`--limit`); `None` for one limit. Every layer
+    /// Settles the layers of `job`, if it has layers; `None` for one limit. Every layer
     /// must be keyed, by one column.
-    pub fn of(args: &[String]) -> Result<Option<LayeredPlan>> {
-        let Some((replay, Layers { layers, key, .. })) = layered(args)? else { return Ok(None) };
+    pub fn of(job: &Job) -> Result<Option<LayeredPlan>> {
+        let Some((limits, Layers { layers, key, .. })) = layered(job)? else { return Ok(None) };
         let Some(column) = key.filter(|_| by_key(&layers)) else {
             bail!(
                 "layers in parts hold whole keys: every layer keyed by one column (key=), none nginx's"
             );
         };
-        Ok(Some(LayeredPlan { layers, column, replay }))
+        Ok(Some(LayeredPlan { limits: limits.to_vec(), layers, column, top: job.top }))
     }
 
-    /// Replays the rows of `given`, which hold whole keys, and returns what they tell:
-    /// the counts, and each layer's report and what its keys add up to.
-    pub fn part(mut self, given: Source) -> Result<Part> {
-        self.replay.job.input.given = Some(given);
-        let stop = self.replay.stop_counting_over_limit;
-        let window = self.replay.size.window;
-        let (layers, input) =
-            layer::setup(&self.replay.limits, &self.replay.job.input, window, stop, "layers")?;
-        let (rows, stats) = catalog::read_rows(&input.source, &input.read)?;
+    /// Replays the rows of `given`, which hold whole keys, read as `job` asks, and returns
+    /// what they tell: the counts, and each layer's report and what its keys add up to.
+    pub fn part(&self, job: &Job, given: &Source) -> Result<Part> {
+        let read = job.read(given)?;
+        let (rows, stats) = catalog::read_rows(given, &read)?;
         let events = rows.iter().map(|(event, _)| event);
-        let record = Backend::Memory.decide_layers(&layers, (events, &input.read.empty_key))?;
-        let (name, threads) = (input.source.name(), input.read.threads);
+        let record = Backend::Memory.decide_layers(&self.layers, (events, &read.empty_key))?;
+        let (name, threads) = (given.name(), read.threads);
         let names = KeyNames::of(Some(&self.column), &stats);
-        let each = (record.layers.iter().zip(&self.replay.limits))
+        let each = (record.layers.iter().zip(&self.limits))
             .map(|((recorder, refused, only, alone), spec)| {
-                let reports = recorder.reports(&name, names, self.replay.job.keys.top, threads);
+                let reports = recorder.reports(&name, names, self.top, threads);
                 Ok(json!({
                     "spec": spec.to_string(),
                     "refused": refused,
@@ -91,14 +78,14 @@ impl LayeredPlan {
                 }))
             })
             .collect::<Result<Vec<Value>>>()?;
-        let window = layers.iter().map(|l| l.settings.window.as_micros()).max().unwrap_or(0);
+        let window = self.layers.iter().map(|l| l.settings.window.as_micros()).max().unwrap_or(0);
         let summary = json!({
             "events": record.events,
             "passed": record.passed,
             "layers": each,
             "window_us": window,
         });
-        Ok(Part::of(summary.to_string(), &rows, &record.trace, &input.source))
+        Ok(Part::of(summary.to_string(), &rows, &record.trace, given))
     }
 
     /// Returns each layer's lines for the blocks in `rows`, each line led by its layer's
@@ -126,9 +113,9 @@ impl LayeredPlan {
             parts.iter().map(|part| of(part).as_u64().unwrap_or(0)).sum::<u64>()
         };
         let (events, passed) = (sum(&|p| &p["events"]), sum(&|p| &p["passed"]));
-        let shown = (self.column.as_str(), self.replay.job.keys.top);
+        let shown = (self.column.as_str(), self.top);
         let mut layers = Vec::with_capacity(self.layers.len());
-        for (n, (layer, spec)) in self.layers.iter().zip(&self.replay.limits).enumerate() {
+        for (n, (layer, spec)) in self.layers.iter().zip(&self.limits).enumerate() {
             let own: Vec<&Value> = parts.iter().map(|part| &part["layers"][n]).collect();
             let prefix = format!("{n} ");
             let lines: Vec<String> = (blocks.iter())

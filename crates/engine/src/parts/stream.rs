@@ -1,4 +1,4 @@
-//! `replay` of one stream (no `--key`) from its rows already decided in chunks of time
+//! `replay` of one stream (no key) from its rows already decided in chunks of time
 //! (Spark's partitions): what each chunk tells, and the report made of every chunk's line
 //! and the blocks' lines, as the program prints it.
 //!
@@ -12,13 +12,13 @@
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::blocks::{Blocks, Counted};
-use super::parts_plan::{Part, Plan};
-use crate::engine::decisions::in_row_order;
-use crate::engine::recorder::Settings;
-use crate::input::catalog::Source;
+use super::blocks::{BlockRows, Blocks, Counted, lines_of_blocks};
+use super::job::{Job, Part};
+use crate::decisions::in_row_order;
+use crate::input::catalog::{self, Source};
 use crate::limiter::promise::{Limit, PromiseCheck, Seen};
 use crate::limiter::{KeyedState, LeakyQueue, Limiter, Waits};
+use crate::recorder::Settings;
 use crate::report::LimiterReport;
 use crate::sizing::merge::BucketSummary;
 use crate::units::time::Timestamp;
@@ -26,23 +26,19 @@ use crate::units::time::Timestamp;
 /// The shortest block of time (10 minutes): longer if a window or a period is.
 const BLOCK_US: i64 = 600_000_000;
 
-/// Returns what a chunk of one stream tells: the rows of `given`, a stretch of the stream
-/// in time order, read by `args` (`ratelimit replay`'s flags, no `--key`), each decided
-/// as `decided` says (one for each row, in the rows' order). `start` is the tat (1/N µs)
-/// the limiter starts the chunk with, for a leaky queue's waits; `None` is an empty queue.
-pub fn stream_part(
-    args: &[String],
-    given: Source,
+/// [`stream_part`](super::stream_part), its errors the internals'.
+pub(super) fn stream_part(
+    job: &Job,
+    given: &Source,
     decided: &[Option<bool>],
     start: Option<i128>,
 ) -> Result<Part> {
-    let (plan, input) = Plan::of_range(args, given)?;
-    let settings = plan.settings;
-    let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
+    let settings = job.of_range()?;
+    let (rows, _) = catalog::read_rows(given, &job.read(given)?)?;
     // Each event's row, in time order: the inverse of putting values in the rows' order.
     let places: Vec<usize> = (0..rows.len()).collect();
     let mut row_of_event = vec![0; rows.len()];
-    for (row, place) in in_row_order(&rows, &places, &input.source).into_iter().enumerate() {
+    for (row, place) in in_row_order(&rows, &places, given).into_iter().enumerate() {
         if let Some(place) = place {
             row_of_event[place] = row;
         }
@@ -56,7 +52,7 @@ pub fn stream_part(
         chunk.add(event.time, event.cost, passed);
         trace.push(passed);
     }
-    Ok(Part::of(chunk.line(&settings).to_string(), &rows, &trace, &input.source))
+    Ok(Part::of(chunk.line(&settings).to_string(), &rows, &trace, given))
 }
 
 /// A chunk's figures, found as its events come in time order.
@@ -161,8 +157,11 @@ fn geometry(settings: &Settings) -> (i64, i64) {
 
 /// Merges every chunk's line, in time order, and every block's line into what `ratelimit
 /// replay --format json` prints for all the rows of one stream, as a JSON object.
-pub fn merge_stream(plan: &Plan, chunks: &[String], blocks: &[String]) -> Result<Vec<u8>> {
-    let settings = plan.settings;
+pub(super) fn merge_stream(
+    settings: Settings,
+    chunks: &[String],
+    blocks: &[String],
+) -> Result<Vec<u8>> {
     let Settings { algorithm, rate, burst, .. } = settings;
     let mut whole = Chunk::new(settings, None);
     for line in chunks {
@@ -236,12 +235,12 @@ impl Chunk {
     }
 }
 
-/// Returns the lines of a stream's blocks, as [`super::blocks::lines_of_blocks`] writes
+/// Returns the lines of a stream's blocks, as [`lines_of_blocks`] writes
 /// them with what the promise measures.
-pub fn stream_block_lines(plan: &Plan, rows: &super::blocks::BlockRows) -> Result<Vec<String>> {
-    let Settings { algorithm, rate, burst, window, .. } = plan.settings;
+pub(super) fn stream_block_lines(settings: Settings, rows: &BlockRows) -> Result<Vec<String>> {
+    let Settings { algorithm, rate, burst, window, .. } = settings;
     let check = PromiseCheck::new(algorithm, rate, burst.get());
-    super::blocks::lines_of_blocks(rows, window, plan.settings.capacity(), Some(&check))
+    lines_of_blocks(rows, window, settings.capacity(), Some(&check))
 }
 
 #[cfg(test)]
@@ -249,9 +248,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::recorder::{KeyNames, Recorder};
     use crate::input::catalog::Event;
     use crate::limiter::Decision;
+    use crate::recorder::{KeyNames, Recorder};
 
     /// The report of `events` (time µs, cost, passed) in one pass, as the program makes it.
     fn one_pass(settings: Settings, events: &[(i64, u64, bool)]) -> Value {
@@ -280,12 +279,9 @@ mod tests {
                 "sliding-counter", "limits-moving-window",
             ]),
         ) {
-            let args: Vec<String> = ["ratelimit", "replay", "-", "--algo", algo, "--rate", "3/m"]
-                .iter().map(|s| (*s).to_owned())
-                .chain(matches!(algo, "gcra" | "token-bucket" | "leaky-queue").then(|| ["--burst".to_owned(), "2".to_owned()]).into_iter().flatten())
-                .collect();
-            let plan = Plan::of_limit(&args).unwrap();
-            let settings = plan.settings;
+            let burst = if matches!(algo, "gcra" | "token-bucket" | "leaky-queue") { ",burst=2" } else { "" };
+            let limit: crate::limit::Limit = format!("algo={algo},rate=3/m{burst}").parse().unwrap();
+            let settings = limit.settings(None, true, "").unwrap();
             // Times in seconds' steps from 1,000 s, some equal.
             let events: Vec<(i64, u64, bool)> = steps.iter()
                 .scan(1_000_000_000, |t, s| { *t += s.0 * 1_000_000; Some((*t, s.1, s.2)) })
@@ -325,11 +321,11 @@ mod tests {
             let costs: Vec<u64> = rows.iter().map(|r| events[r.1].1).collect();
             let passed: Vec<bool> = rows.iter().map(|r| events[r.1].2).collect();
             let own: Vec<bool> = rows.iter().map(|r| r.2).collect();
-            let block_rows = super::super::blocks::BlockRows {
+            let block_rows = BlockRows {
                 blocks: &blocks, times: &times, costs: &costs, passed: &passed, own: &own,
             };
-            let block_lines = stream_block_lines(&plan, &block_rows).unwrap();
-            let got: Value = serde_json::from_slice(&merge_stream(&plan, &lines, &block_lines).unwrap()).unwrap();
+            let block_lines = stream_block_lines(settings, &block_rows).unwrap();
+            let got: Value = serde_json::from_slice(&merge_stream(settings, &lines, &block_lines).unwrap()).unwrap();
             prop_assert_eq!(got, want);
         }
     }

@@ -8,198 +8,60 @@
 //! keys in time order (the busiest windows, the first event too big to pass) comes from
 //! blocks of time: block k holds the events of its span and reads on a window's length
 //! into the next, so that every window that starts in it is counted whole there.
-//!
-//! One stream (no key) is cut into ranges of time instead, and a range may be replayed
-//! from a fresh state, exactly, where its first event comes once the limiter is at rest
-//! after the last event before it ([`range_line`]): a reset cut.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::blocks::{BlockRows, Blocks, Counted, lines_of_blocks};
-use super::parts_plan::{Part, Plan};
-use crate::engine::recorder::{KeySpread, Settings, promise_over_keys};
-use crate::input::catalog::Source;
+use super::job::{Job, Part};
+use crate::backend::Backend;
+use crate::input::catalog::{self, Source};
+use crate::limiter::Waits;
 use crate::limiter::promise::PromiseCheck;
-use crate::limiter::{Piece, Transfer, Waits};
+use crate::recorder::{KeyNames, KeySpread, Settings, promise_over_keys};
 use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
 use crate::sizing::quantile::{Histogram, Tally};
-use crate::units::time::Timestamp;
 
-/// Replays the rows of `given`, which hold whole keys, by `args` (`ratelimit replay`'s
-/// flags, the program's name first, with `--key`), and returns what they tell.
-pub fn replay_part(args: &[String], given: Source) -> Result<Part> {
-    let mut plan = Plan::of(args)?;
-    let input = plan.read(given)?;
-    let job = plan.replay.job.job(input, vec![plan.settings], false)?;
-    let (rows, recorder, stats) = job.replay_rows()?;
-    let reports = job.reports(&recorder, &stats);
+/// Replays the rows of `given`, which hold whole keys, as `job` asks (one limit, keyed),
+/// and returns what they tell.
+pub fn replay_part(job: &Job, given: &Source) -> Result<Part> {
+    let settings = job.by_key()?;
+    let read = job.read(given)?;
+    let (rows, stats) = catalog::read_rows(given, &read)?;
+    let events = rows.iter().map(|(event, _)| event);
+    let recorder = Backend::Memory.decide(&[settings], true, (events, &read.empty_key))?;
+    let names = KeyNames::of(read.key_column.as_deref(), &stats);
+    let reports = recorder.reports(&given.name(), names, job.top, read.threads);
     let spread = reports.spread.unwrap_or_default();
     let summary = json!({
         "report": serde_json::to_value(&reports.lanes[0])?,
         "spread": encode(&spread),
-        "window_us": plan.settings.window.as_micros(),
+        "window_us": settings.window.as_micros(),
     });
-    Ok(Part::of(summary.to_string(), &rows, recorder.trace(), &job.input.source))
-}
-
-/// Returns what a range of one stream tells (a Spark partition's rows, in time order),
-/// read by `args` (`ratelimit replay`'s flags, no `--key`): its first and last events'
-/// times in µs, and the instant from which the limiter is at rest after the last, `-` if
-/// none is known (`"first last rest"`); `-` for a range without events.
-pub fn range_line(args: &[String], given: Source) -> Result<String> {
-    let (plan, input) = Plan::of_range(args, given)?;
-    let read = crate::input::catalog::read_events(&input.source, &input.read, FirstLast::default);
-    let FirstLast(Some((first, last))) = read?.0 else { return Ok("-".to_owned()) };
-    let rest = plan.settings.per_key().rests_after(last);
-    let rest = rest.map_or_else(|| "-".to_owned(), |rest| rest.as_micros().to_string());
-    Ok(format!("{} {} {rest}", first.as_micros(), last.as_micros()))
-}
-
-/// The most pieces a range's function may have before it is given up
-/// ([`Gcra::transfer`](crate::limiter::Gcra::transfer)).
-const MOST_PIECES: usize = 4096;
-
-/// Returns GCRA's function of a range of one stream (a Spark partition's rows, in time
-/// order), read by `args` (`ratelimit replay`'s flags, no `--key`): the fresh tat, then
-/// each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in units of 1/N µs;
-/// `-` if the limiter's decisions are not GCRA's or the function passes 4,096 pieces.
-pub fn range_transfer(args: &[String], given: Source) -> Result<String> {
-    let (plan, input) = Plan::of_range(args, given)?;
-    let Some(gcra) = as_gcra(&plan.settings) else { return Ok("-".to_owned()) };
-    let (events, _) =
-        crate::input::catalog::read_events(&input.source, &input.read, Events::default)?;
-    let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok("-".to_owned()) };
-    let mut line = gcra.fresh_tat().to_string();
-    for &(first, piece) in function.pieces() {
-        let first = if first == i128::MIN { "-".to_owned() } else { first.to_string() };
-        match piece {
-            Piece::Shift(k) => line += &format!(" {first}:S:{k}"),
-            Piece::Const(c) => line += &format!(" {first}:C:{c}"),
-        }
-    }
-    Ok(line)
-}
-
-/// Returns the tat each range starts with, in decimal: the ranges' functions, as
-/// [`range_transfer`] wrote them (in range order, none `-`), composed from the first's
-/// fresh tat.
-pub fn range_starts(lines: &[String]) -> Result<Vec<String>> {
-    let mut tat = None;
-    let mut starts = Vec::with_capacity(lines.len());
-    for line in lines {
-        let bad = || anyhow!("{line:?} is not a range's function");
-        let mut words = line.split(' ');
-        let fresh: i128 = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
-        let pieces = words
-            .map(|word| {
-                let [first, kind, value] = word.split(':').collect::<Vec<_>>()[..] else {
-                    return None;
-                };
-                let first = if first == "-" { i128::MIN } else { first.parse().ok()? };
-                let value = value.parse().ok()?;
-                let piece = match kind {
-                    "S" => Piece::Shift(value),
-                    "C" => Piece::Const(value),
-                    _ => return None,
-                };
-                Some((first, piece))
-            })
-            .collect::<Option<Vec<_>>>()
-            .and_then(Transfer::from_pieces)
-            .ok_or_else(bad)?;
-        let start = *tat.get_or_insert(fresh);
-        starts.push(start.to_string());
-        tat = Some(pieces.apply(start));
-    }
-    Ok(starts)
-}
-
-/// Decides the rows of a range of one stream by GCRA (`args` as for [`range_transfer`]),
-/// starting from `tat`: each row's decision, in the rows' order (`None` for a row that
-/// made no event).
-pub fn decide_range(args: &[String], given: Source, tat: i128) -> Result<Vec<Option<bool>>> {
-    let (plan, input) = Plan::of_range(args, given)?;
-    let Some(mut gcra) = as_gcra(&plan.settings) else {
-        bail!(
-            "a range is decided from a given state by GCRA, and the limiters that decide as it does"
-        )
-    };
-    let (rows, _) = crate::input::catalog::read_rows(&input.source, &input.read)?;
-    *crate::limiter::KeyedState::state_mut(&mut gcra) = tat;
-    let passed: Vec<bool> = rows
-        .iter()
-        .map(|(event, _)| {
-            crate::limiter::Limiter::take(&mut gcra, event.time, event.cost, false).passed
-        })
-        .collect();
-    Ok(crate::engine::decisions::in_row_order(&rows, &passed, &input.source))
-}
-
-/// Returns the GCRA that decides as the limiter of `settings` does, if one does: GCRA
-/// itself, the token bucket of the same rate and burst, and the leaky queue, which admits
-/// what GCRA passes (each checked against GCRA by the limiters' property tests).
-fn as_gcra(settings: &Settings) -> Option<crate::limiter::Gcra> {
-    use crate::limiter::Algorithm::{Gcra, LeakyQueue, TokenBucket};
-    matches!(settings.algorithm, Gcra | TokenBucket | LeakyQueue)
-        .then(|| crate::limiter::Gcra::new(settings.rate, settings.burst))
-}
-
-/// A range's events, in time order.
-#[derive(Default)]
-struct Events(Vec<(Timestamp, u64)>);
-
-impl crate::input::catalog::Sink for Events {
-    type Error = anyhow::Error;
-
-    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
-        self.0.push((event.time, event.cost));
-        Ok(())
-    }
-}
-
-/// The first and last events' times of a range.
-#[derive(Default)]
-struct FirstLast(Option<(Timestamp, Timestamp)>);
-
-impl crate::input::catalog::Sink for FirstLast {
-    type Error = anyhow::Error;
-
-    fn event(&mut self, event: crate::input::catalog::Event) -> Result<()> {
-        let (first, last) = self.0.get_or_insert((event.time, event.time));
-        *first = (*first).min(event.time);
-        *last = (*last).max(event.time);
-        Ok(())
-    }
+    Ok(Part::of(summary.to_string(), &rows, recorder.trace(), given))
 }
 
 /// Returns a line for each block in `rows` (sorted by block, then time): the busiest
 /// window of every event that starts in it, of the passed ones, and its first event too
 /// big to pass, as [`merge_parts`] reads them.
-pub fn block_lines(args: &[String], rows: &BlockRows) -> Result<Vec<String>> {
-    let plan = Plan::of_limit(args)?;
-    if plan.replay.job.keys.key.is_none() {
-        return super::stream_parts::stream_block_lines(&plan, rows);
-    }
-    let settings = plan.settings;
+pub(super) fn block_lines(settings: Settings, rows: &BlockRows) -> Result<Vec<String>> {
     lines_of_blocks(rows, settings.window, settings.capacity(), None)
 }
 
-/// Merges every part's summary, and every block's line, into what `ratelimit replay
-/// --format json` prints for all the rows, as a JSON object.
-pub fn merge_parts(args: &[String], parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
-    let plan = Plan::of_limit(args)?;
-    if plan.replay.job.keys.key.is_none() {
-        // One stream: its chunks' lines, in time order.
-        return super::stream_parts::merge_stream(&plan, parts, blocks);
-    }
+/// Merges every part's summary, and every block's line, into the report of one limit
+/// with `settings` over every key of `column`, as the program prints it, its first `top`
+/// keys listed (all for 0).
+pub(super) fn merge_parts(
+    settings: Settings,
+    (column, top): (&str, usize),
+    parts: &[String],
+    blocks: &[String],
+) -> Result<Vec<u8>> {
     let parts: Vec<Value> = (parts.iter())
         .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))
         .collect::<Result<_>>()?;
-    let keys = &plan.replay.job.keys;
-    let column = keys.key.clone().unwrap_or_default();
     let parts: Vec<&Value> = parts.iter().collect();
-    let whole = merged_keyed(plan.settings, (&column, keys.top), &parts, blocks)?;
+    let whole = merged_keyed(settings, (column, top), &parts, blocks)?;
     Ok(serde_json::to_vec(&whole)?)
 }
 

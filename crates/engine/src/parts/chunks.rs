@@ -9,10 +9,9 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::engine::key_sizing::{KeySizing, Shown, by_key};
 use crate::input::asked::Names;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, Timeline, slot};
-use crate::render::export::{self, Format, Style};
+use crate::key_sizing::{KeySizing, Shown, by_key};
 use crate::sizing::curve_summary::CurveSummary;
 use crate::sizing::merge::BucketSummary;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder, Stretch};
@@ -38,11 +37,8 @@ pub struct Chunked {
     pub cover: Option<crate::sizing::quantile::Percent>,
 }
 
-/// Returns what a chunk tells, read from `given` as `asked` says: of one stream, a summary
-/// a rate (or the curve's summary, with no rate), for a chunk of it in time order; per
-/// key, a line a key (its name in hex, its events, and its bucket and stretch at each
-/// rate), for a chunk that holds whole keys.
-pub fn chunk_lines(asked: &Chunked, given: Source) -> Result<Vec<String>> {
+/// [`chunk_lines`](super::chunk_lines), its errors the internals'.
+pub(super) fn chunk_lines(asked: &Chunked, given: Source) -> Result<Vec<String>> {
     let plan = Plan::of(asked, given)?;
     let (source, read) = (&plan.source, &plan.read);
     if plan.curve {
@@ -79,10 +75,8 @@ pub fn chunk_lines(asked: &Chunked, given: Source) -> Result<Vec<String>> {
     Ok(lines)
 }
 
-/// Merges the lines of every chunk, as [`chunk_lines`] wrote them for the same `asked`,
-/// and returns what `ratelimit min-bucket --format json` prints for all the rows: of one
-/// stream, the chunks given in the stream's order; per key, in any order.
-pub fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Vec<u8>> {
+/// [`merge_chunks`](super::merge_chunks), its errors the internals'.
+pub(super) fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Vec<u8>> {
     // Nothing is read to merge: a source that no settling looks into.
     let plan = Plan::of(asked, Source::Embedded { name: "<chunks>", bytes: b"" })?;
     if plan.curve {
@@ -96,11 +90,8 @@ pub fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Vec<u8>> 
             })?;
         }
         let curve = whole.curve();
-        let segments = crate::engine::lossless::segments(&curve, |line| whole.stretch(line))?;
-        let mut out = Vec::new();
-        let found = export::PerUnit { found: &segments, per: export::Per::default() };
-        export::write(&mut out, Format::Json, Style::new(false), &found)?;
-        return Ok(out);
+        let segments = crate::lossless::segments(&curve, |line| whole.stretch(line))?;
+        return Ok(serde_json::to_vec(&segments)?);
     }
     let found = if plan.keyed {
         plan.by_key(chunks.iter().flatten())?
@@ -119,9 +110,7 @@ pub fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Vec<u8>> 
         }
         found
     };
-    let mut out = Vec::new();
-    export::write(&mut out, Format::Json, Style::new(false), &found)?;
-    Ok(out)
+    Ok(serde_json::to_vec(&found)?)
 }
 
 /// A chunked min-bucket, settled: its rates, what it reads, whether it is per key, and

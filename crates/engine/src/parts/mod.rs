@@ -1,7 +1,27 @@
-//! How a limit may be decided in parts (Spark's and Dask's partitions), exactly: the method
-//! the registry's facts allow, never a limiter's name.
+//! A replay and a sizing in parts (Spark's and Dask's partitions), exactly: the method
+//! the registry's facts allow, never a limiter's name; what each part tells, and the
+//! parts merged into the report of one pass.
 
+use anyhow::Result;
+
+use crate::input::catalog::Source;
 use crate::limiter::Algorithm;
+use crate::limits::LimitPolicy;
+
+mod beside;
+mod blocks;
+mod chunks;
+mod job;
+mod keyed;
+mod layered;
+mod ranges;
+mod stream;
+
+pub use self::beside::{Beside, GlobalLayer, layers_beside};
+pub use self::blocks::BlockRows;
+pub use self::chunks::Chunked;
+pub use self::job::{Job, Part};
+use self::layered::LayeredPlan;
 
 /// How the events of one limit may be cut into parts and decided exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +64,141 @@ pub fn report_method(algorithm: Algorithm, keyed: bool) -> Method {
         true => Method::OnePass("its own size is found over every event, in one pass"),
         false => method(algorithm, keyed),
     }
+}
+
+impl Job {
+    /// The method by which this job's decisions are found exactly in parts (`report`:
+    /// its report's, [`report_method`]). Layers are decided by key where every layer is
+    /// keyed by one column ([`layers_key`]), else in one pass: keyed layers beside global
+    /// ones split only where the global ones refuse nothing, which [`layers_beside`] says
+    /// how to find.
+    pub fn method(&self, report: bool) -> crate::error::Result<Method> {
+        let LimitPolicy::One(limit) = &self.policy else {
+            return Ok(match layered::layers_key(self)? {
+                Some(_) => Method::ByKey,
+                None => Method::OnePass("its layers are not all keyed by one column"),
+            });
+        };
+        let keyed = limit.key.is_some();
+        Ok(if report {
+            report_method(limit.algorithm, keyed)
+        } else {
+            method(limit.algorithm, keyed)
+        })
+    }
+}
+
+/// Replays the rows of `given`, which hold whole keys, as `job` asks (one limit by key,
+/// or layers all keyed by one column), and returns what they tell.
+pub fn replay_part(job: &Job, given: &Source) -> crate::error::Result<Part> {
+    Ok(match LayeredPlan::of(job)? {
+        Some(plan) => plan.part(job, given)?,
+        None => keyed::replay_part(job, given)?,
+    })
+}
+
+/// Returns a line for each block in `rows` (sorted by block, then time), as
+/// [`merge_parts`] reads them: of one limit by key, of one stream (with what the promise
+/// measures), or each layer's.
+pub fn block_lines(job: &Job, rows: &BlockRows) -> crate::error::Result<Vec<String>> {
+    let lines = || -> Result<Vec<String>> {
+        match LayeredPlan::of(job)? {
+            Some(plan) => plan.block_lines(rows),
+            None if job.keyed() => keyed::block_lines(job.one()?, rows),
+            None => stream::stream_block_lines(job.one()?, rows),
+        }
+    };
+    Ok(lines()?)
+}
+
+/// Merges every part's summary (of one stream, its chunks' lines in time order), and
+/// every block's line, into the report of one pass over all the rows, as JSON: what
+/// `ratelimit replay --format json` prints.
+pub fn merge_parts(
+    job: &Job,
+    parts: &[String],
+    blocks: &[String],
+) -> crate::error::Result<Vec<u8>> {
+    let merged = || -> Result<Vec<u8>> {
+        match (LayeredPlan::of(job)?, &job.policy) {
+            (Some(plan), _) => plan.merge(parts, blocks),
+            (None, LimitPolicy::One(limit)) if limit.key.is_some() => {
+                let column = limit.key.as_deref().unwrap_or_default();
+                keyed::merge_parts(job.one()?, (column, job.top), parts, blocks)
+            }
+            (None, _) => stream::merge_stream(job.one()?, parts, blocks),
+        }
+    };
+    Ok(merged()?)
+}
+
+/// Returns what a range of one stream tells (a Spark partition's rows, in time order),
+/// as `job` asks (one limit, no key): its first and last events'
+/// times in µs, and the instant from which the limiter is at rest after the last, `-` if
+/// none is known (`"first last rest"`); `-` for a range without events.
+pub fn range_line(job: &Job, given: &Source) -> crate::error::Result<String> {
+    Ok(ranges::range_line(job, given)?)
+}
+
+/// Returns GCRA's function of a range of one stream (a Spark partition's rows, in time
+/// order), as `job` asks (one limit, no key): the fresh tat, then
+/// each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in units of 1/N µs;
+/// `-` if the limiter's decisions are not GCRA's or the function passes 4,096 pieces.
+pub fn range_transfer(job: &Job, given: &Source) -> crate::error::Result<String> {
+    Ok(ranges::range_transfer(job, given)?)
+}
+
+/// Returns the tat each range starts with, in decimal: the ranges' functions, as
+/// [`range_transfer`] wrote them (in range order, none `-`), composed from the first's
+/// fresh tat.
+pub fn range_starts(lines: &[String]) -> crate::error::Result<Vec<String>> {
+    Ok(ranges::range_starts(lines)?)
+}
+
+/// Decides the rows of a range of one stream by GCRA (`job` as for [`range_transfer`]),
+/// starting from `tat`: each row's decision, in the rows' order (`None` for a row that
+/// made no event).
+pub fn decide_range(
+    job: &Job,
+    given: &Source,
+    tat: i128,
+) -> crate::error::Result<Vec<Option<bool>>> {
+    Ok(ranges::decide_range(job, given, tat)?)
+}
+
+/// Returns what a chunk of one stream tells: the rows of `given`, a stretch of the stream
+/// in time order, read as `job` asks (one limit, no key), each decided
+/// as `decided` says (one for each row, in the rows' order). `start` is the tat (1/N µs)
+/// the limiter starts the chunk with, for a leaky queue's waits; `None` is an empty queue.
+pub fn stream_part(
+    job: &Job,
+    given: &Source,
+    decided: &[Option<bool>],
+    start: Option<i128>,
+) -> crate::error::Result<Part> {
+    Ok(stream::stream_part(job, given, decided, start)?)
+}
+
+/// Returns what a chunk tells, read from `given` as `asked` says: of one stream, a summary
+/// a rate (or the curve's summary, with no rate), for a chunk of it in time order; per
+/// key, a line a key (its name in hex, its events, and its bucket and stretch at each
+/// rate), for a chunk that holds whole keys.
+pub fn chunk_lines(asked: &Chunked, given: Source) -> crate::error::Result<Vec<String>> {
+    Ok(chunks::chunk_lines(asked, given)?)
+}
+
+/// Merges the lines of every chunk, as [`chunk_lines`] wrote them for the same `asked`,
+/// and returns what `ratelimit min-bucket --format json` prints for all the rows: of one
+/// stream, the chunks given in the stream's order; per key, in any order.
+pub fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> crate::error::Result<Vec<u8>> {
+    Ok(chunks::merge_chunks(asked, chunks)?)
+}
+
+/// Returns the one column that keys every layer of `job`, if every layer is keyed by it
+/// and none shares a zone (nginx's): then each key's events are decided by its own layers
+/// alone, and a replay may run by key. `None` otherwise, and for one limit.
+pub fn layers_key(job: &Job) -> crate::error::Result<Option<String>> {
+    Ok(layered::layers_key(job)?)
 }
 
 #[cfg(test)]

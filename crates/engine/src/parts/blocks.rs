@@ -5,13 +5,13 @@
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::engine::recorder::Settings;
 use crate::limiter::promise::{Promise, PromiseCheck};
+use crate::recorder::Settings;
 use crate::report::{self, LimiterReport};
 use crate::sizing::window::{Busiest, BusiestWindow};
 use crate::units::time::{Span, Timestamp};
 
-/// One block's events in time order, as [`block_lines`](super::replay_parts::block_lines) reads them.
+/// One block's events in time order, as [`block_lines`](super::block_lines) reads them.
 pub struct BlockRows<'a> {
     /// Each row's block.
     pub blocks: &'a [i64],
@@ -25,7 +25,7 @@ pub struct BlockRows<'a> {
     pub own: &'a [bool],
 }
 
-/// Returns [`block_lines`](super::replay_parts::block_lines)' lines for windows of `length` and a limiter that holds at
+/// Returns [`block_lines`](super::block_lines)' lines for windows of `length` and a limiter that holds at
 /// most `capacity` units; with `promise` (a check of no events), each line goes on with
 /// what the check measures of the block's passed events: the most in one aligned window
 /// and in any one period (the rows read on must cover a period).
@@ -178,7 +178,7 @@ impl Counted {
 }
 
 impl Blocks {
-    /// Reads every block's line, as [`block_lines`](super::replay_parts::block_lines)
+    /// Reads every block's line, as [`block_lines`](super::block_lines)
     /// writes them, from any parts in any order.
     pub(super) fn of_lines(lines: &[String]) -> Result<Blocks> {
         let mut merged = Blocks::default();
@@ -188,7 +188,7 @@ impl Blocks {
         Ok(merged)
     }
 
-    /// Reads a block's line, as [`block_lines`](super::replay_parts::block_lines) writes it.
+    /// Reads a block's line, as [`block_lines`](super::block_lines) writes it.
     pub(super) fn add(&mut self, line: &str) -> Option<()> {
         let mut words: Vec<&str> = line.split(' ').collect();
         if words.len() == 11 {
