@@ -43,8 +43,6 @@ pub(crate) mod cli;
 #[cfg(feature = "cli")]
 pub(crate) mod cmd;
 #[cfg(feature = "cli")]
-pub mod embed;
-#[cfg(feature = "cli")]
 pub(crate) use ratelimit_engine as engine;
 #[cfg(feature = "cli")]
 pub(crate) mod render;
@@ -53,6 +51,3 @@ pub(crate) use ratelimit_engine::{policy_report, report};
 
 #[cfg(feature = "cli")]
 pub use cmd::{error_line, run};
-
-#[cfg(feature = "cli")]
-pub mod huge_pages;

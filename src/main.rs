@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 // Large buffers in huge pages: see its documentation for what that saves.
 #[global_allocator]
-static ALLOCATOR: ratelimit_replay::huge_pages::HugePages = ratelimit_replay::huge_pages::HugePages;
+static ALLOCATOR: ratelimit_engine::huge_pages::HugePages = ratelimit_engine::huge_pages::HugePages;
 
 fn main() -> ExitCode {
     match ratelimit_replay::run(std::env::args_os()) {

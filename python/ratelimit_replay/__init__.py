@@ -25,7 +25,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Union
 
 import pyarrow
 
@@ -56,10 +56,6 @@ __all__ = [
 
 #: A limit alone, or limits all or nothing.
 Limits = Union[Limit, Policy]
-
-# The program's flag for each keyword whose name is not the flag's own.
-_RENAMED = {"time": "time_column", "limits": "limit", "where": "where", "algos": "algo"}
-
 
 @dataclasses.dataclass(frozen=True)
 class Window:
@@ -243,11 +239,13 @@ def _resolved(
     window: str | None,
     limits: Iterable[str] | None,
     flags: dict[str, Any],
+    function: str = "replay",
 ) -> tuple[list[Limit], bool, str | None, dict[str, Any]]:
-    """What ``replay`` is asked: each limit (with ``key`` and ``cost`` if one alone),
-    whether they are layers, the busiest windows' length, and the other keywords."""
+    """What ``replay`` (or ``function``, which takes its keywords) is asked: each limit
+    (with ``key`` and ``cost`` if one alone), whether they are layers, the busiest windows'
+    length, and the other keywords."""
     if policy is None:
-        params, options = _native.shorthand("replay", flags)
+        params, options = _native.shorthand(function, flags)
         if limits is not None:
             if algo is not None or params:
                 raise PolicyError("give limits= or algo=, not both")
@@ -457,10 +455,36 @@ def _curve_table(pieces: list[dict[str, Any]]) -> pyarrow.Table:
     return pyarrow.Table.from_pylist(rows, schema=_CURVE)
 
 
-def report(data: Any, path: str | os.PathLike[str], **flags: Any) -> None:
-    """Writes ``ratelimit report``'s HTML page on ``data`` to ``path``; the keywords are
-    ``replay``'s."""
-    _run("report", data, dict(output=os.fspath(path), **flags))
+def report(
+    data: Any,
+    path: str | os.PathLike[str],
+    policy: Limits | None = None,
+    *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    algo: str | None = None,
+    rate: str | None = None,
+    burst: int | None = None,
+    window: str | None = None,
+    servers: int | None = None,
+    limits: Iterable[str] | None = None,
+    side_by_side: bool = False,
+    **flags: Any,
+) -> None:
+    """Writes the report page of ``data`` to ``path``, as ``ratelimit report -o PATH``
+    writes it: one self-contained HTML file, led by ``policy`` (one :class:`Limit`, or the
+    first of a :class:`Policy`, whose limits are shown as layers; with ``side_by_side``,
+    each a whole configuration). The keywords are ``replay``'s, with ``cover="90%"`` (the
+    share of keys the page says a burst keeps whole). The file is written whole or not at
+    all, and never over ``data``'s own file.
+    """
+    each, layered, window, options = _resolved(
+        policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
+        function="report",
+    )
+    options = dict(options, time=None if time == "time" else time, servers=servers)
+    _native.report(_data(data), os.fspath(path), each, layered, window, side_by_side=side_by_side, options=options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -561,42 +585,3 @@ class Limiter:
         passed, wait, remaining, retry = self._native.decide(micros, name, cost)
         retry_after = None if retry is None else dt.timedelta(microseconds=retry)
         return Outcome(passed, remaining, retry_after, dt.timedelta(microseconds=wait))
-
-
-def _run(
-    command: str, data: Any, args: Mapping[str, Any], decisions: bool = False
-) -> tuple[bytes, Any]:
-    """Runs ``ratelimit COMMAND`` on ``data`` with ``args`` as its flags."""
-    argv = _argv(command, args)
-    if isinstance(data, (str, os.PathLike)):
-        return _native.call(argv + ["--", os.fspath(data)], None, decisions)
-    if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
-        raise TypeError(
-            f"data is a {type(data).__name__}: give a path or Arrow data "
-            "(anything with __arrow_c_stream__, such as a pyarrow Table or a polars DataFrame)"
-        )
-    return _native.call(argv, data, decisions)
-
-
-def _argv(command: str, args: Mapping[str, Any]) -> list[str]:
-    """Returns the command line of ``ratelimit COMMAND`` with ``args`` as its flags, its
-    output JSON (but a report's, which is a page)."""
-    argv = ["ratelimit", command] + ([] if command == "report" else ["--format", "json"])
-    for name, value in args.items():
-        argv += _flag(name, value)
-    return argv
-
-
-def _flag(name: str, value: Any) -> list[str]:
-    """Returns the command-line words of keyword ``name`` given ``value``."""
-    if value is None or value is False:
-        return []
-    # The time column's default is the program's; said only when it is another.
-    if name == "time" and value == "time":
-        return []
-    flag = "--" + _RENAMED.get(name, name).replace("_", "-")
-    if value is True:
-        return [flag]
-    if isinstance(value, (list, tuple)):
-        return [word for item in value for word in (flag, str(item))]
-    return [flag, str(value)]

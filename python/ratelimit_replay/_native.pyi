@@ -1,7 +1,16 @@
 # Type stubs of the native part: the limits as classes, and the calls that run the engine.
 from typing import Any, final
 
-def call(args: list[str], data: Any | None = None, decisions: bool = False, name: str | None = None) -> tuple[bytes, list[Any] | None]: ...
+def report(
+    data: Any,
+    path: str,
+    limits: list[Limit],
+    layered: bool,
+    window: str | None = None,
+    *,
+    side_by_side: bool = False,
+    options: dict[str, Any] | None = None,
+) -> None: ...
 
 def replay(
     data: Any,
@@ -47,7 +56,7 @@ def range_starts(lines: list[str]) -> list[str]: ...
 @final
 class Parts:
     def __init__(
-        self, limits: list[Limit], layered: bool, window: str | None = None, *, options: dict[str, Any] | None = None
+        self, limits: list[Limit], layered: bool, window: str | None = None, options: dict[str, Any] | None = None
     ) -> None: ...
     def method(self, report: bool = False) -> tuple[str, bool, str | None]: ...
     @property

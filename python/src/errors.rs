@@ -4,7 +4,6 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use ratelimit_engine::error::{Error, Place};
-use ratelimit_replay::embed::unknown_flag;
 
 /// Where an error's input came from: Arrow data names its rows from 0, a file its lines
 /// (or a Parquet file its rows) from 1.
@@ -14,21 +13,6 @@ pub(crate) enum Data {
     File,
     /// Arrow data handed over.
     Arrow,
-}
-
-/// Returns the exception `err` (an error of the program's commands) is: `TypeError` for
-/// an argument the call does not take, else what the engine's kind of it says
-/// ([`raise`]), with the program's one-line message.
-pub(crate) fn raised(err: &anyhow::Error, data: Data) -> PyErr {
-    match unknown_flag(err) {
-        Some((flag, suggested)) => {
-            let name = keyword(flag);
-            let hint = suggested.map(|s| format!(" (did you mean '{}'?)", keyword(s)));
-            let text = format!("unexpected keyword argument '{name}'{}", hint.unwrap_or_default());
-            pyo3::exceptions::PyTypeError::new_err(text)
-        }
-        None => raise(Error::of(err), data),
-    }
 }
 
 /// Returns the exception of the engine's `err`: `InputError` with where, `PolicyError`,
@@ -91,9 +75,4 @@ fn error(py: Python<'_>, name: &str, message: String, fields: Option<Bound<'_, P
 /// The module `ratelimit_replay.errors`.
 fn errors(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     py.import("ratelimit_replay.errors")
-}
-
-/// A flag as the keyword argument that gave it: `--time-format` is `time_format`.
-fn keyword(flag: &str) -> String {
-    flag.trim_start_matches('-').replace('-', "_")
 }

@@ -65,6 +65,9 @@ pub(crate) const RUNNING: [&str; 8] =
 /// The keywords `replay` takes beside what to read and where limits run.
 pub(crate) const REPLAY: [&str; 2] = ["top", "stop_counting_over_limit"];
 
+/// The keywords `report` takes beside what to read and where limits run.
+pub(crate) const REPORT: [&str; 2] = ["top", "cover"];
+
 /// The keywords `compare` takes beside what to read and where limits run.
 pub(crate) const COMPARE: [&str; 2] = ["top", "window"];
 

@@ -1,10 +1,9 @@
 //! The Python package's native part: the engine's calls on a path or on Arrow data, with
 //! the GIL released, handing back the report and each row's decision.
 //!
-//! `Limit`, `Policy`, `Limiter` and `replay` are the engine's own types and calls. The
-//! others are yet an exchange with the program: their arguments are the command line's,
-//! built by the package's Python from keyword arguments, and every answer is the
-//! command's own, so that the package gives exactly what the program prints.
+//! Every call is the engine's (or the page crate's, for `report`), typed: no argument is
+//! the command line's. Reports come back as the JSON the program prints, so that the
+//! package gives exactly what the program does.
 
 use std::sync::Arc;
 
@@ -12,13 +11,14 @@ use arrow_array::{RecordBatchReader, UInt32Array};
 use arrow_schema::{DataType, Field};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 use pyo3_arrow::PyArray;
 use pyo3_arrow::input::AnyRecordBatch;
-use ratelimit_input::catalog::{ArrowData, Source};
-use ratelimit_replay::embed;
+use ratelimit_input::catalog::ArrowData;
+use ratelimit_input::progress::Stop;
 
-use self::errors::{Data, raised};
+use ratelimit_engine::error::Error;
+
+use self::errors::{Data, raise};
 
 mod compare;
 mod errors;
@@ -28,65 +28,25 @@ mod live;
 mod lossless;
 mod parts;
 mod replay;
+mod report;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
-static ALLOCATOR: ratelimit_replay::huge_pages::HugePages = ratelimit_replay::huge_pages::HugePages;
+static ALLOCATOR: ratelimit_engine::huge_pages::HugePages = ratelimit_engine::huge_pages::HugePages;
 
 /// What `__reduce__` gives pickle: what rebuilds an object, and its arguments.
 pub(crate) type Reduced<'py> = (Bound<'py, PyAny>, Bound<'py, pyo3::types::PyTuple>);
 
-/// Arrow arrays, each a column of decisions.
-type Columns<'py> = Vec<Bound<'py, PyAny>>;
-
-/// Runs the command `args` give (the program's name first), reading `data` (anything that
-/// speaks the Arrow PyCapsule interface) instead of a FILE if given. Returns what it would
-/// print on stdout, and with `decisions`, each row's decision as Arrow arrays (which
-/// `pyarrow.array` takes as they are): whether it passed, then, with layers, whether each
-/// layer admitted it.
-/// Raises ValueError with the program's one-line message. `name` names the data in the
-/// report and in messages (`<arrow>` if `None`).
-#[pyfunction]
-#[pyo3(signature = (args, data=None, decisions=false, name=None))]
-fn call<'py>(
-    py: Python<'py>,
-    args: Vec<String>,
-    data: Option<AnyRecordBatch>,
-    decisions: bool,
-    name: Option<String>,
-) -> PyResult<(Bound<'py, PyBytes>, Option<Columns<'py>>)> {
-    let kind = if data.is_some() { Data::Arrow } else { Data::File };
-    let given = match data {
-        Some(data) => {
-            Some(Source::Arrow(table(data, name.unwrap_or_else(|| "<arrow>".to_owned()))?))
-        }
-        None => None,
-    };
-    let work = |stop| embed::call(&args, given, decisions, stop);
-    let (answer, interrupted) = py.detach(|| interruptible(work));
-    if let Some(interrupt) = interrupted {
-        return Err(interrupt);
-    }
-    let answer = answer.map_err(|err| raised(&err, kind))?;
-    // Called by `_run`, called by the package's function.
-    warn(py, &answer.notes, 3)?;
-    let decisions = match answer.decisions {
-        Some(decisions) => Some(replay::columns(py, decisions)?),
-        None => None,
-    };
-    Ok((PyBytes::new(py, &answer.stdout), decisions))
-}
-
 /// Runs `work` on a thread of its own, while this one, Python's, looks for its signals
-/// every 50 ms: at Ctrl-C the work's reads are stopped (through the [`Stop`](embed::Stop)
+/// every 50 ms: at Ctrl-C the work's reads are stopped (through the [`Stop`](Stop)
 /// it is given), and the signal's exception (`KeyboardInterrupt`) is returned beside what
 /// the work gave. Python runs a signal's handler only on its main thread, between its own
 /// steps; work run on that thread would keep it until it ends.
 pub(crate) fn interruptible<T: Send, E: Send + From<anyhow::Error>>(
-    work: impl FnOnce(embed::Stop) -> Result<T, E> + Send,
+    work: impl FnOnce(Stop) -> Result<T, E> + Send,
 ) -> (Result<T, E>, Option<PyErr>) {
     use std::sync::mpsc::RecvTimeoutError;
-    let stop = embed::Stop::new();
+    let stop = Stop::new();
     let (send, answers) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         let asked = stop.clone();
@@ -155,9 +115,9 @@ fn check_order(
     py.detach(|| data.check_order(&columns)).map_err(read_error)
 }
 
-/// The exception of a read of Arrow data that failed ([`raised`]).
+/// The exception of a read of Arrow data that failed ([`raise`]).
 fn read_error(err: ratelimit_input::catalog::ReadError) -> PyErr {
-    raised(&anyhow::Error::new(err), Data::Arrow)
+    raise(Error::from(anyhow::Error::new(err)), Data::Arrow)
 }
 
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
@@ -235,7 +195,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
             printed(info);
         }
     }));
-    module.add_function(wrap_pyfunction!(call, module)?)?;
+    module.add_function(wrap_pyfunction!(report::report, module)?)?;
     module.add_function(wrap_pyfunction!(replay::replay, module)?)?;
     module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;

@@ -211,7 +211,7 @@ fn read_rates(rates: &[String]) -> PyResult<Vec<ratelimit_core::units::rate::Rat
 }
 
 /// Reads a share of keys, as `--cover` takes it.
-fn read_cover(text: &str) -> PyResult<ratelimit_core::sizing::quantile::Percent> {
+pub(crate) fn read_cover(text: &str) -> PyResult<ratelimit_core::sizing::quantile::Percent> {
     text.parse().map_err(|e| policy_error(format!("cover={text}: {e}")))
 }
 

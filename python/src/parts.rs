@@ -54,7 +54,7 @@ fn source(data: AnyRecordBatch, name: String) -> PyResult<Source> {
 #[pymethods]
 impl Parts {
     #[new]
-    #[pyo3(signature = (limits, layered, window=None, *, options=None))]
+    #[pyo3(signature = (limits, layered, window=None, options=None))]
     fn new(
         py: Python<'_>,
         limits: Vec<PyLimit>,

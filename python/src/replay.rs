@@ -108,6 +108,7 @@ pub(crate) fn shorthand<'py>(
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let own: &[&str] = match function {
         "compare" => &keywords::COMPARE,
+        "report" => &keywords::REPORT,
         _ => &keywords::REPLAY,
     };
     let running = || own.iter().chain(&keywords::RUNNING);

@@ -144,13 +144,50 @@ def test_weighted_min_bucket_min_rate_and_curve_are_the_programs(log_csv, log_ta
     assert sorted(renamed.get(c, c) for c in curve.column_names) == sorted(want[0])
 
 
-def test_report_writes_the_programs_page(m5_table, tmp_path):
+def page_data(path) -> dict:
+    """The data a report page draws from, but how and how fast it was made."""
+    text = path.read_text()
+    assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
+    data = json.loads(text.split('<script type="application/json" id="report-data">')[1].split("</script>")[0])
+    for made in ("command", "seconds"):
+        data["meta"].pop(made)
+    return data
+
+
+def test_report_writes_the_programs_page(m5, m5_table, tmp_path):
     page = tmp_path / "report.html"
     rl.report(m5_table, page, algo="gcra", rate="5/h", burst=5)
-    text = page.read_text()
-    assert text.startswith("<!doctype html>") and text.rstrip().endswith("</html>")
-    # The page's data names the input and counts its events.
-    assert "\"input\":\"\\u003carrow\\u003e\"" in text and "\"events\":19032" in text
+    data = page_data(page)
+    assert data["meta"]["input"] == "<arrow>" and data["meta"]["events"] == 19032
+    # The page of the file, and of the same rows led by the same limit, is the program's.
+    rl.report(m5, page, rl.Limit("gcra", "5/h", burst=5))
+    want = tmp_path / "want.html"
+    assert cli("report", str(m5), "--algo", "gcra", "--rate", "5/h", "--burst", "5", "-o", str(want)).returncode == 0
+    assert page_data(page) == page_data(want)
+
+
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_a_report_of_keyed_layers_is_the_programs(log_csv, tmp_path, side_by_side):
+    specs = ["algo=gcra,rate=30/m,burst=5,key=client", "algo=sliding-log,rate=40000/h,cost=tokens"]
+    page, want = tmp_path / "page.html", tmp_path / "want.html"
+    rl.report(log_csv, page, limits=specs, time="ts", time_format="unix-ms", side_by_side=side_by_side, top=3)
+    args = ["report", str(log_csv), "--time-column", "ts", "--time-format", "unix-ms", "--top", "3", "-o", str(want)]
+    args += [word for spec in specs for word in ("--limit", spec)] + (["--side-by-side"] if side_by_side else [])
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr.decode()
+    assert page_data(page) == page_data(want)
+
+
+def test_a_report_never_writes_over_its_input(log_csv, tmp_path):
+    copy = tmp_path / "log.csv"
+    copy.write_bytes(log_csv.read_bytes())
+    with pytest.raises(rl.RatelimitError, match="refusing to write .* over the input .*: it is the same file"):
+        rl.report(copy, copy, algo="gcra", rate="30/m", time="ts", time_format="unix-ms")
+    assert copy.read_bytes() == log_csv.read_bytes()
+    with pytest.raises(rl.PolicyError, match="side_by_side compares limits"):
+        rl.report(copy, tmp_path / "page.html", algo="gcra", rate="30/m", side_by_side=True)
+    with pytest.raises(TypeError, match="report\\(\\) got an unexpected keyword argument 'cuver'"):
+        rl.report(copy, tmp_path / "page.html", algo="gcra", rate="30/m", cuver="90%")
 
 
 def test_a_fleet_and_each_layers_need_are_the_programs(m5, m5_table):

@@ -103,6 +103,13 @@ def test_a_limit_of_every_limiter_pickles_to_the_same_limit() -> None:
     for limit in (weighed, nginx):
         assert pickle.loads(pickle.dumps(limit)) == limit
     assert pickle.loads(pickle.dumps(nginx)).params == {"nodelay": True, "dry_run": True}
+    # A replay in parts pickles as what it was made of, and plans the same again.
+    from ratelimit_replay import _parts
+
+    parts = _parts(dict(limits=[str(weighed), "algo=gcra,rate=5/s,key=ip"], time="ts", top=3))
+    again = pickle.loads(pickle.dumps(parts))
+    assert again.method() == parts.method() == ("one pass", False, "its layers are not all keyed by one column")
+    assert again.beside() is not None and again.key is None
 
 
 def test_a_replay_of_a_limit_is_the_shorthands_and_typed() -> None:

@@ -50,11 +50,6 @@ pub struct InputArgs {
     #[arg(value_name = "FILE")]
     pub file: Vec<PathBuf>,
 
-    /// An input handed over by a program that runs the command (Arrow data), read instead
-    /// of a FILE.
-    #[arg(skip)]
-    pub given: Option<crate::input::catalog::Source>,
-
     /// Read the bundled sample, a small synthetic catalog, instead of a FILE.
     #[arg(long, conflicts_with = "file")]
     pub sample: bool,

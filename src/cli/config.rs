@@ -122,7 +122,6 @@ impl InputArgs {
     pub fn resolve(&self, key_column: Option<(&str, &'static str)>) -> Result<Input> {
         let mut note = None;
         let source = match &self.file[..] {
-            _ if let Some(given) = &self.given => given.clone(),
             _ if self.sample => sample::source(),
             [path] if path == Path::new("-") => Source::Stdin,
             [path] => Source::Path(path.to_owned()),
@@ -139,7 +138,6 @@ impl InputArgs {
         let mut read = self.asked().settle(&source, key_column, Names::Flags)?;
         // Only a person at a terminal wants to see a bar; it goes to stderr.
         read.progress = super::diagnostics::progress().then_some(crate::render::progress::bar);
-        read.stop = super::diagnostics::stop();
         Ok(Input { source, read, note })
     }
 

@@ -6,16 +6,13 @@ use anyhow::{Result, bail};
 use super::args::JobArgs;
 use super::config::Input;
 use crate::engine::Backend;
-use crate::engine::recorder::{KeyNames, Recorder, Reports, Settings};
+use crate::engine::recorder::Settings;
 use crate::input::asked::Names;
-use crate::input::catalog::ReadStats;
 
 /// A replay job: what the flags settled, ready to run.
 pub struct Job {
     /// The input, and what to read from it.
     pub input: Input,
-    /// The key column, if limits are per key.
-    pub key: Option<String>,
     /// The limiters, one per lane.
     pub settings: Vec<Settings>,
     /// Where they run.
@@ -43,20 +40,6 @@ impl JobArgs {
         let key = self.keys.key.as_deref();
         let (settings, fleet) = self.fleet.asked().plan(settings, key, modes, Names::Flags)?;
         let backend = Backend::new(&settings, self.remote.target()?.as_ref(), fleet)?;
-        Ok(Job { input, key: key.map(str::to_owned), settings, backend, top: self.keys.top })
-    }
-}
-
-impl Job {
-    /// Whether limits are per key.
-    pub fn keyed(&self) -> bool {
-        self.key.is_some()
-    }
-
-    /// Returns the reports of a replay's record, with keys named from `stats`.
-    pub fn reports(&self, recorder: &Recorder, stats: &ReadStats) -> Reports {
-        let names = KeyNames::of(self.key.as_deref(), stats);
-        let name = self.input.source.name();
-        recorder.reports(&name, names, self.top, self.input.read.threads)
+        Ok(Job { input, settings, backend, top: self.keys.top })
     }
 }

@@ -69,12 +69,9 @@ pub(crate) fn replay(
     replayed(&input, run.layers(specs, &layers)?)
 }
 
-/// Says the notes of a layered replay, keeps its decisions if any, and returns its report.
+/// Says the notes of a layered replay, and returns its report.
 fn replayed(input: &Input, replayed: Replayed) -> Result<LayeredReport> {
     say_notes(input, &replayed.notes);
-    if let Some(decisions) = replayed.decisions {
-        crate::render::decisions::keep(decisions);
-    }
     match replayed.report {
         ReplayReport::Layers(report) => Ok(report),
         ReplayReport::One(_) => bail!("a layered replay reported one limit"),

@@ -128,29 +128,6 @@ pub struct Cli {
     pub quiet: bool,
 }
 
-impl Command {
-    /// Returns where the command reads its catalog from, if it reads one.
-    pub(crate) fn input_mut(&mut self) -> Option<&mut crate::cli::args::InputArgs> {
-        match self {
-            Command::Replay(args) => Some(&mut args.job.input),
-            Command::Compare(args) => Some(&mut args.job.input),
-            Command::Report(args) => Some(&mut args.job.input),
-            Command::MinBucket(args) => Some(&mut args.input),
-            Command::MinRate(args) => Some(&mut args.input),
-            Command::Plot(args) => Some(&mut args.input),
-            _ => None,
-        }
-    }
-
-    /// Returns a replay's arguments, if the command is one.
-    pub(crate) fn replay_mut(&mut self) -> Option<&mut replay::ReplayArgs> {
-        match self {
-            Command::Replay(args) => Some(args),
-            _ => None,
-        }
-    }
-}
-
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {

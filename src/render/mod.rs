@@ -2,10 +2,10 @@
 //! progress.
 
 pub mod curve_svg;
-pub mod decisions;
 pub mod export;
-pub mod html;
-pub mod outfile;
 pub mod plot;
 pub mod progress;
 pub mod svg;
+
+// Where an output goes: its own crate, which the Python package writes through too.
+pub use ratelimit_output as outfile;

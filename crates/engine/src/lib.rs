@@ -21,6 +21,7 @@ pub mod decisions;
 pub mod error;
 pub mod fleet;
 pub mod fleet_ask;
+pub mod huge_pages;
 pub mod key_sizing;
 mod key_spread;
 pub mod lane;

@@ -61,10 +61,6 @@ fn check_emit(input: &Input, configurations: usize) -> Result<()> {
             input.read.format.name()
         );
     }
-    #[cfg(feature = "arrow")]
-    if matches!(input.source, crate::input::catalog::Source::Arrow(_)) {
-        bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
-    }
     input.check_output(&Output::Stdout)
 }
 

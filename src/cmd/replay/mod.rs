@@ -45,13 +45,10 @@ pub(crate) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -
 pub(crate) fn run(args: &ReplayArgs) -> Result<ReplayReport> {
     let Resolved { settled, input, backend, top } = args.resolve()?;
     let (source, read) = (&input.source, &input.read);
-    let run = Run { source, read, backend: &backend, top, decisions: args.keep_decisions };
+    let run = Run { source, read, backend: &backend, top, decisions: false };
     let (report, notes) = match (args.emit, &args.validate) {
         (None, None) => {
             let replayed = run.replay(&settled)?;
-            if let Some(decisions) = replayed.decisions {
-                crate::render::decisions::keep(decisions);
-            }
             (replayed.report, replayed.notes)
         }
         (None, Some(column)) => {
@@ -126,11 +123,6 @@ pub(crate) fn check_emit(emit: Option<Emit>, input: &Input) -> Result<()> {
     }
     if emit.is_some() {
         input.check_output(&Output::Stdout)?;
-    }
-    // A table handed over has no text to write: its caller reads each row's decision.
-    #[cfg(feature = "arrow")]
-    if emit.is_some() && matches!(input.source, crate::input::catalog::Source::Arrow(_)) {
-        bail!("--emit writes rows as text, which Arrow data has not: read each row's decision");
     }
     Ok(())
 }
@@ -231,10 +223,6 @@ pub struct ReplayArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
-
-    /// Keep each row's decision for the program that runs the command ([`crate::embed`]).
-    #[arg(skip)]
-    pub keep_decisions: bool,
 }
 
 /// Which rows `--emit` writes.

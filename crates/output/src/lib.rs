@@ -6,7 +6,10 @@
 //! symbolic link is followed, so that its target is written and the link stays. A temporary
 //! file is removed on an error, and on SIGINT, SIGTERM or SIGHUP (a closed terminal),
 //! before the process exits with 130, 143 or 129; only SIGKILL, which no program can catch,
-//! leaves one behind.
+//! leaves one behind. A program that owns its signals itself (the Python package, whose
+//! Ctrl-C is a `KeyboardInterrupt`) says so first ([`host_owns_signals`]).
+
+#![warn(missing_docs)]
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -16,7 +19,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::message::io_reason;
+use ratelimit_input::message::io_reason;
 
 /// An output option's value: `-` for standard output, or a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,30 +82,6 @@ impl Output {
     }
 }
 
-thread_local! {
-    /// What a command run on this thread would print on stdout, while [`captured`] runs it.
-    static CAPTURED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `command`, and returns what it gives and what it wrote to [`stdout`] on this
-/// thread, which is not printed: for a program that runs a command itself.
-pub fn captured<T>(command: impl FnOnce() -> T) -> (T, Vec<u8>) {
-    CAPTURED.with(|out| *out.borrow_mut() = Some(Vec::new()));
-    let ran = command();
-    (ran, CAPTURED.with(|out| out.borrow_mut().take()).unwrap_or_default())
-}
-
-/// Writes `buf` to what this thread's command gives its caller, if [`captured`] runs it.
-fn capture(buf: &[u8]) -> bool {
-    CAPTURED.with(|out| match out.borrow_mut().as_mut() {
-        Some(out) => {
-            out.extend_from_slice(buf);
-            true
-        }
-        None => false,
-    })
-}
-
 /// Returns standard output, locked, whose write errors say that it was standard output
 /// that failed (a full disk under `> file`, say). They keep their kind, so that a reader
 /// that went away (a broken pipe) is still told apart.
@@ -115,10 +94,6 @@ pub struct Stdout(io::StdoutLock<'static>);
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // A command run inside another program gives it what it would print.
-        if capture(buf) {
-            return Ok(buf.len());
-        }
         self.0.write(buf).map_err(named)
     }
 
@@ -362,7 +337,7 @@ static SIGNALS: Once = Once::new();
 static HOST_OWNS_SIGNALS: AtomicBool = AtomicBool::new(false);
 
 /// Leaves the process's signals to the program that runs the commands, for good.
-pub(crate) fn host_owns_signals() {
+pub fn host_owns_signals() {
     HOST_OWNS_SIGNALS.store(true, Ordering::Relaxed);
 }
 
