@@ -4,7 +4,6 @@ a window's length into the next; events that each cost 1 travel packed, a row a 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .errors import BackendError, InputError, PolicyError
@@ -181,11 +180,6 @@ def _packed_schema(ordered: bool = False) -> Any:
     return StructType([StructField("summary", StringType()), *order, StructField("block", LongType()), StructField("packed", BinaryType())])
 
 
-# The shortest block of time a replay's busiest windows are found in (10 minutes), longer
-# if the window is: each block's events are read on a window's length into the next.
-_BLOCK_US = 600_000_000
-
-
 def _replayed_part(job: Any, table: Any, ties: list[str], name: str) -> tuple[str, Any]:
     """Replays a part's whole keys (``replay_part``) and returns its summary and its
     events' rows (`t`, `c`, `passed`, the ties, `block`, `own`): each in the block of its
@@ -201,8 +195,7 @@ def _replayed_part(job: Any, table: Any, ties: list[str], name: str) -> tuple[st
     events = pyarrow.table(columns)
     # Rows that made no event have no time, and no block.
     events = events.filter(pyarrow.compute.is_valid(events.column("t")))
-    length = json.loads(summary)["window_us"]
-    return summary, _in_blocks(events, max(length, _BLOCK_US), length)
+    return summary, _in_blocks(events, *job.blocks())
 
 
 # How whole keys reach the engine, and the Spark each needs: Spark's own sort checked

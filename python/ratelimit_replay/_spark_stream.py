@@ -135,7 +135,7 @@ def _replay_one_stream(
     return report
 
 
-def _stretch_rows(job: Any, stretch: Any, ties: list[str], name: str, start: str | None) -> Any:
+def _stretch_rows(job: Any, stretch: Any, ties: list[str], name: str, start: int | None) -> Any:
     """Returns what a decided stretch of one stream tells (its rows in time order, with
     `passed`; `start`, its limiter's tat at its start, for a leaky queue's waits): its
     line (``stream_part``), its first event's time and ties, and its events' rows each in
@@ -145,31 +145,31 @@ def _stretch_rows(job: Any, stretch: Any, ties: list[str], name: str, start: str
 
     passed = stretch.column("passed").to_pylist()
     line, (p, t, c) = job.stream_part(stretch.drop_columns(["passed"]), name, passed, start)
-    said = json.loads(line)
-    if not said["events"]:
-        return None
     columns = {"t": t, "c": c, "passed": p}
     columns.update({tie: stretch.column(tie) for tie in ties})
     events = pyarrow.table(columns).filter(pyarrow.compute.is_valid(pyarrow.array(t)))
+    if not events.num_rows:
+        return None
+    # The rows are in time order: the first event is the first row that made one.
     first = events.slice(0, 1).to_pylist()[0]
-    return line, [said["first"], [[first[tie] is not None, first[tie]] for tie in ties]], _in_blocks(events, said["block_us"], said["read_on_us"])
+    return line, [first["t"], [[first[tie] is not None, first[tie]] for tie in ties]], _in_blocks(events, *job.blocks())
 
 
-def _segments(spans: dict[int, str]) -> tuple[dict[int, int], int]:
+def _segments(spans: dict[int, Any]) -> tuple[dict[int, int], int]:
     """Returns each range's segment, and how many: ranges in order (by number), each as
-    ``range_line`` told it (``"-"`` without events). A range starts a segment of its own
-    when its first event comes once the limiter is at rest after the last event before
-    it; else it joins the segment before."""
+    ``range_line`` told it (first, last, rest; ``None`` without events). A range starts a
+    segment of its own when its first event comes once the limiter is at rest after the
+    last event before it; else it joins the segment before."""
     segment_of, segment, rest = {}, -1, None
     for number in sorted(spans):
-        if spans[number] == "-":
+        if spans[number] is None:
             segment_of[number] = max(segment, 0)
             continue
-        first, _, rests = spans[number].split(" ")
-        if segment < 0 or (rest is not None and int(first) >= rest):
+        first, _, rests = spans[number]
+        if segment < 0 or (rest is not None and first >= rest):
             segment += 1
         segment_of[number] = segment
-        rest = None if rests == "-" else int(rests)
+        rest = rests
     return segment_of, max(segment + 1, 1)
 
 
@@ -234,7 +234,7 @@ def _by_transfer(ranged: Any, job: Any, partitions: list[int]) -> Any:
     driver (``range_starts``, in Rust); ``None`` if the limiter is not GCRA or a function
     has too many pieces."""
     found = _range_lines(ranged, job, "range_transfer")
-    if any(line == "-" for line in found.values()):
+    if any(line is None for line in found.values()):
         return None
     ordered = [partition for partition in partitions if partition in found]
     starts = dict(zip(ordered, _native.range_starts([found[partition] for partition in ordered])))
@@ -256,9 +256,9 @@ def _by_transfer(ranged: Any, job: Any, partitions: list[int]) -> Any:
     return decided
 
 
-def _range_lines(ranged: Any, job: Any, tell: str) -> dict[int, str]:
-    """Returns what each range with rows tells, by its partition: the native function
-    `tell`'s line."""
+def _range_lines(ranged: Any, job: Any, tell: str) -> dict[int, Any]:
+    """Returns what each range with rows tells, by its partition: what the job's
+    `tell` returns (as JSON on its way to the driver)."""
 
     def told(batches):
         import pyarrow
@@ -267,7 +267,8 @@ def _range_lines(ranged: Any, job: Any, tell: str) -> dict[int, str]:
         table = _table(batches)
         partition = TaskContext.get().partitionId()
         if table is not None:
-            line = getattr(job, tell)(table, f"<partition {partition}>")
+            line = json.dumps(getattr(job, tell)(table, f"<partition {partition}>"))
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
-    return {row["partition"]: row["line"] for row in _collect(ranged.mapInArrow(told, "partition long, line string"))}
+    rows = _collect(ranged.mapInArrow(told, "partition long, line string"))
+    return {row["partition"]: json.loads(row["line"]) for row in rows}

@@ -253,13 +253,14 @@ def _one_stream(ddf: Any, job: Any, order: list[str], gcra: bool, decided: bool)
         frames = [dask.delayed(_stretch_frame)(job, stretch, ties, n, meta) for n, stretch in enumerate(stretches)]
         return dask.dataframe.from_delayed(frames, meta=meta, verify_meta=False), "decided", kept
     spans = dask.compute(*(dask.delayed(_told)(job, table, name, "range_line") for table, name in zip(ranges, names)))
-    segment_of, count = _segments({n: line for n, line in enumerate(spans) if line is not None})
+    segment_of, count = _segments({n: told for n, (rows, told) in enumerate(spans) if rows})
     stretches = None
     if gcra and count < len(segment_of):
         # Some ranges cannot be cut at rest: GCRA's decide from their true start instead.
         found = dask.compute(*(dask.delayed(_told)(job, table, name, "range_transfer") for table, name in zip(ranges, names)))
-        numbers = [n for n, line in enumerate(found) if line is not None]
-        if all(found[n] != "-" for n in numbers):
+        numbers = [n for n, (rows, _) in enumerate(found) if rows]
+        found = [told for _, told in found]
+        if all(found[n] is not None for n in numbers):
             starts = dict(zip(numbers, _native.range_starts([found[n] for n in numbers])))
             stretches = [dask.delayed(_from_start)(job, ranges[n], names[n], starts[n]) for n in numbers]
             method = f"transfer functions: {len(numbers)} ranges"
@@ -288,9 +289,9 @@ def _arrow(part: Any) -> Any:
     return None if part.empty else pyarrow.Table.from_pandas(part, preserve_index=False)
 
 
-def _told(job: Any, table: Any, name: str, tell: str) -> str | None:
-    """What a range tells by the native function `tell`; ``None`` without rows."""
-    return None if table is None else getattr(job, tell)(table, name)
+def _told(job: Any, table: Any, name: str, tell: str) -> tuple[bool, Any]:
+    """Whether a range has rows, and what it tells by the job's `tell` if it has."""
+    return (False, None) if table is None else (True, getattr(job, tell)(table, name))
 
 
 def _as_decided(table: Any, name: str) -> Any:
@@ -298,7 +299,7 @@ def _as_decided(table: Any, name: str) -> Any:
     return None if table is None else (table, None, name)
 
 
-def _from_start(job: Any, table: Any, name: str, start: str) -> Any:
+def _from_start(job: Any, table: Any, name: str, start: int) -> Any:
     """A range decided from GCRA's tat `start`: its rows with `passed`, and the start."""
     import pyarrow
 

@@ -98,6 +98,12 @@ impl Parts {
         })
     }
 
+    /// The blocks of time the parts' events are cut into (µs): their width, and how far
+    /// each reads on into the next.
+    fn blocks(&self) -> PyResult<(i64, i64)> {
+        self.job.blocks().map_err(raised)
+    }
+
     /// The one column that keys every layer, if each key's events are decided by its own
     /// layers alone; `None` otherwise, and for one limit.
     #[getter]
@@ -175,8 +181,8 @@ impl Parts {
     }
 
     /// Returns what a chunk of one stream tells (a partition's rows, in time order, each
-    /// decided as `passed` says), with the limiter's tat `start` (decimal, 1/N µs) for a
-    /// leaky queue's waits: its line, and each row's event as Arrow arrays.
+    /// decided as `passed` says), with the limiter's tat `start` (1/N µs) for a leaky
+    /// queue's waits: its line, and each row's event as Arrow arrays.
     #[pyo3(signature = (data, name, passed, start=None))]
     fn stream_part<'py>(
         &self,
@@ -184,44 +190,49 @@ impl Parts {
         data: AnyRecordBatch,
         name: String,
         passed: Vec<Option<bool>>,
-        start: Option<String>,
+        start: Option<i128>,
     ) -> PyResult<(String, Columns<'py>)> {
         let given = source(data, name)?;
-        let start = start.as_deref().map(tat).transpose()?;
         let part = py.detach(|| parts::stream_part(&self.job, &given, &passed, start));
         told(py, part.map_err(raised)?)
     }
 
-    /// Returns what a range of one stream tells (a partition's rows, in time order):
-    /// "first last rest" (µs; rest `-` if unknown), or `-` without events.
-    fn range_line(&self, py: Python<'_>, data: AnyRecordBatch, name: String) -> PyResult<String> {
+    /// Returns what a range of one stream tells (a partition's rows, in time order): its
+    /// first and last events' times and the instant the limiter rests from after the last
+    /// (µs; `None` if unknown), or `None` without events.
+    fn range_line(
+        &self,
+        py: Python<'_>,
+        data: AnyRecordBatch,
+        name: String,
+    ) -> PyResult<Option<parts::RangeSpan>> {
         let given = source(data, name)?;
         py.detach(|| parts::range_line(&self.job, &given)).map_err(raised)
     }
 
-    /// Returns GCRA's function of a range of one stream: the fresh tat and the pieces, or
-    /// `-`.
+    /// Returns GCRA's function of a range of one stream, as a partial result for
+    /// `range_starts`; `None` if the limiter does not decide as GCRA, or the function has
+    /// too many pieces.
     fn range_transfer(
         &self,
         py: Python<'_>,
         data: AnyRecordBatch,
         name: String,
-    ) -> PyResult<String> {
+    ) -> PyResult<Option<String>> {
         let given = source(data, name)?;
         py.detach(|| parts::range_transfer(&self.job, &given)).map_err(raised)
     }
 
-    /// Decides the rows of a range of one stream by GCRA from `start` (decimal, in 1/N
-    /// µs): each row's decision as an Arrow array.
+    /// Decides the rows of a range of one stream by GCRA from tat `start` (1/N µs): each
+    /// row's decision as an Arrow array.
     fn decide_range<'py>(
         &self,
         py: Python<'py>,
         data: AnyRecordBatch,
         name: String,
-        start: &str,
+        start: i128,
     ) -> PyResult<Bound<'py, PyAny>> {
         let given = source(data, name)?;
-        let start = tat(start)?;
         let passed = py.detach(|| parts::decide_range(&self.job, &given, start)).map_err(raised)?;
         let array: ArrayRef = Arc::new(BooleanArray::from(passed));
         let field = Arc::new(Field::new("passed", DataType::Boolean, true));
@@ -255,16 +266,11 @@ impl Parts {
     }
 }
 
-/// Returns the tat each range starts with (decimal), the ranges' functions composed in
+/// Returns the tat each range starts with (1/N µs), the ranges' functions composed in
 /// order from the first's fresh tat.
 #[pyfunction]
-pub(crate) fn range_starts(lines: Vec<String>) -> PyResult<Vec<String>> {
+pub(crate) fn range_starts(lines: Vec<String>) -> PyResult<Vec<i128>> {
     parts::range_starts(&lines).map_err(raised)
-}
-
-/// Reads a tat written in decimal.
-fn tat(text: &str) -> PyResult<i128> {
-    text.parse().map_err(|_| PyValueError::new_err(format!("{text:?} is not a tat")))
 }
 
 /// A part's summary, and each row's decision, event time and cost, as Arrow arrays

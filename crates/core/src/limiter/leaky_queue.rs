@@ -25,8 +25,10 @@ pub struct LeakyQueue {
     free_at: i128,
 }
 
-/// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs.
+/// How long admitted events waited in a [`LeakyQueue`], in units of 1/N µs. With the
+/// feature `serde` it reads back as it is written: a part of a replay tells its waits so.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Waits {
     /// How many admitted events waited at all.
     pub delayed: u64,

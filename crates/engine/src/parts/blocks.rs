@@ -4,7 +4,9 @@
 //! pass's busiest windows, ties and counts included.
 
 use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
 
+use super::told::{self, Told};
 use crate::limiter::promise::{Promise, PromiseCheck};
 use crate::recorder::Settings;
 use crate::report::{self, LimiterReport};
@@ -34,6 +36,7 @@ pub(super) fn lines_of_blocks(
     length: Span,
     capacity: u64,
     promise: Option<&PromiseCheck>,
+    layer: Option<usize>,
 ) -> Result<Vec<String>> {
     let n = rows.blocks.len();
     if [rows.times.len(), rows.costs.len(), rows.passed.len(), rows.own.len()] != [n; 4] {
@@ -61,24 +64,52 @@ pub(super) fn lines_of_blocks(
             }
             at += 1;
         }
-        let too_big = too_big.map_or_else(|| "- -".to_owned(), |(t, c)| format!("{t} {c}"));
-        let mut line = format!(
-            "{block} {} {} {too_big}",
-            busiest_words(&demand.busiest()),
-            busiest_words(&passed.busiest())
-        );
-        if let Some(seen) = check.map(|check| check.seen(None)) {
-            line += &format!(" {} {}", seen.aligned, seen.period);
-        }
-        lines.push(line);
+        let line = BlockLine {
+            layer,
+            block,
+            demand: Busy::of(&demand.busiest()),
+            passed: Busy::of(&passed.busiest()),
+            too_big,
+            promise: check.map(|check| check.seen(None)).map(|seen| (seen.aligned, seen.period)),
+        };
+        lines.push(told::write(&line)?);
     }
     Ok(lines)
 }
 
-fn busiest_words(busiest: &Busiest) -> String {
-    match busiest.start {
-        Some(start) => format!("{} {} {}", start.as_micros(), busiest.units, busiest.count),
-        None => "- 0 0".to_owned(),
+/// What a block tells: its busiest windows, of every event that starts in it and of the
+/// passed ones, its first event too big to pass (µs, cost), and of one stream what the
+/// promise measures of its passed events (the most in one aligned window, and in any one
+/// period).
+#[derive(Debug, Serialize, Deserialize)]
+struct BlockLine {
+    /// Of layers, the layer whose busiest windows (of its own length, of the events as it
+    /// weighs them) these are.
+    layer: Option<usize>,
+    block: i64,
+    demand: Option<Busy>,
+    passed: Option<Busy>,
+    too_big: Option<(i64, u64)>,
+    promise: Option<(u64, u64)>,
+}
+
+impl Told for BlockLine {
+    const KIND: &'static str = "block";
+}
+
+/// A busiest window: its start (µs), its units and its events.
+#[derive(Debug, Serialize, Deserialize)]
+struct Busy {
+    start: i64,
+    units: u128,
+    events: u64,
+}
+
+impl Busy {
+    /// The busiest window found, if any.
+    fn of(busiest: &Busiest) -> Option<Busy> {
+        let start = busiest.start?.as_micros();
+        Some(Busy { start, units: busiest.units, events: busiest.count })
     }
 }
 
@@ -178,41 +209,40 @@ impl Counted {
 }
 
 impl Blocks {
-    /// Reads every block's line, as [`block_lines`](super::block_lines)
-    /// writes them, from any parts in any order.
-    pub(super) fn of_lines(lines: &[String]) -> Result<Blocks> {
+    /// Reads every block's line of `layer` (of one limit: `None`), as
+    /// [`block_lines`](super::block_lines) writes them, from any parts in any order.
+    pub(super) fn of_lines(lines: &[String], layer: Option<usize>) -> Result<Blocks> {
         let mut merged = Blocks::default();
         for line in lines {
-            merged.add(line).ok_or_else(|| anyhow!("{line:?} is not a block's line"))?;
+            let told: BlockLine = told::read(line)?;
+            if told.layer == layer {
+                merged.add(told)?;
+            }
         }
         Ok(merged)
     }
 
-    /// Reads a block's line, as [`block_lines`](super::block_lines) writes it.
-    pub(super) fn add(&mut self, line: &str) -> Option<()> {
-        let mut words: Vec<&str> = line.split(' ').collect();
-        if words.len() == 11 {
-            // A stream's block: what its promise measures, after the rest.
-            let period = words.pop()?.parse().ok()?;
-            let aligned = words.pop()?.parse().ok()?;
+    /// Adds a block's line.
+    fn add(&mut self, told: BlockLine) -> Result<()> {
+        let time = |micros: i64| {
+            Timestamp::from_micros(micros)
+                .ok_or_else(|| anyhow!("{micros} µs is past the years 0000-9999"))
+        };
+        if let Some((aligned, period)) = told.promise {
             self.aligned = self.aligned.max(aligned);
             self.period = self.period.max(period);
         }
-        let [block, d @ .., t, c] = &words[..] else { return None };
-        let [ds, du, de, ps, pu, pe] = d else { return None };
-        let block: i64 = block.parse().ok()?;
-        let time = |word: &str| word.parse().ok().and_then(Timestamp::from_micros);
-        for (best, (start, units, events)) in
-            [(&mut self.demand, (ds, du, de)), (&mut self.passed, (ps, pu, pe))]
-        {
-            if *start != "-" {
-                best.offer(units.parse().ok()?, time(start)?, events.parse().ok()?);
+        for (best, busy) in [(&mut self.demand, told.demand), (&mut self.passed, told.passed)] {
+            if let Some(Busy { start, units, events }) = busy {
+                best.offer(units, time(start)?, events);
             }
         }
-        if *t != "-" && self.too_big.is_none_or(|(b, _, _)| block < b) {
-            self.too_big = Some((block, time(t)?, c.parse().ok()?));
+        if let Some((t, c)) = told.too_big
+            && self.too_big.is_none_or(|(b, _, _)| told.block < b)
+        {
+            self.too_big = Some((told.block, time(t)?, c));
         }
-        Some(())
+        Ok(())
     }
 }
 
@@ -255,10 +285,8 @@ mod tests {
             let passed: Vec<bool> = rows.iter().map(|r| steps[r.1].2).collect();
             let own: Vec<bool> = rows.iter().map(|r| r.2).collect();
             let block_rows = BlockRows { blocks: &blocks, times: &times_of, costs: &costs, passed: &passed, own: &own };
-            let mut merged = Blocks::default();
-            for line in lines_of_blocks(&block_rows, length, capacity, None).unwrap() {
-                prop_assert!(merged.add(&line).is_some(), "{}", line);
-            }
+            let lines = lines_of_blocks(&block_rows, length, capacity, None, None).unwrap();
+            let merged = Blocks::of_lines(&lines, None).unwrap();
             // One pass, in time order.
             let (mut demand, mut kept) = (BusiestWindow::new(length), BusiestWindow::new(length));
             let mut too_big = None;

@@ -8,6 +8,9 @@
 //! cover are made of all the keys' lines, as they are of its own sizing.
 
 use anyhow::{Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use super::told::{self, Told};
 
 use crate::input::asked::Names;
 use crate::input::catalog::{self, Event, Key, KeyTable, Sink, Source, Timeline, slot};
@@ -45,34 +48,69 @@ pub(super) fn chunk_lines(asked: &Chunked, given: Source) -> Result<Vec<String>>
         let (events, _) = catalog::read_events(source, read, Timeline::new)?;
         let summary = CurveSummary::of(events.times(), events.costs())
             .ok_or_else(|| anyhow!("the events' costs sum past 2^63 units; no curve is drawn"))?;
-        return Ok(vec![summary.encode()]);
+        return Ok(vec![told::write(&CurvePart { summary: summary.encode() })?]);
     }
     if !plan.keyed {
         let fresh = || Summaries(plan.rates.iter().map(|&rate| BucketSummary::new(rate)).collect());
         let (summaries, _) = catalog::read_events(source, read, fresh)?;
-        return Ok(summaries.0.iter().map(BucketSummary::encode).collect());
+        let summaries = summaries.0.iter().map(BucketSummary::encode).collect();
+        return Ok(vec![told::write(&BucketsPart { summaries })?]);
     }
     let fresh = || EachKey { rates: plan.rates.clone(), each: Vec::new() };
     let (per_key, stats) = catalog::read_events(source, read, fresh)?;
     let mut lines = Vec::with_capacity(per_key.each.len());
     for (key, (events, finders)) in per_key.each.iter().enumerate() {
         let name = stats.keys.get(Key::try_from(key)?);
-        let mut line: String = name.iter().map(|b| format!("{b:02x}")).collect();
-        if line.is_empty() {
-            // The empty key: a name of no bytes.
-            line.push('-');
-        }
-        line.push_str(&format!(" {events}"));
-        for found in finders.iter().map(MinBucketFinder::result) {
-            let stretch = found.stretch.map_or_else(
-                || "- - -".to_owned(),
-                |s| format!("{} {} {}", s.start.as_micros(), s.end.as_micros(), s.events),
-            );
-            line.push_str(&format!(" {} {stretch}", found.min_bucket));
-        }
-        lines.push(line);
+        let found = (finders.iter().map(MinBucketFinder::result))
+            .map(|found| {
+                let stretch =
+                    found.stretch.map(|s| (s.start.as_micros(), s.end.as_micros(), s.events));
+                (found.min_bucket, stretch)
+            })
+            .collect();
+        let name = name.iter().map(|b| format!("{b:02x}")).collect();
+        lines.push(told::write(&KeyPart { name, events: *events, found })?);
     }
     Ok(lines)
+}
+
+/// What a chunk of one stream tells of the curve: the core's summary, as it writes itself.
+#[derive(Debug, Serialize, Deserialize)]
+struct CurvePart {
+    summary: String,
+}
+
+impl Told for CurvePart {
+    const KIND: &'static str = "curve";
+}
+
+/// What a chunk of one stream tells at each rate, in order: the core's summary of its
+/// lossless bucket, as it writes itself.
+#[derive(Debug, Serialize, Deserialize)]
+struct BucketsPart {
+    summaries: Vec<String>,
+}
+
+impl Told for BucketsPart {
+    const KIND: &'static str = "buckets";
+}
+
+/// What a chunk tells of one of its keys: its name (its bytes in hex), its events, and at
+/// each rate, in order, its smallest lossless bucket and the stretch that needs it (from
+/// and to, µs, and its events).
+#[derive(Debug, Serialize, Deserialize)]
+struct KeyPart {
+    name: String,
+    events: u64,
+    found: Vec<KeyFound>,
+}
+
+/// A key's smallest lossless bucket at a rate, and the stretch that needs it: from and to
+/// (µs), and its events.
+type KeyFound = (u64, Option<(i64, i64, u64)>);
+
+impl Told for KeyPart {
+    const KIND: &'static str = "key";
 }
 
 /// [`merge_chunks`](super::merge_chunks), its errors the internals'.
@@ -82,8 +120,11 @@ pub(super) fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Ve
     if plan.curve {
         let mut whole = CurveSummary::default();
         for (n, chunk) in chunks.iter().enumerate() {
-            let text = chunk.first().map_or("", String::as_str);
-            let summary = CurveSummary::decode(text)
+            let [line] = &chunk[..] else {
+                bail!("chunk {n} tells {} curves, not one", chunk.len())
+            };
+            let text = told::read::<CurvePart>(line)?.summary;
+            let summary = CurveSummary::decode(&text)
                 .ok_or_else(|| anyhow!("chunk {n}: {text:?} is not a curve's summary"))?;
             whole = whole.merge(&summary).ok_or_else(|| {
                 anyhow!("the events' costs sum past 2^63 units; no curve is drawn")
@@ -96,11 +137,17 @@ pub(super) fn merge_chunks(asked: &Chunked, chunks: &[Vec<String>]) -> Result<Ve
     let found = if plan.keyed {
         plan.by_key(chunks.iter().flatten())?
     } else {
+        let told = (chunks.iter().enumerate())
+            .map(|(n, chunk)| match &chunk[..] {
+                [line] => told::read::<BucketsPart>(line),
+                _ => bail!("chunk {n} tells {} lines, not one", chunk.len()),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut found = Vec::with_capacity(plan.rates.len());
         for (at, &rate) in plan.rates.iter().enumerate() {
             let mut whole = BucketSummary::new(rate);
-            for (n, chunk) in chunks.iter().enumerate() {
-                let text = chunk.get(at).map_or("", String::as_str);
+            for (n, chunk) in told.iter().enumerate() {
+                let text = chunk.summaries.get(at).map_or("", String::as_str);
                 let Some(summary) = BucketSummary::decode(rate, text) else {
                     bail!("chunk {n}: {text:?} is not a summary at {rate}")
                 };
@@ -185,36 +232,30 @@ impl Plan {
 
     /// Reads one key's line: its name, its events, and its bucket at each rate.
     fn key_line(&self, line: &str) -> Result<(Vec<u8>, u64, Vec<Lossless>)> {
-        let bad = || anyhow!("{line:?} is not a key's buckets");
-        let words: Vec<&str> = line.split(' ').collect();
-        let [name, count, rest @ ..] = &words[..] else { return Err(bad()) };
-        if rest.len() != 4 * self.rates.len() {
+        let told: KeyPart = told::read(line)?;
+        let bad =
+            || anyhow!("key {:?} is not told at the {} rates asked", told.name, self.rates.len());
+        if told.found.len() != self.rates.len() {
             return Err(bad());
         }
-        let name = match *name {
-            "-" => Vec::new(),
-            hex => (0..hex.len())
-                .step_by(2)
-                .map(|at| hex.get(at..at + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
-                .collect::<Option<Vec<u8>>>()
-                .ok_or_else(bad)?,
-        };
-        let time = |word: &str| word.parse().ok().and_then(Timestamp::from_micros).ok_or_else(bad);
+        let hex = &told.name;
+        let name = (0..hex.len())
+            .step_by(2)
+            .map(|at| hex.get(at..at + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(bad)?;
+        let time = |micros: i64| Timestamp::from_micros(micros).ok_or_else(bad);
         let mut found = Vec::with_capacity(self.rates.len());
-        for (&rate, words) in self.rates.iter().zip(rest.chunks(4)) {
-            let min_bucket = words[0].parse().map_err(|_| bad())?;
-            let stretch = match words[1..] {
-                ["-", "-", "-"] => None,
-                [start, end, n] => Some(Stretch {
-                    start: time(start)?,
-                    end: time(end)?,
-                    events: n.parse().map_err(|_| bad())?,
-                }),
-                _ => return Err(bad()),
+        for (&rate, &(min_bucket, stretch)) in self.rates.iter().zip(&told.found) {
+            let stretch = match stretch {
+                None => None,
+                Some((start, end, events)) => {
+                    Some(Stretch { start: time(start)?, end: time(end)?, events })
+                }
             };
             found.push(Lossless { rate, min_bucket, stretch });
         }
-        Ok((name, count.parse().map_err(|_| bad())?, found))
+        Ok((name, told.events, found))
     }
 }
 

@@ -9,11 +9,13 @@
 //! blocks of time: block k holds the events of its span and reads on a window's length
 //! into the next, so that every window that starts in it is counted whole there.
 
-use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::blocks::{BlockRows, Blocks, Counted, lines_of_blocks};
 use super::job::{Job, Part};
+use super::told::{self, Told};
 use crate::backend::Backend;
 use crate::input::catalog::{self, Source};
 use crate::limiter::Waits;
@@ -33,19 +35,15 @@ pub fn replay_part(job: &Job, given: &Source) -> Result<Part> {
     let names = KeyNames::of(read.key_column.as_deref(), &stats);
     let reports = recorder.reports(&given.name(), names, job.top, read.threads);
     let spread = reports.spread.unwrap_or_default();
-    let summary = json!({
-        "report": serde_json::to_value(&reports.lanes[0])?,
-        "spread": encode(&spread),
-        "window_us": settings.window.as_micros(),
-    });
-    Ok(Part::of(summary.to_string(), &rows, recorder.trace(), given))
+    let part = KeyedPart::of(&reports.lanes[0], &spread)?;
+    Ok(Part::of(told::write(&part)?, &rows, recorder.trace(), given))
 }
 
 /// Returns a line for each block in `rows` (sorted by block, then time): the busiest
 /// window of every event that starts in it, of the passed ones, and its first event too
 /// big to pass, as [`merge_parts`] reads them.
 pub(super) fn block_lines(settings: Settings, rows: &BlockRows) -> Result<Vec<String>> {
-    lines_of_blocks(rows, settings.window, settings.capacity(), None)
+    lines_of_blocks(rows, settings.window, settings.capacity(), None, None)
 }
 
 /// Merges every part's summary, and every block's line, into the report of one limit
@@ -57,49 +55,90 @@ pub(super) fn merge_parts(
     parts: &[String],
     blocks: &[String],
 ) -> Result<Vec<u8>> {
-    let parts: Vec<Value> = (parts.iter())
-        .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))
-        .collect::<Result<_>>()?;
-    let parts: Vec<&Value> = parts.iter().collect();
-    let whole = merged_keyed(settings, (column, top), &parts, blocks)?;
+    let parts: Vec<KeyedPart> = told::read_all(parts)?;
+    let parts: Vec<&KeyedPart> = parts.iter().collect();
+    let whole = merged_keyed(settings, (column, top), &parts, &Blocks::of_lines(blocks, None)?)?;
     Ok(serde_json::to_vec(&whole)?)
 }
 
-/// Merges what parts of the keys tell of one limiter with `settings` (each `{"report",
-/// "spread"}`) and the blocks' lines into its report over every key, as the program
-/// gives it, its keys by `column`, the first `shown` listed (all for 0).
+/// What a part of the keys tells of one limiter: its counts, its worst key, its keys
+/// with the most drops as its report lists them, and what its keys add up to.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct KeyedPart {
+    events: u64,
+    passed: u64,
+    /// The units of its events and of those passed, if any event cost other than 1.
+    units: Option<(u128, u128)>,
+    /// Its events too big to pass.
+    too_big: u64,
+    /// Its key that needs the largest bucket, and that bucket.
+    worst_key: Option<(String, u64)>,
+    /// Its keys with the most drops, each as the report lists it.
+    top: Vec<Listed>,
+    spread: Spread,
+}
+
+impl Told for KeyedPart {
+    const KIND: &'static str = "keyed";
+}
+
+/// A key as a report lists it: its drops and name, to rank it, and its report.
+#[derive(Debug, Serialize, Deserialize)]
+struct Listed {
+    dropped: u64,
+    key: Option<String>,
+    report: Value,
+}
+
+impl KeyedPart {
+    /// What `report`, a part's, and `spread`, what its keys add up to, tell.
+    pub(super) fn of(report: &LimiterReport, spread: &KeySpread) -> Result<KeyedPart> {
+        let listed = report.by_key.iter().flat_map(|keys| &keys.top);
+        let top = listed
+            .map(|key| {
+                let (dropped, name) = (key.dropped, key.key.clone());
+                Ok(Listed { dropped, key: name, report: serde_json::to_value(key)? })
+            })
+            .collect::<Result<_>>()?;
+        Ok(KeyedPart {
+            events: report.events,
+            passed: report.passed,
+            units: report.units.as_ref().map(|units| (units.events, units.passed)),
+            too_big: report.too_big.as_ref().map_or(0, |too_big| too_big.events),
+            worst_key: report.worst_key.as_ref().map(|w| (w.key.clone(), w.min_bucket)),
+            top,
+            spread: Spread::of(spread),
+        })
+    }
+}
+
+/// Merges what parts of the keys tell of one limiter with `settings` and the `merged`
+/// blocks into its report over every key, as the program gives it, its keys by `column`,
+/// the first `shown` listed (all for 0).
 pub(super) fn merged_keyed(
     settings: Settings,
     (column, shown): (&str, usize),
-    parts: &[&Value],
-    blocks: &[String],
+    parts: &[&KeyedPart],
+    merged: &Blocks,
 ) -> Result<Value> {
     let Settings { algorithm, rate, burst, .. } = settings;
-    let reports: Vec<&Value> = parts.iter().map(|part| &part["report"]).collect();
-    let number = |value: &Value, name: &str| value[name].as_u64().unwrap_or(0);
-    let sum = |name: &str| reports.iter().map(|r| number(r, name)).sum::<u64>();
-    let (events, passed) = (sum("events"), sum("passed"));
-    let weighted = reports.iter().any(|r| !r["units"].is_null());
+    let (events, passed) = parts.iter().fold((0u64, 0u64), |(e, p), part| {
+        (e.saturating_add(part.events), p.saturating_add(part.passed))
+    });
+    let weighted = parts.iter().any(|part| part.units.is_some());
     let mut spread = KeySpread::default();
     for part in parts {
-        spread.merge(&decode(&part["spread"]).context("a part's keys are not a summary")?);
+        spread.merge(&part.spread.read());
     }
     // Units: a part whose events all cost 1 tells none, and its events are its units.
-    let units = |r: &Value, name: &str| match &r["units"] {
-        Value::Null => u128::from(number(r, name)),
-        units => units[name].as_u64().map_or(0, u128::from),
-    };
-    let (units_in, units_passed) = reports
-        .iter()
-        .fold((0u128, 0u128), |(e, p), r| (e + units(r, "events"), p + units(r, "passed")));
-    let too_big_events: u64 = reports.iter().map(|r| number(&r["too_big"], "events")).sum();
-    let merged = Blocks::of_lines(blocks)?;
-    let worst_key = reports
-        .iter()
-        .filter_map(|r| {
-            let worst = &r["worst_key"];
-            Some((worst["key"].as_str()?.to_owned(), worst["min_bucket"].as_u64()?))
-        })
+    let (units_in, units_passed) = parts.iter().fold((0u128, 0u128), |(e, p), part| {
+        let (events, passed) =
+            part.units.unwrap_or((u128::from(part.events), u128::from(part.passed)));
+        (e.saturating_add(events), p.saturating_add(passed))
+    });
+    let too_big_events = parts.iter().map(|part| part.too_big).sum::<u64>();
+    let worst_key = (parts.iter())
+        .filter_map(|part| part.worst_key.clone())
         .min_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)))
         .map(|(key, min_bucket)| report::WorstKey { key, min_bucket, span: None });
     let check = PromiseCheck::new(algorithm, rate, burst.get());
@@ -130,86 +169,63 @@ pub(super) fn merged_keyed(
             quantiles,
             top: Vec::new(),
         }),
-        ..counted.report(settings, &merged, promise)
+        ..counted.report(settings, merged, promise)
     };
     // The keys listed: the whole run's first by drops, then by name, are among each part's.
-    let mut top: Vec<&Value> =
-        reports.iter().filter_map(|r| r["keys"]["top"].as_array()).flatten().collect();
-    top.sort_by(|a, b| {
-        let (da, db) = (number(a, "dropped"), number(b, "dropped"));
-        db.cmp(&da).then_with(|| a["key"].as_str().cmp(&b["key"].as_str()))
-    });
+    let mut top: Vec<&Listed> = parts.iter().flat_map(|part| &part.top).collect();
+    top.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.key.cmp(&b.key)));
     if shown > 0 {
         top.truncate(shown);
     }
     let mut whole = serde_json::to_value(&report)?;
-    whole["keys"]["top"] = Value::Array(top.into_iter().cloned().collect());
+    whole["keys"]["top"] = Value::Array(top.into_iter().map(|key| key.report.clone()).collect());
     Ok(whole)
 }
 
-/// Writes what keys add up to as JSON: histograms as [value, count, weight] triples,
-/// waits as their five figures, in text where they pass 64 bits.
-pub(super) fn encode(spread: &KeySpread) -> Value {
-    let histogram = |h: &Histogram| -> Value {
-        h.sorted().into_iter().map(|(v, t)| json!([v, t.count, t.weight])).collect()
-    };
-    let waits = |w: &Option<Waits>| match w {
-        Some(w) => json!([
-            w.delayed,
-            w.admitted,
-            w.longest.to_string(),
-            w.total.to_string(),
-            w.units_per_micro.to_string()
-        ]),
-        None => Value::Null,
-    };
-    json!({
-        "keys": spread.keys,
-        "min_buckets": histogram(&spread.min_buckets),
-        "dropped": spread.dropped.iter().map(histogram).collect::<Vec<_>>(),
-        "broken": spread.broken,
-        "not_accounted": spread.not_accounted,
-        "waits": spread.waits.iter().map(waits).collect::<Vec<_>>(),
-    })
+/// What keys add up to ([`KeySpread`]), as a part tells it: each histogram as (value,
+/// count, weight) triples.
+#[derive(Debug, Serialize, Deserialize)]
+struct Spread {
+    keys: usize,
+    min_buckets: Vec<(u64, u64, u64)>,
+    dropped: Vec<Vec<(u64, u64, u64)>>,
+    broken: Vec<usize>,
+    not_accounted: Vec<u64>,
+    waits: Vec<Option<Waits>>,
 }
 
-/// Reads what [`encode`] wrote.
-fn decode(value: &Value) -> Option<KeySpread> {
-    let histogram = |value: &Value| -> Option<Histogram> {
-        let mut h = Histogram::new();
-        for triple in value.as_array()? {
-            let [v, count, weight] = triple.as_array()?.as_slice() else { return None };
-            let tally = Tally { count: count.as_u64()?, weight: weight.as_u64()? };
-            h.add_tally(v.as_u64()?, tally);
-        }
-        Some(h)
-    };
-    let wide = |value: &Value| value.as_str()?.parse::<i128>().ok();
-    let waits = |value: &Value| -> Option<Option<Waits>> {
-        if value.is_null() {
-            return Some(None);
-        }
-        let [delayed, admitted, longest, total, units] = value.as_array()?.as_slice() else {
-            return None;
+impl Spread {
+    /// What `spread` tells.
+    fn of(spread: &KeySpread) -> Spread {
+        let histogram = |h: &Histogram| -> Vec<(u64, u64, u64)> {
+            h.sorted().into_iter().map(|(v, t)| (v, t.count, t.weight)).collect()
         };
-        Some(Some(Waits {
-            delayed: delayed.as_u64()?,
-            admitted: admitted.as_u64()?,
-            longest: wide(longest)?,
-            total: wide(total)?,
-            units_per_micro: wide(units)?,
-        }))
-    };
-    Some(KeySpread {
-        keys: usize::try_from(value["keys"].as_u64()?).ok()?,
-        min_buckets: histogram(&value["min_buckets"])?,
-        dropped: value["dropped"].as_array()?.iter().map(histogram).collect::<Option<_>>()?,
-        broken: (value["broken"].as_array()?.iter())
-            .map(|b| b.as_u64().and_then(|b| usize::try_from(b).ok()))
-            .collect::<Option<_>>()?,
-        waits: value["waits"].as_array()?.iter().map(waits).collect::<Option<_>>()?,
-        not_accounted: (value["not_accounted"].as_array()?.iter())
-            .map(Value::as_u64)
-            .collect::<Option<_>>()?,
-    })
+        Spread {
+            keys: spread.keys,
+            min_buckets: histogram(&spread.min_buckets),
+            dropped: spread.dropped.iter().map(histogram).collect(),
+            broken: spread.broken.clone(),
+            not_accounted: spread.not_accounted.clone(),
+            waits: spread.waits.clone(),
+        }
+    }
+
+    /// The spread it tells.
+    fn read(&self) -> KeySpread {
+        let histogram = |triples: &[(u64, u64, u64)]| -> Histogram {
+            let mut h = Histogram::new();
+            for &(value, count, weight) in triples {
+                h.add_tally(value, Tally { count, weight });
+            }
+            h
+        };
+        KeySpread {
+            keys: self.keys,
+            min_buckets: histogram(&self.min_buckets),
+            dropped: self.dropped.iter().map(|d| histogram(d)).collect(),
+            broken: self.broken.clone(),
+            waits: self.waits.clone(),
+            not_accounted: self.not_accounted.clone(),
+        }
+    }
 }

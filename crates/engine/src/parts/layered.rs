@@ -5,11 +5,13 @@
 //! merged as one limiter's is ([`merged_keyed`]), its busiest windows from blocks of time.
 
 use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::blocks::{BlockRows, lines_of_blocks};
+use super::blocks::{BlockRows, Blocks, lines_of_blocks};
 use super::job::{Job, Part};
-use super::keyed::{encode, merged_keyed};
+use super::keyed::{KeyedPart, merged_keyed};
+use super::told::{self, Told};
 use crate::backend::Backend;
 use crate::input::catalog::{self, Source};
 use crate::layered::Layer;
@@ -65,40 +67,27 @@ impl LayeredPlan {
         let record = Backend::Memory.decide_layers(&self.layers, (events, &read.empty_key))?;
         let (name, threads) = (given.name(), read.threads);
         let names = KeyNames::of(Some(&self.column), &stats);
-        let each = (record.layers.iter().zip(&self.limits))
-            .map(|((recorder, refused, only, alone), spec)| {
+        let layers = (record.layers.iter())
+            .map(|(recorder, refused, only, alone)| {
                 let reports = recorder.reports(&name, names, self.top, threads);
-                Ok(json!({
-                    "spec": spec.to_string(),
-                    "refused": refused,
-                    "only": only,
-                    "alone": alone,
-                    "report": serde_json::to_value(&reports.lanes[0])?,
-                    "spread": encode(&reports.spread.unwrap_or_default()),
-                }))
+                let spread = reports.spread.unwrap_or_default();
+                let keyed = KeyedPart::of(&reports.lanes[0], &spread)?;
+                Ok(LayerPart { refused: *refused, only: *only, alone: *alone, keyed })
             })
-            .collect::<Result<Vec<Value>>>()?;
-        let window = self.layers.iter().map(|l| l.settings.window.as_micros()).max().unwrap_or(0);
-        let summary = json!({
-            "events": record.events,
-            "passed": record.passed,
-            "layers": each,
-            "window_us": window,
-        });
-        Ok(Part::of(summary.to_string(), &rows, &record.trace, given))
+            .collect::<Result<Vec<_>>>()?;
+        let part = LayeredPart { events: record.events, passed: record.passed, layers };
+        Ok(Part::of(told::write(&part)?, &rows, &record.trace, given))
     }
 
-    /// Returns each layer's lines for the blocks in `rows`, each line led by its layer's
-    /// number: the busiest windows of its own length, of the events as it weighs them.
+    /// Returns each layer's lines for the blocks in `rows`: the busiest windows of its own
+    /// length, of the events as it weighs them.
     pub fn block_lines(&self, rows: &BlockRows) -> Result<Vec<String>> {
         let mut lines = Vec::new();
         for (n, layer) in self.layers.iter().enumerate() {
             let costs: Vec<u64> = rows.costs.iter().map(|&c| layer.cost.unwrap_or(c)).collect();
             let weighed = BlockRows { costs: &costs, ..*rows };
             let (window, capacity) = (layer.settings.window, layer.settings.capacity());
-            for line in lines_of_blocks(&weighed, window, capacity, None)? {
-                lines.push(format!("{n} {line}"));
-            }
+            lines.extend(lines_of_blocks(&weighed, window, capacity, None, Some(n))?);
         }
         Ok(lines)
     }
@@ -106,28 +95,24 @@ impl LayeredPlan {
     /// Merges every part's summary and every block's line into what `ratelimit replay
     /// --limit … --format json` prints for all the rows, as a JSON object.
     pub fn merge(&self, parts: &[String], blocks: &[String]) -> Result<Vec<u8>> {
-        let parts: Vec<Value> = (parts.iter())
-            .map(|part| serde_json::from_str(part).context("a part's summary is not JSON"))
-            .collect::<Result<_>>()?;
-        let sum = |of: &dyn Fn(&Value) -> &Value| {
-            parts.iter().map(|part| of(part).as_u64().unwrap_or(0)).sum::<u64>()
-        };
-        let (events, passed) = (sum(&|p| &p["events"]), sum(&|p| &p["passed"]));
+        let parts: Vec<LayeredPart> = told::read_all(parts)?;
+        let sum = |of: &dyn Fn(&LayeredPart) -> u64| parts.iter().map(of).sum::<u64>();
+        let (events, passed) = (sum(&|p| p.events), sum(&|p| p.passed));
         let shown = (self.column.as_str(), self.top);
         let mut layers = Vec::with_capacity(self.layers.len());
         for (n, (layer, spec)) in self.layers.iter().zip(&self.limits).enumerate() {
-            let own: Vec<&Value> = parts.iter().map(|part| &part["layers"][n]).collect();
-            let prefix = format!("{n} ");
-            let lines: Vec<String> = (blocks.iter())
-                .filter_map(|line| line.strip_prefix(&prefix).map(str::to_owned))
-                .collect();
-            let limiter = merged_keyed(layer.settings, shown, &own, &lines)?;
-            let count = |name: &str| own.iter().map(|l| l[name].as_u64().unwrap_or(0)).sum::<u64>();
+            let own = (parts.iter())
+                .map(|part| part.layers.get(n).context("a part's layers are fewer than the job's"))
+                .collect::<Result<Vec<&LayerPart>>>()?;
+            let keyed: Vec<&KeyedPart> = own.iter().map(|layer| &layer.keyed).collect();
+            let merged = Blocks::of_lines(blocks, Some(n))?;
+            let limiter = merged_keyed(layer.settings, shown, &keyed, &merged)?;
+            let count = |of: &dyn Fn(&LayerPart) -> u64| own.iter().map(|l| of(l)).sum::<u64>();
             let mut report = json!({
                 "spec": spec.to_string(),
-                "refused": count("refused"),
-                "only": count("only"),
-                "alone": count("alone"),
+                "refused": count(&|l| l.refused),
+                "only": count(&|l| l.only),
+                "alone": count(&|l| l.alone),
             });
             if let (Some(report), Value::Object(limiter)) = (report.as_object_mut(), limiter) {
                 report.extend(limiter);
@@ -143,4 +128,26 @@ impl LayeredPlan {
         });
         Ok(serde_json::to_vec(&whole)?)
     }
+}
+
+/// What a part of the keys tells of layers all or nothing: its counts, and each layer's.
+#[derive(Debug, Serialize, Deserialize)]
+struct LayeredPart {
+    events: u64,
+    passed: u64,
+    layers: Vec<LayerPart>,
+}
+
+impl Told for LayeredPart {
+    const KIND: &'static str = "layered";
+}
+
+/// What a part tells of one layer: the events it refused, those it alone refused, those
+/// it would have refused alone, and what its keys tell.
+#[derive(Debug, Serialize, Deserialize)]
+struct LayerPart {
+    refused: u64,
+    only: u64,
+    alone: u64,
+    keyed: KeyedPart,
 }

@@ -16,12 +16,15 @@ mod keyed;
 mod layered;
 mod ranges;
 mod stream;
+mod told;
 
 pub use self::beside::{Beside, GlobalLayer, layers_beside};
 pub use self::blocks::BlockRows;
 pub use self::chunks::Chunked;
 pub use self::job::{Job, Part};
 use self::layered::LayeredPlan;
+pub use self::ranges::RangeSpan;
+pub use self::told::VERSION;
 
 /// How the events of one limit may be cut into parts and decided exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +91,25 @@ impl Job {
     }
 }
 
+impl Job {
+    /// The blocks of time that the busiest windows are found over, as the parts' events
+    /// are to be cut (µs): their width, and how far each reads on into the next, so that
+    /// every window that starts in a block is counted whole there. Of one stream, a whole
+    /// number of periods, so that no aligned window straddles two.
+    pub fn blocks(&self) -> crate::error::Result<(i64, i64)> {
+        let window = match &self.policy {
+            LimitPolicy::One(_) if !self.keyed() => return Ok(stream::geometry(&self.one()?)),
+            LimitPolicy::One(_) => self.one()?.window.as_micros(),
+            LimitPolicy::AllOrNothing(limits) => {
+                let layers =
+                    crate::limits::layers(limits, self.window, self.stop_counting, "layers")?;
+                layers.layers.iter().map(|l| l.settings.window.as_micros()).max().unwrap_or(0)
+            }
+        };
+        Ok((window.max(stream::BLOCK_US), window))
+    }
+}
+
 /// Replays the rows of `given`, which hold whole keys, as `job` asks (one limit by key,
 /// or layers all keyed by one column), and returns what they tell.
 pub fn replay_part(job: &Job, given: &Source) -> crate::error::Result<Part> {
@@ -133,25 +155,25 @@ pub fn merge_parts(
 }
 
 /// Returns what a range of one stream tells (a Spark partition's rows, in time order),
-/// as `job` asks (one limit, no key): its first and last events'
-/// times in µs, and the instant from which the limiter is at rest after the last, `-` if
-/// none is known (`"first last rest"`); `-` for a range without events.
-pub fn range_line(job: &Job, given: &Source) -> crate::error::Result<String> {
+/// as `job` asks (one limit, no key): its first and last events' times in µs, and the
+/// instant from which the limiter is at rest after the last, if one is known; `None` for a
+/// range without events.
+pub fn range_line(job: &Job, given: &Source) -> crate::error::Result<Option<RangeSpan>> {
     Ok(ranges::range_line(job, given)?)
 }
 
 /// Returns GCRA's function of a range of one stream (a Spark partition's rows, in time
-/// order), as `job` asks (one limit, no key): the fresh tat, then
-/// each piece as `first:S:k` (x ↦ x + k) or `first:C:c` (x ↦ c), all in units of 1/N µs;
-/// `-` if the limiter's decisions are not GCRA's or the function passes 4,096 pieces.
-pub fn range_transfer(job: &Job, given: &Source) -> crate::error::Result<String> {
+/// order), as `job` asks (one limit, no key), as a partial result for [`range_starts`]:
+/// the fresh tat and each piece, in units of 1/N µs; `None` if the limiter's decisions are
+/// not GCRA's or the function passes 4,096 pieces.
+pub fn range_transfer(job: &Job, given: &Source) -> crate::error::Result<Option<String>> {
     Ok(ranges::range_transfer(job, given)?)
 }
 
-/// Returns the tat each range starts with, in decimal: the ranges' functions, as
-/// [`range_transfer`] wrote them (in range order, none `-`), composed from the first's
+/// Returns the tat each range starts with (1/N µs): the ranges' functions, as
+/// [`range_transfer`] wrote them (in range order, every one), composed from the first's
 /// fresh tat.
-pub fn range_starts(lines: &[String]) -> crate::error::Result<Vec<String>> {
+pub fn range_starts(lines: &[String]) -> crate::error::Result<Vec<i128>> {
     Ok(ranges::range_starts(lines)?)
 }
 

@@ -5,70 +5,91 @@
 
 use anyhow::{Result, anyhow, bail};
 
+use serde::{Deserialize, Serialize};
+
 use super::job::Job;
+use super::told::{self, Told};
 use crate::input::catalog::{self, Event, Sink, Source};
 use crate::limiter::{Gcra, KeyedState, Limiter, Piece, Transfer};
 use crate::recorder::Settings;
 use crate::units::time::Timestamp;
 
+/// A range's first and last events' times (µs), and the instant (µs) from which the
+/// limiter is at rest after the last, if one is known.
+pub type RangeSpan = (i64, i64, Option<i64>);
+
 /// [`range_line`](super::range_line), its errors the internals'.
-pub(super) fn range_line(job: &Job, given: &Source) -> Result<String> {
+pub(super) fn range_line(job: &Job, given: &Source) -> Result<Option<RangeSpan>> {
     let settings = job.of_range()?;
     let read = catalog::read_events(given, &job.read(given)?, FirstLast::default);
-    let FirstLast(Some((first, last))) = read?.0 else { return Ok("-".to_owned()) };
-    let rest = settings.per_key().rests_after(last);
-    let rest = rest.map_or_else(|| "-".to_owned(), |rest| rest.as_micros().to_string());
-    Ok(format!("{} {} {rest}", first.as_micros(), last.as_micros()))
+    let FirstLast(Some((first, last))) = read?.0 else { return Ok(None) };
+    let rest = settings.per_key().rests_after(last).map(Timestamp::as_micros);
+    Ok(Some((first.as_micros(), last.as_micros(), rest)))
 }
 
 /// The most pieces a range's function may have before it is given up
 /// ([`Gcra::transfer`]).
 const MOST_PIECES: usize = 4096;
 
+/// GCRA's function of a range: the tat a fresh limiter starts with, and the function's
+/// pieces, each from its first tat (`None` for all below the next), x ↦ x + k (`shift`) or
+/// x ↦ c, in units of 1/N µs.
+#[derive(Debug, Serialize, Deserialize)]
+struct TransferPart {
+    fresh: i128,
+    pieces: Vec<(Option<i128>, Step)>,
+}
+
+/// A piece of a range's function.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Step {
+    /// x ↦ x + k.
+    Shift(i128),
+    /// x ↦ c.
+    Const(i128),
+}
+
+impl Told for TransferPart {
+    const KIND: &'static str = "transfer";
+}
+
 /// [`range_transfer`](super::range_transfer), its errors the internals'.
-pub(super) fn range_transfer(job: &Job, given: &Source) -> Result<String> {
-    let Some(gcra) = as_gcra(&job.of_range()?) else { return Ok("-".to_owned()) };
+pub(super) fn range_transfer(job: &Job, given: &Source) -> Result<Option<String>> {
+    let Some(gcra) = as_gcra(&job.of_range()?) else { return Ok(None) };
     let (events, _) = catalog::read_events(given, &job.read(given)?, Events::default)?;
-    let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok("-".to_owned()) };
-    let mut line = gcra.fresh_tat().to_string();
-    for &(first, piece) in function.pieces() {
-        let first = if first == i128::MIN { "-".to_owned() } else { first.to_string() };
-        match piece {
-            Piece::Shift(k) => line += &format!(" {first}:S:{k}"),
-            Piece::Const(c) => line += &format!(" {first}:C:{c}"),
-        }
-    }
-    Ok(line)
+    let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok(None) };
+    let pieces = (function.pieces().iter())
+        .map(|&(first, piece)| {
+            let step = match piece {
+                Piece::Shift(k) => Step::Shift(k),
+                Piece::Const(c) => Step::Const(c),
+            };
+            ((first != i128::MIN).then_some(first), step)
+        })
+        .collect();
+    Ok(Some(told::write(&TransferPart { fresh: gcra.fresh_tat(), pieces })?))
 }
 
 /// [`range_starts`](super::range_starts), its errors the internals'.
-pub(super) fn range_starts(lines: &[String]) -> Result<Vec<String>> {
+pub(super) fn range_starts(lines: &[String]) -> Result<Vec<i128>> {
     let mut tat = None;
     let mut starts = Vec::with_capacity(lines.len());
-    for line in lines {
-        let bad = || anyhow!("{line:?} is not a range's function");
-        let mut words = line.split(' ');
-        let fresh: i128 = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
-        let pieces = words
-            .map(|word| {
-                let [first, kind, value] = word.split(':').collect::<Vec<_>>()[..] else {
-                    return None;
+    for (n, told) in told::read_all::<TransferPart>(lines)?.into_iter().enumerate() {
+        let pieces = (told.pieces.into_iter())
+            .map(|(first, step)| {
+                let piece = match step {
+                    Step::Shift(k) => Piece::Shift(k),
+                    Step::Const(c) => Piece::Const(c),
                 };
-                let first = if first == "-" { i128::MIN } else { first.parse().ok()? };
-                let value = value.parse().ok()?;
-                let piece = match kind {
-                    "S" => Piece::Shift(value),
-                    "C" => Piece::Const(value),
-                    _ => return None,
-                };
-                Some((first, piece))
+                (first.unwrap_or(i128::MIN), piece)
             })
-            .collect::<Option<Vec<_>>>()
-            .and_then(Transfer::from_pieces)
-            .ok_or_else(bad)?;
-        let start = *tat.get_or_insert(fresh);
-        starts.push(start.to_string());
-        tat = Some(pieces.apply(start));
+            .collect();
+        let function = Transfer::from_pieces(pieces)
+            .ok_or_else(|| anyhow!("range {n}'s function is not in order from its first piece"))?;
+        let start = *tat.get_or_insert(told.fresh);
+        starts.push(start);
+        tat = Some(function.apply(start));
     }
     Ok(starts)
 }

@@ -10,10 +10,11 @@
 //! wide, so that no aligned window straddles two.
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::blocks::{BlockRows, Blocks, Counted, lines_of_blocks};
 use super::job::{Job, Part};
+use super::told::{self, Told};
 use crate::decisions::in_row_order;
 use crate::input::catalog::{self, Source};
 use crate::limiter::promise::{Limit, PromiseCheck, Seen};
@@ -24,7 +25,7 @@ use crate::sizing::merge::BucketSummary;
 use crate::units::time::Timestamp;
 
 /// The shortest block of time (10 minutes): longer if a window or a period is.
-const BLOCK_US: i64 = 600_000_000;
+pub(super) const BLOCK_US: i64 = 600_000_000;
 
 /// [`stream_part`](super::stream_part), its errors the internals'.
 pub(super) fn stream_part(
@@ -52,7 +53,7 @@ pub(super) fn stream_part(
         chunk.add(event.time, event.cost, passed);
         trace.push(passed);
     }
-    Ok(Part::of(chunk.line(&settings).to_string(), &rows, &trace, given))
+    Ok(Part::of(told::write(&chunk.line())?, &rows, &trace, given))
 }
 
 /// A chunk's figures, found as its events come in time order.
@@ -122,32 +123,49 @@ impl Chunk {
         }
     }
 
-    /// The chunk's line: its figures, and the blocks' geometry (µs).
-    fn line(&self, settings: &Settings) -> Value {
-        let (width, read_on) = geometry(settings);
-        json!({
-            "first": self.first.map(Timestamp::as_micros),
-            "events": self.events,
-            "units": self.units.to_string(),
-            "weighted": self.weighted,
-            "passed": self.passed,
-            "passed_units": self.passed_units.to_string(),
-            "too_big": self.too_big.1.map(|(t, c)| json!([self.too_big.0, t.as_micros(), c])),
-            "demand": self.demand.encode(),
-            "fit": self.fit.as_ref().map(BucketSummary::encode),
-            "waits": self.queue.as_ref().map(|(w, _)| {
-                json!([w.delayed, w.admitted, w.longest.to_string(), w.total.to_string()])
-            }),
-            "block_us": width,
-            "read_on_us": read_on,
-        })
+    /// What the chunk tells.
+    fn line(&self) -> ChunkPart {
+        ChunkPart {
+            first: self.first.map(Timestamp::as_micros),
+            events: self.events,
+            units: self.units,
+            weighted: self.weighted,
+            passed: self.passed,
+            passed_units: self.passed_units,
+            too_big: self.too_big.1.map(|(t, c)| (self.too_big.0, t.as_micros(), c)),
+            demand: self.demand.encode(),
+            fit: self.fit.as_ref().map(BucketSummary::encode),
+            waits: self.queue.as_ref().map(|(w, _)| (w.delayed, w.admitted, w.longest, w.total)),
+        }
     }
+}
+
+/// What a chunk of one stream tells: its first event's time (µs), its counts and units,
+/// its events too big to pass with the first (count, µs, cost), the lossless buckets of
+/// its events and of its passed ones (each as the core's summary writes itself), and a
+/// leaky queue's waits (delayed, admitted, longest, total).
+#[derive(Debug, Serialize, Deserialize)]
+struct ChunkPart {
+    first: Option<i64>,
+    events: u64,
+    units: u128,
+    weighted: bool,
+    passed: u64,
+    passed_units: u128,
+    too_big: Option<(u64, i64, u64)>,
+    demand: String,
+    fit: Option<String>,
+    waits: Option<(u64, u64, i128, i128)>,
+}
+
+impl Told for ChunkPart {
+    const KIND: &'static str = "chunk";
 }
 
 /// The blocks of a stream's replay: their width, a whole number of periods and 10
 /// minutes at least, and how far each reads on into the next: a window or a period,
 /// the longer.
-fn geometry(settings: &Settings) -> (i64, i64) {
+pub(super) fn geometry(settings: &Settings) -> (i64, i64) {
     let period = settings.rate.period().as_micros().max(1);
     let read_on = settings.window.as_micros().max(period);
     // Both positive: the periods that cover it, rounded up (past i64, as wide as it goes).
@@ -164,12 +182,13 @@ pub(super) fn merge_stream(
 ) -> Result<Vec<u8>> {
     let Settings { algorithm, rate, burst, .. } = settings;
     let mut whole = Chunk::new(settings, None);
-    for line in chunks {
-        let value: Value = serde_json::from_str(line).context("a chunk's line is not JSON")?;
-        whole.merge(&value).with_context(|| format!("{line:?} is not a chunk's"))?;
+    for (n, chunk) in told::read_all::<ChunkPart>(chunks)?.iter().enumerate() {
+        whole
+            .merge(chunk)
+            .with_context(|| format!("chunk {n} does not add up with those before"))?;
     }
     let waits = whole.queue.as_ref().map(|(waits, _)| *waits);
-    let merged = Blocks::of_lines(blocks)?;
+    let merged = Blocks::of_lines(blocks, None)?;
     let check = PromiseCheck::new(algorithm, rate, burst.get());
     let seen = Seen {
         aligned: merged.aligned,
@@ -194,41 +213,30 @@ pub(super) fn merge_stream(
 }
 
 impl Chunk {
-    /// Adds the chunk of `line`, which comes after every chunk added so far.
-    fn merge(&mut self, line: &Value) -> Option<()> {
-        let number = |name: &str| line[name].as_u64();
-        let wide = |value: &Value| value.as_str()?.parse::<i128>().ok();
-        let units = |name: &str| line[name].as_str()?.parse::<u128>().ok();
+    /// Adds what chunk `told` tells, which comes after every chunk added so far; `None` if
+    /// a count passes its bound or a summary is not one.
+    fn merge(&mut self, told: &ChunkPart) -> Option<()> {
         let rate = self.rate;
         if self.first.is_none() {
-            let first = line["first"].as_i64().and_then(Timestamp::from_micros);
-            self.first = first;
+            self.first = told.first.and_then(Timestamp::from_micros);
         }
-        self.events = self.events.checked_add(number("events")?)?;
-        self.units = self.units.checked_add(units("units")?)?;
-        self.weighted |= line["weighted"].as_bool()?;
-        self.passed = self.passed.checked_add(number("passed")?)?;
-        self.passed_units = self.passed_units.checked_add(units("passed_units")?)?;
-        if let Some([count, t, c]) = line["too_big"].as_array().map(Vec::as_slice) {
-            self.too_big.0 = self.too_big.0.checked_add(count.as_u64()?)?;
-            let first = (Timestamp::from_micros(t.as_i64()?)?, c.as_u64()?);
-            self.too_big.1.get_or_insert(first);
+        self.events = self.events.checked_add(told.events)?;
+        self.units = self.units.checked_add(told.units)?;
+        self.weighted |= told.weighted;
+        self.passed = self.passed.checked_add(told.passed)?;
+        self.passed_units = self.passed_units.checked_add(told.passed_units)?;
+        if let Some((count, t, c)) = told.too_big {
+            self.too_big.0 = self.too_big.0.checked_add(count)?;
+            self.too_big.1.get_or_insert((Timestamp::from_micros(t)?, c));
         }
-        self.demand = self.demand.merge(&BucketSummary::decode(rate, line["demand"].as_str()?)?);
+        self.demand = self.demand.merge(&BucketSummary::decode(rate, &told.demand)?);
         if let Some(fit) = &mut self.fit {
-            *fit = fit.merge(&BucketSummary::decode(rate, line["fit"].as_str()?)?);
+            *fit = fit.merge(&BucketSummary::decode(rate, told.fit.as_deref()?)?);
         }
         if let Some((mine, _)) = &mut self.queue {
-            let [delayed, admitted, longest, total] = line["waits"].as_array()?.as_slice() else {
-                return None;
-            };
-            let theirs = Waits {
-                delayed: delayed.as_u64()?,
-                admitted: admitted.as_u64()?,
-                longest: wide(longest)?,
-                total: wide(total)?,
-                units_per_micro: mine.units_per_micro,
-            };
+            let (delayed, admitted, longest, total) = told.waits?;
+            let units_per_micro = mine.units_per_micro;
+            let theirs = Waits { delayed, admitted, longest, total, units_per_micro };
             *mine = mine.merge(&theirs);
         }
         Some(())
@@ -240,7 +248,7 @@ impl Chunk {
 pub(super) fn stream_block_lines(settings: Settings, rows: &BlockRows) -> Result<Vec<String>> {
     let Settings { algorithm, rate, burst, window, .. } = settings;
     let check = PromiseCheck::new(algorithm, rate, burst.get());
-    lines_of_blocks(rows, window, settings.capacity(), Some(&check))
+    lines_of_blocks(rows, window, settings.capacity(), Some(&check), None)
 }
 
 #[cfg(test)]
@@ -250,6 +258,8 @@ mod tests {
     use super::*;
     use crate::input::catalog::Event;
     use crate::limiter::Decision;
+    use serde_json::Value;
+
     use crate::recorder::{KeyNames, Recorder};
 
     /// The report of `events` (time µs, cost, passed) in one pass, as the program makes it.
@@ -303,7 +313,7 @@ mod tests {
                         queue.take(time, cost, false);
                     }
                 }
-                lines.push(chunk.line(&settings).to_string());
+                lines.push(told::write(&chunk.line()).unwrap());
             }
             // The blocks: each event in its block, and again in the one before if read on.
             let (width, read_on) = geometry(&settings);
