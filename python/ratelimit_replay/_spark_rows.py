@@ -4,9 +4,13 @@ a window's length into the next; events that each cost 1 travel packed, a row a 
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import functools
+import inspect
+import pickle
+from typing import Any, Callable
 
-from .errors import BackendError, InputError, PolicyError
+from .errors import BackendError, InputError, PolicyError, RatelimitError
 
 
 class Replayed(dict):
@@ -48,14 +52,20 @@ def _with_passed(schema: Any, names: list[str] | None = None) -> Any:
 
 
 def _collect(df: Any) -> list[Any]:
-    """Collects `df`, raising the engine's error if an executor raised it: its class (an
-    :mod:`ratelimit_replay.errors` one, or ValueError) and its one-line message, as the
-    executor's traceback, which Spark passes on as text, ends with them. (The fields of an
-    ``InputError`` do not cross as text.)"""
+    """Collects `df`, raising the engine's error if an executor raised it: the error itself,
+    with its fields (an ``InputError``'s ``.row`` and ``.column``), as the executor carried
+    it (``_carried``); else, for an error no executor carried, its class (``ValueError``
+    or one of :mod:`ratelimit_replay.errors`) and its one-line message, as the executor's
+    traceback, which Spark passes on as text, ends with them."""
     try:
         return df.collect()
     except Exception as failed:
-        for line in reversed(str(failed).splitlines()):
+        lines = str(failed).splitlines()
+        # An engine's message is one line, its values quoted: no line of it starts so.
+        for line in reversed(lines):
+            if line.startswith(_CARRIED):
+                raise pickle.loads(base64.b64decode(line[len(_CARRIED):])) from None
+        for line in reversed(lines):
             name, _, message = line.partition(": ")
             kind = _RAISED.get(name)
             if kind is not None and message:
@@ -68,6 +78,41 @@ _RAISED: dict[str, type[Exception]] = {
     "ValueError": ValueError,
     **{f"ratelimit_replay.errors.{kind.__name__}": kind for kind in (InputError, PolicyError, BackendError)},
 }
+
+# What leads the note in which an executor carries an engine's error to the driver.
+_CARRIED = "ratelimit_replay carried: "
+
+
+def _carried(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a generator of batches, or a function of one table, as ``applyInArrow``
+    takes it) run on an executor, such that an error of the engine's
+    (:mod:`ratelimit_replay.errors`) reaches the driver whole: pickled in a note of the
+    traceback that Spark passes on as text, for ``_collect`` to raise."""
+
+    def carry(err: RatelimitError) -> None:
+        err.add_note(_CARRIED + base64.b64encode(pickle.dumps(err)).decode())
+
+    if inspect.isgeneratorfunction(function):
+
+        @functools.wraps(function)
+        def each(*args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from function(*args, **kwargs)
+            except RatelimitError as err:
+                carry(err)
+                raise
+
+        return each
+
+    # One argument, no more: Spark reads how many the function takes.
+    def once(table: Any) -> Any:
+        try:
+            return function(table)
+        except RatelimitError as err:
+            carry(err)
+            raise
+
+    return once
 
 
 def _decided(job: Any, batches: list[Any], names: list[str] | None = None) -> Any:
@@ -168,7 +213,7 @@ def _blocks_told(blocked: Any, job: Any, ties: list[str], partitions: int | None
             "order": orders + [None] * len(found),
         })
 
-    return _collect(blocked.mapInArrow(lines, "kind string, line string, order string"))
+    return _collect(blocked.mapInArrow(_carried(lines), "kind string, line string, order string"))
 
 
 def _packed_schema(ordered: bool = False) -> Any:
@@ -247,7 +292,7 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
                 native.check_order(table, order, name)
                 yield from work(table, name)
 
-        return hashed.sortWithinPartitions(*order).mapInArrow(each, schema)
+        return hashed.sortWithinPartitions(*order).mapInArrow(_carried(each), schema)
     from pyspark.sql import functions as F
 
     shuffled = df.sparkSession.conf.get("spark.sql.shuffle.partitions")
@@ -269,7 +314,7 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
             batches = list(work(table, name))
             return pyarrow.Table.from_batches(batches) if batches else to_arrow_schema(schema).empty_table()
 
-        return bucketed.groupBy("__bucket").applyInArrow(whole, schema)
+        return bucketed.groupBy("__bucket").applyInArrow(_carried(whole), schema)
     from pyspark.sql.functions import arrow_udtf
 
     class Bucket:
@@ -282,6 +327,7 @@ def _by_bucket(df: Any, key: str, order: list[str], partitions: int | None, work
             self.batches.append(batch)
             return iter(())
 
+        @_carried
         def terminate(self):
             import pyarrow
 

@@ -12,6 +12,7 @@ from . import _native
 from ._spark_rows import (
     Replayed,
     _blocks_told,
+    _carried,
     _collect,
     _decided,
     _in_blocks,
@@ -34,7 +35,7 @@ def _sequential_report(df: Any, job: Any, order: list[str]) -> Replayed:
             out, _ = job.replay(table, False, "<DataFrame>")
             yield pyarrow.RecordBatch.from_pydict({"report": [bytes(out).decode()]})
 
-    rows = _collect(_in_one_task(df, order).mapInArrow(run, "report string"))
+    rows = _collect(_in_one_task(df, order).mapInArrow(_carried(run), "report string"))
     if not rows:
         raise ValueError("<DataFrame>: no rows")
     report = Replayed(json.loads(rows[0]["report"]))
@@ -56,7 +57,7 @@ def _sequential_decisions(df: Any, job: Any, order: list[str], names: list[str])
                 table = table.append_column(name, pyarrow.array(column))
             yield from table.to_batches()
 
-    decided = _in_one_task(df, order).mapInArrow(decide, _with_passed(df.schema, names))
+    decided = _in_one_task(df, order).mapInArrow(_carried(decide), _with_passed(df.schema, names))
     decided.ratelimit_method = "sequential"
     return decided
 
@@ -119,7 +120,7 @@ def _replay_one_stream(
             head = head.set_column(0, "summary", pyarrow.array([line])).set_column(1, "order", pyarrow.array([ordered]))
             yield from pyarrow.concat_tables([head, rows.select([field.name for field in schema])]).to_batches()
 
-    told = _blocks_told(decided.mapInArrow(part, schema), job, [] if light else ties, partitions)
+    told = _blocks_told(decided.mapInArrow(_carried(part), schema), job, [] if light else ties, partitions)
     parts = sorted((row for row in told if row["kind"] == "part"), key=lambda row: json.loads(row["order"]))
     if not parts:
         # No events: the program's own report of none, and its note as a warning.
@@ -223,7 +224,7 @@ def _decisions_of_one_stream(
     schema = _with_passed(df.schema)
     if segments:
         schema = StructType([*schema.fields, StructField("__segment", LongType())])
-    decided = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order).mapInArrow(decide, schema)
+    decided = tagged.repartition(count, "__segment").sortWithinPartitions("__segment", *order).mapInArrow(_carried(decide), schema)
     decided.ratelimit_method = "sequential" if count == 1 else f"reset cuts: {count} segments"
     return decided
 
@@ -249,7 +250,7 @@ def _by_transfer(ranged: Any, job: Any, partitions: list[int]) -> Any:
             passed = job.decide_range(table, f"<partition {partition}>", starts[partition])
             yield from table.append_column("passed", pyarrow.array(passed)).to_batches()
 
-    decided = ranged.mapInArrow(decide, _with_passed(ranged.schema))
+    decided = ranged.mapInArrow(_carried(decide), _with_passed(ranged.schema))
     decided.ratelimit_method = f"transfer functions: {len(starts)} ranges"
     # Each range's tat at its start: a leaky queue's waits start from it.
     decided.ratelimit_starts = starts
@@ -270,5 +271,5 @@ def _range_lines(ranged: Any, job: Any, tell: str) -> dict[int, Any]:
             line = json.dumps(getattr(job, tell)(table, f"<partition {partition}>"))
             yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "line": [line]})
 
-    rows = _collect(ranged.mapInArrow(told, "partition long, line string"))
+    rows = _collect(ranged.mapInArrow(_carried(told), "partition long, line string"))
     return {row["partition"]: json.loads(row["line"]) for row in rows}

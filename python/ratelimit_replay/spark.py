@@ -31,7 +31,7 @@ from typing import Any
 
 from . import _native, _parts
 from ._layers import _BESIDE, _ONE_PASS, _replay_beside
-from ._spark_rows import Replayed, _by_bucket, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
+from ._spark_rows import Replayed, _by_bucket, _carried, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 
 __all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
@@ -103,7 +103,7 @@ def _merged_ranges(df: Any, sizing: Any, order: list[str], partitions: int | Non
         lines = native.chunk_lines(sizing, table, f"<partition {partition}>")
         yield pyarrow.RecordBatch.from_pydict({"partition": [partition], "summary": ["\n".join(lines)]})
 
-    parts = _collect(ranged.mapInArrow(summarize, "partition long, summary string"))
+    parts = _collect(ranged.mapInArrow(_carried(summarize), "partition long, summary string"))
     # Range partition n holds the n-th range: merged in that order.
     chunks = [row["summary"].split("\n") for row in sorted(parts, key=lambda row: row["partition"])]
     return _native.merge_chunks(sizing, chunks)

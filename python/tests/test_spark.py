@@ -86,9 +86,16 @@ def test_min_bucket_of_the_real_catalog_with_spark_timestamps_is_the_programs(sp
 def test_a_bad_row_on_an_executor_raises_the_programs_message(spark):
     df = spark.createDataFrame([("2025-01-01T00:00:00Z",), ("not a time",)], "time string")
     # Named by its range and its place there, in time order (text sorts "n" after "2").
-    # The typed error, whose text Spark passes on.
-    with pytest.raises(InputError, match=r"^<partition 0>: row 2, field `time`: \"not a time\" is not an RFC 3339 time"):
+    # The typed error itself, with its fields, carried from the executor.
+    with pytest.raises(InputError, match=r"^<partition 0>: row 2, field `time`: \"not a time\" is not an RFC 3339 time") as raised:
         rls.min_bucket(df.withColumn("tie", F.lit(0)), rate="1/s", partitions=1)
+    assert (raised.value.row, raised.value.column) == (1, "time")
+    # A replay's executor carries it too, keyed (whole keys where they lie) or not.
+    keyed = df.withColumn("tie", F.lit(0)).withColumn("ip", F.lit("a"))
+    for key in (None, "ip"):
+        with pytest.raises(InputError) as raised:
+            rls.replay(keyed, algo="gcra", rate="1/s", burst=2, key=key, tie="tie", partitions=1)
+        assert raised.value.column == "time", key
 
 
 def test_events_at_one_time_are_taken_in_the_tie_order_whatever_the_files_order(spark, tmp_path):
