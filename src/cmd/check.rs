@@ -9,12 +9,13 @@ use clap::Args;
 use crate::cli::args::{LiveLimitArgs, OutputArgs, RedisArgs, parse_cost};
 use crate::cli::config::Styles;
 use crate::cli::layer::{self, Layers};
+use crate::engine::Backend;
 use crate::engine::layered::Layer;
 use crate::engine::limit::Limit;
 use crate::engine::live::Answer;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{self, RedisTarget, SHARED};
-use crate::engine::{Backend, Policy};
+use crate::engine::replay::Settled;
 use crate::input::cost::Cost;
 use crate::policy_report::CheckReport;
 use crate::render::export;
@@ -26,8 +27,7 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     if args.key.is_empty() {
         bail!("KEY is empty: check limits a key, such as alert:bob");
     }
-    // One answer either way, one limit's or the layers' all or nothing, and its headers.
-    let (found, headers) = if args.limits.is_empty() { one_limit(args)? } else { layers(args)? };
+    let (found, headers) = decide(args)?;
     let mut out = BufWriter::new(stdout());
     if args.headers {
         out.write_all(headers.as_bytes())?;
@@ -42,79 +42,65 @@ pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     Ok(answer(allowed))
 }
 
-/// `check KEY`: one call of one limiter's script; its answer, and its headers.
-fn one_limit(args: &CheckArgs) -> Result<(CheckReport, String)> {
-    let (settings, target) = args.resolve()?;
-    // A cost that can never pass is an error, said before any server is asked.
-    redis::cost_fits(&settings, args.cost)?;
-    let backend = Backend::new(&[settings], Some(&target), None)?;
-    let mut live = backend.live(Policy::SideBySide(&[settings]))?;
-    let answered = live.answer_now(now(), Some(args.key.as_bytes()), args.cost)?.one();
-    let answered = answered.ok_or_else(|| anyhow!("Redis gave no answer"))?;
-    let found = decision(&args.key, &settings, args.cost, &answered);
-    let headers = headers(&[(settings.algorithm.name().to_owned(), &found, &settings)]);
-    Ok((CheckReport::One(found), headers))
-}
-
-/// `check KEY --limit … --limit …`: one call of the layered script, all or nothing; its
-/// answer, and its headers.
-fn layers(args: &CheckArgs) -> Result<(CheckReport, String)> {
-    // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say only
-    // that it is keyed or weighed, whatever column they name (README: any name).
-    let specs: Vec<Limit> = (args.limits.iter().cloned())
-        .map(|mut spec| {
-            spec.key = spec.key.map(|_| "KEY".to_owned());
-            if let Cost::Column(_) = spec.cost {
-                spec.cost = Cost::Column("--cost".to_owned());
-            }
-            spec
+/// One call of the policy's script in Redis (one limit's, or the layers' all or nothing,
+/// atomically): its answer, and its headers.
+fn decide(args: &CheckArgs) -> Result<(CheckReport, String)> {
+    let settled = args.settled()?;
+    let target = args.target()?;
+    // Each limit's settings, the cost a call takes from it, and whether it limits KEY (a
+    // layer without key= is one limit every KEY shares).
+    let lanes: Vec<(Settings, u64, bool)> = match &settled {
+        Settled::One(settings) => vec![(*settings, args.cost, true)],
+        Settled::Layers { layers, .. } => {
+            (layers.iter()).map(|l| (l.settings, l.cost.unwrap_or(args.cost), l.keyed)).collect()
+        }
+    };
+    // A cost a limit can never pass is an error, said before any server is asked.
+    for (n, (settings, cost, _)) in lanes.iter().enumerate() {
+        let fits = redis::cost_fits(settings, *cost);
+        match args.limits.get(n) {
+            Some(spec) => fits.with_context(|| format!("--limit {spec}"))?,
+            None => fits?,
+        }
+    }
+    let backend = Backend::new(&settled.settings(), Some(&target), None)?;
+    let mut live = backend.live(settled.policy())?;
+    let answered = live.answer_now(now(), Some(args.key.as_bytes()), args.cost)?;
+    if answered.limits.len() != lanes.len() {
+        bail!("Redis gave {} answers for {} limits", answered.limits.len(), lanes.len());
+    }
+    let checks: Vec<report::Check> = (lanes.iter().zip(&answered.limits))
+        .map(|(&(settings, cost, keyed), answer)| {
+            let key = if keyed { &args.key } else { SHARED };
+            decision(key, &settings, cost, answer)
         })
         .collect();
-    let Layers { layers, cost, .. } =
-        layer::resolve(&specs, None, args.stop_counting_over_limit, "layers")?;
-    if let (Cost::Each(_), true) = (&cost, args.cost != 1) {
-        bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
-    }
-    if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
-        bail!(
-            "check decides at once; {} delays: use gcra, which admits the same",
-            queue.settings.algorithm.name()
-        );
-    }
-    let target = args.target()?;
-    // A cost a layer can never pass is an error, as it is for one limit.
-    for (spec, layer) in args.limits.iter().zip(&layers) {
-        let cost = layer.cost.unwrap_or(args.cost);
-        redis::cost_fits(&layer.settings, cost).with_context(|| format!("--limit {spec}"))?;
-    }
-    let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
-    let backend = Backend::new(&settings, Some(&target), None)?;
-    let mut live = backend.live(Policy::AllOrNothing(&layers))?;
-    let answered = live.answer_now(now(), Some(args.key.as_bytes()), args.cost)?;
-    let (allowed, answers) = (answered.passed, answered.limits);
-    let each = args.limits.iter().zip(&layers).zip(&answers);
-    let found = report::LayeredCheck {
-        key: args.key.clone(),
-        allowed,
-        retry_after_s: span(answers.iter().filter_map(|a| a.retry_after_us).max().unwrap_or(0)),
-        layers: each
-            .map(|((spec, layer), answer)| {
-                let key = if layer.keyed { &args.key } else { SHARED };
-                let cost = layer.cost.unwrap_or(args.cost);
-                let check = decision(key, &layer.settings, cost, answer);
-                report::LayerCheck { spec: spec.to_string(), keyed: layer.keyed, check }
-            })
-            .collect(),
+    let named = match &settled {
+        Settled::One(settings) => vec![settings.algorithm.name().to_owned()],
+        Settled::Layers { layers, .. } => policy_names(layers),
     };
-    let named = policy_names(&layers);
-    let fields: Vec<_> = named
-        .into_iter()
-        .zip(&found.layers)
-        .zip(&layers)
-        .map(|((name, found), layer)| (name, &found.check, &layer.settings))
+    let fields: Vec<_> = (named.into_iter().zip(&checks).zip(&lanes))
+        .map(|((name, check), (settings, _, _))| (name, check, settings))
         .collect();
     let headers = headers(&fields);
-    Ok((CheckReport::Layers(found), headers))
+    let found = match settled {
+        Settled::One(_) => CheckReport::One(checks.into_iter().next().context("no answer")?),
+        Settled::Layers { .. } => CheckReport::Layers(report::LayeredCheck {
+            key: args.key.clone(),
+            allowed: answered.passed,
+            retry_after_s: span(
+                answered.limits.iter().filter_map(|a| a.retry_after_us).max().unwrap_or(0),
+            ),
+            layers: (args.limits.iter().zip(&lanes).zip(checks))
+                .map(|((spec, &(_, _, keyed)), check)| report::LayerCheck {
+                    spec: spec.to_string(),
+                    keyed,
+                    check,
+                })
+                .collect(),
+        }),
+    };
+    Ok((found, headers))
 }
 
 /// The exit code of an answer: 1 is "limited", not an error.
@@ -242,16 +228,41 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
-    /// Settles the one limiter `check` runs, and the server it runs in.
-    pub fn resolve(&self) -> Result<(Settings, RedisTarget)> {
-        if self.limit.algo.delays() {
+    /// Settles the policy `check` runs: one limit (`--algo`, `--rate`), or the layers of
+    /// `--limit`, each checked as a script decides it, at once.
+    fn settled(&self) -> Result<Settled> {
+        if self.limits.is_empty() {
+            if self.limit.algo.delays() {
+                bail!(
+                    "check decides at once; a leaky queue delays instead: use gcra, which \
+                     admits the same"
+                );
+            }
+            return Ok(Settled::One(self.limit.settings("check")?));
+        }
+        // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say
+        // only that it is keyed or weighed, whatever column they name (README: any name).
+        let specs: Vec<Limit> = (self.limits.iter().cloned())
+            .map(|mut spec| {
+                spec.key = spec.key.map(|_| "KEY".to_owned());
+                if let Cost::Column(_) = spec.cost {
+                    spec.cost = Cost::Column("--cost".to_owned());
+                }
+                spec
+            })
+            .collect();
+        let Layers { layers, cost, .. } =
+            layer::resolve(&specs, None, self.stop_counting_over_limit, "layers")?;
+        if let (Cost::Each(_), true) = (&cost, self.cost != 1) {
+            bail!("--cost gives its cost to the layers weighed by cost=COLUMN, and no layer is");
+        }
+        if let Some(queue) = layers.iter().find(|l| l.settings.algorithm.delays()) {
             bail!(
-                "check decides at once; a leaky queue delays instead: use gcra, which admits \
-                 the same"
+                "check decides at once; {} delays: use gcra, which admits the same",
+                queue.settings.algorithm.name()
             );
         }
-        let settings = self.limit.settings("check")?;
-        Ok((settings, self.target()?))
+        Ok(Settled::Layers { limits: specs, layers })
     }
 
     /// Settles the server `check` decides in.
