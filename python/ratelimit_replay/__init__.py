@@ -25,12 +25,13 @@ import dataclasses
 import datetime as dt
 import json
 import os
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Union, overload
 
 import pyarrow
 
 from . import _native
 from ._native import Limit, Policy
+from ._results import Configurations, LayerNeeds, Limited, MinBucket, MinRate, Span, Window
 from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
 
 __all__ = [
@@ -39,6 +40,12 @@ __all__ = [
     "Report",
     "Window",
     "Layer",
+    "Limited",
+    "Configurations",
+    "MinBucket",
+    "MinRate",
+    "LayerNeeds",
+    "Span",
     "replay",
     "compare",
     "min_bucket",
@@ -56,25 +63,6 @@ __all__ = [
 
 #: A limit alone, or limits all or nothing.
 Limits = Union[Limit, Policy]
-
-@dataclasses.dataclass(frozen=True)
-class Window:
-    """The busiest window of a stream: where it starts, how long it is, and how many events
-    (or units) fell in it."""
-
-    #: Its length, in seconds.
-    length_s: float
-    #: When it starts (RFC 3339), or None with no events.
-    start: str | None
-    #: How many events (units, with a cost) it holds.
-    count: int
-
-    @staticmethod
-    def _of(fields: Any) -> Window | None:
-        if fields is None:
-            return None
-        return Window(fields["length_s"], fields.get("start"), fields["count"])
-
 
 class _Object:
     """An object of the program's JSON: its fields, each also an attribute."""
@@ -329,6 +317,25 @@ def _with_columns(limit: Limit, *, key: Any = None, cost: Any = None) -> Limit:
     )
 
 
+@overload
+def compare(
+    data: Any,
+    limits: None = None,
+    *,
+    rate: str,
+    burst: int | None = None,
+    algos: Iterable[str] | None = None,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> list[Limited]: ...
+
+
+@overload
+def compare(data: Any, limits: Iterable[Limit | str], *, time: str = "time", **flags: Any) -> Configurations: ...
+
+
 def compare(
     data: Any,
     limits: Iterable[Limit | str] | None = None,
@@ -340,14 +347,16 @@ def compare(
     cost: str | int | None = None,
     time: str = "time",
     **flags: Any,
-) -> Any:
+) -> list[Limited] | Configurations:
     """Replays ``data`` through several limiters side by side (``algos``, by default all
-    six of the program's own), and returns ``ratelimit compare --format json``'s list.
+    six of the program's own), and returns ``ratelimit compare --format json``'s list:
+    each limiter's report, a :class:`Limited`.
 
     With ``limits`` instead of a rate, each a whole configuration: a :class:`Limit`, or a
-    SPEC as ``compare --limit`` takes it (``"algo=nginx,rate=10r/s,burst=20,nodelay,key=client"``), returns its object:
-    each configuration's report and, with two, what changes from the first to the second
-    (``changes``: the events newly refused and newly passed, and the keys that change most).
+    SPEC as ``compare --limit`` takes it (``"algo=nginx,rate=10r/s,burst=20,nodelay,key=client"``), returns its object,
+    :class:`Configurations`: each configuration's report and, with two, what changes from
+    the first to the second (``changes``: the events newly refused and newly passed, and
+    the keys that change most).
     """
     if limits is not None:
         given = dict(rate=rate, burst=burst, algos=algos, key=key, cost=cost)
@@ -356,7 +365,7 @@ def compare(
             raise PolicyError(f"give limits= or {named[0]}=, not both: each configuration says its own")
         each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
         options = dict(flags, time=None if time == "time" else time)
-        return json.loads(_native.configurations(_data(data), each, options=options))
+        return Configurations(json.loads(_native.configurations(_data(data), each, options=options)))
     if rate is None:
         raise PolicyError("compare needs rate= (the limiters at one rate), or limits=: each a whole configuration")
     params, options = _native.shorthand("compare", flags)
@@ -365,7 +374,24 @@ def compare(
     found = _native.compare(
         _data(data), rate, burst=burst, algos=algo_names, key=key, cost=cost, params=params, options=options
     )
-    return json.loads(found)
+    return [Limited(row) for row in json.loads(found)]
+
+
+@overload
+def min_bucket(
+    data: Any,
+    *,
+    rate: str | Iterable[str],
+    key: str | None = None,
+    cost: str | int | None = None,
+    cover: str | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> list[MinBucket]: ...
+
+
+@overload
+def min_bucket(data: Any, *, limits: Iterable[Limit | str], time: str = "time", **flags: Any) -> LayerNeeds: ...
 
 
 def min_bucket(
@@ -376,16 +402,18 @@ def min_bucket(
     cost: str | int | None = None,
     cover: str | None = None,
     time: str = "time",
+    limits: Iterable[Limit | str] | None = None,
     **flags: Any,
-) -> list[dict[str, Any]]:
+) -> list[MinBucket] | LayerNeeds:
     """Returns the smallest token bucket at ``rate`` that loses none of ``data``, as
-    ``ratelimit min-bucket --format json`` does: one object for each rate (with ``key``,
-    each key's too). ``rate`` is a rate, a comma list, a range (``"1/h..20/h"``) or a list
-    of them; ``system="nginx"`` (or ``haproxy``, ``traefik``) also answers in the system's
-    own terms, as ``--for`` does."""
-    if flags.get("limits") is not None:
+    ``ratelimit min-bucket --format json`` does: a :class:`MinBucket` for each rate (with
+    ``key``, of the key that needs most, and each key's too). ``rate`` is a rate, a comma
+    list, a range (``"1/h..20/h"``) or a list of them; ``system="nginx"`` (or ``haproxy``,
+    ``traefik``) also answers in the system's own terms, as ``--for`` does. With
+    ``limits=`` (layers all or nothing, each a :class:`Limit` or a SPEC) in place of a rate,
+    returns each layer's need, :class:`LayerNeeds`."""
+    if limits is not None:
         # Each layer's need: the layers replayed all or nothing, as `min-bucket --limit`.
-        limits = flags.pop("limits")
         given = dict(rate=rate, key=key, cost=cost, cover=cover)
         named = [name for name, value in given.items() if value is not None]
         if named:
@@ -393,13 +421,13 @@ def min_bucket(
         each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
         options = dict(flags, time=None if time == "time" else time)
         needs, _ = _native.replay(_data(data), each, True, options=options, needs=True)
-        return json.loads(needs)
+        return LayerNeeds(json.loads(needs))
     if rate is None:
         raise PolicyError("min_bucket needs rate=: a rate, a list or a range (or limits=)")
     rates = [rate] if isinstance(rate, str) else [str(each) for each in rate]
     options = dict(flags, cover=cover, time=None if time == "time" else time)
     found = _native.min_bucket(_data(data), rates, key=key, cost=cost, options=options)
-    return json.loads(found)
+    return [MinBucket(row) for row in json.loads(found)]
 
 
 def min_rate(
@@ -409,14 +437,14 @@ def min_rate(
     cost: str | int | None = None,
     time: str = "time",
     **flags: Any,
-) -> list[dict[str, Any]]:
+) -> list[MinRate]:
     """Returns the smallest rate at which a bucket of ``burst`` loses none of ``data``, as
-    ``ratelimit min-rate --format json`` does: one object for each burst (an int, a comma
-    list, or a list)."""
+    ``ratelimit min-rate --format json`` does: a :class:`MinRate` for each burst (an int, a
+    comma list, or a list)."""
     options = dict(flags, time=None if time == "time" else time)
     bursts = burst if isinstance(burst, (int, str)) else [int(each) for each in burst]
     found = _native.min_rate(_data(data), bursts, cost=cost, options=options)
-    return json.loads(found)
+    return [MinRate(row) for row in json.loads(found)]
 
 
 def curve(

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from . import _native, _parts
+from ._results import Limited, MinBucket
 from .spark import _by_replays
 
 __all__ = ["min_bucket", "curve", "replay", "compare"]
@@ -31,13 +32,13 @@ def min_bucket(
     time: str = "time",
     tie: str | None = None,
     **flags: Any,
-) -> list[dict[str, Any]]:
+) -> list[MinBucket]:
     """Returns what ``ratelimit min-bucket --format json`` prints for the rows of Dask
     DataFrame ``ddf`` in (time, tie) order: the smallest lossless bucket at ``rate`` (or
     each rate of a list or range), of one stream or per ``key``. The keywords are
     ``ratelimit_replay.spark.min_bucket``'s."""
     sizing = _sizing([rate] if isinstance(rate, str) else list(rate), key, cost, time, flags)
-    return json.loads(_merged(ddf, sizing, key, [time] + ([tie] if tie else [])))
+    return [MinBucket(row) for row in json.loads(_merged(ddf, sizing, key, [time] + ([tie] if tie else [])))]
 
 
 def curve(ddf: Any, *, cost: str | int | None = None, time: str = "time", tie: str | None = None, **flags: Any) -> Any:
@@ -387,7 +388,7 @@ def compare(
     burst: int | None = None,
     algos: list[str] | None = None,
     **given: Any,
-) -> list[dict[str, Any]]:
+) -> list[Limited]:
     """Returns what ``ratelimit compare [--key KEY] --format json`` prints for the rows of
     ``ddf``, as :func:`ratelimit_replay.spark.compare` does on Spark: a ``replay`` for each
     limiter of ``algos`` (the program's six by default)."""

@@ -30,6 +30,7 @@ import warnings
 from typing import Any
 
 from . import _native, _parts
+from ._results import Limited, MinBucket
 from ._layers import _BESIDE, _ONE_PASS, _replay_beside
 from ._spark_rows import Replayed, _by_bucket, _carried, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
@@ -48,7 +49,7 @@ def min_bucket(
     partitions: int | None = None,
     via: str = "map",
     **flags: Any,
-) -> list[dict[str, Any]]:
+) -> list[MinBucket]:
     """Returns the smallest token bucket at ``rate`` (or at each of ``"1/h..100/h"``'s)
     that loses none of the events of Spark DataFrame ``df``: exactly what ``ratelimit
     min-bucket --format json`` prints for the same rows in the same order.
@@ -78,7 +79,7 @@ def min_bucket(
     sizing = _native.Sizing(rates, key, cost, dict(flags, time=None if time == "time" else time))
     if key:
         return _by_key(df, sizing, key, [key, time] + _ties(tie), partitions, via)
-    return json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions))
+    return [MinBucket(row) for row in json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions))]
 
 
 def _merged_ranges(df: Any, sizing: Any, order: list[str], partitions: int | None) -> bytes:
@@ -260,7 +261,7 @@ def compare(
     burst: int | None = None,
     algos: list[str] | None = None,
     **given: Any,
-) -> list[dict[str, Any]]:
+) -> list[Limited]:
     """Returns what ``ratelimit compare [--key KEY] --format json`` prints for the rows of
     ``df``: for each limiter of ``algos`` (the program's six by default), the report of
     ``replay(df, algo=…, rate=rate, key=key, …)``, which is what each row of the program's
@@ -327,7 +328,7 @@ def _decisions_beside(df: Any, job: Any, limits: list[str], order: list[str], pa
     return decided, _BESIDE
 
 
-def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[dict[str, Any]]:
+def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int | None, algos: list[str] | None, given: dict[str, Any]) -> list[Limited]:
     """A compare made of one ``replay`` of ``frame`` for each limiter of ``algos``
     (the program's own six by default), ``burst`` given to those with one, as the program's
     compare applies it: what each row of the program's compare is."""
@@ -335,10 +336,13 @@ def _by_replays(replay: Any, frame: Any, rate: str, key: str | None, burst: int 
     limiters = _native.limiters()
     chosen = list(algos) if algos else [name for name, _, own in limiters if own]
     with_burst = {name for name, takes, _ in limiters if takes}
-    return [replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in with_burst else None, **given) for algo in chosen]
+    return [
+        Limited(replay(frame, algo=algo, rate=rate, key=key, burst=burst if algo in with_burst else None, **given))
+        for algo in chosen
+    ]
 
 
-def _by_key(df: Any, sizing: Any, key: str, order: list[str], partitions: int | None, via: str) -> list[dict[str, Any]]:
+def _by_key(df: Any, sizing: Any, key: str, order: list[str], partitions: int | None, via: str) -> list[MinBucket]:
     """Sizes each key whole on an executor, and joins the keys' lines on the driver."""
 
     def size(table, name):
@@ -349,4 +353,4 @@ def _by_key(df: Any, sizing: Any, key: str, order: list[str], partitions: int | 
         yield pyarrow.RecordBatch.from_pydict({"line": native.chunk_lines(sizing, table, name)})
 
     lines = [row["line"] for row in _collect(_by_bucket(df, key, order, partitions, size, "line string", via))]
-    return json.loads(_native.merge_chunks(sizing, [lines]))
+    return [MinBucket(row) for row in json.loads(_native.merge_chunks(sizing, [lines]))]

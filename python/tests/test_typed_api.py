@@ -7,6 +7,7 @@ typed program would, so a stub that lies fails there.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import pickle
 import warnings
 from pathlib import Path
@@ -110,6 +111,30 @@ def test_a_limit_of_every_limiter_pickles_to_the_same_limit() -> None:
     again = pickle.loads(pickle.dumps(parts))
     assert again.method() == parts.method() == ("one pass", False, "its layers are not all keyed by one column")
     assert again.beside() is not None and again.key is None
+
+
+def test_sizes_and_compares_are_typed_and_are_the_programs_json() -> None:
+    # Ten events a minute apart and five at 1:00: at 5/h (one token each 12 minutes), the
+    # first and the last are 15 events in 60 minutes and 0.4 s, which refill 5 tokens and
+    # a little: 10 must be held at once.
+    sized = rl.min_bucket(table(), rate="5/h")
+    assert isinstance(sized[0], rl.MinBucket) and (sized[0].rate, sized[0].min_bucket) == ("5/h", 10)
+    assert sized[0].span is not None and sized[0].span.events == 15
+    # Still the program's JSON: a dict, equal to what it prints, written back by json.
+    assert sized[0]["min_bucket"] == 10 and json.loads(json.dumps(sized))[0] == sized[0].to_dict()
+    rates = rl.min_rate(table(), burst=10)
+    assert rates[0].burst == 10 and rates[0].rate is not None
+    compared = rl.compare(table(), rate="5/h", burst=5, algos=["gcra", "fixed-window"])
+    assert [row.algorithm for row in compared] == ["gcra", "fixed-window"]
+    assert all(row.passed + row.dropped == row.events == 15 for row in compared)
+    assert compared[0].min_bucket == 10 and compared[0].busiest_window is not None
+    configs = rl.compare(table(), [rl.Limit("gcra", "5/h", burst=5), "algo=gcra,rate=5/h,burst=10"])
+    specs = [row.spec for row in configs.configurations]
+    assert specs == ["algo=gcra,rate=5/h,burst=5", "algo=gcra,rate=5/h,burst=10"]
+    assert configs.configurations[1].dropped == 0 and configs.changes is not None
+    needs = rl.min_bucket(table(), limits=["algo=gcra,rate=5/h,burst=5", "algo=fixed-window,rate=100/h"])
+    assert [layer["min_bucket"] for layer in needs.layers][0] == 10
+    assert needs.tightest == "algo=gcra,rate=5/h,burst=5"
 
 
 def test_a_replay_of_a_limit_is_the_shorthands_and_typed() -> None:

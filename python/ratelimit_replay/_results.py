@@ -1,0 +1,202 @@
+"""The typed answers of ``compare``, ``min_bucket`` and ``min_rate``: each is the object the
+program prints in JSON (a ``dict``, equal to it, and written back by ``json.dumps``), whose
+fields are also attributes, the main ones typed."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """The busiest window of a stream: where it starts, how long it is, and how many events
+    (or units) fell in it."""
+
+    #: Its length, in seconds.
+    length_s: float
+    #: When it starts (RFC 3339), or None with no events.
+    start: str | None
+    #: How many events (units, with a cost) it holds.
+    count: int
+
+    @staticmethod
+    def _of(fields: Any) -> Window | None:
+        if fields is None:
+            return None
+        return Window(fields["length_s"], fields.get("start"), fields["count"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """A stretch of events: from the first's time to the last's (RFC 3339), and how many."""
+
+    start: str
+    end: str
+    events: int
+
+    @staticmethod
+    def _of(fields: Any) -> Span | None:
+        if fields is None:
+            return None
+        return Span(fields["start"], fields["end"], fields["events"])
+
+
+class _Row(dict[str, Any]):
+    """An object of the program's JSON, as a dict; a field that no dict method is named
+    for is also an attribute (``row.worst_key``), and ``row["keys"]`` reads any."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Returns the object as the program prints it in JSON, as a new plain dict."""
+        return copy.deepcopy(dict(self))
+
+
+class Limited(_Row):
+    """One limiter's report beside others, as ``ratelimit compare --format json`` gives
+    it: a limiter at a rate, or a whole configuration (with its ``spec``)."""
+
+    @property
+    def spec(self) -> str | None:
+        """The configuration as ``--limit`` writes it; None for a limiter at the rate."""
+        return self.get("spec")
+
+    @property
+    def algorithm(self) -> str:
+        """The limiter."""
+        return str(self["algorithm"])
+
+    @property
+    def rate(self) -> str:
+        """The rate, N per period."""
+        return str(self["rate"])
+
+    @property
+    def burst(self) -> int | None:
+        """The burst, if the limiter has one."""
+        return self.get("burst")
+
+    @property
+    def events(self) -> int:
+        """The events replayed."""
+        return int(self["events"])
+
+    @property
+    def passed(self) -> int:
+        """The events that passed."""
+        return int(self["passed"])
+
+    @property
+    def dropped(self) -> int:
+        """The events that were dropped."""
+        return int(self["dropped"])
+
+    @property
+    def busiest_window(self) -> Window | None:
+        """The busiest window of what passed."""
+        return Window._of(self.get("busiest_window"))
+
+    @property
+    def demand_busiest_window(self) -> Window | None:
+        """The busiest window of all the events."""
+        return Window._of(self.get("demand_busiest_window"))
+
+    @property
+    def min_bucket(self) -> int | None:
+        """The smallest token bucket at the rate that loses no event."""
+        return self.get("min_bucket")
+
+
+class Configurations(_Row):
+    """Whole configurations side by side, as ``ratelimit compare --limit ... --format
+    json`` gives them: each one's report and, with two, what changes."""
+
+    @property
+    def events(self) -> int:
+        """The events replayed."""
+        return int(self["events"])
+
+    @property
+    def configurations(self) -> list[Limited]:
+        """Each configuration's report, in order."""
+        return [Limited(fields) for fields in self["configurations"]]
+
+    @property
+    def changes(self) -> dict[str, Any] | None:
+        """With two configurations: the events newly refused and newly passed by the
+        second, and the keys that change most."""
+        return self.get("changes")
+
+
+class MinBucket(_Row):
+    """The smallest token bucket that loses nothing at one rate, as ``ratelimit min-bucket
+    --format json`` gives it: of one stream, or with a key of the key that needs most."""
+
+    @property
+    def rate(self) -> str:
+        """The rate, as asked."""
+        return str(self["rate"])
+
+    @property
+    def min_bucket(self) -> int:
+        """The smallest lossless bucket: of the stream, or of the key that needs most."""
+        worst = self.get("worst_key")
+        return int(self["min_bucket"] if worst is None else worst["min_bucket"])
+
+    @property
+    def span(self) -> Span | None:
+        """The stretch of events that needs it, of one stream."""
+        return Span._of(self.get("span"))
+
+    @property
+    def worst_key(self) -> dict[str, Any] | None:
+        """With a key: the key that needs the largest bucket, that bucket and its stretch."""
+        return self.get("worst_key")
+
+
+class MinRate(_Row):
+    """The smallest rate at which a bucket of one burst loses nothing, as ``ratelimit
+    min-rate --format json`` gives it."""
+
+    @property
+    def burst(self) -> int:
+        """The burst, as asked."""
+        return int(self["burst"])
+
+    @property
+    def rate(self) -> str | None:
+        """The smallest lossless rate, exact (N per period); None if none is."""
+        return self.get("rate")
+
+    @property
+    def per_hour(self) -> float | None:
+        """That rate in events an hour (rounded, for reading)."""
+        return self.get("per_hour")
+
+    @property
+    def span(self) -> Span | None:
+        """The stretch of events that sets it."""
+        return Span._of(self.get("span"))
+
+
+class LayerNeeds(_Row):
+    """What each layer of a policy needs, as ``ratelimit min-bucket --limit ... --format
+    json`` gives it: each layer's smallest lossless bucket (of its worst key, if keyed),
+    whether its own burst fits it, and the layer that refuses most."""
+
+    @property
+    def layers(self) -> list[dict[str, Any]]:
+        """Each layer's need, in order: its ``spec``, ``burst``, ``min_bucket``, ``fits``
+        and, if keyed, ``worst_key``."""
+        return list(self["layers"])
+
+    @property
+    def tightest(self) -> str | None:
+        """The layer whose burst falls furthest short of its need, as ``--limit`` writes it."""
+        return self.get("tightest")
