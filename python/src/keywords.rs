@@ -229,14 +229,10 @@ pub(crate) fn timeout(text: &str) -> PyResult<std::time::Duration> {
     }
 }
 
-/// ` (did you mean 'KNOWN'?)` for the one of `known` that `name` may misspell, as clap
-/// finds a flag; empty if none is close.
+/// ` (did you mean 'KNOWN'?)` for the one of `known` that `name` may misspell, as the
+/// engine offers it; empty if none is close.
 pub(crate) fn suggestion<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> String {
-    let closest = known
-        .map(|known| (strsim::jaro_winkler(name, known), known))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    closest.map(|(_, known)| format!(" (did you mean '{known}'?)")).unwrap_or_default()
+    ratelimit_engine::suggest::did_you_mean(name, known)
 }
 
 /// A keyword's value as text: a string as it is, a number as Python writes it.

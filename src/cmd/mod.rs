@@ -22,7 +22,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::cli::args::{AFTER_HELP, ColorChoice};
@@ -101,9 +101,20 @@ pub(crate) fn clap_exit(err: clap::Error) -> Result<ExitCode> {
                 text.lines().take_while(|l| !l.is_empty()).map(str::trim).collect();
             let first = first.join(" ");
             let first = first.strip_prefix("error: ").unwrap_or(&first);
+            // The tip of what it may mean, which is in a paragraph of its own.
+            let suggested = [ContextKind::SuggestedValue, ContextKind::SuggestedArg]
+                .into_iter()
+                .find_map(|kind| match err.get(kind)? {
+                    ContextValue::String(one) => Some(one.clone()),
+                    ContextValue::Strings(many) => many.first().cloned(),
+                    _ => None,
+                });
+            let tip = suggested.map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default();
             match err.kind() {
-                ErrorKind::InvalidValue | ErrorKind::ValueValidation => Err(anyhow!("{first}")),
-                _ => Err(anyhow!("{first} (see --help)")),
+                ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+                    Err(anyhow!("{first}{tip}"))
+                }
+                _ => Err(anyhow!("{first}{tip} (see --help)")),
             }
         }
     }

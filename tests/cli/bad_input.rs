@@ -123,6 +123,34 @@ fn unknown_options_and_missing_arguments() {
 }
 
 #[test]
+fn a_misspelled_flag_limiter_or_spec_is_offered_what_it_may_mean() {
+    // As clap finds a flag, in the one line the program prints: the tip was in a
+    // paragraph of its own, which the line left out, and a SPEC offered nothing.
+    let err = |args: &[&str]| run(args, QUAKES).error();
+    let said = err(&["replay", "--algo", "gcar", "--rate", "2/h"]);
+    assert!(said.ends_with("(did you mean 'gcra'?)"), "{said}");
+    assert_eq!(
+        err(&["replay", "--algo", "gcra", "--rate", "2/h", "--brust", "5"]),
+        "ratelimit: unexpected argument '--brust' found (did you mean '--burst'?) (see --help)"
+    );
+    let said = err(&["replay", "--limit", "algo=gcar,rate=2/h"]);
+    assert!(said.contains("algo=gcar is not a limiter (did you mean 'gcra'?): one of"), "{said}");
+    let said = err(&["replay", "--limit", "algo=nginx,rate=5r/s,nodealy"]);
+    assert!(
+        said.ends_with(
+            "is not key=value (algo=, rate=, burst=, cost=, key=) (did you mean 'nodelay'?)"
+        ),
+        "{said}"
+    );
+    // An nginx limit pasted with spaces, as a configuration writes its parts.
+    let said = err(&["replay", "--limit", "algo=nginx rate=10r/s burst=20 nodelay"]);
+    assert!(
+        said.ends_with("is spaced: a SPEC's parts are joined by commas (did you mean 'algo=nginx,rate=10r/s,burst=20,nodelay'?)"),
+        "{said}"
+    );
+}
+
+#[test]
 fn help_and_version_succeed() {
     let help = run(&["replay", "--help"], "").ok();
     for algo in

@@ -43,6 +43,7 @@ pub mod replay;
 pub mod report;
 mod seconds;
 pub mod side_by_side;
+pub mod suggest;
 mod system_size;
 
 // The core's and the readers' modules, by the paths the engine's files name them.

@@ -38,7 +38,11 @@ pub struct Limit {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LimitError {
     /// A name no limit takes.
-    #[error("'{name}' is not a key of a limit: {}", known_list())]
+    #[error(
+        "'{name}' is not a key of a limit{}: {}",
+        crate::suggest::did_you_mean(name, Limit::names()),
+        known_list()
+    )]
     Unknown {
         /// The name, as given.
         name: String,
@@ -109,7 +113,11 @@ impl Limit {
                 "algo" => {
                     let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
                     let found = value.parse::<Algorithm>().map_err(|_| {
-                        bad(format!("algo={value} is not a limiter: one of {}", names.join(", ")))
+                        let hint = crate::suggest::did_you_mean(value, names.iter().copied());
+                        bad(format!(
+                            "algo={value} is not a limiter{hint}: one of {}",
+                            names.join(", ")
+                        ))
                     })?;
                     once(&mut algorithm, found, name)?;
                 }
@@ -207,12 +215,38 @@ impl Limit {
     }
 }
 
+/// Returns `text` with its parts joined by commas, if some of them are spaced apart as a
+/// configuration file writes them (`algo=gcra rate=5/h`): every word of a spaced part is
+/// `key=value` or a limiter's bare parameter. `None` if none is.
+fn spaced(text: &str) -> Option<String> {
+    let word = |w: &str| w.contains('=') || Algorithm::taking(w).next().is_some();
+    let mut found = false;
+    let parts: Vec<String> = (text.split(','))
+        .map(|part| {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            if words.len() > 1 && words.iter().all(|w| word(w)) {
+                found = true;
+                words.join(",")
+            } else {
+                part.trim().to_owned()
+            }
+        })
+        .collect();
+    found.then(|| parts.join(","))
+}
+
 /// Reads the comma-separated `key=value` form of `docker --mount`, as `--limit` takes it:
 /// each key at most once, and a limiter's bare parameter (nginx's `nodelay`) alone.
 impl FromStr for Limit {
     type Err = LimitError;
 
     fn from_str(text: &str) -> Result<Limit, LimitError> {
+        if let Some(joined) = spaced(text) {
+            let message = format!(
+                "'{text}' is spaced: a SPEC's parts are joined by commas (did you mean '{joined}'?)"
+            );
+            return Err(LimitError::invalid(None, message));
+        }
         let mut named = Vec::new();
         for part in text.split(',') {
             let bare = part.trim();
@@ -221,8 +255,10 @@ impl FromStr for Limit {
                 continue;
             }
             let Some((name, value)) = part.split_once('=') else {
+                // A limiter's own bare word, misspelled (nodealy), is offered as it is.
+                let hint = crate::suggest::did_you_mean(bare, Limit::names());
                 let message =
-                    format!("'{part}' is not key=value (algo=, rate=, burst=, cost=, key=)");
+                    format!("'{part}' is not key=value (algo=, rate=, burst=, cost=, key=){hint}");
                 return Err(LimitError::invalid(None, message));
             };
             named.push((name.trim(), Some(value)));
@@ -459,6 +495,37 @@ mod tests {
         assert_eq!(error("algo=gcra,rate=5/h,nodelay"), "nodelay applies to nginx, not gcra");
         assert!(error("algo=nginx,rate=5/s,nodelay,delay=2").contains("give one"));
         assert!(error("algo=nginx,rate=5/s,delay=x").contains("not a whole number"));
+    }
+
+    #[test]
+    fn a_misspelled_or_spaced_spec_is_offered_what_it_may_mean() {
+        let said = |text: &str| text.parse::<Limit>().unwrap_err().to_string();
+        let algo = said("algo=gcar,rate=5/h");
+        assert!(algo.starts_with("algo=gcar is not a limiter (did you mean 'gcra'?): one of "));
+        assert_eq!(
+            said("algo=nginx,rate=5r/s,nodealy"),
+            "'nodealy' is not key=value (algo=, rate=, burst=, cost=, key=) (did you mean 'nodelay'?)"
+        );
+        assert!(
+            said("algo=gcra,rate=5/h,brust=5").starts_with(
+                "'brust' is not a key of a limit (did you mean 'burst'?): algo, rate,"
+            )
+        );
+        // Parts spaced apart, as a configuration writes them, joined by commas; a comma
+        // with a space after it is a SPEC as it is.
+        assert_eq!(
+            said("algo=nginx rate=10r/s burst=20 nodelay"),
+            "'algo=nginx rate=10r/s burst=20 nodelay' is spaced: a SPEC's parts are joined by \
+             commas (did you mean 'algo=nginx,rate=10r/s,burst=20,nodelay'?)"
+        );
+        assert_eq!(
+            said("algo=gcra rate=5/h,burst=2").split(" (did").nth(1).unwrap(),
+            " you mean 'algo=gcra,rate=5/h,burst=2'?)"
+        );
+        let spaced_after_commas: Limit = "algo=gcra, rate=5/h, burst=2".parse().unwrap();
+        assert_eq!(spaced_after_commas.to_string(), "algo=gcra,rate=5/h,burst=2");
+        // What is near nothing known is not offered anything.
+        assert!(!said("algo=zzzzzz,rate=5/h").contains("did you mean"));
     }
 
     #[test]
