@@ -31,7 +31,7 @@ import pyarrow
 
 from . import _native
 from ._native import Limit, Policy
-from ._results import Configurations, LayerNeeds, Limited, MinBucket, MinRate, Span, Window
+from ._results import Configurations, LayerNeeds, Limited, MinBucket, MinRate, Span, Window, _Figures
 from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
 
 __all__ = [
@@ -83,13 +83,11 @@ class _Object:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({json.dumps(self._fields)})"
 
-    @property
-    def passed(self) -> int:
-        """The events that passed."""
-        return int(self._fields["passed"])
+    def _field(self, name: str) -> Any:
+        return self._fields.get(name)
 
 
-class Layer(_Object):
+class Layer(_Object, _Figures):
     """One layer of a :class:`Policy`, in a report: its own figures, and what it refused."""
 
     @property
@@ -107,7 +105,7 @@ class Layer(_Object):
         return self._fields[name]
 
 
-class Report(_Object):
+class Report(_Object, _Figures):
     """What a replay did: the object ``ratelimit replay --format json`` prints, and each
     row's decision.
 
@@ -130,46 +128,6 @@ class Report(_Object):
     def input(self) -> str:
         """The input's name: its path, or ``<arrow>``."""
         return str(self._fields["input"])
-
-    @property
-    def events(self) -> int:
-        """The events replayed (units, with a cost column: see ``to_dict()``)."""
-        return int(self._fields["events"])
-
-    @property
-    def dropped(self) -> int:
-        """The events that were dropped."""
-        return int(self._fields["dropped"])
-
-    @property
-    def algorithm(self) -> str | None:
-        """The limiter, for one limit; None for a policy (see ``layers``)."""
-        return self._fields.get("algorithm")
-
-    @property
-    def rate(self) -> str | None:
-        """The rate, N per period, for one limit."""
-        return self._fields.get("rate")
-
-    @property
-    def burst(self) -> int | None:
-        """The burst, for one limit whose limiter has one."""
-        return self._fields.get("burst")
-
-    @property
-    def busiest_window(self) -> Window | None:
-        """The busiest window of what passed, for one limit."""
-        return Window._of(self._fields.get("busiest_window"))
-
-    @property
-    def demand_busiest_window(self) -> Window | None:
-        """The busiest window of all the events, for one limit."""
-        return Window._of(self._fields.get("demand_busiest_window"))
-
-    @property
-    def min_bucket(self) -> int | None:
-        """The smallest token bucket at the rate that loses no event, for one limit."""
-        return self._fields.get("min_bucket")
 
     @property
     def layers(self) -> list[Layer]:
@@ -209,9 +167,9 @@ def replay(
     ``limits=`` (the program's ``--limit`` SPECs) still works.
     """
     each, layered, window, options = _resolved(
-        policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags
+        policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
+        time=time, servers=servers,
     )
-    options = dict(options, time=None if time == "time" else time, servers=servers)
     stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
     return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
 
@@ -227,11 +185,13 @@ def _resolved(
     window: str | None,
     limits: Iterable[str] | None,
     flags: dict[str, Any],
+    time: str = "time",
+    servers: int | None = None,
     function: str = "replay",
 ) -> tuple[list[Limit], bool, str | None, dict[str, Any]]:
     """What ``replay`` (or ``function``, which takes its keywords) is asked: each limit
     (with ``key`` and ``cost`` if one alone), whether they are layers, the busiest windows'
-    length, and the other keywords."""
+    length, and the other keywords (with ``time`` and ``servers``)."""
     if policy is None:
         params, options = _native.shorthand(function, flags)
         if limits is not None:
@@ -258,10 +218,10 @@ def _resolved(
             raise PolicyError(f"a Policy's limits say their own {word}: give it to each Limit")
         windows = [limit.window for limit in policy.limits if limit.window is not None]
         window = window if window is not None else windows[0] if windows else None
-        return list(policy.limits), True, window, options
+        return list(policy.limits), True, window, _keywords(options, time, servers=servers)
     if isinstance(policy, Limit):
         window = window if window is not None else policy.window
-        return [_with_columns(policy, key=key, cost=cost)], False, window, options
+        return [_with_columns(policy, key=key, cost=cost)], False, window, _keywords(options, time, servers=servers)
     raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
 
 
@@ -272,9 +232,14 @@ def _parts(given: dict[str, Any]) -> Any:
     flags = dict(given)
     named = {name: flags.pop(name, None) for name in ("key", "cost", "algo", "rate", "burst", "window", "limits")}
     time = flags.pop("time", "time")
-    each, layered, window, options = _resolved(None, flags=flags, **named)
-    options = dict(options, time=None if time == "time" else time)
+    each, layered, window, options = _resolved(None, flags=flags, time=time, **named)
     return _native.Parts(each, layered, window, options=options)
+
+
+def _keywords(given: dict[str, Any], time: str, **more: Any) -> dict[str, Any]:
+    """The keywords of a call as the native part takes them: `given` and `more`, with the
+    time column said only when it is not the program's default (``time``)."""
+    return dict(given, time=None if time == "time" else time, **more)
 
 
 def _data(data: Any) -> Any:
@@ -364,12 +329,12 @@ def compare(
         if named:
             raise PolicyError(f"give limits= or {named[0]}=, not both: each configuration says its own")
         each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
-        options = dict(flags, time=None if time == "time" else time)
+        options = _keywords(flags, time)
         return Configurations(json.loads(_native.configurations(_data(data), each, options=options)))
     if rate is None:
         raise PolicyError("compare needs rate= (the limiters at one rate), or limits=: each a whole configuration")
     params, options = _native.shorthand("compare", flags)
-    options["time"] = None if time == "time" else time
+    options = _keywords(options, time)
     algo_names = None if algos is None else [algos] if isinstance(algos, str) else list(algos)
     found = _native.compare(
         _data(data), rate, burst=burst, algos=algo_names, key=key, cost=cost, params=params, options=options
@@ -419,13 +384,13 @@ def min_bucket(
         if named:
             raise PolicyError(f"give limits= or {named[0]}=, not both: each layer says its own")
         each = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
-        options = dict(flags, time=None if time == "time" else time)
+        options = _keywords(flags, time)
         needs, _ = _native.replay(_data(data), each, True, options=options, needs=True)
         return LayerNeeds(json.loads(needs))
     if rate is None:
         raise PolicyError("min_bucket needs rate=: a rate, a list or a range (or limits=)")
     rates = [rate] if isinstance(rate, str) else [str(each) for each in rate]
-    options = dict(flags, cover=cover, time=None if time == "time" else time)
+    options = _keywords(flags, time, cover=cover)
     found = _native.min_bucket(_data(data), rates, key=key, cost=cost, options=options)
     return [MinBucket(row) for row in json.loads(found)]
 
@@ -441,7 +406,7 @@ def min_rate(
     """Returns the smallest rate at which a bucket of ``burst`` loses none of ``data``, as
     ``ratelimit min-rate --format json`` does: a :class:`MinRate` for each burst (an int, a
     comma list, or a list)."""
-    options = dict(flags, time=None if time == "time" else time)
+    options = _keywords(flags, time)
     bursts = burst if isinstance(burst, (int, str)) else [int(each) for each in burst]
     found = _native.min_rate(_data(data), bursts, cost=cost, options=options)
     return [MinRate(row) for row in json.loads(found)]
@@ -456,7 +421,7 @@ def curve(
     ``r·span_s`` as the rate r rises. The other columns are the rest of ``ratelimit
     min-bucket --curve --format json``'s fields: ``rate_per_hour``, ``to``, ``events``,
     ``span_s``, ``start``, ``end`` (the stretch that sets the bucket on the piece)."""
-    options = dict(flags, time=None if time == "time" else time)
+    options = _keywords(flags, time)
     return _curve_table(json.loads(_native.curve(_data(data), key=key, cost=cost, options=options)))
 
 
@@ -509,9 +474,8 @@ def report(
     """
     each, layered, window, options = _resolved(
         policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
-        function="report",
+        time=time, servers=servers, function="report",
     )
-    options = dict(options, time=None if time == "time" else time, servers=servers)
     _native.report(_data(data), os.fspath(path), each, layered, window, side_by_side=side_by_side, options=options)
 
 

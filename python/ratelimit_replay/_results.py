@@ -58,59 +58,70 @@ class _Row(dict[str, Any]):
         return copy.deepcopy(dict(self))
 
 
-class Limited(_Row):
+class _Figures:
+    """A limiter's figures, as the program's JSON gives a report of one limit, each a typed
+    attribute; where the fields are kept is the class's own (``_field``)."""
+
+    def _field(self, name: str) -> Any:
+        raise NotImplementedError
+
+    @property
+    def algorithm(self) -> str | None:
+        """The limiter; None for a policy of several (see its ``layers``)."""
+        return self._field("algorithm")
+
+    @property
+    def rate(self) -> str | None:
+        """The rate, N per period, for one limit."""
+        return self._field("rate")
+
+    @property
+    def burst(self) -> int | None:
+        """The burst, for one limit whose limiter has one."""
+        return self._field("burst")
+
+    @property
+    def events(self) -> int:
+        """The events replayed (units, with a cost column: see ``to_dict()``)."""
+        return int(self._field("events"))
+
+    @property
+    def passed(self) -> int:
+        """The events that passed."""
+        return int(self._field("passed"))
+
+    @property
+    def dropped(self) -> int:
+        """The events that were dropped."""
+        return int(self._field("dropped"))
+
+    @property
+    def busiest_window(self) -> Window | None:
+        """The busiest window of what passed, for one limit."""
+        return Window._of(self._field("busiest_window"))
+
+    @property
+    def demand_busiest_window(self) -> Window | None:
+        """The busiest window of all the events, for one limit."""
+        return Window._of(self._field("demand_busiest_window"))
+
+    @property
+    def min_bucket(self) -> int | None:
+        """The smallest token bucket at the rate that loses no event, for one limit."""
+        return self._field("min_bucket")
+
+
+class Limited(_Row, _Figures):
     """One limiter's report beside others, as ``ratelimit compare --format json`` gives
     it: a limiter at a rate, or a whole configuration (with its ``spec``)."""
+
+    def _field(self, name: str) -> Any:
+        return self.get(name)
 
     @property
     def spec(self) -> str | None:
         """The configuration as ``--limit`` writes it; None for a limiter at the rate."""
         return self.get("spec")
-
-    @property
-    def algorithm(self) -> str:
-        """The limiter."""
-        return str(self["algorithm"])
-
-    @property
-    def rate(self) -> str:
-        """The rate, N per period."""
-        return str(self["rate"])
-
-    @property
-    def burst(self) -> int | None:
-        """The burst, if the limiter has one."""
-        return self.get("burst")
-
-    @property
-    def events(self) -> int:
-        """The events replayed."""
-        return int(self["events"])
-
-    @property
-    def passed(self) -> int:
-        """The events that passed."""
-        return int(self["passed"])
-
-    @property
-    def dropped(self) -> int:
-        """The events that were dropped."""
-        return int(self["dropped"])
-
-    @property
-    def busiest_window(self) -> Window | None:
-        """The busiest window of what passed."""
-        return Window._of(self.get("busiest_window"))
-
-    @property
-    def demand_busiest_window(self) -> Window | None:
-        """The busiest window of all the events."""
-        return Window._of(self.get("demand_busiest_window"))
-
-    @property
-    def min_bucket(self) -> int | None:
-        """The smallest token bucket at the rate that loses no event."""
-        return self.get("min_bucket")
 
 
 class Configurations(_Row):

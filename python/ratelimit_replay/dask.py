@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from . import _native, _parts
+from . import _keywords, _native, _parts
 from ._results import Limited, MinBucket
 from .spark import _by_replays
 
@@ -53,7 +53,7 @@ def curve(ddf: Any, *, cost: str | int | None = None, time: str = "time", tie: s
 
 def _sizing(rates: list[str], key: str | None, cost: Any, time: str, flags: dict[str, Any]) -> Any:
     """The sizing every partition does: the engine's, asked once (no rate: the curve)."""
-    return _native.Sizing(rates, key, cost, dict(flags, time=None if time == "time" else time))
+    return _native.Sizing(rates, key, cost, _keywords(flags, time))
 
 
 def _merged(ddf: Any, sizing: Any, key: str | None, order: list[str]) -> bytes:

@@ -29,7 +29,7 @@ import json
 import warnings
 from typing import Any
 
-from . import _native, _parts
+from . import _keywords, _native, _parts
 from ._results import Limited, MinBucket
 from ._layers import _BESIDE, _ONE_PASS, _replay_beside
 from ._spark_rows import Replayed, _by_bucket, _carried, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
@@ -76,7 +76,7 @@ def min_bucket(
     _check_via(via)
     _zone_less(df, time)
     rates = [rate] if isinstance(rate, str) else list(rate)
-    sizing = _native.Sizing(rates, key, cost, dict(flags, time=None if time == "time" else time))
+    sizing = _native.Sizing(rates, key, cost, _keywords(flags, time))
     if key:
         return _by_key(df, sizing, key, [key, time] + _ties(tie), partitions, via)
     return [MinBucket(row) for row in json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions))]
@@ -127,7 +127,7 @@ def curve(
     from . import _curve_table
 
     _zone_less(df, time)
-    sizing = _native.Sizing([], None, cost, dict(flags, time=None if time == "time" else time))
+    sizing = _native.Sizing([], None, cost, _keywords(flags, time))
     return _curve_table(json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions)))
 
 

@@ -15,8 +15,11 @@ pub struct Transfer {
     pieces: Vec<(i128, Piece)>,
 }
 
-/// What one piece of a [`Transfer`] does to the tat.
+/// What one piece of a [`Transfer`] does to the tat. With the feature `serde` it reads back
+/// as it is written: a range of a replay in parts tells its function so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Piece {
     /// x ↦ x + k.
     Shift(i128),

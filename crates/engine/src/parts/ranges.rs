@@ -32,22 +32,11 @@ pub(super) fn range_line(job: &Job, given: &Source) -> Result<Option<RangeSpan>>
 const MOST_PIECES: usize = 4096;
 
 /// GCRA's function of a range: the tat a fresh limiter starts with, and the function's
-/// pieces, each from its first tat (`None` for all below the next), x ↦ x + k (`shift`) or
-/// x ↦ c, in units of 1/N µs.
+/// pieces, each from its first tat (the first from `i128::MIN`), in units of 1/N µs.
 #[derive(Debug, Serialize, Deserialize)]
 struct TransferPart {
     fresh: i128,
-    pieces: Vec<(Option<i128>, Step)>,
-}
-
-/// A piece of a range's function.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Step {
-    /// x ↦ x + k.
-    Shift(i128),
-    /// x ↦ c.
-    Const(i128),
+    pieces: Vec<(i128, Piece)>,
 }
 
 impl Told for TransferPart {
@@ -59,15 +48,7 @@ pub(super) fn range_transfer(job: &Job, given: &Source) -> Result<Option<String>
     let Some(gcra) = as_gcra(&job.of_range()?) else { return Ok(None) };
     let (events, _) = catalog::read_events(given, &job.read(given)?, Events::default)?;
     let Some(function) = gcra.transfer(events.0, MOST_PIECES) else { return Ok(None) };
-    let pieces = (function.pieces().iter())
-        .map(|&(first, piece)| {
-            let step = match piece {
-                Piece::Shift(k) => Step::Shift(k),
-                Piece::Const(c) => Step::Const(c),
-            };
-            ((first != i128::MIN).then_some(first), step)
-        })
-        .collect();
+    let pieces = function.pieces().to_vec();
     Ok(Some(told::write(&TransferPart { fresh: gcra.fresh_tat(), pieces })?))
 }
 
@@ -76,16 +57,7 @@ pub(super) fn range_starts(lines: &[String]) -> Result<Vec<i128>> {
     let mut tat = None;
     let mut starts = Vec::with_capacity(lines.len());
     for (n, told) in told::read_all::<TransferPart>(lines)?.into_iter().enumerate() {
-        let pieces = (told.pieces.into_iter())
-            .map(|(first, step)| {
-                let piece = match step {
-                    Step::Shift(k) => Piece::Shift(k),
-                    Step::Const(c) => Piece::Const(c),
-                };
-                (first.unwrap_or(i128::MIN), piece)
-            })
-            .collect();
-        let function = Transfer::from_pieces(pieces)
+        let function = Transfer::from_pieces(told.pieces)
             .ok_or_else(|| anyhow!("range {n}'s function is not in order from its first piece"))?;
         let start = *tat.get_or_insert(told.fresh);
         starts.push(start);

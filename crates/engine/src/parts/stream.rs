@@ -135,7 +135,7 @@ impl Chunk {
             too_big: self.too_big.1.map(|(t, c)| (self.too_big.0, t.as_micros(), c)),
             demand: self.demand.encode(),
             fit: self.fit.as_ref().map(BucketSummary::encode),
-            waits: self.queue.as_ref().map(|(w, _)| (w.delayed, w.admitted, w.longest, w.total)),
+            waits: self.queue.as_ref().map(|(waits, _)| *waits),
         }
     }
 }
@@ -143,7 +143,7 @@ impl Chunk {
 /// What a chunk of one stream tells: its first event's time (µs), its counts and units,
 /// its events too big to pass with the first (count, µs, cost), the lossless buckets of
 /// its events and of its passed ones (each as the core's summary writes itself), and a
-/// leaky queue's waits (delayed, admitted, longest, total).
+/// leaky queue's waits.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChunkPart {
     first: Option<i64>,
@@ -155,7 +155,7 @@ struct ChunkPart {
     too_big: Option<(u64, i64, u64)>,
     demand: String,
     fit: Option<String>,
-    waits: Option<(u64, u64, i128, i128)>,
+    waits: Option<Waits>,
 }
 
 impl Told for ChunkPart {
@@ -234,10 +234,7 @@ impl Chunk {
             *fit = fit.merge(&BucketSummary::decode(rate, told.fit.as_deref()?)?);
         }
         if let Some((mine, _)) = &mut self.queue {
-            let (delayed, admitted, longest, total) = told.waits?;
-            let units_per_micro = mine.units_per_micro;
-            let theirs = Waits { delayed, admitted, longest, total, units_per_micro };
-            *mine = mine.merge(&theirs);
+            *mine = mine.merge(&told.waits?);
         }
         Some(())
     }
