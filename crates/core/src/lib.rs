@@ -84,6 +84,7 @@ macro_rules! string_schema {
 pub mod event;
 pub mod limiter;
 pub mod policy;
+pub mod settle;
 pub mod sizing;
 pub mod units;
 

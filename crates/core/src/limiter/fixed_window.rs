@@ -70,6 +70,21 @@ impl KeyedState for FixedWindow {
         Timestamp::from_micros((last - last.rem_euclid(self.period)).checked_add(self.period)?)
     }
 
+    // Settled in the window that holds now: what an earlier window counted is gone.
+    fn give_back(&self, state: &mut Counted, now: Timestamp, units: u64) {
+        if state.windows.advance(now.as_micros(), self.period) != Step::Same {
+            state.count = 0;
+        }
+        state.count = state.count.saturating_sub(units);
+    }
+
+    fn owed(&self, state: &Counted, now: Timestamp) -> u64 {
+        match self.at_rest(state, now) {
+            true => 0,
+            false => state.count.saturating_sub(self.limit),
+        }
+    }
+
     fn state_mut(&mut self) -> &mut Counted {
         &mut self.state
     }
@@ -92,6 +107,7 @@ impl Rule for FixedWindow {
     const USES_BURST: bool = false;
     // Fewer events charged leave at least as much room.
     const ADMITS_ANY_PART: bool = true;
+    const GIVES_BACK: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::FixedWindow);
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> FixedWindow {
@@ -148,5 +164,23 @@ mod tests {
         let mut fw = FixedWindow::new("5/m".parse().unwrap());
         let events = [(0, 2), (1, 2), (2, 2), (3, 1), (4, 0), (60, 5), (120, 6)];
         assert_eq!(weighted(&mut fw, &events), [true, true, false, true, true, true, false]);
+    }
+
+    #[test]
+    fn given_back_a_count_falls_in_the_window_of_now_and_never_below_zero() {
+        // 5 a minute. 5 at 0 s fill the window; 3 given back at 10 s let 3 more pass. Given
+        // back at 70 s, in the next window, they cannot make its count negative.
+        let window = FixedWindow::new("5/m".parse().unwrap());
+        let mut state = Counted::default();
+        let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+        assert!(window.step(&mut state, at(0), 5, false).passed);
+        window.give_back(&mut state, at(10), 3);
+        assert!(window.step(&mut state, at(10), 3, false).passed);
+        assert!(!window.step(&mut state, at(10), 1, false).passed);
+        window.step(&mut state, at(11), 4, true);
+        assert_eq!(window.owed(&state, at(11)), 4);
+        window.give_back(&mut state, at(70), 9);
+        assert!(window.step(&mut state, at(70), 5, false).passed);
+        assert_eq!(window.owed(&state, at(120)), 0);
     }
 }

@@ -63,6 +63,19 @@ impl KeyedState for Gcra {
         Timestamp::from_micros(last.as_micros().checked_add(wait)?)
     }
 
+    // Given back, tat moves back by the units' intervals, never before now: a bucket at
+    // rest is full.
+    fn give_back(&self, tat: &mut i128, now: Timestamp, units: u64) {
+        let t = i128::from(now.as_micros()) * self.n;
+        *tat = (*tat - super::spend(units, self.interval)).max(t).min(*tat);
+    }
+
+    // Beyond empty, tat is past now + b·I: each interval past it is a unit owed.
+    fn owed(&self, tat: &i128, now: Timestamp) -> u64 {
+        let beyond = *tat - i128::from(now.as_micros()) * self.n - self.capacity;
+        u64::try_from((beyond.max(0) + self.interval - 1) / self.interval).unwrap_or(u64::MAX)
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.tat
     }
@@ -89,6 +102,7 @@ impl Rule for Gcra {
     const USES_BURST: bool = true;
     // Fewer events charged leave at least as much room.
     const ADMITS_ANY_PART: bool = true;
+    const GIVES_BACK: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::Gcra);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> Gcra {
@@ -135,5 +149,20 @@ mod tests {
         let mut gcra = Gcra::new("10/s".parse().unwrap(), burst(1));
         let times = ms.map(|ms| Timestamp::from_micros(ms * 1_000).unwrap());
         assert_eq!(decisions(&mut gcra, &times), [true, true, true, true, false, true]);
+    }
+
+    #[test]
+    fn given_back_tat_moves_back_but_never_before_now_and_owed_counts_past_empty() {
+        // 1 a second, burst 3. Three at 0 s empty it (tat 3 s); 2 given back at 1 s leave
+        // tat at 1 s: full. A forced 10 at 1 s puts tat at 11 s: owed 11 − 1 − 3 = 7.
+        let gcra = Gcra::new("1/s".parse().unwrap(), burst(3));
+        let mut tat = i128::MIN / 2;
+        let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+        assert!(gcra.step(&mut tat, at(0), 3, false).passed);
+        gcra.give_back(&mut tat, at(1), 2);
+        assert!(gcra.at_rest(&tat, at(1)));
+        gcra.step(&mut tat, at(1), 10, true);
+        assert_eq!((gcra.owed(&tat, at(1)), gcra.owed(&tat, at(8)), gcra.owed(&tat, at(9))), (7, 0, 0));
+        assert_eq!(gcra.owed(&tat, at(7)), 1);
     }
 }

@@ -152,6 +152,21 @@ impl<L: KeyedState> PerKey<L> {
         }
     }
 
+    /// Gives back `units` that key `key` spent, at `now` ([`KeyedState::give_back`]); a key
+    /// never seen has spent nothing to give back.
+    #[inline]
+    pub fn give_back(&mut self, key: usize, now: Timestamp, units: u64) {
+        if let Some(state) = self.states.get_mut(key) {
+            self.limiter.give_back(state, now, units);
+        }
+    }
+
+    /// Returns how many units key `key` owes at `now` ([`KeyedState::owed`]).
+    #[inline]
+    pub fn owed(&self, key: usize, now: Timestamp) -> u64 {
+        self.states.get(key).map_or(0, |state| self.limiter.owed(state, now))
+    }
+
     /// Returns whether key `key` is back at its start as of `now` ([`KeyedState::at_rest`]):
     /// it may be forgotten, and a key that comes again then starts afresh, deciding as it
     /// would have.

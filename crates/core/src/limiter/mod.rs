@@ -147,6 +147,20 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         None
     }
 
+    /// Gives back `units` of what `state` spent, at `now`: a reservation settled for
+    /// less than it reserved. It never gives more room than the limiter holds when it is
+    /// at rest (a full bucket stays full, a count stays at 0 or more). Nothing, by default:
+    /// only a limiter whose [`Rule::GIVES_BACK`] says so keeps an account that can be
+    /// given back.
+    fn give_back(&self, _state: &mut Self::State, _now: Timestamp, _units: u64) {}
+
+    /// Returns how many units `state` owes at `now`, rounded up: how far charges it was
+    /// made to take (a [`charge`](Limiter::charge), a settlement after a response) took it
+    /// beyond empty. 0, by default, and for a limiter that owes nothing.
+    fn owed(&self, _state: &Self::State, _now: Timestamp) -> u64 {
+        0
+    }
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }
@@ -225,6 +239,10 @@ pub trait Rule: KeyedState {
     /// `limits`' `cost`), or as the exact limiters do; false for a system that counts each
     /// request once whatever it costs, which then takes no cost at all.
     const SPENDS_COST: bool = true;
+    /// Whether it can give back what it spent ([`KeyedState::give_back`]), as a reservation
+    /// settled for less than it reserved needs: a bucket's level, GCRA's tat, a window's
+    /// count.
+    const GIVES_BACK: bool = false;
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;

@@ -178,6 +178,12 @@ macro_rules! limiters {
                 })
             }
 
+            /// Whether it can give back what it spent, as a reservation settled for less
+            /// needs ([`Rule::GIVES_BACK`]).
+            pub fn gives_back(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::GIVES_BACK,)* }
+            }
+
             /// Returns true if, having admitted every event of a stream, it admits every
             /// event of any part of it ([`Rule::ADMITS_ANY_PART`]).
             pub fn admits_any_part(self) -> bool {
@@ -371,6 +377,18 @@ macro_rules! limiters {
             /// [`PerKey::renumbered`](crate::limiter::PerKey::renumbered).
             pub fn renumbered(&self, kept: &[usize]) -> Self {
                 match self { $(Any::$rule(this) => Any::$rule(this.renumbered(kept)),)* }
+            }
+
+            /// Gives back `units` that key `key` spent, at `now`; see
+            /// [`KeyedState::give_back`](crate::limiter::KeyedState::give_back).
+            pub fn give_back(&mut self, key: usize, now: $crate::units::time::Timestamp, units: u64) {
+                match self { $(Any::$rule(this) => this.give_back(key, now, units),)* }
+            }
+
+            /// Returns how many units key `key` owes at `now`; see
+            /// [`KeyedState::owed`](crate::limiter::KeyedState::owed).
+            pub fn owed(&self, key: usize, now: $crate::units::time::Timestamp) -> u64 {
+                match self { $(Any::$rule(this) => this.owed(key, now),)* }
             }
 
             /// Gives key `to` the state that key `key` has in `from`, a table of the same

@@ -36,17 +36,26 @@ impl TokenBucket {
     }
 }
 
+impl TokenBucket {
+    /// Brings `state` to `now`: the tokens that came since its last event, up to capacity.
+    #[inline]
+    fn refill(&self, state: &mut Level, now: Timestamp) {
+        let now = now.as_micros();
+        let Level { level, last } = state;
+        let elapsed = (i128::from(now) - i128::from(*last)).max(0);
+        *level = (*level + self.refill * elapsed).min(self.capacity);
+        *last = now;
+    }
+}
+
 impl KeyedState for TokenBucket {
     type State = Level;
     type Keys = super::Apart;
 
     #[inline]
     fn step(&self, state: &mut Level, now: Timestamp, cost: u64, force: bool) -> Decision {
-        let now = now.as_micros();
-        let Level { level, last } = state;
-        let elapsed = (i128::from(now) - i128::from(*last)).max(0);
-        *level = (*level + self.refill * elapsed).min(self.capacity);
-        *last = now;
+        self.refill(state, now);
+        let Level { level, .. } = state;
         // c tokens, each P units; c ≤ MAX_COST keeps this far inside 128 bits.
         let tokens = super::spend(cost, self.token);
         let pass = force || *level >= tokens;
@@ -66,6 +75,18 @@ impl KeyedState for TokenBucket {
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let wait = i64::try_from((self.capacity + self.refill - 1) / self.refill).ok()?;
         Timestamp::from_micros(last.as_micros().checked_add(wait)?)
+    }
+
+    fn give_back(&self, state: &mut Level, now: Timestamp, units: u64) {
+        self.refill(state, now);
+        state.level = (state.level + super::spend(units, self.token)).min(self.capacity);
+    }
+
+    fn owed(&self, state: &Level, now: Timestamp) -> u64 {
+        let mut state = *state;
+        self.refill(&mut state, now);
+        let below = (-state.level).max(0);
+        u64::try_from((below + self.token - 1) / self.token).unwrap_or(u64::MAX)
     }
 
     fn state_mut(&mut self) -> &mut Level {
@@ -97,6 +118,7 @@ impl Rule for TokenBucket {
     const USES_BURST: bool = true;
     // Fewer events charged leave at least as much room.
     const ADMITS_ANY_PART: bool = true;
+    const GIVES_BACK: bool = true;
     const REDIS: Option<RedisScript> = Some(RedisScript::TokenBucket);
 
     fn new_limit(rate: Rate, burst: NonZeroU64) -> TokenBucket {
@@ -166,5 +188,21 @@ mod tests {
         let mut tb = TokenBucket::new("11/d".parse().unwrap(), burst(11));
         let passed = decisions(&mut tb, &secs(&day));
         assert_eq!((count(&passed[..11]), count(&passed[11..])), (11, 11));
+    }
+
+    #[test]
+    fn given_back_the_level_rises_to_capacity_and_no_further_and_owed_counts_past_empty() {
+        // 1 a second, burst 3: 3 at 0 s, 5 given back at 1 s: full (3), not 6.
+        let bucket = TokenBucket::new("1/s".parse().unwrap(), burst(3));
+        let mut level = bucket.state;
+        let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+        assert!(bucket.step(&mut level, at(0), 3, false).passed);
+        bucket.give_back(&mut level, at(1), 5);
+        assert!(bucket.step(&mut level, at(1), 3, false).passed);
+        assert!(!bucket.step(&mut level, at(1), 1, false).passed);
+        // Forced 4 more at 1 s: −4, owed 4; at 2.5 s, −2.5: owed 3 (rounded up).
+        bucket.step(&mut level, at(1), 4, true);
+        let half = Timestamp::from_micros(2_500_000).unwrap();
+        assert_eq!((bucket.owed(&level, at(1)), bucket.owed(&level, half), bucket.owed(&level, at(5))), (4, 3, 0));
     }
 }

@@ -1,0 +1,437 @@
+//! Limits settled after the response: requests that are decided on arrival and settled at
+//! completion, as LLM providers and gateways count tokens.
+//!
+//! A [`Request`] arrives at `a` and completes at `c ≥ a`. Each [`SettledLayer`] charges it
+//! as its [`Charge`] says: all at arrival; an estimate reserved at arrival and settled to
+//! the real count at completion; or nothing at arrival and the real count at completion.
+//! A [`Bound::Concurrency`] layer caps the requests in flight over `[a, c)`. [`Settling`] runs the
+//! two kinds of event in one time order: at equal times completions come first (earlier
+//! arrivals' first), then arrivals in input order, so that a request of duration 0
+//! completes before the next event.
+
+mod concurrency;
+mod spent;
+
+use self::concurrency::{Concurrency, InFlight};
+use self::spent::Spent;
+use crate::event::{Key, slot};
+use crate::limiter::{AnyPerKey, MAX_COST};
+use crate::policy::{MAX_LAYERS, Settings};
+use crate::units::time::Timestamp;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::num::NonZeroU64;
+
+/// When a layer counts a request's cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum Charge {
+    /// At arrival, all or nothing: the cost is known when the request comes.
+    #[default]
+    Arrival,
+    /// An estimate reserved at arrival (admitted if and only if the estimate would be), and
+    /// settled at completion: the estimate less the real cost given back when positive
+    /// (never past what the limiter holds at rest), the rest charged when negative (into
+    /// debt, if it must), as OpenAI, Azure and Bedrock do.
+    Reserve,
+    /// Nothing at arrival (admitted if and only if a cost of 1 would be), the real cost at
+    /// completion whatever the limiter holds, into debt if it must: Envoy's AI gateway.
+    Completion,
+}
+
+impl Charge {
+    /// The name a spec gives it: `arrival`, `reserve`, `completion`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Charge::Arrival => "arrival",
+            Charge::Reserve => "reserve",
+            Charge::Completion => "completion",
+        }
+    }
+
+    /// Every charge, in the order of their names above.
+    pub const ALL: [Charge; 3] = [Charge::Arrival, Charge::Reserve, Charge::Completion];
+}
+
+/// What a layer limits: a rate, by one of the limiters, or the requests in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A rate limit.
+    Rate(Settings),
+    /// A cap on requests in flight: a request is admitted if and only if fewer than this
+    /// many admitted requests (of its key, if keyed) are in flight at its arrival. A
+    /// request is in flight from its arrival up to, not including, its completion.
+    Concurrency(NonZeroU64),
+}
+
+/// One layer of a policy settled after the response: what it limits, whether by key, and
+/// when it charges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SettledLayer {
+    /// What it limits.
+    pub bound: Bound,
+    /// Whether each key has its own state (its own count in flight, for a cap).
+    pub keyed: bool,
+    /// When it charges a request's cost; a cap on requests in flight charges none.
+    pub charge: Charge,
+}
+
+/// What one request costs one layer: the estimate it reserves at arrival (with
+/// [`Charge::Reserve`]) and its real cost. Each is at most [`MAX_COST`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Amount {
+    /// The estimate, E.
+    pub reserve: u64,
+    /// The real cost, A.
+    pub cost: u64,
+}
+
+/// One request: when it arrives, when it completes, and whose it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// When it arrives.
+    pub arrival: Timestamp,
+    /// When it completes, no earlier than it arrives.
+    pub completion: Timestamp,
+    /// Its key's number; 0 when requests are not keyed.
+    pub key: Key,
+}
+
+/// Why layers, or a request, cannot be settled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SettleError {
+    /// Layers number 1 to [`MAX_LAYERS`].
+    #[error("a policy settled after the response has 1 to {MAX_LAYERS} layers, not {0}")]
+    Layers(usize),
+    /// A reservation is settled only on a limiter that can give back.
+    #[error(
+        "{0} cannot give back what a reservation did not use: charge=reserve is settled on {1}"
+    )]
+    CannotGiveBack(&'static str, String),
+    /// A limiter this engine does not settle at all.
+    #[error("{0} is not settled after the response: {1}")]
+    Unsettled(&'static str, &'static str),
+    /// A request's amounts do not match the layers, or one is too large.
+    #[error("a request costs each layer at most {MAX_COST}, and has one amount a layer")]
+    Amounts,
+    /// A request that completes before it arrives, or comes before the one before.
+    #[error("requests come in time order and complete no earlier than they arrive")]
+    Order,
+}
+
+/// What settling did in one layer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LayerSettled {
+    /// The requests this layer refused when asked (all or nothing, another layer may have
+    /// refused them too).
+    pub refused: u64,
+    /// The units reserved at arrival by the requests admitted ([`Charge::Reserve`]).
+    pub reserved: u128,
+    /// The units settlement gave back: each admitted request's estimate less its real
+    /// cost, where positive, before the cap at what the limiter holds at rest.
+    pub refunded: u128,
+    /// The units charged at completion: the real cost beyond the estimate
+    /// ([`Charge::Reserve`]), or the whole real cost ([`Charge::Completion`]).
+    pub charged_after: u128,
+    /// The most units one key ever owed right after a settlement, rounded up: how far
+    /// charges after the response took it below empty.
+    pub largest_debt: u64,
+    /// The most real cost one key's admitted requests spent in any window of the limit's
+    /// period, counted at arrival; `None` for a cap on requests in flight.
+    pub most_spent: Option<u128>,
+    /// When the window of [`most_spent`](LayerSettled::most_spent) starts.
+    pub most_spent_from: Option<Timestamp>,
+    /// The most admitted requests of one key (of all, if not keyed) in flight at once.
+    pub peak_in_flight: u64,
+}
+
+/// A layer as it settles: its limiter's state for every key, its counts in flight, and
+/// what it did.
+#[derive(Clone, Debug)]
+struct Layer {
+    layer: SettledLayer,
+    limiter: Option<AnyPerKey>,
+    in_flight: InFlight,
+    spent: Option<Spent>,
+    settled: LayerSettled,
+}
+
+impl Layer {
+    /// The key this layer sees a request of key `key` as.
+    #[inline]
+    fn key(&self, key: Key) -> Key {
+        if self.layer.keyed { key } else { 0 }
+    }
+
+    /// Whether it admits a request of key `key` at `now` that costs `amount`, spending
+    /// nothing.
+    #[inline]
+    fn admits(&mut self, key: Key, now: Timestamp, amount: Amount) -> bool {
+        let key = self.key(key);
+        match (&mut self.limiter, self.layer.bound) {
+            (_, Bound::Concurrency(max)) => Concurrency { max }.admits(&self.in_flight, key),
+            (Some(limiter), _) => {
+                let asked = match self.layer.charge {
+                    Charge::Arrival => amount.cost,
+                    Charge::Reserve => amount.reserve,
+                    Charge::Completion => 1,
+                };
+                limiter.admits(slot(key), now, asked)
+            }
+            (None, Bound::Rate(_)) => unreachable!("a rate layer has its limiter"),
+        }
+    }
+
+    /// Charges an admitted request at its arrival.
+    #[inline]
+    fn arrive(&mut self, key: Key, now: Timestamp, amount: Amount) {
+        let key = self.key(key);
+        self.in_flight.start(key);
+        if let Some(spent) = &mut self.spent {
+            spent.spend(key, now, amount.cost);
+        }
+        let Some(limiter) = &mut self.limiter else { return };
+        match self.layer.charge {
+            Charge::Arrival => limiter.charge(slot(key), now, amount.cost),
+            Charge::Reserve => {
+                limiter.charge(slot(key), now, amount.reserve);
+                self.settled.reserved += u128::from(amount.reserve);
+            }
+            Charge::Completion => {}
+        }
+    }
+
+    /// Settles an admitted request at its completion.
+    #[inline]
+    fn complete(&mut self, key: Key, now: Timestamp, amount: Amount) {
+        let key = self.key(key);
+        self.in_flight.end(key);
+        let Some(limiter) = &mut self.limiter else { return };
+        let after = match self.layer.charge {
+            Charge::Arrival => return,
+            Charge::Reserve if amount.reserve >= amount.cost => {
+                let back = amount.reserve - amount.cost;
+                limiter.give_back(slot(key), now, back);
+                self.settled.refunded += u128::from(back);
+                return;
+            }
+            Charge::Reserve => amount.cost - amount.reserve,
+            Charge::Completion => amount.cost,
+        };
+        limiter.charge(slot(key), now, after);
+        self.settled.charged_after += u128::from(after);
+        let owed = limiter.owed(slot(key), now);
+        self.settled.largest_debt = self.settled.largest_debt.max(owed);
+    }
+}
+
+/// A request admitted and not yet settled: when it completes, its place in arrival order,
+/// its key, and where its amounts are kept.
+type Pending = Reverse<(Timestamp, u64, Key, u32)>;
+
+/// Layers settled after the response, all or nothing, deciding requests in time order and
+/// settling each admitted one at its completion.
+///
+/// ```
+/// use std::num::NonZeroU64;
+///
+/// use ratelimit_core::limiter::Algorithm;
+/// use ratelimit_core::policy::Settings;
+/// use ratelimit_core::settle::{Amount, Bound, Charge, Request, SettledLayer, Settling};
+/// use ratelimit_core::units::time::{Span, Timestamp};
+///
+/// // 100 tokens a minute, charged when each response ends, as Envoy's AI gateway does.
+/// let rate = "100/m".parse()?;
+/// let settings = Settings {
+///     algorithm: Algorithm::TokenBucket,
+///     rate,
+///     burst: NonZeroU64::new(100).unwrap(),
+///     window: Span::MINUTE,
+///     params: Algorithm::TokenBucket.default_params(),
+/// };
+/// let layer = SettledLayer { bound: Bound::Rate(settings), keyed: false, charge: Charge::Completion };
+/// let mut settling = Settling::new(&[layer])?;
+/// let at = |s: i64| Timestamp::from_micros(s * 1_000_000).unwrap();
+/// // Five requests at once, each spending 130 tokens over 10 seconds: all pass.
+/// for _ in 0..5 {
+///     let request = Request { arrival: at(0), completion: at(10), key: 0 };
+///     assert_eq!(settling.arrive(request, &[Amount { reserve: 0, cost: 130 }])?, 0);
+/// }
+/// settling.finish();
+/// let settled = settling.settled()[0];
+/// // 650 tokens spent in the first minute against 100; the bucket, full again at 10 s,
+/// // owes 550 once the last settles.
+/// assert_eq!((settled.most_spent, settled.largest_debt, settled.peak_in_flight), (Some(650), 550, 5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Settling {
+    layers: Vec<Layer>,
+    pending: BinaryHeap<Pending>,
+    /// The pending requests' amounts, one per layer, in slots of as many.
+    amounts: Vec<Amount>,
+    free: Vec<u32>,
+    arrivals: u64,
+    last: Option<Timestamp>,
+    peak_in_flight: u64,
+}
+
+impl Settling {
+    /// Returns the layers, each in its first state, or why they cannot be settled.
+    pub fn new(layers: &[SettledLayer]) -> Result<Settling, SettleError> {
+        if layers.is_empty() || layers.len() > MAX_LAYERS {
+            return Err(SettleError::Layers(layers.len()));
+        }
+        let each = layers.iter().map(|&layer| {
+            let (limiter, spent) = match layer.bound {
+                Bound::Rate(settings) => {
+                    check(&settings, layer.charge)?;
+                    (Some(settings.per_key()), Some(Spent::new(settings.rate.period())))
+                }
+                Bound::Concurrency(_) => (None, None),
+            };
+            let settled = LayerSettled::default();
+            Ok(Layer { layer, limiter, in_flight: InFlight::default(), spent, settled })
+        });
+        Ok(Settling {
+            layers: each.collect::<Result<_, SettleError>>()?,
+            pending: BinaryHeap::new(),
+            amounts: Vec::new(),
+            free: Vec::new(),
+            arrivals: 0,
+            last: None,
+            peak_in_flight: 0,
+        })
+    }
+
+    /// Decides `request`, the next in arrival order, which costs layer n `amounts[n]`:
+    /// first settles every admitted request that completes at or before its arrival. It
+    /// passes if every layer admits it, and returns the layers that refused it, bit n for
+    /// layer n (0: it passed). A refused request charges nothing and is never settled.
+    pub fn arrive(&mut self, request: Request, amounts: &[Amount]) -> Result<u32, SettleError> {
+        let Request { arrival, completion, key } = request;
+        if completion < arrival || self.last.is_some_and(|last| arrival < last) {
+            return Err(SettleError::Order);
+        }
+        let sound = |a: &Amount| a.reserve <= MAX_COST && a.cost <= MAX_COST;
+        if amounts.len() != self.layers.len() || !amounts.iter().all(sound) {
+            return Err(SettleError::Amounts);
+        }
+        self.last = Some(arrival);
+        self.settle_until(arrival);
+        let mut refused = 0;
+        for (n, (layer, &amount)) in self.layers.iter_mut().zip(amounts).enumerate() {
+            if !layer.admits(key, arrival, amount) {
+                refused |= 1 << n;
+                layer.settled.refused += 1;
+            }
+        }
+        let seq = self.arrivals;
+        self.arrivals += 1;
+        if refused != 0 {
+            return Ok(refused);
+        }
+        for (layer, &amount) in self.layers.iter_mut().zip(amounts) {
+            layer.arrive(key, arrival, amount);
+        }
+        let place = self.keep(amounts);
+        self.pending.push(Reverse((completion, seq, key, place)));
+        self.peak_in_flight = self.peak_in_flight.max(self.pending.len() as u64);
+        Ok(0)
+    }
+
+    /// Settles every admitted request still in flight, each at its completion.
+    pub fn finish(&mut self) {
+        self.settle_until(Timestamp::from_micros(Timestamp::MAX).expect("the latest time"));
+    }
+
+    /// Returns what settling did in each layer, in layer order: in full once
+    /// [`finish`](Settling::finish) has settled every request.
+    pub fn settled(&self) -> Vec<LayerSettled> {
+        self.layers
+            .iter()
+            .map(|layer| {
+                let (most, from) = layer.spent.as_ref().map_or((None, None), |spent| {
+                    let (most, from) = spent.most();
+                    (Some(most), from)
+                });
+                LayerSettled {
+                    most_spent: most,
+                    most_spent_from: from,
+                    peak_in_flight: layer.in_flight.peak(),
+                    ..layer.settled
+                }
+            })
+            .collect()
+    }
+
+    /// Returns the most admitted requests in flight at once, of all keys.
+    pub fn peak_in_flight(&self) -> u64 {
+        self.peak_in_flight
+    }
+
+    /// Returns the requests admitted and not yet settled.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Settles, in completion order, every pending request that completes at or before
+    /// `now`.
+    fn settle_until(&mut self, now: Timestamp) {
+        while let Some(&Reverse((completion, _, key, place))) = self.pending.peek() {
+            if completion > now {
+                break;
+            }
+            self.pending.pop();
+            let width = self.layers.len();
+            let at = place as usize * width;
+            for (layer, &amount) in self.layers.iter_mut().zip(&self.amounts[at..at + width]) {
+                layer.complete(key, completion, amount);
+            }
+            self.free.push(place);
+        }
+    }
+
+    /// Keeps a pending request's amounts, and returns their slot.
+    fn keep(&mut self, amounts: &[Amount]) -> u32 {
+        let width = self.layers.len();
+        match self.free.pop() {
+            Some(place) => {
+                let at = place as usize * width;
+                self.amounts[at..at + width].copy_from_slice(amounts);
+                place
+            }
+            None => {
+                self.amounts.extend_from_slice(amounts);
+                // At most one slot per request in flight, and requests are counted in u64.
+                u32::try_from(self.amounts.len() / width - 1).unwrap_or(u32::MAX)
+            }
+        }
+    }
+}
+
+/// Says whether `settings` can be settled with `charge`.
+fn check(settings: &Settings, charge: Charge) -> Result<(), SettleError> {
+    let algorithm = settings.algorithm;
+    if algorithm.has_zone() {
+        let why = "its keys share a zone, which this engine does not settle; use gcra";
+        return Err(SettleError::Unsettled(algorithm.name(), why));
+    }
+    if algorithm.delays() {
+        let why = "it delays what it admits; a request's duration starts after its wait";
+        return Err(SettleError::Unsettled(algorithm.name(), why));
+    }
+    if charge == Charge::Reserve && !algorithm.gives_back() {
+        let can = crate::limiter::Algorithm::ALL.iter().filter(|a| a.gives_back());
+        let can: Vec<&str> = can.map(|a| a.name()).collect();
+        return Err(SettleError::CannotGiveBack(algorithm.name(), can.join(", ")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
