@@ -46,6 +46,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     let styles = Styles::resolve(cli.color);
     match cli.command {
         Command::Replay(args) => {
+            if let Some(completion) = args.completion() {
+                return replay::settled(&args, &completion, &styles);
+            }
             // One report either way: one limit's, or the layers' all or nothing.
             let report = replay::run(&args)?;
             replay::write(&report, &args, &styles)

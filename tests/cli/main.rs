@@ -37,6 +37,7 @@ mod replay;
 mod report;
 mod rotated;
 mod schema;
+mod settled;
 mod several;
 mod shared;
 mod side_by_side;

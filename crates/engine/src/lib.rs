@@ -42,6 +42,7 @@ pub mod redis;
 pub mod replay;
 pub mod report;
 mod seconds;
+pub mod settled;
 pub mod side_by_side;
 pub mod suggest;
 mod system_size;

@@ -47,6 +47,7 @@ mod pipe;
 mod pipeline;
 pub mod progress;
 mod reading;
+pub mod requests;
 mod row;
 #[cfg(unix)]
 mod scan;

@@ -30,6 +30,9 @@ pub struct ReadOptions {
     pub filters: Vec<RowFilter>,
     /// What each event costs: 1, the same number for all, or a column's.
     pub cost: Cost,
+    /// Columns read beside the event's own from each kept row, by name: a request's
+    /// duration and token counts ([`read_requests`](crate::requests::read_requests)).
+    pub also: Vec<String>,
     /// The column whose values give each event its key, for limits per key.
     pub key_column: Option<String>,
     /// What asked for the key column, for messages: `--key` unless said, as a column
@@ -61,6 +64,7 @@ impl ReadOptions {
             time_format: TimeLayout::default(),
             filters: Vec::new(),
             cost: Cost::default(),
+            also: Vec::new(),
             key_column: None,
             key_asked_by: "--key",
             progress: None,

@@ -288,6 +288,16 @@ impl<'a, R: Read> Reading<'a, R> {
         }
     }
 
+    /// Returns field `index` of the row read last, and the line it starts on.
+    pub(super) fn field(&self, index: usize) -> (&[u8], u64) {
+        (self.record.get(index).unwrap_or_default(), self.line())
+    }
+
+    /// Returns the header the columns were found in.
+    pub(super) fn header_record(&self) -> &ByteRecord {
+        &self.header
+    }
+
     /// The key of the row read last, as bytes; empty without a key column: the key
     /// [`row_event`] gave, as a record's fields need no scratch.
     pub(super) fn key_bytes(&self) -> &[u8] {
@@ -355,6 +365,7 @@ pub(super) fn asked_fields(options: &ReadOptions) -> Vec<String> {
     let wanted = options.time_column.split(',');
     let wanted = wanted.chain(options.column_filters().map(|f| f.column.as_str()));
     let wanted = wanted.chain(options.cost_column());
+    let wanted = wanted.chain(options.also.iter().map(String::as_str));
     for field in wanted.chain(options.key_column.as_deref()) {
         if !fields.iter().any(|f| f == field) {
             fields.push(field.to_owned());

@@ -19,8 +19,10 @@ use crate::engine::Backend;
 use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::replay::{Again, Run, Settled};
+use crate::engine::settled::LayerSpec;
 use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
+use crate::input::requests::Completion;
 use crate::limiter::Algorithm;
 use crate::policy_report::ReplayReport;
 use crate::render::export;
@@ -101,14 +103,63 @@ impl ReplayArgs {
             return Ok(Resolved { settled: Settled::One(settings[0]), input, backend, top });
         }
         let stop = self.stop_counting_over_limit;
+        let limits = self.plain_limits()?;
         let (layers, input) =
-            layer::setup(&self.limits, &self.job.input, self.size.window, stop, "layers")?;
+            layer::setup(&limits, &self.job.input, self.size.window, stop, "layers")?;
         check_emit(self.emit, &input)?;
         let settings: Vec<Settings> = layers.iter().map(|l| l.settings).collect();
         let backend = Backend::new(&settings, self.job.remote.target()?.as_ref(), None)?;
-        let settled = Settled::Layers { limits: self.limits.clone(), layers };
+        let settled = Settled::Layers { limits, layers };
         Ok(Resolved { settled, input, backend, top: self.job.keys.top })
     }
+}
+
+impl ReplayArgs {
+    /// When each request completes, if the flags say: `--duration` or `--end`.
+    pub(crate) fn completion(&self) -> Option<Completion> {
+        match (&self.duration, &self.end) {
+            (Some(column), _) => Some(Completion::Duration(column.clone())),
+            (None, Some(column)) => Some(Completion::End(column.clone())),
+            (None, None) => None,
+        }
+    }
+
+    /// The `--limit` layers as limits decided at arrival: each must be one, as only
+    /// requests with completions are settled after.
+    fn plain_limits(&self) -> Result<Vec<Limit>> {
+        (self.limits.iter())
+            .map(|spec| match spec.limit() {
+                Some(limit) => Ok(limit),
+                None => bail!(
+                    "--limit {spec} is settled after the response: give --duration COLUMN or \
+                     --end COLUMN, when each request completes"
+                ),
+            })
+            .collect()
+    }
+}
+
+/// Replays requests with completions through the `--limit` layers, settled after the
+/// response, and writes the report.
+pub(crate) fn settled(
+    args: &ReplayArgs,
+    completion: &Completion,
+    styles: &Styles,
+) -> Result<ExitCode> {
+    let key = crate::engine::settled::key_column(&args.limits)?;
+    let input = args.job.input.resolve(key.map(|k| (k, "--limit key=")))?;
+    let (report, stats) = crate::engine::settled::replay(
+        &input.source,
+        &input.read,
+        completion,
+        &args.limits,
+        args.size.window,
+    )?;
+    say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
+    let mut out = BufWriter::new(stdout());
+    export::write(&mut out, args.output.format, styles.stdout, &report)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV
@@ -195,10 +246,23 @@ pub struct ReplayArgs {
     /// algo=ALGO,rate=RATE[,burst=B][,cost=COLUMN|N][,key=COLUMN]. An event passes only if
     /// every layer admits it, and a refused event charges no layer. Layers may be keyed,
     /// all by one column, and weighed, all by one column (or each by a number). With
-    /// --redis, each event is one atomic script call over every layer's keys.
+    /// --redis, each event is one atomic script call over every layer's keys. With
+    /// --duration or --end, a layer may also say when it charges
+    /// (charge=arrival|completion, or reserve=SUM), cost a sum (cost=prompt+completion),
+    /// or cap requests in flight (algo=concurrency,max=N).
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers"])]
-    pub limits: Vec<Limit>,
+    pub limits: Vec<LayerSpec>,
+
+    /// Each request's duration is in COLUMN: bare numbers are milliseconds, and a value may
+    /// carry a unit (850ms, 1.2s). Each request completes at its time plus its duration,
+    /// and --limit layers are settled then.
+    #[arg(long, value_name = "COLUMN", requires = "limits", conflicts_with_all = ["end", "emit", "validate", "redis"])]
+    pub duration: Option<String>,
+
+    /// Each request's end time is in COLUMN, written as its time is; as --duration.
+    #[arg(long, value_name = "COLUMN", requires = "limits", conflicts_with_all = ["emit", "validate", "redis"])]
+    pub end: Option<String>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

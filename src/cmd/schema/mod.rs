@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use self::page::Described;
 use super::write_stdout;
+use crate::engine::settled::SettledReport;
 use crate::engine::side_by_side::SideBySide;
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
 use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
@@ -59,6 +60,9 @@ pub enum Output {
     /// over several (one schema either way; `layered-check` is another name for it).
     #[value(alias = "layered-check")]
     Check,
+    /// `replay --duration COL --format json` (or `--end COL`): requests settled after the
+    /// response, each layer's reservations, refunds, debt and overshoot.
+    Settled,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -103,6 +107,7 @@ fn schema(output: Output) -> Value {
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
         Output::Check => schemars::schema_for!(CheckReport),
+        Output::Settled => schemars::schema_for!(SettledReport),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

@@ -6,6 +6,7 @@ mod json;
 mod layered;
 mod rates;
 mod results;
+mod settled;
 mod side_by_side;
 mod table;
 

@@ -1,0 +1,212 @@
+//! Replaying requests through layers settled after the response, and what it found: the
+//! LLM limits that reserve, charge at completion, or cap requests in flight.
+
+mod spec;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use ratelimit_core::limiter::MAX_COST;
+use ratelimit_core::settle::{self, Amount, Charge, SettledLayer, Settling};
+
+pub use self::spec::{Bound, LayerSpec, Sum};
+use crate::error::{Error, Place, Result};
+use crate::input::catalog::{ReadOptions, ReadStats, Source};
+use crate::input::requests::{Completion, Requests, read_requests};
+use crate::layered::MAX_LAYERS;
+use crate::limit::LimitError;
+use crate::units::time::{Span, Timestamp};
+
+/// What a replay of requests settled after the response found: every request, those
+/// every layer admitted, and what each layer's settlement did.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct SettledReport {
+    /// The input's name: its path, `<stdin>` or `<sample>`.
+    pub input: String,
+    /// The requests read, after the filters.
+    pub requests: u64,
+    /// The requests every layer admitted.
+    pub passed: u64,
+    /// The requests some layer refused.
+    pub refused: u64,
+    /// The most admitted requests in flight at once, of all keys.
+    pub peak_in_flight: u64,
+    /// Each layer, in the order given.
+    pub layers: Vec<SettledLayerReport>,
+}
+
+/// What one layer's settlement did.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct SettledLayerReport {
+    /// The layer, as `--limit` writes it.
+    pub spec: String,
+    /// When it charges: `arrival`, `reserve` or `completion`.
+    pub charge: Charge,
+    /// The requests it refused when asked (another layer may have refused them too).
+    pub refused: u64,
+    /// The units reserved at arrival by the requests it admitted.
+    pub reserved: u128,
+    /// The units given back at completion: each admitted request's estimate less its real
+    /// cost, where positive, before the cap at a full limiter.
+    pub refunded: u128,
+    /// The units charged at completion: the real cost beyond the estimate, or all of it
+    /// with `charge=completion`.
+    pub charged_after: u128,
+    /// The most units one key owed right after a settlement, rounded up: how far charges
+    /// after the response took its limiter below empty.
+    pub largest_debt: u64,
+    /// The limit's count a period (N of N/P), for a rate; `null` for a cap.
+    pub limit: Option<u64>,
+    /// The limit's period, in seconds; `null` for a cap.
+    #[serde(serialize_with = "crate::seconds::optional_seconds")]
+    #[schemars(with = "Option<f64>")]
+    pub period_s: Option<Span>,
+    /// The most real cost one key's admitted requests spent in any window of the period,
+    /// counted at arrival; `null` for a cap.
+    pub most_spent: Option<u128>,
+    /// When that window starts (RFC 3339, UTC): at its first spending.
+    pub most_spent_from: Option<Timestamp>,
+    /// Whether `most_spent` is over `limit`: the limit was overshot.
+    pub overshot: bool,
+    /// The most admitted requests of one key (of all, if not keyed) in flight at once.
+    pub peak_in_flight: u64,
+}
+
+/// Returns the one column keying the keyed layers of `specs`, if one does.
+pub fn key_column(specs: &[LayerSpec]) -> Result<Option<&str>, LimitError> {
+    let mut found: Option<&str> = None;
+    for key in specs.iter().filter_map(|s| s.key.as_deref()) {
+        if found.is_some_and(|first| first != key) {
+            let first = found.unwrap_or_default();
+            let message = format!(
+                "layers may be keyed by one column, and these name two: `{first}` and `{key}`"
+            );
+            return Err(LimitError::Invalid { name: Some("key".into()), message });
+        }
+        found = Some(key);
+    }
+    Ok(found)
+}
+
+/// The layers of `specs` as the core settles them, each rate's busiest window `window`
+/// long (its period if `None`).
+fn layers(specs: &[LayerSpec], window: Option<Span>) -> Result<Vec<SettledLayer>> {
+    if specs.is_empty() || specs.len() > MAX_LAYERS {
+        let message = format!("{} layers are given; 1 to {MAX_LAYERS} run at once", specs.len());
+        return Err(Error::Policy { message });
+    }
+    let layer = |spec: &LayerSpec| {
+        let bound = match &spec.bound {
+            Bound::Rate(limit) => settle::Bound::Rate(limit.settings(window, true, "")?),
+            Bound::Concurrency(max) => settle::Bound::Concurrency(*max),
+        };
+        Ok(SettledLayer { bound, keyed: spec.key.is_some(), charge: spec.charge })
+    };
+    specs.iter().map(layer).collect()
+}
+
+/// Replays the requests of `source` (read by `read`, its key column the layers') through
+/// `specs`, each completing as `completion` says, and returns what it found and what
+/// reading found. Requests are kept in memory to be put in order of arrival: 32 bytes
+/// each and 8 a column summed, at most 4 GiB.
+pub fn replay(
+    source: &Source,
+    read: &ReadOptions,
+    completion: &Completion,
+    specs: &[LayerSpec],
+    window: Option<Span>,
+) -> Result<(SettledReport, ReadStats)> {
+    let layers = layers(specs, window)?;
+    let mut settling =
+        Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
+    // Every column a sum names, each once, and where each layer's terms are among them.
+    let mut columns: Vec<String> = Vec::new();
+    let mut at = |sum: &Sum| -> Vec<usize> {
+        (sum.columns.iter())
+            .map(|c| match columns.iter().position(|k| k == c) {
+                Some(n) => n,
+                None => {
+                    columns.push(c.clone());
+                    columns.len() - 1
+                }
+            })
+            .collect()
+    };
+    let terms: Vec<(Vec<usize>, Vec<usize>)> = (specs.iter())
+        .map(|spec| (spec.reserve.as_ref().map(&mut at).unwrap_or_default(), at(&spec.cost)))
+        .collect();
+    let (requests, stats) =
+        read_requests(source, read, completion, &columns).map_err(|e| Error::of(&e.into()))?;
+    let mut amounts = vec![Amount::default(); specs.len()];
+    let mut passed = 0;
+    for (n, &request) in requests.requests.iter().enumerate() {
+        let values = requests.values(n);
+        for (((amount, spec), (reserve, cost)), layer) in
+            amounts.iter_mut().zip(specs).zip(&terms).zip(1..)
+        {
+            let sum = |sum: &Sum, at: &[usize]| {
+                let total = at.iter().map(|&i| u128::from(values[i])).sum::<u128>()
+                    + u128::from(sum.number);
+                u64::try_from(total)
+                    .ok()
+                    .filter(|&t| t <= MAX_COST)
+                    .ok_or_else(|| too_large(source, &requests, n, layer, sum))
+            };
+            amount.cost = sum(&spec.cost, cost)?;
+            amount.reserve = match &spec.reserve {
+                Some(estimate) => sum(estimate, reserve)?,
+                None => 0,
+            };
+        }
+        let refused = settling
+            .arrive(request, &amounts)
+            .map_err(|e| Error::Policy { message: e.to_string() })?;
+        passed += u64::from(refused == 0);
+    }
+    settling.finish();
+    let count = requests.len() as u64;
+    let layers = (specs.iter().zip(&layers).zip(settling.settled()))
+        .map(|((spec, layer), found)| {
+            let rate = match layer.bound {
+                settle::Bound::Rate(settings) => Some(settings.rate),
+                settle::Bound::Concurrency(_) => None,
+            };
+            let limit = rate.map(|r| r.count());
+            SettledLayerReport {
+                spec: spec.to_string(),
+                charge: spec.charge,
+                refused: found.refused,
+                reserved: found.reserved,
+                refunded: found.refunded,
+                charged_after: found.charged_after,
+                largest_debt: found.largest_debt,
+                limit,
+                period_s: rate.map(|r| r.period()),
+                most_spent: found.most_spent,
+                most_spent_from: found.most_spent_from,
+                overshot: found.most_spent.zip(limit).is_some_and(|(m, l)| m > u128::from(l)),
+                peak_in_flight: found.peak_in_flight,
+            }
+        })
+        .collect();
+    let report = SettledReport {
+        input: source.name(),
+        requests: count,
+        passed,
+        refused: count - passed,
+        peak_in_flight: settling.peak_in_flight(),
+        layers,
+    };
+    Ok((report, stats))
+}
+
+/// Says that request `n`'s sum `sum` for layer `layer` (from 1) is over [`MAX_COST`].
+fn too_large(source: &Source, requests: &Requests, n: usize, layer: usize, sum: &Sum) -> Error {
+    let line = requests.lines[n];
+    let name = source.name();
+    let message = format!(
+        "{name}: line {line}, layer {layer}: {sum} is more than {MAX_COST}, the most a request may cost"
+    );
+    let at = Place { source: name, line: Some(("line", line)), column: Some(sum.to_string()) };
+    Error::Input { at, message }
+}

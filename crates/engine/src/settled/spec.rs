@@ -1,0 +1,309 @@
+//! A layer settled after the response, as `--limit` writes it: a limit with `charge=`,
+//! `reserve=` and `cost=` sums, or `algo=concurrency,max=N`.
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::str::FromStr;
+
+use ratelimit_core::settle::Charge;
+
+use crate::input::cost::{Cost, parse_cost};
+use crate::limit::{Limit, LimitError, column};
+
+/// A sum of columns and whole numbers, as `cost=` and `reserve=` take it:
+/// `prompt_tokens+max_tokens`, `total_tokens`, `1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sum {
+    /// The columns summed, in the order given.
+    pub columns: Vec<String>,
+    /// The whole numbers summed.
+    pub number: u64,
+}
+
+impl Sum {
+    /// The sum of one number: what a request costs a layer unless said.
+    pub fn number(number: u64) -> Sum {
+        Sum { columns: Vec::new(), number }
+    }
+
+    /// Returns the sum as a cost an event may have: one column, or a number; `None` for a
+    /// sum of several terms, which only requests are read with.
+    pub fn as_cost(&self) -> Option<Cost> {
+        match (&self.columns[..], self.number) {
+            ([], number) => Some(Cost::Each(number)),
+            ([one], 0) => Some(Cost::Column(one.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl FromStr for Sum {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Sum, String> {
+        let mut sum = Sum::number(0);
+        for term in text.split('+').map(str::trim) {
+            if term.is_empty() {
+                return Err(format!("'{text}' has an empty term: a sum is COLUMN+COLUMN or N"));
+            }
+            if term.bytes().all(|b| b.is_ascii_digit()) {
+                let n = parse_cost(term.as_bytes()).map_err(|e| format!("{term}: {e}"))?;
+                sum.number = sum.number.checked_add(n).ok_or("the sum is too large")?;
+            } else {
+                sum.columns.push(column(term));
+            }
+        }
+        Ok(sum)
+    }
+}
+
+impl fmt::Display for Sum {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let number = (self.number > 0 || self.columns.is_empty()).then(|| self.number.to_string());
+        let terms: Vec<String> = self.columns.iter().cloned().chain(number).collect();
+        f.write_str(&terms.join("+"))
+    }
+}
+
+/// What a settled layer limits: a rate, as a [`Limit`] does, or requests in flight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A rate limit; its `cost` and `key` are the spec's.
+    Rate(Limit),
+    /// At most this many requests in flight.
+    Concurrency(NonZeroU64),
+}
+
+/// One layer as `--limit` gives it, with when it charges: a [`Limit`] (its `cost=` a sum,
+/// its `charge=` and `reserve=`), or `algo=concurrency,max=N`. A spec that uses none of
+/// these is a [`Limit`] ([`LayerSpec::limit`]), and replays as one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerSpec {
+    /// What it limits.
+    pub bound: Bound,
+    /// When it charges.
+    pub charge: Charge,
+    /// The estimate it reserves, with `charge=reserve`.
+    pub reserve: Option<Sum>,
+    /// The real cost: 1 unless said.
+    pub cost: Sum,
+    /// The column that keys it, if any.
+    pub key: Option<String>,
+}
+
+impl LayerSpec {
+    /// Returns the limit the spec is, if it is one: a rate, charged at arrival, its cost a
+    /// column or a number.
+    pub fn limit(&self) -> Option<Limit> {
+        let Bound::Rate(limit) = &self.bound else { return None };
+        let cost = self.cost.as_cost()?;
+        (self.charge == Charge::Arrival).then(|| Limit {
+            cost,
+            key: self.key.clone(),
+            ..limit.clone()
+        })
+    }
+
+    /// Whether it asks for what only requests with completions have: a charge after
+    /// arrival, a reservation, a sum of columns, or a cap on requests in flight.
+    pub fn settles(&self) -> bool {
+        self.limit().is_none()
+    }
+}
+
+impl FromStr for LayerSpec {
+    type Err = LimitError;
+
+    fn from_str(text: &str) -> Result<LayerSpec, LimitError> {
+        let invalid =
+            |name: &str, message: String| LimitError::Invalid { name: Some(name.into()), message };
+        let (mut charge, mut reserve, mut cost, mut max, mut key) = (None, None, None, None, None);
+        let mut concurrency = false;
+        let mut rest = Vec::new();
+        for part in text.split(',') {
+            let (name, value) = match part.split_once('=') {
+                Some((name, value)) => (name.trim(), value.trim()),
+                None => (part.trim(), ""),
+            };
+            match name {
+                "charge" => {
+                    let found =
+                        Charge::ALL.into_iter().find(|c| c.name() == value).ok_or_else(|| {
+                            invalid(
+                                name,
+                                format!("charge={value}: one of arrival, reserve, completion"),
+                            )
+                        })?;
+                    charge = Some(found);
+                }
+                "reserve" => {
+                    reserve = Some(
+                        value
+                            .parse::<Sum>()
+                            .map_err(|e| invalid(name, format!("reserve={value}: {e}")))?,
+                    )
+                }
+                "cost" => {
+                    cost = Some(
+                        value
+                            .parse::<Sum>()
+                            .map_err(|e| invalid(name, format!("cost={value}: {e}")))?,
+                    )
+                }
+                "max" => {
+                    let found = value.parse::<NonZeroU64>().map_err(|_| {
+                        invalid(
+                            name,
+                            format!("max={value}: the most requests in flight, 1 or more"),
+                        )
+                    })?;
+                    max = Some(found);
+                }
+                "key" if !value.is_empty() => key = Some(column(value)),
+                "algo" if value == "concurrency" => concurrency = true,
+                _ => rest.push(part),
+            }
+        }
+        let charge = match (charge, &reserve) {
+            (None | Some(Charge::Reserve), Some(_)) => Charge::Reserve,
+            (Some(Charge::Reserve), None) => {
+                return Err(invalid(
+                    "reserve",
+                    "charge=reserve needs reserve=, the estimate".into(),
+                ));
+            }
+            (Some(other), Some(_)) => {
+                let message =
+                    format!("reserve= is for charge=reserve, not charge={}", other.name());
+                return Err(invalid("reserve", message));
+            }
+            (charge, None) => charge.unwrap_or_default(),
+        };
+        let cost = cost.unwrap_or(Sum::number(1));
+        if concurrency {
+            let Some(max) = max else {
+                return Err(invalid(
+                    "max",
+                    "algo=concurrency needs max=, the most requests in flight".into(),
+                ));
+            };
+            if let Some(part) = rest.first() {
+                let message =
+                    format!("'{part}' is not for algo=concurrency, which takes max= and key=");
+                return Err(invalid("algo", message));
+            }
+            return Ok(LayerSpec { bound: Bound::Concurrency(max), charge, reserve, cost, key });
+        }
+        if max.is_some() {
+            return Err(invalid("max", "max= is for algo=concurrency".into()));
+        }
+        // The rest is a limit's; its cost is checked as a limit's is, one column at a time.
+        let mut limit: Limit = rest.join(",").parse()?;
+        for term in &cost.columns {
+            let weighed = Cost::Column(term.clone());
+            if let Some(why) = crate::limit::cost_refused(&weighed, [limit.algorithm], "cost=") {
+                return Err(invalid("cost", why));
+            }
+        }
+        limit.key = None;
+        Ok(LayerSpec { bound: Bound::Rate(limit), charge, reserve, cost, key })
+    }
+}
+
+/// Writes the spec back in the form it is read in.
+impl fmt::Display for LayerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.bound {
+            Bound::Rate(limit) => write!(f, "{limit}")?,
+            Bound::Concurrency(max) => write!(f, "algo=concurrency,max={max}")?,
+        }
+        match (&self.reserve, self.charge) {
+            (Some(reserve), _) => write!(f, ",reserve={reserve}")?,
+            (None, Charge::Arrival) => {}
+            (None, charge) => write!(f, ",charge={}", charge.name())?,
+        }
+        if self.cost != Sum::number(1) {
+            write!(f, ",cost={}", self.cost)?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ",key={key}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_with_nothing_settled_is_the_limit_it_always_was() {
+        let spec: LayerSpec =
+            "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user".parse().unwrap();
+        let limit: Limit =
+            "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user".parse().unwrap();
+        assert_eq!(spec.limit(), Some(limit));
+        assert_eq!(spec.to_string(), "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user");
+    }
+
+    #[test]
+    fn reserve_sums_completion_and_concurrency_read_and_write_back() {
+        let spec: LayerSpec =
+            "algo=token-bucket,rate=10000/m,burst=10000,reserve=prompt_tokens+max_tokens,cost=prompt_tokens+completion_tokens"
+                .parse()
+                .unwrap();
+        assert_eq!(spec.charge, Charge::Reserve);
+        assert_eq!(spec.reserve.as_ref().unwrap().columns, ["prompt_tokens", "max_tokens"]);
+        assert!(spec.settles());
+        let written = spec.to_string();
+        assert_eq!(written.parse::<LayerSpec>().unwrap(), spec);
+        let cap: LayerSpec = "algo=concurrency,max=4,key=user".parse().unwrap();
+        assert_eq!(
+            (cap.bound.clone(), cap.to_string()),
+            (
+                Bound::Concurrency(NonZeroU64::new(4).unwrap()),
+                "algo=concurrency,max=4,key=user".into()
+            )
+        );
+        let after: LayerSpec =
+            "algo=fixed-window,rate=100/m,charge=completion,cost=tokens".parse().unwrap();
+        assert_eq!(
+            (after.charge, after.to_string()),
+            (
+                Charge::Completion,
+                "algo=fixed-window,rate=100/m,charge=completion,cost=tokens".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_settled_spec_that_says_too_little_or_too_much_is_refused_by_name() {
+        let bad = |text: &str| text.parse::<LayerSpec>().unwrap_err().to_string();
+        assert_eq!(
+            bad("algo=gcra,rate=1/s,charge=reserve"),
+            "charge=reserve needs reserve=, the estimate"
+        );
+        assert_eq!(
+            bad("algo=gcra,rate=1/s,charge=later"),
+            "charge=later: one of arrival, reserve, completion"
+        );
+        assert_eq!(
+            bad("algo=concurrency"),
+            "algo=concurrency needs max=, the most requests in flight"
+        );
+        assert_eq!(bad("algo=concurrency,max=0"), "max=0: the most requests in flight, 1 or more");
+        assert_eq!(
+            bad("algo=concurrency,max=2,rate=1/s"),
+            "'rate=1/s' is not for algo=concurrency, which takes max= and key="
+        );
+        assert_eq!(bad("algo=gcra,rate=1/s,max=3"), "max= is for algo=concurrency");
+        assert_eq!(
+            bad("algo=gcra,rate=1/s,cost=a++b"),
+            "cost=a++b: 'a++b' has an empty term: a sum is COLUMN+COLUMN or N"
+        );
+        assert_eq!(
+            bad("algo=gcra,rate=1/s,charge=completion,reserve=5"),
+            "reserve= is for charge=reserve, not charge=completion"
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! A replay settled after the response as the exporters see it: one CSV row a layer, and
+//! its table.
+
+use std::io::{self, Write};
+
+use super::layered::rows_without_top;
+use super::table::{labeled, percent, table};
+use super::{Report, Style};
+use crate::engine::settled::SettledReport;
+
+impl Report for SettledReport {
+    type Row<'a> = serde_json::Value;
+
+    /// One row a layer: its spec, refusals and what its settlement did.
+    fn rows(&self) -> Vec<serde_json::Value> {
+        rows_without_top(&self.layers)
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let share = |n: u64| format!("{n}{}", percent(n, self.requests));
+        let refused = share(self.refused);
+        let lines = [
+            ("input".to_owned(), self.input.clone()),
+            (
+                "layers".to_owned(),
+                format!("{}, all or nothing, settled at completion", self.layers.len()),
+            ),
+            ("requests".to_owned(), self.requests.to_string()),
+            ("passed".to_owned(), share(self.passed)),
+            ("refused".to_owned(), if self.refused > 0 { style.warn(&refused) } else { refused }),
+            ("peak in flight".to_owned(), self.peak_in_flight.to_string()),
+        ];
+        labeled(out, &lines, style)?;
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = (self.layers.iter())
+            .map(|layer| {
+                let spent = match (layer.most_spent, layer.limit, layer.period_s) {
+                    (Some(most), Some(limit), Some(period)) => {
+                        let over =
+                            if layer.overshot { style.warn("OVER") } else { "within".into() };
+                        format!("{most} of {limit} in {period}: {over}")
+                    }
+                    _ => "-".to_owned(),
+                };
+                vec![
+                    layer.spec.clone(),
+                    layer.refused.to_string(),
+                    layer.reserved.to_string(),
+                    layer.refunded.to_string(),
+                    layer.charged_after.to_string(),
+                    layer.largest_debt.to_string(),
+                    spent,
+                    layer.peak_in_flight.to_string(),
+                ]
+            })
+            .collect();
+        let header = [
+            "layer",
+            "refused",
+            "reserved",
+            "refunded",
+            "charged after",
+            "largest debt",
+            "most spent",
+            "peak in flight",
+        ];
+        table(out, &header, &rows, style)
+    }
+}

@@ -1,0 +1,134 @@
+//! `replay --duration` and `--end`: LLM limits settled after the response, from the command
+//! line, on a log whose figures are worked out by hand below.
+
+use crate::harness::{json, run};
+
+/// Five requests at once (as in LiteLLM#18730 and envoyproxy/ai-gateway#680), then one at
+/// 10 s. Tokens: prompt + completion = 150, 190, 120, 165, 153, 15.
+pub const LLM_LOG: &str = "\
+time,user,duration,prompt_tokens,max_tokens,completion_tokens
+2025-01-01T00:00:00Z,a,2s,30,200,120
+2025-01-01T00:00:00Z,a,2.5s,40,200,150
+2025-01-01T00:00:00Z,b,1s,20,200,100
+2025-01-01T00:00:00Z,a,3s,25,200,140
+2025-01-01T00:00:00Z,b,800,33,200,120
+2025-01-01T00:00:10Z,a,0,10,100,5
+";
+
+const TOKENS: &str = "cost=prompt_tokens+completion_tokens";
+
+fn replay(specs: &[&str]) -> serde_json::Value {
+    let mut args = vec!["replay", "-", "--duration", "duration", "--format", "json"];
+    for spec in specs {
+        args.extend(["--limit", spec]);
+    }
+    json(&run(&args, LLM_LOG).ok())
+}
+
+#[test]
+fn charged_at_completion_all_five_pass_and_spend_778_tokens_against_100() {
+    let spec = format!("algo=token-bucket,rate=100/m,burst=100,charge=completion,{TOKENS}");
+    let report = replay(&[&spec]);
+    let layer = &report["layers"][0];
+    // All five pass at 0 s (a cost of 1 fits). Settled at 0.8, 1, 2, 2.5 and 3 s, 778 in
+    // all, with a refill of 1⅔ a second: 0.8 s → −53, 1 s → −172⅔, 2 s → −321,
+    // 2.5 s → −510⅙, 3 s → −674⅓: 675 owed. At 10 s it holds −662⅔: the sixth is refused.
+    assert_eq!((report["passed"].as_u64(), report["refused"].as_u64()), (Some(5), Some(1)));
+    assert_eq!(layer["charged_after"], 778);
+    assert_eq!(layer["largest_debt"], 675);
+    assert_eq!(
+        (layer["most_spent"].as_u64(), layer["overshot"].as_bool()),
+        (Some(778), Some(true))
+    );
+    assert_eq!(layer["peak_in_flight"], 5);
+    crate::json::assert_valid("settled", &report, "replay --duration");
+    let capped = replay(&["algo=concurrency,max=2,key=user", &spec]);
+    crate::json::assert_valid("settled", &capped, "replay --duration with a cap");
+}
+
+#[test]
+fn a_reservation_refuses_what_it_cannot_hold_and_settles_the_rest_back() {
+    // 500 a minute, burst 500, reserving prompt + max_tokens: 230, 240 pass (470), then
+    // 220 does not fit the 30 left, nor 225, nor 233. At 2 s the first settles: 230 − 150
+    // = 80 back, and 2 s of refill (16⅔); at 2.5 s, 240 − 190 = 50. At 10 s: 110 fits.
+    let spec = format!("algo=gcra,rate=500/m,burst=500,reserve=prompt_tokens+max_tokens,{TOKENS}");
+    let report = replay(&[&spec]);
+    let layer = &report["layers"][0];
+    assert_eq!((report["passed"].as_u64(), layer["refused"].as_u64()), (Some(3), Some(3)));
+    assert_eq!((layer["reserved"].as_u64(), layer["refunded"].as_u64()), (Some(580), Some(225)));
+    assert_eq!(
+        (layer["most_spent"].as_u64(), layer["overshot"].as_bool()),
+        (Some(355), Some(false))
+    );
+}
+
+#[test]
+fn a_cap_of_two_in_flight_per_user_refuses_the_third_at_once() {
+    let report = replay(&["algo=concurrency,max=2,key=user"]);
+    assert_eq!(report["refused"], 1);
+    assert_eq!(
+        (report["peak_in_flight"].as_u64(), report["layers"][0]["peak_in_flight"].as_u64()),
+        (Some(4), Some(2))
+    );
+}
+
+#[test]
+fn the_table_of_a_settled_replay() {
+    let spec = format!("algo=token-bucket,rate=100/m,burst=100,charge=completion,{TOKENS}");
+    let args = [
+        "replay",
+        "-",
+        "--duration",
+        "duration",
+        "--limit",
+        &spec,
+        "--limit",
+        "algo=concurrency,max=2,key=user",
+    ];
+    insta::assert_snapshot!(run(&args, LLM_LOG).ok());
+}
+
+#[test]
+fn an_end_column_gives_the_same_completions_as_durations() {
+    let ends = "time,user,end,tokens\n\
+                2025-01-01T00:00:00Z,a,2025-01-01T00:00:02Z,10\n\
+                2025-01-01T00:00:01Z,a,2025-01-01T00:00:01Z,10\n";
+    let spec = "algo=concurrency,max=1";
+    let out = run(&["replay", "-", "--end", "end", "--limit", spec, "--format", "json"], ends).ok();
+    assert_eq!(json(&out)["refused"], 1);
+    let durations = "time,user,d\n2025-01-01T00:00:00Z,a,2000\n2025-01-01T00:00:02Z,a,0\n";
+    let out =
+        run(&["replay", "-", "--duration", "d", "--limit", spec, "--format", "json"], durations)
+            .ok();
+    assert_eq!(json(&out)["refused"], 0, "a completion at an arrival's time comes first");
+}
+
+#[test]
+fn a_bad_duration_or_a_settled_spec_without_completions_is_one_line_naming_it() {
+    let bad =
+        "time,user,duration,tokens\n2025-01-01T00:00:00Z,a,1s,5\n2025-01-01T00:00:01Z,a,-3,5\n";
+    let args = ["replay", "-", "--duration", "duration", "--limit", "algo=concurrency,max=1"];
+    assert_eq!(
+        run(&args, bad).error(),
+        "ratelimit: <stdin>: line 3, field `duration`: \"-3\" is negative: a duration is 0 or more"
+    );
+    let args = ["replay", "-", "--limit", "algo=gcra,rate=1/s,reserve=tokens,cost=tokens"];
+    assert_eq!(
+        run(&args, bad).error(),
+        "ratelimit: --limit algo=gcra,rate=1/s,reserve=tokens,cost=tokens is settled after the \
+         response: give --duration COLUMN or --end COLUMN, when each request completes"
+    );
+    let args = [
+        "replay",
+        "-",
+        "--duration",
+        "duration",
+        "--limit",
+        "algo=sliding-log,rate=1/s,reserve=tokens",
+    ];
+    assert_eq!(
+        run(&args, bad).error(),
+        "ratelimit: sliding-log cannot give back what a reservation did not use: charge=reserve \
+         is settled on fixed-window, token-bucket, gcra"
+    );
+}
