@@ -28,7 +28,7 @@
 
 #![warn(missing_docs)]
 
-pub use ratelimit_core::{limiter, sizing};
+pub use ratelimit_core::{limiter, settle, sizing};
 pub use ratelimit_input as input;
 pub use ratelimit_input::units;
 

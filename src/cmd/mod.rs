@@ -10,6 +10,7 @@ pub(crate) mod filter;
 mod limiters;
 mod man;
 pub(crate) mod min_bucket;
+mod min_limit;
 mod min_rate;
 mod plot;
 pub(crate) mod replay;
@@ -58,6 +59,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Report(args) => report::run(&args),
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
+        Command::MinLimit(args) => min_limit::run(&args, &styles),
         Command::Filter(args) => filter::run(&args),
         Command::Synth(args) => synth::run(&args),
         #[cfg(feature = "quakes")]
@@ -166,6 +168,11 @@ pub enum Command {
     /// Find the smallest rate at which a bucket of a given burst drops nothing.
     #[command(after_help = AFTER_HELP)]
     MinRate(min_rate::MinRateArgs),
+    /// Find the smallest provider limit (a bucket of L refilled at L a period) that refuses
+    /// none of a log's requests, reserved, charged after or on arrival; or the fewest
+    /// requests in flight.
+    #[command(after_help = AFTER_HELP)]
+    MinLimit(min_limit::MinLimitArgs),
     /// Limit a live stream: pass the lines of stdin that a limiter admits, as they arrive.
     #[command(after_help = filter::FILTER_AFTER_HELP)]
     Filter(filter::FilterArgs),

@@ -132,3 +132,41 @@ fn a_bad_duration_or_a_settled_spec_without_completions_is_one_line_naming_it() 
          is settled on fixed-window, token-bucket, gcra"
     );
 }
+
+fn min_limit(args: &[&str]) -> serde_json::Value {
+    let args = [&["min-limit", "-", "--format", "json"], args].concat();
+    let found = json(&run(&args, LLM_LOG).ok());
+    crate::json::assert_valid("min-limit", &found, "min-limit");
+    found
+}
+
+#[test]
+fn the_smallest_limit_charged_on_arrival_holds_the_five_at_once() {
+    // 150 + 190 + 120 + 165 + 153 = 778 at 0 s; at 10 s, 778 a minute has refilled 129⅔.
+    let found = min_limit(&["--per", "1m", "--cost", "prompt_tokens+completion_tokens"]);
+    assert_eq!((found["limit"].as_u64(), found["kind"].as_str()), (Some(778), Some("rate")));
+    // And it is the smallest: a replay at 778 refuses none, at 777 one.
+    let spec = |l: u64| format!("algo=token-bucket,rate={l}/m,burst={l},{TOKENS}");
+    assert_eq!(replay(&[&spec(778)])["refused"], 0);
+    assert_eq!(replay(&[&spec(777)])["refused"], 1);
+}
+
+#[test]
+fn the_smallest_limit_per_key_reserving_is_the_key_that_reserves_most_at_once() {
+    let args = ["--per", "1m", "--cost", "prompt_tokens+completion_tokens"];
+    let reserve = ["--reserve", "prompt_tokens+max_tokens", "--duration", "duration"];
+    let found = min_limit(&[&args[..], &reserve, &["--key", "user"]].concat());
+    // a reserves 230 + 240 + 225 = 695 at 0 s; b 220 + 233 = 453.
+    assert_eq!(
+        (found["limit"].as_u64(), found["keys"]["worst_key"].as_str()),
+        (Some(695), Some("a"))
+    );
+    assert_eq!(found["keys"]["quantiles"]["p50"], 453);
+    let concurrency = min_limit(&["--concurrency", "--duration", "duration"]);
+    assert_eq!(
+        (concurrency["limit"].as_u64(), concurrency["kind"].as_str()),
+        (Some(5), Some("concurrency"))
+    );
+    let table = run(&[&["min-limit", "-"], &args[..], &reserve].concat(), LLM_LOG).ok();
+    insta::assert_snapshot!(table);
+}

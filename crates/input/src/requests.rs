@@ -64,7 +64,8 @@ impl Requests {
     }
 }
 
-/// Reads the requests of `source`: each kept row's time (its arrival), key, completion,
+/// Reads the requests of `source`: each kept row's time (its arrival), key, completion
+/// (its arrival, without a `completion` column),
 /// and the whole numbers (0 to [`MAX_COST`](ratelimit_core::limiter::MAX_COST)) of `columns`, in arrival order. A field that
 /// does not read stops the reading with its file, line and column, as a bad event's does
 /// (or is skipped, as `--skip-bad` allows). Requests are kept in memory to be put in
@@ -72,12 +73,12 @@ impl Requests {
 pub fn read_requests(
     source: &Source,
     options: &ReadOptions,
-    completion: &Completion,
+    completion: Option<&Completion>,
     columns: &[String],
 ) -> Result<(Requests, ReadStats)> {
     let mut options = options.clone();
-    options.also =
-        std::iter::once(completion.column().to_owned()).chain(columns.iter().cloned()).collect();
+    let ended = completion.map(|c| c.column().to_owned());
+    options.also = ended.into_iter().chain(columns.iter().cloned()).collect();
     let mut input = Opened::open(source)?;
     let mut pass = input.reading(source, &options)?;
     let name = source.name();
@@ -89,7 +90,7 @@ pub fn read_requests(
         find_column(&header, column, "(named for the requests)")
             .map_err(|problem| layout(&name, problem.to_string()))
     };
-    let ends = find(completion.column())?;
+    let ends = completion.map(|c| find(c.column())).transpose()?;
     let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
     let width = columns.len();
     let each = size_of::<Request>() + 8 + 8 * width;
@@ -103,17 +104,19 @@ pub fn read_requests(
                 format!("too many requests to keep: the most is {most} GiB"),
             ));
         }
-        let (text, line) = pass.field(ends);
+        let (text, line) = pass.field(ends.unwrap_or(usize::MAX));
         let arrival = event.time;
         let bad = |field: &str, text: &[u8], reason: String| {
             field_error(&name, ("line", line), field, text, reason)
         };
         let ended = match completion {
-            Completion::Duration(column) => {
+            // Without completions, each request completes as it arrives.
+            None => Some(arrival),
+            Some(Completion::Duration(column)) => {
                 let micros = duration(text).map_err(|reason| bad(column, text, reason))?;
                 arrival.as_micros().checked_add(micros).and_then(Timestamp::from_micros)
             }
-            Completion::End(column) => {
+            Some(Completion::End(column)) => {
                 let end = options
                     .time_format
                     .parse(text)
@@ -125,7 +128,8 @@ pub fn read_requests(
             }
         };
         let Some(ended) = ended else {
-            return Err(bad(completion.column(), text, "past the latest time".into()));
+            let column = completion.map_or("", Completion::column);
+            return Err(bad(column, text, "past the latest time".into()));
         };
         for (column, &index) in columns.iter().zip(&at) {
             let (text, _) = pass.field(index);
@@ -206,7 +210,7 @@ mod tests {
     fn read(csv: &'static str, completion: Completion) -> Result<Requests> {
         let source = Source::Embedded { name: "log.csv", bytes: csv.as_bytes() };
         let options = ReadOptions { key_column: Some("user".into()), ..ReadOptions::new() };
-        read_requests(&source, &options, &completion, &["tokens".into()]).map(|(r, _)| r)
+        read_requests(&source, &options, Some(&completion), &["tokens".into()]).map(|(r, _)| r)
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde_json::Value;
 use self::page::Described;
 use super::write_stdout;
 use crate::engine::settled::SettledReport;
+use crate::engine::settled::min_limit::MinLimit;
 use crate::engine::side_by_side::SideBySide;
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
 use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
@@ -63,6 +64,8 @@ pub enum Output {
     /// `replay --duration COL --format json` (or `--end COL`): requests settled after the
     /// response, each layer's reservations, refunds, debt and overshoot.
     Settled,
+    /// `min-limit --format json`: the smallest provider limit, or requests in flight.
+    MinLimit,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -108,6 +111,7 @@ fn schema(output: Output) -> Value {
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
         Output::Check => schemars::schema_for!(CheckReport),
         Output::Settled => schemars::schema_for!(SettledReport),
+        Output::MinLimit => schemars::schema_for!(MinLimit),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

@@ -4,6 +4,7 @@
 mod csv;
 mod json;
 mod layered;
+mod min_limit;
 mod rates;
 mod results;
 mod settled;

@@ -355,3 +355,75 @@ proptest! {
         prop_assert_eq!(settling.in_flight(), 0);
     }
 }
+
+/// Requests of one key for a bucket, and a period.
+fn one_key() -> impl Strategy<Value = (Vec<(Request, Amount)>, Charge, Span)> {
+    let charge =
+        prop_oneof![Just(Charge::Arrival), Just(Charge::Reserve), Just(Charge::Completion)];
+    let per = prop_oneof![Just(1_000_000i64), Just(10_000_000), 1i64..=20_000_000];
+    let amount = (0u64..=9, 0u64..=9).prop_map(|(reserve, cost)| Amount { reserve, cost });
+    let gap = prop_oneof![3 => Just(0i64), 3 => 0i64..3_000_000];
+    let one = (gap, 0i64..5_000_000, amount);
+    (prop::collection::vec(one, 0..30), charge, per).prop_map(|(steps, charge, per)| {
+        let mut now = 0;
+        let requests = (steps.into_iter())
+            .map(|(gap, duration, amount)| {
+                now += gap;
+                let (arrival, completion) = (
+                    Timestamp::from_micros(now).unwrap(),
+                    Timestamp::from_micros(now + duration).unwrap(),
+                );
+                (Request { arrival, completion, key: 0 }, amount)
+            })
+            .collect();
+        (requests, charge, Span::from_micros(per).unwrap())
+    })
+}
+
+/// Whether the simulation's bucket of `limit` a `per` refuses none of `requests`.
+fn simulated_lossless(
+    requests: &[(Request, Amount)],
+    charge: Charge,
+    per: Span,
+    limit: u64,
+) -> bool {
+    let settings = Settings {
+        algorithm: Algorithm::TokenBucket,
+        rate: Rate::new(limit, per).unwrap(),
+        burst: NonZeroU64::new(limit).unwrap(),
+        window: per,
+        params: Algorithm::TokenBucket.default_params(),
+    };
+    let layers = [SettledLayer { bound: Bound::Rate(settings), keyed: false, charge }];
+    let requests: Vec<(Request, Vec<Amount>)> =
+        requests.iter().map(|&(r, a)| (r, vec![a])).collect();
+    simulate(&layers, &requests).0.iter().all(|&refused| refused == 0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The smallest limit is the first L of a linear scan, by the simulation: it refuses
+    /// nothing, and L − 1 refuses something.
+    #[test]
+    fn the_smallest_limit_is_the_linear_scans((requests, charge, per) in one_key()) {
+        let found = min_limit(&requests, charge, per).unwrap();
+        if requests.is_empty() {
+            prop_assert_eq!(found, 0);
+            return Ok(());
+        }
+        let scanned = (1..).find(|&l| simulated_lossless(&requests, charge, per, l)).unwrap();
+        prop_assert_eq!(found, scanned);
+        prop_assert!(found == 1 || !simulated_lossless(&requests, charge, per, found - 1));
+    }
+}
+
+#[test]
+fn the_smallest_limit_of_five_at_once_charged_at_arrival_is_their_sum() {
+    // Five requests of 130 at once need a bucket of 650: refill comes too late.
+    let at0 = Request { arrival: at(0), completion: at(5), key: 0 };
+    let requests = [(at0, Amount { reserve: 0, cost: 130 }); 5];
+    assert_eq!(min_limit(&requests, Charge::Arrival, Span::MINUTE), Some(650));
+    // Charged at completion, a bucket of 1 admits them all at 0 s.
+    assert_eq!(min_limit(&requests, Charge::Completion, Span::MINUTE), Some(1));
+}

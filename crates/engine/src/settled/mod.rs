@@ -1,6 +1,7 @@
 //! Replaying requests through layers settled after the response, and what it found: the
 //! LLM limits that reserve, charge at completion, or cap requests in flight.
 
+pub mod min_limit;
 mod spec;
 
 use schemars::JsonSchema;
@@ -9,7 +10,7 @@ use serde::Serialize;
 use ratelimit_core::limiter::MAX_COST;
 use ratelimit_core::settle::{self, Amount, Charge, SettledLayer, Settling};
 
-pub use self::spec::{Bound, LayerSpec, Sum};
+pub use self::spec::{Bound, LayerSpec, Sum, charge_of};
 use crate::error::{Error, Place, Result};
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, Requests, read_requests};
@@ -135,8 +136,8 @@ pub fn replay(
     let terms: Vec<(Vec<usize>, Vec<usize>)> = (specs.iter())
         .map(|spec| (spec.reserve.as_ref().map(&mut at).unwrap_or_default(), at(&spec.cost)))
         .collect();
-    let (requests, stats) =
-        read_requests(source, read, completion, &columns).map_err(|e| Error::of(&e.into()))?;
+    let (requests, stats) = read_requests(source, read, Some(completion), &columns)
+        .map_err(|e| Error::of(&e.into()))?;
     let mut amounts = vec![Amount::default(); specs.len()];
     let mut passed = 0;
     for (n, &request) in requests.requests.iter().enumerate() {
@@ -145,12 +146,8 @@ pub fn replay(
             amounts.iter_mut().zip(specs).zip(&terms).zip(1..)
         {
             let sum = |sum: &Sum, at: &[usize]| {
-                let total = at.iter().map(|&i| u128::from(values[i])).sum::<u128>()
-                    + u128::from(sum.number);
-                u64::try_from(total)
-                    .ok()
-                    .filter(|&t| t <= MAX_COST)
-                    .ok_or_else(|| too_large(source, &requests, n, layer, sum))
+                let total = sum.total(at.iter().map(|&i| values[i]));
+                total.ok_or_else(|| too_large(source, &requests, n, layer, sum))
             };
             amount.cost = sum(&spec.cost, cost)?;
             amount.reserve = match &spec.reserve {
@@ -201,7 +198,13 @@ pub fn replay(
 }
 
 /// Says that request `n`'s sum `sum` for layer `layer` (from 1) is over [`MAX_COST`].
-fn too_large(source: &Source, requests: &Requests, n: usize, layer: usize, sum: &Sum) -> Error {
+pub(crate) fn too_large(
+    source: &Source,
+    requests: &Requests,
+    n: usize,
+    layer: usize,
+    sum: &Sum,
+) -> Error {
     let line = requests.lines[n];
     let name = source.name();
     let message = format!(

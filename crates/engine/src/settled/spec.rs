@@ -26,6 +26,14 @@ impl Sum {
         Sum { columns: Vec::new(), number }
     }
 
+    /// Returns the sum of `values` (the columns', in their order) and the number: `None`
+    /// past [`MAX_COST`](ratelimit_core::limiter::MAX_COST), the most a request may cost.
+    pub fn total(&self, values: impl IntoIterator<Item = u64>) -> Option<u64> {
+        let columns: u128 = values.into_iter().map(u128::from).sum();
+        let total = u64::try_from(columns + u128::from(self.number)).ok()?;
+        (total <= ratelimit_core::limiter::MAX_COST).then_some(total)
+    }
+
     /// Returns the sum as a cost an event may have: one column, or a number; `None` for a
     /// sum of several terms, which only requests are read with.
     pub fn as_cost(&self) -> Option<Cost> {
@@ -62,6 +70,27 @@ impl fmt::Display for Sum {
         let number = (self.number > 0 || self.columns.is_empty()).then(|| self.number.to_string());
         let terms: Vec<String> = self.columns.iter().cloned().chain(number).collect();
         f.write_str(&terms.join("+"))
+    }
+}
+
+/// Settles when a layer charges from what was given: `charge` if said, and whether an
+/// estimate to reserve was (which alone means `reserve`). Each name is written after
+/// `prefix` in messages (`--` for flags).
+pub fn charge_of(charge: Option<Charge>, reserve: bool, prefix: &str) -> Result<Charge, String> {
+    let (said, reserved) = match prefix {
+        "--" => ("--charge ", "--reserve SUM"),
+        _ => ("charge=", "reserve="),
+    };
+    match (charge, reserve) {
+        (None | Some(Charge::Reserve), true) => Ok(Charge::Reserve),
+        (Some(Charge::Reserve), false) => {
+            Err(format!("{said}reserve needs {reserved}, the estimate"))
+        }
+        (Some(other), true) => {
+            let reserved = reserved.trim_end_matches(" SUM");
+            Err(format!("{reserved} is for {said}reserve, not {said}{}", other.name()))
+        }
+        (charge, false) => Ok(charge.unwrap_or_default()),
     }
 }
 
@@ -164,21 +193,8 @@ impl FromStr for LayerSpec {
                 _ => rest.push(part),
             }
         }
-        let charge = match (charge, &reserve) {
-            (None | Some(Charge::Reserve), Some(_)) => Charge::Reserve,
-            (Some(Charge::Reserve), None) => {
-                return Err(invalid(
-                    "reserve",
-                    "charge=reserve needs reserve=, the estimate".into(),
-                ));
-            }
-            (Some(other), Some(_)) => {
-                let message =
-                    format!("reserve= is for charge=reserve, not charge={}", other.name());
-                return Err(invalid("reserve", message));
-            }
-            (charge, None) => charge.unwrap_or_default(),
-        };
+        let charge = charge_of(charge, reserve.is_some(), "")
+            .map_err(|message| invalid("reserve", message))?;
         let cost = cost.unwrap_or(Sum::number(1));
         if concurrency {
             let Some(max) = max else {
