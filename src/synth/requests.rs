@@ -102,16 +102,24 @@ pub struct Request {
 }
 
 /// An LLM call's tokens: the prompt's, heavy-tailed (Pareto, α = 1.5, from 50, at most
-/// 100,000); the most the reply may take (`max_tokens`: 256, 512, 1,024 or 4,096); and in
-/// all, the prompt and a reply of up to that many, uniform.
+/// 100,000); the most the reply may take (`max_tokens`: 256, 512, 1,024 or 4,096); the
+/// reply's, uniform up to that many; in all, the prompt's and the reply's; and how long
+/// the call took, from both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tokens {
     /// The prompt's tokens.
     pub prompt: u64,
     /// The most the reply may take.
     pub max: u64,
+    /// The reply's tokens.
+    pub reply: u64,
     /// The prompt's and the reply's.
     pub total: u64,
+    /// How long the call took, in milliseconds: 300 to start, a millisecond for each 10
+    /// tokens of prompt read, and 15 for each token of reply written. It takes the
+    /// prompt's heavy tail, and draws nothing more, so that the other columns are what
+    /// they were before it was written.
+    pub duration_ms: u64,
 }
 
 /// Who sent a request.
@@ -312,7 +320,8 @@ impl RequestLog {
             clippy::cast_precision_loss
         )]
         let reply = libm::floor(self.uniform() * (max as f64 + 1.0)).min(max as f64) as u64;
-        Some(Tokens { prompt, max, total: prompt + reply })
+        let duration_ms = 300 + prompt / 10 + 15 * reply;
+        Some(Tokens { prompt, max, reply, total: prompt + reply, duration_ms })
     }
 
     fn time(&self, at: f64) -> Timestamp {
@@ -326,8 +335,8 @@ impl RequestLog {
 
 /// The request log's CSV header, and the columns a log with tokens adds.
 const HEADER: &[u8] = b"time,client,method,path,status\n";
-const TOKENS_HEADER: &[u8] =
-    b"time,client,method,path,status,prompt_tokens,max_tokens,total_tokens\n";
+const TOKENS_HEADER: &[u8] = b"time,client,method,path,status,prompt_tokens,max_tokens,\
+total_tokens,completion_tokens,duration_ms\n";
 
 /// Writes requests as CSV with a header, streaming.
 /// With `tokens`, each row ends with its call's tokens.
@@ -353,8 +362,10 @@ pub fn write_log(
             row.push(b',');
             row.extend_from_slice(field);
         }
-        if let Some(Tokens { prompt, max, total }) = request.tokens.filter(|_| tokens) {
-            for count in [prompt, max, total] {
+        if let Some(Tokens { prompt, max, reply, total, duration_ms }) =
+            request.tokens.filter(|_| tokens)
+        {
+            for count in [prompt, max, total, reply, duration_ms] {
                 row.push(b',');
                 row.extend_from_slice(numbers.format(count).as_bytes());
             }

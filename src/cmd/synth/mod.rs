@@ -102,8 +102,9 @@ pub struct RequestsArgs {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub bots: u64,
 
-    /// Make each request an LLM call, with prompt_tokens (heavy-tailed), max_tokens and
-    /// total_tokens columns: a log to size limits of requests and tokens on (--cost).
+    /// Make each request an LLM call, with prompt_tokens (heavy-tailed), max_tokens,
+    /// total_tokens, completion_tokens and duration_ms columns: a log to size limits of
+    /// requests and tokens on (--cost), reserved and settled (--duration duration_ms).
     #[arg(long)]
     pub tokens: bool,
 

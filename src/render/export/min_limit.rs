@@ -23,9 +23,11 @@ impl Report for MinLimit {
         let mut lines = vec![
             ("input".to_owned(), self.input.clone()),
             ("requests".to_owned(), self.requests.to_string()),
-            ("charge".to_owned(), self.charge.name().to_owned()),
             ("smallest limit".to_owned(), style.good(&limit)),
         ];
+        if self.per_s.is_some() {
+            lines.insert(2, ("charge".to_owned(), self.charge.name().to_owned()));
+        }
         if let Some(keys) = &self.keys {
             lines.push(("keys".to_owned(), keys.count.to_string()));
             lines.push(("needs the most".to_owned(), keys.worst_key.clone()));
