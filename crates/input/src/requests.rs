@@ -94,10 +94,10 @@ pub fn read_requests(
     let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
     let width = columns.len();
     let each = size_of::<Request>() + 8 + 8 * width;
-    let mut kept: Vec<(Request, usize, u64)> = Vec::new();
-    let mut values: Vec<u64> = Vec::new();
+    let mut read = Requests { width, ..Requests::default() };
+    let mut sorted = true;
     while let Some(event) = pass.next_event()? {
-        if kept.len().saturating_add(1).saturating_mul(each) > MOST_KEPT {
+        if read.len().saturating_add(1).saturating_mul(each) > MOST_KEPT {
             let most = MOST_KEPT >> 30;
             return Err(layout(
                 &name,
@@ -134,22 +134,24 @@ pub fn read_requests(
         for (column, &index) in columns.iter().zip(&at) {
             let (text, _) = pass.field(index);
             let value = parse_cost(text).map_err(|reason| bad(column, text, reason.to_string()))?;
-            values.push(value);
+            read.values.push(value);
         }
-        let request = Request { arrival, completion: ended, key: event.key };
-        kept.push((request, kept.len(), line));
+        sorted &= read.requests.last().is_none_or(|last| last.arrival <= arrival);
+        read.requests.push(Request { arrival, completion: ended, key: event.key });
+        read.lines.push(line);
     }
     let stats = pass.into_stats();
+    if sorted {
+        return Ok((read, stats));
+    }
     // Stable: requests at one time stay in input order.
-    kept.sort_by_key(|(request, ..)| request.arrival);
+    let mut order: Vec<usize> = (0..read.len()).collect();
+    order.sort_by_key(|&n| read.requests[n].arrival);
     let mut requests = Requests { width, ..Requests::default() };
-    requests.requests.reserve(kept.len());
-    requests.lines.reserve(kept.len());
-    requests.values.reserve(values.len());
-    for (request, n, line) in kept {
-        requests.requests.push(request);
-        requests.lines.push(line);
-        requests.values.extend_from_slice(&values[n * width..(n + 1) * width]);
+    requests.requests.extend(order.iter().map(|&n| read.requests[n]));
+    requests.lines.extend(order.iter().map(|&n| read.lines[n]));
+    for &n in &order {
+        requests.values.extend_from_slice(read.values(n));
     }
     Ok((requests, stats))
 }
