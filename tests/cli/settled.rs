@@ -170,3 +170,17 @@ fn the_smallest_limit_per_key_reserving_is_the_key_that_reserves_most_at_once() 
     let table = run(&[&["min-limit", "-"], &args[..], &reserve].concat(), LLM_LOG).ok();
     insta::assert_snapshot!(table);
 }
+
+#[test]
+fn a_settled_envoy_layer_lets_the_empty_key_through_uncounted_as_envoy_does() {
+    let log = "time,user,d\n2025-01-01T00:00:00Z,,0\n2025-01-01T00:00:01Z,,0\n\
+               2025-01-01T00:00:02Z,a,0\n2025-01-01T00:00:03Z,a,0\n";
+    let refused = |spec: &str| {
+        let args = ["replay", "-", "--duration", "d", "--limit", spec, "--format", "json"];
+        json(&run(&args, log).ok())["refused"].as_u64()
+    };
+    // envoy's descriptor without its header is not counted; an exact limiter's empty key is
+    // a key like any other.
+    assert_eq!(refused("algo=envoy-ratelimit,rate=1/m,key=user,charge=completion"), Some(1));
+    assert_eq!(refused("algo=gcra,rate=1/m,burst=1,key=user,charge=completion"), Some(2));
+}

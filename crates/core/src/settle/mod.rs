@@ -14,7 +14,7 @@ mod spent;
 
 use self::concurrency::{Concurrency, InFlight};
 use self::spent::Spent;
-use crate::event::{Key, slot};
+use crate::event::{EmptyKey, Key, slot};
 use crate::limiter::{AnyPerKey, MAX_COST};
 use crate::policy::{MAX_LAYERS, Settings};
 use crate::units::time::Timestamp;
@@ -154,6 +154,8 @@ pub struct LayerSettled {
 #[derive(Clone, Debug)]
 struct Layer {
     layer: SettledLayer,
+    /// Whether it lets a request of the empty key through uncounted, as its system does.
+    skips_empty: bool,
     limiter: Option<AnyPerKey>,
     in_flight: InFlight,
     spent: Option<Spent>,
@@ -278,6 +280,8 @@ pub struct Settling {
     arrivals: u64,
     last: Option<Timestamp>,
     peak_in_flight: u64,
+    /// The empty key's number, shared with the reading that numbers the keys.
+    empty: EmptyKey,
 }
 
 impl Settling {
@@ -294,8 +298,11 @@ impl Settling {
                 }
                 Bound::Concurrency(_) => (None, None),
             };
+            let skips_empty = layer.keyed
+                && matches!(layer.bound, Bound::Rate(s) if s.algorithm.skips_empty_key());
             let settled = LayerSettled::default();
-            Ok(Layer { layer, limiter, in_flight: InFlight::default(), spent, settled })
+            let in_flight = InFlight::default();
+            Ok(Layer { layer, skips_empty, limiter, in_flight, spent, settled })
         });
         Ok(Settling {
             layers: each.collect::<Result<_, SettleError>>()?,
@@ -305,7 +312,15 @@ impl Settling {
             arrivals: 0,
             last: None,
             peak_in_flight: 0,
+            empty: EmptyKey::default(),
         })
+    }
+
+    /// Shares `empty`, the empty key's number as the reading of the requests numbers it:
+    /// a keyed layer whose system lets a request of that key through uncounted (envoy's
+    /// descriptor without its header, say) then does, at arrival and at completion.
+    pub fn share_empty_key(&mut self, empty: &EmptyKey) {
+        self.empty = empty.clone();
     }
 
     /// Decides `request`, the next in arrival order, which costs layer n `amounts[n]`:
@@ -324,7 +339,11 @@ impl Settling {
         self.last = Some(arrival);
         self.settle_until(arrival);
         let mut refused = 0;
+        let empty = self.empty.is(key);
         for (n, (layer, &amount)) in self.layers.iter_mut().zip(amounts).enumerate() {
+            if layer.skips_empty && empty {
+                continue;
+            }
             if !layer.admits(key, arrival, amount) {
                 refused |= 1 << n;
                 layer.settled.refused += 1;
@@ -336,7 +355,9 @@ impl Settling {
             return Ok(refused);
         }
         for (layer, &amount) in self.layers.iter_mut().zip(amounts) {
-            layer.arrive(key, arrival, amount);
+            if !(layer.skips_empty && empty) {
+                layer.arrive(key, arrival, amount);
+            }
         }
         let place = self.keep(amounts);
         self.pending.push(Reverse((completion, seq, key, place)));
@@ -389,8 +410,11 @@ impl Settling {
             self.pending.pop();
             let width = self.layers.len();
             let at = place as usize * width;
+            let empty = self.empty.is(key);
             for (layer, &amount) in self.layers.iter_mut().zip(&self.amounts[at..at + width]) {
-                layer.complete(key, completion, amount);
+                if !(layer.skips_empty && empty) {
+                    layer.complete(key, completion, amount);
+                }
             }
             self.free.push(place);
         }

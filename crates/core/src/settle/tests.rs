@@ -7,6 +7,7 @@ use std::num::NonZeroU64;
 use proptest::prelude::*;
 
 use super::*;
+use crate::event::EmptyKey;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
 use crate::units::time::Span;
@@ -426,4 +427,22 @@ fn the_smallest_limit_of_five_at_once_charged_at_arrival_is_their_sum() {
     assert_eq!(min_limit(&requests, Charge::Arrival, Span::MINUTE), Some(650));
     // Charged at completion, a bucket of 1 admits them all at 0 s.
     assert_eq!(min_limit(&requests, Charge::Completion, Span::MINUTE), Some(1));
+}
+
+#[test]
+fn a_keyed_layer_whose_system_skips_the_empty_key_lets_it_through_uncounted() {
+    // envoy-ratelimit by key, 1 a minute, charged at completion: key 0 is the empty key,
+    // through uncounted as often as it comes; key 1 is refused its second.
+    let mut layer = rate_layer(Algorithm::EnvoyRatelimit, "1/m", 1, Charge::Completion);
+    layer.keyed = true;
+    let mut settling = Settling::new(&[layer]).unwrap();
+    let empty = EmptyKey::default();
+    empty.set(0);
+    settling.share_empty_key(&empty);
+    let mut passed = Vec::new();
+    for (s, key) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1)] {
+        let request = Request { arrival: at(s), completion: at(s), key };
+        passed.push(settling.arrive(request, &[Amount { reserve: 0, cost: 1 }]).unwrap() == 0);
+    }
+    assert_eq!(passed, [true, true, true, true, false]);
 }

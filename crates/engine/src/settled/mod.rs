@@ -138,6 +138,8 @@ pub fn replay(
         .collect();
     let (requests, stats) = read_requests(source, read, Some(completion), &columns)
         .map_err(|e| Error::of(&e.into()))?;
+    // Read by now, the requests' keys have told the empty key's number, if it came.
+    settling.share_empty_key(&read.empty_key);
     let mut amounts = vec![Amount::default(); specs.len()];
     let mut passed = 0;
     for (n, &request) in requests.requests.iter().enumerate() {
