@@ -12,7 +12,7 @@ use crate::cli::config::Styles;
 use crate::cli::notes::say_notes;
 use crate::engine::limit::column;
 use crate::engine::settled::min_limit::{self, MinLimitAsk};
-use crate::engine::settled::{Sum, charge_of};
+use crate::engine::settled::{Sum, charge_of, parse_charge};
 use crate::input::cost::Cost;
 use crate::input::requests::Completion;
 use crate::render::export;
@@ -45,11 +45,7 @@ impl MinLimitArgs {
         };
         let charge =
             charge_of(self.charge, self.reserve.is_some(), "--").map_err(anyhow::Error::msg)?;
-        let completion = match (&self.duration, &self.end) {
-            (Some(column), _) => Some(Completion::Duration(column.clone())),
-            (None, Some(column)) => Some(Completion::End(column.clone())),
-            (None, None) => None,
-        };
+        let completion = Completion::given(self.duration.as_deref(), self.end.as_deref());
         if completion.is_none() && (charge != Charge::Arrival || self.concurrency) {
             bail!("--duration COLUMN or --end COLUMN is needed: when each request completes");
         }
@@ -65,14 +61,6 @@ impl MinLimitArgs {
             concurrency: self.concurrency,
         })
     }
-}
-
-/// Reads `--charge`.
-fn parse_charge(text: &str) -> Result<Charge, String> {
-    Charge::ALL
-        .into_iter()
-        .find(|c| c.name() == text)
-        .ok_or_else(|| format!("{text}: one of arrival, reserve, completion"))
 }
 
 /// `ratelimit min-limit`.

@@ -35,7 +35,7 @@ pub fn columns<'a>(limits: &'a [Limit], noun: &str) -> Result<Columns<'a>, Limit
 /// Returns the one column that `columns` name (none if they name none); `noun` (layers,
 /// configurations) that are `what` (keyed, weighed) by `name` must all be so by the same
 /// column.
-fn one_column<'a>(
+pub(crate) fn one_column<'a>(
     columns: impl Iterator<Item = &'a str>,
     noun: &str,
     what: &str,

@@ -288,9 +288,9 @@ impl<'a, R: Read> Reading<'a, R> {
         }
     }
 
-    /// Returns field `index` of the row read last, and the line it starts on.
-    pub(super) fn field(&self, index: usize) -> (&[u8], u64) {
-        (self.record.get(index).unwrap_or_default(), self.line())
+    /// Returns field `index` of the row read last.
+    pub(super) fn field(&self, index: usize) -> &[u8] {
+        self.record.get(index).unwrap_or_default()
     }
 
     /// Returns the header the columns were found in.
@@ -374,19 +374,23 @@ pub(super) fn asked_fields(options: &ReadOptions) -> Vec<String> {
     fields
 }
 
+/// Finds column `wanted` in `header`, the names of input `name`'s fields, or says why it
+/// is not there (`why`: what asked for it). An empty input is an empty catalog, not a
+/// missing column: every column of it is the first.
+pub(super) fn column_in(header: &ByteRecord, wanted: &str, why: &str, name: &str) -> Result<usize> {
+    if header.is_empty() {
+        return Ok(0);
+    }
+    find_column(header, wanted, why).map_err(|problem| layout(name, problem.to_string()))
+}
+
 /// Finds the columns `options` names in `header`, the names of input `name`'s fields.
 pub(super) fn resolve_columns(
     header: &ByteRecord,
     options: &ReadOptions,
     name: &str,
 ) -> Result<Columns> {
-    let column = |wanted: &str, why: &str| {
-        if header.is_empty() {
-            // An empty input is an empty catalog, not a missing column.
-            return Ok(0);
-        }
-        find_column(header, wanted, why).map_err(|problem| layout(name, problem.to_string()))
-    };
+    let column = |wanted: &str, why: &str| column_in(header, wanted, why, name);
     // A header that is an access log's line: the log was read as CSV.
     let logged = super::clf::is_access_log_line(&header.iter().collect::<Vec<_>>().join(&b","[..]));
     let why = match logged {

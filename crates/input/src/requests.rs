@@ -6,8 +6,8 @@ use ratelimit_core::units::decimal::{DecimalError, parse_exact};
 
 use super::cost::parse_cost;
 use super::error::{Result, field_error, layout};
-use super::header::find_column;
 use super::options::ReadOptions;
+use super::reading::column_in;
 use super::sorted::MOST_KEPT;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
@@ -25,6 +25,16 @@ pub enum Completion {
 }
 
 impl Completion {
+    /// Returns the completions `--duration COL` or `--end COL` give, if either is given:
+    /// a duration's column if both are.
+    pub fn given(duration: Option<&str>, end: Option<&str>) -> Option<Completion> {
+        match (duration, end) {
+            (Some(column), _) => Some(Completion::Duration(column.to_owned())),
+            (None, Some(column)) => Some(Completion::End(column.to_owned())),
+            (None, None) => None,
+        }
+    }
+
     /// The column it is read from.
     pub fn column(&self) -> &str {
         match self {
@@ -83,13 +93,7 @@ pub fn read_requests(
     let mut pass = input.reading(source, &options)?;
     let name = source.name();
     let header = pass.header_record().clone();
-    let find = |column: &str| {
-        if header.is_empty() {
-            return Ok(0);
-        }
-        find_column(&header, column, "(named for the requests)")
-            .map_err(|problem| layout(&name, problem.to_string()))
-    };
+    let find = |column: &str| column_in(&header, column, "(named for the requests)", &name);
     let ends = completion.map(|c| find(c.column())).transpose()?;
     let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
     let width = columns.len();
@@ -104,11 +108,12 @@ pub fn read_requests(
                 format!("too many requests to keep: the most is {most} GiB"),
             ));
         }
-        let (text, line) = pass.field(ends.unwrap_or(usize::MAX));
+        let line = pass.line();
         let arrival = event.time;
         let bad = |field: &str, text: &[u8], reason: String| {
             field_error(&name, ("line", line), field, text, reason)
         };
+        let text = ends.map_or(&[][..], |at| pass.field(at));
         let ended = match completion {
             // Without completions, each request completes as it arrives.
             None => Some(arrival),
@@ -132,7 +137,7 @@ pub fn read_requests(
             return Err(bad(column, text, "past the latest time".into()));
         };
         for (column, &index) in columns.iter().zip(&at) {
-            let (text, _) = pass.field(index);
+            let text = pass.field(index);
             let value = parse_cost(text).map_err(|reason| bad(column, text, reason.to_string()))?;
             read.values.push(value);
         }

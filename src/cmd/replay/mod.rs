@@ -29,9 +29,14 @@ use crate::render::export;
 use crate::render::outfile::Output;
 use crate::render::outfile::stdout;
 
-/// Writes what a replay found, one limit's report or the layers', as `args` ask: to
-/// stdout, or with `--emit` (the rows went there) to stderr.
-pub(crate) fn write(report: &ReplayReport, args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+/// Writes what a replay found (one limit's report, the layers', or the layers settled after
+/// the response), as `args` ask: to stdout, or with `--emit` (the rows went there) to
+/// stderr.
+pub(crate) fn write<R: export::Report>(
+    report: &R,
+    args: &ReplayArgs,
+    styles: &Styles,
+) -> Result<ExitCode> {
     let (mut out, style): (Box<dyn Write>, _) = match args.emit {
         None => (Box::new(BufWriter::new(stdout())), styles.stdout),
         Some(_) => (diagnostics(), styles.stderr),
@@ -117,11 +122,7 @@ impl ReplayArgs {
 impl ReplayArgs {
     /// When each request completes, if the flags say: `--duration` or `--end`.
     pub(crate) fn completion(&self) -> Option<Completion> {
-        match (&self.duration, &self.end) {
-            (Some(column), _) => Some(Completion::Duration(column.clone())),
-            (None, Some(column)) => Some(Completion::End(column.clone())),
-            (None, None) => None,
-        }
+        Completion::given(self.duration.as_deref(), self.end.as_deref())
     }
 
     /// The `--limit` layers as limits decided at arrival: each must be one, as only
@@ -156,10 +157,7 @@ pub(crate) fn settled(
         args.size.window,
     )?;
     say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
-    let mut out = BufWriter::new(stdout());
-    export::write(&mut out, args.output.format, styles.stdout, &report)?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    write(&report, args, styles)
 }
 
 /// Refuses an `--emit` the input cannot take: `all` adds a column, which only CSV and TSV

@@ -51,8 +51,23 @@ impl Charge {
         }
     }
 
-    /// Every charge, in the order of their names above.
-    pub const ALL: [Charge; 3] = [Charge::Arrival, Charge::Reserve, Charge::Completion];
+    /// Returns the charge named `name` ([`name`](Charge::name)), if one is.
+    pub fn named(name: &str) -> Option<Charge> {
+        [Charge::Arrival, Charge::Reserve, Charge::Completion]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+
+    /// Returns what a request that costs `amount` is asked at its arrival: its cost, its
+    /// estimate, or 1 (charged at completion, it needs only to be let in).
+    #[inline]
+    pub fn asked(self, amount: Amount) -> u64 {
+        match self {
+            Charge::Arrival => amount.cost,
+            Charge::Reserve => amount.reserve,
+            Charge::Completion => 1,
+        }
+    }
 }
 
 /// What a layer limits: a rate, by one of the limiters, or the requests in flight.
@@ -149,16 +164,26 @@ pub struct LayerSettled {
     pub peak_in_flight: u64,
 }
 
-/// A layer as it settles: its limiter's state for every key, its counts in flight, and
-/// what it did.
+/// What a layer keeps to decide: a rate's limiter for every key and what each key spent,
+/// or a cap on requests in flight.
+// At most 16 layers are held, each once: boxing the limiter would only add a pointer to
+// follow on every decision.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+enum Limited {
+    Rate { limiter: AnyPerKey, spent: Spent },
+    Cap(Concurrency),
+}
+
+/// A layer as it settles: what it keeps to decide, its counts in flight, and what it did.
 #[derive(Clone, Debug)]
 struct Layer {
-    layer: SettledLayer,
+    limited: Limited,
+    keyed: bool,
+    charge: Charge,
     /// Whether it lets a request of the empty key through uncounted, as its system does.
     skips_empty: bool,
-    limiter: Option<AnyPerKey>,
     in_flight: InFlight,
-    spent: Option<Spent>,
     settled: LayerSettled,
 }
 
@@ -166,7 +191,7 @@ impl Layer {
     /// The key this layer sees a request of key `key` as.
     #[inline]
     fn key(&self, key: Key) -> Key {
-        if self.layer.keyed { key } else { 0 }
+        if self.keyed { key } else { 0 }
     }
 
     /// Whether it admits a request of key `key` at `now` that costs `amount`, spending
@@ -174,17 +199,11 @@ impl Layer {
     #[inline]
     fn admits(&mut self, key: Key, now: Timestamp, amount: Amount) -> bool {
         let key = self.key(key);
-        match (&mut self.limiter, self.layer.bound) {
-            (_, Bound::Concurrency(max)) => Concurrency { max }.admits(&self.in_flight, key),
-            (Some(limiter), _) => {
-                let asked = match self.layer.charge {
-                    Charge::Arrival => amount.cost,
-                    Charge::Reserve => amount.reserve,
-                    Charge::Completion => 1,
-                };
-                limiter.admits(slot(key), now, asked)
+        match &mut self.limited {
+            Limited::Cap(cap) => cap.admits(&self.in_flight, key),
+            Limited::Rate { limiter, .. } => {
+                limiter.admits(slot(key), now, self.charge.asked(amount))
             }
-            (None, Bound::Rate(_)) => unreachable!("a rate layer has its limiter"),
         }
     }
 
@@ -193,11 +212,9 @@ impl Layer {
     fn arrive(&mut self, key: Key, now: Timestamp, amount: Amount) {
         let key = self.key(key);
         self.in_flight.start(key);
-        if let Some(spent) = &mut self.spent {
-            spent.spend(key, now, amount.cost);
-        }
-        let Some(limiter) = &mut self.limiter else { return };
-        match self.layer.charge {
+        let Limited::Rate { limiter, spent } = &mut self.limited else { return };
+        spent.spend(key, now, amount.cost);
+        match self.charge {
             Charge::Arrival => limiter.charge(slot(key), now, amount.cost),
             Charge::Reserve => {
                 limiter.charge(slot(key), now, amount.reserve);
@@ -212,8 +229,8 @@ impl Layer {
     fn complete(&mut self, key: Key, now: Timestamp, amount: Amount) {
         let key = self.key(key);
         self.in_flight.end(key);
-        let Some(limiter) = &mut self.limiter else { return };
-        let after = match self.layer.charge {
+        let Limited::Rate { limiter, .. } = &mut self.limited else { return };
+        let after = match self.charge {
             Charge::Arrival => return,
             Charge::Reserve if amount.reserve >= amount.cost => {
                 let back = amount.reserve - amount.cost;
@@ -228,6 +245,19 @@ impl Layer {
         self.settled.charged_after += u128::from(after);
         let owed = limiter.owed(slot(key), now);
         self.settled.largest_debt = self.settled.largest_debt.max(owed);
+    }
+
+    /// What it did: in full once every admitted request is settled.
+    fn settled(&self) -> LayerSettled {
+        let (most_spent, most_spent_from) = match &self.limited {
+            Limited::Rate { spent, .. } => {
+                let (most, from) = spent.most();
+                (Some(most), from)
+            }
+            Limited::Cap(_) => (None, None),
+        };
+        let peak_in_flight = self.in_flight.peak();
+        LayerSettled { most_spent, most_spent_from, peak_in_flight, ..self.settled }
     }
 }
 
@@ -290,19 +320,20 @@ impl Settling {
         if layers.is_empty() || layers.len() > MAX_LAYERS {
             return Err(SettleError::Layers(layers.len()));
         }
-        let each = layers.iter().map(|&layer| {
-            let (limiter, spent) = match layer.bound {
+        let each = layers.iter().map(|&SettledLayer { bound, keyed, charge }| {
+            let (limited, skips_empty) = match bound {
                 Bound::Rate(settings) => {
-                    check(&settings, layer.charge)?;
-                    (Some(settings.per_key()), Some(Spent::new(settings.rate.period())))
+                    check(&settings, charge)?;
+                    let (limiter, spent) = (settings.per_key(), Spent::new(settings.rate.period()));
+                    (
+                        Limited::Rate { limiter, spent },
+                        keyed && settings.algorithm.skips_empty_key(),
+                    )
                 }
-                Bound::Concurrency(_) => (None, None),
+                Bound::Concurrency(max) => (Limited::Cap(Concurrency { max }), false),
             };
-            let skips_empty = layer.keyed
-                && matches!(layer.bound, Bound::Rate(s) if s.algorithm.skips_empty_key());
-            let settled = LayerSettled::default();
-            let in_flight = InFlight::default();
-            Ok(Layer { layer, skips_empty, limiter, in_flight, spent, settled })
+            let (in_flight, settled) = (InFlight::default(), LayerSettled::default());
+            Ok(Layer { limited, keyed, charge, skips_empty, in_flight, settled })
         });
         Ok(Settling {
             layers: each.collect::<Result<_, SettleError>>()?,
@@ -373,21 +404,7 @@ impl Settling {
     /// Returns what settling did in each layer, in layer order: in full once
     /// [`finish`](Settling::finish) has settled every request.
     pub fn settled(&self) -> Vec<LayerSettled> {
-        self.layers
-            .iter()
-            .map(|layer| {
-                let (most, from) = layer.spent.as_ref().map_or((None, None), |spent| {
-                    let (most, from) = spent.most();
-                    (Some(most), from)
-                });
-                LayerSettled {
-                    most_spent: most,
-                    most_spent_from: from,
-                    peak_in_flight: layer.in_flight.peak(),
-                    ..layer.settled
-                }
-            })
-            .collect()
+        self.layers.iter().map(Layer::settled).collect()
     }
 
     /// Returns the most admitted requests in flight at once, of all keys.
@@ -491,12 +508,7 @@ pub fn min_limit(
         requests.iter().all(|(request, amount)| settling.arrive(*request, &[*amount]) == Ok(0))
     };
     // No bucket smaller than the most one request asks at its arrival passes it.
-    let asked = |a: &Amount| match charge {
-        Charge::Arrival => a.cost,
-        Charge::Reserve => a.reserve,
-        Charge::Completion => 1,
-    };
-    let mut low = requests.iter().map(|(_, a)| asked(a)).max().unwrap_or(1).max(1);
+    let mut low = requests.iter().map(|&(_, a)| charge.asked(a)).max().unwrap_or(1).max(1);
     if passes(low) {
         return Some(low);
     }

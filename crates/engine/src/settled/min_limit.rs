@@ -4,10 +4,12 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use ratelimit_core::settle::{Amount, Charge, Request, min_limit};
+use std::num::NonZeroU64;
+
+use ratelimit_core::settle::{Amount, Bound, Charge, Request, SettledLayer, Settling, min_limit};
 use ratelimit_core::sizing::quantile::{Histogram, Quantiles};
 
-use super::{Sum, too_large};
+use super::{Costs, Sum};
 use crate::error::{Error, Result};
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, read_requests};
@@ -75,48 +77,41 @@ pub fn find(
     ask: &MinLimitAsk,
 ) -> Result<(MinLimit, ReadStats)> {
     let reserve = ask.reserve.as_ref().filter(|_| ask.charge == Charge::Reserve);
-    let mut columns: Vec<String> = ask.cost.columns.clone();
-    columns.extend(reserve.iter().flat_map(|r| r.columns.iter().cloned()));
-    let (requests, stats) = read_requests(source, read, ask.completion.as_ref(), &columns)
+    let costs = Costs::new([(reserve, &ask.cost)]);
+    let (requests, stats) = read_requests(source, read, ask.completion.as_ref(), &costs.columns)
         .map_err(|e| Error::of(&e.into()))?;
-    let split = ask.cost.columns.len();
     // Each key's requests, in arrival order, with what each costs.
     let mut keys: Vec<Vec<(Request, Amount)>> = Vec::new();
+    let mut amount = [Amount::default()];
     for (n, &request) in requests.requests.iter().enumerate() {
-        let values = requests.values(n);
-        let sum = |sum: &Sum, values: &[u64]| {
-            sum.total(values.iter().copied()).ok_or_else(|| too_large(source, &requests, n, 1, sum))
-        };
-        let cost = sum(&ask.cost, &values[..split])?;
-        let reserve = match reserve {
-            Some(estimate) => sum(estimate, &values[split..])?,
-            None => 0,
-        };
+        costs.amounts(source, &requests, n, &mut amount)?;
         let key = ratelimit_core::event::slot(request.key);
         if key >= keys.len() {
             keys.resize_with(key + 1, Vec::new);
         }
-        keys[key].push((request, Amount { reserve, cost }));
+        keys[key].push((request, amount[0]));
     }
     let mut each = Histogram::new();
     let mut worst: Option<(u64, u32)> = None;
-    let mut limit = Some(0);
+    // Whether some key has no limit up to the largest rate.
+    let mut unlimited = false;
     for requests in keys.iter().filter(|r| !r.is_empty()) {
         let key = requests[0].0.key;
         let found = match ask.concurrency {
-            true => Some(most_in_flight(requests)),
+            true => most_in_flight(requests),
             false => min_limit(requests, ask.charge, ask.per),
         };
         let Some(found) = found else {
-            limit = None;
+            unlimited = true;
             continue;
         };
         each.add(found, 1);
         if worst.is_none_or(|(most, _)| found > most) {
             worst = Some((found, key));
         }
-        limit = limit.map(|l: u64| l.max(found));
     }
+    // The key that needs the most sets the limit: 0 with no requests at all.
+    let limit = (!unlimited).then(|| worst.map_or(0, |(most, _)| most));
     let keyed = read.key_column.is_some().then(|| KeyedLimit {
         count: stats.keys.len() as u64,
         worst_key: worst.map(|(_, key)| stats.keys.name(key)).unwrap_or_default(),
@@ -134,17 +129,19 @@ pub fn find(
     Ok((found, stats))
 }
 
-/// The most of `requests` (in arrival order) in flight at once: each over `[a, c)`, so
-/// that one that completes as another arrives has made way for it.
-fn most_in_flight(requests: &[(Request, Amount)]) -> u64 {
-    let mut ends = std::collections::BinaryHeap::new();
-    let mut most = 0;
-    for (request, _) in requests {
-        while ends.peek().is_some_and(|&std::cmp::Reverse(end)| end <= request.arrival) {
-            ends.pop();
-        }
-        ends.push(std::cmp::Reverse(request.completion));
-        most = most.max(ends.len() as u64);
+/// The most of `requests` (in arrival order) in flight at once, as the core's cap on
+/// requests in flight counts them: each over `[a, c)`, so that one that completes as
+/// another arrives has made way for it. A cap of that many refuses none of them, and one
+/// fewer the request at the peak.
+fn most_in_flight(requests: &[(Request, Amount)]) -> Option<u64> {
+    let uncapped = SettledLayer {
+        bound: Bound::Concurrency(NonZeroU64::MAX),
+        keyed: false,
+        charge: Charge::Arrival,
+    };
+    let mut settling = Settling::new(&[uncapped]).ok()?;
+    for &(request, amount) in requests {
+        settling.arrive(request, &[amount]).ok()?;
     }
-    most
+    Some(settling.peak_in_flight())
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use ratelimit_core::limiter::MAX_COST;
 use ratelimit_core::settle::{self, Amount, Charge, SettledLayer, Settling};
 
-pub use self::spec::{Bound, LayerSpec, Sum, charge_of};
+pub use self::spec::{Bound, LayerSpec, Sum, charge_of, parse_charge};
 use crate::error::{Error, Place, Result};
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, Requests, read_requests};
@@ -75,18 +75,12 @@ pub struct SettledLayerReport {
 
 /// Returns the one column keying the keyed layers of `specs`, if one does.
 pub fn key_column(specs: &[LayerSpec]) -> Result<Option<&str>, LimitError> {
-    let mut found: Option<&str> = None;
-    for key in specs.iter().filter_map(|s| s.key.as_deref()) {
-        if found.is_some_and(|first| first != key) {
-            let first = found.unwrap_or_default();
-            let message = format!(
-                "layers may be keyed by one column, and these name two: `{first}` and `{key}`"
-            );
-            return Err(LimitError::Invalid { name: Some("key".into()), message });
-        }
-        found = Some(key);
-    }
-    Ok(found)
+    crate::limits::one_column(
+        specs.iter().filter_map(|s| s.key.as_deref()),
+        "layers",
+        "keyed",
+        "key",
+    )
 }
 
 /// The layers of `specs` as the core settles them, each rate's busiest window `window`
@@ -120,43 +114,15 @@ pub fn replay(
     let layers = layers(specs, window)?;
     let mut settling =
         Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
-    // Every column a sum names, each once, and where each layer's terms are among them.
-    let mut columns: Vec<String> = Vec::new();
-    let mut at = |sum: &Sum| -> Vec<usize> {
-        (sum.columns.iter())
-            .map(|c| match columns.iter().position(|k| k == c) {
-                Some(n) => n,
-                None => {
-                    columns.push(c.clone());
-                    columns.len() - 1
-                }
-            })
-            .collect()
-    };
-    let terms: Vec<(Vec<usize>, Vec<usize>)> = (specs.iter())
-        .map(|spec| (spec.reserve.as_ref().map(&mut at).unwrap_or_default(), at(&spec.cost)))
-        .collect();
-    let (requests, stats) = read_requests(source, read, Some(completion), &columns)
+    let costs = Costs::new(specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost)));
+    let (requests, stats) = read_requests(source, read, Some(completion), &costs.columns)
         .map_err(|e| Error::of(&e.into()))?;
     // Read by now, the requests' keys have told the empty key's number, if it came.
     settling.share_empty_key(&read.empty_key);
     let mut amounts = vec![Amount::default(); specs.len()];
     let mut passed = 0;
     for (n, &request) in requests.requests.iter().enumerate() {
-        let values = requests.values(n);
-        for (((amount, spec), (reserve, cost)), layer) in
-            amounts.iter_mut().zip(specs).zip(&terms).zip(1..)
-        {
-            let sum = |sum: &Sum, at: &[usize]| {
-                let total = sum.total(at.iter().map(|&i| values[i]));
-                total.ok_or_else(|| too_large(source, &requests, n, layer, sum))
-            };
-            amount.cost = sum(&spec.cost, cost)?;
-            amount.reserve = match &spec.reserve {
-                Some(estimate) => sum(estimate, reserve)?,
-                None => 0,
-            };
-        }
+        costs.amounts(source, &requests, n, &mut amounts)?;
         let refused = settling
             .arrive(request, &amounts)
             .map_err(|e| Error::Policy { message: e.to_string() })?;
@@ -199,14 +165,66 @@ pub fn replay(
     Ok((report, stats))
 }
 
+/// What requests cost: each layer's estimate (if it reserves) and real cost, as sums; the
+/// columns they read, each once; and where each sum's columns are among them.
+pub(crate) struct Costs<'a> {
+    sums: Vec<(Option<&'a Sum>, &'a Sum)>,
+    /// Every column a sum names, each once, in the order first named.
+    pub(crate) columns: Vec<String>,
+    places: Vec<(Vec<usize>, Vec<usize>)>,
+}
+
+impl<'a> Costs<'a> {
+    /// Returns the costs of `sums`, each layer's estimate and real cost, in layer order.
+    pub(crate) fn new(sums: impl IntoIterator<Item = (Option<&'a Sum>, &'a Sum)>) -> Costs<'a> {
+        let sums: Vec<_> = sums.into_iter().collect();
+        let mut columns: Vec<String> = Vec::new();
+        let mut places = |sum: &Sum| -> Vec<usize> {
+            (sum.columns.iter())
+                .map(|c| match columns.iter().position(|k| k == c) {
+                    Some(n) => n,
+                    None => {
+                        columns.push(c.clone());
+                        columns.len() - 1
+                    }
+                })
+                .collect()
+        };
+        let places = (sums.iter())
+            .map(|&(reserve, cost)| (reserve.map(&mut places).unwrap_or_default(), places(cost)))
+            .collect();
+        Costs { sums, columns, places }
+    }
+
+    /// Writes what request `n` of `requests` (read with [`columns`](Costs::columns)) costs
+    /// each layer into `amounts`, one a layer; a sum past [`MAX_COST`] is an error that
+    /// names the request's line in `source`.
+    pub(crate) fn amounts(
+        &self,
+        source: &Source,
+        requests: &Requests,
+        n: usize,
+        amounts: &mut [Amount],
+    ) -> Result<()> {
+        let values = requests.values(n);
+        let layers = self.sums.iter().zip(&self.places).zip(amounts).zip(1..);
+        for ((((reserve, cost), (reserve_at, cost_at)), amount), layer) in layers {
+            let sum = |sum: &Sum, at: &[usize]| {
+                let total = sum.total(at.iter().map(|&i| values[i]));
+                total.ok_or_else(|| too_large(source, requests, n, layer, sum))
+            };
+            amount.cost = sum(cost, cost_at)?;
+            amount.reserve = match reserve {
+                Some(estimate) => sum(estimate, reserve_at)?,
+                None => 0,
+            };
+        }
+        Ok(())
+    }
+}
+
 /// Says that request `n`'s sum `sum` for layer `layer` (from 1) is over [`MAX_COST`].
-pub(crate) fn too_large(
-    source: &Source,
-    requests: &Requests,
-    n: usize,
-    layer: usize,
-    sum: &Sum,
-) -> Error {
+fn too_large(source: &Source, requests: &Requests, n: usize, layer: usize, sum: &Sum) -> Error {
     let line = requests.lines[n];
     let name = source.name();
     let message = format!(

@@ -73,6 +73,12 @@ impl fmt::Display for Sum {
     }
 }
 
+/// Reads a charge by its name (`arrival`, `reserve`, `completion`), as `charge=` and
+/// `--charge` take it.
+pub fn parse_charge(text: &str) -> Result<Charge, String> {
+    Charge::named(text).ok_or_else(|| format!("{text}: one of arrival, reserve, completion"))
+}
+
 /// Settles when a layer charges from what was given: `charge` if said, and whether an
 /// estimate to reserve was (which alone means `reserve`). Each name is written after
 /// `prefix` in messages (`--` for flags).
@@ -132,12 +138,6 @@ impl LayerSpec {
             ..limit.clone()
         })
     }
-
-    /// Whether it asks for what only requests with completions have: a charge after
-    /// arrival, a reservation, a sum of columns, or a cap on requests in flight.
-    pub fn settles(&self) -> bool {
-        self.limit().is_none()
-    }
 }
 
 impl FromStr for LayerSpec {
@@ -157,12 +157,7 @@ impl FromStr for LayerSpec {
             match name {
                 "charge" => {
                     let found =
-                        Charge::ALL.into_iter().find(|c| c.name() == value).ok_or_else(|| {
-                            invalid(
-                                name,
-                                format!("charge={value}: one of arrival, reserve, completion"),
-                            )
-                        })?;
+                        parse_charge(value).map_err(|e| invalid(name, format!("charge={e}")))?;
                     charge = Some(found);
                 }
                 "reserve" => {
@@ -270,7 +265,7 @@ mod tests {
                 .unwrap();
         assert_eq!(spec.charge, Charge::Reserve);
         assert_eq!(spec.reserve.as_ref().unwrap().columns, ["prompt_tokens", "max_tokens"]);
-        assert!(spec.settles());
+        assert_eq!(spec.limit(), None);
         let written = spec.to_string();
         assert_eq!(written.parse::<LayerSpec>().unwrap(), spec);
         let cap: LayerSpec = "algo=concurrency,max=4,key=user".parse().unwrap();
