@@ -63,6 +63,28 @@ fn a_reservation_refuses_what_it_cannot_hold_and_settles_the_rest_back() {
 }
 
 #[test]
+fn requests_out_of_order_settle_in_arrival_order_on_any_number_of_threads() {
+    // The log's last row first: read on a thread of its own and settled as read until
+    // then, the replay must start again in arrival order (the 0 s rows in input order).
+    let (head, rows) = LLM_LOG.split_once('\n').unwrap();
+    let mut rows: Vec<&str> = rows.lines().collect();
+    rows.rotate_right(1);
+    let shuffled = format!("{head}\n{}\n", rows.join("\n"));
+    let spec = format!("algo=gcra,rate=500/m,burst=500,reserve=prompt_tokens+max_tokens,{TOKENS}");
+    let cap = "algo=concurrency,max=2,key=user";
+    let replay_of = |log: &str, threads: &str| {
+        let args = ["replay", "-", "--duration", "duration", "--format", "json", "-j", threads];
+        let args = [&args[..], &["--limit", &spec, "--limit", cap]].concat();
+        json(&run(&args, log).ok())
+    };
+    let sorted = replay_of(LLM_LOG, "2");
+    assert_eq!(sorted["refused"], 3);
+    for threads in ["1", "2"] {
+        assert_eq!(replay_of(&shuffled, threads), sorted, "{threads} thread(s)");
+    }
+}
+
+#[test]
 fn a_cap_of_two_in_flight_per_user_refuses_the_third_at_once() {
     let report = replay(&["algo=concurrency,max=2,key=user"]);
     assert_eq!(report["refused"], 1);

@@ -97,6 +97,13 @@ impl From<anyhow::Error> for Error {
     }
 }
 
+/// An error of reading is the input's, or of its reading.
+impl From<ReadError> for Error {
+    fn from(err: ReadError) -> Error {
+        Error::of(&err.into())
+    }
+}
+
 impl Error {
     /// Sorts `err` by the first of its causes whose kind is known, from the outermost,
     /// leaving `err` to its caller: what is none of them is what was asked.

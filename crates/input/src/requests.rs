@@ -4,13 +4,18 @@
 use ratelimit_core::settle::Request;
 use ratelimit_core::units::decimal::{DecimalError, parse_exact};
 
+use std::io::Read;
+use std::sync::mpsc;
+
 use super::cost::parse_cost;
-use super::error::{Result, field_error, layout};
+use super::error::{ReadError, Result, field_error, layout};
+use super::keys::joined;
 use super::options::ReadOptions;
-use super::reading::column_in;
+use super::reading::{Reading, column_in};
 use super::sorted::MOST_KEPT;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
+use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
 
 /// When a request completes: after a duration (`--duration COL`: bare numbers are
@@ -74,91 +79,212 @@ impl Requests {
     }
 }
 
+/// Requests handed from the reading thread at a time: enough that handing them over costs
+/// little, few enough that the memory for them is reused.
+const CHUNK: usize = 4096;
+
+impl Requests {
+    /// Appends the requests of `chunk` (read with the same columns) to these, unless
+    /// memory for them would pass its bound: 32 bytes a request and 8 a column, at most
+    /// 4 GiB. `name` is the input's, for that error.
+    pub fn append(&mut self, chunk: &Requests, name: &str) -> Result<()> {
+        let each = size_of::<Request>() + 8 + 8 * self.width;
+        if self.len().saturating_add(chunk.len()).saturating_mul(each) > MOST_KEPT {
+            let most = MOST_KEPT >> 30;
+            return Err(layout(name, format!("too many requests to keep: the most is {most} GiB")));
+        }
+        self.requests.extend_from_slice(&chunk.requests);
+        self.values.extend_from_slice(&chunk.values);
+        self.lines.extend_from_slice(&chunk.lines);
+        Ok(())
+    }
+
+    /// Whether request `n` arrives no earlier than the one before it.
+    pub fn in_order_at(&self, n: usize) -> bool {
+        n == 0 || self.requests[n - 1].arrival <= self.requests[n].arrival
+    }
+
+    /// Returns these requests in arrival order; requests at one time stay in input order.
+    pub fn into_arrival_order(self) -> Requests {
+        if (0..self.len()).all(|n| self.in_order_at(n)) {
+            return self;
+        }
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_by_key(|&n| self.requests[n].arrival);
+        let mut requests = Requests { width: self.width, ..Requests::default() };
+        requests.requests.extend(order.iter().map(|&n| self.requests[n]));
+        requests.lines.extend(order.iter().map(|&n| self.lines[n]));
+        for &n in &order {
+            requests.values.extend_from_slice(self.values(n));
+        }
+        requests
+    }
+
+    fn clear(&mut self) {
+        self.requests.clear();
+        self.values.clear();
+        self.lines.clear();
+    }
+}
+
 /// Reads the requests of `source`: each kept row's time (its arrival), key, completion
-/// (its arrival, without a `completion` column),
-/// and the whole numbers (0 to [`MAX_COST`](ratelimit_core::limiter::MAX_COST)) of `columns`, in arrival order. A field that
-/// does not read stops the reading with its file, line and column, as a bad event's does
-/// (or is skipped, as `--skip-bad` allows). Requests are kept in memory to be put in
-/// order, 32 bytes each and 8 a column, at most 4 GiB.
+/// (its arrival, without a `completion` column), and the whole numbers (0 to
+/// [`MAX_COST`](ratelimit_core::limiter::MAX_COST)) of `columns`, in arrival order. A
+/// field that does not read stops the reading with its file, line and column, as a bad
+/// event's does (or is skipped, as `--skip-bad` allows). Requests are kept in memory to
+/// be put in order, 32 bytes each and 8 a column, at most 4 GiB.
 pub fn read_requests(
     source: &Source,
     options: &ReadOptions,
     completion: Option<&Completion>,
     columns: &[String],
 ) -> Result<(Requests, ReadStats)> {
+    let name = source.name();
+    let mut read = Requests { width: columns.len(), ..Requests::default() };
+    let stats =
+        stream_requests(source, options, completion, columns, |chunk| read.append(chunk, &name))?;
+    Ok((read.into_arrival_order(), stats))
+}
+
+/// Reads the requests of `source` as [`read_requests`] does, but hands them to `take` in
+/// input order, a few thousand at a time, without keeping them; returns what reading
+/// found. With two threads or more ([`ReadOptions::threads`]) reading runs on a thread of
+/// its own, a few chunks ahead of `take`. An error of reading comes after the requests
+/// before it are taken; an error of `take` stops the reading.
+pub fn stream_requests<E: From<ReadError> + Send>(
+    source: &Source,
+    options: &ReadOptions,
+    completion: Option<&Completion>,
+    columns: &[String],
+    mut take: impl FnMut(&Requests) -> Result<(), E>,
+) -> Result<ReadStats, E> {
     let mut options = options.clone();
     let ended = completion.map(|c| c.column().to_owned());
     options.also = ended.into_iter().chain(columns.iter().cloned()).collect();
+    let threads = options.threads;
     let mut input = Opened::open(source)?;
-    let mut pass = input.reading(source, &options)?;
-    let name = source.name();
-    let header = pass.header_record().clone();
-    let find = |column: &str| column_in(&header, column, "(named for the requests)", &name);
-    let ends = completion.map(|c| find(c.column())).transpose()?;
-    let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
-    let width = columns.len();
-    let each = size_of::<Request>() + 8 + 8 * width;
-    let mut read = Requests { width, ..Requests::default() };
-    let mut sorted = true;
-    while let Some(event) = pass.next_event()? {
-        if read.len().saturating_add(1).saturating_mul(each) > MOST_KEPT {
-            let most = MOST_KEPT >> 30;
-            return Err(layout(
-                &name,
-                format!("too many requests to keep: the most is {most} GiB"),
-            ));
+    let pass = input.reading(source, &options)?;
+    let mut rows = Rows::new(pass, &options, completion, columns, source.name())?;
+    let mut chunk = Requests { width: columns.len(), ..Requests::default() };
+    if threads < 2 {
+        while rows.fill(&mut chunk)? {
+            take(&chunk)?;
         }
-        let line = pass.line();
-        let arrival = event.time;
-        let bad = |field: &str, text: &[u8], reason: String| {
-            field_error(&name, ("line", line), field, text, reason)
-        };
-        let text = ends.map_or(&[][..], |at| pass.field(at));
-        let ended = match completion {
-            // Without completions, each request completes as it arrives.
-            None => Some(arrival),
-            Some(Completion::Duration(column)) => {
-                let micros = duration(text).map_err(|reason| bad(column, text, reason))?;
-                arrival.as_micros().checked_add(micros).and_then(Timestamp::from_micros)
-            }
-            Some(Completion::End(column)) => {
-                let end = options
-                    .time_format
-                    .parse(text)
-                    .map_err(|e| bad(column, text, e.to_string()))?;
-                if end < arrival {
-                    return Err(bad(column, text, "before the request's own time".into()));
+        take(&chunk)?;
+        return Ok(rows.pass.into_stats());
+    }
+    let (full, chunks) = mpsc::sync_channel::<Result<Requests>>(4);
+    let (empty, spares) = mpsc::channel::<Requests>();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            loop {
+                let mut chunk = spares.try_recv().unwrap_or_else(|_| chunk.clone());
+                let outcome = rows.fill(&mut chunk);
+                // The requests before an error go first; a closed channel means the taker
+                // has stopped.
+                let sent = full.send(Ok(chunk)).is_ok();
+                match outcome {
+                    Ok(true) if sent => {}
+                    Ok(true) => return None,
+                    Ok(false) => return Some(rows.pass.into_stats()),
+                    Err(error) => {
+                        let _ = full.send(Err(error));
+                        return None;
+                    }
                 }
-                Some(end)
             }
-        };
-        let Some(ended) = ended else {
-            let column = completion.map_or("", Completion::column);
-            return Err(bad(column, text, "past the latest time".into()));
-        };
-        for (column, &index) in columns.iter().zip(&at) {
-            let text = pass.field(index);
-            let value = parse_cost(text).map_err(|reason| bad(column, text, reason.to_string()))?;
-            read.values.push(value);
+        });
+        let taken = (|| {
+            for received in chunks {
+                let chunk = received?;
+                take(&chunk)?;
+                // The reader may have finished; then the chunk is dropped.
+                let _ = empty.send(chunk);
+            }
+            Ok::<_, E>(())
+        })();
+        let stats = joined(reader);
+        taken?;
+        Ok(stats.expect("a reader that read to the end returns its stats"))
+    })
+}
+
+/// A pass over the rows of requests, and where in each row the completion and the
+/// columns asked for are.
+struct Rows<'a, R> {
+    pass: Reading<'a, R>,
+    completion: Option<&'a Completion>,
+    columns: &'a [String],
+    time_format: TimeLayout,
+    ends: Option<usize>,
+    at: Vec<usize>,
+    name: String,
+}
+
+impl<'a, R: Read> Rows<'a, R> {
+    fn new(
+        pass: Reading<'a, R>,
+        options: &ReadOptions,
+        completion: Option<&'a Completion>,
+        columns: &'a [String],
+        name: String,
+    ) -> Result<Self> {
+        let header = pass.header_record();
+        let find = |column: &str| column_in(header, column, "(named for the requests)", &name);
+        let ends = completion.map(|c| find(c.column())).transpose()?;
+        let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
+        let time_format = options.time_format.clone();
+        Ok(Rows { pass, completion, columns, time_format, ends, at, name })
+    }
+
+    /// Empties `chunk` and reads into it up to [`CHUNK`] requests; returns whether there
+    /// may be more.
+    fn fill(&mut self, chunk: &mut Requests) -> Result<bool> {
+        chunk.clear();
+        while chunk.len() < CHUNK {
+            let Some(event) = self.pass.next_event()? else {
+                return Ok(false);
+            };
+            let line = self.pass.line();
+            let arrival = event.time;
+            let name = &self.name;
+            let bad = |field: &str, text: &[u8], reason: String| {
+                field_error(name, ("line", line), field, text, reason)
+            };
+            let text = self.ends.map_or(&[][..], |at| self.pass.field(at));
+            let ended = match self.completion {
+                // Without completions, each request completes as it arrives.
+                None => Some(arrival),
+                Some(Completion::Duration(column)) => {
+                    let micros = duration(text).map_err(|reason| bad(column, text, reason))?;
+                    arrival.as_micros().checked_add(micros).and_then(Timestamp::from_micros)
+                }
+                Some(Completion::End(column)) => {
+                    let end = self
+                        .time_format
+                        .parse(text)
+                        .map_err(|e| bad(column, text, e.to_string()))?;
+                    if end < arrival {
+                        return Err(bad(column, text, "before the request's own time".into()));
+                    }
+                    Some(end)
+                }
+            };
+            let Some(ended) = ended else {
+                let column = self.completion.map_or("", Completion::column);
+                return Err(bad(column, text, "past the latest time".into()));
+            };
+            for (column, &index) in self.columns.iter().zip(&self.at) {
+                let text = self.pass.field(index);
+                let value =
+                    parse_cost(text).map_err(|reason| bad(column, text, reason.to_string()))?;
+                chunk.values.push(value);
+            }
+            chunk.requests.push(Request { arrival, completion: ended, key: event.key });
+            chunk.lines.push(line);
         }
-        sorted &= read.requests.last().is_none_or(|last| last.arrival <= arrival);
-        read.requests.push(Request { arrival, completion: ended, key: event.key });
-        read.lines.push(line);
+        Ok(true)
     }
-    let stats = pass.into_stats();
-    if sorted {
-        return Ok((read, stats));
-    }
-    // Stable: requests at one time stay in input order.
-    let mut order: Vec<usize> = (0..read.len()).collect();
-    order.sort_by_key(|&n| read.requests[n].arrival);
-    let mut requests = Requests { width, ..Requests::default() };
-    requests.requests.extend(order.iter().map(|&n| read.requests[n]));
-    requests.lines.extend(order.iter().map(|&n| read.lines[n]));
-    for &n in &order {
-        requests.values.extend_from_slice(read.values(n));
-    }
-    Ok((requests, stats))
 }
 
 /// Reads a duration: a decimal number of milliseconds, or of the unit after it (`us`,

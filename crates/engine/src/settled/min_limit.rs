@@ -10,7 +10,7 @@ use ratelimit_core::settle::{Amount, Bound, Charge, Request, SettledLayer, Settl
 use ratelimit_core::sizing::quantile::{Histogram, Quantiles};
 
 use super::{Costs, Sum};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, read_requests};
 use crate::units::time::Span;
@@ -78,8 +78,7 @@ pub fn find(
 ) -> Result<(MinLimit, ReadStats)> {
     let reserve = ask.reserve.as_ref().filter(|_| ask.charge == Charge::Reserve);
     let costs = Costs::new([(reserve, &ask.cost)]);
-    let (requests, stats) = read_requests(source, read, ask.completion.as_ref(), &costs.columns)
-        .map_err(|e| Error::of(&e.into()))?;
+    let (requests, stats) = read_requests(source, read, ask.completion.as_ref(), &costs.columns)?;
     // Each key's requests, in arrival order, with what each costs.
     let mut keys: Vec<Vec<(Request, Amount)>> = Vec::new();
     let mut amount = [Amount::default()];

@@ -13,7 +13,7 @@ use ratelimit_core::settle::{self, Amount, Charge, SettledLayer, Settling};
 pub use self::spec::{Bound, LayerSpec, Sum, charge_of, parse_charge};
 use crate::error::{Error, Place, Result};
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
-use crate::input::requests::{Completion, Requests, read_requests};
+use crate::input::requests::{Completion, Requests, stream_requests};
 use crate::layered::MAX_LAYERS;
 use crate::limit::LimitError;
 use crate::units::time::{Span, Timestamp};
@@ -112,21 +112,44 @@ pub fn replay(
     window: Option<Span>,
 ) -> Result<(SettledReport, ReadStats)> {
     let layers = layers(specs, window)?;
-    let mut settling =
-        Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
-    let costs = Costs::new(specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost)));
-    let (requests, stats) = read_requests(source, read, Some(completion), &costs.columns)
-        .map_err(|e| Error::of(&e.into()))?;
-    // Read by now, the requests' keys have told the empty key's number, if it came.
+    let fresh = || Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() });
+    let mut settling = fresh()?;
+    // Shared before the reading numbers the keys, which then tells the empty key's number.
     settling.share_empty_key(&read.empty_key);
+    let costs = Costs::new(specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost)));
     let mut amounts = vec![Amount::default(); specs.len()];
     let mut passed = 0;
-    for (n, &request) in requests.requests.iter().enumerate() {
-        costs.amounts(source, &requests, n, &mut amounts)?;
-        let refused = settling
-            .arrive(request, &amounts)
+    let mut settle = |settling: &mut Settling, requests: &Requests, n: usize| -> Result<u64> {
+        costs.amounts(source, requests, n, &mut amounts)?;
+        let refused = (settling.arrive(requests.requests[n], &amounts))
             .map_err(|e| Error::Policy { message: e.to_string() })?;
-        passed += u64::from(refused == 0);
+        Ok(u64::from(refused == 0))
+    };
+    // Requests in arrival order are settled as they are read, on a thread of their own;
+    // all are kept all the same, to be put in order and settled afresh if one comes early.
+    let name = source.name();
+    let mut requests = Requests { width: costs.columns.len(), ..Requests::default() };
+    let mut in_order = true;
+    let stats = stream_requests(source, read, Some(completion), &costs.columns, |chunk| {
+        let from = requests.len();
+        requests.append(chunk, &name)?;
+        for n in from..requests.len() {
+            in_order = in_order && requests.in_order_at(n);
+            if !in_order {
+                break;
+            }
+            passed += settle(&mut settling, &requests, n)?;
+        }
+        Ok::<_, Error>(())
+    })?;
+    if !in_order {
+        requests = requests.into_arrival_order();
+        settling = fresh()?;
+        settling.share_empty_key(&read.empty_key);
+        passed = 0;
+        for n in 0..requests.len() {
+            passed += settle(&mut settling, &requests, n)?;
+        }
     }
     settling.finish();
     let count = requests.len() as u64;
