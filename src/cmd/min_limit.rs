@@ -4,7 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use crate::cli::args::{InputArgs, OutputArgs};
@@ -12,7 +12,8 @@ use crate::cli::config::Styles;
 use crate::cli::notes::say_notes;
 use crate::engine::limit::column;
 use crate::engine::settled::min_limit::{self, MinLimitAsk};
-use crate::engine::settled::{Sum, charge_of, parse_charge};
+use crate::engine::settled::{Sum, parse_charge};
+use crate::input::asked::Names;
 use crate::input::cost::Cost;
 use crate::input::requests::Completion;
 use crate::render::export;
@@ -43,23 +44,18 @@ impl MinLimitArgs {
                 text.parse::<Sum>().map_err(|e| anyhow::anyhow!("--cost {text}: {e}"))?
             }
         };
-        let charge =
-            charge_of(self.charge, self.reserve.is_some(), "--").map_err(anyhow::Error::msg)?;
         let completion = Completion::given(self.duration.as_deref(), self.end.as_deref());
-        if completion.is_none() && (charge != Charge::Arrival || self.concurrency) {
-            bail!("--duration COLUMN or --end COLUMN is needed: when each request completes");
-        }
-        let Some(per) = self.per.or(self.concurrency.then_some(Span::MINUTE)) else {
-            bail!("min-limit needs --per, the limit's period (1m for a limit a minute)")
-        };
-        Ok(MinLimitAsk {
-            per,
+        let (charge, reserve) = (self.charge, self.reserve.clone());
+        MinLimitAsk::settle(
+            self.per,
             cost,
             charge,
-            reserve: self.reserve.clone(),
+            reserve,
             completion,
-            concurrency: self.concurrency,
-        })
+            self.concurrency,
+            Names::Flags,
+        )
+        .map_err(anyhow::Error::msg)
     }
 }
 

@@ -4,16 +4,9 @@
 use crate::harness::{json, run};
 
 /// Five requests at once (as in LiteLLM#18730 and envoyproxy/ai-gateway#680), then one at
-/// 10 s. Tokens: prompt + completion = 150, 190, 120, 165, 153, 15.
-pub const LLM_LOG: &str = "\
-time,user,duration,prompt_tokens,max_tokens,completion_tokens
-2025-01-01T00:00:00Z,a,2s,30,200,120
-2025-01-01T00:00:00Z,a,2.5s,40,200,150
-2025-01-01T00:00:00Z,b,1s,20,200,100
-2025-01-01T00:00:00Z,a,3s,25,200,140
-2025-01-01T00:00:00Z,b,800,33,200,120
-2025-01-01T00:00:10Z,a,0,10,100,5
-";
+/// 10 s. Tokens: prompt + completion = 150, 190, 120, 165, 153, 15. The Python package's
+/// tests read the same file.
+pub const LLM_LOG: &str = include_str!("../fixtures/llm_requests.csv");
 
 const TOKENS: &str = "cost=prompt_tokens+completion_tokens";
 

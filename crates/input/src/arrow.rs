@@ -360,6 +360,60 @@ impl<'d> Plan<'d> {
     }
 }
 
+/// Columns of a table read by name a row at a time, as the row reader reads a field:
+/// the durations, ends and counts of requests.
+pub(super) struct Cells<'a> {
+    /// Each batch's first row (from 0) and its columns, in the order named.
+    batches: Vec<(u64, Vec<Column<'a>>)>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> Cells<'a> {
+    /// Returns the columns of `data` numbered `at` in its schema, or why one cannot be
+    /// read.
+    pub(super) fn new(data: &'a ArrowData, at: &[usize]) -> Result<Cells<'a>, ReadError> {
+        let mut batches = Vec::with_capacity(data.batches.len());
+        let mut first = 0;
+        for batch in data.batches.iter() {
+            let columns = (at.iter())
+                .map(|&index| column(batch.column(index).as_ref(), data.schema.field(index).name()))
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|problem| layout(data.name(), problem))?;
+            batches.push((first, columns));
+            first += wide(batch.num_rows());
+        }
+        Ok(Cells { batches, scratch: Vec::new() })
+    }
+
+    /// The names of the columns of `data`, in its schema's order.
+    pub(super) fn names(data: &ArrowData) -> ByteRecord {
+        data.schema.fields().iter().map(|f| f.name().as_bytes()).collect()
+    }
+
+    /// Returns column `n`'s field in row `row` (from 0) as text, as a CSV would hold it
+    /// (a null is empty), and its instant if the column holds times.
+    pub(super) fn field(&mut self, row: u64, n: usize) -> (&[u8], Option<Timestamp>) {
+        let batch = self.batches.partition_point(|(first, _)| *first <= row).saturating_sub(1);
+        let Some((first, columns)) = self.batches.get(batch) else { return (&[], None) };
+        let row = usize::try_from(row - first).unwrap_or(usize::MAX);
+        let column = &columns[n];
+        if row >= column.array.len() || column.array.is_null(row) {
+            return (&[], None);
+        }
+        let time = column.time.as_ref().and_then(|time| time(row));
+        let text = match &column.text {
+            Text::Borrowed(text) => text(row),
+            Text::Written(write) => {
+                self.scratch.clear();
+                write(row, &mut self.scratch);
+                &self.scratch
+            }
+            Text::Empty => &[],
+        };
+        (text, time)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -60,6 +60,8 @@ pub struct Requests {
     pub width: usize,
     /// The line (or row) each request's row starts on, for messages.
     pub lines: Vec<u64>,
+    /// What [`lines`](Requests::lines) counts: `line` (of a file) or `row` (of a table).
+    pub counts: &'static str,
 }
 
 impl Requests {
@@ -96,6 +98,7 @@ impl Requests {
         self.requests.extend_from_slice(&chunk.requests);
         self.values.extend_from_slice(&chunk.values);
         self.lines.extend_from_slice(&chunk.lines);
+        self.counts = chunk.counts;
         Ok(())
     }
 
@@ -111,7 +114,8 @@ impl Requests {
         }
         let mut order: Vec<usize> = (0..self.len()).collect();
         order.sort_by_key(|&n| self.requests[n].arrival);
-        let mut requests = Requests { width: self.width, ..Requests::default() };
+        let mut requests =
+            Requests { width: self.width, counts: self.counts, ..Requests::default() };
         requests.requests.extend(order.iter().map(|&n| self.requests[n]));
         requests.lines.extend(order.iter().map(|&n| self.lines[n]));
         for &n in &order {
@@ -162,10 +166,16 @@ pub fn stream_requests<E: From<ReadError> + Send>(
     let ended = completion.map(|c| c.column().to_owned());
     options.also = ended.into_iter().chain(columns.iter().cloned()).collect();
     let threads = options.threads;
+    let made =
+        Made { completion, columns, time_format: options.time_format.clone(), name: source.name() };
+    #[cfg(all(unix, feature = "arrow"))]
+    if let Source::Arrow(data) = source {
+        return arrow_requests(data, &options, &made, take);
+    }
     let mut input = Opened::open(source)?;
     let pass = input.reading(source, &options)?;
-    let mut rows = Rows::new(pass, &options, completion, columns, source.name())?;
-    let mut chunk = Requests { width: columns.len(), ..Requests::default() };
+    let mut rows = Rows::new(pass, made)?;
+    let mut chunk = Requests { width: columns.len(), counts: "line", ..Requests::default() };
     if threads < 2 {
         while rows.fill(&mut chunk)? {
             take(&chunk)?;
@@ -209,32 +219,74 @@ pub fn stream_requests<E: From<ReadError> + Send>(
     })
 }
 
+/// How a row's fields make a request: its completion, and its columns' whole numbers.
+struct Made<'a> {
+    completion: Option<&'a Completion>,
+    columns: &'a [String],
+    time_format: TimeLayout,
+    name: String,
+}
+
+impl Made<'_> {
+    /// Returns the completion of a request arriving at `arrival`, from `text`, its
+    /// completion's field (`stored`, the field's instant if it holds one), in row `at`.
+    fn completion(
+        &self,
+        at: (&'static str, u64),
+        arrival: Timestamp,
+        text: &[u8],
+        stored: Option<Timestamp>,
+    ) -> Result<Timestamp> {
+        let bad = |field: &str, reason: String| field_error(&self.name, at, field, text, reason);
+        let ended = match self.completion {
+            // Without completions, each request completes as it arrives.
+            None => Some(arrival),
+            Some(Completion::Duration(column)) => {
+                let micros = duration(text).map_err(|reason| bad(column, reason))?;
+                arrival.as_micros().checked_add(micros).and_then(Timestamp::from_micros)
+            }
+            Some(Completion::End(column)) => {
+                let end = match stored {
+                    Some(end) => end,
+                    None => self.time_format.parse(text).map_err(|e| bad(column, e.to_string()))?,
+                };
+                if end < arrival {
+                    return Err(bad(column, "before the request's own time".into()));
+                }
+                Some(end)
+            }
+        };
+        ended.ok_or_else(|| {
+            bad(self.completion.map_or("", Completion::column), "past the latest time".into())
+        })
+    }
+
+    /// Returns the whole number of column `n` (of those asked for) from `text`, its field
+    /// in row `at`.
+    fn value(&self, at: (&'static str, u64), n: usize, text: &[u8]) -> Result<u64> {
+        let column = &self.columns[n];
+        parse_cost(text)
+            .map_err(|reason| field_error(&self.name, at, column, text, reason.to_string()))
+    }
+}
+
 /// A pass over the rows of requests, and where in each row the completion and the
 /// columns asked for are.
 struct Rows<'a, R> {
     pass: Reading<'a, R>,
-    completion: Option<&'a Completion>,
-    columns: &'a [String],
-    time_format: TimeLayout,
+    made: Made<'a>,
     ends: Option<usize>,
     at: Vec<usize>,
-    name: String,
 }
 
 impl<'a, R: Read> Rows<'a, R> {
-    fn new(
-        pass: Reading<'a, R>,
-        options: &ReadOptions,
-        completion: Option<&'a Completion>,
-        columns: &'a [String],
-        name: String,
-    ) -> Result<Self> {
+    fn new(pass: Reading<'a, R>, made: Made<'a>) -> Result<Self> {
         let header = pass.header_record();
-        let find = |column: &str| column_in(header, column, "(named for the requests)", &name);
-        let ends = completion.map(|c| find(c.column())).transpose()?;
-        let at: Vec<usize> = columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
-        let time_format = options.time_format.clone();
-        Ok(Rows { pass, completion, columns, time_format, ends, at, name })
+        let name = &made.name;
+        let find = |column: &str| column_in(header, column, "(named for the requests)", name);
+        let ends = made.completion.map(|c| find(c.column())).transpose()?;
+        let at: Vec<usize> = made.columns.iter().map(|c| find(c)).collect::<Result<_>>()?;
+        Ok(Rows { pass, made, ends, at })
     }
 
     /// Empties `chunk` and reads into it up to [`CHUNK`] requests; returns whether there
@@ -246,45 +298,53 @@ impl<'a, R: Read> Rows<'a, R> {
                 return Ok(false);
             };
             let line = self.pass.line();
-            let arrival = event.time;
-            let name = &self.name;
-            let bad = |field: &str, text: &[u8], reason: String| {
-                field_error(name, ("line", line), field, text, reason)
-            };
+            let at = ("line", line);
             let text = self.ends.map_or(&[][..], |at| self.pass.field(at));
-            let ended = match self.completion {
-                // Without completions, each request completes as it arrives.
-                None => Some(arrival),
-                Some(Completion::Duration(column)) => {
-                    let micros = duration(text).map_err(|reason| bad(column, text, reason))?;
-                    arrival.as_micros().checked_add(micros).and_then(Timestamp::from_micros)
-                }
-                Some(Completion::End(column)) => {
-                    let end = self
-                        .time_format
-                        .parse(text)
-                        .map_err(|e| bad(column, text, e.to_string()))?;
-                    if end < arrival {
-                        return Err(bad(column, text, "before the request's own time".into()));
-                    }
-                    Some(end)
-                }
-            };
-            let Some(ended) = ended else {
-                let column = self.completion.map_or("", Completion::column);
-                return Err(bad(column, text, "past the latest time".into()));
-            };
-            for (column, &index) in self.columns.iter().zip(&self.at) {
-                let text = self.pass.field(index);
-                let value =
-                    parse_cost(text).map_err(|reason| bad(column, text, reason.to_string()))?;
-                chunk.values.push(value);
+            let completion = self.made.completion(at, event.time, text, None)?;
+            for (n, &index) in self.at.iter().enumerate() {
+                chunk.values.push(self.made.value(at, n, self.pass.field(index))?);
             }
-            chunk.requests.push(Request { arrival, completion: ended, key: event.key });
+            chunk.requests.push(Request { arrival: event.time, completion, key: event.key });
             chunk.lines.push(line);
         }
         Ok(true)
     }
+}
+
+/// Reads the requests of Arrow data `data` as [`stream_requests`] does, on this thread:
+/// the table's rows are had where they lie.
+#[cfg(all(unix, feature = "arrow"))]
+fn arrow_requests<E: From<ReadError>>(
+    data: &super::arrow_data::ArrowData,
+    options: &ReadOptions,
+    made: &Made<'_>,
+    mut take: impl FnMut(&Requests) -> Result<(), E>,
+) -> Result<ReadStats, E> {
+    let header = super::arrow::Cells::names(data);
+    let find = |column: &str| column_in(&header, column, "(named for the requests)", &made.name);
+    let named = made.completion.map(Completion::column).into_iter();
+    let at: Vec<usize> =
+        named.chain(made.columns.iter().map(String::as_str)).map(find).collect::<Result<_>>()?;
+    let mut cells = super::arrow::Cells::new(data, &at)?;
+    let ends = usize::from(made.completion.is_some());
+    let mut chunk = Requests { width: made.columns.len(), counts: "row", ..Requests::default() };
+    let stats = super::arrow::each_row(data, options, |event, row| -> Result<_, E> {
+        let at = ("row", row + 1);
+        let (text, stored) = if ends == 1 { cells.field(row, 0) } else { (&[][..], None) };
+        let completion = made.completion(at, event.time, text, stored)?;
+        for n in 0..made.columns.len() {
+            chunk.values.push(made.value(at, n, cells.field(row, ends + n).0)?);
+        }
+        chunk.requests.push(Request { arrival: event.time, completion, key: event.key });
+        chunk.lines.push(row + 1);
+        if chunk.len() == CHUNK {
+            take(&chunk)?;
+            chunk.clear();
+        }
+        Ok(super::pipeline::Flow::More)
+    })?;
+    take(&chunk)?;
+    Ok(stats.unwrap_or_default())
 }
 
 /// Reads a duration: a decimal number of milliseconds, or of the unit after it (`us`,
@@ -376,5 +436,48 @@ mod tests {
         assert!(bad(csv, Completion::Duration("ms".into())).contains("field `tokens`"));
         let csv = "time,user,ms\n2025-01-01T00:00:02Z,b,5\n";
         assert!(bad(csv, Completion::Duration("ms".into())).contains("tokens"));
+    }
+
+    #[cfg(all(unix, feature = "arrow"))]
+    #[test]
+    fn a_table_gives_the_requests_a_file_does_its_rows_named_in_errors() {
+        use std::sync::Arc;
+
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+
+        let table = |durations: Vec<&str>| {
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("time", DataType::Utf8, false),
+                Field::new("user", DataType::Utf8, false),
+                Field::new("ms", DataType::Utf8, false),
+                Field::new("tokens", DataType::Int64, false),
+            ]));
+            let times = ["2025-01-01T00:00:02Z", "2025-01-01T00:00:01Z", "2025-01-01T00:00:02Z"];
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(StringArray::from(times.to_vec())),
+                Arc::new(StringArray::from(vec!["b", "a", "a"])),
+                Arc::new(StringArray::from(durations)),
+                Arc::new(Int64Array::from(vec![7, 30, 1])),
+            ];
+            // Two batches, so that a row is found past the first.
+            let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+            let (first, second) = (batch.slice(0, 2), batch.slice(2, 1));
+            Source::Arrow(crate::arrow_data::ArrowData::new("<arrow>", schema, vec![first, second]))
+        };
+        let options = ReadOptions { key_column: Some("user".into()), ..ReadOptions::new() };
+        let columns = ["tokens".to_owned()];
+        let completion = Completion::Duration("ms".into());
+        let read = |source| read_requests(&source, &options, Some(&completion), &columns);
+        let (got, _) = read(table(vec!["1.5s", "250", "0"])).unwrap();
+        let file = "time,user,ms,tokens\n\
+                    2025-01-01T00:00:02Z,b,1.5s,7\n\
+                    2025-01-01T00:00:01Z,a,250,30\n\
+                    2025-01-01T00:00:02Z,a,0,1\n";
+        let want = super::tests::read(file, Completion::Duration("ms".into())).unwrap();
+        assert_eq!((&got.requests, &got.values), (&want.requests, &want.values));
+        assert_eq!((got.counts, &got.lines[..]), ("row", &[2, 1, 3][..]));
+        let err = read(table(vec!["1.5s", "250", "-1"])).unwrap_err().to_string();
+        assert_eq!(err, "<arrow>: row 3, field `ms`: \"-1\" is negative: a duration is 0 or more");
     }
 }

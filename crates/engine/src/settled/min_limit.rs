@@ -9,8 +9,9 @@ use std::num::NonZeroU64;
 use ratelimit_core::settle::{Amount, Bound, Charge, Request, SettledLayer, Settling, min_limit};
 use ratelimit_core::sizing::quantile::{Histogram, Quantiles};
 
-use super::{Costs, Sum};
+use super::{Costs, Sum, charge_of};
 use crate::error::Result;
+use crate::input::asked::Names;
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, read_requests};
 use crate::units::time::Span;
@@ -31,6 +32,41 @@ pub struct MinLimitAsk {
     pub completion: Option<Completion>,
     /// Whether to size a cap on requests in flight instead of a rate.
     pub concurrency: bool,
+}
+
+impl MinLimitAsk {
+    /// Settles what is asked, once: the charge (`reserve` alone means reserving), and
+    /// that a charge after arrival or a cap has completions, and a rate its period (a
+    /// cap's is a minute, unused). Messages name the options as `names` says.
+    pub fn settle(
+        per: Option<Span>,
+        cost: Sum,
+        charge: Option<Charge>,
+        reserve: Option<Sum>,
+        completion: Option<Completion>,
+        concurrency: bool,
+        names: Names,
+    ) -> Result<MinLimitAsk, String> {
+        let (prefix, column) = match names {
+            Names::Flags => ("--", " COLUMN"),
+            Names::Keywords => ("", ""),
+        };
+        let charge = charge_of(charge, reserve.is_some(), prefix)?;
+        if completion.is_none() && (charge != Charge::Arrival || concurrency) {
+            let (duration, end) = (names.of("duration"), names.of("end"));
+            return Err(format!(
+                "{duration}{column} or {end}{column} is needed: when each request completes"
+            ));
+        }
+        let Some(per) = per.or(concurrency.then_some(Span::MINUTE)) else {
+            let (per, call) = (names.of("per"), names.of("min-limit"));
+            let call = call.trim_start_matches('-').trim_end_matches('=');
+            return Err(format!(
+                "{call} needs {per}, the limit's period (1m for a limit a minute)"
+            ));
+        };
+        Ok(MinLimitAsk { per, cost, charge, reserve, completion, concurrency })
+    }
 }
 
 /// What `min-limit` found.

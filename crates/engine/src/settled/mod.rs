@@ -248,11 +248,11 @@ impl<'a> Costs<'a> {
 
 /// Says that request `n`'s sum `sum` for layer `layer` (from 1) is over [`MAX_COST`].
 fn too_large(source: &Source, requests: &Requests, n: usize, layer: usize, sum: &Sum) -> Error {
-    let line = requests.lines[n];
+    let (counts, line) = (requests.counts, requests.lines[n]);
     let name = source.name();
     let message = format!(
-        "{name}: line {line}, layer {layer}: {sum} is more than {MAX_COST}, the most a request may cost"
+        "{name}: {counts} {line}, layer {layer}: {sum} is more than {MAX_COST}, the most a request may cost"
     );
-    let at = Place { source: name, line: Some(("line", line)), column: Some(sum.to_string()) };
+    let at = Place { source: name, line: Some((counts, line)), column: Some(sum.to_string()) };
     Error::Input { at, message }
 }

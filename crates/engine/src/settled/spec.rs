@@ -140,20 +140,59 @@ impl LayerSpec {
     }
 }
 
+/// A limit is the layer that charges its cost at arrival.
+impl From<Limit> for LayerSpec {
+    fn from(limit: Limit) -> LayerSpec {
+        let cost = match &limit.cost {
+            Cost::Each(units) => Sum::number(*units),
+            Cost::Column(column) => Sum { columns: vec![column.clone()], number: 0 },
+        };
+        let key = limit.key.clone();
+        let bound = Bound::Rate(Limit { cost: Cost::default(), key: None, ..limit });
+        LayerSpec { bound, charge: Charge::Arrival, reserve: None, cost, key }
+    }
+}
+
 impl FromStr for LayerSpec {
     type Err = LimitError;
 
     fn from_str(text: &str) -> Result<LayerSpec, LimitError> {
+        let named = text.split(',').map(|part| match part.split_once('=') {
+            Some((name, value)) => (name.trim(), Some(value.trim())),
+            None => (part.trim(), None),
+        });
+        LayerSpec::settled(named, |rest| {
+            let written: Vec<String> = (rest.iter())
+                .map(|(name, value)| value.map_or(name.to_string(), |v| format!("{name}={v}")))
+                .collect();
+            written.join(",").parse()
+        })
+    }
+}
+
+impl LayerSpec {
+    /// Returns the layer of `named`, each name with its value (`None` for a bare word), as
+    /// a `--limit` spec's parts: what [`Limit::from_named`] takes, with `charge=`,
+    /// `reserve=`, a `cost=` sum and `algo=concurrency,max=N`.
+    pub fn from_named<'a>(
+        named: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<LayerSpec, LimitError> {
+        LayerSpec::settled(named, |rest| Limit::from_named(rest.iter().copied()))
+    }
+
+    /// Takes the parts of `named` that settle a layer, and reads the rest, a limit's, by
+    /// `limit`.
+    fn settled<'a>(
+        named: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+        limit: impl FnOnce(&[(&'a str, Option<&'a str>)]) -> Result<Limit, LimitError>,
+    ) -> Result<LayerSpec, LimitError> {
         let invalid =
             |name: &str, message: String| LimitError::Invalid { name: Some(name.into()), message };
         let (mut charge, mut reserve, mut cost, mut max, mut key) = (None, None, None, None, None);
         let mut concurrency = false;
         let mut rest = Vec::new();
-        for part in text.split(',') {
-            let (name, value) = match part.split_once('=') {
-                Some((name, value)) => (name.trim(), value.trim()),
-                None => (part.trim(), ""),
-            };
+        for (name, given) in named {
+            let value = given.unwrap_or("");
             match name {
                 "charge" => {
                     let found =
@@ -185,7 +224,7 @@ impl FromStr for LayerSpec {
                 }
                 "key" if !value.is_empty() => key = Some(column(value)),
                 "algo" if value == "concurrency" => concurrency = true,
-                _ => rest.push(part),
+                _ => rest.push((name, given)),
             }
         }
         let charge = charge_of(charge, reserve.is_some(), "")
@@ -198,7 +237,8 @@ impl FromStr for LayerSpec {
                     "algo=concurrency needs max=, the most requests in flight".into(),
                 ));
             };
-            if let Some(part) = rest.first() {
+            if let Some((name, value)) = rest.first() {
+                let part = value.map_or(name.to_string(), |v| format!("{name}={v}"));
                 let message =
                     format!("'{part}' is not for algo=concurrency, which takes max= and key=");
                 return Err(invalid("algo", message));
@@ -209,7 +249,7 @@ impl FromStr for LayerSpec {
             return Err(invalid("max", "max= is for algo=concurrency".into()));
         }
         // The rest is a limit's; its cost is checked as a limit's is, one column at a time.
-        let mut limit: Limit = rest.join(",").parse()?;
+        let mut limit = limit(&rest)?;
         for term in &cost.columns {
             let weighed = Cost::Column(term.clone());
             if let Some(why) = crate::limit::cost_refused(&weighed, [limit.algorithm], "cost=") {
@@ -253,7 +293,8 @@ mod tests {
             "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user".parse().unwrap();
         let limit: Limit =
             "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user".parse().unwrap();
-        assert_eq!(spec.limit(), Some(limit));
+        assert_eq!(spec.limit(), Some(limit.clone()));
+        assert_eq!(LayerSpec::from(limit), spec);
         assert_eq!(spec.to_string(), "algo=gcra,rate=60/m,burst=10,cost=total_tokens,key=user");
     }
 
