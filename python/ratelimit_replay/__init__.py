@@ -31,7 +31,9 @@ import pyarrow
 
 from . import _native
 from ._native import Limit, Policy
-from ._results import Configurations, LayerNeeds, Limited, MinBucket, MinRate, Span, Window, _Figures
+from ._results import (
+    Configurations, LayerNeeds, Limited, MinBucket, MinLimit, MinRate, Settled, SettledLayer, Span, Window, _Figures,
+)
 from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
 
 __all__ = [
@@ -45,11 +47,15 @@ __all__ = [
     "MinBucket",
     "MinRate",
     "LayerNeeds",
+    "Settled",
+    "SettledLayer",
+    "MinLimit",
     "Span",
     "replay",
     "compare",
     "min_bucket",
     "min_rate",
+    "min_limit",
     "curve",
     "report",
     "Limiter",
@@ -141,6 +147,7 @@ class Report(_Object, _Figures):
         return None if keys is None else copy.deepcopy(keys)
 
 
+@overload
 def replay(
     data: Any,
     policy: Limits | None = None,
@@ -154,8 +161,59 @@ def replay(
     window: str | None = None,
     servers: int | None = None,
     limits: Iterable[str] | None = None,
+    duration: None = None,
+    end: None = None,
     **flags: Any,
-) -> Report:
+) -> Report: ...
+
+
+@overload
+def replay(
+    data: Any,
+    policy: Limits | None = None,
+    *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    window: str | None = None,
+    limits: Iterable[str] | None = None,
+    duration: str,
+    **flags: Any,
+) -> Settled: ...
+
+
+@overload
+def replay(
+    data: Any,
+    policy: Limits | None = None,
+    *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    window: str | None = None,
+    limits: Iterable[str] | None = None,
+    end: str,
+    **flags: Any,
+) -> Settled: ...
+
+
+def replay(
+    data: Any,
+    policy: Limits | None = None,
+    *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    algo: str | None = None,
+    rate: str | None = None,
+    burst: int | None = None,
+    window: str | None = None,
+    servers: int | None = None,
+    limits: Iterable[str] | None = None,
+    duration: str | None = None,
+    end: str | None = None,
+    **flags: Any,
+) -> Report | Settled:
     """Replays ``data`` through ``policy``: one :class:`Limit`, or a :class:`Policy` of
     several all or nothing, and returns what passed and what was dropped.
 
@@ -165,13 +223,58 @@ def replay(
     ``since="2025-01-01"``, ``redis=URL``, ``servers=4`` (a simulated fleet).
     In place of a policy, the shorthand ``algo=``, ``rate=``, ``burst=`` (one limit) or
     ``limits=`` (the program's ``--limit`` SPECs) still works.
+
+    With ``duration=`` (the column of each request's duration: bare numbers are
+    milliseconds, ``"850ms"`` and ``"1.2s"`` carry a unit) or ``end=`` (the column of its
+    end time), each row is a request that completes, and the limits may be settled after
+    the response, as LLM limits are: ``Limit("gcra", "10000/m", burst=10000,
+    reserve="prompt_tokens+max_tokens", cost="prompt_tokens+completion_tokens")``,
+    ``charge="completion"``, or ``Limit("concurrency", max=50, key="user")``. It returns a
+    :class:`Settled`, what ``ratelimit replay --duration --format json`` prints.
     """
     each, layered, window, options = _resolved(
         policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
         time=time, servers=servers,
     )
+    if duration is not None or end is not None:
+        if options.pop("servers", None) is not None:
+            raise PolicyError("servers= is not taken by limits settled after the response, which run in memory")
+        found = _native.settled_replay(_data(data), each, window, duration=duration, end=end, options=options)
+        return Settled(json.loads(found))
     stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
     return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])
+
+
+def min_limit(
+    data: Any,
+    *,
+    per: str | None = None,
+    cost: str | int = 1,
+    reserve: str | int | None = None,
+    charge: str | None = None,
+    duration: str | None = None,
+    end: str | None = None,
+    key: str | None = None,
+    concurrency: bool = False,
+    time: str = "time",
+    **flags: Any,
+) -> MinLimit:
+    """Returns the smallest limit L that refuses none of the requests of ``data``: a
+    provider's bucket of L, refilled at L each ``per`` (``"1m"`` for a limit a minute, as
+    TPM and RPM are written), as ``ratelimit min-limit --format json`` does.
+
+    Each request costs ``cost`` (a number, a column, or columns summed:
+    ``"prompt_tokens+completion_tokens"``), charged at arrival, or as ``charge`` says:
+    ``reserve`` (reserving the estimate ``reserve`` and settling at completion) or
+    ``completion``. Requests complete after their ``duration`` column or at their ``end``
+    column. With ``key``, the key that needs the most, and each key's quantiles; with
+    ``concurrency``, the fewest requests in flight a cap needs instead."""
+    options = _keywords(flags, time)
+    found = _native.min_limit(
+        _data(data), per=per, cost=cost, reserve=reserve, charge=charge, duration=duration, end=end, key=key,
+        concurrency=concurrency, options=options,
+    )
+    return MinLimit(json.loads(found))
 
 
 def _resolved(
@@ -278,6 +381,9 @@ def _with_columns(limit: Limit, *, key: Any = None, cost: Any = None) -> Limit:
         window=limit.window,
         key=limit.key if limit.key is not None else key,
         cost=own_cost if own_cost is not None else cost,
+        charge=None if limit.reserve is not None else limit.charge,
+        reserve=limit.reserve,
+        max=limit.max,
         **limit.params,
     )
 

@@ -12,6 +12,28 @@ def report(
     options: dict[str, Any] | None = None,
 ) -> None: ...
 
+def settled_replay(
+    data: Any,
+    limits: list[Limit],
+    window: str | None = None,
+    *,
+    duration: str | None = None,
+    end: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> bytes: ...
+def min_limit(
+    data: Any,
+    *,
+    per: str | None = None,
+    cost: str | int | None = None,
+    reserve: str | int | None = None,
+    charge: str | None = None,
+    duration: str | None = None,
+    end: str | None = None,
+    key: str | None = None,
+    concurrency: bool = False,
+    options: dict[str, Any] | None = None,
+) -> bytes: ...
 def replay(
     data: Any,
     limits: list[Limit],
@@ -92,9 +114,11 @@ def limiters() -> list[tuple[str, bool, bool]]: ...
 @final
 class Limit:
     """One limit: a limiter at a rate, with its burst, the column that keys it, what each
-    event costs it, its own parameters, and the length of its busiest window. Checked whole
-    when built: a name no limit takes is a ``TypeError``, a value that makes no limit a
-    ``PolicyError``."""
+    event costs it, its own parameters, and the length of its busiest window; or a layer
+    settled after the response (``charge=``, ``reserve=``, a cost summed over columns, or
+    ``Limit("concurrency", max=N)``), which ``replay`` with ``duration=`` or ``end=``
+    takes. Checked whole when built: a name no limit takes is a ``TypeError``, a value that
+    makes no limit a ``PolicyError``."""
 
     def __init__(
         self,
@@ -105,6 +129,9 @@ class Limit:
         window: str | None = None,
         cost: str | int | None = None,
         key: str | None = None,
+        charge: str | None = None,
+        reserve: str | int | None = None,
+        max: int | None = None,
         **params: str | int | bool,
     ) -> None: ...
     @staticmethod
@@ -113,13 +140,19 @@ class Limit:
     @property
     def algo(self) -> str: ...
     @property
-    def rate(self) -> str: ...
+    def rate(self) -> str | None: ...
     @property
     def burst(self) -> int | None: ...
     @property
     def window(self) -> str | None: ...
     @property
     def cost(self) -> int | str: ...
+    @property
+    def charge(self) -> str: ...
+    @property
+    def reserve(self) -> int | str | None: ...
+    @property
+    def max(self) -> int | None: ...
     @property
     def key(self) -> str | None: ...
     @property

@@ -211,3 +211,97 @@ class LayerNeeds(_Row):
     def tightest(self) -> str | None:
         """The layer whose burst falls furthest short of its need, as ``--limit`` writes it."""
         return self.get("tightest")
+
+
+class SettledLayer(_Row):
+    """What one layer settled after the response did: an object of ``ratelimit replay
+    --duration --format json``'s ``layers``."""
+
+    @property
+    def spec(self) -> str:
+        """The layer, as ``--limit`` writes it."""
+        return str(self["spec"])
+
+    @property
+    def charge(self) -> str:
+        """When it charges: ``arrival``, ``reserve`` or ``completion``."""
+        return str(self["charge"])
+
+    @property
+    def refused(self) -> int:
+        """The requests it refused when asked."""
+        return int(self["refused"])
+
+    @property
+    def largest_debt(self) -> int:
+        """The most units one key owed right after a settlement."""
+        return int(self["largest_debt"])
+
+    @property
+    def most_spent(self) -> int | None:
+        """The most real cost one key spent in any window of the period; None for a cap."""
+        spent = self["most_spent"]
+        return None if spent is None else int(spent)
+
+    @property
+    def overshot(self) -> bool:
+        """Whether ``most_spent`` is over the limit."""
+        return bool(self["overshot"])
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most admitted requests of one key in flight at once."""
+        return int(self["peak_in_flight"])
+
+
+class Settled(_Row):
+    """What a replay of requests settled after the response found: the object ``ratelimit
+    replay --duration --format json`` prints."""
+
+    @property
+    def requests(self) -> int:
+        """The requests read."""
+        return int(self["requests"])
+
+    @property
+    def passed(self) -> int:
+        """The requests every layer admitted."""
+        return int(self["passed"])
+
+    @property
+    def refused(self) -> int:
+        """The requests some layer refused."""
+        return int(self["refused"])
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most admitted requests in flight at once, of all keys."""
+        return int(self["peak_in_flight"])
+
+    @property
+    def layers(self) -> list[SettledLayer]:
+        """Each layer, in the order given."""
+        return [SettledLayer(layer) for layer in self["layers"]]
+
+
+class MinLimit(_Row):
+    """The smallest limit that refuses no request: the object ``ratelimit min-limit
+    --format json`` prints."""
+
+    @property
+    def limit(self) -> int | None:
+        """The smallest limit (with a key, of the key that needs the most); None if none up
+        to the largest rate does."""
+        limit = self["limit"]
+        return None if limit is None else int(limit)
+
+    @property
+    def kind(self) -> str:
+        """What ``limit`` counts: ``rate`` or ``concurrency``."""
+        return str(self["kind"])
+
+    @property
+    def worst_key(self) -> str | None:
+        """With a key, the key that needs the largest limit."""
+        keys = self.get("keys")
+        return None if keys is None else str(keys["worst_key"])

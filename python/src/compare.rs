@@ -111,7 +111,7 @@ pub(crate) fn configurations<'py>(
     limits: Vec<PyLimit>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let limits: Vec<Limit> = limits.into_iter().map(|limit| limit.limit).collect();
+    let limits: Vec<Limit> = limits.iter().map(PyLimit::limit).collect::<PyResult<_>>()?;
     let (mut top, mut running) = (10, keywords::Running::default());
     let own: &[&[&str]] = &[&keywords::COMPARE, &keywords::RUNNING];
     let asked = keywords::read("compare", options, own, |name, value| {

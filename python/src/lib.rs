@@ -29,6 +29,7 @@ mod lossless;
 mod parts;
 mod replay;
 mod report;
+mod settled;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
@@ -198,6 +199,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(report::report, module)?)?;
     module.add_function(wrap_pyfunction!(replay::replay, module)?)?;
     module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
+    module.add_function(wrap_pyfunction!(settled::settled_replay, module)?)?;
+    module.add_function(wrap_pyfunction!(settled::min_limit, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;

@@ -4,21 +4,57 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use ratelimit_core::policy::MAX_LAYERS;
+use ratelimit_core::settle::Charge;
 use ratelimit_core::units::time::Span;
 use ratelimit_engine::limit::{self, LimitError};
-use ratelimit_input::cost::Cost;
+use ratelimit_engine::settled::{self, LayerSpec, Sum};
 
 use crate::errors::policy_error;
 use crate::keywords::suggestion;
 
 /// One limit: a limiter at a rate, with its burst, the column that keys it, what each
-/// event costs it, its own parameters, and the length of its busiest window.
+/// event costs it, its own parameters, and the length of its busiest window; or a layer
+/// settled after the response (`charge=`, `reserve=`, a cost summed over columns, or a
+/// cap on requests in flight), which a replay with `duration=` or `end=` takes.
 #[pyclass(module = "ratelimit_replay", name = "Limit", frozen, eq, from_py_object)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PyLimit {
-    pub(crate) limit: limit::Limit,
+    pub(crate) layer: LayerSpec,
     /// The busiest window's length, as given and read.
     pub(crate) window: Option<(String, Span)>,
+}
+
+impl PyLimit {
+    /// The limit of one that charges at arrival: a `PolicyError` for a layer settled
+    /// after the response, which only a replay with completions takes.
+    pub(crate) fn limit(&self) -> PyResult<limit::Limit> {
+        self.layer.limit().ok_or_else(|| {
+            policy_error(format!(
+                "Limit {} is settled after the response: give duration= or end=, when each \
+                 request completes",
+                self.layer
+            ))
+        })
+    }
+
+    /// Checks the layer as its limiter takes it, with its busiest window: a rate HAProxy
+    /// cannot count, a burst past the largest, is a `PolicyError`.
+    fn checked(self) -> PyResult<PyLimit> {
+        let Some(limit) = self.layer.limit().or_else(|| self.rate_limit().cloned()) else {
+            return Ok(self);
+        };
+        let window = self.window.as_ref().map(|&(_, span)| span);
+        limit.settings(window, true, "").map_err(|err| policy_error(err.to_string()))?;
+        Ok(self)
+    }
+
+    /// The rate limit it holds, if it is one.
+    fn rate_limit(&self) -> Option<&limit::Limit> {
+        match &self.layer.bound {
+            settled::Bound::Rate(limit) => Some(limit),
+            settled::Bound::Concurrency(_) => None,
+        }
+    }
 }
 
 #[pymethods]
@@ -26,7 +62,11 @@ impl PyLimit {
     /// Builds the limit, checked as the limiter takes it: a name no limit takes is a
     /// `TypeError`, a value that makes no limit a `PolicyError`.
     #[new]
-    #[pyo3(signature = (algo, rate=None, *, burst=None, window=None, cost=None, key=None, **params))]
+    #[pyo3(signature = (
+        algo, rate=None, *, burst=None, window=None, cost=None, key=None, charge=None,
+        reserve=None, max=None, **params
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         algo: &str,
         rate: Option<&str>,
@@ -34,6 +74,9 @@ impl PyLimit {
         window: Option<&str>,
         cost: Option<&Bound<'_, PyAny>>,
         key: Option<&str>,
+        charge: Option<&str>,
+        reserve: Option<&Bound<'_, PyAny>>,
+        max: Option<i64>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyLimit> {
         let mut named: Vec<(String, Option<String>)> = vec![("algo".into(), Some(algo.into()))];
@@ -43,6 +86,11 @@ impl PyLimit {
             named.push(("cost".into(), Some(word(cost, "cost")?)));
         }
         named.extend(key.map(|key| ("key".into(), Some(key.into()))));
+        named.extend(charge.map(|charge| ("charge".into(), Some(charge.into()))));
+        if let Some(reserve) = reserve {
+            named.push(("reserve".into(), Some(word(reserve, "reserve")?)));
+        }
+        named.extend(max.map(|max| ("max".into(), Some(max.to_string()))));
         for (name, value) in params.into_iter().flat_map(|params| params.iter()) {
             let name: String = name.extract()?;
             let own = own_name(&name)?;
@@ -55,7 +103,7 @@ impl PyLimit {
             }
             named.push((own.into(), Some(word(&value, &name)?)));
         }
-        let limit = limit::Limit::from_named(named.iter().map(|(n, v)| (n.as_str(), v.as_deref())))
+        let layer = LayerSpec::from_named(named.iter().map(|(n, v)| (n.as_str(), v.as_deref())))
             .map_err(|err| match err {
                 LimitError::Unknown { name } => unexpected(&name),
                 invalid => policy_error(invalid.to_string()),
@@ -66,38 +114,35 @@ impl PyLimit {
         };
         // Settled now, as a replay would, so that a limit its limiter refuses (a rate
         // HAProxy cannot count, a burst past the largest) is refused as it is built.
-        limit
-            .settings(window.as_ref().map(|&(_, span)| span), true, "")
-            .map_err(|err| policy_error(err.to_string()))?;
-        Ok(PyLimit { limit, window })
+        PyLimit { layer, window }.checked()
     }
 
     /// The limit a ``--limit`` SPEC writes, as ``str(limit)`` gives it:
     /// ``Limit.parse("algo=gcra,rate=5/h,burst=5")``.
     #[staticmethod]
     fn parse(spec: &str) -> PyResult<PyLimit> {
-        let limit: limit::Limit =
+        let layer: LayerSpec =
             spec.parse().map_err(|err: LimitError| policy_error(err.to_string()))?;
-        limit.settings(None, true, "").map_err(|err| policy_error(err.to_string()))?;
-        Ok(PyLimit { limit, window: None })
+        PyLimit { layer, window: None }.checked()
     }
 
-    /// The limiter's name, as `ratelimit limiters` lists it.
+    /// The limiter's name, as `ratelimit limiters` lists it; ``concurrency`` for a cap on
+    /// requests in flight.
     #[getter]
     fn algo(&self) -> &'static str {
-        self.limit.algorithm.name()
+        self.rate_limit().map_or("concurrency", |limit| limit.algorithm.name())
     }
 
-    /// The rate: N events per period, as in ``5/h``.
+    /// The rate: N events per period, as in ``5/h``; None for a cap in flight.
     #[getter]
-    fn rate(&self) -> String {
-        self.limit.rate.to_string()
+    fn rate(&self) -> Option<String> {
+        self.rate_limit().map(|limit| limit.rate.to_string())
     }
 
     /// The burst as its system writes it, if given.
     #[getter]
     fn burst(&self) -> Option<u64> {
-        self.limit.burst
+        self.rate_limit().and_then(|limit| limit.burst)
     }
 
     /// The length of the busiest window to report, if given (else the rate's period).
@@ -106,26 +151,47 @@ impl PyLimit {
         self.window.as_ref().map(|(text, _)| text.as_str())
     }
 
-    /// What each event costs: a number of units, or the column that holds it.
+    /// What each event costs (its real cost, for a layer settled after the response): a
+    /// number of units, a column that holds it, or a sum of columns
+    /// (``"prompt_tokens+completion_tokens"``).
     #[getter]
     fn cost<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match &self.limit.cost {
-            Cost::Each(units) => units.into_pyobject(py)?.into_any(),
-            Cost::Column(column) => column.into_pyobject(py)?.into_any(),
-        })
+        summed(py, &self.layer.cost)
+    }
+
+    /// When the cost is charged: ``arrival``, ``reserve`` or ``completion``.
+    #[getter]
+    fn charge(&self) -> &'static str {
+        self.layer.charge.name()
+    }
+
+    /// The estimate reserved at arrival, with ``charge="reserve"``: a number, a column or
+    /// a sum of columns; else None.
+    #[getter]
+    fn reserve<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.layer.reserve.as_ref().map(|sum| summed(py, sum)).transpose()
+    }
+
+    /// The most requests in flight, for a cap (``Limit("concurrency", max=4)``); else None.
+    #[getter]
+    fn max(&self) -> Option<u64> {
+        match self.layer.bound {
+            settled::Bound::Concurrency(max) => Some(max.get()),
+            settled::Bound::Rate(_) => None,
+        }
     }
 
     /// The column whose values each get a state of their own, if any.
     #[getter]
     fn key(&self) -> Option<&str> {
-        self.limit.key.as_deref()
+        self.layer.key.as_deref()
     }
 
     /// The limiter's own parameters, as given: each with its value, True for a bare one.
     #[getter]
     fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let params = PyDict::new(py);
-        for (name, value) in &self.limit.params.0 {
+        for (name, value) in self.rate_limit().iter().flat_map(|limit| &limit.params.0) {
             let name = name.replace('-', "_");
             match value {
                 Some(value) => params.set_item(name, value)?,
@@ -137,14 +203,17 @@ impl PyLimit {
 
     /// The limit as ``--limit`` writes it: ``algo=gcra,rate=5/h,burst=5``.
     fn __str__(&self) -> String {
-        self.limit.to_string()
+        match self.layer.limit() {
+            Some(limit) => limit.to_string(),
+            None => self.layer.to_string(),
+        }
     }
 
     /// Pickled as its spec and its window: `Limit.parse` reads the spec back to the same
     /// limit.
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<crate::Reduced<'py>> {
         let rebuild = py.get_type::<PyLimit>().getattr("_unpickled")?;
-        Ok((rebuild, (self.limit.to_string(), self.window()).into_pyobject(py)?))
+        Ok((rebuild, (self.__str__(), self.window()).into_pyobject(py)?))
     }
 
     /// The limit pickled as `spec` and `window`.
@@ -159,22 +228,35 @@ impl PyLimit {
     }
 
     fn __repr__(&self) -> String {
-        let mut text = format!("Limit({}, {}", quoted(self.algo()), quoted(&self.rate()));
-        if let Some(burst) = self.limit.burst {
+        let mut text = format!("Limit({}", quoted(self.algo()));
+        if let Some(rate) = self.rate() {
+            text += &format!(", {}", quoted(&rate));
+        }
+        if let Some(burst) = self.burst() {
             text += &format!(", burst={burst}");
+        }
+        if let Some(max) = self.max() {
+            text += &format!(", max={max}");
         }
         if let Some((window, _)) = &self.window {
             text += &format!(", window={}", quoted(window));
         }
-        match &self.limit.cost {
-            Cost::Each(1) => {}
-            Cost::Each(units) => text += &format!(", cost={units}"),
-            Cost::Column(column) => text += &format!(", cost={}", quoted(column)),
+        let shown = |sum: &Sum| match (&sum.columns[..], sum.number) {
+            ([], units) => units.to_string(),
+            _ => quoted(&sum.to_string()),
+        };
+        if self.layer.cost != Sum::number(1) {
+            text += &format!(", cost={}", shown(&self.layer.cost));
         }
-        if let Some(key) = &self.limit.key {
+        if let Some(key) = &self.layer.key {
             text += &format!(", key={}", quoted(key));
         }
-        for (name, value) in &self.limit.params.0 {
+        match (&self.layer.reserve, self.layer.charge) {
+            (Some(reserve), _) => text += &format!(", reserve={}", shown(reserve)),
+            (None, Charge::Arrival) => {}
+            (None, charge) => text += &format!(", charge={}", quoted(charge.name())),
+        }
+        for (name, value) in self.rate_limit().iter().flat_map(|limit| &limit.params.0) {
             let name = name.replace('-', "_");
             match value {
                 Some(value) => text += &format!(", {name}={}", quoted(value)),
@@ -183,6 +265,15 @@ impl PyLimit {
         }
         text + ")"
     }
+}
+
+/// A sum as Python has it: an int for a number alone, else the text (a column, or
+/// columns summed).
+fn summed<'py>(py: Python<'py>, sum: &Sum) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match &sum.columns[..] {
+        [] => sum.number.into_pyobject(py)?.into_any(),
+        _ => sum.to_string().into_pyobject(py)?.into_any(),
+    })
 }
 
 /// Limits that decide together, all or nothing: an event passes only if every one admits
@@ -203,9 +294,20 @@ impl PyPolicy {
             let n = limits.len();
             return Err(policy_error(format!("a policy has 1 to {MAX_LAYERS} limits, not {n}")));
         }
-        let each: Vec<limit::Limit> = limits.iter().map(|l| l.limit.clone()).collect();
-        ratelimit_engine::limits::columns(&each, "the limits of a policy")
-            .map_err(|err| policy_error(err.to_string()))?;
+        // Limits that charge at arrival read one key column and one cost column; layers
+        // settled after the response, one key column.
+        let each: Option<Vec<limit::Limit>> = limits.iter().map(|l| l.layer.limit()).collect();
+        match each {
+            Some(each) => ratelimit_engine::limits::columns(&each, "the limits of a policy")
+                .map(drop)
+                .map_err(|err| policy_error(err.to_string()))?,
+            None => {
+                let layers: Vec<LayerSpec> = limits.iter().map(|l| l.layer.clone()).collect();
+                ratelimit_engine::settled::key_column(&layers)
+                    .map(drop)
+                    .map_err(|err| policy_error(err.to_string()))?
+            }
+        }
         let mut windows = limits.iter().filter_map(|l| l.window.as_ref());
         if let Some((first, span)) = windows.next()
             && let Some((other, _)) = windows.find(|(_, other)| other != span)

@@ -34,7 +34,7 @@ impl Limiter {
         let timeout = redis_timeout.map(keywords::timeout).transpose()?;
         let redis = keywords::Redis { urls: redis, prefix: redis_prefix, timeout }.target();
         let options = LiveOptions { redis, empty_key, stop_counting_over_limit };
-        let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
+        let limits: Vec<_> = limits.iter().map(PyLimit::limit).collect::<PyResult<_>>()?;
         let made = py.detach(|| LiveLimiter::new(&limits, &options));
         let limiter = made.map_err(|err| raise(err, Data::File))?;
         Ok(Limiter(Mutex::new(limiter)))

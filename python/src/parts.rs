@@ -124,8 +124,9 @@ impl Parts {
                 LimitPolicy::AllOrNothing(limits) => (limits.clone(), true),
                 LimitPolicy::One(limit) => (vec![limit.clone()], false),
             };
-            let limits: Vec<PyLimit> =
-                limits.into_iter().map(|limit| PyLimit { limit, window: None }).collect();
+            let limits: Vec<PyLimit> = (limits.into_iter())
+                .map(|limit| PyLimit { layer: limit.into(), window: None })
+                .collect();
             let made_of = self.made_of.bind(py);
             let rest = (made_of.get_item(2)?, made_of.get_item(3)?);
             let made_of = (limits, layered, rest.0, rest.1).into_pyobject(py)?.unbind();

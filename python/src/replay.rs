@@ -88,7 +88,7 @@ pub(crate) fn replay<'py>(
 
 /// The policy of `limits`: one limit alone unless `layered`, else all or nothing.
 pub(crate) fn policy(limits: Vec<PyLimit>, layered: bool) -> PyResult<LimitPolicy> {
-    let limits: Vec<_> = limits.into_iter().map(|limit| limit.limit).collect();
+    let limits: Vec<_> = limits.iter().map(PyLimit::limit).collect::<PyResult<_>>()?;
     match (layered, &limits[..]) {
         (false, [one]) => Ok(LimitPolicy::One(one.clone())),
         (false, _) => Err(policy_error("one limit alone is one Limit")),
