@@ -317,8 +317,9 @@ pub struct LimitArgs {
 #[derive(Debug, Args)]
 pub struct UnlessLimits {
     /// The rate: N events per period, as in 5/h or 1/30s (or nginx's 10r/s, 30r/m).
+    // Needed unless --limit (or replay's --preset) gives the layers: each command says so
+    // in its own words, as clap cannot name an option only one of them has.
     #[arg(short = 'r', long, value_name = "RATE", allow_hyphen_values = true)]
-    #[arg(required_unless_present = "limits")]
     pub rate: Option<Rate>,
 
     #[command(flatten)]

@@ -12,6 +12,7 @@ use crate::cli::config::Styles;
 use crate::cli::notes::say_notes;
 use crate::engine::limit::column;
 use crate::engine::settled::min_limit::{self, MinLimitAsk};
+use crate::engine::settled::presets;
 use crate::engine::settled::{Sum, parse_charge};
 use crate::input::asked::Names;
 use crate::input::cost::Cost;
@@ -22,6 +23,17 @@ use crate::settle::Charge;
 use crate::units::time::Span;
 
 pub(super) fn run(args: &MinLimitArgs, styles: &Styles) -> Result<ExitCode> {
+    if let Some(name) = &args.preset {
+        let mut input = args.input.resolve(None)?;
+        input.read.cost = Cost::default();
+        let completion = Completion::given(args.duration.as_deref(), args.end.as_deref());
+        let (found, stats) = presets::fit(&input.source, &input.read, completion.as_ref(), name)?;
+        say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &found)?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let ask = args.ask()?;
     let mut input = args.input.resolve(args.key.as_deref().map(|k| (k, "--key")))?;
     // The cost is a sum the requests are read with, not an event's column.
@@ -67,7 +79,7 @@ pub struct MinLimitArgs {
 
     /// The limit's period: the answer L is a bucket of L refilled at L each PERIOD (1m for
     /// a limit a minute, as providers write TPM and RPM).
-    #[arg(long, value_name = "PERIOD", required_unless_present = "concurrency")]
+    #[arg(long, value_name = "PERIOD", required_unless_present_any = ["concurrency", "preset"])]
     pub per: Option<Span>,
 
     /// The estimate each request reserves on arrival (prompt_tokens+max_tokens), settled to
@@ -97,6 +109,11 @@ pub struct MinLimitArgs {
     /// Size a cap on requests in flight instead of a rate: the most in flight at once.
     #[arg(long, conflicts_with_all = ["reserve", "charge"])]
     pub concurrency: bool,
+
+    /// Replay a provider's presets instead, PROVIDER:*:MODEL (or one tier), and name the
+    /// smallest tier that refuses none of the requests, as `ratelimit presets` lists them.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["per", "reserve", "charge", "key", "concurrency", "cost"])]
+    pub preset: Option<String>,
 
     #[command(flatten)]
     pub output: OutputArgs,

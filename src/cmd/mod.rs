@@ -13,6 +13,7 @@ pub(crate) mod min_bucket;
 mod min_limit;
 mod min_rate;
 mod plot;
+mod presets;
 pub(crate) mod replay;
 mod report;
 mod schema;
@@ -47,8 +48,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
     let styles = Styles::resolve(cli.color);
     match cli.command {
         Command::Replay(args) => {
-            if let Some(completion) = args.completion() {
-                return replay::settled(&args, &completion, &styles);
+            if args.of_requests() {
+                return replay::settled(&args, &styles);
             }
             // One report either way: one limit's, or the layers' all or nothing.
             let report = replay::run(&args)?;
@@ -60,6 +61,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::MinLimit(args) => min_limit::run(&args, &styles),
+        Command::Presets(args) => presets::run(&args, &styles),
         Command::Filter(args) => filter::run(&args),
         Command::Synth(args) => synth::run(&args),
         #[cfg(feature = "quakes")]
@@ -173,6 +175,9 @@ pub enum Command {
     /// requests in flight.
     #[command(after_help = AFTER_HELP)]
     MinLimit(min_limit::MinLimitArgs),
+    /// List the providers' published LLM limits (OpenAI, Anthropic, Azure, Bedrock,
+    /// Gemini) that --preset takes, with the day each was read and its source.
+    Presets(presets::PresetsArgs),
     /// Limit a live stream: pass the lines of stdin that a limiter admits, as they arrive.
     #[command(after_help = filter::FILTER_AFTER_HELP)]
     Filter(filter::FilterArgs),

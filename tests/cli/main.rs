@@ -32,6 +32,7 @@ mod parquet;
 mod peer_events;
 mod peers;
 mod plot;
+mod presets;
 mod real_data;
 mod replay;
 mod report;

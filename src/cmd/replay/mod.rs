@@ -125,6 +125,27 @@ impl ReplayArgs {
         Completion::given(self.duration.as_deref(), self.end.as_deref())
     }
 
+    /// Whether the replay is of requests, each layer charged as it says: with
+    /// completions, a preset, or a layer that is no limit decided at arrival (a sum, a
+    /// charge after, a cap in flight).
+    pub(crate) fn of_requests(&self) -> bool {
+        self.completion().is_some()
+            || self.preset.is_some()
+            || self.limits.iter().any(|spec| spec.limit().is_none())
+    }
+
+    /// The layers: each `--limit`, then the `--preset`'s.
+    fn layers(&self) -> Result<Vec<LayerSpec>> {
+        let mut layers = self.limits.clone();
+        if let Some(name) = &self.preset {
+            layers.extend(crate::engine::settled::presets::one(name).map_err(anyhow::Error::msg)?);
+        }
+        if layers.is_empty() {
+            bail!("--duration and --end settle --limit or --preset layers: give one");
+        }
+        Ok(layers)
+    }
+
     /// The `--limit` layers as limits decided at arrival: each must be one, as only
     /// requests with completions are settled after.
     fn plain_limits(&self) -> Result<Vec<Limit>> {
@@ -140,20 +161,26 @@ impl ReplayArgs {
     }
 }
 
-/// Replays requests with completions through the `--limit` layers, settled after the
-/// response, and writes the report.
-pub(crate) fn settled(
-    args: &ReplayArgs,
-    completion: &Completion,
-    styles: &Styles,
-) -> Result<ExitCode> {
-    let key = crate::engine::settled::key_column(&args.limits)?;
+/// Replays requests through the `--limit` and `--preset` layers, settled after the
+/// response where they say and the requests complete, and writes the report.
+pub(crate) fn settled(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
+    let completion = args.completion();
+    let layers = args.layers()?;
+    if completion.is_none()
+        && let Some(spec) = layers.iter().find(|spec| spec.settles_after())
+    {
+        bail!(
+            "--limit {spec} is settled after the response: give --duration COLUMN or --end \
+             COLUMN, when each request completes"
+        );
+    }
+    let key = crate::engine::settled::key_column(&layers)?;
     let input = args.job.input.resolve(key.map(|k| (k, "--limit key=")))?;
     let (report, stats) = crate::engine::settled::replay(
         &input.source,
         &input.read,
-        completion,
-        &args.limits,
+        completion.as_ref(),
+        &layers,
         args.size.window,
     )?;
     say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
@@ -234,7 +261,7 @@ pub struct ReplayArgs {
     pub job: JobArgs,
 
     /// The limiter.
-    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", required_unless_present = "limits")]
+    #[arg(short = 'a', long, value_parser = crate::cli::algorithm_parser(), value_name = "ALGO", required_unless_present_any = ["limits", "preset"])]
     pub algo: Option<Algorithm>,
 
     #[command(flatten)]
@@ -255,12 +282,20 @@ pub struct ReplayArgs {
     /// Each request's duration is in COLUMN: bare numbers are milliseconds, and a value may
     /// carry a unit (850ms, 1.2s). Each request completes at its time plus its duration,
     /// and --limit layers are settled then.
-    #[arg(long, value_name = "COLUMN", requires = "limits", conflicts_with_all = ["end", "emit", "validate", "redis"])]
+    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["end", "emit", "validate", "redis", "algo"])]
     pub duration: Option<String>,
 
     /// Each request's end time is in COLUMN, written as its time is; as --duration.
-    #[arg(long, value_name = "COLUMN", requires = "limits", conflicts_with_all = ["emit", "validate", "redis"])]
+    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["emit", "validate", "redis", "algo"])]
     pub end: Option<String>,
+
+    /// A provider's published limits as layers, PROVIDER:TIER:MODEL
+    /// (anthropic:tier-2:claude-sonnet), as `ratelimit presets` lists them with the day
+    /// they were read: requests and tokens a minute, counted as the provider counts them,
+    /// from the columns prompt_tokens, max_tokens and completion_tokens. After any --limit
+    /// layers.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers", "emit", "validate", "redis"])]
+    pub preset: Option<String>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

@@ -13,6 +13,7 @@ use self::page::Described;
 use super::write_stdout;
 use crate::engine::settled::SettledReport;
 use crate::engine::settled::min_limit::MinLimit;
+use crate::engine::settled::presets::{Listed, PresetFit};
 use crate::engine::side_by_side::SideBySide;
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
 use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
@@ -66,6 +67,12 @@ pub enum Output {
     Settled,
     /// `min-limit --format json`: the smallest provider limit, or requests in flight.
     MinLimit,
+    /// `min-limit --preset PROVIDER:*:MODEL --format json`: what each tier refused, and
+    /// the smallest that refused nothing.
+    MinTier,
+    /// `presets --format json`: the providers' published limits, with the day each was
+    /// read and the layers each is.
+    Presets,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -112,6 +119,8 @@ fn schema(output: Output) -> Value {
         Output::Check => schemars::schema_for!(CheckReport),
         Output::Settled => schemars::schema_for!(SettledReport),
         Output::MinLimit => schemars::schema_for!(MinLimit),
+        Output::MinTier => schemars::schema_for!(PresetFit),
+        Output::Presets => schemars::schema_for!(Vec<Listed>),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

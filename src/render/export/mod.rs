@@ -5,6 +5,7 @@ mod csv;
 mod json;
 mod layered;
 mod min_limit;
+mod presets;
 mod rates;
 mod results;
 mod settled;
@@ -19,6 +20,7 @@ use crate::policy_report::PolicyReport;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
+pub use self::presets::PresetList;
 pub use self::rates::{Per, PerUnit};
 pub use self::results::Compared;
 pub use self::table::{Style, Table};

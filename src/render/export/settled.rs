@@ -23,7 +23,7 @@ impl Report for SettledReport {
             ("input".to_owned(), self.input.clone()),
             (
                 "layers".to_owned(),
-                format!("{}, all or nothing, settled at completion", self.layers.len()),
+                format!("{}, all or nothing, each charged as it says", self.layers.len()),
             ),
             ("requests".to_owned(), self.requests.to_string()),
             ("passed".to_owned(), share(self.passed)),

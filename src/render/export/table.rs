@@ -39,7 +39,7 @@ impl Style {
         self.paint(anstyle::Style::new().bold(), text)
     }
 
-    fn dim(self, text: &str) -> String {
+    pub(super) fn dim(self, text: &str) -> String {
         self.paint(anstyle::Style::new().dimmed(), text)
     }
 

@@ -2,6 +2,7 @@
 //! LLM limits that reserve, charge at completion, or cap requests in flight.
 
 pub mod min_limit;
+pub mod presets;
 mod spec;
 
 use schemars::JsonSchema;
@@ -101,36 +102,24 @@ fn layers(specs: &[LayerSpec], window: Option<Span>) -> Result<Vec<SettledLayer>
 }
 
 /// Replays the requests of `source` (read by `read`, its key column the layers') through
-/// `specs`, each completing as `completion` says, and returns what it found and what
-/// reading found. Requests are kept in memory to be put in order of arrival: 32 bytes
-/// each and 8 a column summed, at most 4 GiB.
+/// `specs`, each completing as `completion` says (as it arrives, without), and returns
+/// what it found and what reading found. Requests are kept in memory to be put in order
+/// of arrival: 32 bytes each and 8 a column summed, at most 4 GiB.
 pub fn replay(
     source: &Source,
     read: &ReadOptions,
-    completion: &Completion,
+    completion: Option<&Completion>,
     specs: &[LayerSpec],
     window: Option<Span>,
 ) -> Result<(SettledReport, ReadStats)> {
-    let layers = layers(specs, window)?;
-    let fresh = || Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() });
-    let mut settling = fresh()?;
-    // Shared before the reading numbers the keys, which then tells the empty key's number.
-    settling.share_empty_key(&read.empty_key);
-    let costs = Costs::new(specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost)));
-    let mut amounts = vec![Amount::default(); specs.len()];
-    let mut passed = 0;
-    let mut settle = |settling: &mut Settling, requests: &Requests, n: usize| -> Result<u64> {
-        costs.amounts(source, requests, n, &mut amounts)?;
-        let refused = (settling.arrive(requests.requests[n], &amounts))
-            .map_err(|e| Error::Policy { message: e.to_string() })?;
-        Ok(u64::from(refused == 0))
-    };
+    let mut run = Run::new(source, read, specs, window, Vec::new())?;
     // Requests in arrival order are settled as they are read, on a thread of their own;
     // all are kept all the same, to be put in order and settled afresh if one comes early.
     let name = source.name();
-    let mut requests = Requests { width: costs.columns.len(), ..Requests::default() };
+    let mut requests = Requests { width: run.costs.columns.len(), ..Requests::default() };
     let mut in_order = true;
-    let stats = stream_requests(source, read, Some(completion), &costs.columns, |chunk| {
+    let columns = run.costs.columns.clone();
+    let stats = stream_requests(source, read, completion, &columns, |chunk| {
         let from = requests.len();
         requests.append(chunk, &name)?;
         for n in from..requests.len() {
@@ -138,54 +127,124 @@ pub fn replay(
             if !in_order {
                 break;
             }
-            passed += settle(&mut settling, &requests, n)?;
+            run.settle(&requests, n)?;
         }
         Ok::<_, Error>(())
     })?;
     if !in_order {
         requests = requests.into_arrival_order();
-        settling = fresh()?;
-        settling.share_empty_key(&read.empty_key);
-        passed = 0;
+        run = Run::new(source, read, specs, window, columns)?;
         for n in 0..requests.len() {
-            passed += settle(&mut settling, &requests, n)?;
+            run.settle(&requests, n)?;
         }
     }
-    settling.finish();
-    let count = requests.len() as u64;
-    let layers = (specs.iter().zip(&layers).zip(settling.settled()))
-        .map(|((spec, layer), found)| {
-            let rate = match layer.bound {
-                settle::Bound::Rate(settings) => Some(settings.rate),
-                settle::Bound::Concurrency(_) => None,
-            };
-            let limit = rate.map(|r| r.count());
-            SettledLayerReport {
-                spec: spec.to_string(),
-                charge: spec.charge,
-                refused: found.refused,
-                reserved: found.reserved,
-                refunded: found.refunded,
-                charged_after: found.charged_after,
-                largest_debt: found.largest_debt,
-                limit,
-                period_s: rate.map(|r| r.period()),
-                most_spent: found.most_spent,
-                most_spent_from: found.most_spent_from,
-                overshot: found.most_spent.zip(limit).is_some_and(|(m, l)| m > u128::from(l)),
-                peak_in_flight: found.peak_in_flight,
-            }
-        })
-        .collect();
-    let report = SettledReport {
-        input: source.name(),
-        requests: count,
-        passed,
-        refused: count - passed,
-        peak_in_flight: settling.peak_in_flight(),
-        layers,
-    };
-    Ok((report, stats))
+    Ok((run.report(requests.len()), stats))
+}
+
+/// Replays `requests`, read from `source` by `read` with `columns` (which hold every
+/// column `specs` sum: [`columns`] of them, or more), through `specs`, as [`replay`] does.
+pub fn replay_read(
+    source: &Source,
+    read: &ReadOptions,
+    (requests, columns): (&Requests, &[String]),
+    specs: &[LayerSpec],
+    window: Option<Span>,
+) -> Result<SettledReport> {
+    let mut run = Run::new(source, read, specs, window, columns.to_vec())?;
+    if run.costs.columns.len() != requests.width {
+        let missing = &run.costs.columns[requests.width.min(run.costs.columns.len())..];
+        let message = format!("the requests were read without {}", missing.join(", "));
+        return Err(Error::Policy { message });
+    }
+    for n in 0..requests.len() {
+        run.settle(requests, n)?;
+    }
+    Ok(run.report(requests.len()))
+}
+
+/// The columns the requests of `specs` are read with, each once, in the order first named.
+pub fn columns(specs: &[LayerSpec]) -> Vec<String> {
+    Costs::new(specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost))).columns
+}
+
+/// A replay of requests under way: the layers, what requests cost them, the settling and
+/// how many passed.
+struct Run<'a> {
+    source: &'a Source,
+    specs: &'a [LayerSpec],
+    layers: Vec<SettledLayer>,
+    costs: Costs<'a>,
+    settling: Settling,
+    amounts: Vec<Amount>,
+    passed: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        source: &'a Source,
+        read: &ReadOptions,
+        specs: &'a [LayerSpec],
+        window: Option<Span>,
+        columns: Vec<String>,
+    ) -> Result<Run<'a>> {
+        let layers = layers(specs, window)?;
+        let mut settling =
+            Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
+        // Shared before the reading numbers the keys, which then tells the empty key's
+        // number.
+        settling.share_empty_key(&read.empty_key);
+        let sums = specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost));
+        let costs = Costs::within(sums, columns);
+        let amounts = vec![Amount::default(); specs.len()];
+        Ok(Run { source, specs, layers, costs, settling, amounts, passed: 0 })
+    }
+
+    /// Decides request `n` of `requests`, the next in arrival order.
+    fn settle(&mut self, requests: &Requests, n: usize) -> Result<()> {
+        self.costs.amounts(self.source, requests, n, &mut self.amounts)?;
+        let refused = (self.settling.arrive(requests.requests[n], &self.amounts))
+            .map_err(|e| Error::Policy { message: e.to_string() })?;
+        self.passed += u64::from(refused == 0);
+        Ok(())
+    }
+
+    /// Settles what is in flight, and reports the `count` requests decided.
+    fn report(mut self, count: usize) -> SettledReport {
+        self.settling.finish();
+        let count = count as u64;
+        let layers = (self.specs.iter().zip(&self.layers).zip(self.settling.settled()))
+            .map(|((spec, layer), found)| {
+                let rate = match layer.bound {
+                    settle::Bound::Rate(settings) => Some(settings.rate),
+                    settle::Bound::Concurrency(_) => None,
+                };
+                let limit = rate.map(|r| r.count());
+                SettledLayerReport {
+                    spec: spec.to_string(),
+                    charge: spec.charge,
+                    refused: found.refused,
+                    reserved: found.reserved,
+                    refunded: found.refunded,
+                    charged_after: found.charged_after,
+                    largest_debt: found.largest_debt,
+                    limit,
+                    period_s: rate.map(|r| r.period()),
+                    most_spent: found.most_spent,
+                    most_spent_from: found.most_spent_from,
+                    overshot: found.most_spent.zip(limit).is_some_and(|(m, l)| m > u128::from(l)),
+                    peak_in_flight: found.peak_in_flight,
+                }
+            })
+            .collect();
+        SettledReport {
+            input: self.source.name(),
+            requests: count,
+            passed: self.passed,
+            refused: count - self.passed,
+            peak_in_flight: self.settling.peak_in_flight(),
+            layers,
+        }
+    }
 }
 
 /// What requests cost: each layer's estimate (if it reserves) and real cost, as sums; the
@@ -200,8 +259,16 @@ pub(crate) struct Costs<'a> {
 impl<'a> Costs<'a> {
     /// Returns the costs of `sums`, each layer's estimate and real cost, in layer order.
     pub(crate) fn new(sums: impl IntoIterator<Item = (Option<&'a Sum>, &'a Sum)>) -> Costs<'a> {
+        Costs::within(sums, Vec::new())
+    }
+
+    /// Returns the costs of `sums` as [`new`](Costs::new) does, their columns found among
+    /// `columns` first (the columns requests were read with), the others after.
+    pub(crate) fn within(
+        sums: impl IntoIterator<Item = (Option<&'a Sum>, &'a Sum)>,
+        mut columns: Vec<String>,
+    ) -> Costs<'a> {
         let sums: Vec<_> = sums.into_iter().collect();
-        let mut columns: Vec<String> = Vec::new();
         let mut places = |sum: &Sum| -> Vec<usize> {
             (sum.columns.iter())
                 .map(|c| match columns.iter().position(|k| k == c) {

@@ -10,12 +10,15 @@ use ratelimit_core::settle::Charge;
 use crate::input::cost::{Cost, parse_cost};
 use crate::limit::{Limit, LimitError, column};
 
-/// A sum of columns and whole numbers, as `cost=` and `reserve=` take it:
-/// `prompt_tokens+max_tokens`, `total_tokens`, `1`.
+/// A sum of columns, each times a whole weight, and whole numbers, as `cost=` and
+/// `reserve=` take it: `prompt_tokens+max_tokens`, `total_tokens`, `1`, and
+/// `prompt_tokens+5*completion_tokens` (Bedrock's output tokens, counted five times).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sum {
     /// The columns summed, in the order given.
     pub columns: Vec<String>,
+    /// Each column's weight, in the same order: 1 unless written `N*COLUMN`.
+    pub weights: Vec<u64>,
     /// The whole numbers summed.
     pub number: u64,
 }
@@ -23,23 +26,32 @@ pub struct Sum {
 impl Sum {
     /// The sum of one number: what a request costs a layer unless said.
     pub fn number(number: u64) -> Sum {
-        Sum { columns: Vec::new(), number }
+        Sum { columns: Vec::new(), weights: Vec::new(), number }
     }
 
-    /// Returns the sum of `values` (the columns', in their order) and the number: `None`
-    /// past [`MAX_COST`](ratelimit_core::limiter::MAX_COST), the most a request may cost.
+    /// The sum of one column, its weight 1.
+    pub fn column(name: &str) -> Sum {
+        Sum { columns: vec![name.to_owned()], weights: vec![1], number: 0 }
+    }
+
+    /// Returns the sum of `values` (the columns', in their order), each times its weight,
+    /// and the number: `None` past [`MAX_COST`](ratelimit_core::limiter::MAX_COST), the
+    /// most a request may cost.
     pub fn total(&self, values: impl IntoIterator<Item = u64>) -> Option<u64> {
-        let columns: u128 = values.into_iter().map(u128::from).sum();
+        // Each product is below 2^128 and the terms are few: the u128 sum cannot overflow.
+        let columns: u128 = (values.into_iter().zip(&self.weights))
+            .map(|(value, &weight)| u128::from(value) * u128::from(weight))
+            .sum();
         let total = u64::try_from(columns + u128::from(self.number)).ok()?;
         (total <= ratelimit_core::limiter::MAX_COST).then_some(total)
     }
 
     /// Returns the sum as a cost an event may have: one column, or a number; `None` for a
-    /// sum of several terms, which only requests are read with.
+    /// sum of several terms, or a weighed column, which only requests are read with.
     pub fn as_cost(&self) -> Option<Cost> {
-        match (&self.columns[..], self.number) {
-            ([], number) => Some(Cost::Each(number)),
-            ([one], 0) => Some(Cost::Column(one.clone())),
+        match (&self.columns[..], &self.weights[..], self.number) {
+            ([], [], number) => Some(Cost::Each(number)),
+            ([one], [1], 0) => Some(Cost::Column(one.clone())),
             _ => None,
         }
     }
@@ -54,11 +66,20 @@ impl FromStr for Sum {
             if term.is_empty() {
                 return Err(format!("'{text}' has an empty term: a sum is COLUMN+COLUMN or N"));
             }
+            let number =
+                |text: &str| parse_cost(text.trim().as_bytes()).map_err(|e| format!("{term}: {e}"));
             if term.bytes().all(|b| b.is_ascii_digit()) {
-                let n = parse_cost(term.as_bytes()).map_err(|e| format!("{term}: {e}"))?;
-                sum.number = sum.number.checked_add(n).ok_or("the sum is too large")?;
+                sum.number = sum.number.checked_add(number(term)?).ok_or("the sum is too large")?;
+            } else if let Some((weight, name)) = term.split_once('*') {
+                let weight = number(weight)?;
+                if weight == 0 || name.trim().is_empty() {
+                    return Err(format!("'{term}' is not N*COLUMN with N at least 1"));
+                }
+                sum.columns.push(column(name.trim()));
+                sum.weights.push(weight);
             } else {
                 sum.columns.push(column(term));
+                sum.weights.push(1);
             }
         }
         Ok(sum)
@@ -68,7 +89,11 @@ impl FromStr for Sum {
 impl fmt::Display for Sum {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let number = (self.number > 0 || self.columns.is_empty()).then(|| self.number.to_string());
-        let terms: Vec<String> = self.columns.iter().cloned().chain(number).collect();
+        let columns = self.columns.iter().zip(&self.weights).map(|(name, weight)| match weight {
+            1 => name.clone(),
+            weight => format!("{weight}*{name}"),
+        });
+        let terms: Vec<String> = columns.chain(number).collect();
         f.write_str(&terms.join("+"))
     }
 }
@@ -127,6 +152,12 @@ pub struct LayerSpec {
 }
 
 impl LayerSpec {
+    /// Whether it settles after the response, so that requests need completions: it
+    /// reserves, charges at completion, or caps requests in flight.
+    pub fn settles_after(&self) -> bool {
+        self.charge != Charge::Arrival || matches!(self.bound, Bound::Concurrency(_))
+    }
+
     /// Returns the limit the spec is, if it is one: a rate, charged at arrival, its cost a
     /// column or a number.
     pub fn limit(&self) -> Option<Limit> {
@@ -145,7 +176,7 @@ impl From<Limit> for LayerSpec {
     fn from(limit: Limit) -> LayerSpec {
         let cost = match &limit.cost {
             Cost::Each(units) => Sum::number(*units),
-            Cost::Column(column) => Sum { columns: vec![column.clone()], number: 0 },
+            Cost::Column(column) => Sum::column(column),
         };
         let key = limit.key.clone();
         let bound = Bound::Rate(Limit { cost: Cost::default(), key: None, ..limit });
@@ -326,6 +357,23 @@ mod tests {
                 "algo=fixed-window,rate=100/m,charge=completion,cost=tokens".into()
             )
         );
+    }
+
+    #[test]
+    fn a_weighed_column_counts_its_value_that_many_times_and_reads_back() {
+        let sum: Sum = "prompt_tokens + 5*completion_tokens+2".parse().unwrap();
+        assert_eq!(
+            (sum.columns.clone(), sum.weights.clone()),
+            (vec!["prompt_tokens".to_owned(), "completion_tokens".to_owned()], vec![1, 5])
+        );
+        // 30 + 5·120 + 2.
+        assert_eq!(sum.total([30, 120]), Some(632));
+        assert_eq!(sum.to_string(), "prompt_tokens+5*completion_tokens+2");
+        assert_eq!(sum.to_string().parse::<Sum>(), Ok(sum));
+        assert_eq!("3*tokens".parse::<Sum>().unwrap().as_cost(), None);
+        assert!("0*tokens".parse::<Sum>().unwrap_err().contains("N at least 1"));
+        let big: Sum = format!("{}*tokens", ratelimit_core::limiter::MAX_COST).parse().unwrap();
+        assert_eq!(big.total([2]), None);
     }
 
     #[test]
