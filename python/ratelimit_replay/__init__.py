@@ -32,7 +32,8 @@ import pyarrow
 from . import _native
 from ._native import Limit, Policy
 from ._results import (
-    Configurations, LayerNeeds, Limited, MinBucket, MinLimit, MinRate, Settled, SettledLayer, Span, Window, _Figures,
+    Configurations, LayerNeeds, Limited, MinBucket, MinLimit, MinRate, MinTier, Settled, SettledLayer, Span, Window,
+    _Figures,
 )
 from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
 
@@ -50,12 +51,15 @@ __all__ = [
     "Settled",
     "SettledLayer",
     "MinLimit",
+    "MinTier",
     "Span",
     "replay",
     "compare",
     "min_bucket",
     "min_rate",
     "min_limit",
+    "min_tier",
+    "presets",
     "curve",
     "report",
     "Limiter",
@@ -236,7 +240,7 @@ def replay(
         policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
         time=time, servers=servers,
     )
-    if duration is not None or end is not None:
+    if duration is not None or end is not None or any(limit._of_requests for limit in each):
         if options.pop("servers", None) is not None:
             raise PolicyError("servers= is not taken by limits settled after the response, which run in memory")
         found = _native.settled_replay(_data(data), each, window, duration=duration, end=end, options=options)
@@ -275,6 +279,28 @@ def min_limit(
         concurrency=concurrency, options=options,
     )
     return MinLimit(json.loads(found))
+
+
+def min_tier(data: Any, preset: str, *, duration: str | None = None, end: str | None = None,
+             time: str = "time", **flags: Any) -> MinTier:
+    """Replays the requests of ``data`` through every tier of a provider's ``preset``
+    (``"anthropic:*:claude-sonnet"``, as :func:`presets` lists them) and names the smallest
+    that refuses none, as ``ratelimit min-limit --preset --format json`` does. Requests
+    complete after their ``duration`` column or at their ``end`` column; the columns
+    ``prompt_tokens``, ``max_tokens`` and ``completion_tokens`` are counted as the provider
+    counts them."""
+    options = _keywords(flags, time)
+    found = _native.min_tier(_data(data), preset, duration=duration, end=end, options=options)
+    return MinTier(json.loads(found))
+
+
+def presets() -> list[dict[str, Any]]:
+    """The providers' published limits the package carries, as ``ratelimit presets
+    --format json`` lists them: each with its ``name`` (what :meth:`Policy.preset` and
+    :func:`min_tier` take), its figures, the ``date`` it was read, its ``source``, and the
+    ``layers`` it is. Presets go stale: check your own limits before you trust one."""
+    listed: list[dict[str, Any]] = json.loads(_native.presets())
+    return listed
 
 
 def _resolved(

@@ -34,6 +34,15 @@ def min_limit(
     concurrency: bool = False,
     options: dict[str, Any] | None = None,
 ) -> bytes: ...
+def min_tier(
+    data: Any,
+    preset: str,
+    *,
+    duration: str | None = None,
+    end: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> bytes: ...
+def presets() -> bytes: ...
 def replay(
     data: Any,
     limits: list[Limit],
@@ -154,6 +163,8 @@ class Limit:
     @property
     def max(self) -> int | None: ...
     @property
+    def _of_requests(self) -> bool: ...
+    @property
     def key(self) -> str | None: ...
     @property
     def params(self) -> dict[str, str | bool]: ...
@@ -166,6 +177,9 @@ class Policy:
     admits it, and one refused charges none. Checked whole when built."""
 
     def __init__(self, limits: list[Limit] | tuple[Limit, ...]) -> None: ...
+    @staticmethod
+    def preset(name: str) -> Policy:
+        """The layers of a provider's preset, ``PROVIDER:TIER:MODEL``."""
     @property
     def limits(self) -> list[Limit]: ...
     def __len__(self) -> int: ...

@@ -305,3 +305,21 @@ class MinLimit(_Row):
         """With a key, the key that needs the largest limit."""
         keys = self.get("keys")
         return None if keys is None else str(keys["worst_key"])
+
+
+class MinTier(_Row):
+    """What each tier of a provider's preset refused of a log's requests, and the smallest
+    that refused none: the object ``ratelimit min-limit --preset --format json`` prints."""
+
+    @property
+    def smallest(self) -> str | None:
+        """The first tier, in the provider's order, that refuses no request; None if none
+        does."""
+        smallest = self["smallest"]
+        return None if smallest is None else str(smallest)
+
+    @property
+    def tiers(self) -> list[dict[str, Any]]:
+        """Each tier: its ``name``, the ``date`` it was read, the requests it ``refused``, and
+        each layer's refusals."""
+        return copy.deepcopy(list(self["tiers"]))

@@ -201,6 +201,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
     module.add_function(wrap_pyfunction!(settled::settled_replay, module)?)?;
     module.add_function(wrap_pyfunction!(settled::min_limit, module)?)?;
+    module.add_function(wrap_pyfunction!(settled::min_tier, module)?)?;
+    module.add_function(wrap_pyfunction!(settled::presets, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;

@@ -181,6 +181,13 @@ impl PyLimit {
         }
     }
 
+    /// Whether it is read from requests, not events: a cost summed over columns, a charge
+    /// after arrival or a cap in flight.
+    #[getter]
+    fn _of_requests(&self) -> bool {
+        self.layer.limit().is_none()
+    }
+
     /// The column whose values each get a state of their own, if any.
     #[getter]
     fn key(&self) -> Option<&str> {
@@ -318,6 +325,14 @@ impl PyPolicy {
             )));
         }
         Ok(PyPolicy { limits })
+    }
+
+    /// The layers of a provider's preset, `PROVIDER:TIER:MODEL`, as `ratelimit presets`
+    /// lists them: ``Policy.preset("anthropic:tier-2:claude-sonnet")``.
+    #[staticmethod]
+    fn preset(name: &str) -> PyResult<PyPolicy> {
+        let layers = ratelimit_engine::settled::presets::one(name).map_err(policy_error)?;
+        PyPolicy::new(layers.into_iter().map(|layer| PyLimit { layer, window: None }).collect())
     }
 
     /// Its limits, in order.

@@ -7,6 +7,7 @@ use ratelimit_core::units::time::Span;
 use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::Found;
 use ratelimit_engine::settled::min_limit::{MinLimitAsk, find};
+use ratelimit_engine::settled::presets::{self as preset_data};
 use ratelimit_engine::settled::{self, LayerSpec, Sum, parse_charge};
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, ReadStats, Source};
@@ -17,8 +18,8 @@ use crate::keywords::{self, Given, word};
 use crate::limit::PyLimit;
 
 /// Replays the requests of `data` (a path, or Arrow data) through `limits`, all or
-/// nothing, each settled after the response: completing after its `duration` column or at
-/// its `end` column. `window` is the busiest windows' length (each rate's period if
+/// nothing, each charged as it says: completing after its `duration` column or at its
+/// `end` column (as it arrives, without either, if no limit settles after). `window` is the busiest windows' length (each rate's period if
 /// `None`); `options` are the reading keywords. Returns the report as JSON, as `ratelimit
 /// replay --duration` prints it.
 #[pyfunction]
@@ -32,8 +33,16 @@ pub(crate) fn settled_replay<'py>(
     end: Option<&str>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let completion = completion(duration, end)?
-        .ok_or_else(|| policy_error("give duration= or end=: when each request completes"))?;
+    let completion = completion(duration, end)?;
+    if completion.is_none()
+        && let Some(layer) = limits.iter().find(|limit| limit.layer.settles_after())
+    {
+        return Err(policy_error(format!(
+            "Limit {} is settled after the response: give duration= or end=, when each \
+             request completes",
+            layer.layer
+        )));
+    }
     let window = match window {
         Some(text) => Some(keywords::window(text)?),
         None => limits.iter().find_map(|limit| limit.window.as_ref().map(|&(_, span)| span)),
@@ -41,7 +50,7 @@ pub(crate) fn settled_replay<'py>(
     let specs: Vec<LayerSpec> = limits.into_iter().map(|limit| limit.layer).collect();
     let key = settled::key_column(&specs).map_err(|err| policy_error(err.to_string()))?;
     run(py, "replay", data, key, options, |source, read| {
-        settled::replay(source, read, &completion, &specs, window)
+        settled::replay(source, read, completion.as_ref(), &specs, window)
     })
 }
 
@@ -106,6 +115,34 @@ fn run<'py, T: serde::Serialize>(
     };
     let found = crate::lossless::found(py, work, kind)?;
     Ok(PyBytes::new(py, &found))
+}
+
+/// Replays the requests of `data` through every preset `preset` names
+/// (`PROVIDER:*:MODEL`, or one tier), completing after `duration` or at `end`, and names
+/// the smallest that refuses none. Returns the JSON `ratelimit min-limit --preset`
+/// prints.
+#[pyfunction]
+#[pyo3(signature = (data, preset, *, duration=None, end=None, options=None))]
+pub(crate) fn min_tier<'py>(
+    py: Python<'py>,
+    data: Given,
+    preset: &str,
+    duration: Option<&str>,
+    end: Option<&str>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let completion = completion(duration, end)?;
+    run(py, "min_tier", data, None, options, |source, read| {
+        preset_data::fit(source, read, completion.as_ref(), preset)
+    })
+}
+
+/// The providers' presets, as `ratelimit presets --format json` lists them.
+#[pyfunction]
+pub(crate) fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    let listed = preset_data::listed().map_err(policy_error)?;
+    let json = serde_json::to_vec(&listed).map_err(|e| policy_error(e.to_string()))?;
+    Ok(PyBytes::new(py, &json))
 }
 
 /// When requests complete: after a `duration` column, or at an `end` column; not both.

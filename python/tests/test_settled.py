@@ -123,3 +123,30 @@ def test_what_cannot_settle_is_a_typed_error_naming_it(llm_frame):
     bad.loc[4, "duration"] = "-5"
     with pytest.raises(rl.InputError, match=r"^<arrow>: row 5, field `duration`: \"-5\" is negative"):
         rl.replay(pyarrow.Table.from_pandas(bad), limit, duration="duration")
+
+
+def test_a_providers_preset_is_the_programs(requests_csv):
+    policy = rl.Policy.preset("openai:tier-1:gpt-4o")
+    assert [str(limit) for limit in policy.limits] == [
+        "algo=token-bucket,rate=500/m,burst=500",
+        "algo=token-bucket,rate=30000/m,burst=30000,reserve=prompt_tokens+max_tokens,cost=prompt_tokens+completion_tokens",
+    ]
+    want = cli_json("replay", str(requests_csv), "--preset", "openai:tier-1:gpt-4o", "--duration", "duration_ms")
+    assert want["refused"] > 0
+    assert rl.replay(requests_csv, policy, duration="duration_ms").to_dict() == want
+    fit = rl.min_tier(requests_csv, "openai:*:gpt-4o", duration="duration_ms")
+    assert isinstance(fit, rl.MinTier)
+    assert fit.to_dict() == cli_json("min-limit", str(requests_csv), "--preset", "openai:*:gpt-4o", "--duration", "duration_ms")
+    assert fit.smallest == next(tier["name"] for tier in fit.tiers if tier["refused"] == 0)
+    listed = rl.presets()
+    assert {preset["provider"] for preset in listed} == {"openai", "anthropic", "azure", "bedrock", "gemini"}
+    assert all(preset["date"] and preset["source"].startswith("https://") for preset in listed)
+    with pytest.raises(rl.PolicyError, match="names no preset"):
+        rl.Policy.preset("openai:tier-9:gpt-4o")
+
+
+def test_limits_that_count_on_arrival_need_no_completions(requests_csv):
+    # Azure's tokens: the prompt and max_tokens charged on arrival, never settled.
+    want = cli_json("replay", str(requests_csv), "--preset", "azure:tpm-100k:gpt-4o")
+    got = rl.replay(requests_csv, rl.Policy.preset("azure:tpm-100k:gpt-4o"))
+    assert isinstance(got, rl.Settled) and got.to_dict() == want and got.refused > 0
