@@ -182,6 +182,7 @@ def replay(
     window: str | None = None,
     limits: Iterable[str] | None = None,
     duration: str,
+    retry: str | None = None,
     **flags: Any,
 ) -> Settled: ...
 
@@ -197,6 +198,7 @@ def replay(
     window: str | None = None,
     limits: Iterable[str] | None = None,
     end: str,
+    retry: str | None = None,
     **flags: Any,
 ) -> Settled: ...
 
@@ -216,6 +218,7 @@ def replay(
     limits: Iterable[str] | None = None,
     duration: str | None = None,
     end: str | None = None,
+    retry: str | None = None,
     **flags: Any,
 ) -> Report | Settled:
     """Replays ``data`` through ``policy``: one :class:`Limit`, or a :class:`Policy` of
@@ -234,16 +237,20 @@ def replay(
     the response, as LLM limits are: ``Limit("gcra", "10000/m", burst=10000,
     reserve="prompt_tokens+max_tokens", cost="prompt_tokens+completion_tokens")``,
     ``charge="completion"``, or ``Limit("concurrency", max=50, key="user")``. It returns a
-    :class:`Settled`, what ``ratelimit replay --duration --format json`` prints.
+    :class:`Settled`, what ``ratelimit replay --duration --format json`` prints. With
+    ``retry="after"`` (after the limiter's retry-after) or ``retry="exp:base=1s,cap=60s,
+    max=5,seed=1"`` (a seeded backoff with jitter), refused requests come back: a
+    simulation, in ``Settled.retry``.
     """
     each, layered, window, options = _resolved(
         policy, key=key, cost=cost, algo=algo, rate=rate, burst=burst, window=window, limits=limits, flags=flags,
         time=time, servers=servers,
     )
-    if duration is not None or end is not None or any(limit._of_requests for limit in each):
+    if duration is not None or end is not None or retry is not None or any(limit._of_requests for limit in each):
         if options.pop("servers", None) is not None:
             raise PolicyError("servers= is not taken by limits settled after the response, which run in memory")
-        found = _native.settled_replay(_data(data), each, window, duration=duration, end=end, options=options)
+        found = _native.settled_replay(_data(data), each, window, duration=duration, end=end, retry=retry,
+                                       options=options)
         return Settled(json.loads(found))
     stdout, decisions = _native.replay(_data(data), each, layered, window, options=options)
     return _report(json.loads(stdout), [pyarrow.array(column) for column in decisions])

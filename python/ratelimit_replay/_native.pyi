@@ -19,6 +19,7 @@ def settled_replay(
     *,
     duration: str | None = None,
     end: str | None = None,
+    retry: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> bytes: ...
 def min_limit(

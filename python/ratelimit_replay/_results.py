@@ -283,6 +283,14 @@ class Settled(_Row):
         """Each layer, in the order given."""
         return [SettledLayer(layer) for layer in self["layers"]]
 
+    @property
+    def retry(self) -> dict[str, Any] | None:
+        """With ``retry=``: what refused clients coming back would have done, a simulation
+        (``served_first``, ``served_after_retry``, ``gave_up``, ``returns``,
+        ``added_latency_us``)."""
+        retried = self.get("retry")
+        return None if retried is None else copy.deepcopy(dict(retried))
+
 
 class MinLimit(_Row):
     """The smallest limit that refuses no request: the object ``ratelimit min-limit

@@ -8,6 +8,7 @@ use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::Found;
 use ratelimit_engine::settled::min_limit::{MinLimitAsk, find};
 use ratelimit_engine::settled::presets::{self as preset_data};
+use ratelimit_engine::settled::retry::Retry;
 use ratelimit_engine::settled::{self, LayerSpec, Sum, parse_charge};
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, ReadStats, Source};
@@ -23,7 +24,8 @@ use crate::limit::PyLimit;
 /// `None`); `options` are the reading keywords. Returns the report as JSON, as `ratelimit
 /// replay --duration` prints it.
 #[pyfunction]
-#[pyo3(signature = (data, limits, window=None, *, duration=None, end=None, options=None))]
+#[pyo3(signature = (data, limits, window=None, *, duration=None, end=None, retry=None, options=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn settled_replay<'py>(
     py: Python<'py>,
     data: Given,
@@ -31,8 +33,12 @@ pub(crate) fn settled_replay<'py>(
     window: Option<&str>,
     duration: Option<&str>,
     end: Option<&str>,
+    retry: Option<&str>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let retry = retry
+        .map(|text| text.parse::<Retry>().map_err(|e| policy_error(format!("retry={text}: {e}"))))
+        .transpose()?;
     let completion = completion(duration, end)?;
     if completion.is_none()
         && let Some(layer) = limits.iter().find(|limit| limit.layer.settles_after())
@@ -50,7 +56,7 @@ pub(crate) fn settled_replay<'py>(
     let specs: Vec<LayerSpec> = limits.into_iter().map(|limit| limit.layer).collect();
     let key = settled::key_column(&specs).map_err(|err| policy_error(err.to_string()))?;
     run(py, "replay", data, key, options, |source, read| {
-        settled::replay(source, read, completion.as_ref(), &specs, window)
+        settled::replay(source, read, completion.as_ref(), &specs, window, retry.as_ref())
     })
 }
 

@@ -150,3 +150,14 @@ def test_limits_that_count_on_arrival_need_no_completions(requests_csv):
     want = cli_json("replay", str(requests_csv), "--preset", "azure:tpm-100k:gpt-4o")
     got = rl.replay(requests_csv, rl.Policy.preset("azure:tpm-100k:gpt-4o"))
     assert isinstance(got, rl.Settled) and got.to_dict() == want and got.refused > 0
+
+
+def test_retries_are_the_programs_and_say_they_are_a_simulation(requests_csv):
+    cap = rl.Limit("concurrency", max=2, key="client")
+    for retry in ("after", "exp:base=500ms,cap=10s,max=3,seed=9"):
+        want = cli_json("replay", str(requests_csv), "--duration", "duration_ms", "--limit", str(cap), "--retry", retry)
+        got = rl.replay(requests_csv, cap, duration="duration_ms", retry=retry)
+        assert got.to_dict() == want and got.retry is not None
+        assert got.retry["simulation"].startswith("a simulation") and got.retry["served_after_retry"] > 0
+    with pytest.raises(rl.PolicyError, match="^retry=later: 'later' is no retry"):
+        rl.replay(requests_csv, cap, duration="duration_ms", retry="later")

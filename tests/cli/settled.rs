@@ -199,3 +199,57 @@ fn a_settled_envoy_layer_lets_the_empty_key_through_uncounted_as_envoy_does() {
     assert_eq!(refused("algo=envoy-ratelimit,rate=1/m,key=user,charge=completion"), Some(1));
     assert_eq!(refused("algo=gcra,rate=1/m,burst=1,key=user,charge=completion"), Some(2));
 }
+
+#[test]
+fn a_refused_request_that_comes_back_after_retry_after_is_served_and_labelled_a_simulation() {
+    // A cap of one in flight: A holds it from 0 s to 5 s; B, at 1 s, is told to come back
+    // in 4 s, when A completes (completions first), and is served 4 s late. C, at 2 s,
+    // is told the same and comes back at 5 s too, after B: refused, told to wait for B's
+    // end at 6 s, served 4 s late.
+    let log = "time,duration\n\
+               2025-01-01T00:00:00Z,5s\n\
+               2025-01-01T00:00:01Z,1s\n\
+               2025-01-01T00:00:02Z,1s\n";
+    let args = ["replay", "-", "--duration", "duration", "--limit", "algo=concurrency,max=1"];
+    let with = |retry: &str, format: &str| {
+        run(&[&args[..], &["--retry", retry, "--format", format]].concat(), log).ok()
+    };
+    let replay = |retry: &str| json(&with(retry, "json"));
+    let report = replay("after");
+    let retry = &report["retry"];
+    assert!(retry["simulation"].as_str().unwrap().starts_with("a simulation"));
+    assert_eq!(
+        (
+            retry["served_first"].as_u64(),
+            retry["served_after_retry"].as_u64(),
+            retry["gave_up"].as_u64()
+        ),
+        (Some(1), Some(2), Some(0))
+    );
+    // B back once (at 5 s), C twice (at 5 s, refused; at 6 s).
+    assert_eq!(retry["returns"], 3);
+    assert_eq!(
+        (retry["added_latency_us"]["p50"].as_u64(), retry["added_latency_us"]["max"].as_u64()),
+        (Some(4_000_000), Some(4_000_000))
+    );
+    assert_eq!((report["passed"].as_u64(), report["refused"].as_u64()), (Some(3), Some(0)));
+    // The layer counts every refusal of every try: B once, C twice.
+    assert_eq!(report["layers"][0]["refused"], 3);
+    crate::json::assert_valid("settled", &report, "replay --retry");
+    // Without returns, B and C give up.
+    let none = replay("after:max=0");
+    assert_eq!((none["retry"]["gave_up"].as_u64(), none["passed"].as_u64()), (Some(2), Some(1)));
+    // A backoff drawn with a seed is the same each run, and within its bounds: B's first
+    // wait is at most 1 s, so it comes back while A still holds the cap, and again.
+    let exp = replay("exp:base=1s,cap=2s,max=5,seed=3");
+    assert_eq!(exp, replay("exp:base=1s,cap=2s,max=5,seed=3"));
+    assert_eq!(exp["retry"]["retry"], "exp:base=1s,cap=2s,max=5,seed=3");
+    assert!(exp["retry"]["returns"].as_u64().unwrap() >= 2, "{exp}");
+    let table = with("after", "table");
+    assert!(table.contains("after:max=5: a simulation, not what the log holds"), "{table}");
+    let csv = with("after", "csv");
+    assert!(
+        csv.lines().next().unwrap().ends_with("simulated_retry") && csv.contains("after:max=5"),
+        "{csv}"
+    );
+}

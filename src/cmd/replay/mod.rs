@@ -20,6 +20,7 @@ use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::replay::{Again, Run, Settled};
 use crate::engine::settled::LayerSpec;
+use crate::engine::settled::retry::Retry;
 use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
 use crate::input::requests::Completion;
@@ -131,6 +132,7 @@ impl ReplayArgs {
     pub(crate) fn of_requests(&self) -> bool {
         self.completion().is_some()
             || self.preset.is_some()
+            || self.retry.is_some()
             || self.limits.iter().any(|spec| spec.limit().is_none())
     }
 
@@ -182,6 +184,7 @@ pub(crate) fn settled(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
         completion.as_ref(),
         &layers,
         args.size.window,
+        args.retry.as_ref(),
     )?;
     say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
     write(&report, args, styles)
@@ -296,6 +299,15 @@ pub struct ReplayArgs {
     /// layers.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers", "emit", "validate", "redis"])]
     pub preset: Option<String>,
+
+    /// Simulate clients that come back when refused: `after` (after the limiter's
+    /// retry-after, the longest any refusing layer asks) or `exp` (a seeded exponential
+    /// backoff with full jitter), each `max` times at most:
+    /// after[:max=5] | exp[:base=1s,cap=60s,max=5,seed=0]. Reports how many were served
+    /// in the end, how many gave up, and the latency retrying added; labelled a
+    /// simulation, as it is not what the log holds.
+    #[arg(long, value_name = "RETRY", conflicts_with_all = ["algo", "rate", "emit", "validate", "redis"])]
+    pub retry: Option<Retry>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without

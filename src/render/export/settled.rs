@@ -11,9 +11,16 @@ use crate::engine::settled::SettledReport;
 impl Report for SettledReport {
     type Row<'a> = serde_json::Value;
 
-    /// One row a layer: its spec, refusals and what its settlement did.
+    /// One row a layer: its spec, refusals and what its settlement did; with `--retry`,
+    /// each row says the retries' figures are a simulation.
     fn rows(&self) -> Vec<serde_json::Value> {
-        rows_without_top(&self.layers)
+        let mut rows = rows_without_top(&self.layers);
+        if let Some(retry) = &self.retry {
+            for row in &mut rows {
+                row["simulated_retry"] = retry.retry.clone().into();
+            }
+        }
+        rows
     }
 
     fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
@@ -31,6 +38,25 @@ impl Report for SettledReport {
             ("peak in flight".to_owned(), self.peak_in_flight.to_string()),
         ];
         labeled(out, &lines, style)?;
+        if let Some(retry) = &self.retry {
+            writeln!(out)?;
+            let latency = retry.added_latency_us.map_or("-".to_owned(), |q| {
+                let s = |us: u64| format!("{:.3} s", us as f64 / 1e6);
+                format!("p50 {}, p90 {}, p99 {}, max {}", s(q.p50), s(q.p90), s(q.p99), s(q.max))
+            });
+            let lines = [
+                (
+                    "retry".to_owned(),
+                    style.warn(&format!("{}: a simulation, not what the log holds", retry.retry)),
+                ),
+                ("served first".to_owned(), share(retry.served_first)),
+                ("served on return".to_owned(), share(retry.served_after_retry)),
+                ("gave up".to_owned(), share(retry.gave_up)),
+                ("returns".to_owned(), retry.returns.to_string()),
+                ("added latency".to_owned(), latency),
+            ];
+            labeled(out, &lines, style)?;
+        }
         writeln!(out)?;
         let rows: Vec<Vec<String>> = (self.layers.iter())
             .map(|layer| {

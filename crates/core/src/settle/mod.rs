@@ -171,7 +171,7 @@ pub struct LayerSettled {
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 enum Limited {
-    Rate { limiter: AnyPerKey, spent: Spent },
+    Rate { limiter: AnyPerKey, spent: Spent, settings: Settings },
     Cap(Concurrency),
 }
 
@@ -207,12 +207,61 @@ impl Layer {
         }
     }
 
+    /// How long after `now` it would admit a request of key `key` that costs `amount`, in
+    /// µs, were nothing else to happen but time: a rate's limiter refilling (asked on a
+    /// copy, so the real one is not moved on), or a cap's first request of the key in
+    /// flight completing (`pending`). `None` if it never would: a cost past what it holds,
+    /// or a cap with nothing in flight to end.
+    fn retry_after(
+        &self,
+        key: Key,
+        now: Timestamp,
+        amount: Amount,
+        pending: &BinaryHeap<Pending>,
+    ) -> Option<i64> {
+        let key = self.key(key);
+        let (limiter, settings) = match &self.limited {
+            Limited::Cap(_) => {
+                let ends = pending.iter().map(|&Reverse((end, _, k, _))| (end, k));
+                let first =
+                    ends.filter(|&(_, k)| !self.keyed || k == key).map(|(end, _)| end).min()?;
+                return Some(first.as_micros() - now.as_micros());
+            }
+            Limited::Rate { limiter, settings, .. } => (limiter, settings),
+        };
+        let asked = self.charge.asked(amount);
+        let mut probe = settings.per_key();
+        let mut admits = |after: i64| {
+            let at = now.as_micros().checked_add(after).and_then(Timestamp::from_micros);
+            at.is_some_and(|at| {
+                probe.copy_key(limiter, slot(key), 0);
+                probe.admits(0, at, asked)
+            })
+        };
+        // Refilled at N a period, what is asked and what is owed come back within as many
+        // periods, and two more for a window to open.
+        let rate = settings.rate;
+        let owed = limiter.owed(slot(key), now);
+        let periods = asked.saturating_add(owed).div_ceil(rate.count()).saturating_add(2);
+        let most = i64::try_from(periods).ok()?.checked_mul(rate.period().as_micros())?;
+        if !admits(most) {
+            return None;
+        }
+        // The least time that admits: admitting is monotone in time with nothing charged.
+        let (mut low, mut high) = (0, most);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if admits(middle) { high = middle } else { low = middle }
+        }
+        Some(high)
+    }
+
     /// Charges an admitted request at its arrival.
     #[inline]
     fn arrive(&mut self, key: Key, now: Timestamp, amount: Amount) {
         let key = self.key(key);
         self.in_flight.start(key);
-        let Limited::Rate { limiter, spent } = &mut self.limited else { return };
+        let Limited::Rate { limiter, spent, .. } = &mut self.limited else { return };
         spent.spend(key, now, amount.cost);
         match self.charge {
             Charge::Arrival => limiter.charge(slot(key), now, amount.cost),
@@ -326,7 +375,7 @@ impl Settling {
                     check(&settings, charge)?;
                     let (limiter, spent) = (settings.per_key(), Spent::new(settings.rate.period()));
                     (
-                        Limited::Rate { limiter, spent },
+                        Limited::Rate { limiter, spent, settings },
                         keyed && settings.algorithm.skips_empty_key(),
                     )
                 }
@@ -394,6 +443,24 @@ impl Settling {
         self.pending.push(Reverse((completion, seq, key, place)));
         self.peak_in_flight = self.peak_in_flight.max(self.pending.len() as u64);
         Ok(0)
+    }
+
+    /// Returns how long after its arrival `request`, refused by the layers of `refused` (as
+    /// [`arrive`](Settling::arrive) returned them) with `amounts`, would be admitted by
+    /// each of them, were nothing else to happen but time: the longest, in whole
+    /// microseconds, as a provider's `retry-after` tells a client. A rate's limiter is
+    /// asked on a copy as it refills, not counting what requests in flight will give back
+    /// or charge when they complete; a cap waits for the key's first request in flight to
+    /// complete. `None` if some layer never would (a cost past what it holds).
+    pub fn retry_after(&self, request: Request, amounts: &[Amount], refused: u32) -> Option<i64> {
+        let (key, now) = (request.key, request.arrival);
+        let layers = self.layers.iter().zip(amounts).enumerate();
+        layers.filter(|(n, _)| refused & (1 << n) != 0).try_fold(
+            0,
+            |most, (_, (layer, &amount))| {
+                layer.retry_after(key, now, amount, &self.pending).map(|after| most.max(after))
+            },
+        )
     }
 
     /// Settles every admitted request still in flight, each at its completion.

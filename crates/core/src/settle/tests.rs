@@ -47,6 +47,36 @@ fn run(layer: SettledLayer, requests: &[(i64, i64, u64, u64)]) -> (Vec<bool>, La
 }
 
 #[test]
+fn retry_after_is_the_refill_a_bucket_needs_or_the_first_completion_a_cap_waits_for() {
+    // 100 a minute: 60 leave 40, and the next 60 waits for 20 more, 0.6 s each: 12 s.
+    let bucket = rate_layer(Algorithm::TokenBucket, "100/m", 100, Charge::Arrival);
+    let mut settling = Settling::new(&[bucket]).unwrap();
+    let request = Request { arrival: at(0), completion: at(30), key: 0 };
+    let costs = [Amount { reserve: 0, cost: 60 }];
+    assert_eq!(settling.arrive(request, &costs), Ok(0));
+    let refused = settling.arrive(request, &costs).unwrap();
+    assert_eq!(settling.retry_after(request, &costs, refused), Some(12_000_000));
+    // A cost past the bucket never passes.
+    let huge = [Amount { reserve: 0, cost: 101 }];
+    let refused = settling.arrive(request, &huge).unwrap();
+    assert_eq!(settling.retry_after(request, &huge, refused), None);
+    // A cap of one: the request in flight since 0 s ends at 5 s; one at 1 s waits 4 s.
+    let mut settling = Settling::new(&[cap(1)]).unwrap();
+    let first = Request { arrival: at(0), completion: at(5), key: 0 };
+    assert_eq!(settling.arrive(first, &[Amount::default()]), Ok(0));
+    let second = Request { arrival: at(1), completion: at(2), key: 0 };
+    let refused = settling.arrive(second, &[Amount::default()]).unwrap();
+    assert_eq!(settling.retry_after(second, &[Amount::default()], refused), Some(4_000_000));
+    // The answer is exact: a microsecond sooner, it is still refused; at it, admitted.
+    let retried = |after: i64| {
+        let arrival = Timestamp::from_micros(1_000_000 + after).unwrap();
+        Request { arrival, completion: at(9), key: 0 }
+    };
+    assert_ne!(settling.clone().arrive(retried(3_999_999), &[Amount::default()]), Ok(0));
+    assert_eq!(settling.arrive(retried(4_000_000), &[Amount::default()]), Ok(0));
+}
+
+#[test]
 fn a_reservation_settled_for_less_gives_the_rest_back_at_completion() {
     // 100 a minute, bucket of 100. Reserve 80, use 20: at 1 s, 60 come back (and 1⅔
     // refilled), so the second reservation of 80 at 1 s passes; a third at 1 s does not.
@@ -445,4 +475,45 @@ fn a_keyed_layer_whose_system_skips_the_empty_key_lets_it_through_uncounted() {
         passed.push(settling.arrive(request, &[Amount { reserve: 0, cost: 1 }]).unwrap() == 0);
     }
     assert_eq!(passed, [true, true, true, true, false]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Where nothing in flight changes a limiter (costs charged at arrival), a refused
+    /// request's retry-after is exact: at it the request is admitted, a microsecond sooner
+    /// it is not.
+    #[test]
+    fn retry_after_is_exact_where_only_time_changes_the_limiter(
+        (requests, _, per) in one_key(),
+        algorithm in prop_oneof![Just(Algorithm::TokenBucket), Just(Algorithm::Gcra), Just(Algorithm::FixedWindow)],
+        limit in 5u64..=20,
+    ) {
+        let settings = Settings {
+            algorithm,
+            rate: Rate::new(limit, Span::from_micros(per.as_micros()).unwrap()).unwrap(),
+            burst: NonZeroU64::new(limit).unwrap(),
+            window: per,
+            params: algorithm.default_params(),
+        };
+        let layers = [SettledLayer { bound: Bound::Rate(settings), keyed: false, charge: Charge::Arrival }, cap(3)];
+        let mut settling = Settling::new(&layers).unwrap();
+        for (request, amount) in requests {
+            let amounts = [amount, Amount::default()];
+            let refused = settling.arrive(request, &amounts).unwrap();
+            if refused & 1 == 0 {
+                continue;
+            }
+            // Asked of the rate layer alone, whose state only time changes.
+            let Some(after) = settling.retry_after(request, &amounts, 1) else { continue };
+            prop_assert!(after > 0);
+            let at = |micros: i64| Request {
+                arrival: Timestamp::from_micros(request.arrival.as_micros() + micros).unwrap(),
+                completion: Timestamp::from_micros(request.arrival.as_micros() + micros).unwrap(),
+                key: 0,
+            };
+            prop_assert_eq!(settling.clone().arrive(at(after), &amounts).unwrap() & 1, 0);
+            prop_assert_eq!(settling.clone().arrive(at(after - 1), &amounts).unwrap() & 1, 1);
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod min_limit;
 pub mod presets;
+pub mod retry;
 mod spec;
 
 use schemars::JsonSchema;
@@ -11,10 +12,11 @@ use serde::Serialize;
 use ratelimit_core::limiter::MAX_COST;
 use ratelimit_core::settle::{self, Amount, Charge, SettledLayer, Settling};
 
+use self::retry::{Retried, Retry};
 pub use self::spec::{Bound, LayerSpec, Sum, charge_of, parse_charge};
 use crate::error::{Error, Place, Result};
 use crate::input::catalog::{ReadOptions, ReadStats, Source};
-use crate::input::requests::{Completion, Requests, stream_requests};
+use crate::input::requests::{Completion, Requests, read_requests, stream_requests};
 use crate::layered::MAX_LAYERS;
 use crate::limit::LimitError;
 use crate::units::time::{Span, Timestamp};
@@ -35,6 +37,11 @@ pub struct SettledReport {
     pub peak_in_flight: u64,
     /// Each layer, in the order given.
     pub layers: Vec<SettledLayerReport>,
+    /// With `--retry`: what refused clients coming back would have done, a simulation.
+    /// Then `passed` counts the requests served in the end, `refused` those that gave up,
+    /// and each layer's `refused` every refusal of every try.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retried>,
 }
 
 /// What one layer's settlement did.
@@ -111,8 +118,20 @@ pub fn replay(
     completion: Option<&Completion>,
     specs: &[LayerSpec],
     window: Option<Span>,
+    retry: Option<&Retry>,
 ) -> Result<(SettledReport, ReadStats)> {
     let mut run = Run::new(source, read, specs, window, Vec::new())?;
+    if let Some(retry) = retry {
+        // Refused requests come back among the others: all are read first, in order.
+        let columns = run.costs.columns.clone();
+        let (requests, stats) = read_requests(source, read, completion, &columns)?;
+        let retried = run.simulate(&requests, retry)?;
+        let mut report = run.report(requests.len());
+        report.passed = retried.served_first + retried.served_after_retry;
+        report.refused = retried.gave_up;
+        report.retry = Some(retried);
+        return Ok((report, stats));
+    }
     // Requests in arrival order are settled as they are read, on a thread of their own;
     // all are kept all the same, to be put in order and settled afresh if one comes early.
     let name = source.name();
@@ -208,6 +227,35 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Decides `requests` (in arrival order) with refused ones coming back as `retry`
+    /// says, and returns what the retries did.
+    fn simulate(&mut self, requests: &Requests, retry: &Retry) -> Result<Retried> {
+        let (costs, source) = (&self.costs, self.source);
+        let width = self.amounts.len();
+        let (mut asked, mut again) =
+            (vec![Amount::default(); width], vec![Amount::default(); width]);
+        let mut passed = 0;
+        let found = retry::simulate(
+            &mut self.settling,
+            retry,
+            requests.len(),
+            |n| requests.requests[n],
+            |settling, request, n| {
+                costs.amounts(source, requests, n, &mut asked)?;
+                let refused = (settling.arrive(request, &asked))
+                    .map_err(|e| Error::Policy { message: e.to_string() })?;
+                passed += u64::from(refused == 0);
+                Ok::<_, Error>(refused)
+            },
+            |settling, request, n, refused| {
+                costs.amounts(source, requests, n, &mut again).ok()?;
+                settling.retry_after(request, &again, refused)
+            },
+        )?;
+        self.passed = passed;
+        Ok(found)
+    }
+
     /// Settles what is in flight, and reports the `count` requests decided.
     fn report(mut self, count: usize) -> SettledReport {
         self.settling.finish();
@@ -243,6 +291,7 @@ impl<'a> Run<'a> {
             refused: count - self.passed,
             peak_in_flight: self.settling.peak_in_flight(),
             layers,
+            retry: None,
         }
     }
 }
