@@ -9,7 +9,7 @@ use ratelimit_engine::lossless::Found;
 use ratelimit_engine::settled::min_limit::{MinLimitAsk, find};
 use ratelimit_engine::settled::presets::{self as preset_data};
 use ratelimit_engine::settled::retry::Retry;
-use ratelimit_engine::settled::{self, LayerSpec, Sum, parse_charge};
+use ratelimit_engine::settled::{self, LayerSpec, RequestsAsk, Sum, parse_charge};
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, ReadStats, Source};
 use ratelimit_input::requests::Completion;
@@ -56,7 +56,13 @@ pub(crate) fn settled_replay<'py>(
     let specs: Vec<LayerSpec> = limits.into_iter().map(|limit| limit.layer).collect();
     let key = settled::key_column(&specs).map_err(|err| policy_error(err.to_string()))?;
     run(py, "replay", data, key, options, |source, read| {
-        settled::replay(source, read, completion.as_ref(), &specs, window, retry.as_ref())
+        let ask = RequestsAsk {
+            completion: completion.as_ref(),
+            window,
+            retry: retry.as_ref(),
+            redis: None,
+        };
+        settled::replay(source, read, &specs, ask)
     })
 }
 

@@ -20,6 +20,7 @@ use crate::engine::limit::Limit;
 use crate::engine::recorder::Settings;
 use crate::engine::replay::{Again, Run, Settled};
 use crate::engine::settled::LayerSpec;
+use crate::engine::settled::RequestsAsk;
 use crate::engine::settled::retry::Retry;
 use crate::input::catalog::{self, ReadOptions, Rows};
 use crate::input::format::InputFormat;
@@ -178,14 +179,14 @@ pub(crate) fn settled(args: &ReplayArgs, styles: &Styles) -> Result<ExitCode> {
     }
     let key = crate::engine::settled::key_column(&layers)?;
     let input = args.job.input.resolve(key.map(|k| (k, "--limit key=")))?;
-    let (report, stats) = crate::engine::settled::replay(
-        &input.source,
-        &input.read,
-        completion.as_ref(),
-        &layers,
-        args.size.window,
-        args.retry.as_ref(),
-    )?;
+    let redis = args.job.remote.target()?;
+    let ask = RequestsAsk {
+        completion: completion.as_ref(),
+        window: args.size.window,
+        retry: args.retry.as_ref(),
+        redis: redis.as_ref(),
+    };
+    let (report, stats) = crate::engine::settled::replay(&input.source, &input.read, &layers, ask)?;
     say_notes(&input, &crate::engine::notes::notes(&input.source, &input.read, &stats));
     write(&report, args, styles)
 }
@@ -285,11 +286,11 @@ pub struct ReplayArgs {
     /// Each request's duration is in COLUMN: bare numbers are milliseconds, and a value may
     /// carry a unit (850ms, 1.2s). Each request completes at its time plus its duration,
     /// and --limit layers are settled then.
-    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["end", "emit", "validate", "redis", "algo"])]
+    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["end", "emit", "validate", "algo"])]
     pub duration: Option<String>,
 
     /// Each request's end time is in COLUMN, written as its time is; as --duration.
-    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["emit", "validate", "redis", "algo"])]
+    #[arg(long, value_name = "COLUMN", conflicts_with_all = ["emit", "validate", "algo"])]
     pub end: Option<String>,
 
     /// A provider's published limits as layers, PROVIDER:TIER:MODEL
@@ -297,7 +298,7 @@ pub struct ReplayArgs {
     /// they were read: requests and tokens a minute, counted as the provider counts them,
     /// from the columns prompt_tokens, max_tokens and completion_tokens. After any --limit
     /// layers.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers", "emit", "validate", "redis"])]
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["algo", "rate", "burst", "delay", "nodelay", "dry_run", "cost", "key", "servers", "emit", "validate"])]
     pub preset: Option<String>,
 
     /// Simulate clients that come back when refused: `after` (after the limiter's
@@ -306,7 +307,7 @@ pub struct ReplayArgs {
     /// after[:max=5] | exp[:base=1s,cap=60s,max=5,seed=0]. Reports how many were served
     /// in the end, how many gave up, and the latency retrying added; labelled a
     /// simulation, as it is not what the log holds.
-    #[arg(long, value_name = "RETRY", conflicts_with_all = ["algo", "rate", "emit", "validate", "redis"])]
+    #[arg(long, value_name = "RETRY", conflicts_with_all = ["algo", "rate", "emit", "validate"])]
     pub retry: Option<Retry>,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the

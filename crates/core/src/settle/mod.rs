@@ -114,6 +114,28 @@ pub struct Request {
     pub key: Key,
 }
 
+/// Where the rate limiters of settled layers keep their state when not in memory: a
+/// shared store such as Redis, which the engine runs a script on for each call. Each call
+/// names the layer (its place, from 0) and the key as that layer sees it (0 when it is
+/// not keyed); an error is the store's, said in one line.
+pub trait Store {
+    /// Whether the limiter admits `cost` units at `now`, changing nothing.
+    fn admits(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64)
+    -> Result<bool, String>;
+    /// Takes `cost` units at `now`, whatever it holds: into debt, if it must.
+    fn charge(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64) -> Result<(), String>;
+    /// Gives back `units` at `now`, never past what it holds at rest.
+    fn give_back(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        units: u64,
+    ) -> Result<(), String>;
+    /// How many units it owes at `now`, rounded up.
+    fn owed(&mut self, layer: usize, key: Key, now: Timestamp) -> Result<u64, String>;
+}
+
 /// Why layers, or a request, cannot be settled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SettleError {
@@ -134,6 +156,9 @@ pub enum SettleError {
     /// A request that completes before it arrives, or comes before the one before.
     #[error("requests come in time order and complete no earlier than they arrive")]
     Order,
+    /// The store the limiters are kept in failed.
+    #[error("{0}")]
+    Store(String),
 }
 
 /// What settling did in one layer.
@@ -175,6 +200,12 @@ enum Limited {
     Cap(Concurrency),
 }
 
+/// Where a layer's rate limiter is kept: here, or in a store, as its layer number there.
+enum On<'s> {
+    Memory,
+    Store(&'s mut dyn Store, usize),
+}
+
 /// A layer as it settles: what it keeps to decide, its counts in flight, and what it did.
 #[derive(Clone, Debug)]
 struct Layer {
@@ -197,12 +228,22 @@ impl Layer {
     /// Whether it admits a request of key `key` at `now` that costs `amount`, spending
     /// nothing.
     #[inline]
-    fn admits(&mut self, key: Key, now: Timestamp, amount: Amount) -> bool {
+    fn admits(
+        &mut self,
+        on: On<'_>,
+        key: Key,
+        now: Timestamp,
+        amount: Amount,
+    ) -> Result<bool, SettleError> {
         let key = self.key(key);
-        match &mut self.limited {
-            Limited::Cap(cap) => cap.admits(&self.in_flight, key),
-            Limited::Rate { limiter, .. } => {
-                limiter.admits(slot(key), now, self.charge.asked(amount))
+        let asked = self.charge.asked(amount);
+        match (&mut self.limited, on) {
+            (Limited::Cap(cap), _) => Ok(cap.admits(&self.in_flight, key)),
+            (Limited::Rate { .. }, On::Store(store, n)) => {
+                store.admits(n, key, now, asked).map_err(SettleError::Store)
+            }
+            (Limited::Rate { limiter, .. }, On::Memory) => {
+                Ok(limiter.admits(slot(key), now, asked))
             }
         }
     }
@@ -258,42 +299,75 @@ impl Layer {
 
     /// Charges an admitted request at its arrival.
     #[inline]
-    fn arrive(&mut self, key: Key, now: Timestamp, amount: Amount) {
+    fn arrive(
+        &mut self,
+        on: On<'_>,
+        key: Key,
+        now: Timestamp,
+        amount: Amount,
+    ) -> Result<(), SettleError> {
         let key = self.key(key);
         self.in_flight.start(key);
-        let Limited::Rate { limiter, spent, .. } = &mut self.limited else { return };
+        let Limited::Rate { limiter, spent, .. } = &mut self.limited else { return Ok(()) };
         spent.spend(key, now, amount.cost);
-        match self.charge {
-            Charge::Arrival => limiter.charge(slot(key), now, amount.cost),
+        let charged = match self.charge {
+            Charge::Arrival => amount.cost,
             Charge::Reserve => {
-                limiter.charge(slot(key), now, amount.reserve);
                 self.settled.reserved += u128::from(amount.reserve);
+                amount.reserve
             }
-            Charge::Completion => {}
+            Charge::Completion => return Ok(()),
+        };
+        match on {
+            On::Memory => limiter.charge(slot(key), now, charged),
+            On::Store(store, n) => {
+                store.charge(n, key, now, charged).map_err(SettleError::Store)?
+            }
         }
+        Ok(())
     }
 
     /// Settles an admitted request at its completion.
     #[inline]
-    fn complete(&mut self, key: Key, now: Timestamp, amount: Amount) {
+    fn complete(
+        &mut self,
+        on: On<'_>,
+        key: Key,
+        now: Timestamp,
+        amount: Amount,
+    ) -> Result<(), SettleError> {
         let key = self.key(key);
         self.in_flight.end(key);
-        let Limited::Rate { limiter, .. } = &mut self.limited else { return };
+        let Limited::Rate { limiter, .. } = &mut self.limited else { return Ok(()) };
         let after = match self.charge {
-            Charge::Arrival => return,
+            Charge::Arrival => return Ok(()),
             Charge::Reserve if amount.reserve >= amount.cost => {
                 let back = amount.reserve - amount.cost;
-                limiter.give_back(slot(key), now, back);
+                match on {
+                    On::Memory => limiter.give_back(slot(key), now, back),
+                    On::Store(store, n) => {
+                        store.give_back(n, key, now, back).map_err(SettleError::Store)?
+                    }
+                }
                 self.settled.refunded += u128::from(back);
-                return;
+                return Ok(());
             }
             Charge::Reserve => amount.cost - amount.reserve,
             Charge::Completion => amount.cost,
         };
-        limiter.charge(slot(key), now, after);
+        let owed = match on {
+            On::Memory => {
+                limiter.charge(slot(key), now, after);
+                limiter.owed(slot(key), now)
+            }
+            On::Store(store, n) => {
+                store.charge(n, key, now, after).map_err(SettleError::Store)?;
+                store.owed(n, key, now).map_err(SettleError::Store)?
+            }
+        };
         self.settled.charged_after += u128::from(after);
-        let owed = limiter.owed(slot(key), now);
         self.settled.largest_debt = self.settled.largest_debt.max(owed);
+        Ok(())
     }
 
     /// What it did: in full once every admitted request is settled.
@@ -361,6 +435,8 @@ pub struct Settling {
     peak_in_flight: u64,
     /// The empty key's number, shared with the reading that numbers the keys.
     empty: EmptyKey,
+    /// Whether the rate limiters are kept in a store, not here.
+    shared: bool,
 }
 
 impl Settling {
@@ -393,6 +469,7 @@ impl Settling {
             last: None,
             peak_in_flight: 0,
             empty: EmptyKey::default(),
+            shared: false,
         })
     }
 
@@ -408,6 +485,36 @@ impl Settling {
     /// passes if every layer admits it, and returns the layers that refused it, bit n for
     /// layer n (0: it passed). A refused request charges nothing and is never settled.
     pub fn arrive(&mut self, request: Request, amounts: &[Amount]) -> Result<u32, SettleError> {
+        self.arrive_in(None, request, amounts)
+    }
+
+    /// Decides `request` as [`arrive`](Settling::arrive) does, with the rate limiters kept
+    /// in `store`: every call of a settling must keep them there, from its first.
+    pub fn arrive_sharing(
+        &mut self,
+        store: &mut dyn Store,
+        request: Request,
+        amounts: &[Amount],
+    ) -> Result<u32, SettleError> {
+        self.arrive_in(Some(store), request, amounts)
+    }
+
+    /// Settles every admitted request still in flight as [`finish`](Settling::finish) does,
+    /// with the rate limiters kept in `store`.
+    pub fn finish_sharing(&mut self, store: &mut dyn Store) -> Result<(), SettleError> {
+        self.settle_until(
+            Some(store),
+            Timestamp::from_micros(Timestamp::MAX).expect("the latest time"),
+        )
+    }
+
+    fn arrive_in(
+        &mut self,
+        mut store: Option<&mut dyn Store>,
+        request: Request,
+        amounts: &[Amount],
+    ) -> Result<u32, SettleError> {
+        self.shared |= store.is_some();
         let Request { arrival, completion, key } = request;
         if completion < arrival || self.last.is_some_and(|last| arrival < last) {
             return Err(SettleError::Order);
@@ -417,14 +524,14 @@ impl Settling {
             return Err(SettleError::Amounts);
         }
         self.last = Some(arrival);
-        self.settle_until(arrival);
+        self.settle_until(again(&mut store), arrival)?;
         let mut refused = 0;
         let empty = self.empty.is(key);
         for (n, (layer, &amount)) in self.layers.iter_mut().zip(amounts).enumerate() {
             if layer.skips_empty && empty {
                 continue;
             }
-            if !layer.admits(key, arrival, amount) {
+            if !layer.admits(on(&mut store, n), key, arrival, amount)? {
                 refused |= 1 << n;
                 layer.settled.refused += 1;
             }
@@ -434,9 +541,9 @@ impl Settling {
         if refused != 0 {
             return Ok(refused);
         }
-        for (layer, &amount) in self.layers.iter_mut().zip(amounts) {
+        for (n, (layer, &amount)) in self.layers.iter_mut().zip(amounts).enumerate() {
             if !(layer.skips_empty && empty) {
-                layer.arrive(key, arrival, amount);
+                layer.arrive(on(&mut store, n), key, arrival, amount)?;
             }
         }
         let place = self.keep(amounts);
@@ -451,9 +558,16 @@ impl Settling {
     /// microseconds, as a provider's `retry-after` tells a client. A rate's limiter is
     /// asked on a copy as it refills, not counting what requests in flight will give back
     /// or charge when they complete; a cap waits for the key's first request in flight to
-    /// complete. `None` if some layer never would (a cost past what it holds).
+    /// complete. `None` if some layer never would (a cost past what it holds), or if a
+    /// refusing rate's limiter is kept in a store, which is not asked.
     pub fn retry_after(&self, request: Request, amounts: &[Amount], refused: u32) -> Option<i64> {
         let (key, now) = (request.key, request.arrival);
+        let rate_refused = (self.layers.iter().enumerate()).any(|(n, layer)| {
+            refused & (1 << n) != 0 && matches!(layer.limited, Limited::Rate { .. })
+        });
+        if self.shared && rate_refused {
+            return None;
+        }
         let layers = self.layers.iter().zip(amounts).enumerate();
         layers.filter(|(n, _)| refused & (1 << n) != 0).try_fold(
             0,
@@ -465,7 +579,9 @@ impl Settling {
 
     /// Settles every admitted request still in flight, each at its completion.
     pub fn finish(&mut self) {
-        self.settle_until(Timestamp::from_micros(Timestamp::MAX).expect("the latest time"));
+        // In memory, settling fails in no way.
+        let _ = self
+            .settle_until(None, Timestamp::from_micros(Timestamp::MAX).expect("the latest time"));
     }
 
     /// Returns what settling did in each layer, in layer order: in full once
@@ -486,7 +602,11 @@ impl Settling {
 
     /// Settles, in completion order, every pending request that completes at or before
     /// `now`.
-    fn settle_until(&mut self, now: Timestamp) {
+    fn settle_until(
+        &mut self,
+        mut store: Option<&mut dyn Store>,
+        now: Timestamp,
+    ) -> Result<(), SettleError> {
         while let Some(&Reverse((completion, _, key, place))) = self.pending.peek() {
             if completion > now {
                 break;
@@ -495,13 +615,15 @@ impl Settling {
             let width = self.layers.len();
             let at = place as usize * width;
             let empty = self.empty.is(key);
-            for (layer, &amount) in self.layers.iter_mut().zip(&self.amounts[at..at + width]) {
+            let layers = self.layers.iter_mut().zip(&self.amounts[at..at + width]).enumerate();
+            for (n, (layer, &amount)) in layers {
                 if !(layer.skips_empty && empty) {
-                    layer.complete(key, completion, amount);
+                    layer.complete(on(&mut store, n), key, completion, amount)?;
                 }
             }
             self.free.push(place);
         }
+        Ok(())
     }
 
     /// Keeps a pending request's amounts, and returns their slot.
@@ -519,6 +641,22 @@ impl Settling {
                 u32::try_from(self.amounts.len() / width - 1).unwrap_or(u32::MAX)
             }
         }
+    }
+}
+
+/// The store, borrowed again for a call.
+fn again<'s>(store: &'s mut Option<&mut dyn Store>) -> Option<&'s mut dyn Store> {
+    match store {
+        Some(store) => Some(&mut **store),
+        None => None,
+    }
+}
+
+/// Where layer `n`'s rate limiter is: in `store`, if there is one.
+fn on<'s>(store: &'s mut Option<&mut dyn Store>, n: usize) -> On<'s> {
+    match store {
+        Some(store) => On::Store(&mut **store, n),
+        None => On::Memory,
     }
 }
 

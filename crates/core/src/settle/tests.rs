@@ -517,3 +517,100 @@ proptest! {
         }
     }
 }
+
+/// The layers' rate limiters kept apart from the settling, as a store keeps them.
+struct Kept(Vec<Option<AnyPerKey>>);
+
+impl Kept {
+    fn of(layers: &[SettledLayer]) -> Kept {
+        Kept(
+            layers
+                .iter()
+                .map(|l| match l.bound {
+                    Bound::Rate(settings) => Some(settings.per_key()),
+                    Bound::Concurrency(_) => None,
+                })
+                .collect(),
+        )
+    }
+
+    fn limiter(&mut self, layer: usize) -> Result<&mut AnyPerKey, String> {
+        self.0[layer].as_mut().ok_or_else(|| format!("layer {layer} has no rate"))
+    }
+}
+
+impl Store for Kept {
+    fn admits(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<bool, String> {
+        Ok(self.limiter(layer)?.admits(slot(key), now, cost))
+    }
+
+    fn charge(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64) -> Result<(), String> {
+        self.limiter(layer)?.charge(slot(key), now, cost);
+        Ok(())
+    }
+
+    fn give_back(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        units: u64,
+    ) -> Result<(), String> {
+        self.limiter(layer)?.give_back(slot(key), now, units);
+        Ok(())
+    }
+
+    fn owed(&mut self, layer: usize, key: Key, now: Timestamp) -> Result<u64, String> {
+        Ok(self.limiter(layer)?.owed(slot(key), now))
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// With the rate limiters kept in a store, the settling asks the store every question
+    /// it asked its own, and decides and reports the same.
+    #[test]
+    fn settling_with_a_store_is_settling_in_memory((layers, requests) in scenario()) {
+        let mut here = Settling::new(&layers).unwrap();
+        let mut there = Settling::new(&layers).unwrap();
+        let mut store = Kept::of(&layers);
+        for (request, amounts) in &requests {
+            let want = here.arrive(*request, amounts).unwrap();
+            prop_assert_eq!(there.arrive_sharing(&mut store, *request, amounts).unwrap(), want);
+        }
+        here.finish();
+        there.finish_sharing(&mut store).unwrap();
+        prop_assert_eq!(there.settled(), here.settled());
+    }
+}
+
+#[test]
+fn a_store_that_fails_fails_the_settling_with_its_words() {
+    struct Down;
+    impl Store for Down {
+        fn admits(&mut self, _: usize, _: Key, _: Timestamp, _: u64) -> Result<bool, String> {
+            Err("redis://127.0.0.1:1: connection refused".into())
+        }
+        fn charge(&mut self, _: usize, _: Key, _: Timestamp, _: u64) -> Result<(), String> {
+            Ok(())
+        }
+        fn give_back(&mut self, _: usize, _: Key, _: Timestamp, _: u64) -> Result<(), String> {
+            Ok(())
+        }
+        fn owed(&mut self, _: usize, _: Key, _: Timestamp) -> Result<u64, String> {
+            Ok(0)
+        }
+    }
+    let layer = rate_layer(Algorithm::Gcra, "1/s", 1, Charge::Arrival);
+    let mut settling = Settling::new(&[layer]).unwrap();
+    let request = Request { arrival: at(0), completion: at(1), key: 0 };
+    let err = settling.arrive_sharing(&mut Down, request, &[Amount { reserve: 0, cost: 1 }]);
+    assert_eq!(err, Err(SettleError::Store("redis://127.0.0.1:1: connection refused".into())));
+}

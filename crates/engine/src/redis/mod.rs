@@ -14,6 +14,7 @@ mod layers;
 mod live;
 mod pipeline;
 mod server;
+mod settle;
 
 pub use cluster::slot_of;
 pub use connection::Redis;
@@ -21,6 +22,7 @@ pub use engine::{RedisEngine, Scripts};
 pub use layers::{RemoteLayers, SHARED};
 pub use pipeline::prepare;
 pub use server::{Server, Unavailable};
+pub use settle::RedisStore;
 
 use std::borrow::Cow;
 use std::fmt::Display;

@@ -19,6 +19,7 @@ use crate::input::catalog::{ReadOptions, ReadStats, Source};
 use crate::input::requests::{Completion, Requests, read_requests, stream_requests};
 use crate::layered::MAX_LAYERS;
 use crate::limit::LimitError;
+use crate::redis::{RedisStore, RedisTarget};
 use crate::units::time::{Span, Timestamp};
 
 /// What a replay of requests settled after the response found: every request, those
@@ -108,25 +109,56 @@ fn layers(specs: &[LayerSpec], window: Option<Span>) -> Result<Vec<SettledLayer>
     specs.iter().map(layer).collect()
 }
 
+/// How a replay of requests runs: when each completes (as it arrives, without), the
+/// length of each rate's busiest window (its period, without), whether refused requests
+/// come back, and where the rate limiters are kept (in memory, without Redis).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestsAsk<'a> {
+    /// When each request completes.
+    pub completion: Option<&'a Completion>,
+    /// The busiest window's length.
+    pub window: Option<Span>,
+    /// How refused requests come back, a simulation.
+    pub retry: Option<&'a Retry>,
+    /// The Redis server or cluster the rate limiters are kept in.
+    pub redis: Option<&'a RedisTarget>,
+}
+
 /// Replays the requests of `source` (read by `read`, its key column the layers') through
-/// `specs`, each completing as `completion` says (as it arrives, without), and returns
-/// what it found and what reading found. Requests are kept in memory to be put in order
-/// of arrival: 32 bytes each and 8 a column summed, at most 4 GiB.
+/// `specs` as `ask` says, and returns what it found and what reading found. Requests are
+/// kept in memory to be put in order of arrival: 32 bytes each and 8 a column summed, at
+/// most 4 GiB. In Redis each question a settlement asks is a script call, one round trip
+/// each, of at most the target's timeout.
 pub fn replay(
     source: &Source,
     read: &ReadOptions,
-    completion: Option<&Completion>,
     specs: &[LayerSpec],
-    window: Option<Span>,
-    retry: Option<&Retry>,
+    ask: RequestsAsk<'_>,
 ) -> Result<(SettledReport, ReadStats)> {
+    let RequestsAsk { completion, window, retry, redis } = ask;
+    if retry.is_some() && redis.is_some() {
+        let message = "--retry runs in memory: a retry-after is asked of the limiters here, \
+                       not of Redis"
+            .to_owned();
+        return Err(Error::Policy { message });
+    }
     let mut run = Run::new(source, read, specs, window, Vec::new())?;
-    if let Some(retry) = retry {
-        // Refused requests come back among the others: all are read first, in order.
+    if let Some(target) = redis {
+        run.store = Some(RedisStore::connect(target, &run.layers)?);
+    }
+    if retry.is_some() || redis.is_some() {
+        // Refused requests come back among the others, and Redis's limiters cannot start
+        // again: all are read first, in order.
         let columns = run.costs.columns.clone();
         let (requests, stats) = read_requests(source, read, completion, &columns)?;
+        let Some(retry) = retry else {
+            for n in 0..requests.len() {
+                run.settle(&requests, n)?;
+            }
+            return Ok((run.report(requests.len())?, stats));
+        };
         let retried = run.simulate(&requests, retry)?;
-        let mut report = run.report(requests.len());
+        let mut report = run.report(requests.len())?;
         report.passed = retried.served_first + retried.served_after_retry;
         report.refused = retried.gave_up;
         report.retry = Some(retried);
@@ -157,7 +189,7 @@ pub fn replay(
             run.settle(&requests, n)?;
         }
     }
-    Ok((run.report(requests.len()), stats))
+    Ok((run.report(requests.len())?, stats))
 }
 
 /// Replays `requests`, read from `source` by `read` with `columns` (which hold every
@@ -178,7 +210,7 @@ pub fn replay_read(
     for n in 0..requests.len() {
         run.settle(requests, n)?;
     }
-    Ok(run.report(requests.len()))
+    run.report(requests.len())
 }
 
 /// The columns the requests of `specs` are read with, each once, in the order first named.
@@ -196,6 +228,8 @@ struct Run<'a> {
     settling: Settling,
     amounts: Vec<Amount>,
     passed: u64,
+    /// Redis, where the rate limiters are kept if there.
+    store: Option<RedisStore>,
 }
 
 impl<'a> Run<'a> {
@@ -215,14 +249,18 @@ impl<'a> Run<'a> {
         let sums = specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost));
         let costs = Costs::within(sums, columns);
         let amounts = vec![Amount::default(); specs.len()];
-        Ok(Run { source, specs, layers, costs, settling, amounts, passed: 0 })
+        Ok(Run { source, specs, layers, costs, settling, amounts, passed: 0, store: None })
     }
 
     /// Decides request `n` of `requests`, the next in arrival order.
     fn settle(&mut self, requests: &Requests, n: usize) -> Result<()> {
         self.costs.amounts(self.source, requests, n, &mut self.amounts)?;
-        let refused = (self.settling.arrive(requests.requests[n], &self.amounts))
-            .map_err(|e| Error::Policy { message: e.to_string() })?;
+        let request = requests.requests[n];
+        let refused = match &mut self.store {
+            Some(store) => self.settling.arrive_sharing(store, request, &self.amounts),
+            None => self.settling.arrive(request, &self.amounts),
+        };
+        let refused = refused.map_err(|e| failed(&mut self.store, e))?;
         self.passed += u64::from(refused == 0);
         Ok(())
     }
@@ -257,8 +295,14 @@ impl<'a> Run<'a> {
     }
 
     /// Settles what is in flight, and reports the `count` requests decided.
-    fn report(mut self, count: usize) -> SettledReport {
-        self.settling.finish();
+    fn report(mut self, count: usize) -> Result<SettledReport> {
+        match &mut self.store {
+            Some(store) => {
+                let finished = self.settling.finish_sharing(store);
+                finished.map_err(|e| failed(&mut self.store, e))?;
+            }
+            None => self.settling.finish(),
+        }
         let count = count as u64;
         let layers = (self.specs.iter().zip(&self.layers).zip(self.settling.settled()))
             .map(|((spec, layer), found)| {
@@ -284,7 +328,7 @@ impl<'a> Run<'a> {
                 }
             })
             .collect();
-        SettledReport {
+        Ok(SettledReport {
             input: self.source.name(),
             requests: count,
             passed: self.passed,
@@ -292,7 +336,15 @@ impl<'a> Run<'a> {
             peak_in_flight: self.settling.peak_in_flight(),
             layers,
             retry: None,
-        }
+        })
+    }
+}
+
+/// The error of a settling that failed: Redis's own failure, whole, if it was Redis's.
+fn failed(store: &mut Option<RedisStore>, err: settle::SettleError) -> Error {
+    match store.as_mut().and_then(RedisStore::failure) {
+        Some(failure) => Error::of(&failure),
+        None => Error::Policy { message: err.to_string() },
     }
 }
 

@@ -48,3 +48,35 @@ local function expire(key, ms, fixed)
   end
   redis.call('PEXPIRE', key, math.max(1, ms))
 end
+
+-- A token bucket's hash brought to `now`: its level (in units of 1/P token) and when it was
+-- last filled, a bucket never seen being full, refilled at n units a µs up to `cap`.
+local function bucket_at(key, now, n, cap)
+  local state = redis.call('HMGET', key, 'level', 'last')
+  local level, last = tonumber(state[1]), tonumber(state[2])
+  if level == nil then
+    level, last = cap, now
+  end
+  if now > last then
+    -- A refill past 2^53 is inexact, but then it is far past what the bucket lacks.
+    local fill = n * (now - last)
+    if fill >= cap - level then
+      level = cap
+    else
+      level = level + fill
+    end
+    last = now
+  end
+  return level, last
+end
+
+-- GCRA's tat from its hash, as q whole µs plus r/N µs; a key at rest (never seen, or its
+-- tat past) has it at now.
+local function tat_at(key, now)
+  local state = redis.call('HMGET', key, 'q', 'r')
+  local q, r = tonumber(state[1]), tonumber(state[2])
+  if q == nil or q < now or (q == now and r == 0) then
+    q, r = now, 0
+  end
+  return q, r
+end

@@ -9,12 +9,8 @@ local cq, cr = tonumber(ARGV[5]), tonumber(ARGV[6])
 local bq, br = tonumber(ARGV[7]), tonumber(ARGV[8])
 local ttl = tonumber(ARGV[9])
 
-local state = redis.call('HMGET', KEYS[1], 'q', 'r')
-local q, r = tonumber(state[1]), tonumber(state[2])
 -- An unseen key is a full bucket: tat at or before now.
-if q == nil or q < now or (q == now and r == 0) then
-  q, r = now, 0
-end
+local q, r = tat_at(KEYS[1], now)
 -- The event would leave the queue at max(tat, now); with its cost, tat would move to new.
 local mq, mr = q, r
 local nq, nr = mq + cq, mr + cr

@@ -7,21 +7,7 @@ local n, p = tonumber(ARGV[2]), tonumber(ARGV[3])
 local cap, cost = tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl = tonumber(ARGV[6])
 
-local state = redis.call('HMGET', KEYS[1], 'level', 'last')
-local level, last = tonumber(state[1]), tonumber(state[2])
-if level == nil then
-  level, last = cap, now
-end
-if now > last then
-  -- A refill past 2^53 is inexact, but then it is far past what the bucket lacks.
-  local fill = n * (now - last)
-  if fill >= cap - level then
-    level = cap
-  else
-    level = level + fill
-  end
-  last = now
-end
+local level, last = bucket_at(KEYS[1], now, n, cap)
 local allowed = level >= cost
 -- Only a charge is written: a level brought up to date and not stored is brought up to
 -- the same level later, as refills to the capacity compose.

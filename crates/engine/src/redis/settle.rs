@@ -1,0 +1,164 @@
+//! The rate limiters of layers settled after the response, kept in Redis: each question
+//! the settling asks (admits, takes, gives back, owes) is one call of `settle.lua` on the
+//! key's hash, so that a settlement at completion is a script call at its time.
+
+use std::sync::LazyLock;
+
+use anyhow::{Result, anyhow, bail};
+use redis::Value;
+
+use ratelimit_core::settle::{Bound, SettledLayer, Store};
+
+use super::{COMMON, EXACT, REPLAY_TTL_MS, RedisTarget, Script, Server, slot_of};
+use crate::limiter::Algorithm;
+use crate::units::time::Timestamp;
+use ratelimit_core::event::Key;
+
+/// The script: the shared helpers and the settlement's calls.
+static SETTLE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(format!("{COMMON}\n{}", include_str!("lua/settle.lua"))));
+
+/// One layer's limiter as the script takes it: its kind, N, P and burst.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    kind: &'static str,
+    n: i128,
+    p: i128,
+    b: i128,
+}
+
+/// The limiters of settled layers, in a Redis server or cluster: each layer's key `k` is
+/// the hash `PREFIXsettle:LAYER:k`. The last failure is kept, to be told whole.
+pub struct RedisStore {
+    server: Server,
+    prefix: String,
+    layers: Vec<Option<Kept>>,
+    failure: Option<anyhow::Error>,
+}
+
+impl RedisStore {
+    /// Connects to `target` for `layers`: their rate limiters must be token buckets, GCRA
+    /// or fixed windows (the limiters that settle), each small enough that the script's
+    /// values stay exact.
+    pub fn connect(target: &RedisTarget, layers: &[SettledLayer]) -> Result<RedisStore> {
+        let mut kept = Vec::with_capacity(layers.len());
+        for layer in layers {
+            let Bound::Rate(settings) = layer.bound else {
+                kept.push(None);
+                continue;
+            };
+            let kind = match settings.algorithm {
+                Algorithm::TokenBucket => "token-bucket",
+                Algorithm::Gcra => "gcra",
+                Algorithm::FixedWindow => "fixed-window",
+                other => bail!(
+                    "{} is not settled in Redis: its layers settled after the response are \
+                     token-bucket, gcra or fixed-window",
+                    other.name()
+                ),
+            };
+            let (n, p, b) =
+                (settings.rate.n(), settings.rate.p(), i128::from(settings.burst.get()));
+            if b.max(n) * p > EXACT {
+                bail!(
+                    "with Redis, max(N, burst) × P must stay below 2^52 µs to keep the scripts \
+                     exact; {} with a burst of {b} is too large",
+                    settings.rate
+                );
+            }
+            kept.push(Some(Kept { kind, n, p, b }));
+        }
+        let mut server = Server::connect(&target.urls, target.timeout)?;
+        server.load(&SETTLE)?;
+        Ok(RedisStore { server, prefix: target.prefix.clone(), layers: kept, failure: None })
+    }
+
+    /// Takes the last failure, said whole, if there was one.
+    pub fn failure(&mut self) -> Option<anyhow::Error> {
+        self.failure.take()
+    }
+
+    /// Runs the script's `op` on layer `layer`'s key `key` at `now` with `units`, and
+    /// returns its whole-number reply.
+    fn call(
+        &mut self,
+        op: &str,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        units: u64,
+    ) -> Result<i64, String> {
+        let answered = self.ask(op, layer, key, now, units);
+        answered.map_err(|err| {
+            let said = format!("{err:#}");
+            self.failure = Some(err);
+            said
+        })
+    }
+
+    fn ask(&mut self, op: &str, layer: usize, key: Key, now: Timestamp, units: u64) -> Result<i64> {
+        let Some(Some(kept)) = self.layers.get(layer).copied() else {
+            bail!("layer {} has no rate to settle in Redis", layer + 1);
+        };
+        let Kept { kind, n, p, b } = kept;
+        let u = i128::from(units);
+        if u * p > EXACT {
+            bail!("{units} units at {n}/{p}µs leave the exact range of Redis numbers (2^52)");
+        }
+        let values: Vec<i128> = match kind {
+            "token-bucket" => vec![n, p, b * p, u * p],
+            "gcra" => vec![n, p / n, p % n, u * p / n, u * p % n, b * p / n, b * p % n],
+            _ => vec![n, p, u],
+        };
+        let name = format!("{}settle:{layer}:{key}", self.prefix).into_bytes();
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(SETTLE.hash()).arg(1).arg(&name).arg(op).arg(kind).arg(now.as_micros());
+        for value in values {
+            cmd.arg(value.to_string());
+        }
+        cmd.arg(REPLAY_TTL_MS);
+        let replies = self.server.run(&[(slot_of(&name), cmd)])?;
+        match replies.first() {
+            Some(Value::Int(answer)) => Ok(*answer),
+            Some(Value::ServerError(error)) => Err(anyhow!(
+                "Redis at {}: {}",
+                self.server.url(),
+                error.details().unwrap_or("an error")
+            )),
+            other => {
+                bail!("Redis at {}: settle gave an unexpected reply: {other:?}", self.server.url())
+            }
+        }
+    }
+}
+
+impl Store for RedisStore {
+    fn admits(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<bool, String> {
+        Ok(self.call("check", layer, key, now, cost)? == 1)
+    }
+
+    fn charge(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64) -> Result<(), String> {
+        self.call("take", layer, key, now, cost).map(drop)
+    }
+
+    fn give_back(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        units: u64,
+    ) -> Result<(), String> {
+        self.call("give", layer, key, now, units).map(drop)
+    }
+
+    fn owed(&mut self, layer: usize, key: Key, now: Timestamp) -> Result<u64, String> {
+        let owed = self.call("owed", layer, key, now, 0)?;
+        u64::try_from(owed).map_err(|_| format!("Redis said a limiter owes {owed}"))
+    }
+}
