@@ -64,6 +64,8 @@ __all__ = [
     "report",
     "Limiter",
     "Outcome",
+    "SettledLimiter",
+    "Admission",
     "RatelimitError",
     "InputError",
     "PolicyError",
@@ -635,8 +637,88 @@ class Outcome:
     wait: dt.timedelta
 
 
+@dataclasses.dataclass(frozen=True)
+class Admission:
+    """A live decision on a request settled after the response: whether it passed, the
+    ``id`` that settles it, the layers that refused it, and when it would pass."""
+
+    #: Whether every layer admitted it.
+    passed: bool
+    #: What :meth:`SettledLimiter.settle` settles it by, if it passed; else None.
+    id: int | None
+    #: The layers that refused it, by their place in the policy (from 0).
+    refused: list[int]
+    #: How long until it would pass, were nothing else to happen but time (a refill, or a
+    #: request in flight ending): zero if it passed, ``None`` if it never would.
+    retry_after: dt.timedelta | None
+
+
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _MICROSECOND = dt.timedelta(microseconds=1)
+
+
+def _micros(time: dt.datetime | None) -> int | None:
+    """``time`` in µs after 1970, if given; a datetime without a zone is a ``ValueError``."""
+    if time is None:
+        return None
+    if time.tzinfo is None:
+        raise ValueError(f"{time} has no zone: give a datetime with one, such as UTC")
+    return (time - _EPOCH) // _MICROSECOND
+
+
+def _limits_of(policy: Limits) -> list[Limit]:
+    """The limits of a :class:`Limit` or a :class:`Policy`."""
+    if isinstance(policy, Policy):
+        return policy.limits
+    if isinstance(policy, Limit):
+        return [policy]
+    raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+
+
+def _key_bytes(key: str | bytes | None) -> bytes | None:
+    """A key as the engine takes it."""
+    if key is None or isinstance(key, bytes):
+        return key
+    if isinstance(key, str):
+        return key.encode()
+    raise TypeError(f"key is a {type(key).__name__}: give a str, bytes or None")
+
+
+class SettledLimiter:
+    """A :class:`Limit`, or a :class:`Policy`, settled after the response, decided live in
+    memory: :meth:`decide` a request when it comes, with the values its estimates sum
+    (``values={"prompt_tokens": 30, "max_tokens": 200}``), then :meth:`settle` it by its
+    ``id`` when its response ends, with the real counts (``values={"completion_tokens":
+    120}``, or one ``cost`` for every layer). Layers reserve, charge at completion or cap
+    requests in flight as they say; times must not go back. Threads may share it.
+    """
+
+    def __init__(self, policy: Limits) -> None:
+        self._native = _native.SettlingLimiter(_limits_of(policy))
+
+    def decide(
+        self, time: dt.datetime | None = None, key: str | bytes | None = None, *, values: dict[str, int] | None = None
+    ) -> Admission:
+        """Decides a request of ``key`` at ``time`` (the clock's if ``None``): each layer is
+        asked its estimate (``reserve=``), 1 (``charge="completion"``) or its cost, summed
+        from ``values``. A request that passes is in flight until settled."""
+        passed, ticket, refused, retry = self._native.decide(_micros(time), _key_bytes(key), dict(values or {}))
+        retry_after = None if retry is None else dt.timedelta(microseconds=retry)
+        return Admission(passed, ticket, list(refused), retry_after)
+
+    def settle(
+        self, id: int, cost: int | None = None, *, time: dt.datetime | None = None, values: dict[str, int] | None = None
+    ) -> None:
+        """Settles the request ``id`` when its response ends, at ``time`` (the clock's if
+        ``None``): every layer at the real ``cost`` if given, else each at its ``cost=``
+        sum of the values it was decided with and ``values``. A reservation gives back what
+        it did not use; a charge after the response may go into debt."""
+        self._native.settle(id, _micros(time), cost, dict(values or {}))
+
+    @property
+    def open(self) -> int:
+        """The requests decided, passed and not yet settled."""
+        return int(self._native.open())
 
 
 class Limiter:
@@ -674,12 +756,10 @@ class Limiter:
             given = [name for name, value in dict(algo=algo, rate=rate, burst=burst, **params).items() if value is not None]
             if given:
                 raise PolicyError(f"give a Limit or a Policy, or {given[0]}=, not both")
-        if isinstance(policy, Policy):
-            limits = policy.limits
-        elif isinstance(policy, Limit):
-            limits = [policy]
-        else:
-            raise TypeError(f"policy is a {type(policy).__name__}: give a Limit or a Policy")
+        limits = _limits_of(policy)
+        settled = next((limit for limit in limits if limit._of_requests), None)
+        if settled is not None:
+            raise PolicyError(f"Limit {settled} is settled after the response: decide it live with SettledLimiter")
         urls = [] if redis is None else [redis] if isinstance(redis, str) else list(redis)
         empty = empty_key.encode() if isinstance(empty_key, str) else empty_key
         self._native = _native.Limiter(
@@ -702,17 +782,6 @@ class Limiter:
         One limit alone is charged ``cost`` (its own ``cost=`` number, or 1, if ``None``);
         in a Policy, the limits weighed by a column are charged ``cost`` (1 if ``None``),
         and those weighed by a number that number."""
-        micros = None
-        if time is not None:
-            if time.tzinfo is None:
-                raise ValueError(f"{time} has no zone: give a datetime with one, such as UTC")
-            micros = (time - _EPOCH) // _MICROSECOND
-        if key is None or isinstance(key, bytes):
-            name = key
-        elif isinstance(key, str):
-            name = key.encode()
-        else:
-            raise TypeError(f"key is a {type(key).__name__}: give a str, bytes or None")
-        passed, wait, remaining, retry = self._native.decide(micros, name, cost)
+        passed, wait, remaining, retry = self._native.decide(_micros(time), _key_bytes(key), cost)
         retry_after = None if retry is None else dt.timedelta(microseconds=retry)
         return Outcome(passed, remaining, retry_after, dt.timedelta(microseconds=wait))

@@ -209,6 +209,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(compare::compare, module)?)?;
     module.add_function(wrap_pyfunction!(compare::configurations, module)?)?;
     module.add_class::<live::Limiter>()?;
+    module.add_class::<live::SettlingLimiter>()?;
     module.add_class::<limit::PyLimit>()?;
     module.add_class::<limit::PyPolicy>()?;
     module.add_class::<lossless::Sizing>()?;

@@ -4,7 +4,10 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use ratelimit_core::units::time::Timestamp;
+use std::collections::HashMap;
+
 use ratelimit_engine::live_limiter::{LiveLimiter, LiveOptions};
+use ratelimit_engine::live_settled::LiveSettling;
 
 use crate::errors::{Data, policy_error, raise};
 use crate::keywords;
@@ -51,17 +54,7 @@ impl Limiter {
         key: Option<&[u8]>,
         cost: Option<u64>,
     ) -> PyResult<(bool, u64, u64, Option<i64>)> {
-        let now = match micros {
-            None => None,
-            Some(micros) => match Timestamp::from_micros(micros) {
-                Some(now) => Some(now),
-                None => {
-                    return Err(policy_error(format!(
-                        "{micros} µs from 1970 is past the years 0000-9999"
-                    )));
-                }
-            },
-        };
+        let now = time(micros)?;
         // One decision at a time: a thread that shares the limiter waits its turn.
         let decided = py.detach(|| {
             let mut limiter = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -69,5 +62,79 @@ impl Limiter {
         });
         let outcome = decided.map_err(|err| raise(err, Data::File))?;
         Ok((outcome.passed, outcome.wait_us, outcome.remaining, outcome.retry_after_us))
+    }
+}
+
+/// A live request's decision, as Python takes it: whether it passed, its ticket, the layers
+/// that refused it, and its retry-after in µs.
+type Admitted = (bool, Option<u64>, Vec<usize>, Option<i64>);
+
+/// Layers settled after the response, decided live in memory: each request decided with
+/// the values its estimates sum, then settled by its ticket with the real counts.
+#[pyclass(module = "ratelimit_replay._native")]
+pub(crate) struct SettlingLimiter(Mutex<LiveSettling>);
+
+#[pymethods]
+impl SettlingLimiter {
+    /// Makes the live settling of `limits`.
+    #[new]
+    fn new(limits: Vec<PyLimit>) -> PyResult<SettlingLimiter> {
+        let specs: Vec<_> = limits.into_iter().map(|limit| limit.layer).collect();
+        let live = LiveSettling::new(&specs).map_err(|err| raise(err, Data::File))?;
+        Ok(SettlingLimiter(Mutex::new(live)))
+    }
+
+    /// Decides a request of `key` at `micros` µs after 1970 (the clock's time if `None`),
+    /// its estimates summed from `values`: (passed, ticket or None, refusing layers, retry
+    /// after µs or None).
+    #[pyo3(signature = (micros, key, values))]
+    fn decide(
+        &self,
+        py: Python<'_>,
+        micros: Option<i64>,
+        key: Option<&[u8]>,
+        values: HashMap<String, u64>,
+    ) -> PyResult<Admitted> {
+        let now = time(micros)?;
+        let decided = py.detach(|| {
+            let mut live = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            live.decide(now, key, &values)
+        });
+        let admission = decided.map_err(|err| raise(err, Data::File))?;
+        Ok((admission.passed, admission.ticket, admission.refused, admission.retry_after_us))
+    }
+
+    /// Settles the request of `ticket` at `micros` (the clock's time if `None`), at the
+    /// real `cost` of every layer if given, else at each layer's sum of its values.
+    #[pyo3(signature = (ticket, micros, cost, values))]
+    fn settle(
+        &self,
+        py: Python<'_>,
+        ticket: u64,
+        micros: Option<i64>,
+        cost: Option<u64>,
+        values: HashMap<String, u64>,
+    ) -> PyResult<()> {
+        let now = time(micros)?;
+        let settled = py.detach(|| {
+            let mut live = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            live.settle(ticket, now, cost, &values)
+        });
+        settled.map_err(|err| raise(err, Data::File))
+    }
+
+    /// The requests decided, passed and not yet settled.
+    fn open(&self) -> usize {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).open()
+    }
+}
+
+/// The time `micros` µs after 1970, if given: past the years 0000–9999 is a `PolicyError`.
+fn time(micros: Option<i64>) -> PyResult<Option<Timestamp>> {
+    match micros {
+        None => Ok(None),
+        Some(micros) => Timestamp::from_micros(micros).map(Some).ok_or_else(|| {
+            policy_error(format!("{micros} µs from 1970 is past the years 0000-9999"))
+        }),
     }
 }

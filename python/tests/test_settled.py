@@ -3,6 +3,7 @@ figures of a small log, and typed errors."""
 
 from __future__ import annotations
 
+import datetime as dt
 import pickle
 import subprocess
 
@@ -161,3 +162,32 @@ def test_retries_are_the_programs_and_say_they_are_a_simulation(requests_csv):
         assert got.retry["simulation"].startswith("a simulation") and got.retry["served_after_retry"] > 0
     with pytest.raises(rl.PolicyError, match="^retry=later: 'later' is no retry"):
         rl.replay(requests_csv, cap, duration="duration_ms", retry="later")
+
+
+def test_a_reservation_decided_live_gives_back_when_settled():
+    # 500 a minute reserving prompt + max_tokens: 230 and 240 pass, 220 does not. Settled
+    # at 2 s for 150 of 230, 80 come back to the 30 left, with 2 s of refill: 126⅔ hold
+    # a request of 120, which 46⅔ would not.
+    limiter = rl.SettledLimiter(rl.Limit("gcra", "500/m", burst=500, reserve=RESERVE, cost=TOKENS, key="user"))
+    start = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+
+    def at(ms: int) -> dt.datetime:
+        return start + dt.timedelta(milliseconds=ms)
+
+    def asked(prompt: int, most: int) -> dict[str, int]:
+        return {"prompt_tokens": prompt, "max_tokens": most}
+
+    first = limiter.decide(at(0), "a", values=asked(30, 200))
+    second = limiter.decide(at(0), "a", values=asked(40, 200))
+    third = limiter.decide(at(0), "a", values=asked(20, 200))
+    assert first.passed and second.passed and not third.passed
+    assert third.id is None and third.refused == [0] and third.retry_after is not None
+    assert not limiter.decide(at(2000), "a", values=asked(20, 100)).passed
+    assert first.id is not None
+    limiter.settle(first.id, time=at(2000), values={"completion_tokens": 120})
+    assert limiter.decide(at(2000), "a", values=asked(20, 100)).passed
+    assert limiter.open == 2
+    with pytest.raises(rl.PolicyError, match="no open request has ticket"):
+        limiter.settle(first.id, 1, time=at(2000))
+    with pytest.raises(rl.PolicyError, match="decide it live with SettledLimiter"):
+        rl.Limiter(rl.Limit("gcra", "500/m", burst=500, reserve=RESERVE, cost=TOKENS))

@@ -31,6 +31,7 @@ pub mod limits;
 pub mod live;
 mod live_check;
 pub mod live_limiter;
+pub mod live_settled;
 pub mod lossless;
 pub mod memory;
 pub mod notes;

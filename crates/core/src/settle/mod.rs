@@ -159,6 +159,9 @@ pub enum SettleError {
     /// The store the limiters are kept in failed.
     #[error("{0}")]
     Store(String),
+    /// A ticket no open request has: never given, or closed already.
+    #[error("no open request has ticket {0}: it was never given, or is settled already")]
+    Ticket(u64),
 }
 
 /// What settling did in one layer.
@@ -437,6 +440,9 @@ pub struct Settling {
     empty: EmptyKey,
     /// Whether the rate limiters are kept in a store, not here.
     shared: bool,
+    /// Requests admitted by [`open`](Settling::open) and not yet closed: by ticket, their
+    /// key and where their amounts are kept.
+    open: std::collections::HashMap<u64, (Key, u32)>,
 }
 
 impl Settling {
@@ -470,6 +476,7 @@ impl Settling {
             peak_in_flight: 0,
             empty: EmptyKey::default(),
             shared: false,
+            open: std::collections::HashMap::new(),
         })
     }
 
@@ -497,6 +504,69 @@ impl Settling {
         amounts: &[Amount],
     ) -> Result<u32, SettleError> {
         self.arrive_in(Some(store), request, amounts)
+    }
+
+    /// Decides a request of key `key` arriving at `arrival`, whose completion is not known
+    /// yet (a live one), as [`arrive`](Settling::arrive) decides one: returns the layers
+    /// that refused it (0: it passed) and, if it passed, its ticket, which
+    /// [`close`](Settling::close) settles it by. It is in flight until then. `amounts`
+    /// hold what each layer reserves or is charged on arrival; the real costs come at
+    /// closing.
+    pub fn open(
+        &mut self,
+        arrival: Timestamp,
+        key: Key,
+        amounts: &[Amount],
+    ) -> Result<(u32, Option<u64>), SettleError> {
+        // In flight until closed: it completes at no time known, after every other.
+        let latest = Timestamp::from_micros(Timestamp::MAX).expect("the latest time");
+        let request = Request { arrival, completion: latest, key };
+        let seq = self.arrivals;
+        let refused = self.arrive_in(None, request, amounts)?;
+        if refused != 0 {
+            return Ok((refused, None));
+        }
+        // Taken out of the pending requests, kept by ticket instead.
+        let mut kept = None;
+        self.pending.retain(|&Reverse((_, s, key, place))| match s == seq {
+            true => {
+                kept = Some((key, place));
+                false
+            }
+            false => true,
+        });
+        let Some(held) = kept else { return Err(SettleError::Order) };
+        self.open.insert(seq, held);
+        Ok((0, Some(seq)))
+    }
+
+    /// Settles the open request of `ticket` at `now`, no earlier than the last request
+    /// decided, each layer at its real cost `costs[n]`, as a completion settles: first
+    /// every request that completes by `now`. An unknown ticket (or one closed already) is
+    /// [`SettleError::Ticket`].
+    pub fn close(&mut self, ticket: u64, now: Timestamp, costs: &[u64]) -> Result<(), SettleError> {
+        if self.last.is_some_and(|last| now < last) {
+            return Err(SettleError::Order);
+        }
+        if costs.len() != self.layers.len() || costs.iter().any(|&c| c > MAX_COST) {
+            return Err(SettleError::Amounts);
+        }
+        let Some((key, place)) = self.open.remove(&ticket) else {
+            return Err(SettleError::Ticket(ticket));
+        };
+        self.last = Some(now);
+        self.settle_until(None, now)?;
+        let width = self.layers.len();
+        let at = place as usize * width;
+        for (slot, &cost) in self.amounts[at..at + width].iter_mut().zip(costs) {
+            slot.cost = cost;
+        }
+        self.complete(None, key, place, now)
+    }
+
+    /// Returns the requests opened and not yet closed.
+    pub fn opened(&self) -> usize {
+        self.open.len()
     }
 
     /// Settles every admitted request still in flight as [`finish`](Settling::finish) does,
@@ -548,7 +618,8 @@ impl Settling {
         }
         let place = self.keep(amounts);
         self.pending.push(Reverse((completion, seq, key, place)));
-        self.peak_in_flight = self.peak_in_flight.max(self.pending.len() as u64);
+        let in_flight = self.pending.len() + self.open.len();
+        self.peak_in_flight = self.peak_in_flight.max(in_flight as u64);
         Ok(0)
     }
 
@@ -612,17 +683,30 @@ impl Settling {
                 break;
             }
             self.pending.pop();
-            let width = self.layers.len();
-            let at = place as usize * width;
-            let empty = self.empty.is(key);
-            let layers = self.layers.iter_mut().zip(&self.amounts[at..at + width]).enumerate();
-            for (n, (layer, &amount)) in layers {
-                if !(layer.skips_empty && empty) {
-                    layer.complete(on(&mut store, n), key, completion, amount)?;
-                }
-            }
-            self.free.push(place);
+            self.complete(again(&mut store), key, place, completion)?;
         }
+        Ok(())
+    }
+
+    /// Settles, at `now`, the admitted request of key `key` whose amounts are kept at
+    /// `place`, and frees the place.
+    fn complete(
+        &mut self,
+        mut store: Option<&mut dyn Store>,
+        key: Key,
+        place: u32,
+        now: Timestamp,
+    ) -> Result<(), SettleError> {
+        let width = self.layers.len();
+        let at = place as usize * width;
+        let empty = self.empty.is(key);
+        let layers = self.layers.iter_mut().zip(&self.amounts[at..at + width]).enumerate();
+        for (n, (layer, &amount)) in layers {
+            if !(layer.skips_empty && empty) {
+                layer.complete(on(&mut store, n), key, now, amount)?;
+            }
+        }
+        self.free.push(place);
         Ok(())
     }
 

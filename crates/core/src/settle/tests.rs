@@ -614,3 +614,43 @@ fn a_store_that_fails_fails_the_settling_with_its_words() {
     let err = settling.arrive_sharing(&mut Down, request, &[Amount { reserve: 0, cost: 1 }]);
     assert_eq!(err, Err(SettleError::Store("redis://127.0.0.1:1: connection refused".into())));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Requests opened live, each closed when it completes (before every later arrival,
+    /// in completion order) at its real costs, decide and settle as requests whose
+    /// completions are known.
+    #[test]
+    fn opening_and_closing_live_is_arriving_with_known_completions((layers, requests) in scenario()) {
+        let mut known = Settling::new(&layers).unwrap();
+        let want: Vec<u32> = requests.iter().map(|(r, a)| known.arrive(*r, a).unwrap()).collect();
+        known.finish();
+        let mut live = Settling::new(&layers).unwrap();
+        // Open tickets by (completion, order): each with its real costs.
+        let mut open: BTreeMap<(Timestamp, usize), (u64, Vec<u64>)> = BTreeMap::new();
+        let mut got = Vec::new();
+        for (n, (request, amounts)) in requests.iter().enumerate() {
+            while let Some(entry) = open.first_entry() {
+                if entry.key().0 > request.arrival {
+                    break;
+                }
+                let ((at, _), (ticket, costs)) = entry.remove_entry();
+                live.close(ticket, at, &costs).unwrap();
+            }
+            let (refused, ticket) = live.open(request.arrival, request.key, amounts).unwrap();
+            got.push(refused);
+            if let Some(ticket) = ticket {
+                let costs = amounts.iter().map(|a| a.cost).collect();
+                open.insert((request.completion, n), (ticket, costs));
+            }
+        }
+        while let Some(((at, _), (ticket, costs))) = open.pop_first() {
+            live.close(ticket, at, &costs).unwrap();
+        }
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(live.settled(), known.settled());
+        prop_assert_eq!(live.opened(), 0);
+        prop_assert_eq!(live.close(0, Timestamp::from_micros(Timestamp::MAX).unwrap(), &vec![0; layers.len()]), Err(SettleError::Ticket(0)));
+    }
+}

@@ -94,7 +94,7 @@ pub fn key_column(specs: &[LayerSpec]) -> Result<Option<&str>, LimitError> {
 
 /// The layers of `specs` as the core settles them, each rate's busiest window `window`
 /// long (its period if `None`).
-fn layers(specs: &[LayerSpec], window: Option<Span>) -> Result<Vec<SettledLayer>> {
+pub(crate) fn layers(specs: &[LayerSpec], window: Option<Span>) -> Result<Vec<SettledLayer>> {
     if specs.is_empty() || specs.len() > MAX_LAYERS {
         let message = format!("{} layers are given; 1 to {MAX_LAYERS} run at once", specs.len());
         return Err(Error::Policy { message });
