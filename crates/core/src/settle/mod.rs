@@ -10,12 +10,19 @@
 //! completes before the next event.
 
 mod concurrency;
+mod layer;
+mod min_limit;
 mod spent;
+mod store;
 
 use self::concurrency::{Concurrency, InFlight};
+use self::layer::{Layer, Limited};
+pub use self::min_limit::min_limit;
 use self::spent::Spent;
-use crate::event::{EmptyKey, Key, slot};
-use crate::limiter::{AnyPerKey, MAX_COST};
+pub use self::store::Store;
+use self::store::{again, on};
+use crate::event::{EmptyKey, Key};
+use crate::limiter::MAX_COST;
 use crate::policy::{MAX_LAYERS, Settings};
 use crate::units::time::Timestamp;
 use std::cmp::Reverse;
@@ -114,28 +121,6 @@ pub struct Request {
     pub key: Key,
 }
 
-/// Where the rate limiters of settled layers keep their state when not in memory: a
-/// shared store such as Redis, which the engine runs a script on for each call. Each call
-/// names the layer (its place, from 0) and the key as that layer sees it (0 when it is
-/// not keyed); an error is the store's, said in one line.
-pub trait Store {
-    /// Whether the limiter admits `cost` units at `now`, changing nothing.
-    fn admits(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64)
-    -> Result<bool, String>;
-    /// Takes `cost` units at `now`, whatever it holds: into debt, if it must.
-    fn charge(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64) -> Result<(), String>;
-    /// Gives back `units` at `now`, never past what it holds at rest.
-    fn give_back(
-        &mut self,
-        layer: usize,
-        key: Key,
-        now: Timestamp,
-        units: u64,
-    ) -> Result<(), String>;
-    /// How many units it owes at `now`, rounded up.
-    fn owed(&mut self, layer: usize, key: Key, now: Timestamp) -> Result<u64, String>;
-}
-
 /// Why layers, or a request, cannot be settled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SettleError {
@@ -190,201 +175,6 @@ pub struct LayerSettled {
     pub most_spent_from: Option<Timestamp>,
     /// The most admitted requests of one key (of all, if not keyed) in flight at once.
     pub peak_in_flight: u64,
-}
-
-/// What a layer keeps to decide: a rate's limiter for every key and what each key spent,
-/// or a cap on requests in flight.
-// At most 16 layers are held, each once: boxing the limiter would only add a pointer to
-// follow on every decision.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
-enum Limited {
-    Rate { limiter: AnyPerKey, spent: Spent, settings: Settings },
-    Cap(Concurrency),
-}
-
-/// Where a layer's rate limiter is kept: here, or in a store, as its layer number there.
-enum On<'s> {
-    Memory,
-    Store(&'s mut dyn Store, usize),
-}
-
-/// A layer as it settles: what it keeps to decide, its counts in flight, and what it did.
-#[derive(Clone, Debug)]
-struct Layer {
-    limited: Limited,
-    keyed: bool,
-    charge: Charge,
-    /// Whether it lets a request of the empty key through uncounted, as its system does.
-    skips_empty: bool,
-    in_flight: InFlight,
-    settled: LayerSettled,
-}
-
-impl Layer {
-    /// The key this layer sees a request of key `key` as.
-    #[inline]
-    fn key(&self, key: Key) -> Key {
-        if self.keyed { key } else { 0 }
-    }
-
-    /// Whether it admits a request of key `key` at `now` that costs `amount`, spending
-    /// nothing.
-    #[inline]
-    fn admits(
-        &mut self,
-        on: On<'_>,
-        key: Key,
-        now: Timestamp,
-        amount: Amount,
-    ) -> Result<bool, SettleError> {
-        let key = self.key(key);
-        let asked = self.charge.asked(amount);
-        match (&mut self.limited, on) {
-            (Limited::Cap(cap), _) => Ok(cap.admits(&self.in_flight, key)),
-            (Limited::Rate { .. }, On::Store(store, n)) => {
-                store.admits(n, key, now, asked).map_err(SettleError::Store)
-            }
-            (Limited::Rate { limiter, .. }, On::Memory) => {
-                Ok(limiter.admits(slot(key), now, asked))
-            }
-        }
-    }
-
-    /// How long after `now` it would admit a request of key `key` that costs `amount`, in
-    /// µs, were nothing else to happen but time: a rate's limiter refilling (asked on a
-    /// copy, so the real one is not moved on), or a cap's first request of the key in
-    /// flight completing (`pending`). `None` if it never would: a cost past what it holds,
-    /// or a cap with nothing in flight to end.
-    fn retry_after(
-        &self,
-        key: Key,
-        now: Timestamp,
-        amount: Amount,
-        pending: &BinaryHeap<Pending>,
-    ) -> Option<i64> {
-        let key = self.key(key);
-        let (limiter, settings) = match &self.limited {
-            Limited::Cap(_) => {
-                let ends = pending.iter().map(|&Reverse((end, _, k, _))| (end, k));
-                let first =
-                    ends.filter(|&(_, k)| !self.keyed || k == key).map(|(end, _)| end).min()?;
-                return Some(first.as_micros() - now.as_micros());
-            }
-            Limited::Rate { limiter, settings, .. } => (limiter, settings),
-        };
-        let asked = self.charge.asked(amount);
-        let mut probe = settings.per_key();
-        let mut admits = |after: i64| {
-            let at = now.as_micros().checked_add(after).and_then(Timestamp::from_micros);
-            at.is_some_and(|at| {
-                probe.copy_key(limiter, slot(key), 0);
-                probe.admits(0, at, asked)
-            })
-        };
-        // Refilled at N a period, what is asked and what is owed come back within as many
-        // periods, and two more for a window to open.
-        let rate = settings.rate;
-        let owed = limiter.owed(slot(key), now);
-        let periods = asked.saturating_add(owed).div_ceil(rate.count()).saturating_add(2);
-        let most = i64::try_from(periods).ok()?.checked_mul(rate.period().as_micros())?;
-        if !admits(most) {
-            return None;
-        }
-        // The least time that admits: admitting is monotone in time with nothing charged.
-        let (mut low, mut high) = (0, most);
-        while high - low > 1 {
-            let middle = low + (high - low) / 2;
-            if admits(middle) { high = middle } else { low = middle }
-        }
-        Some(high)
-    }
-
-    /// Charges an admitted request at its arrival.
-    #[inline]
-    fn arrive(
-        &mut self,
-        on: On<'_>,
-        key: Key,
-        now: Timestamp,
-        amount: Amount,
-    ) -> Result<(), SettleError> {
-        let key = self.key(key);
-        self.in_flight.start(key);
-        let Limited::Rate { limiter, spent, .. } = &mut self.limited else { return Ok(()) };
-        spent.spend(key, now, amount.cost);
-        let charged = match self.charge {
-            Charge::Arrival => amount.cost,
-            Charge::Reserve => {
-                self.settled.reserved += u128::from(amount.reserve);
-                amount.reserve
-            }
-            Charge::Completion => return Ok(()),
-        };
-        match on {
-            On::Memory => limiter.charge(slot(key), now, charged),
-            On::Store(store, n) => {
-                store.charge(n, key, now, charged).map_err(SettleError::Store)?
-            }
-        }
-        Ok(())
-    }
-
-    /// Settles an admitted request at its completion.
-    #[inline]
-    fn complete(
-        &mut self,
-        on: On<'_>,
-        key: Key,
-        now: Timestamp,
-        amount: Amount,
-    ) -> Result<(), SettleError> {
-        let key = self.key(key);
-        self.in_flight.end(key);
-        let Limited::Rate { limiter, .. } = &mut self.limited else { return Ok(()) };
-        let after = match self.charge {
-            Charge::Arrival => return Ok(()),
-            Charge::Reserve if amount.reserve >= amount.cost => {
-                let back = amount.reserve - amount.cost;
-                match on {
-                    On::Memory => limiter.give_back(slot(key), now, back),
-                    On::Store(store, n) => {
-                        store.give_back(n, key, now, back).map_err(SettleError::Store)?
-                    }
-                }
-                self.settled.refunded += u128::from(back);
-                return Ok(());
-            }
-            Charge::Reserve => amount.cost - amount.reserve,
-            Charge::Completion => amount.cost,
-        };
-        let owed = match on {
-            On::Memory => {
-                limiter.charge(slot(key), now, after);
-                limiter.owed(slot(key), now)
-            }
-            On::Store(store, n) => {
-                store.charge(n, key, now, after).map_err(SettleError::Store)?;
-                store.owed(n, key, now).map_err(SettleError::Store)?
-            }
-        };
-        self.settled.charged_after += u128::from(after);
-        self.settled.largest_debt = self.settled.largest_debt.max(owed);
-        Ok(())
-    }
-
-    /// What it did: in full once every admitted request is settled.
-    fn settled(&self) -> LayerSettled {
-        let (most_spent, most_spent_from) = match &self.limited {
-            Limited::Rate { spent, .. } => {
-                let (most, from) = spent.most();
-                (Some(most), from)
-            }
-            Limited::Cap(_) => (None, None),
-        };
-        let peak_in_flight = self.in_flight.peak();
-        LayerSettled { most_spent, most_spent_from, peak_in_flight, ..self.settled }
-    }
 }
 
 /// A request admitted and not yet settled: when it completes, its place in arrival order,
@@ -728,22 +518,6 @@ impl Settling {
     }
 }
 
-/// The store, borrowed again for a call.
-fn again<'s>(store: &'s mut Option<&mut dyn Store>) -> Option<&'s mut dyn Store> {
-    match store {
-        Some(store) => Some(&mut **store),
-        None => None,
-    }
-}
-
-/// Where layer `n`'s rate limiter is: in `store`, if there is one.
-fn on<'s>(store: &'s mut Option<&mut dyn Store>, n: usize) -> On<'s> {
-    match store {
-        Some(store) => On::Store(&mut **store, n),
-        None => On::Memory,
-    }
-}
-
 /// Says whether `settings` can be settled with `charge`.
 fn check(settings: &Settings, charge: Charge) -> Result<(), SettleError> {
     let algorithm = settings.algorithm;
@@ -764,58 +538,6 @@ fn check(settings: &Settings, charge: Charge) -> Result<(), SettleError> {
 }
 
 #[cfg(test)]
+mod live_tests;
+#[cfg(test)]
 mod tests;
-
-/// Returns the smallest limit L for which a provider's bucket (a token bucket of L, refilled
-/// at L per `per`, starting full) charged as `charge` refuses none of `requests` (each with
-/// what it costs; in arrival order): 0 for none, `None` if no L up to
-/// [`Rate::MAX_COUNT`](crate::units::rate::Rate::MAX_COUNT) does.
-///
-/// Refusing none is monotone in L: a bucket that passes every request at L holds at least
-/// as much at every instant at L + 1 (its capacity and refill are larger, and it is charged
-/// and given back the same). So L is found by doubling, then halving, on exact replays,
-/// each stopping at its first refusal.
-pub fn min_limit(
-    requests: &[(Request, Amount)],
-    charge: Charge,
-    per: crate::units::time::Span,
-) -> Option<u64> {
-    use crate::units::rate::Rate;
-    if requests.is_empty() {
-        return Some(0);
-    }
-    let passes = |limit: u64| -> bool {
-        let (Ok(rate), Some(burst)) = (Rate::new(limit, per), std::num::NonZeroU64::new(limit))
-        else {
-            return false;
-        };
-        let algorithm = crate::limiter::Algorithm::Gcra;
-        let settings =
-            Settings { algorithm, rate, burst, window: per, params: algorithm.default_params() };
-        let layer = SettledLayer { bound: Bound::Rate(settings), keyed: false, charge };
-        let Ok(mut settling) = Settling::new(&[layer]) else { return false };
-        requests.iter().all(|(request, amount)| settling.arrive(*request, &[*amount]) == Ok(0))
-    };
-    // No bucket smaller than the most one request asks at its arrival passes it.
-    let mut low = requests.iter().map(|&(_, a)| charge.asked(a)).max().unwrap_or(1).max(1);
-    if passes(low) {
-        return Some(low);
-    }
-    // `low` refuses one: double until a limit passes, then halve the gap.
-    let mut high = low;
-    loop {
-        low = high;
-        high = high.checked_mul(2)?.min(Rate::MAX_COUNT);
-        if passes(high) {
-            break;
-        }
-        if high == Rate::MAX_COUNT {
-            return None;
-        }
-    }
-    while high - low > 1 {
-        let middle = low + (high - low) / 2;
-        if passes(middle) { high = middle } else { low = middle }
-    }
-    Some(high)
-}
