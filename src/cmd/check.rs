@@ -16,6 +16,7 @@ use crate::engine::live::Answer;
 use crate::engine::recorder::Settings;
 use crate::engine::redis::{self, RedisTarget, SHARED};
 use crate::engine::replay::Settled;
+use crate::engine::settled::LayerSpec;
 use crate::input::cost::Cost;
 use crate::policy_report::CheckReport;
 use crate::render::export;
@@ -26,6 +27,9 @@ use crate::units::time::{Span, Timestamp};
 pub(super) fn run(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     if args.key.is_empty() {
         bail!("KEY is empty: check limits a key, such as alert:bob");
+    }
+    if args.settle || !args.values.is_empty() || args.limits.iter().any(|l| l.limit().is_none()) {
+        return settled(args, styles);
     }
     let (found, headers) = decide(args)?;
     let mut out = BufWriter::new(stdout());
@@ -101,6 +105,40 @@ fn decide(args: &CheckArgs) -> Result<(CheckReport, String)> {
         }),
     };
     Ok((found, headers))
+}
+
+/// Decides (or with `--settle`, settles) a request of KEY in Redis over `--limit` layers
+/// settled after the response, and writes the answer.
+fn settled(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
+    if args.limits.is_empty() {
+        bail!("--value and --settle are for --limit layers settled after the response");
+    }
+    if args.headers {
+        bail!("--headers tells one decision's limits; a settlement's answer is its report");
+    }
+    let values: std::collections::HashMap<String, u64> = args.values.iter().cloned().collect();
+    let target = args.target()?;
+    let found = crate::engine::live_settled::check_in_redis(
+        &target,
+        &args.limits,
+        &args.key,
+        &values,
+        args.settle,
+    )?;
+    let mut out = BufWriter::new(stdout());
+    export::write(&mut out, args.output.format, styles.stdout, &found)?;
+    out.flush()?;
+    Ok(answer(found.allowed))
+}
+
+/// Reads `NAME=N`, a value a layer's sums read.
+fn parse_value(text: &str) -> Result<(String, u64), String> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(format!("'{text}' is not NAME=N (prompt_tokens=30)"));
+    };
+    let number = crate::input::cost::parse_cost(value.trim().as_bytes())
+        .map_err(|e| format!("{name}={value}: {e}"))?;
+    Ok((name.trim().to_owned(), number))
 }
 
 /// The exit code of an answer: 1 is "limited", not an error.
@@ -200,9 +238,25 @@ pub struct CheckArgs {
     /// the call passes only if every layer admits it, and a refused call charges no layer,
     /// in one atomic script. A layer with key= limits KEY; one without is one limit that
     /// every KEY shares. --cost gives its cost to the layers with cost=COLUMN.
+    ///
+    /// A layer may be settled after the response (reserve=SUM, charge=completion,
+    /// algo=concurrency,max=N): check decides a request with the --value NAME=N its sums
+    /// read, and a later check --settle with the same values and the real counts settles
+    /// it, all layers in one script call.
     #[arg(long = "limit", id = "limits", value_name = "SPEC")]
     #[arg(conflicts_with_all = ["algo", "rate", "burst"])]
-    pub limits: Vec<Limit>,
+    pub limits: Vec<LayerSpec>,
+
+    /// A value the layers' sums read, NAME=N, given again for each (prompt_tokens=30
+    /// max_tokens=200; with --settle, completion_tokens=120 too).
+    #[arg(long = "value", value_name = "NAME=N", value_parser = parse_value, requires = "limits")]
+    pub values: Vec<(String, u64)>,
+
+    /// Settle a request decided before, with the same --value NAME=N and its real counts:
+    /// each reservation gives back what the response did not use (or takes the rest), each
+    /// charge after the response is taken, each cap has one fewer in flight.
+    #[arg(long, requires = "limits")]
+    pub settle: bool,
 
     /// With --limit layers of envoy-ratelimit: count a refused request's hits only in the
     /// limits it is over, as envoy's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT does; without
@@ -242,7 +296,7 @@ impl CheckArgs {
         }
         // check limits KEY itself, and weighs by --cost: a layer's key= and cost=COLUMN say
         // only that it is keyed or weighed, whatever column they name (README: any name).
-        let specs: Vec<Limit> = (self.limits.iter().cloned())
+        let specs: Vec<Limit> = (self.limits.iter().filter_map(LayerSpec::limit))
             .map(|mut spec| {
                 spec.key = spec.key.map(|_| "KEY".to_owned());
                 if let Cost::Column(_) = spec.cost {

@@ -319,3 +319,69 @@ fn on_redis_every_charge_settles_as_in_memory() {
     let err = refused(&["--limit", "algo=gcra,rate=5/s", "--retry", "after"]);
     assert!(err.contains("--retry runs in memory"), "{err}");
 }
+
+#[test]
+#[ignore = "needs redis-server"]
+fn check_decides_a_reservation_in_redis_and_a_later_check_settles_it() {
+    // 500 tokens a minute reserving prompt + max_tokens, and 2 in flight, per user, at
+    // the server's clock (a few ms pass: under a token of refill). 230 and 240 pass; 220
+    // finds 30 left and 2 in flight: limited, nothing taken. Settled for 150, the first
+    // gives 80 back and leaves the cap: 70 then fits.
+    let redis = crate::harness::RedisServer::start();
+    let url = redis.url();
+    let layers = [
+        "--limit",
+        "algo=gcra,rate=500/m,burst=500,reserve=prompt_tokens+max_tokens,cost=prompt_tokens+completion_tokens,key=user",
+        "--limit",
+        "algo=concurrency,max=2,key=user",
+    ];
+    let check = |more: &[&str]| {
+        let args =
+            [&["check", "alice", "--redis", &url, "--format", "json"][..], &layers, more].concat();
+        crate::harness::run(&args, "")
+    };
+    let asked = |prompt: &str, most: &str| {
+        let run = check(&[
+            "--value",
+            &format!("prompt_tokens={prompt}"),
+            "--value",
+            &format!("max_tokens={most}"),
+        ]);
+        let code = run.code;
+        (code, json(&run.stdout))
+    };
+    let (code, first) = asked("30", "200");
+    assert_eq!(
+        (code, first["layers"][0]["units"].as_i64(), first["layers"][1]["units"].as_i64()),
+        (0, Some(230), Some(1))
+    );
+    crate::json::assert_valid("settled-check", &first, "check --value");
+    assert_eq!(asked("40", "200").0, 0);
+    let (code, third) = asked("20", "200");
+    assert_eq!((code, third["allowed"].as_bool()), (1, Some(false)));
+    assert_eq!(
+        (third["layers"][0]["allowed"].as_bool(), third["layers"][0]["units"].as_i64()),
+        (Some(false), Some(0))
+    );
+    let settled = check(&[
+        "--settle",
+        "--value",
+        "prompt_tokens=30",
+        "--value",
+        "max_tokens=200",
+        "--value",
+        "completion_tokens=120",
+    ]);
+    assert_eq!(settled.code, 0, "{}", settled.stderr);
+    let settled = json(&settled.stdout);
+    assert_eq!(
+        (settled["layers"][0]["units"].as_i64(), settled["layers"][1]["units"].as_i64()),
+        (Some(-80), Some(-1))
+    );
+    assert_eq!(asked("20", "50").0, 0);
+    let missing = check(&["--value", "prompt_tokens=1"]).error();
+    assert_eq!(
+        missing,
+        "ratelimit: check needs --value max_tokens=N, which prompt_tokens+max_tokens sums"
+    );
+}

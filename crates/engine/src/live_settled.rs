@@ -5,11 +5,15 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use ratelimit_core::settle::{Amount, Settling};
+use ratelimit_core::settle::{Amount, Charge, Settling};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::limiter::Algorithm;
 use crate::live_limiter::Clock;
-use crate::settled::{LayerSpec, Sum, key_column};
+use crate::redis::{LiveLayer, RedisTarget, live_policy};
+use crate::settled::{Bound, LayerSpec, Sum, key_column};
 use crate::units::time::Timestamp;
 
 /// The most keys a live settling holds: each key's limiters stay, as a settling's do.
@@ -87,13 +91,13 @@ impl LiveSettling {
         let mut amounts = Vec::with_capacity(self.specs.len());
         for spec in &self.specs {
             let reserve = match &spec.reserve {
-                Some(sum) => total(sum, values, "decide")?,
+                Some(sum) => total(sum, values, "decide()")?,
                 None => 0,
             };
             // The real cost is not known yet unless it is charged on arrival.
             let cost = match spec.settles_after() {
                 true => 0,
-                false => total(&spec.cost, values, "decide")?,
+                false => total(&spec.cost, values, "decide()")?,
             };
             amounts.push(Amount { reserve, cost });
         }
@@ -135,7 +139,7 @@ impl LiveSettling {
         let costs = (self.specs.iter())
             .map(|spec| match cost {
                 Some(cost) => Ok(cost),
-                None => total(&spec.cost, &known, "settle"),
+                None => total(&spec.cost, &known, "settle()"),
             })
             .collect::<Result<Vec<u64>>>()?;
         (self.settling.close(ticket, now, &costs))
@@ -180,6 +184,132 @@ impl LiveSettling {
     }
 }
 
+/// What a live check of a policy settled after the response did in Redis: decided a
+/// request of `key` (or, with `settled`, settled one decided before), and each layer's
+/// answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SettledCheck {
+    /// The key checked.
+    pub key: String,
+    /// Whether this call settled a request (else it decided one).
+    pub settled: bool,
+    /// Whether every layer admitted it (always true once settled).
+    pub allowed: bool,
+    /// Each layer, in the order given.
+    pub layers: Vec<SettledCheckLayer>,
+}
+
+/// One layer's answer to a live check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SettledCheckLayer {
+    /// The layer, as `--limit` writes it.
+    pub spec: String,
+    /// Whether it admitted the request.
+    pub allowed: bool,
+    /// What it took on arrival (decided) or settled (given back, or taken after), in units,
+    /// given back as a negative number; for a cap, the request in flight (1) or out (−1).
+    pub units: i64,
+}
+
+/// Decides a request of `key` over `specs` in Redis at `target`, at the server's clock, all
+/// or nothing in one script call: each layer asked its estimate, 1 or its cost, summed
+/// from `values`; a cap one more in flight. With `settle`, settles instead a request
+/// decided before with the same values and its real counts: each reservation given back
+/// (or the rest taken), each charge after the response taken, each cap one fewer.
+pub fn check_in_redis(
+    target: &RedisTarget,
+    specs: &[LayerSpec],
+    key: &str,
+    values: &HashMap<String, u64>,
+    settle: bool,
+) -> Result<SettledCheck> {
+    let call = if settle { "check --settle" } else { "check" };
+    let mut layers = Vec::with_capacity(specs.len());
+    let mut units = Vec::with_capacity(specs.len());
+    for (n, spec) in specs.iter().enumerate() {
+        let whose = if spec.key.is_some() { key } else { SHARED_KEY };
+        let name = format!("{}{whose}:settle:{n}", target.prefix).into_bytes();
+        let estimate = match &spec.reserve {
+            Some(sum) => total(sum, values, call)?,
+            None => 0,
+        };
+        let real = |values| total(&spec.cost, values, call);
+        let (kind, sizes) = match &spec.bound {
+            Bound::Concurrency(max) => ("cap", (1, 1, i128::from(max.get()))),
+            Bound::Rate(limit) => {
+                let settings = limit
+                    .settings(None, true, "")
+                    .map_err(|e| Error::Policy { message: e.to_string() })?;
+                let kind = match settings.algorithm {
+                    Algorithm::TokenBucket => "token-bucket",
+                    Algorithm::Gcra => "gcra",
+                    Algorithm::FixedWindow => "fixed-window",
+                    other => {
+                        let message = format!(
+                            "{} is not settled in Redis: its layers settled after the response are token-bucket, gcra or fixed-window",
+                            other.name()
+                        );
+                        return Err(Error::Policy { message });
+                    }
+                };
+                let (n, p) = (settings.rate.n(), settings.rate.p());
+                (kind, (n, p, i128::from(settings.burst.get())))
+            }
+        };
+        let cap = kind == "cap";
+        let (asked, taken) = match (cap, spec.charge) {
+            (true, _) => (1, 0),
+            (false, Charge::Arrival) if !settle => {
+                let cost = real(values)?;
+                (cost, cost)
+            }
+            (false, Charge::Arrival) => (0, 0),
+            (false, Charge::Reserve) => (estimate, estimate),
+            (false, Charge::Completion) => (1, 0),
+        };
+        let settlement = match (cap, spec.charge, settle) {
+            (_, _, false) | (true, _, true) | (false, Charge::Arrival, true) => ("none", 0),
+            (false, Charge::Reserve, true) => {
+                let cost = real(values)?;
+                match estimate >= cost {
+                    true => ("give", estimate - cost),
+                    false => ("take", cost - estimate),
+                }
+            }
+            (false, Charge::Completion, true) => ("take", real(values)?),
+        };
+        let moved = match (settle, settlement.0) {
+            // A cap moves one request in flight, in or out.
+            _ if cap => {
+                if settle {
+                    -1
+                } else {
+                    1
+                }
+            }
+            (false, _) => i64::try_from(taken).unwrap_or(i64::MAX),
+            (true, "give") => -i64::try_from(settlement.1).unwrap_or(i64::MAX),
+            (true, _) => i64::try_from(settlement.1).unwrap_or(i64::MAX),
+        };
+        units.push(moved);
+        layers.push(LiveLayer { key: name, kind, sizes, asked, taken, settle: settlement });
+    }
+    let answers = live_policy(target, &layers, settle).map_err(|e| Error::of(&e))?;
+    let all = answers.iter().all(|&a| a);
+    let layers = (specs.iter().zip(answers).zip(units))
+        .map(|((spec, allowed), units)| SettledCheckLayer {
+            spec: spec.to_string(),
+            allowed,
+            // A refused request takes nothing from any layer.
+            units: if all || settle { units } else { 0 },
+        })
+        .collect();
+    Ok(SettledCheck { key: key.to_owned(), settled: settle, allowed: all, layers })
+}
+
+/// The key that layers without `key=` share in Redis.
+const SHARED_KEY: &str = "_shared";
+
 /// The total of `sum` over `values`: a column it names that `values` lacks is an error,
 /// for `call`.
 fn total(sum: &Sum, values: &HashMap<String, u64>, call: &str) -> Result<u64> {
@@ -188,7 +318,11 @@ fn total(sum: &Sum, values: &HashMap<String, u64>, call: &str) -> Result<u64> {
         match values.get(column) {
             Some(&value) => each.push(value),
             None => {
-                let message = format!("{call}() needs a value for {column}, which {sum} sums");
+                // `call` is a Python method (`decide()`) or the program's command.
+                let message = match call.strip_suffix("()") {
+                    Some(_) => format!("{call} needs a value for {column}, which {sum} sums"),
+                    None => format!("{call} needs --value {column}=N, which {sum} sums"),
+                };
                 return Err(Error::Policy { message });
             }
         }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use self::page::Described;
 use super::write_stdout;
+use crate::engine::live_settled::SettledCheck;
 use crate::engine::settled::SettledReport;
 use crate::engine::settled::min_limit::MinLimit;
 use crate::engine::settled::presets::{Listed, PresetFit};
@@ -73,6 +74,9 @@ pub enum Output {
     /// `presets --format json`: the providers' published limits, with the day each was
     /// read and the layers each is.
     Presets,
+    /// `check --limit … --value NAME=N [--settle] --format json`: a live request settled
+    /// after the response, decided or settled in Redis, and each layer's answer.
+    SettledCheck,
 }
 
 pub(super) fn run(args: &SchemaArgs) -> Result<ExitCode> {
@@ -121,6 +125,7 @@ fn schema(output: Output) -> Value {
         Output::MinLimit => schemars::schema_for!(MinLimit),
         Output::MinTier => schemars::schema_for!(PresetFit),
         Output::Presets => schemars::schema_for!(Vec<Listed>),
+        Output::SettledCheck => schemars::schema_for!(SettledCheck),
     };
     let mut schema = schema.to_value();
     closed(&mut schema);

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use super::layered::rows_without_top;
 use super::table::{labeled, percent, table};
 use super::{Report, Style};
+use crate::engine::live_settled::SettledCheck;
 use crate::engine::settled::SettledReport;
 
 impl Report for SettledReport {
@@ -91,5 +92,50 @@ impl Report for SettledReport {
             "peak in flight",
         ];
         table(out, &header, &rows, style)
+    }
+}
+
+impl Report for SettledCheck {
+    type Row<'a> = serde_json::Value;
+
+    /// One row a layer: the key, whether it settled, and the layer's answer.
+    fn rows(&self) -> Vec<serde_json::Value> {
+        (self.layers.iter())
+            .map(|layer| {
+                serde_json::json!({
+                    "key": self.key,
+                    "settled": self.settled,
+                    "allowed": self.allowed,
+                    "spec": layer.spec,
+                    "layer_allowed": layer.allowed,
+                    "units": layer.units,
+                })
+            })
+            .collect()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let answer = match (self.settled, self.allowed) {
+            (true, _) => style.good("settled"),
+            (false, true) => style.good("allowed"),
+            (false, false) => style.warn("limited"),
+        };
+        labeled(
+            out,
+            &[("key".to_owned(), self.key.clone()), ("answer".to_owned(), answer)],
+            style,
+        )?;
+        writeln!(out)?;
+        let rows: Vec<Vec<String>> = (self.layers.iter())
+            .map(|l| {
+                vec![
+                    l.spec.clone(),
+                    if l.allowed { "yes" } else { "no" }.to_owned(),
+                    l.units.to_string(),
+                ]
+            })
+            .collect();
+        let moved = if self.settled { "units settled" } else { "units taken" };
+        table(out, &["layer", "admits", moved], &rows, style)
     }
 }

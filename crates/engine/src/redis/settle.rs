@@ -14,9 +14,21 @@ use crate::limiter::Algorithm;
 use crate::units::time::Timestamp;
 use ratelimit_core::event::Key;
 
-/// The script: the shared helpers and the settlement's calls.
-static SETTLE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(format!("{COMMON}\n{}", include_str!("lua/settle.lua"))));
+/// The script of one call on one layer's key: the shared helpers and the settlement's.
+static SETTLE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(format!(
+        "{COMMON}\n{}\nreturn settle_one(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), \
+         tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), \
+         tonumber(ARGV[8]))\n",
+        include_str!("lua/settle.lua")
+    ))
+});
+
+/// The script of a live request over every layer of a policy at once.
+static POLICY: LazyLock<Script> = LazyLock::new(|| {
+    let (one, policy) = (include_str!("lua/settle.lua"), include_str!("lua/settle_policy.lua"));
+    Script::new(format!("{COMMON}\n{one}\n{policy}"))
+});
 
 /// One layer's limiter as the script takes it: its kind, N, P and burst.
 #[derive(Clone, Copy, Debug)]
@@ -105,17 +117,10 @@ impl RedisStore {
         if u * p > EXACT {
             bail!("{units} units at {n}/{p}µs leave the exact range of Redis numbers (2^52)");
         }
-        let values: Vec<i128> = match kind {
-            "token-bucket" => vec![n, p, b * p, u * p],
-            "gcra" => vec![n, p / n, p % n, u * p / n, u * p % n, b * p / n, b * p % n],
-            _ => vec![n, p, u],
-        };
         let name = format!("{}settle:{layer}:{key}", self.prefix).into_bytes();
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(SETTLE.hash()).arg(1).arg(&name).arg(op).arg(kind).arg(now.as_micros());
-        for value in values {
-            cmd.arg(value.to_string());
-        }
+        cmd.arg(n.to_string()).arg(p.to_string()).arg(b.to_string()).arg(units);
         cmd.arg(REPLAY_TTL_MS);
         let replies = self.server.run(&[(slot_of(&name), cmd)])?;
         match replies.first() {
@@ -160,5 +165,75 @@ impl Store for RedisStore {
     fn owed(&mut self, layer: usize, key: Key, now: Timestamp) -> Result<u64, String> {
         let owed = self.call("owed", layer, key, now, 0)?;
         u64::try_from(owed).map_err(|_| format!("Redis said a limiter owes {owed}"))
+    }
+}
+
+/// One layer of a live request in Redis, as the policy's script is told it: its key, its
+/// kind (`token-bucket`, `gcra`, `fixed-window`, or `cap`), N per P µs with a burst of b
+/// (a cap's b is its most in flight), the units asked and taken on arrival, and what its
+/// settlement does (`give`, `take` or `none`) with how many units.
+#[derive(Clone, Debug)]
+pub struct LiveLayer {
+    /// The layer's key in Redis.
+    pub key: Vec<u8>,
+    /// What it is.
+    pub kind: &'static str,
+    /// N, P (µs) and b.
+    pub sizes: (i128, i128, i128),
+    /// The units asked on arrival.
+    pub asked: u64,
+    /// The units taken on arrival, if it admits.
+    pub taken: u64,
+    /// What settling does, and with how many units.
+    pub settle: (&'static str, u64),
+}
+
+/// Decides (or, with `settle`, settles) a live request over `layers` at once, in one call
+/// at the server's clock: each layer's answer, in order (all true once settled). One
+/// server, not a cluster: the layers' keys may lie in several slots.
+pub fn live_policy(target: &RedisTarget, layers: &[LiveLayer], settle: bool) -> Result<Vec<bool>> {
+    let mut server = Server::connect(&target.urls, target.timeout)?;
+    if server.is_cluster() {
+        bail!(
+            "a live settlement runs on one Redis server, not a cluster: its layers' keys lie in several slots"
+        );
+    }
+    for layer in layers {
+        let (n, p, b) = layer.sizes;
+        let units = i128::from(layer.asked.max(layer.taken).max(layer.settle.1));
+        if b.max(n) * p > EXACT || units * p > EXACT {
+            bail!(
+                "with Redis, the sizes and units of a settled layer times P must stay below 2^52"
+            );
+        }
+    }
+    server.load(&POLICY)?;
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(POLICY.hash()).arg(layers.len());
+    for layer in layers {
+        cmd.arg(&layer.key);
+    }
+    cmd.arg(if settle { "settle" } else { "decide" }).arg("").arg(REPLAY_TTL_MS);
+    for layer in layers {
+        let (n, p, b) = layer.sizes;
+        cmd.arg(layer.kind).arg(n.to_string()).arg(p.to_string()).arg(b.to_string());
+        cmd.arg(layer.asked).arg(layer.taken).arg(layer.settle.0).arg(layer.settle.1);
+    }
+    let name = layers.first().map_or(&b""[..], |l| &l.key[..]);
+    let replies = server.run(&[(slot_of(name), cmd)])?;
+    let url = server.url().to_owned();
+    match replies.first() {
+        Some(Value::Int(1)) if settle => Ok(vec![true; layers.len()]),
+        Some(Value::Array(answers)) if !settle && answers.len() == layers.len() => answers
+            .iter()
+            .map(|a| match a {
+                Value::Int(answer) => Ok(*answer == 1),
+                other => Err(anyhow!("Redis at {url}: an answer of {other:?}")),
+            })
+            .collect(),
+        Some(Value::ServerError(error)) => {
+            Err(anyhow!("Redis at {url}: {}", error.details().unwrap_or("an error")))
+        }
+        other => bail!("Redis at {url}: a live settlement gave an unexpected reply: {other:?}"),
     }
 }
