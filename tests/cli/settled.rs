@@ -144,7 +144,62 @@ fn a_bad_duration_or_a_settled_spec_without_completions_is_one_line_naming_it() 
     assert_eq!(
         run(&args, bad).error(),
         "ratelimit: sliding-log cannot give back what a reservation did not use: charge=reserve \
-         is settled on fixed-window, token-bucket, gcra"
+         is settled on fixed-window, token-bucket, gcra, litellm"
+    );
+}
+
+/// One user's requests for LiteLLM's v3 limiter at 500 tokens a 10 s window, worked below.
+const LITELLM_LOG: &str = "time,user,duration,reserve,cost
+2025-01-01T00:00:00Z,a,12s,400,100
+2025-01-01T00:00:03Z,a,0,200,200
+2025-01-01T00:00:10.500Z,a,0,50,50
+2025-01-01T00:00:13Z,a,0,700,700
+2025-01-01T00:00:14Z,a,7s,50,80
+2025-01-01T00:00:15Z,a,0,1,1
+2025-01-01T00:00:25Z,a,0,500,500
+";
+
+#[test]
+fn litellm_settles_a_refund_into_the_next_window_below_zero_and_loses_one_with_none_open() {
+    // The first request opens a window at 0 s and reserves 400; 200 more at 3 s would make
+    // 600. At 10.5 s the window is over (10 − 0 ≥ 10): a new one opens at 10 s with 50. The
+    // first completes at 12 s having used 100: its refund of 300 lands in the new window,
+    // 50 − 300 = −250, so 700 at 13 s passes (450) and 50 at 14 s (500); 1 at 15 s does
+    // not. The 14 s request completes at 21 s, its window over at 20 s: its 30 more are
+    // lost. At 25 s a window opens with 500. Spent: 50 + 700 + 80 = 830 from 10.5 s.
+    let reply = |algo: &str| {
+        let spec = format!("algo={algo},rate=500/10s,reserve=reserve,cost=cost");
+        let args = ["replay", "-", "--duration", "duration", "--format", "json", "--limit", &spec];
+        json(&run(&args, LITELLM_LOG).ok())
+    };
+    let report = reply("litellm");
+    let layer = &report["layers"][0];
+    assert_eq!((report["passed"].as_u64(), report["refused"].as_u64()), (Some(5), Some(2)));
+    assert_eq!((layer["reserved"].as_u64(), layer["refunded"].as_u64()), (Some(1_700), Some(300)));
+    assert_eq!(
+        (layer["charged_after"].as_u64(), layer["largest_debt"].as_u64()),
+        (Some(30), Some(0))
+    );
+    assert_eq!(
+        (layer["most_spent"].as_u64(), layer["overshot"].as_bool()),
+        (Some(830), Some(true))
+    );
+    // An epoch-aligned window keeps its count at 0 or more: the 700 is refused.
+    let aligned = reply("fixed-window");
+    assert_eq!((aligned["passed"].as_u64(), aligned["refused"].as_u64()), (Some(4), Some(3)));
+    // LiteLLM reserves at pre-call: it is never charged only after.
+    let args = [
+        "replay",
+        "-",
+        "--duration",
+        "duration",
+        "--limit",
+        "algo=litellm,rate=5/s,charge=completion,cost=cost",
+    ];
+    assert_eq!(
+        run(&args, LITELLM_LOG).error(),
+        "ratelimit: litellm is not settled after the response: its system reserves at arrival; \
+         give reserve= and cost="
     );
 }
 
@@ -189,15 +244,16 @@ fn the_smallest_limit_per_key_reserving_is_the_key_that_reserves_most_at_once() 
 #[test]
 fn a_settled_envoy_layer_lets_the_empty_key_through_uncounted_as_envoy_does() {
     let log = "time,user,d\n2025-01-01T00:00:00Z,,0\n2025-01-01T00:00:01Z,,0\n\
-               2025-01-01T00:00:02Z,a,0\n2025-01-01T00:00:03Z,a,0\n";
+               2025-01-01T00:00:02Z,a,0\n2025-01-01T00:00:03Z,a,0\n2025-01-01T00:00:04Z,a,0\n";
     let refused = |spec: &str| {
         let args = ["replay", "-", "--duration", "d", "--limit", spec, "--format", "json"];
         json(&run(&args, log).ok())["refused"].as_u64()
     };
-    // envoy's descriptor without its header is not counted; an exact limiter's empty key is
-    // a key like any other.
+    // envoy's descriptor without its header is not counted, and `a` is let in while its
+    // count is at most 1 (the AI gateway's check of 0): its third is refused. An exact
+    // limiter's empty key is a key like any other, and it asks for 1: `a` gets one in.
     assert_eq!(refused("algo=envoy-ratelimit,rate=1/m,key=user,charge=completion"), Some(1));
-    assert_eq!(refused("algo=gcra,rate=1/m,burst=1,key=user,charge=completion"), Some(2));
+    assert_eq!(refused("algo=gcra,rate=1/m,burst=1,key=user,charge=completion"), Some(3));
 }
 
 #[test]

@@ -60,6 +60,15 @@ pub struct Count {
 }
 
 impl EnvoyRatelimit {
+    /// The hits `count` holds as a hit at `now` finds it: none if its window is over or
+    /// its key expired.
+    fn counted(&self, count: &Count, now: Timestamp) -> u64 {
+        let micros = now.as_micros();
+        let window = micros.div_euclid(1_000_000) / self.unit;
+        let expired = micros.div_euclid(1_000) > count.last_ms.saturating_add(self.unit.saturating_mul(1_000));
+        if window != count.window || expired { 0 } else { count.hits }
+    }
+
     /// Returns the limiter for N per one of envoy's units.
     pub fn new(rate: Rate) -> EnvoyRatelimit {
         // Envoy's units are whole seconds (`refuses` takes no other period).
@@ -95,10 +104,15 @@ impl KeyedState for EnvoyRatelimit {
     /// With no hit counted, or a count the next hit starts again (its window over, or
     /// expired), every later hit counts from nothing, as a fresh key's does.
     fn at_rest(&self, count: &Count, now: Timestamp) -> bool {
-        let micros = now.as_micros();
-        let window = micros.div_euclid(1_000_000) / self.unit;
-        let expired = micros.div_euclid(1_000) > count.last_ms.saturating_add(self.unit.saturating_mul(1_000));
-        count.hits == 0 || window != count.window || expired
+        self.counted(count, now) == 0
+    }
+
+    /// Envoy's AI gateway asks at arrival with a descriptor's `hits_addend` of 0, which
+    /// `GetHitsAddends` keeps at 0 ("check only"): the count stays as it is, and the request
+    /// is over the limit only if the count already is above N. (Its `INCRBY` of 0 renews the
+    /// key's expiry, which changes no decision outside the window named 0; see above.)
+    fn admits_uncharged(&self, count: &mut Count, now: Timestamp) -> bool {
+        self.counted(count, now) <= self.limit
     }
 
     fn state_mut(&mut self) -> &mut Count {

@@ -152,6 +152,16 @@ impl<L: KeyedState> PerKey<L> {
         }
     }
 
+    /// Returns whether key `key` lets in at `now` a request charged only after its
+    /// response ([`KeyedState::admits_uncharged`]), spending nothing.
+    #[inline]
+    pub fn admits_uncharged(&mut self, key: usize, now: Timestamp) -> bool {
+        match self.states.get_mut(key) {
+            Some(state) => self.limiter.admits_uncharged(state, now),
+            None => self.limiter.admits_uncharged(&mut self.fresh.clone(), now),
+        }
+    }
+
     /// Gives back `units` that key `key` spent, at `now` ([`KeyedState::give_back`]); a key
     /// never seen has spent nothing to give back.
     #[inline]
@@ -159,6 +169,14 @@ impl<L: KeyedState> PerKey<L> {
         if let Some(state) = self.states.get_mut(key) {
             self.limiter.give_back(state, now, units);
         }
+    }
+
+    /// Takes `cost` more units of key `key` at `now`, settling a request after its
+    /// response ([`KeyedState::settle_charge`]).
+    #[inline]
+    pub fn settle_charge(&mut self, key: usize, now: Timestamp, cost: u64) {
+        self.hold(key);
+        self.limiter.settle_charge(&mut self.states[key], now, cost);
     }
 
     /// Returns how many units key `key` owes at `now` ([`KeyedState::owed`]).

@@ -34,6 +34,13 @@ impl LimitsFixedWindow {
     }
 }
 
+/// The promise of windows opened by a hit: at most N in each, and windows P long back to
+/// back at most, so 2N in any period.
+pub(super) fn opened_by_a_hit(limit: &Limit) -> String {
+    let (n, p) = (limit.rate.count(), limit.rate.period());
+    format!("at most {n} per window opened by a hit, so at most {} in any {p}", 2 * n)
+}
+
 /// Says why `limits` cannot run at `rate`: its periods are whole seconds (`get_expiry`).
 pub(super) fn whole_seconds(rate: Rate) -> Option<String> {
     (rate.period().as_micros() % 1_000_000 != 0)
@@ -115,10 +122,8 @@ impl Rule for LimitsFixedWindow {
         LimitsFixedWindow::new(rate)
     }
 
-    /// At most N per window, windows P long back to back at most: 2N in any period.
     fn promise(limit: &Limit) -> String {
-        let (n, p) = (limit.rate.count(), limit.rate.period());
-        format!("at most {n} per window opened by a hit, so at most {} in any {p}", 2 * n)
+        opened_by_a_hit(limit)
     }
 
     fn bound(limit: &Limit) -> Bound {

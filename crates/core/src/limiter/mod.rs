@@ -41,6 +41,7 @@ limiters! {
     traefik::Traefik,
     envoy_local::EnvoyLocal,
     haproxy::Haproxy,
+    litellm::Litellm,
 }
 
 use std::num::NonZeroU64;
@@ -125,6 +126,16 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         self.step(&mut state.clone(), now, cost, false).passed
     }
 
+    /// Returns whether `state` lets a request in that it will charge only after its
+    /// response (a layer's `charge=completion`), spending nothing: by default, whether a
+    /// cost of 1 would pass. A system whose own check at arrival asks for nothing says
+    /// otherwise: envoy's ratelimit service, asked with a descriptor's `hits_addend` of 0,
+    /// lets the request in while the count is at most N.
+    #[inline]
+    fn admits_uncharged(&self, state: &mut Self::State, now: Timestamp) -> bool {
+        self.admits(state, now, 1)
+    }
+
     /// Takes in an event that was refused elsewhere (by another server's copy of this
     /// state): the exact limiters, and every system whose refusals change nothing, ignore
     /// it; a system whose refusals count (refused hits, a cancelled reservation) records it.
@@ -153,6 +164,14 @@ pub trait KeyedState: Clone + std::fmt::Debug {
     /// only a limiter whose [`Rule::GIVES_BACK`] says so keeps an account that can be
     /// given back.
     fn give_back(&self, _state: &mut Self::State, _now: Timestamp, _units: u64) {}
+
+    /// Takes `cost` more units at `now` for a request admitted earlier, settled after its
+    /// response, whatever `state` holds: by default a forced [`step`](KeyedState::step),
+    /// into debt if it must. A system that adds a settlement only to the window still open
+    /// (LiteLLM's) says so here.
+    fn settle_charge(&self, state: &mut Self::State, now: Timestamp, cost: u64) {
+        self.step(state, now, cost, true);
+    }
 
     /// Returns how many units `state` owes at `now`, rounded up: how far charges it was
     /// made to take (a [`charge`](Limiter::charge), a settlement after a response) took it
@@ -243,6 +262,9 @@ pub trait Rule: KeyedState {
     /// settled for less than it reserved needs: a bucket's level, GCRA's tat, a window's
     /// count.
     const GIVES_BACK: bool = false;
+    /// Whether a layer of it may charge only at completion (`charge=completion`): false
+    /// for a system whose own accounting always reserves at arrival, as LiteLLM's v3 does.
+    const CHARGES_AFTER: bool = true;
     /// Whether a request's hits count in it when another limit of the request refuses it,
     /// as envoy's ratelimit service counts every limit of a request unless told to stop.
     const COUNTS_EVERY_LIMIT: bool = false;

@@ -184,6 +184,12 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::GIVES_BACK,)* }
             }
 
+            /// Whether a layer of it may charge only at completion
+            /// ([`Rule::CHARGES_AFTER`]).
+            pub fn charges_after(self) -> bool {
+                match self { $(Algorithm::$rule => <$rule as Rule>::CHARGES_AFTER,)* }
+            }
+
             /// Returns true if, having admitted every event of a stream, it admits every
             /// event of any part of it ([`Rule::ADMITS_ANY_PART`]).
             pub fn admits_any_part(self) -> bool {
@@ -379,10 +385,22 @@ macro_rules! limiters {
                 match self { $(Any::$rule(this) => Any::$rule(this.renumbered(kept)),)* }
             }
 
+            /// Returns whether key `key` lets in at `now` a request charged only after its
+            /// response; see [`KeyedState::admits_uncharged`](crate::limiter::KeyedState::admits_uncharged).
+            pub fn admits_uncharged(&mut self, key: usize, now: $crate::units::time::Timestamp) -> bool {
+                match self { $(Any::$rule(this) => this.admits_uncharged(key, now),)* }
+            }
+
             /// Gives back `units` that key `key` spent, at `now`; see
             /// [`KeyedState::give_back`](crate::limiter::KeyedState::give_back).
             pub fn give_back(&mut self, key: usize, now: $crate::units::time::Timestamp, units: u64) {
                 match self { $(Any::$rule(this) => this.give_back(key, now, units),)* }
+            }
+
+            /// Takes `cost` more units of key `key` at `now`, settling a request after its
+            /// response; see [`KeyedState::settle_charge`](crate::limiter::KeyedState::settle_charge).
+            pub fn settle_charge(&mut self, key: usize, now: $crate::units::time::Timestamp, cost: u64) {
+                match self { $(Any::$rule(this) => this.settle_charge(key, now, cost),)* }
             }
 
             /// Returns how many units key `key` owes at `now`; see

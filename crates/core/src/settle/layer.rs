@@ -60,9 +60,10 @@ impl Layer {
             (Limited::Rate { .. }, On::Store(store, n)) => {
                 store.admits(n, key, now, asked).map_err(SettleError::Store)
             }
-            (Limited::Rate { limiter, .. }, On::Memory) => {
-                Ok(limiter.admits(slot(key), now, asked))
-            }
+            (Limited::Rate { limiter, .. }, On::Memory) => Ok(match self.charge {
+                Charge::Completion => limiter.admits_uncharged(slot(key), now),
+                _ => limiter.admits(slot(key), now, asked),
+            }),
         }
     }
 
@@ -94,7 +95,10 @@ impl Layer {
             let at = now.as_micros().checked_add(after).and_then(Timestamp::from_micros);
             at.is_some_and(|at| {
                 probe.copy_key(limiter, slot(key), 0);
-                probe.admits(0, at, asked)
+                match self.charge {
+                    Charge::Completion => probe.admits_uncharged(0, at),
+                    _ => probe.admits(0, at, asked),
+                }
             })
         };
         // Refilled at N a period, what is asked and what is owed come back within as many
@@ -175,11 +179,11 @@ impl Layer {
         };
         let owed = match on {
             On::Memory => {
-                limiter.charge(slot(key), now, after);
+                limiter.settle_charge(slot(key), now, after);
                 limiter.owed(slot(key), now)
             }
             On::Store(store, n) => {
-                store.charge(n, key, now, after).map_err(SettleError::Store)?;
+                store.settle_charge(n, key, now, after).map_err(SettleError::Store)?;
                 store.owed(n, key, now).map_err(SettleError::Store)?
             }
         };

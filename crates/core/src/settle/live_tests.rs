@@ -121,6 +121,17 @@ impl Store for Kept {
         Ok(())
     }
 
+    fn settle_charge(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<(), String> {
+        self.limiter(layer)?.settle_charge(slot(key), now, cost);
+        Ok(())
+    }
+
     fn give_back(
         &mut self,
         layer: usize,

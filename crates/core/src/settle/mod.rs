@@ -43,8 +43,9 @@ pub enum Charge {
     /// (never past what the limiter holds at rest), the rest charged when negative (into
     /// debt, if it must), as OpenAI, Azure and Bedrock do.
     Reserve,
-    /// Nothing at arrival (admitted if and only if a cost of 1 would be), the real cost at
-    /// completion whatever the limiter holds, into debt if it must: Envoy's AI gateway.
+    /// Nothing at arrival (admitted if and only if a cost of 1 would be; envoy-ratelimit,
+    /// asked with an addend of 0, while its count is at most N), the real cost at completion
+    /// whatever the limiter holds, into debt if it must: Envoy's AI gateway.
     Completion,
 }
 
@@ -527,6 +528,10 @@ fn check(settings: &Settings, charge: Charge) -> Result<(), SettleError> {
     }
     if algorithm.delays() {
         let why = "it delays what it admits; a request's duration starts after its wait";
+        return Err(SettleError::Unsettled(algorithm.name(), why));
+    }
+    if charge == Charge::Completion && !algorithm.charges_after() {
+        let why = "its system reserves at arrival; give reserve= and cost=";
         return Err(SettleError::Unsettled(algorithm.name(), why));
     }
     if charge == Charge::Reserve && !algorithm.gives_back() {

@@ -14,6 +14,18 @@ pub trait Store {
     -> Result<bool, String>;
     /// Takes `cost` units at `now`, whatever it holds: into debt, if it must.
     fn charge(&mut self, layer: usize, key: Key, now: Timestamp, cost: u64) -> Result<(), String>;
+    /// Takes `cost` more units at `now` for a request admitted earlier, settled after its
+    /// response: as [`charge`](Store::charge) does, by default, and as the limiter's
+    /// [`settle_charge`](crate::limiter::KeyedState::settle_charge) says otherwise.
+    fn settle_charge(
+        &mut self,
+        layer: usize,
+        key: Key,
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<(), String> {
+        self.charge(layer, key, now, cost)
+    }
     /// Gives back `units` at `now`, never past what it holds at rest.
     fn give_back(
         &mut self,

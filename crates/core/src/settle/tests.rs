@@ -97,6 +97,19 @@ fn charged_at_completion_every_concurrent_request_passes_as_envoys_ai_gateway_do
 }
 
 #[test]
+fn envoys_ai_gateway_checks_with_an_addend_of_zero_and_lets_a_request_in_at_exactly_n() {
+    // envoy-ratelimit at 100 a minute, charged at completion as the AI gateway charges (a
+    // descriptor's hits_addend of 0 on the request, the tokens on the response): 100
+    // tokens bring the count to N, and the next request still passes (100 ≤ 100), where an
+    // exact limiter asked for 1 refuses it; its 1 more token (101) refuses the third.
+    let requests = [(0, 1, 0, 100), (2, 1, 0, 1), (4, 0, 0, 1)];
+    let envoy = rate_layer(Algorithm::EnvoyRatelimit, "100/m", 1, Charge::Completion);
+    assert_eq!(run(envoy, &requests).0, [true, true, false]);
+    let exact = rate_layer(Algorithm::FixedWindow, "100/m", 1, Charge::Completion);
+    assert_eq!(run(exact, &requests).0, [true, false, false]);
+}
+
+#[test]
 fn a_completion_at_an_arrivals_time_comes_first_and_a_zero_duration_ends_at_once() {
     let (passed, settled) = run(cap(1), &[(0, 3, 0, 0), (3, 0, 0, 0), (3, 0, 0, 0), (3, 1, 0, 0)]);
     assert_eq!(passed, [true, true, true, true]);
@@ -106,11 +119,14 @@ fn a_completion_at_an_arrivals_time_comes_first_and_a_zero_duration_ends_at_once
 }
 
 #[test]
-fn a_reserve_on_a_limiter_that_cannot_give_back_and_a_zone_are_refused_by_name() {
+fn a_reserve_that_cannot_give_back_a_litellm_charged_after_and_a_zone_are_refused_by_name() {
     let layer = rate_layer(Algorithm::SlidingLog, "10/m", 1, Charge::Reserve);
     let error = Settling::new(&[layer]).unwrap_err().to_string();
     assert!(error.starts_with("sliding-log cannot give back"), "{error}");
-    assert!(error.ends_with("fixed-window, token-bucket, gcra"), "{error}");
+    assert!(error.ends_with("fixed-window, token-bucket, gcra, litellm"), "{error}");
+    let litellm = rate_layer(Algorithm::Litellm, "10/m", 1, Charge::Completion);
+    let error = Settling::new(&[litellm]).unwrap_err().to_string();
+    assert!(error.starts_with("litellm is not settled"), "{error}");
     assert!(
         Settling::new(&[rate_layer(Algorithm::SlidingLog, "10/m", 1, Charge::Completion)]).is_ok()
     );
@@ -129,9 +145,26 @@ fn a_reserve_on_a_limiter_that_cannot_give_back_and_a_zone_are_refused_by_name()
 /// token, a fixed window's counts by window, or a cap.
 #[derive(Clone, Debug)]
 enum Plain {
-    Bucket { n: i128, p: i128, b: i128, level: BTreeMap<u32, (i128, i128)> },
-    Window { n: u64, period: i64, counts: BTreeMap<(u32, i64), u64> },
-    Cap { max: u64 },
+    Bucket {
+        n: i128,
+        p: i128,
+        b: i128,
+        level: BTreeMap<u32, (i128, i128)>,
+    },
+    Window {
+        n: u64,
+        period: i64,
+        counts: BTreeMap<(u32, i64), u64>,
+    },
+    /// LiteLLM's: each key's window (its whole second, in µs) and count.
+    Litellm {
+        n: i128,
+        period: i64,
+        windows: BTreeMap<u32, (i64, i128)>,
+    },
+    Cap {
+        max: u64,
+    },
 }
 
 impl Plain {
@@ -142,6 +175,11 @@ impl Plain {
                 n: s.rate.count(),
                 period: s.rate.period().as_micros(),
                 counts: BTreeMap::new(),
+            },
+            Bound::Rate(s) if s.algorithm == Algorithm::Litellm => Plain::Litellm {
+                n: i128::from(s.rate.count()),
+                period: s.rate.period().as_micros(),
+                windows: BTreeMap::new(),
             },
             Bound::Rate(s) => Plain::Bucket {
                 n: s.rate.n(),
@@ -175,8 +213,37 @@ impl Plain {
             Plain::Window { n, period, counts } => {
                 counts.get(&(k, t.div_euclid(*period))).copied().unwrap_or(0) + units <= *n
             }
+            Plain::Litellm { n, period, windows } => {
+                let count = Plain::open(*period, windows, k, t).map_or(0, |(_, count)| *count);
+                let units = i128::from(units);
+                if units > 0 { count + units <= *n } else { count < *n }
+            }
             Plain::Cap { max } => in_flight < *max,
         }
+    }
+
+    /// LiteLLM's window of key `k` open at `t`, if one is: its second and count.
+    fn open(
+        period: i64,
+        windows: &mut BTreeMap<u32, (i64, i128)>,
+        k: u32,
+        t: i64,
+    ) -> Option<&mut (i64, i128)> {
+        let second = t.div_euclid(1_000_000) * 1_000_000;
+        windows.get_mut(&k).filter(|(start, _)| second - *start < period)
+    }
+
+    /// Charges `units` to key `k` as a request is admitted at `t`: as [`add`](Plain::add),
+    /// but for LiteLLM's, whose hit opens a window where none is open.
+    fn arrive(&mut self, k: u32, t: i64, units: u64) {
+        if let Plain::Litellm { period, windows, .. } = self {
+            match Plain::open(*period, windows, k, t) {
+                Some((_, count)) => *count += i128::from(units),
+                None => _ = windows.insert(k, (t.div_euclid(1_000_000) * 1_000_000, units.into())),
+            }
+            return;
+        }
+        self.add(k, t, i128::from(units));
     }
 
     /// Adds `units` (negative: gives back) at `t`, and returns what key `k` then owes.
@@ -194,6 +261,14 @@ impl Plain {
                 *count = u64::try_from(after.max(0)).unwrap();
                 count.saturating_sub(*n)
             }
+            // Settled into the window open at `t`, below 0 if it must; lost if none is.
+            Plain::Litellm { n, period, windows } => match Plain::open(*period, windows, k, t) {
+                Some((_, count)) => {
+                    *count += units;
+                    u64::try_from((*count - *n).max(0)).unwrap()
+                }
+                None => 0,
+            },
             Plain::Cap { .. } => 0,
         }
     }
@@ -240,9 +315,9 @@ fn simulate(
                 }
                 admitted[n].push((key(l), t, amounts[n].cost));
                 match l.charge {
-                    Charge::Arrival => _ = plain[n].add(key(l), t, i128::from(amounts[n].cost)),
+                    Charge::Arrival => plain[n].arrive(key(l), t, amounts[n].cost),
                     Charge::Reserve => {
-                        plain[n].add(key(l), t, i128::from(amounts[n].reserve));
+                        plain[n].arrive(key(l), t, amounts[n].reserve);
                         figures[n].reserved += u128::from(amounts[n].reserve);
                     }
                     Charge::Completion => {}
@@ -292,13 +367,19 @@ fn any_layer() -> impl Strategy<Value = SettledLayer> {
     let algorithm = prop_oneof![
         Just(Algorithm::TokenBucket),
         Just(Algorithm::Gcra),
-        Just(Algorithm::FixedWindow)
+        Just(Algorithm::FixedWindow),
+        Just(Algorithm::Litellm)
     ];
     let charge =
         prop_oneof![Just(Charge::Arrival), Just(Charge::Reserve), Just(Charge::Completion)];
     let period = prop_oneof![Just(1_000_000i64), Just(10_000_000), 1i64..=20_000_000];
     let rate = (algorithm, 1u64..=20, period, 1u64..=20, charge, any::<bool>()).prop_map(
         |(algorithm, n, p, b, charge, keyed)| {
+            // LiteLLM reserves at pre-call: it charges nothing only at completion.
+            let charge = match (algorithm, charge) {
+                (Algorithm::Litellm, Charge::Completion) => Charge::Reserve,
+                _ => charge,
+            };
             let settings = Settings {
                 algorithm,
                 rate: Rate::new(n, Span::from_micros(p).unwrap()).unwrap(),
@@ -320,7 +401,14 @@ fn any_layer() -> impl Strategy<Value = SettledLayer> {
 /// Layers, and requests: gaps often 0 (ties), durations often 0, amounts small.
 pub(super) fn scenario() -> impl Strategy<Value = (Vec<SettledLayer>, Vec<(Request, Vec<Amount>)>)>
 {
-    prop::collection::vec(any_layer(), 1..=3)
+    scenario_of(any_layer())
+}
+
+/// Layers of `layer`, and requests as [`scenario`]'s.
+fn scenario_of(
+    layer: impl Strategy<Value = SettledLayer>,
+) -> impl Strategy<Value = (Vec<SettledLayer>, Vec<(Request, Vec<Amount>)>)> {
+    prop::collection::vec(layer, 1..=3)
         .prop_flat_map(|layers| {
             let width = layers.len();
             let amount =
@@ -353,14 +441,35 @@ proptest! {
     /// the simulation's.
     #[test]
     fn settling_is_the_event_heap_simulation((layers, requests) in scenario()) {
-        let (want, figures) = simulate(&layers, &requests);
-        let mut settling = Settling::new(&layers).unwrap();
-        let got: Vec<u32> = requests.iter().map(|(r, a)| settling.arrive(*r, a).unwrap()).collect();
-        settling.finish();
-        prop_assert_eq!(got, want);
-        prop_assert_eq!(settling.settled(), figures);
-        prop_assert_eq!(settling.in_flight(), 0);
+        as_simulated(&layers, &requests)?;
     }
+
+    /// LiteLLM's layers (with caps) too, on their own: a refund into the next window, below
+    /// 0, and a settlement lost with no window open are common here.
+    #[test]
+    fn a_litellm_layer_settles_as_the_heap_simulation(
+        (layers, requests) in scenario_of(any_layer().prop_filter("LiteLLM's or a cap", |l| {
+            matches!(l.bound, Bound::Concurrency(_))
+                || matches!(l.bound, Bound::Rate(s) if s.algorithm == Algorithm::Litellm)
+        }))
+    ) {
+        as_simulated(&layers, &requests)?;
+    }
+}
+
+/// Holds the engine's decisions and figures on `requests` to the simulation's.
+fn as_simulated(
+    layers: &[SettledLayer],
+    requests: &[(Request, Vec<Amount>)],
+) -> Result<(), TestCaseError> {
+    let (want, figures) = simulate(layers, requests);
+    let mut settling = Settling::new(layers).unwrap();
+    let got: Vec<u32> = requests.iter().map(|(r, a)| settling.arrive(*r, a).unwrap()).collect();
+    settling.finish();
+    prop_assert_eq!(got, want);
+    prop_assert_eq!(settling.settled(), figures);
+    prop_assert_eq!(settling.in_flight(), 0);
+    Ok(())
 }
 
 /// Requests of one key for a bucket, and a period.
@@ -438,7 +547,8 @@ fn the_smallest_limit_of_five_at_once_charged_at_arrival_is_their_sum() {
 #[test]
 fn a_keyed_layer_whose_system_skips_the_empty_key_lets_it_through_uncounted() {
     // envoy-ratelimit by key, 1 a minute, charged at completion: key 0 is the empty key,
-    // through uncounted as often as it comes; key 1 is refused its second.
+    // through uncounted as often as it comes; key 1 is let in while its count is at most 1
+    // (the AI gateway's check of 0), and refused its third.
     let mut layer = rate_layer(Algorithm::EnvoyRatelimit, "1/m", 1, Charge::Completion);
     layer.keyed = true;
     let mut settling = Settling::new(&[layer]).unwrap();
@@ -446,9 +556,9 @@ fn a_keyed_layer_whose_system_skips_the_empty_key_lets_it_through_uncounted() {
     empty.set(0);
     settling.share_empty_key(&empty);
     let mut passed = Vec::new();
-    for (s, key) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1)] {
+    for (s, key) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 1)] {
         let request = Request { arrival: at(s), completion: at(s), key };
         passed.push(settling.arrive(request, &[Amount { reserve: 0, cost: 1 }]).unwrap() == 0);
     }
-    assert_eq!(passed, [true, true, true, true, false]);
+    assert_eq!(passed, [true, true, true, true, true, false]);
 }
