@@ -17,7 +17,9 @@ import json
 from typing import Any
 
 from . import _keywords, _native, _parts
-from ._results import Limited, MinBucket
+from ._native import Limit
+from ._results import Limited, MinBucket, Settled
+from .errors import PolicyError
 from .spark import _by_replays
 
 __all__ = ["min_bucket", "curve", "replay", "compare"]
@@ -99,6 +101,8 @@ def replay(
     time: str = "time",
     tie: str | None = None,
     limits: list[str] | None = None,
+    duration: str | None = None,
+    end: str | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay [--key KEY] --format json`` prints for the rows of
@@ -115,8 +119,19 @@ def replay(
     program's ``--limit`` SPECs) all keyed by one column run by key, and so do keyed layers
     beside global ones that refuse nothing alone (``_layers``); a limiter whose keys share
     one store, and layers beside a global one that refuses, run in one pass in one task
-    (``"sequential"``, and why), as the engine's plan says."""
+    (``"sequential"``, and why), as the engine's plan says.
+
+    ``limits`` settled after the response, with ``duration`` or ``end``, return a
+    ``Settled`` as ``ratelimit_replay.spark.replay`` does: by key (``shuffle(key)``, each
+    part's figures merged in Rust, and the peak in flight of all keys from the admitted
+    requests' arrivals and completions sorted by time), or in one pass in one task."""
     from ._spark_rows import Replayed
+
+    if limits and (duration is not None or end is not None or any(Limit.parse(s)._of_requests for s in limits)):
+        if algo is not None or key is not None or cost is not None:
+            raise PolicyError("limits= say their own key and cost: give them in each SPEC")
+        ties = [tie] if tie else []
+        return _settled(ddf, limits, duration=duration, end=end, window=window, time=time, ties=ties, options=flags)
 
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     job = _parts(given)
@@ -393,3 +408,104 @@ def compare(
     ``ddf``, as :func:`ratelimit_replay.spark.compare` does on Spark: a ``replay`` for each
     limiter of ``algos`` (the program's six by default)."""
     return _by_replays(replay, ddf, rate, key, burst, algos, given)
+
+
+def _settled(
+    ddf: Any, limits: list[Any], *, duration: str | None, end: str | None, window: str | None, time: str,
+    ties: list[str], options: dict[str, Any],
+) -> Settled:
+    """Limits settled after the response, as the engine's plan says: by key, or in one
+    pass in one task (see ``ratelimit_replay._spark_settled``)."""
+    import dask
+    import pandas
+
+    layers = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
+    method, said = _native.settled_method(layers)
+    asked = dict(options, time=time)
+    if method == "one pass":
+        ranges = [dask.delayed(_arrow)(part) for part in ddf.sort_values([time] + ties).to_delayed()]
+        found = dask.compute(dask.delayed(_settled_whole)(ranges, layers, window, duration, end, asked))[0]
+        report = Settled(json.loads(found))
+        report["input"] = "<DataFrame>"
+        report.method = f"one pass: {said}"
+        return report
+    key = said
+    order = [key, time] + ties
+    carried = ties + [key]
+    meta = pandas.DataFrame(
+        {"part": pandas.Series([], dtype=object), "a": pandas.Series([], dtype="Int64"),
+         "c": pandas.Series([], dtype="Int64"), "row": pandas.Series([], dtype="Int64"),
+         **{name: pandas.Series([], dtype=_nullable(ddf.dtypes[name])) for name in carried}}
+    )
+    whole = ddf.shuffle(on=key).map_partitions(lambda part: part.sort_values(order, kind="stable"))
+
+    def replayed(part: Any) -> Any:
+        import pyarrow
+
+        if part.empty:
+            return meta
+        table = pyarrow.Table.from_pandas(part, preserve_index=False)
+        found, arrivals, completions, rows = _native.settled_part(
+            table, layers, window, duration=duration, end=end, options=asked
+        )
+        taken = part.iloc[list(rows)]
+        flights = pandas.DataFrame({"part": None, "a": arrivals, "c": completions, "row": list(rows)})
+        for name in carried:
+            flights[name] = taken[name].to_numpy()
+        said = pandas.DataFrame({"part": [bytes(found).decode()]})
+        return pandas.concat([said, flights], ignore_index=True)[list(meta.columns)].astype(meta.dtypes.to_dict())
+
+    frames = whole.map_partitions(replayed, meta=meta).persist()
+    parts = [part.encode() for part in frames["part"].dropna().compute()]
+    columns = ["t", "kind", "arrives", *carried, "row"]
+    events_meta = pandas.DataFrame({"t": pandas.Series([], dtype="int64"), "kind": pandas.Series([], dtype="int64"),
+                                    "arrives": pandas.Series([], dtype="bool"),
+                                    **{name: meta[name] for name in carried}, "row": pandas.Series([], dtype="int64")})
+
+    def events_of(frame: Any) -> Any:
+        # A partition's admitted requests as events: an arrival (kind 1; 2 for one that
+        # completes at once) and, for one that lasts, its completion (kind 0).
+        flights = frame[frame["part"].isna()]
+        a, c = flights["a"].astype("int64"), flights["c"].astype("int64")
+        arrive = flights.assign(t=a, kind=(c == a).astype("int64") + 1, arrives=True, row=flights["row"].astype("int64"))
+        lasting = flights[c > a]
+        leave = lasting.assign(t=c[c > a], kind=0, arrives=False, row=lasting["row"].astype("int64"))
+        return pandas.concat([arrive[columns], leave[columns]], ignore_index=True).astype(events_meta.dtypes.to_dict())
+
+    events = frames.map_partitions(events_of, meta=events_meta).sort_values(["t", "arrives", *carried, "row"])
+    summed = events.map_partitions(_summed_frame, meta=pandas.DataFrame(
+        {"first": pandas.Series([], dtype="int64"), "change": pandas.Series([], dtype="int64"),
+         "most": pandas.Series([], dtype="int64")}
+    )).compute()
+    blocks = [(int(r.first), int(r.change), int(r.most)) for r in summed.itertuples()]
+    found = _native.settled_merge(layers, parts, blocks, input="<DataFrame>", window=window)
+    report = Settled(json.loads(found))
+    report.method = "by key"
+    return report
+
+
+def _settled_whole(ranges: list[Any], layers: list[Any], window: str | None, duration: str | None, end: str | None,
+                   options: dict[str, Any]) -> bytes:
+    """Every range's rows, in order, replayed in one pass: the report's JSON."""
+    import pyarrow
+
+    tables = [table for table in ranges if table is not None]
+    if not tables:
+        raise ValueError("<DataFrame>: no rows")
+    table = pyarrow.concat_tables(tables)
+    return bytes(_native.settled_replay(table, layers, window, duration=duration, end=end, options=options))
+
+
+def _summed_frame(events: Any) -> Any:
+    """A partition of admitted requests' arrivals and completions in time order, summed up
+    as ``ratelimit_replay._spark_settled._summed`` sums a range."""
+    import pandas
+    import pyarrow
+
+    from ._spark_settled import _summed
+
+    if events.empty:
+        return pandas.DataFrame({"first": pandas.Series([], dtype="int64"), "change": pandas.Series([], dtype="int64"),
+                                 "most": pandas.Series([], dtype="int64")})
+    table = pyarrow.table({"t": events["t"].astype("int64").to_numpy(), "kind": events["kind"].astype("int64").to_numpy()})
+    return pandas.concat([batch.to_pandas() for batch in _summed(table.to_batches())])

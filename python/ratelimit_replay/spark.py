@@ -30,10 +30,13 @@ import warnings
 from typing import Any
 
 from . import _keywords, _native, _parts
+from ._native import Limit
 from ._results import Limited, MinBucket
 from ._layers import _BESIDE, _ONE_PASS, _replay_beside
 from ._spark_rows import Replayed, _by_bucket, _carried, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
+from ._spark_settled import settled_replay
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
+from .errors import PolicyError
 
 __all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
 
@@ -207,6 +210,8 @@ def replay(
     partitions: int | None = None,
     limits: list[str] | None = None,
     via: str = "map",
+    duration: str | None = None,
+    end: str | None = None,
     **flags: Any,
 ) -> dict[str, Any]:
     """Returns what ``ratelimit replay --key KEY --format json`` prints for the rows of
@@ -228,8 +233,19 @@ def replay(
     ``decisions`` runs them: by key (``"by key"``, or ``"by key: the global layers refuse
     nothing"``), or in one pass, in one task (``"sequential"``, and why), as a limiter
     whose keys share one store is (its own size is found there, in one pass).
+
+    ``limits`` settled after the response (``reserve=``, ``charge=``, ``algo=concurrency``),
+    with ``duration`` or ``end`` (when each request completes), return what
+    ``ratelimit_replay.replay(table, Policy(limits), duration=...)`` returns, a
+    ``Settled``: by key where every layer is keyed by the one column (``"by key"``), else
+    in one pass in one task (``"one pass: ..."``, and why), as the engine's plan says.
     """
     _check_via(via)
+    if limits and (duration is not None or end is not None or any(Limit.parse(s)._of_requests for s in limits)):
+        if algo is not None or key is not None or cost is not None:
+            raise PolicyError("limits= say their own key and cost: give them in each SPEC")
+        return settled_replay(df, limits, duration=duration, end=end, window=window, time=time, ties=_ties(tie),
+                              partitions=partitions, via=via, options=flags)
     given = dict(algo=algo, rate=rate, burst=burst, window=window, key=key, cost=cost, time=time, limits=limits, **flags)
     _zone_less(df, time)
     job = _parts(given)

@@ -30,6 +30,7 @@ mod parts;
 mod replay;
 mod report;
 mod settled;
+mod settled_parts;
 
 // Large buffers in huge pages, as the program's: fewer page faults as they fill.
 #[global_allocator]
@@ -200,6 +201,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(replay::replay, module)?)?;
     module.add_function(wrap_pyfunction!(replay::shorthand, module)?)?;
     module.add_function(wrap_pyfunction!(settled::settled_replay, module)?)?;
+    module.add_function(wrap_pyfunction!(settled_parts::settled_method, module)?)?;
+    module.add_function(wrap_pyfunction!(settled_parts::settled_part, module)?)?;
+    module.add_function(wrap_pyfunction!(settled_parts::settled_merge, module)?)?;
+    module.add_function(wrap_pyfunction!(settled_parts::flight_block, module)?)?;
     module.add_function(wrap_pyfunction!(settled::min_limit, module)?)?;
     module.add_function(wrap_pyfunction!(settled::min_tier, module)?)?;
     module.add_function(wrap_pyfunction!(settled::presets, module)?)?;

@@ -158,7 +158,10 @@ pub(crate) fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
 }
 
 /// When requests complete: after a `duration` column, or at an `end` column; not both.
-fn completion(duration: Option<&str>, end: Option<&str>) -> PyResult<Option<Completion>> {
+pub(crate) fn completion(
+    duration: Option<&str>,
+    end: Option<&str>,
+) -> PyResult<Option<Completion>> {
     if duration.is_some() && end.is_some() {
         return Err(policy_error("give duration= or end=, not both"));
     }
@@ -167,7 +170,7 @@ fn completion(duration: Option<&str>, end: Option<&str>) -> PyResult<Option<Comp
 
 /// Reads the reading keywords of `options` for `function`, which takes no other: limits
 /// settled after the response run in memory, not on Redis or a fleet.
-fn read_only(
+pub(crate) fn read_only(
     function: &str,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<ratelimit_input::asked::Asked> {

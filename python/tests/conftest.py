@@ -106,3 +106,39 @@ def log_table(log_csv: Path) -> pyarrow.Table:
     """The synthetic log as pyarrow reads it: times as integers, client as strings."""
     options = pyarrow.csv.ConvertOptions(column_types={"client": pyarrow.string()}, strings_can_be_null=False)
     return pyarrow.csv.read_csv(log_csv, convert_options=options)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """Spark in local[2], on loopback, its UI off, its driver taking at most 1 MiB of
+    results: only summaries may reach it. One session for every test module."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ratelimit-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.maxResultSize", "1m")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def client():
+    """Dask: two worker processes on loopback, no dashboard: a run that cannot start one
+    fails. One cluster for every test module."""
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True)
+    with Client(cluster) as client:
+        yield client
+    cluster.close()

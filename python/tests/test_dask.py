@@ -5,19 +5,10 @@ from __future__ import annotations
 import dask.dataframe
 import pyarrow.csv
 import pytest
-from dask.distributed import Client, LocalCluster
+import dask.distributed  # noqa: F401  (a run without it fails, it does not skip)
 
 from conftest import cli_json, synthetic_log, without_input
 from ratelimit_replay import dask as rld
-
-
-@pytest.fixture(scope="module")
-def client():
-    """Two worker processes on loopback, no dashboard: a run that cannot start one fails."""
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True)
-    with Client(cluster) as client:
-        yield client
-    cluster.close()
 
 
 @pytest.fixture(scope="module")

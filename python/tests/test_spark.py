@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import os
-import sys
 
 import pyarrow
 import pyarrow.csv
@@ -14,30 +12,10 @@ import pytest
 from conftest import REPO, cli, cli_json, synthetic_log, without_input
 
 # The real thing, installed by .ci/run: a run without it fails, it does not skip.
-from pyspark.sql import SparkSession, functions as F  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
 
 from ratelimit_replay import spark as rls  # noqa: E402
 from ratelimit_replay.errors import InputError  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """Spark in local[2], on loopback, its UI off, its driver taking at most 1 MiB of
-    results: only summaries may reach it."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ratelimit-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.maxResultSize", "1m")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

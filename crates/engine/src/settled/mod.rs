@@ -2,6 +2,7 @@
 //! LLM limits that reserve, charge at completion, or cap requests in flight.
 
 pub mod min_limit;
+pub mod parts;
 pub mod presets;
 pub mod retry;
 mod spec;
@@ -230,6 +231,8 @@ struct Run<'a> {
     passed: u64,
     /// Redis, where the rate limiters are kept if there.
     store: Option<RedisStore>,
+    /// The admitted requests, if kept: for a replay in parts.
+    flights: Option<Vec<parts::Flight>>,
 }
 
 impl<'a> Run<'a> {
@@ -249,7 +252,8 @@ impl<'a> Run<'a> {
         let sums = specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost));
         let costs = Costs::within(sums, columns);
         let amounts = vec![Amount::default(); specs.len()];
-        Ok(Run { source, specs, layers, costs, settling, amounts, passed: 0, store: None })
+        let (passed, store, flights) = (0, None, None);
+        Ok(Run { source, specs, layers, costs, settling, amounts, passed, store, flights })
     }
 
     /// Decides request `n` of `requests`, the next in arrival order.
@@ -262,6 +266,11 @@ impl<'a> Run<'a> {
         };
         let refused = refused.map_err(|e| failed(&mut self.store, e))?;
         self.passed += u64::from(refused == 0);
+        if let Some(flights) = self.flights.as_mut().filter(|_| refused == 0) {
+            let (arrival, completion) =
+                (request.arrival.as_micros(), request.completion.as_micros());
+            flights.push(parts::Flight { arrival, completion, row: requests.lines[n] });
+        }
         Ok(())
     }
 
