@@ -685,16 +685,33 @@ def _key_bytes(key: str | bytes | None) -> bytes | None:
 
 
 class SettledLimiter:
-    """A :class:`Limit`, or a :class:`Policy`, settled after the response, decided live in
-    memory: :meth:`decide` a request when it comes, with the values its estimates sum
+    """A :class:`Limit`, or a :class:`Policy`, settled after the response, decided live:
+    :meth:`decide` a request when it comes, with the values its estimates sum
     (``values={"prompt_tokens": 30, "max_tokens": 200}``), then :meth:`settle` it by its
     ``id`` when its response ends, with the real counts (``values={"completion_tokens":
     120}``, or one ``cost`` for every layer). Layers reserve, charge at completion or cap
     requests in flight as they say; times must not go back. Threads may share it.
+
+    In memory by default. With ``redis="redis://host:6379"`` (one server, not a cluster)
+    the layers' limiters and caps are kept in Redis and shared with every process that
+    uses the same keys, as ``ratelimit check --settle`` keeps them: each decision and each
+    settlement is one script call at the server's clock (give no ``time``), and no
+    ``retry_after`` is known of a refusal. Only token buckets, GCRA, fixed windows and
+    caps are kept there.
     """
 
-    def __init__(self, policy: Limits) -> None:
-        self._native = _native.SettlingLimiter(_limits_of(policy))
+    def __init__(
+        self,
+        policy: Limits,
+        *,
+        redis: str | None = None,
+        redis_prefix: str | None = None,
+        redis_timeout: str | None = None,
+    ) -> None:
+        urls = [] if redis is None else [redis]
+        self._native = _native.SettlingLimiter(
+            _limits_of(policy), redis=urls, redis_prefix=redis_prefix, redis_timeout=redis_timeout
+        )
 
     def decide(
         self, time: dt.datetime | None = None, key: str | bytes | None = None, *, values: dict[str, int] | None = None

@@ -105,7 +105,14 @@ class Parts:
     def merge_parts(self, parts: list[str], blocks: list[str]) -> bytes: ...
 
 class SettlingLimiter:
-    def __init__(self, limits: list[Limit]) -> None: ...
+    def __init__(
+        self,
+        limits: list[Limit],
+        *,
+        redis: list[str] = ...,
+        redis_prefix: str | None = None,
+        redis_timeout: str | None = None,
+    ) -> None: ...
     def decide(
         self, micros: int | None, key: bytes | None, values: dict[str, int]
     ) -> tuple[bool, int | None, list[int], int | None]: ...
@@ -192,3 +199,18 @@ class Policy:
     @property
     def limits(self) -> list[Limit]: ...
     def __len__(self) -> int: ...
+
+def settled_method(limits: list[Limit]) -> tuple[str, str]: ...
+def settled_part(
+    data: Any,
+    limits: list[Limit],
+    window: str | None = None,
+    *,
+    duration: str | None = None,
+    end: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> tuple[bytes, list[int], list[int], list[int]]: ...
+def settled_merge(
+    limits: list[Limit], parts: list[bytes], blocks: list[tuple[int, int, int]], *, input: str, window: str | None = None
+) -> bytes: ...
+def flight_block(first: int, kinds: list[int]) -> tuple[int, int, int]: ...

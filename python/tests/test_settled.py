@@ -13,6 +13,7 @@ import pytest
 
 import ratelimit_replay as rl
 from conftest import PROGRAM, REPO, cli_json, without_input
+from test_limiter import redis_server, redis_url  # noqa: F401  (fixtures: a real redis-server)
 
 #: Five requests at once, then one at 10 s (tests/cli/settled.rs works it by hand).
 LLM_LOG = (REPO / "tests" / "fixtures" / "llm_requests.csv").read_text()
@@ -191,3 +192,28 @@ def test_a_reservation_decided_live_gives_back_when_settled():
         limiter.settle(first.id, 1, time=at(2000))
     with pytest.raises(rl.PolicyError, match="decide it live with SettledLimiter"):
         rl.Limiter(rl.Limit("gcra", "500/m", burst=500, reserve=RESERVE, cost=TOKENS))
+
+
+def test_settled_limiters_of_two_processes_share_one_redis(redis_url) -> None:
+    # 500 tokens a minute by user, reserving the prompt and max_tokens, kept in Redis and
+    # shared by two limiters (two processes' worth): 230 and 240 taken; 100 more does not
+    # fit the 30 left until the first settles at 150 and gives 80 back.
+    policy = rl.Limit("gcra", "500/m", burst=500, key="user", reserve=RESERVE, cost="total_tokens")
+    here, there = rl.SettledLimiter(policy, redis=redis_url), rl.SettledLimiter(policy, redis=redis_url)
+    first = here.decide(key="alice", values={"prompt_tokens": 30, "max_tokens": 200})
+    second = there.decide(key="alice", values={"prompt_tokens": 40, "max_tokens": 200})
+    assert (first.passed, second.passed) == (True, True)
+    small = {"prompt_tokens": 10, "max_tokens": 90}
+    refused = here.decide(key="alice", values=small)
+    assert (refused.passed, refused.id, refused.refused, refused.retry_after) == (False, None, [0], None)
+    assert there.decide(key="bob", values=small).passed, "bob has a bucket of his own"
+    assert first.id is not None
+    here.settle(first.id, values={"total_tokens": 150})
+    assert here.decide(key="alice", values=small).passed
+    assert (here.open, there.open) == (1, 2)
+    with pytest.raises(rl.PolicyError, match="at the server's clock: give no time"):
+        here.decide(dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), "alice", values=small)
+    with pytest.raises(rl.PolicyError, match=f"request {first.id} is not open"):
+        here.settle(first.id, values={"total_tokens": 1})
+    with pytest.raises(rl.PolicyError, match="litellm is not settled in Redis"):
+        rl.SettledLimiter(rl.Limit("litellm", "5/m", key="user"), redis=redis_url)

@@ -118,12 +118,14 @@ fn settled(args: &CheckArgs, styles: &Styles) -> Result<ExitCode> {
     }
     let values: std::collections::HashMap<String, u64> = args.values.iter().cloned().collect();
     let target = args.target()?;
+    let call = if args.settle { "check --settle" } else { "check" };
+    let asked = crate::engine::live_settled::Asked { settle: args.settle, cost: None, call };
     let found = crate::engine::live_settled::check_in_redis(
         &target,
         &args.limits,
         &args.key,
         &values,
-        args.settle,
+        asked,
     )?;
     let mut out = BufWriter::new(stdout());
     export::write(&mut out, args.output.format, styles.stdout, &found)?;

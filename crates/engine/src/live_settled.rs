@@ -211,6 +211,88 @@ pub struct SettledCheckLayer {
     pub units: i64,
 }
 
+/// How a live check in Redis is asked.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    /// To settle a request decided before (else to decide one).
+    pub settle: bool,
+    /// The real cost of every layer, if one is given; else each layer's sum of the values.
+    pub cost: Option<u64>,
+    /// How messages name the call: the program's `check` (`--value` then names a value), or
+    /// a Python method such as `decide()`.
+    pub call: &'a str,
+}
+
+/// Layers settled after the response, decided live in Redis at the server's clock: each
+/// request decided in one script call, all or nothing, and settled by its ticket in
+/// another, as `check --settle` settles it; the open tickets, and the values each was
+/// decided with, are kept here (at most [`MOST_OPEN`]). A live settlement runs on one
+/// server, not a cluster.
+pub struct RedisSettling {
+    target: RedisTarget,
+    specs: Vec<LayerSpec>,
+    next: u64,
+    open: HashMap<u64, (String, HashMap<String, u64>)>,
+}
+
+impl RedisSettling {
+    /// Makes a live settling of `specs` in Redis at `target`.
+    pub fn new(target: RedisTarget, specs: &[LayerSpec]) -> Result<RedisSettling> {
+        key_column(specs).map_err(|e| Error::Policy { message: e.to_string() })?;
+        for spec in specs {
+            in_redis(spec)?;
+        }
+        let specs = specs.to_vec();
+        Ok(RedisSettling { target, specs, next: 0, open: HashMap::new() })
+    }
+
+    /// Decides a request of `key` at the server's clock, its estimates and arrival costs
+    /// summed from `values`: its ticket, if it passed, settles it. No retry-after is known.
+    pub fn decide(&mut self, key: &str, values: &HashMap<String, u64>) -> Result<Admission> {
+        if self.open.len() >= MOST_OPEN {
+            let message = format!("{MOST_OPEN} requests are open: settle some first");
+            return Err(Error::Policy { message });
+        }
+        let asked = Asked { settle: false, cost: None, call: "decide()" };
+        let found = check_in_redis(&self.target, &self.specs, key, values, asked)?;
+        let refused: Vec<usize> =
+            (found.layers.iter().enumerate()).filter(|(_, l)| !l.allowed).map(|(n, _)| n).collect();
+        let ticket = found.allowed.then(|| {
+            self.next += 1;
+            self.open.insert(self.next, (key.to_owned(), values.clone()));
+            self.next
+        });
+        let retry_after_us = found.allowed.then_some(0);
+        Ok(Admission { passed: found.allowed, ticket, refused, retry_after_us })
+    }
+
+    /// Settles the request of `ticket` at the server's clock: at the real `cost` of every
+    /// layer if given, else at each layer's sum of the values it was decided with and
+    /// `values`.
+    pub fn settle(
+        &mut self,
+        ticket: u64,
+        cost: Option<u64>,
+        values: &HashMap<String, u64>,
+    ) -> Result<()> {
+        let Some((key, decided)) = self.open.get(&ticket) else {
+            let message = format!("request {ticket} is not open: it was settled, or never passed");
+            return Err(Error::Policy { message });
+        };
+        let mut all = decided.clone();
+        all.extend(values.iter().map(|(name, &value)| (name.clone(), value)));
+        let asked = Asked { settle: true, cost, call: "settle()" };
+        check_in_redis(&self.target, &self.specs, key, &all, asked)?;
+        self.open.remove(&ticket);
+        Ok(())
+    }
+
+    /// The requests decided, passed and not yet settled.
+    pub fn open(&self) -> usize {
+        self.open.len()
+    }
+}
+
 /// Decides a request of `key` over `specs` in Redis at `target`, at the server's clock, all
 /// or nothing in one script call: each layer asked its estimate, 1 or its cost, summed
 /// from `values`; a cap one more in flight. With `settle`, settles instead a request
@@ -221,9 +303,9 @@ pub fn check_in_redis(
     specs: &[LayerSpec],
     key: &str,
     values: &HashMap<String, u64>,
-    settle: bool,
+    asked: Asked<'_>,
 ) -> Result<SettledCheck> {
-    let call = if settle { "check --settle" } else { "check" };
+    let Asked { settle, cost, call } = asked;
     let mut layers = Vec::with_capacity(specs.len());
     let mut units = Vec::with_capacity(specs.len());
     for (n, spec) in specs.iter().enumerate() {
@@ -233,29 +315,11 @@ pub fn check_in_redis(
             Some(sum) => total(sum, values, call)?,
             None => 0,
         };
-        let real = |values| total(&spec.cost, values, call);
-        let (kind, sizes) = match &spec.bound {
-            Bound::Concurrency(max) => ("cap", (1, 1, i128::from(max.get()))),
-            Bound::Rate(limit) => {
-                let settings = limit
-                    .settings(None, true, "")
-                    .map_err(|e| Error::Policy { message: e.to_string() })?;
-                let kind = match settings.algorithm {
-                    Algorithm::TokenBucket => "token-bucket",
-                    Algorithm::Gcra => "gcra",
-                    Algorithm::FixedWindow => "fixed-window",
-                    other => {
-                        let message = format!(
-                            "{} is not settled in Redis: its layers settled after the response are token-bucket, gcra or fixed-window",
-                            other.name()
-                        );
-                        return Err(Error::Policy { message });
-                    }
-                };
-                let (n, p) = (settings.rate.n(), settings.rate.p());
-                (kind, (n, p, i128::from(settings.burst.get())))
-            }
+        let real = |values| match cost {
+            Some(cost) => Ok(cost),
+            None => total(&spec.cost, values, call),
         };
+        let (kind, sizes) = in_redis(spec)?;
         let cap = kind == "cap";
         let (asked, taken) = match (cap, spec.charge) {
             (true, _) => (1, 0),
@@ -305,6 +369,32 @@ pub fn check_in_redis(
         })
         .collect();
     Ok(SettledCheck { key: key.to_owned(), settled: settle, allowed: all, layers })
+}
+
+/// How the settle script keeps `spec`'s layer: its kind (`cap`, `token-bucket`, `gcra`,
+/// `fixed-window`) and its N, P (µs) and burst; a limiter it does not keep is an error.
+fn in_redis(spec: &LayerSpec) -> Result<(&'static str, (i128, i128, i128))> {
+    let limit = match &spec.bound {
+        Bound::Concurrency(max) => return Ok(("cap", (1, 1, i128::from(max.get())))),
+        Bound::Rate(limit) => limit,
+    };
+    let settings =
+        limit.settings(None, true, "").map_err(|e| Error::Policy { message: e.to_string() })?;
+    let kind = match settings.algorithm {
+        Algorithm::TokenBucket => "token-bucket",
+        Algorithm::Gcra => "gcra",
+        Algorithm::FixedWindow => "fixed-window",
+        other => {
+            let message = format!(
+                "{} is not settled in Redis: its layers settled after the response are \
+                 token-bucket, gcra or fixed-window",
+                other.name()
+            );
+            return Err(Error::Policy { message });
+        }
+    };
+    let (n, p) = (settings.rate.n(), settings.rate.p());
+    Ok((kind, (n, p, i128::from(settings.burst.get()))))
 }
 
 /// The key that layers without `key=` share in Redis.
