@@ -696,8 +696,8 @@ class SettledLimiter:
     the layers' limiters and caps are kept in Redis and shared with every process that
     uses the same keys, as ``ratelimit check --settle`` keeps them: each decision and each
     settlement is one script call at the server's clock (give no ``time``), and no
-    ``retry_after`` is known of a refusal. Only token buckets, GCRA, fixed windows and
-    caps are kept there.
+    ``retry_after`` is known of a refusal. Token buckets, GCRA, fixed windows,
+    sliding-window counters, sliding logs and caps are kept there.
     """
 
     def __init__(

@@ -344,6 +344,8 @@ fn on_redis_every_charge_settles_as_in_memory() {
         "algo=gcra,rate=400/10s,burst=150,reserve=estimate,cost=tokens",
         "algo=fixed-window,rate=50/s,reserve=estimate,cost=tokens,key=user",
         "algo=gcra,rate=2/s,burst=2,key=user",
+        "algo=sliding-counter,rate=90/2s,charge=completion,cost=tokens,key=user",
+        "algo=sliding-log,rate=240/3s,cost=tokens",
     ];
     for seed in 0..12u64 {
         let log = random_log(seed, 120);
@@ -362,7 +364,7 @@ fn on_redis_every_charge_settles_as_in_memory() {
             // The log exercises what it must: refusals, refunds and debt.
             assert!(figures(0, "largest_debt") > 0 && figures(1, "refunded") > 0, "{here}");
             assert!(figures(1, "largest_debt") > 0 && figures(2, "largest_debt") > 0, "{here}");
-            assert!((0..5).all(|n| figures(n, "refused") > 0), "{here}");
+            assert!((0..7).all(|n| figures(n, "refused") > 0), "{here}");
         }
     }
     let refused = |more: &[&str]| {
@@ -370,8 +372,8 @@ fn on_redis_every_charge_settles_as_in_memory() {
         let args = [&args[..], more, &["--redis", &url]].concat();
         run(&args, &random_log(1, 3)).error()
     };
-    let err = refused(&["--limit", "algo=sliding-log,rate=5/s,cost=tokens"]);
-    assert!(err.ends_with("sliding-log is not settled in Redis: its layers settled after the response are token-bucket, gcra or fixed-window"), "{err}");
+    let err = refused(&["--limit", "algo=litellm,rate=5/s,cost=tokens"]);
+    assert!(err.ends_with("litellm is not settled in Redis: its layers settled after the response are token-bucket, gcra, fixed-window, sliding-counter, sliding-log"), "{err}");
     let err = refused(&["--limit", "algo=gcra,rate=5/s", "--retry", "after"]);
     assert!(err.contains("--retry runs in memory"), "{err}");
 }

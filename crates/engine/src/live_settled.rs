@@ -10,9 +10,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::limiter::Algorithm;
 use crate::live_limiter::Clock;
-use crate::redis::{LiveLayer, RedisTarget, live_policy};
+use crate::redis::{LiveLayer, RedisTarget, live_policy, settle_kind};
 use crate::settled::{Bound, LayerSpec, Sum, key_column};
 use crate::units::time::Timestamp;
 
@@ -238,10 +237,7 @@ pub struct RedisSettling {
 impl RedisSettling {
     /// Makes a live settling of `specs` in Redis at `target`.
     pub fn new(target: RedisTarget, specs: &[LayerSpec]) -> Result<RedisSettling> {
-        key_column(specs).map_err(|e| Error::Policy { message: e.to_string() })?;
-        for spec in specs {
-            in_redis(spec)?;
-        }
+        settles(specs)?;
         let specs = specs.to_vec();
         Ok(RedisSettling { target, specs, next: 0, open: HashMap::new() })
     }
@@ -306,6 +302,7 @@ pub fn check_in_redis(
     asked: Asked<'_>,
 ) -> Result<SettledCheck> {
     let Asked { settle, cost, call } = asked;
+    settles(specs)?;
     let mut layers = Vec::with_capacity(specs.len());
     let mut units = Vec::with_capacity(specs.len());
     for (n, spec) in specs.iter().enumerate() {
@@ -371,6 +368,15 @@ pub fn check_in_redis(
     Ok(SettledCheck { key: key.to_owned(), settled: settle, allowed: all, layers })
 }
 
+/// Says whether `specs` settle in Redis: as a replay settles them (one key column, a
+/// reservation only where the limiter gives back), each kept by the settle script.
+fn settles(specs: &[LayerSpec]) -> Result<()> {
+    key_column(specs).map_err(|e| Error::Policy { message: e.to_string() })?;
+    let layers = crate::settled::layers(specs, None)?;
+    Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
+    specs.iter().try_for_each(|spec| in_redis(spec).map(drop))
+}
+
 /// How the settle script keeps `spec`'s layer: its kind (`cap`, `token-bucket`, `gcra`,
 /// `fixed-window`) and its N, P (µs) and burst; a limiter it does not keep is an error.
 fn in_redis(spec: &LayerSpec) -> Result<(&'static str, (i128, i128, i128))> {
@@ -380,19 +386,7 @@ fn in_redis(spec: &LayerSpec) -> Result<(&'static str, (i128, i128, i128))> {
     };
     let settings =
         limit.settings(None, true, "").map_err(|e| Error::Policy { message: e.to_string() })?;
-    let kind = match settings.algorithm {
-        Algorithm::TokenBucket => "token-bucket",
-        Algorithm::Gcra => "gcra",
-        Algorithm::FixedWindow => "fixed-window",
-        other => {
-            let message = format!(
-                "{} is not settled in Redis: its layers settled after the response are \
-                 token-bucket, gcra or fixed-window",
-                other.name()
-            );
-            return Err(Error::Policy { message });
-        }
-    };
+    let kind = settle_kind(settings.algorithm).map_err(|message| Error::Policy { message })?;
     let (n, p) = (settings.rate.n(), settings.rate.p());
     Ok((kind, (n, p, i128::from(settings.burst.get()))))
 }

@@ -30,6 +30,32 @@ static POLICY: LazyLock<Script> = LazyLock::new(|| {
     Script::new(format!("{COMMON}\n{one}\n{policy}"))
 });
 
+/// The limiters the settle script keeps, as it names them: each limiter with a Redis
+/// script of its own that a settlement can ask (the leaky queue delays what it admits).
+const SETTLED_IN_REDIS: [(Algorithm, &str); 5] = [
+    (Algorithm::TokenBucket, "token-bucket"),
+    (Algorithm::Gcra, "gcra"),
+    (Algorithm::FixedWindow, "fixed-window"),
+    (Algorithm::SlidingCounter, "sliding-counter"),
+    (Algorithm::SlidingLog, "sliding-log"),
+];
+
+/// The kind the settle script keeps a limiter of `algorithm` as; the message if it keeps
+/// none.
+pub fn settle_kind(algorithm: Algorithm) -> Result<&'static str, String> {
+    match SETTLED_IN_REDIS.iter().find(|(a, _)| *a == algorithm) {
+        Some((_, kind)) => Ok(kind),
+        None => {
+            let kinds: Vec<&str> = SETTLED_IN_REDIS.iter().map(|(_, kind)| *kind).collect();
+            Err(format!(
+                "{} is not settled in Redis: its layers settled after the response are {}",
+                algorithm.name(),
+                kinds.join(", ")
+            ))
+        }
+    }
+}
+
 /// One layer's limiter as the script takes it: its kind, N, P and burst.
 #[derive(Clone, Copy, Debug)]
 struct Kept {
@@ -59,16 +85,7 @@ impl RedisStore {
                 kept.push(None);
                 continue;
             };
-            let kind = match settings.algorithm {
-                Algorithm::TokenBucket => "token-bucket",
-                Algorithm::Gcra => "gcra",
-                Algorithm::FixedWindow => "fixed-window",
-                other => bail!(
-                    "{} is not settled in Redis: its layers settled after the response are \
-                     token-bucket, gcra or fixed-window",
-                    other.name()
-                ),
-            };
+            let kind = settle_kind(settings.algorithm).map_err(anyhow::Error::msg)?;
             let (n, p, b) =
                 (settings.rate.n(), settings.rate.p(), i128::from(settings.burst.get()));
             if b.max(n) * p > EXACT {

@@ -1,5 +1,6 @@
--- Settling after the response: one call on one key's limiter, of a token bucket, GCRA or a
--- fixed window, kept as their scripts keep them, or on a cap's count in flight.
+-- Settling after the response: one call on one key's limiter, of a token bucket, GCRA, a
+-- fixed window (each kept as its script keeps it), a sliding-window counter or a sliding
+-- log, or on a cap's count in flight.
 -- settle_one(key, op, kind, now, n, p, b, units, ttl): key is the limiter's hash (a cap's
 -- counter); the rate is N per P µs with a burst of b; op is one of
 --   check: whether the limiter admits the units now, changing nothing (1 or 0);
@@ -120,6 +121,57 @@ local function settle_one(key, op, kind, now, n, p, b, units, ttl)
       return wrong
     end
     redis.call('HSET', key, 'w', int(start), 'c', int(count))
+  elseif kind == 'sliding-counter' then
+    -- This window's start and count, and the one before's count.
+    local window, elapsed = divmod(now, p)
+    local start = now - elapsed
+    local state = redis.call('HMGET', key, 'w', 'c', 'pc')
+    local at, cur, prev = tonumber(state[1]), 0, 0
+    if at == start then
+      cur, prev = tonumber(state[2]), tonumber(state[3])
+    elseif at == start - p then
+      prev = tonumber(state[2])
+    end
+    if op == 'check' then
+      -- prev·(P − elapsed)/P + cur + units − 1 < N, multiplied through by P.
+      return prev * (p - elapsed) + (cur + units - 1) * p < n * p and 1 or 0
+    elseif op ~= 'take' then
+      -- It gives nothing back, and owes nothing: a count past N is only counted.
+      return 0
+    end
+    cur = cur + units
+    local wrong = inexact(cur * p)
+    if wrong then
+      return wrong
+    end
+    redis.call('HSET', key, 'w', int(start), 'c', int(cur), 'pc', int(prev))
+  elseif kind == 'sliding-log' then
+    -- Each charge a member `time:seq:units` scored by its time; one a full period old is
+    -- gone, as (t − P, t] keeps it.
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - p))
+    local used = 0
+    for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+      used = used + tonumber(string.match(member, ':(%d+)$'))
+    end
+    if op == 'check' then
+      return used + units <= n and 1 or 0
+    elseif op ~= 'take' then
+      return 0
+    end
+    -- A charge of nothing takes no room in the log.
+    if units > 0 then
+      local wrong = inexact((used + units) * p)
+      if wrong then
+        return wrong
+      end
+      local seq = redis.call('ZCARD', key)
+      local member
+      repeat
+        seq = seq + 1
+        member = int(now) .. ':' .. seq .. ':' .. int(units)
+      until not redis.call('ZSCORE', key, member)
+      redis.call('ZADD', key, int(now), member)
+    end
   else
     return redis.error_reply('settle: no limiter ' .. tostring(kind))
   end
