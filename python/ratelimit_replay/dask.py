@@ -127,7 +127,7 @@ def replay(
     requests' arrivals and completions sorted by time), or in one pass in one task."""
     from ._spark_rows import Replayed
 
-    if limits and (duration is not None or end is not None or any(Limit.parse(s)._of_requests for s in limits)):
+    if limits and (duration is not None or end is not None or any((s if isinstance(s, Limit) else Limit.parse(s))._of_requests for s in limits)):
         if algo is not None or key is not None or cost is not None:
             raise PolicyError("limits= say their own key and cost: give them in each SPEC")
         ties = [tie] if tie else []

@@ -241,7 +241,7 @@ def replay(
     in one pass in one task (``"one pass: ..."``, and why), as the engine's plan says.
     """
     _check_via(via)
-    if limits and (duration is not None or end is not None or any(Limit.parse(s)._of_requests for s in limits)):
+    if limits and (duration is not None or end is not None or any((s if isinstance(s, Limit) else Limit.parse(s))._of_requests for s in limits)):
         if algo is not None or key is not None or cost is not None:
             raise PolicyError("limits= say their own key and cost: give them in each SPEC")
         return settled_replay(df, limits, duration=duration, end=end, window=window, time=time, ties=_ties(tie),
