@@ -203,6 +203,36 @@ fn litellm_settles_a_refund_into_the_next_window_below_zero_and_loses_one_with_n
     );
 }
 
+#[test]
+fn a_request_a_leaky_queue_holds_completes_its_duration_after_its_wait() {
+    // A leaky queue of 1/s with a burst of 3 beside a cap of 2 in flight; each request
+    // lasts 500 ms. At 0 s the first is served at once (in flight to 0.5 s), the second
+    // after a second (to 1.5 s). At 0.6 s the first is done: the third fits the cap, and
+    // waits 1.4 s (to 2.5 s). At 1 s the second and third are in flight: the cap refuses
+    // the fourth, which it would let in were the second done at 0.5 s.
+    let log = "time,d\n2025-01-01T00:00:00Z,500\n2025-01-01T00:00:00Z,500\n\
+               2025-01-01T00:00:00.600Z,500\n2025-01-01T00:00:01Z,500\n";
+    let args = [
+        "replay",
+        "-",
+        "--duration",
+        "d",
+        "--format",
+        "json",
+        "--limit",
+        "algo=leaky-queue,rate=1/s,burst=3",
+        "--limit",
+        "algo=concurrency,max=2",
+    ];
+    let report = json(&run(&args, log).ok());
+    assert_eq!((report["passed"].as_u64(), report["refused"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(
+        (report["layers"][0]["refused"].as_u64(), report["layers"][1]["refused"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(report["peak_in_flight"], 2);
+}
+
 fn min_limit(args: &[&str]) -> serde_json::Value {
     let args = [&["min-limit", "-", "--format", "json"], args].concat();
     let found = json(&run(&args, LLM_LOG).ok());

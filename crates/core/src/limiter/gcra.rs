@@ -70,15 +70,21 @@ impl KeyedState for Gcra {
         *tat = (*tat - super::spend(units, self.interval)).max(t).min(*tat);
     }
 
-    // Beyond empty, tat is past now + b·I: each interval past it is a unit owed.
     fn owed(&self, tat: &i128, now: Timestamp) -> u64 {
-        let beyond = *tat - i128::from(now.as_micros()) * self.n - self.capacity;
-        u64::try_from((beyond.max(0) + self.interval - 1) / self.interval).unwrap_or(u64::MAX)
+        owed(*tat, now, self.n, self.capacity, self.interval)
     }
 
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.tat
     }
+}
+
+/// What a tat (or a leaky queue's time it is free) of `tat` owes at `now`, in units
+/// rounded up: beyond empty, it is past now + b·I (`capacity`), and each interval past it
+/// is a unit owed. Times are in units of 1/N µs.
+pub(super) fn owed(tat: i128, now: Timestamp, n: i128, capacity: i128, interval: i128) -> u64 {
+    let beyond = tat - i128::from(now.as_micros()) * n - capacity;
+    u64::try_from((beyond.max(0) + interval - 1) / interval).unwrap_or(u64::MAX)
 }
 
 impl Rule for Gcra {

@@ -157,6 +157,11 @@ impl KeyedState for LeakyQueue {
         Timestamp::from_micros(last.as_micros().checked_add(wait)?)
     }
 
+    /// Taken past full (a charge after the response), the queue is longer than b·I.
+    fn owed(&self, free_at: &i128, now: Timestamp) -> u64 {
+        super::gcra::owed(*free_at, now, self.n, self.capacity, self.interval)
+    }
+
     fn state_mut(&mut self) -> &mut i128 {
         &mut self.free_at
     }

@@ -119,7 +119,9 @@ impl Layer {
         Some(high)
     }
 
-    /// Charges an admitted request at its arrival.
+    /// Charges an admitted request at its arrival, and returns how long it waits before
+    /// it is served, in whole µs (rounded up): 0 but for a limiter that delays what it
+    /// admits (a leaky queue), in memory.
     #[inline]
     pub(super) fn arrive(
         &mut self,
@@ -127,10 +129,10 @@ impl Layer {
         key: Key,
         now: Timestamp,
         amount: Amount,
-    ) -> Result<(), SettleError> {
+    ) -> Result<i64, SettleError> {
         let key = self.key(key);
         self.in_flight.start(key);
-        let Limited::Rate { limiter, spent, .. } = &mut self.limited else { return Ok(()) };
+        let Limited::Rate { limiter, spent, settings } = &mut self.limited else { return Ok(0) };
         spent.spend(key, now, amount.cost);
         let charged = match self.charge {
             Charge::Arrival => amount.cost,
@@ -138,15 +140,20 @@ impl Layer {
                 self.settled.reserved += u128::from(amount.reserve);
                 amount.reserve
             }
-            Charge::Completion => return Ok(()),
+            Charge::Completion => return Ok(0),
         };
         match on {
-            On::Memory => limiter.charge(slot(key), now, charged),
+            On::Memory => {
+                // A wait is in units of 1/N µs.
+                let wait = limiter.take_at(slot(key), now, charged, true).wait;
+                let n = settings.rate.n();
+                Ok(i64::try_from((wait + n - 1) / n).unwrap_or(i64::MAX))
+            }
             On::Store(store, n) => {
-                store.charge(n, key, now, charged).map_err(SettleError::Store)?
+                store.charge(n, key, now, charged).map_err(SettleError::Store)?;
+                Ok(0)
             }
         }
-        Ok(())
     }
 
     /// Settles an admitted request at its completion.

@@ -234,6 +234,9 @@ pub struct Settling {
     /// Requests admitted by [`open`](Settling::open) and not yet closed: by ticket, their
     /// key and where their amounts are kept.
     open: std::collections::HashMap<u64, (Key, u32)>,
+    /// When the last admitted request completes: its own completion, later by the wait a
+    /// layer that delays what it admits (a leaky queue) put it to.
+    completes: Option<Timestamp>,
 }
 
 impl Settling {
@@ -268,7 +271,15 @@ impl Settling {
             empty: EmptyKey::default(),
             shared: false,
             open: std::collections::HashMap::new(),
+            completes: None,
         })
+    }
+
+    /// When the last request admitted completes: at its completion, or, if a layer that
+    /// delays what it admits (a leaky queue) made it wait, that much later: served after
+    /// its wait, its response takes its duration from then.
+    pub fn last_completion(&self) -> Option<Timestamp> {
+        self.completes
     }
 
     /// Shares `empty`, the empty key's number as the reading of the requests numbers it:
@@ -294,6 +305,17 @@ impl Settling {
         request: Request,
         amounts: &[Amount],
     ) -> Result<u32, SettleError> {
+        // A store's limiters tell no wait, which a layer that delays must.
+        let delays = self.layers.iter().find_map(|layer| match &layer.limited {
+            Limited::Rate { settings, .. } if settings.algorithm.delays() => {
+                Some(settings.algorithm)
+            }
+            _ => None,
+        });
+        if let Some(algorithm) = delays {
+            let why = "it delays what it admits, and a store's limiters tell no wait";
+            return Err(SettleError::Unsettled(algorithm.name(), why));
+        }
         self.arrive_in(Some(store), request, amounts)
     }
 
@@ -402,11 +424,17 @@ impl Settling {
         if refused != 0 {
             return Ok(refused);
         }
+        let mut wait = 0;
         for (n, (layer, &amount)) in self.layers.iter_mut().zip(amounts).enumerate() {
             if !(layer.skips_empty && empty) {
-                layer.arrive(on(&mut store, n), key, arrival, amount)?;
+                wait = wait.max(layer.arrive(on(&mut store, n), key, arrival, amount)?);
             }
         }
+        // Served after its wait, it completes its duration later (a live request, whose
+        // completion is not known, at the latest time still).
+        let later = completion.as_micros().saturating_add(wait).min(Timestamp::MAX);
+        let completion = Timestamp::from_micros(later).unwrap_or(completion);
+        self.completes = Some(completion);
         let place = self.keep(amounts);
         self.pending.push(Reverse((completion, seq, key, place)));
         let in_flight = self.pending.len() + self.open.len();
@@ -524,10 +552,6 @@ fn check(settings: &Settings, charge: Charge) -> Result<(), SettleError> {
     let algorithm = settings.algorithm;
     if algorithm.has_zone() {
         let why = "its keys share a zone, which this engine does not settle; use gcra";
-        return Err(SettleError::Unsettled(algorithm.name(), why));
-    }
-    if algorithm.delays() {
-        let why = "it delays what it admits; a request's duration starts after its wait";
         return Err(SettleError::Unsettled(algorithm.name(), why));
     }
     if charge == Charge::Completion && !algorithm.charges_after() {

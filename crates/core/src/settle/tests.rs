@@ -145,11 +145,14 @@ fn a_reserve_that_cannot_give_back_a_litellm_charged_after_and_a_zone_are_refuse
 /// token, a fixed window's counts by window, or a cap.
 #[derive(Clone, Debug)]
 enum Plain {
+    /// A bucket; a leaky queue's (`delays`) makes an admitted request wait until the
+    /// bucket is full again, served then.
     Bucket {
         n: i128,
         p: i128,
         b: i128,
         level: BTreeMap<u32, (i128, i128)>,
+        delays: bool,
     },
     Window {
         n: u64,
@@ -186,6 +189,7 @@ impl Plain {
                 p: s.rate.p(),
                 b: i128::from(s.burst.get()),
                 level: BTreeMap::new(),
+                delays: s.algorithm == Algorithm::LeakyQueue,
             },
         }
     }
@@ -207,7 +211,7 @@ impl Plain {
 
     fn admits(&mut self, k: u32, t: i64, units: u64, in_flight: u64) -> bool {
         match self {
-            Plain::Bucket { n, p, b, level } => {
+            Plain::Bucket { n, p, b, level, .. } => {
                 *Plain::level(*n, *p, *b, level, k, t) >= i128::from(units) * *p
             }
             Plain::Window { n, period, counts } => {
@@ -233,6 +237,19 @@ impl Plain {
         windows.get_mut(&k).filter(|(start, _)| second - *start < period)
     }
 
+    /// How long a request of key `k` admitted at `t` waits to be served, in whole µs: a
+    /// leaky queue's until its bucket is full again (what it lacks, refilled at N a
+    /// period); 0 for the others.
+    fn wait(&mut self, k: u32, t: i64) -> i64 {
+        match self {
+            Plain::Bucket { n, p, b, level, delays: true } => {
+                let lacks = *b * *p - *Plain::level(*n, *p, *b, level, k, t);
+                i64::try_from((lacks.max(0) + *n - 1) / *n).unwrap()
+            }
+            _ => 0,
+        }
+    }
+
     /// Charges `units` to key `k` as a request is admitted at `t`: as [`add`](Plain::add),
     /// but for LiteLLM's, whose hit opens a window where none is open.
     fn arrive(&mut self, k: u32, t: i64, units: u64) {
@@ -249,7 +266,7 @@ impl Plain {
     /// Adds `units` (negative: gives back) at `t`, and returns what key `k` then owes.
     fn add(&mut self, k: u32, t: i64, units: i128) -> u64 {
         match self {
-            Plain::Bucket { n, p, b, level } => {
+            Plain::Bucket { n, p, b, level, .. } => {
                 let (p, b) = (*p, *b);
                 let l = Plain::level(*n, p, b, level, k, t);
                 *l = (*l - units * p).min(b * p);
@@ -306,6 +323,7 @@ fn simulate(
             if refused[i] != 0 {
                 continue;
             }
+            let mut wait = 0;
             for (n, l) in layers.iter().enumerate() {
                 let flight = flying[n].entry(key(l)).or_insert(0);
                 *flight += 1;
@@ -314,6 +332,9 @@ fn simulate(
                     continue;
                 }
                 admitted[n].push((key(l), t, amounts[n].cost));
+                if l.charge != Charge::Completion {
+                    wait = wait.max(plain[n].wait(key(l), t));
+                }
                 match l.charge {
                     Charge::Arrival => plain[n].arrive(key(l), t, amounts[n].cost),
                     Charge::Reserve => {
@@ -323,7 +344,7 @@ fn simulate(
                     Charge::Completion => {}
                 }
             }
-            heap.push(Reverse((request.completion.as_micros(), 0, i)));
+            heap.push(Reverse((request.completion.as_micros() + wait, 0, i)));
         } else {
             for (n, l) in layers.iter().enumerate() {
                 *flying[n].get_mut(&key(l)).unwrap() -= 1;
@@ -368,7 +389,8 @@ fn any_layer() -> impl Strategy<Value = SettledLayer> {
         Just(Algorithm::TokenBucket),
         Just(Algorithm::Gcra),
         Just(Algorithm::FixedWindow),
-        Just(Algorithm::Litellm)
+        Just(Algorithm::Litellm),
+        Just(Algorithm::LeakyQueue)
     ];
     let charge =
         prop_oneof![Just(Charge::Arrival), Just(Charge::Reserve), Just(Charge::Completion)];
@@ -378,6 +400,8 @@ fn any_layer() -> impl Strategy<Value = SettledLayer> {
             // LiteLLM reserves at pre-call: it charges nothing only at completion.
             let charge = match (algorithm, charge) {
                 (Algorithm::Litellm, Charge::Completion) => Charge::Reserve,
+                // A leaky queue gives nothing back.
+                (Algorithm::LeakyQueue, Charge::Reserve) => Charge::Arrival,
                 _ => charge,
             };
             let settings = Settings {

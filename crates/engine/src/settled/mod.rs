@@ -267,8 +267,9 @@ impl<'a> Run<'a> {
         let refused = refused.map_err(|e| failed(&mut self.store, e))?;
         self.passed += u64::from(refused == 0);
         if let Some(flights) = self.flights.as_mut().filter(|_| refused == 0) {
-            let (arrival, completion) =
-                (request.arrival.as_micros(), request.completion.as_micros());
+            // Its completion as settled: later by a leaky queue's wait.
+            let completes = self.settling.last_completion().unwrap_or(request.completion);
+            let (arrival, completion) = (request.arrival.as_micros(), completes.as_micros());
             flights.push(parts::Flight { arrival, completion, row: requests.lines[n] });
         }
         Ok(())
