@@ -148,6 +148,18 @@ fn a_misspelled_flag_limiter_or_spec_is_offered_what_it_may_mean() {
         said.ends_with("is spaced: a SPEC's parts are joined by commas (did you mean 'algo=nginx,rate=10r/s,burst=20,nodelay'?)"),
         "{said}"
     );
+    // nginx's own directives pasted whole: the SPEC each means, the zone's rate named.
+    let said = err(&["replay", "--limit", "limit_req zone=one burst=5 nodelay;"]);
+    assert!(
+        said.ends_with("is an nginx directive: a SPEC is key=value parts joined by commas (did you mean 'algo=nginx,rate=RATE,burst=5,nodelay', RATE its limit_req_zone's rate?)"),
+        "{said}"
+    );
+    let zone = "limit_req_zone $binary_remote_addr zone=one:10m rate=10r/s;";
+    let said = err(&["replay", "--limit", zone]);
+    assert!(
+        said.ends_with("(did you mean 'algo=nginx,rate=10r/s,key=$binary_remote_addr'?)"),
+        "{said}"
+    );
 }
 
 #[test]
