@@ -40,7 +40,7 @@ def settled_replay(
     from ratelimit_replay import _native
 
     layers = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
-    method, said = _native.settled_method(layers)
+    method, said = _native.settled_method(layers, duration=duration, end=end)
     asked = dict(options, time=time)
     if method == "one pass":
         report = _in_one_pass(df, layers, [time] + ties, duration, end, window, asked)

@@ -420,7 +420,7 @@ def _settled(
     import pandas
 
     layers = [limit if isinstance(limit, Limit) else Limit.parse(limit) for limit in limits]
-    method, said = _native.settled_method(layers)
+    method, said = _native.settled_method(layers, duration=duration, end=end)
     asked = dict(options, time=time)
     if method == "one pass":
         ranges = [dask.delayed(_arrow)(part) for part in ddf.sort_values([time] + ties).to_delayed()]

@@ -40,15 +40,7 @@ pub(crate) fn settled_replay<'py>(
         .map(|text| text.parse::<Retry>().map_err(|e| policy_error(format!("retry={text}: {e}"))))
         .transpose()?;
     let completion = completion(duration, end)?;
-    if completion.is_none()
-        && let Some(layer) = limits.iter().find(|limit| limit.layer.settles_after())
-    {
-        return Err(policy_error(format!(
-            "Limit {} is settled after the response: give duration= or end=, when each \
-             request completes",
-            layer.layer
-        )));
-    }
+    completes(&limits, completion.as_ref())?;
     let window = match window {
         Some(text) => Some(keywords::window(text)?),
         None => limits.iter().find_map(|limit| limit.window.as_ref().map(|&(_, span)| span)),
@@ -155,6 +147,19 @@ pub(crate) fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
     let listed = preset_data::listed().map_err(policy_error)?;
     let json = serde_json::to_vec(&listed).map_err(|e| policy_error(e.to_string()))?;
     Ok(PyBytes::new(py, &json))
+}
+
+/// Says whether `limits` can be replayed with `completion`: a limit settled after the
+/// response needs to know when each request completes.
+pub(crate) fn completes(limits: &[PyLimit], completion: Option<&Completion>) -> PyResult<()> {
+    match limits.iter().find(|limit| limit.layer.settles_after()) {
+        Some(layer) if completion.is_none() => Err(policy_error(format!(
+            "Limit {} is settled after the response: give duration= or end=, when each \
+             request completes",
+            layer.layer
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// When requests complete: after a `duration` column, or at an `end` column; not both.

@@ -27,10 +27,16 @@ fn specs(
     Ok((limits.into_iter().map(|limit| limit.layer).collect(), window))
 }
 
-/// How requests through `limits` are replayed exactly in parts: `("by key", KEY)`, or
-/// `("one pass", WHY)`.
+/// How requests through `limits`, completing after `duration` or at `end`, are replayed
+/// exactly in parts: `("by key", KEY)`, or `("one pass", WHY)`.
 #[pyfunction]
-pub(crate) fn settled_method(limits: Vec<PyLimit>) -> PyResult<(String, String)> {
+#[pyo3(signature = (limits, *, duration=None, end=None))]
+pub(crate) fn settled_method(
+    limits: Vec<PyLimit>,
+    duration: Option<&str>,
+    end: Option<&str>,
+) -> PyResult<(String, String)> {
+    crate::settled::completes(&limits, completion(duration, end)?.as_ref())?;
     let (specs, _) = specs(limits, None)?;
     let method = parts::method(&specs).map_err(|err| policy_error(err.to_string()))?;
     Ok(match method {

@@ -95,3 +95,9 @@ def test_dask_replays_settled_layers_as_one_replay(client, requests_table, specs
     assert got.method.startswith("by key" if specs is BY_KEY else "one pass: ")
     assert got.pop("input") == "<DataFrame>"
     assert got == want
+
+
+def test_a_layer_settled_after_the_response_needs_completions_on_spark_too(spark, requests_table) -> None:
+    df = spark.createDataFrame(requests_table.slice(0, 10).to_pandas())
+    with pytest.raises(rl.PolicyError, match="is settled after the response: give duration= or end="):
+        rls.replay(df, limits=[f"algo=gcra,rate=10/m,key=client,{RESERVE}"], tie="tie")

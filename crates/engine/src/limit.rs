@@ -215,59 +215,13 @@ impl Limit {
     }
 }
 
-/// Returns `text` with its parts joined by commas, if some of them are spaced apart as a
-/// configuration file writes them (`algo=gcra rate=5/h`): every word of a spaced part is
-/// `key=value` or a limiter's bare parameter. `None` if none is.
-fn spaced(text: &str) -> Option<String> {
-    let word = |w: &str| w.contains('=') || Algorithm::taking(w).next().is_some();
-    let mut found = false;
-    let parts: Vec<String> = (text.split(','))
-        .map(|part| {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            if words.len() > 1 && words.iter().all(|w| word(w)) {
-                found = true;
-                words.join(",")
-            } else {
-                part.trim().to_owned()
-            }
-        })
-        .collect();
-    found.then(|| parts.join(","))
-}
-
-/// The `--limit` SPEC that `text`, an nginx directive pasted whole (`limit_req zone=one
-/// burst=5 nodelay;`, `limit_req_zone $binary_remote_addr zone=one:10m rate=10r/s;`), may
-/// mean, if it is one: its burst, delay and rate kept, its zone dropped, and `RATE` where
-/// the rate is the zone's.
-fn nginx_directive(text: &str) -> Option<String> {
-    let mut words = text.trim().trim_end_matches(';').split_whitespace();
-    let directive = words.next()?;
-    if directive != "limit_req" && directive != "limit_req_zone" {
-        return None;
-    }
-    let mut parts = vec!["algo=nginx".to_owned()];
-    let mut rate = None;
-    for word in words {
-        match word.split_once('=') {
-            Some(("zone", _)) => {}
-            Some(("rate", value)) => rate = Some(value.to_owned()),
-            Some((name @ ("burst" | "delay"), value)) => parts.push(format!("{name}={value}")),
-            None if word.starts_with('$') => parts.push(format!("key={word}")),
-            None if word == "nodelay" => parts.push(word.to_owned()),
-            _ => {}
-        }
-    }
-    parts.insert(1, format!("rate={}", rate.as_deref().unwrap_or("RATE")));
-    Some(parts.join(","))
-}
-
 /// Reads the comma-separated `key=value` form of `docker --mount`, as `--limit` takes it:
 /// each key at most once, and a limiter's bare parameter (nginx's `nodelay`) alone.
 impl FromStr for Limit {
     type Err = LimitError;
 
     fn from_str(text: &str) -> Result<Limit, LimitError> {
-        if let Some(meant) = nginx_directive(text) {
+        if let Some(meant) = crate::suggest::nginx_directive(text) {
             let rate =
                 if meant.contains("rate=RATE") { ", RATE its limit_req_zone's rate" } else { "" };
             let message = format!(
@@ -276,7 +230,7 @@ impl FromStr for Limit {
             );
             return Err(LimitError::invalid(None, message));
         }
-        if let Some(joined) = spaced(text) {
+        if let Some(joined) = crate::suggest::spaced(text) {
             let message = format!(
                 "'{text}' is spaced: a SPEC's parts are joined by commas (did you mean '{joined}'?)"
             );

@@ -1,5 +1,8 @@
 //! Which known name a misspelled one may mean, as clap finds a flag: the closest by
-//! Jaro-Winkler similarity, if it is close enough.
+//! Jaro-Winkler similarity, if it is close enough; and what a `--limit` SPEC written as a
+//! configuration writes it (spaced, or an nginx directive) may mean.
+
+use crate::limiter::Algorithm;
 
 /// How alike two names must be (Jaro-Winkler, 0 to 1) for one to be offered for the other:
 /// clap's own threshold.
@@ -19,6 +22,52 @@ pub fn closest<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Opt
 /// empty if none is close.
 pub fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(given, known).map(|known| format!(" (did you mean '{known}'?)")).unwrap_or_default()
+}
+
+/// Returns `text` with its parts joined by commas, if some of them are spaced apart as a
+/// configuration file writes them (`algo=gcra rate=5/h`): every word of a spaced part is
+/// `key=value` or a limiter's bare parameter. `None` if none is.
+pub(crate) fn spaced(text: &str) -> Option<String> {
+    let word = |w: &str| w.contains('=') || Algorithm::taking(w).next().is_some();
+    let mut found = false;
+    let parts: Vec<String> = (text.split(','))
+        .map(|part| {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            if words.len() > 1 && words.iter().all(|w| word(w)) {
+                found = true;
+                words.join(",")
+            } else {
+                part.trim().to_owned()
+            }
+        })
+        .collect();
+    found.then(|| parts.join(","))
+}
+
+/// The `--limit` SPEC that `text`, an nginx directive pasted whole (`limit_req zone=one
+/// burst=5 nodelay;`, `limit_req_zone $binary_remote_addr zone=one:10m rate=10r/s;`), may
+/// mean, if it is one: its burst, delay and rate kept, its zone dropped, and `RATE` where
+/// the rate is the zone's.
+pub(crate) fn nginx_directive(text: &str) -> Option<String> {
+    let mut words = text.trim().trim_end_matches(';').split_whitespace();
+    let directive = words.next()?;
+    if directive != "limit_req" && directive != "limit_req_zone" {
+        return None;
+    }
+    let mut parts = vec!["algo=nginx".to_owned()];
+    let mut rate = None;
+    for word in words {
+        match word.split_once('=') {
+            Some(("zone", _)) => {}
+            Some(("rate", value)) => rate = Some(value.to_owned()),
+            Some((name @ ("burst" | "delay"), value)) => parts.push(format!("{name}={value}")),
+            None if word.starts_with('$') => parts.push(format!("key={word}")),
+            None if word == "nodelay" => parts.push(word.to_owned()),
+            _ => {}
+        }
+    }
+    parts.insert(1, format!("rate={}", rate.as_deref().unwrap_or("RATE")));
+    Some(parts.join(","))
 }
 
 #[cfg(test)]
