@@ -77,7 +77,7 @@ pub(crate) struct SettlingLimiter(Mutex<Live>);
 
 /// Where a live settling keeps its limiters.
 enum Live {
-    Memory(Box<LiveSettling>),
+    Memory(LiveSettling),
     Redis(RedisSettling),
 }
 
@@ -98,7 +98,7 @@ impl SettlingLimiter {
         let target = keywords::Redis { urls: redis, prefix: redis_prefix, timeout }.target();
         let live = match target {
             Some(target) => RedisSettling::new(target, &specs).map(Live::Redis),
-            None => LiveSettling::new(&specs).map(|live| Live::Memory(Box::new(live))),
+            None => LiveSettling::new(&specs).map(Live::Memory),
         };
         Ok(SettlingLimiter(Mutex::new(live.map_err(|err| raise(err, Data::File))?)))
     }

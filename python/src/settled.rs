@@ -41,11 +41,7 @@ pub(crate) fn settled_replay<'py>(
         .transpose()?;
     let completion = completion(duration, end)?;
     completes(&limits, completion.as_ref())?;
-    let window = match window {
-        Some(text) => Some(keywords::window(text)?),
-        None => limits.iter().find_map(|limit| limit.window.as_ref().map(|&(_, span)| span)),
-    };
-    let specs: Vec<LayerSpec> = limits.into_iter().map(|limit| limit.layer).collect();
+    let (specs, window) = layers(limits, window)?;
     let key = settled::key_column(&specs).map_err(|err| policy_error(err.to_string()))?;
     run(py, "replay", data, key, options, |source, read| {
         let ask = RequestsAsk {
@@ -147,6 +143,19 @@ pub(crate) fn presets<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
     let listed = preset_data::listed().map_err(policy_error)?;
     let json = serde_json::to_vec(&listed).map_err(|e| policy_error(e.to_string()))?;
     Ok(PyBytes::new(py, &json))
+}
+
+/// The layers of `limits`, and the busiest windows' length: `window` if given, else the
+/// first a limit gives.
+pub(crate) fn layers(
+    limits: Vec<PyLimit>,
+    window: Option<&str>,
+) -> PyResult<(Vec<LayerSpec>, Option<Span>)> {
+    let window = match window {
+        Some(text) => Some(keywords::window(text)?),
+        None => limits.iter().find_map(|limit| limit.window.as_ref().map(|&(_, span)| span)),
+    };
+    Ok((limits.into_iter().map(|limit| limit.layer).collect(), window))
 }
 
 /// Says whether `limits` can be replayed with `completion`: a limit settled after the

@@ -6,26 +6,13 @@ use pyo3::types::{PyBytes, PyDict};
 use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::Found;
 use ratelimit_engine::parts::Method;
+use ratelimit_engine::settled;
 use ratelimit_engine::settled::parts::{self, FlightBlock, FlightEvent, Part};
-use ratelimit_engine::settled::{self, LayerSpec};
 use ratelimit_input::asked::Names;
 
 use crate::errors::{policy_error, raise};
 use crate::limit::PyLimit;
-use crate::settled::{completion, read_only};
-
-/// The layers of `limits`, and the busiest windows' length: `window` if given, else the
-/// first a limit gives.
-fn specs(
-    limits: Vec<PyLimit>,
-    window: Option<&str>,
-) -> PyResult<(Vec<LayerSpec>, Option<ratelimit_core::units::time::Span>)> {
-    let window = match window {
-        Some(text) => Some(crate::keywords::window(text)?),
-        None => limits.iter().find_map(|limit| limit.window.as_ref().map(|&(_, span)| span)),
-    };
-    Ok((limits.into_iter().map(|limit| limit.layer).collect(), window))
-}
+use crate::settled::{completion, layers as specs, read_only};
 
 /// How requests through `limits`, completing after `duration` or at `end`, are replayed
 /// exactly in parts: `("by key", KEY)`, or `("one pass", WHY)`.

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::live_limiter::Clock;
-use crate::redis::{LiveLayer, RedisTarget, live_policy, settle_kind};
+use crate::redis::{LiveLayer, LivePolicy, RedisTarget, settle_kind};
 use crate::settled::{Bound, LayerSpec, Sum, key_column};
 use crate::units::time::Timestamp;
 
@@ -228,18 +228,111 @@ pub struct Asked<'a> {
 /// decided with, are kept here (at most [`MOST_OPEN`]). A live settlement runs on one
 /// server, not a cluster.
 pub struct RedisSettling {
-    target: RedisTarget,
-    specs: Vec<LayerSpec>,
+    redis: Live,
     next: u64,
     open: HashMap<u64, (String, HashMap<String, u64>)>,
 }
 
+/// A policy asked in Redis: its layers, how the settle script keeps each, the keys'
+/// prefix, and the server, connected once.
+struct Live {
+    specs: Vec<LayerSpec>,
+    kinds: Vec<Kind>,
+    prefix: String,
+    policy: LivePolicy,
+}
+
+/// How the settle script keeps a layer: its kind, and its N, P (µs) and burst.
+type Kind = (&'static str, (i128, i128, i128));
+
+impl Live {
+    /// Checks `specs` as a replay does, and connects to `target`.
+    fn connect(target: &RedisTarget, specs: &[LayerSpec]) -> Result<Live> {
+        let kinds = kinds(specs)?;
+        let policy = LivePolicy::connect(target).map_err(|e| Error::of(&e))?;
+        let (specs, prefix) = (specs.to_vec(), target.prefix.clone());
+        Ok(Live { specs, kinds, prefix, policy })
+    }
+
+    /// Decides a request of `key` (or settles one decided before) in one script call, as
+    /// [`check_in_redis`] says.
+    fn ask(
+        &mut self,
+        key: &str,
+        values: &HashMap<String, u64>,
+        asked: Asked<'_>,
+    ) -> Result<SettledCheck> {
+        let Asked { settle, cost, call } = asked;
+        let signed = |units: u64| i64::try_from(units).unwrap_or(i64::MAX);
+        let mut layers = Vec::with_capacity(self.specs.len());
+        let mut units = Vec::with_capacity(self.specs.len());
+        for (n, (spec, &(kind, sizes))) in self.specs.iter().zip(&self.kinds).enumerate() {
+            let whose = if spec.key.is_some() { key } else { SHARED_KEY };
+            let name = format!("{}{whose}:settle:{n}", self.prefix).into_bytes();
+            let estimate = match &spec.reserve {
+                Some(sum) => total(sum, values, call)?,
+                None => 0,
+            };
+            let real = |values| match cost {
+                Some(cost) => Ok(cost),
+                None => total(&spec.cost, values, call),
+            };
+            let cap = kind == "cap";
+            let (asked, taken) = match (cap, spec.charge) {
+                (true, _) => (1, 0),
+                (false, Charge::Arrival) if !settle => {
+                    let cost = real(values)?;
+                    (cost, cost)
+                }
+                (false, Charge::Arrival) => (0, 0),
+                (false, Charge::Reserve) => (estimate, estimate),
+                (false, Charge::Completion) => (1, 0),
+            };
+            let settlement = match (cap, spec.charge, settle) {
+                (_, _, false) | (true, _, true) | (false, Charge::Arrival, true) => ("none", 0),
+                (false, Charge::Reserve, true) => {
+                    let cost = real(values)?;
+                    match estimate >= cost {
+                        true => ("give", estimate - cost),
+                        false => ("take", cost - estimate),
+                    }
+                }
+                (false, Charge::Completion, true) => ("take", real(values)?),
+            };
+            // A cap moves one request in flight, in or out.
+            units.push(match settlement {
+                _ if cap => {
+                    if settle {
+                        -1
+                    } else {
+                        1
+                    }
+                }
+                _ if !settle => signed(taken),
+                ("give", given) => -signed(given),
+                (_, taken_after) => signed(taken_after),
+            });
+            layers.push(LiveLayer { key: name, kind, sizes, asked, taken, settle: settlement });
+        }
+        let answers = self.policy.ask(&layers, settle).map_err(|e| Error::of(&e))?;
+        let all = answers.iter().all(|&a| a);
+        let layers = (self.specs.iter().zip(answers).zip(units))
+            .map(|((spec, allowed), units)| SettledCheckLayer {
+                spec: spec.to_string(),
+                allowed,
+                // A refused request takes nothing from any layer.
+                units: if all || settle { units } else { 0 },
+            })
+            .collect();
+        Ok(SettledCheck { key: key.to_owned(), settled: settle, allowed: all, layers })
+    }
+}
+
 impl RedisSettling {
-    /// Makes a live settling of `specs` in Redis at `target`.
+    /// Makes a live settling of `specs` in Redis at `target`, connected once.
     pub fn new(target: RedisTarget, specs: &[LayerSpec]) -> Result<RedisSettling> {
-        settles(specs)?;
-        let specs = specs.to_vec();
-        Ok(RedisSettling { target, specs, next: 0, open: HashMap::new() })
+        let redis = Live::connect(&target, specs)?;
+        Ok(RedisSettling { redis, next: 0, open: HashMap::new() })
     }
 
     /// Decides a request of `key` at the server's clock, its estimates and arrival costs
@@ -250,7 +343,7 @@ impl RedisSettling {
             return Err(Error::Policy { message });
         }
         let asked = Asked { settle: false, cost: None, call: "decide()" };
-        let found = check_in_redis(&self.target, &self.specs, key, values, asked)?;
+        let found = self.redis.ask(key, values, asked)?;
         let refused: Vec<usize> =
             (found.layers.iter().enumerate()).filter(|(_, l)| !l.allowed).map(|(n, _)| n).collect();
         let ticket = found.allowed.then(|| {
@@ -278,7 +371,7 @@ impl RedisSettling {
         let mut all = decided.clone();
         all.extend(values.iter().map(|(name, &value)| (name.clone(), value)));
         let asked = Asked { settle: true, cost, call: "settle()" };
-        check_in_redis(&self.target, &self.specs, key, &all, asked)?;
+        self.redis.ask(key, &all, asked)?;
         self.open.remove(&ticket);
         Ok(())
     }
@@ -301,85 +394,22 @@ pub fn check_in_redis(
     values: &HashMap<String, u64>,
     asked: Asked<'_>,
 ) -> Result<SettledCheck> {
-    let Asked { settle, cost, call } = asked;
-    settles(specs)?;
-    let mut layers = Vec::with_capacity(specs.len());
-    let mut units = Vec::with_capacity(specs.len());
-    for (n, spec) in specs.iter().enumerate() {
-        let whose = if spec.key.is_some() { key } else { SHARED_KEY };
-        let name = format!("{}{whose}:settle:{n}", target.prefix).into_bytes();
-        let estimate = match &spec.reserve {
-            Some(sum) => total(sum, values, call)?,
-            None => 0,
-        };
-        let real = |values| match cost {
-            Some(cost) => Ok(cost),
-            None => total(&spec.cost, values, call),
-        };
-        let (kind, sizes) = in_redis(spec)?;
-        let cap = kind == "cap";
-        let (asked, taken) = match (cap, spec.charge) {
-            (true, _) => (1, 0),
-            (false, Charge::Arrival) if !settle => {
-                let cost = real(values)?;
-                (cost, cost)
-            }
-            (false, Charge::Arrival) => (0, 0),
-            (false, Charge::Reserve) => (estimate, estimate),
-            (false, Charge::Completion) => (1, 0),
-        };
-        let settlement = match (cap, spec.charge, settle) {
-            (_, _, false) | (true, _, true) | (false, Charge::Arrival, true) => ("none", 0),
-            (false, Charge::Reserve, true) => {
-                let cost = real(values)?;
-                match estimate >= cost {
-                    true => ("give", estimate - cost),
-                    false => ("take", cost - estimate),
-                }
-            }
-            (false, Charge::Completion, true) => ("take", real(values)?),
-        };
-        let moved = match (settle, settlement.0) {
-            // A cap moves one request in flight, in or out.
-            _ if cap => {
-                if settle {
-                    -1
-                } else {
-                    1
-                }
-            }
-            (false, _) => i64::try_from(taken).unwrap_or(i64::MAX),
-            (true, "give") => -i64::try_from(settlement.1).unwrap_or(i64::MAX),
-            (true, _) => i64::try_from(settlement.1).unwrap_or(i64::MAX),
-        };
-        units.push(moved);
-        layers.push(LiveLayer { key: name, kind, sizes, asked, taken, settle: settlement });
-    }
-    let answers = live_policy(target, &layers, settle).map_err(|e| Error::of(&e))?;
-    let all = answers.iter().all(|&a| a);
-    let layers = (specs.iter().zip(answers).zip(units))
-        .map(|((spec, allowed), units)| SettledCheckLayer {
-            spec: spec.to_string(),
-            allowed,
-            // A refused request takes nothing from any layer.
-            units: if all || settle { units } else { 0 },
-        })
-        .collect();
-    Ok(SettledCheck { key: key.to_owned(), settled: settle, allowed: all, layers })
+    Live::connect(target, specs)?.ask(key, values, asked)
 }
 
-/// Says whether `specs` settle in Redis: as a replay settles them (one key column, a
-/// reservation only where the limiter gives back), each kept by the settle script.
-fn settles(specs: &[LayerSpec]) -> Result<()> {
+/// How the settle script keeps each layer of `specs`, if they settle in Redis: as a replay
+/// settles them (one key column, a reservation only where the limiter gives back), each a
+/// kind the script keeps.
+fn kinds(specs: &[LayerSpec]) -> Result<Vec<Kind>> {
     key_column(specs).map_err(|e| Error::Policy { message: e.to_string() })?;
     let layers = crate::settled::layers(specs, None)?;
     Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
-    specs.iter().try_for_each(|spec| in_redis(spec).map(drop))
+    specs.iter().map(in_redis).collect()
 }
 
 /// How the settle script keeps `spec`'s layer: its kind (`cap`, `token-bucket`, `gcra`,
 /// `fixed-window`) and its N, P (µs) and burst; a limiter it does not keep is an error.
-fn in_redis(spec: &LayerSpec) -> Result<(&'static str, (i128, i128, i128))> {
+fn in_redis(spec: &LayerSpec) -> Result<Kind> {
     let limit = match &spec.bound {
         Bound::Concurrency(max) => return Ok(("cap", (1, 1, i128::from(max.get())))),
         Bound::Rate(limit) => limit,

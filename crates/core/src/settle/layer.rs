@@ -144,8 +144,11 @@ impl Layer {
         };
         match on {
             On::Memory => {
-                // A wait is in units of 1/N µs.
+                // A wait is in units of 1/N µs; only a limiter that delays has one.
                 let wait = limiter.take_at(slot(key), now, charged, true).wait;
+                if wait <= 0 {
+                    return Ok(0);
+                }
                 let n = settings.rate.n();
                 Ok(i64::try_from((wait + n - 1) / n).unwrap_or(i64::MAX))
             }

@@ -22,7 +22,7 @@ pub use engine::{RedisEngine, Scripts};
 pub use layers::{RemoteLayers, SHARED};
 pub use pipeline::prepare;
 pub use server::{Server, Unavailable};
-pub use settle::{LiveLayer, RedisStore, live_policy, settle_kind};
+pub use settle::{LiveLayer, LivePolicy, RedisStore, settle_kind};
 
 use std::borrow::Cow;
 use std::fmt::Display;

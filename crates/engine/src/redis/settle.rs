@@ -205,52 +205,66 @@ pub struct LiveLayer {
     pub settle: (&'static str, u64),
 }
 
-/// Decides (or, with `settle`, settles) a live request over `layers` at once, in one call
-/// at the server's clock: each layer's answer, in order (all true once settled). One
-/// server, not a cluster: the layers' keys may lie in several slots.
-pub fn live_policy(target: &RedisTarget, layers: &[LiveLayer], settle: bool) -> Result<Vec<bool>> {
-    let mut server = Server::connect(&target.urls, target.timeout)?;
-    if server.is_cluster() {
-        bail!(
-            "a live settlement runs on one Redis server, not a cluster: its layers' keys lie in several slots"
-        );
-    }
-    for layer in layers {
-        let (n, p, b) = layer.sizes;
-        let units = i128::from(layer.asked.max(layer.taken).max(layer.settle.1));
-        if b.max(n) * p > EXACT || units * p > EXACT {
+/// One Redis server that live settlements ask, its policy script loaded: connected once,
+/// asked as often as requests come. One server, not a cluster: a policy's layers' keys
+/// may lie in several slots.
+pub struct LivePolicy {
+    server: Server,
+}
+
+impl LivePolicy {
+    /// Connects to `target` and loads the policy script.
+    pub fn connect(target: &RedisTarget) -> Result<LivePolicy> {
+        let mut server = Server::connect(&target.urls, target.timeout)?;
+        if server.is_cluster() {
             bail!(
-                "with Redis, the sizes and units of a settled layer times P must stay below 2^52"
+                "a live settlement runs on one Redis server, not a cluster: its layers' keys lie in several slots"
             );
         }
+        server.load(&POLICY)?;
+        Ok(LivePolicy { server })
     }
-    server.load(&POLICY)?;
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(POLICY.hash()).arg(layers.len());
-    for layer in layers {
-        cmd.arg(&layer.key);
-    }
-    cmd.arg(if settle { "settle" } else { "decide" }).arg("").arg(REPLAY_TTL_MS);
-    for layer in layers {
-        let (n, p, b) = layer.sizes;
-        cmd.arg(layer.kind).arg(n.to_string()).arg(p.to_string()).arg(b.to_string());
-        cmd.arg(layer.asked).arg(layer.taken).arg(layer.settle.0).arg(layer.settle.1);
-    }
-    let name = layers.first().map_or(&b""[..], |l| &l.key[..]);
-    let replies = server.run(&[(slot_of(name), cmd)])?;
-    let url = server.url().to_owned();
-    match replies.first() {
-        Some(Value::Int(1)) if settle => Ok(vec![true; layers.len()]),
-        Some(Value::Array(answers)) if !settle && answers.len() == layers.len() => answers
-            .iter()
-            .map(|a| match a {
-                Value::Int(answer) => Ok(*answer == 1),
-                other => Err(anyhow!("Redis at {url}: an answer of {other:?}")),
-            })
-            .collect(),
-        Some(Value::ServerError(error)) => {
-            Err(anyhow!("Redis at {url}: {}", error.details().unwrap_or("an error")))
+
+    /// Decides (or, with `settle`, settles) a live request over `layers` at once, in one
+    /// call at the server's clock: each layer's answer, in order (all true once settled).
+    pub fn ask(&mut self, layers: &[LiveLayer], settle: bool) -> Result<Vec<bool>> {
+        let server = &mut self.server;
+        for layer in layers {
+            let (n, p, b) = layer.sizes;
+            let units = i128::from(layer.asked.max(layer.taken).max(layer.settle.1));
+            if b.max(n) * p > EXACT || units * p > EXACT {
+                bail!(
+                    "with Redis, the sizes and units of a settled layer times P must stay below 2^52"
+                );
+            }
         }
-        other => bail!("Redis at {url}: a live settlement gave an unexpected reply: {other:?}"),
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(POLICY.hash()).arg(layers.len());
+        for layer in layers {
+            cmd.arg(&layer.key);
+        }
+        cmd.arg(if settle { "settle" } else { "decide" }).arg("").arg(REPLAY_TTL_MS);
+        for layer in layers {
+            let (n, p, b) = layer.sizes;
+            cmd.arg(layer.kind).arg(n.to_string()).arg(p.to_string()).arg(b.to_string());
+            cmd.arg(layer.asked).arg(layer.taken).arg(layer.settle.0).arg(layer.settle.1);
+        }
+        let name = layers.first().map_or(&b""[..], |l| &l.key[..]);
+        let replies = server.run(&[(slot_of(name), cmd)])?;
+        let url = server.url().to_owned();
+        match replies.first() {
+            Some(Value::Int(1)) if settle => Ok(vec![true; layers.len()]),
+            Some(Value::Array(answers)) if !settle && answers.len() == layers.len() => answers
+                .iter()
+                .map(|a| match a {
+                    Value::Int(answer) => Ok(*answer == 1),
+                    other => Err(anyhow!("Redis at {url}: an answer of {other:?}")),
+                })
+                .collect(),
+            Some(Value::ServerError(error)) => {
+                Err(anyhow!("Redis at {url}: {}", error.details().unwrap_or("an error")))
+            }
+            other => bail!("Redis at {url}: a live settlement gave an unexpected reply: {other:?}"),
+        }
     }
 }
