@@ -219,8 +219,9 @@ pub struct OutputArgs {
     pub format: Format,
 }
 
-/// What a limiter takes beside its rate: its burst, and nginx's `delay=`.
-#[derive(Clone, Copy, Debug, Default, Args)]
+/// What a limiter takes beside its rate: its burst, nginx's `delay=`, and any limiter's own
+/// parameters.
+#[derive(Clone, Debug, Default, Args)]
 pub struct Shape {
     /// The burst b of token-bucket, gcra and leaky-queue [default: N]; nginx's burst=
     /// [default: 0]; traefik's burst [default: 1].
@@ -229,6 +230,40 @@ pub struct Shape {
 
     #[command(flatten)]
     pub nginx: NginxArgs,
+
+    #[command(flatten)]
+    pub own: OwnParams,
+}
+
+impl Shape {
+    /// The limiter's own parameters, as a spec writes them: nginx's flags, then `--param`.
+    pub fn given(&self) -> Given {
+        self.own.after(self.nginx.given())
+    }
+}
+
+/// A limiter's own parameters, each as its `--limit` spec writes it.
+#[derive(Clone, Debug, Default, Args)]
+pub struct OwnParams {
+    /// A limiter's own parameter, as its --limit spec writes it: block=60s
+    /// (rate-limiter-flexible, nestjs-throttler), reset=global (express-rate-limit); repeat
+    /// for more
+    #[arg(long = "param", value_name = "KEY[=VALUE]")]
+    pub params: Vec<String>,
+}
+
+impl OwnParams {
+    /// `given`, then the parameters `--param` gives.
+    pub fn after(&self, mut given: Given) -> Given {
+        for param in &self.params {
+            let (key, value) = match param.split_once('=') {
+                Some((key, value)) => (key, Some(value.to_owned())),
+                None => (param.as_str(), None),
+            };
+            given.0.push((key.trim().to_owned(), value));
+        }
+        given
+    }
 }
 
 /// The size of a limiter: its rate and burst.
@@ -333,7 +368,7 @@ pub struct UnlessLimits {
 impl UnlessLimits {
     /// The limit given, if `--rate` was.
     pub fn limit(&self) -> Option<LimitArgs> {
-        let size = RateArgs { rate: self.rate?, shape: self.shape };
+        let size = RateArgs { rate: self.rate?, shape: self.shape.clone() };
         Some(LimitArgs { size, window: self.window })
     }
 }

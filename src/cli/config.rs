@@ -72,7 +72,7 @@ impl LiveLimitArgs {
     /// Settles the one limiter; `command` names the command that needs it, for the error.
     pub fn settings(&self, command: &str) -> Result<Settings> {
         let Some(rate) = self.rate else { bail!("{command} needs --rate, or --limit") };
-        RateArgs { rate, shape: self.shape }.settings(self.algo, None, true)
+        RateArgs { rate, shape: self.shape.clone() }.settings(self.algo, None, true)
     }
 }
 
@@ -92,7 +92,7 @@ impl RateArgs {
             burst: self.shape.burst,
             cost: Cost::default(),
             key: None,
-            params: self.shape.nginx.given(),
+            params: self.shape.given(),
         };
         let settings = limit.settings(window, strict, "--")?;
         check_window(window)?;

@@ -7,7 +7,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use super::write_stdout;
-use crate::cli::args::NginxArgs;
+use crate::cli::args::{NginxArgs, OwnParams};
 use crate::cli::config::MAX_BURST;
 use crate::limiter::Algorithm;
 use crate::limiter::export::{BurstRule, ExportAsk, KeyRefused};
@@ -35,6 +35,9 @@ pub struct ConfigArgs {
 
     #[command(flatten)]
     pub nginx: NginxArgs,
+
+    #[command(flatten)]
+    pub own: OwnParams,
 }
 
 /// Reads `--for`: a system whose configuration the registry writes, each listed in the help
@@ -57,6 +60,7 @@ pub(super) fn run(args: &ConfigArgs) -> Result<ExitCode> {
     if let Some((flag, _)) = given.0.first().filter(|_| args.system != Algorithm::Nginx) {
         bail!("--{flag} applies to nginx, not {name}");
     }
+    let given = args.own.after(given);
     match (export.burst, args.burst) {
         (BurstRule::FromZero, _) | (_, None) => {}
         (BurstRule::FromOne, Some(0)) => bail!("--burst 0: {name}'s burst is at least 1"),

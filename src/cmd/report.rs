@@ -37,7 +37,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let (lead, window) = match (args.size.rate, args.limits.first()) {
         (Some(rate), _) => {
             let shape = &args.size.shape;
-            let params = shape.nginx.given();
+            let params = shape.given();
             let lead = Limit { rate, burst: shape.burst, params, ..bare(args.algo, rate) };
             (lead, args.size.window)
         }

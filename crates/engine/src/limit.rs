@@ -305,6 +305,9 @@ impl Given {
             Err(ParamError::NotMine(_)) if !strict => Ok(algorithm.default_params()),
             Err(ParamError::NotMine(key)) => {
                 let owners: Vec<&str> = Algorithm::taking(&key).map(Algorithm::name).collect();
+                // Flags are nginx's; any other limiter's parameter is given by `--param`.
+                let nginx = Algorithm::Nginx.param_keys().contains(&key.as_str());
+                let prefix = if prefix == "--" && !nginx { "--param " } else { prefix };
                 let message = format!(
                     "{prefix}{key} applies to {}, not {}",
                     owners.join(", "),
