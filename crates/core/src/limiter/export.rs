@@ -104,14 +104,33 @@ pub fn any_quoted(key: &str) -> Result<ExportKey, KeyRefused> {
 /// backslashes and quotes escaped, and every character that is not printable ASCII written
 /// as a `\u` or `\U` escape, which both read alike.
 pub fn quoted(text: &str) -> String {
+    escaped(text, |c, out| match u32::from(c) {
+        c if c <= 0xFFFF => out.push_str(&format!("\\u{c:04x}")),
+        c => out.push_str(&format!("\\U{c:08x}")),
+    })
+}
+
+/// Returns `text` as a JavaScript string literal that reads back as `text`: as [`quoted`],
+/// but a character past U+FFFF is the pair of `\u` escapes of its UTF-16 surrogates, as
+/// JavaScript has no `\U`.
+pub(crate) fn js_quoted(text: &str) -> String {
+    escaped(text, |c, out| {
+        for unit in c.encode_utf16(&mut [0; 2]) {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+    })
+}
+
+/// `text` double-quoted, backslashes and quotes escaped, printable ASCII as it is, and any
+/// other character as `wide` escapes it.
+fn escaped(text: &str, wide: impl Fn(char, &mut String)) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             ' '..='~' => out.push(c),
-            c if u32::from(c) <= 0xFFFF => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c => wide(c, &mut out),
         }
     }
     out.push('"');

@@ -42,6 +42,7 @@ limiters! {
     envoy_local::EnvoyLocal,
     haproxy::Haproxy,
     litellm::Litellm,
+    express_rate_limit::ExpressRateLimit,
 }
 
 use std::num::NonZeroU64;
