@@ -43,6 +43,7 @@ limiters! {
     haproxy::Haproxy,
     litellm::Litellm,
     express_rate_limit::ExpressRateLimit,
+    rate_limiter_flexible::RateLimiterFlexible,
 }
 
 use std::num::NonZeroU64;
