@@ -44,6 +44,7 @@ limiters! {
     litellm::Litellm,
     express_rate_limit::ExpressRateLimit,
     rate_limiter_flexible::RateLimiterFlexible,
+    nestjs_throttler::NestjsThrottler,
 }
 
 use std::num::NonZeroU64;
