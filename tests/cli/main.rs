@@ -27,6 +27,7 @@ mod layers;
 mod limits_peer;
 mod min_bucket;
 mod nginx;
+mod npm_peers;
 mod outputs;
 mod parquet;
 mod peer_events;
