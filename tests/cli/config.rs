@@ -297,3 +297,40 @@ fn no_key_can_change_the_limit_a_config_writes() {
     );
     accepted("haproxy", &config, "");
 }
+
+#[test]
+#[ignore = "needs Node"]
+fn a_node_limiters_config_reads_back_every_key_as_given() {
+    // Each config's key is a JavaScript string literal that Node reads back as the header's
+    // name (lowercased, as Node keeps headers), whatever the key; the client's address is
+    // the packages' own default, written as no key at all.
+    for system in ["express-rate-limit", "rate-limiter-flexible", "nestjs-throttler"] {
+        let (mut literals, mut wanted) = (Vec::new(), Vec::new());
+        for key in hostile_keys() {
+            let out = run(&["config", "--for", system, "--rate", "10/s", "--key", &key], "");
+            if key.is_empty() {
+                assert_eq!(out.code, 2, "{system}: an empty key");
+                continue;
+            }
+            let config = out.ok();
+            let line = config.lines().find(|l| l.contains("request.headers["));
+            let Some(line) = line else {
+                assert!(
+                    ["remote_addr", "client", "$remote_addr"].contains(&key.as_str()),
+                    "{key:?}"
+                );
+                continue;
+            };
+            let literal = line.split_once("request.headers[").unwrap().1;
+            let literal = &literal[..literal.rfind(']').unwrap()];
+            literals.push(literal.to_owned());
+            wanted.push(key.to_ascii_lowercase());
+        }
+        let script = format!("process.stdout.write(JSON.stringify([{}]))", literals.join(","));
+        let node =
+            std::process::Command::new("node").args(["-e", &script]).output().expect("node runs");
+        assert!(node.status.success(), "{system}: {}", String::from_utf8_lossy(&node.stderr));
+        let read: Vec<String> = serde_json::from_slice(&node.stdout).unwrap();
+        assert_eq!(read, wanted, "{system}");
+    }
+}
