@@ -45,6 +45,8 @@ limiters! {
     express_rate_limit::ExpressRateLimit,
     rate_limiter_flexible::RateLimiterFlexible,
     nestjs_throttler::NestjsThrottler,
+    guava::Guava,
+    guava_warmup::GuavaWarmup,
 }
 
 use std::num::NonZeroU64;
