@@ -19,6 +19,7 @@ mod fetch_misbehaving;
 mod filter;
 mod fleet;
 mod formats;
+mod guava_peer;
 mod haproxy;
 mod inputs;
 mod json;

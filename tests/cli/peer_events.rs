@@ -1,7 +1,7 @@
 //! Events for checking a model against its real peer: read from a CSV in time order, and
 //! replayed through `ratelimit` for its decision on each.
 
-use crate::harness::run;
+use crate::harness::{Stdin, real_catalog, run, run_with};
 
 /// An event: its time in µs since the epoch, its key, and its cost.
 pub type Event = (i64, String, u64);
@@ -78,4 +78,98 @@ pub fn peer_decisions(mut peer: std::process::Command, input: String, what: &str
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{what} failed: {stderr}");
     String::from_utf8(out.stdout).unwrap().lines().map(|line| line == "1").collect()
+}
+
+/// A seeded stream of `count` requests over five keys, each costing 1 (or 1 to 3 if
+/// `weighed`): a quarter at the time of the one before, a quarter under a millisecond
+/// later, a fifth exactly a millisecond later, the rest up to 3 s or 10 s later.
+pub fn bursty(count: usize, weighed: bool) -> Vec<Event> {
+    let mut seed: u64 = 0x5EED_2026;
+    let mut next = move |below: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % below
+    };
+    let mut t: i64 = 1_735_689_600_000_000; // 2025-01-01T00:00:00Z, in µs.
+    (0..count)
+        .map(|_| {
+            let step = match next(20) {
+                0..=4 => 0,
+                5..=9 => 1 + next(999),
+                10..=13 => 1000,
+                14..=18 => 1000 * (1 + next(3000)),
+                _ => 10_000_000,
+            };
+            t += i64::try_from(step).unwrap();
+            let key = format!("k{}", next(5));
+            (t, key, if weighed { 1 + next(3) } else { 1 })
+        })
+        .collect()
+}
+
+/// The test's streams: a keyed request log, the bursty stream, and the catalog.
+pub fn streams(weighed: bool) -> Vec<(&'static str, Vec<Event>)> {
+    let log = run_with(
+        &[
+            "synth",
+            "requests",
+            "--clients",
+            "300",
+            "--requests",
+            "100000",
+            "--days",
+            "1",
+            "--seed",
+            "7",
+        ],
+        Stdin::Null,
+    )
+    .ok();
+    let mut log = events(&log, Some("client"));
+    if weighed {
+        for (i, event) in log.iter_mut().enumerate() {
+            event.2 = 1 + i as u64 % 3;
+        }
+    }
+    let catalog = std::fs::read_to_string(real_catalog("usgs_m5_2015_2025.csv")).unwrap();
+    vec![
+        ("the request log", log),
+        ("the bursty stream", bursty(30_000, weighed)),
+        ("the catalog", events(&catalog, None)),
+    ]
+}
+
+/// Checks one setting of a system against its peer on every stream, each at its rates
+/// (N per P ms): `decide(n, ms, events)` gives the setting's `--limit` spec, our decisions
+/// and the peer's. They must be the same, the peer must refuse some and pass some (none
+/// refused only if `may_refuse_none`), and a setting is checked on at least 100,000
+/// decisions. Returns how many.
+pub fn agree_everywhere(
+    setting: &str,
+    streams: &[(&str, Vec<Event>)],
+    may_refuse_none: bool,
+    decide: impl Fn(u64, u64, &[Event]) -> (String, Vec<bool>, Vec<bool>),
+) -> usize {
+    let mut total = 0;
+    for (name, events) in streams {
+        let rates: &[(u64, u64)] = match *name {
+            "the request log" => &[(30, 60_000), (3, 1_500)],
+            "the bursty stream" => &[(5, 1_500), (8, 4_000)],
+            _ => &[(5, 3_600_000)],
+        };
+        for &(n, ms) in rates {
+            let (spec, ours, theirs) = decide(n, ms, events);
+            assert_eq!(apart(&theirs, &ours), [] as [usize; 0], "{setting} on {name} at {spec}");
+            let refused = theirs.iter().filter(|&&pass| !pass).count();
+            let some = (refused > 0 || may_refuse_none) && refused < theirs.len();
+            assert!(some, "{setting} on {name} at {spec}: {refused} refused");
+            eprintln!(
+                "{setting} on {name} at {n}/{ms}ms: {} events, {refused} refused, 0 apart",
+                ours.len()
+            );
+            total += ours.len();
+        }
+    }
+    assert!(total >= 100_000, "{setting}: {total} decisions");
+    eprintln!("{setting}: {total} decisions, 0 apart");
+    total
 }
