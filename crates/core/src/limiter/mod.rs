@@ -47,6 +47,7 @@ limiters! {
     nestjs_throttler::NestjsThrottler,
     guava::Guava,
     guava_warmup::GuavaWarmup,
+    rack_attack::RackAttack,
 }
 
 use std::num::NonZeroU64;
