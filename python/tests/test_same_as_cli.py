@@ -30,7 +30,7 @@ ALGORITHMS = algorithms()
 
 
 def test_every_limiter_is_listed():
-    assert len(ALGORITHMS) == 20 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
+    assert len(ALGORITHMS) == 21 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
 
 
 @pytest.mark.parametrize("algo", ALGORITHMS)

@@ -70,7 +70,7 @@ fn the_guava_models_decide_as_guava_does() {
         // With no warm-up Guava stops limiting at a key's first idle gap (guava#2730): on
         // the catalog, at once.
         let stops = setting.ends_with("warmup=0");
-        agree_everywhere(setting, &streams, stops, |n, ms, events| {
+        agree_everywhere(setting, &streams, (stops, false), |n, ms, events| {
             let (algo, params, words) = make(ms);
             let spec = format!("algo={algo},rate={n}/{ms}ms{params},key=k,cost=cost");
             let ours = decisions(events, &["--limit", &spec]);

@@ -35,6 +35,7 @@ mod peer_events;
 mod peers;
 mod plot;
 mod presets;
+mod rack_attack_peer;
 mod real_data;
 mod replay;
 mod report;

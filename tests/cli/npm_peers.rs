@@ -40,11 +40,16 @@ type Setting = fn(u64, u64) -> (String, Vec<String>);
 fn agree(system: &str, weighed: bool, settings: &[(&str, Setting)]) {
     let streams = streams(weighed);
     for (setting, make) in settings {
-        agree_everywhere(&format!("{system} {setting}"), &streams, false, |n, ms, events| {
-            let (spec, words) = make(n, ms);
-            let ours = decisions(events, &["--limit", &spec]);
-            (spec, ours, node(system, &words, events))
-        });
+        agree_everywhere(
+            &format!("{system} {setting}"),
+            &streams,
+            (false, false),
+            |n, ms, events| {
+                let (spec, words) = make(n, ms);
+                let ours = decisions(events, &["--limit", &spec]);
+                (spec, ours, node(system, &words, events))
+            },
+        );
     }
 }
 

@@ -139,14 +139,14 @@ pub fn streams(weighed: bool) -> Vec<(&'static str, Vec<Event>)> {
 }
 
 /// Checks one setting of a system against its peer on every stream, each at its rates
-/// (N per P ms): `decide(n, ms, events)` gives the setting's `--limit` spec, our decisions
+/// (N per P ms; whole seconds only, if the system's periods are): `decide(n, ms, events)` gives the setting's `--limit` spec, our decisions
 /// and the peer's. They must be the same, the peer must refuse some and pass some (none
 /// refused only if `may_refuse_none`), and a setting is checked on at least 100,000
 /// decisions. Returns how many.
 pub fn agree_everywhere(
     setting: &str,
     streams: &[(&str, Vec<Event>)],
-    may_refuse_none: bool,
+    (may_refuse_none, seconds): (bool, bool),
     decide: impl Fn(u64, u64, &[Event]) -> (String, Vec<bool>, Vec<bool>),
 ) -> usize {
     let mut total = 0;
@@ -157,6 +157,8 @@ pub fn agree_everywhere(
             _ => &[(5, 3_600_000)],
         };
         for &(n, ms) in rates {
+            // 1.5 s made whole: 2 s.
+            let ms = if seconds { ms.div_ceil(1000) * 1000 } else { ms };
             let (spec, ours, theirs) = decide(n, ms, events);
             assert_eq!(apart(&theirs, &ours), [] as [usize; 0], "{setting} on {name} at {spec}");
             let refused = theirs.iter().filter(|&&pass| !pass).count();
