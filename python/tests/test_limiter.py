@@ -16,7 +16,7 @@ import pyarrow
 import pytest
 
 import ratelimit_replay as rl
-from test_same_as_cli import ALGORITHMS
+from test_same_as_cli import ALGORITHMS, UNWEIGHED
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 US = dt.timedelta(microseconds=1)
@@ -25,8 +25,6 @@ US = dt.timedelta(microseconds=1)
 SIZES = {algo: dict(rate="30/m") for algo in ALGORITHMS}
 for algo in ("token-bucket", "gcra", "leaky-queue", "nginx", "traefik", "envoy-local"):
     SIZES[algo] = dict(rate="30/m", burst=5)
-# These count each request once, and take no cost.
-UNWEIGHED = {"nginx", "traefik", "envoy-local"}
 
 
 def events(count: int, seed: int, keys: int = 3, weighed: bool = True):

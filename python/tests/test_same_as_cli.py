@@ -29,6 +29,10 @@ def algorithms() -> list[str]:
 ALGORITHMS = algorithms()
 
 
+# The limiters whose systems count each request once, whatever it costs: they take no cost.
+UNWEIGHED = {"nginx", "traefik", "envoy-local", "express-rate-limit", "nestjs-throttler", "rack-attack"}
+
+
 def test_every_limiter_is_listed():
     assert len(ALGORITHMS) == 21 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
 
@@ -120,7 +124,7 @@ def test_compare_and_min_bucket_are_the_programs(m5, m5_table, keyed):
 
 
 def test_compare_of_every_weighed_limiter_keyed_is_the_programs(log_csv, log_table):
-    weighed = [algo for algo in ALGORITHMS if algo not in ("nginx", "traefik", "envoy-local")]
+    weighed = [algo for algo in ALGORITHMS if algo not in UNWEIGHED]
     flags = ["--rate", "2000/m", "--key", "client", "--cost", "tokens", "--time-column", "ts", "--time-format", "unix-ms"]
     want = cli_json("compare", str(log_csv), "--algo", ",".join(weighed), *flags)
     got = rl.compare(log_table, rate="2000/m", algos=weighed, key="client", cost="tokens", time="ts", time_format="unix-ms")
