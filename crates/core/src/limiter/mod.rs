@@ -48,6 +48,7 @@ limiters! {
     guava::Guava,
     guava_warmup::GuavaWarmup,
     rack_attack::RackAttack,
+    redis_cell::RedisCell,
 }
 
 use std::num::NonZeroU64;

@@ -184,7 +184,8 @@ impl Rule for RackAttack {
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Period { most: 2 * limit.rate.count() }
+        let n = limit.rate.count();
+        Bound::Aligned { aligned: n, period: 2 * n }
     }
 }
 
