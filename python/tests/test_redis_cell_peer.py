@@ -8,6 +8,7 @@ and the 2015–2025 catalog goes through `CL.THROTTLE`, and the replay must deci
 from __future__ import annotations
 
 import csv
+import json
 import datetime as dt
 import random
 import subprocess
@@ -125,3 +126,23 @@ def test_redis_cell_decides_as_the_real_module(
             total += len(want)
     assert total >= 100_000
     print(f"redis-cell: {total} decisions, 0 apart")
+
+
+def test_min_bucket_for_redis_cell_is_the_least_max_burst_the_module_refuses_none_with(
+    cell: FrozenRedis, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    events = bursty(10_000)
+    path = tmp_path_factory.mktemp("cell") / "bursty.csv"
+    with path.open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["time", "k", "cost"])
+        for t, key, cost in events:
+            when = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=t)
+            writer.writerow([when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), key, cost])
+    asked = ["min-bucket", str(path), "--rate", "5/2s", "--key", "k", "--cost", "cost", "--for", "redis-cell"]
+    found = subprocess.run([str(PROGRAM), *asked, "--format", "json"], capture_output=True, text=True, check=True)
+    max_burst = json.loads(found.stdout)[0]["system_size"]["value"]
+    assert max_burst > 1
+    # The module itself: none refused with it, some with one less.
+    assert all(theirs(cell, events, 5, 2, max_burst))
+    assert not all(theirs(cell, events, 5, 2, max_burst - 1))

@@ -110,3 +110,22 @@ fn guavas_config_compiles_against_guava() {
         assert!(javac.status.success(), "{}\n{source}", String::from_utf8_lossy(&javac.stderr));
     }
 }
+
+#[test]
+#[ignore = "needs OpenJDK and Debian's libguava-java"]
+fn min_bucket_for_guava_is_the_least_permits_per_second_guava_refuses_none_with() {
+    let dir = tempfile::tempdir().unwrap();
+    compile(dir.path());
+    let args = ["synth", "requests", "--clients", "40", "--requests", "3000", "--days", "0.1"];
+    let log = crate::harness::run_with(&args, crate::harness::Stdin::Null).ok();
+    let requests = crate::peer_events::events(&log, Some("client"));
+    let asked =
+        ["min-bucket", "--rate", "1/s", "--key", "client", "--for", "guava", "--format", "json"];
+    let found = crate::harness::json(&crate::harness::run(&asked, &log).ok());
+    let per_second = found[0]["system_size"]["value"].as_u64().unwrap();
+    assert!(per_second > 1, "the log's bursts need more than one a second");
+    // Guava itself: none refused at that rate, some at one a second less.
+    let at = |r: u64| guava(dir.path(), &[format!("{r}.0")], &requests);
+    assert!(at(per_second).iter().all(|&pass| pass));
+    assert!(!at(per_second - 1).iter().all(|&pass| pass));
+}

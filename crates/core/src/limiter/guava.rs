@@ -5,9 +5,10 @@ use std::num::NonZeroU64;
 
 use super::export::{BurstRule, Export, ExportAsk, ExportKey};
 use super::promise::{Bound, Limit};
-use super::{Decision, KeyedState, Params, Rule};
+use super::{Decision, KeyedState, OwnSize, Params, PerKey, Rule, SystemSizer};
+use crate::event::{Event, Key};
 use crate::units::rate::Rate;
-use crate::units::time::Timestamp;
+use crate::units::time::{Span, Timestamp};
 
 /// Guava's `RateLimiter.create(permitsPerSecond)` (Guava 31.1, as Debian packages it:
 /// `SmoothRateLimiter.reserveEarliestAvailable`, `resync`, `SmoothBursty`), asked
@@ -153,6 +154,40 @@ impl KeyedState for Guava {
     }
 }
 
+/// Guava's smallest whole `permitsPerSecond` with which SmoothBursty refuses none of the
+/// events, each key its own limiter: its one setting, since its bucket is one second of
+/// permits. A faster limiter stores more, sooner, and pays its debts sooner, so the least is
+/// found by doubling and bisection, each probe a replay of every event kept. A key's first
+/// two requests at one µs are refused at any rate below 10⁶ a second (the first leaves the
+/// second a debt of one interval): none may do, up to 10¹² a second.
+#[derive(Clone, Debug, Default)]
+pub struct PermitsPerSecond {
+    events: Vec<Event>,
+}
+
+impl SystemSizer for PermitsPerSecond {
+    fn push(&mut self, event: Event) {
+        self.events.push(event);
+    }
+
+    fn result(&mut self) -> (u64, Option<Key>) {
+        let refuses_none = |per_second: u64| {
+            let second = Span::from_micros(1_000_000);
+            let Some(Ok(rate)) = second.map(|second| Rate::new(per_second, second)) else {
+                return false;
+            };
+            let mut keys = PerKey::new(Guava::new(rate));
+            let slot = |key: Key| usize::try_from(key).unwrap_or(usize::MAX);
+            self.events.iter().all(|e| keys.decide(slot(e.key), e.time, e.cost).passed)
+        };
+        let least = super::system_size::least_from_one(Rate::MAX_COUNT, refuses_none);
+        (least.unwrap_or(NONE_DOES), None)
+    }
+}
+
+/// What [`PermitsPerSecond`] finds when no rate up to 10¹² a second refuses none.
+const NONE_DOES: u64 = u64::MAX;
+
 /// Guava's rate: `permitsPerSecond`, a decimal (`0.5`, `2`); `None` without it.
 fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
     let word = |key: &str| given.iter().find(|(k, _)| *k == key).map(|(_, v)| v.trim());
@@ -291,8 +326,25 @@ impl Rule for Guava {
                                 permits stored at most, none at its start";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("Guava 31.1 (Debian's libguava-java), SmoothBursty");
+    const QUIRKS: Option<&'static str> = Some("pays later, whatever a request costs; starts empty, so a key's first two requests at once get one; stores one second of permits");
+    const PROVEN: Option<&'static str> = Some("Debian's libguava-java 31.1 with OpenJDK 17, a fake SleepingStopwatch (tests/cli/guava_peer.rs)");
     const RATE_WORDS: Option<super::RateWords> = Some(GUAVA_WORDS);
     const EXPORT: Option<Export> = Some(EXPORT);
+    const OWN_SIZE: Option<OwnSize> = Some(OwnSize {
+        setting: "permitsPerSecond",
+        help: "Guava's RateLimiter.create: the least whole permitsPerSecond (its bucket is one \
+               second of them), whatever --rate says",
+        finder: |_, _| Box::new(PermitsPerSecond::default()),
+        refuses: |_| None,
+        weighs: true,
+        line: |_, per_second| match per_second {
+            NONE_DOES => "no permitsPerSecond up to 10^12 refuses none of the events: a key's \
+                          first requests came at once, and Guava starts empty"
+                .to_owned(),
+            _ => format!("RateLimiter.create({per_second}) refuses none of the events"),
+        },
+        in_replay: false,
+    });
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> Guava {
         Guava::new(rate)
@@ -300,8 +352,7 @@ impl Rule for Guava {
 
     /// One second of permits stored, plus the one paid later.
     fn promise(limit: &Limit) -> String {
-        let (per_second, _) = Curve::rates(limit.rate);
-        format!("a bucket of 1 s of permits ({per_second}) plus one paid later, starting empty")
+        format!("at most 1 s of permits + 1 + T·{} in any interval T, starting empty", limit.rate)
     }
 
     fn bound(limit: &Limit) -> Bound {
@@ -342,6 +393,29 @@ mod tests {
         assert!(guava.take(at(&[0])[0], 10, false).passed);
         assert!(!guava.take(at(&[9_999_999])[0], 1, false).passed);
         assert!(guava.take(at(&[10_000_000])[0], 1, false).passed);
+    }
+
+    #[test]
+    fn the_least_permits_per_second_refuses_none_and_one_less_refuses_some() {
+        // Two requests 100 ms apart, then three at once a second later: the first leaves a
+        // debt of 1/R s, which 100 ms must cover (R ≥ 10), and the three need two stored
+        // permits and one paid later after 0.9 s of idleness: 0.9·R ≥ 2 and R ≥ 2 stored.
+        let times = at(&[0, 100_000, 1_100_000, 1_100_000, 1_100_000]);
+        let mut finder = PermitsPerSecond::default();
+        for &time in &times {
+            finder.push(Event { time, key: 0, cost: 1 });
+        }
+        assert_eq!(finder.result(), (10, None));
+        for (per_second, all) in [(10, true), (9, false)] {
+            let mut guava = Guava::new(Rate::new(per_second, Span::from_micros(1_000_000).unwrap()).unwrap());
+            assert_eq!(decisions(&mut guava, &times).iter().all(|&p| p), all, "{per_second}/s");
+        }
+        // Two at once at a key's start: only past 10⁶ a second, where the debt rounds to 0 µs.
+        let mut finder = PermitsPerSecond::default();
+        for &time in &at(&[0, 0]) {
+            finder.push(Event { time, key: 0, cost: 1 });
+        }
+        assert_eq!(finder.result().0, 1_000_001);
     }
 
     #[test]

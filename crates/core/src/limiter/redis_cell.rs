@@ -6,7 +6,8 @@ use std::num::NonZeroU64;
 
 use super::export::{BurstRule, Export, ExportAsk, ExportKey};
 use super::promise::{Bound, Limit};
-use super::{Decision, KeyedState, Rule};
+use super::{Decision, KeyedState, OwnSize, PerKey, Rule, SystemSizer};
+use crate::event::{Event, Key};
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -94,6 +95,49 @@ impl KeyedState for RedisCell {
     }
 }
 
+/// redis-cell's smallest `max_burst` at a rate. A request it lets through sets the key to
+/// `max(now, tat) + I·quantity`, and the key's TTL is that less now, whatever the burst: so
+/// with none refused, every key's tat is known whatever the burst, and a request passes iff
+/// `tat − now ≤ I·(max_burst + 1)`. The smallest `max_burst` is the most `⌈(tat − now)/I⌉`
+/// any request reaches, less one: found in one pass.
+#[derive(Clone, Debug)]
+pub struct MaxBurst {
+    /// Each key's cell, as redis-cell keeps it when it refuses nothing.
+    keys: PerKey<RedisCell>,
+    /// I, in ns.
+    interval: i64,
+    /// The most `tat − now` a request reached, in ns, and its key.
+    most: (i64, Option<Key>),
+}
+
+impl MaxBurst {
+    /// Returns the finder at `rate`.
+    pub fn new(rate: Rate) -> MaxBurst {
+        let cell = RedisCell::new(rate, NonZeroU64::MIN);
+        MaxBurst { interval: cell.interval.max(1), keys: PerKey::new(cell), most: (0, None) }
+    }
+}
+
+impl SystemSizer for MaxBurst {
+    fn push(&mut self, event: Event) {
+        let slot = usize::try_from(event.key).unwrap_or(usize::MAX);
+        // Charged whatever the burst: the cells of a redis-cell that refuses nothing.
+        self.keys.charge(slot, event.time, event.cost);
+        let now = event.time.as_micros().saturating_mul(1000);
+        let ahead = self.keys.state(slot).and_then(|cell| cell.0).map_or(0, |(tat, _)| tat - now);
+        if ahead > self.most.0 {
+            self.most = (ahead, Some(event.key));
+        }
+    }
+
+    fn result(&mut self) -> (u64, Option<Key>) {
+        // ⌈ahead / I⌉, ahead ≥ 0.
+        let intervals = (self.most.0 + self.interval - 1) / self.interval;
+        let bucket = u64::try_from(intervals).unwrap_or(0).max(1);
+        (bucket - 1, self.most.1)
+    }
+}
+
 /// A rate in `CL.THROTTLE`'s words: `count` per `period` seconds; `None` without both.
 fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
     let word = |key: &str| given.iter().find(|(k, _)| *k == key).map(|(_, v)| v.trim());
@@ -126,11 +170,31 @@ fn write(ask: &ExportAsk<'_>) -> String {
     let max_burst = ask.burst.unwrap_or(rate.count().saturating_sub(1));
     let period = (rate.period().as_micros() / 1_000_000).max(1);
     let key = match ask.key {
-        Some(ExportKey::Quoted(name)) => super::export::quoted(&format!("ratelimit:{name}")),
+        Some(ExportKey::Quoted(name)) => cli_quoted(&format!("ratelimit:{name}")),
         _ => "ratelimit".to_owned(),
     };
     let _ = writeln!(text, "CL.THROTTLE {key} {max_burst} {} {period} 1", rate.count());
     text
+}
+
+/// `text` as redis-cli reads a quoted argument back: printable ASCII as it is, but for `"`
+/// and `\\`, and every other byte of its UTF-8 as `\\xHH`.
+fn cli_quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for byte in text.bytes() {
+        match byte {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(byte));
+            }
+            b' '..=b'~' => out.push(char::from(byte)),
+            _ => {
+                let _ = write!(out, "\\x{byte:02x}");
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 impl Rule for RedisCell {
@@ -165,7 +229,21 @@ impl Rule for RedisCell {
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
     const MODELS: Option<&'static str> = Some("redis-cell 0.2.2 (crates.io), CL.THROTTLE");
+    const QUIRKS: Option<&'static str> = Some("max_burst is the bucket less one; the interval cut to a whole ns; the key expires in whole ms, a hair before its tat");
+    const PROVEN: Option<&'static str> = Some("the module built from its crate, in a redis-server frozen at each µs (python/tests/test_redis_cell_peer.py)");
     const EXPORT: Option<Export> = Some(EXPORT);
+    const OWN_SIZE: Option<OwnSize> = Some(OwnSize {
+        setting: "max_burst",
+        help: "redis-cell's CL.THROTTLE: max_burst, in its own ns and ms arithmetic",
+        finder: |rate, _| Box::new(MaxBurst::new(rate)),
+        refuses: <RedisCell as Rule>::refuses,
+        weighs: true,
+        line: |rate, max_burst| {
+            let words = rate_as_words(rate).unwrap_or_else(|| rate.to_string());
+            format!("CL.THROTTLE key {max_burst} ({words}) refuses none of the events")
+        },
+        in_replay: false,
+    });
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "redis-cell",
         keys: &["count", "period"],
@@ -206,6 +284,30 @@ mod tests {
 
     fn at(micros: &[i64]) -> Vec<Timestamp> {
         micros.iter().map(|&t| Timestamp::from_micros(t).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_smallest_max_burst_refuses_none_and_one_less_refuses_some() {
+        // 1/s: three at 0 s, two at 1.5 s. The fifth leaves tat at 5 s, 3.5 s ahead of it:
+        // a bucket of ⌈3.5⌉ = 4, max_burst 3; with max_burst 2 it is refused.
+        let rate: Rate = "1/s".parse().unwrap();
+        let times = at(&[0, 0, 0, 1_500_000, 1_500_000]);
+        let mut finder = MaxBurst::new(rate);
+        for &time in &times {
+            finder.push(Event { time, key: 0, cost: 1 });
+        }
+        let (max_burst, key) = finder.result();
+        assert_eq!((max_burst, key), (3, Some(0)));
+        for (burst, refused) in [(max_burst + 1, 0), (max_burst, 1)] {
+            let mut cell = RedisCell::new(rate, super::super::tests::burst(burst));
+            let got = decisions(&mut cell, &times);
+            assert_eq!(got.iter().filter(|&&p| !p).count(), refused, "bucket {burst}");
+        }
+    }
+
+    #[test]
+    fn a_key_is_quoted_as_redis_cli_reads_it() {
+        assert_eq!(cli_quoted("a \"b\" \\ é\n"), r#""a \"b\" \\ \xc3\xa9\x0a""#);
     }
 
     #[test]

@@ -192,15 +192,24 @@ pub fn traefik_burst(rate: Rate, events: &[Event]) -> u64 {
         let slot = |key: Key| usize::try_from(key).unwrap_or(usize::MAX);
         events.iter().all(|e| keys.decide(slot(e.key), e.time, 1).passed)
     };
-    // Doubling to a burst that refuses none (the events' count always does), then halving
-    // the gap to the least.
+    // The events' count always refuses none.
     let most = u64::try_from(events.len()).unwrap_or(u64::MAX).max(1);
+    least_from_one(most, refuses_none).unwrap_or(most)
+}
+
+/// The least setting from 1 to `most` for which `refuses_none` holds, given that once it
+/// holds it holds for every larger one: found by doubling to one that holds, then halving
+/// the gap; `None` if not even `most` does.
+pub(super) fn least_from_one(most: u64, mut refuses_none: impl FnMut(u64) -> bool) -> Option<u64> {
     let mut high = 1;
     while high < most && !refuses_none(high) {
-        high = (high * 2).min(most);
+        high = high.saturating_mul(2).min(most);
+    }
+    if high == most && !refuses_none(most) {
+        return None;
     }
     // `high` refuses none; half of it is 0 or refuses some.
-    crate::sizing::first_true(high / 2 + 1, high, refuses_none)
+    Some(crate::sizing::first_true(high / 2 + 1, high, refuses_none))
 }
 
 #[cfg(test)]
