@@ -45,6 +45,10 @@ struct Entry {
     promise: String,
     /// What an event whose key is empty does.
     empty_key: &'static str,
+    /// What its system does that its users trip over.
+    quirks: &'static str,
+    /// What real system it is proven against.
+    proven: &'static str,
 }
 
 fn entries() -> Result<Vec<Entry>> {
@@ -68,6 +72,8 @@ fn entries() -> Result<Vec<Entry>> {
                     true => "passes uncounted, as its system does not account it",
                     false => "a key like any other",
                 },
+                quirks: algorithm.quirks().unwrap_or("—"),
+                proven: algorithm.proven().unwrap_or("its written rule and brute force"),
             }
         })
         .collect())
@@ -83,7 +89,9 @@ pub(super) fn run(args: &LimitersArgs) -> Result<ExitCode> {
                 let _ = writeln!(text, "  burst:      {}\n  parameters: {params}", e.burst);
                 let _ = writeln!(text, "  rule:       {}", e.rule);
                 let _ = writeln!(text, "  promise:    {} (at {RATE}, burst {BURST})", e.promise);
-                let _ = writeln!(text, "  empty key:  {}\n", e.empty_key);
+                let _ = writeln!(text, "  empty key:  {}", e.empty_key);
+                let _ = writeln!(text, "  quirks:     {}", e.quirks);
+                let _ = writeln!(text, "  proven:     {}\n", e.proven);
             }
         }
         ListFormat::Markdown => {
@@ -95,21 +103,23 @@ pub(super) fn run(args: &LimitersArgs) -> Result<ExitCode> {
                  A rate is N events per period P; a burst is b. Each promise is stated at \
                  {RATE} with a burst of {BURST} (as the system writes its burst).\n\n\
                  | limiter | models | burst | parameters | rule | promise at {RATE}, burst {BURST} | \
-                 an empty key (with `--key`) |\n\
-                 | --- | --- | --- | --- | --- | --- | --- |"
+                 an empty key (with `--key`) | quirks | proven against |\n\
+                 | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
             );
             for e in entries()? {
                 let params =
                     if e.params.is_empty() { "—".to_owned() } else { format!("`{}`", e.params) };
                 let _ = writeln!(
                     text,
-                    "| `{}` | {} | {} | {params} | {} | {} | {} |",
+                    "| `{}` | {} | {} | {params} | {} | {} | {} | {} | {} |",
                     e.name,
                     e.models,
                     e.burst,
                     e.rule.replace('|', "\\|"),
                     e.promise.replace('|', "\\|"),
-                    e.empty_key
+                    e.empty_key,
+                    e.quirks.replace('|', "\\|"),
+                    e.proven.replace('|', "\\|")
                 );
             }
         }

@@ -282,7 +282,7 @@ fn no_key_can_change_the_limit_a_config_writes() {
         } else {
             assert_eq!(
                 out.error(),
-                "ratelimit: --burst applies to nginx, traefik and envoy-local; haproxy has none"
+                "ratelimit: --burst applies to nginx, traefik, envoy-local and redis-cell; haproxy has none"
             );
         }
     }

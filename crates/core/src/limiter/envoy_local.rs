@@ -147,6 +147,8 @@ impl Rule for EnvoyLocal {
         "envoy's local rate limit, atomic bucket: min(max, (now − time)·rate) in float64";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("envoy's local_ratelimit token bucket");
+    const QUIRKS: Option<&'static str> = Some("float64 tokens; fill_interval whole milliseconds, at least 50");
+    const PROVEN: Option<&'static str> = Some("a transcription of envoy's AtomicTokenBucketImpl, in its own tests");
     const EXPORT: Option<Export> = Some(EXPORT);
     const SPENDS_COST: bool = false;
 

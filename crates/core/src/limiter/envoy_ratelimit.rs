@@ -199,6 +199,8 @@ impl Rule for EnvoyRatelimit {
     const USES_BURST: bool = false;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("envoyproxy/ratelimit f2fb157, the Redis fixed window");
+    const QUIRKS: Option<&'static str> = Some("windows of one unit only (second, minute, hour, day), aligned to the epoch; every limit of a request counts its hits");
+    const PROVEN: Option<&'static str> = Some("a transcription of envoy's ratelimit service, in its own tests");
     const EXPORT: Option<Export> = Some(EXPORT);
     /// `fixed_cache_impl.go`, `getHitsAddend`: without
     /// `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT`, every limit of a request is incremented.

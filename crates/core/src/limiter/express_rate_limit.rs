@@ -264,6 +264,8 @@ impl Rule for ExpressRateLimit {
     const SPENDS_COST: bool = false;
     const MODELS: Option<&'static str> =
         Some("express-rate-limit 8.7.4 (reset=global: 6.11.2), MemoryStore");
+    const QUIRKS: Option<&'static str> = Some("windows in whole ms opened by a key's first hit; refused hits count; v6 (reset=global) resets every key at once, so a first hit may find its window nearly over");
+    const PROVEN: Option<&'static str> = Some("the npm package's middleware on node:test's fake clock (tests/cli/npm_peers.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "express-rate-limit",

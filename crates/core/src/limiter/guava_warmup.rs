@@ -208,6 +208,8 @@ impl Rule for GuavaWarmup {
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> =
         Some("Guava 31.1 (Debian's libguava-java), SmoothWarmingUp");
+    const QUIRKS: Option<&'static str> = Some("starts cold and full; at 10/s with 500 ms it alternates for minutes (guava#3552); a zero warm-up stops limiting (guava#2730)");
+    const PROVEN: Option<&'static str> = Some("Debian's libguava-java 31.1 with OpenJDK 17, a fake SleepingStopwatch (tests/cli/guava_peer.rs)");
     const RATE_WORDS: Option<super::RateWords> = Some(GUAVA_WORDS);
     const EXPORT: Option<Export> = Some(EXPORT);
 
@@ -220,14 +222,15 @@ impl Rule for GuavaWarmup {
         GuavaWarmup::new(self.rate, warmup.as_micros(), params.cold())
     }
 
-    /// Its stored permits, at most maxPermits, and one paid later; spent no faster than
-    /// the stable rate.
+    /// Its stored permits, at most maxPermits (N, with the default warm-up of one period
+    /// and cold factor 3), and one paid later; spent no faster than the stable rate.
     fn promise(limit: &Limit) -> String {
-        format!("at most maxPermits + 1 + T·{} in any interval T, starting cold", limit.rate)
+        let n = limit.rate.count();
+        format!("at most maxPermits + 1 + T·{} in any interval T ({n} + 1 warmed up over one period)", limit.rate)
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Bucket { burst: limit.burst }
+        Bound::Bucket { burst: limit.rate.count().saturating_add(1) }
     }
 }
 

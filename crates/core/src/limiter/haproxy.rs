@@ -221,6 +221,8 @@ impl Rule for Haproxy {
     const USES_BURST: bool = false;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("HAProxy 2.6, a stick table's http_req_rate");
+    const QUIRKS: Option<&'static str> = Some("a rate estimated over two periods; denied requests count; the clock moves with its poll");
+    const PROVEN: Option<&'static str> = Some("Debian's HAProxy 2.6 under libfaketime (tests/cli/haproxy.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "gt",

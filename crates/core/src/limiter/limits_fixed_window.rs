@@ -113,6 +113,8 @@ impl Rule for LimitsFixedWindow {
         "Python limits' fixed window: opened by the first hit, refused hits counted";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, FixedWindowRateLimiter");
+    const QUIRKS: Option<&'static str> = Some("a window opened by the first hit, whole seconds; refused hits count");
+    const PROVEN: Option<&'static str> = Some("Python's limits 5.8.0 from PyPI, its clock patched (tests/cli/limits_peer.rs)");
 
     fn refuses(rate: Rate) -> Option<String> {
         whole_seconds(rate)

@@ -107,6 +107,8 @@ impl Rule for LimitsMovingWindow {
     const HELP: &'static str = "Python limits' moving window: at most N hits in [t − P, t]";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, MovingWindowRateLimiter");
+    const QUIRKS: Option<&'static str> = Some("whole-second periods; a hit whose cost does not fit is refused whole");
+    const PROVEN: Option<&'static str> = Some("Python's limits 5.8.0 from PyPI, its clock patched (tests/cli/limits_peer.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
 
     fn refuses(rate: Rate) -> Option<String> {

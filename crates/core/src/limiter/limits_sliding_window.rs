@@ -163,6 +163,8 @@ impl Rule for LimitsSlidingWindow {
         "Python limits' sliding-window counter: ⌊prev·(P − elapsed)/P⌋ + cur + c ≤ N";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("Python's limits 5.8.0, SlidingWindowCounterRateLimiter");
+    const QUIRKS: Option<&'static str> = Some("an approximation weighing the previous window by the time left, in floats");
+    const PROVEN: Option<&'static str> = Some("Python's limits 5.8.0 from PyPI, its clock patched (tests/cli/limits_peer.rs)");
 
     fn refuses(rate: Rate) -> Option<String> {
         super::limits_fixed_window::whole_seconds(rate)

@@ -157,6 +157,8 @@ impl Rule for Litellm {
     const CHARGES_AFTER: bool = false;
     const MODELS: Option<&'static str> =
         Some("LiteLLM 1.110.2, parallel_request_limiter_v3 (its Redis scripts)");
+    const QUIRKS: Option<&'static str> = Some("a settlement lands in whatever window is open at completion, and a refund can take a count below 0");
+    const PROVEN: Option<&'static str> = Some("LiteLLM 1.110.2's own Redis scripts on a frozen redis-server (python/tests/test_litellm_peer.py)");
 
     fn new_limit(rate: Rate, _burst: NonZeroU64) -> Litellm {
         Litellm::new(rate)

@@ -296,6 +296,11 @@ pub trait Rule: KeyedState {
     /// an exact limiter. `compare` puts only the exact limiters side by side unless asked
     /// for others.
     const MODELS: Option<&'static str> = None;
+    /// What its system does that its users trip over, a line; `None` for an exact limiter.
+    const QUIRKS: Option<&'static str> = None;
+    /// What real system it is proven against, and how, a line; `None` for an exact limiter,
+    /// which is proven against its written rule and brute force.
+    const PROVEN: Option<&'static str> = None;
 
     /// How its system writes a rate in a limit's spec, if not as `rate=N/P`.
     const RATE_WORDS: Option<RateWords> = None;

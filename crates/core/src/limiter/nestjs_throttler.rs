@@ -252,6 +252,8 @@ impl Rule for NestjsThrottler {
     const USES_BURST: bool = false;
     const SPENDS_COST: bool = false;
     const MODELS: Option<&'static str> = Some("@nestjs/throttler 6.7.1, ThrottlerStorageService");
+    const QUIRKS: Option<&'static str> = Some("the guard's default blockDuration is ttl: the first overrun blocks the key; without a block, a sliding log (before 6.5 refused hits counted and a hammering client never recovered)");
+    const PROVEN: Option<&'static str> = Some("the npm package's ThrottlerStorageService on node:test's fake clock (tests/cli/npm_peers.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "@nestjs/throttler",

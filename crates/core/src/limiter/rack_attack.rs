@@ -159,6 +159,8 @@ impl Rule for RackAttack {
     const SPENDS_COST: bool = false;
     const MODELS: Option<&'static str> =
         Some("rack-attack 6.6.1 (Debian's ruby-rack-attack), ActiveSupport's MemoryStore");
+    const QUIRKS: Option<&'static str> = Some("windows of whole seconds aligned to the epoch; throttled requests count; period.to_i");
+    const PROVEN: Option<&'static str> = Some("Debian's ruby-rack-attack 6.6.1 with ActiveSupport's MemoryStore, Time.now frozen (tests/cli/rack_attack_peer.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "rack-attack",

@@ -295,6 +295,8 @@ impl Rule for RateLimiterFlexible {
                                 the first consume, refused points counted, block=DUR";
     const USES_BURST: bool = false;
     const MODELS: Option<&'static str> = Some("rate-limiter-flexible 11.4.0, RateLimiterMemory");
+    const QUIRKS: Option<&'static str> = Some("refused points count; the first overrun blocks the key for blockDuration; duration·1000 in doubles (1.001 s is 1000.9999999999999 ms)");
+    const PROVEN: Option<&'static str> = Some("the npm package's RateLimiterMemory on node:test's fake clock (tests/cli/npm_peers.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "rate-limiter-flexible",

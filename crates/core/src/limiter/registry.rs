@@ -224,6 +224,18 @@ macro_rules! limiters {
                 match self { $(Algorithm::$rule => <$rule as Rule>::MODELS,)* }
             }
 
+            /// Returns what its system does that its users trip over; `None` for an exact
+            /// limiter.
+            pub fn quirks(self) -> Option<&'static str> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::QUIRKS,)* }
+            }
+
+            /// Returns what real system it is proven against, and how; `None` for an exact
+            /// limiter.
+            pub fn proven(self) -> Option<&'static str> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::PROVEN,)* }
+            }
+
             /// Returns how its system writes its own lossless setting, and how it is found
             /// ([`Rule::OWN_SIZE`]).
             pub fn own_size(self) -> Option<$crate::limiter::OwnSize> {

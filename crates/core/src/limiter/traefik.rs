@@ -183,6 +183,8 @@ impl Rule for Traefik {
         "Traefik's rateLimit: x/time/rate in float64, refused past maxDelay, buckets forgotten";
     const USES_BURST: bool = true;
     const MODELS: Option<&'static str> = Some("Traefik's rateLimit over golang.org/x/time/rate 0.3.0");
+    const QUIRKS: Option<&'static str> = Some("float64 tokens; a wait past maxDelay is refused and its token given back; idle buckets forgotten after whole seconds");
+    const PROVEN: Option<&'static str> = Some("Go's golang.org/x/time/rate 0.3.0 (Debian's), as Traefik calls it (tests/cli/traefik.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "burst",

@@ -429,6 +429,8 @@ impl Rule for Nginx {
     const BURST_BEYOND_FIRST: bool = true;
     const SKIPS_EMPTY_KEY: bool = true;
     const MODELS: Option<&'static str> = Some("nginx 1.22.1, limit_req");
+    const QUIRKS: Option<&'static str> = Some("burst= counts the requests beyond the first; the excess is kept in thousandths of a request and leaks truncated; a full zone frees its least recently used key");
+    const PROVEN: Option<&'static str> = Some("Debian's nginx under libfaketime, one HTTP request an event (tests/cli/nginx.rs)");
     const EXPORT: Option<super::Export> = Some(export::EXPORT);
     const OWN_SIZE: Option<super::OwnSize> = Some(super::OwnSize {
         setting: "burst",
