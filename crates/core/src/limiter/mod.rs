@@ -49,6 +49,7 @@ limiters! {
     guava_warmup::GuavaWarmup,
     rack_attack::RackAttack,
     redis_cell::RedisCell,
+    redis_rate::RedisRate,
 }
 
 use std::num::NonZeroU64;

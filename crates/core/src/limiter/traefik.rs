@@ -48,7 +48,7 @@ pub struct Tokens {
 
 /// `time.Duration(d).Seconds()`: whole seconds and the rest, each to float64.
 #[allow(clippy::cast_precision_loss)] // As Go converts them.
-fn seconds(nanos: i64) -> f64 {
+pub(super) fn seconds(nanos: i64) -> f64 {
     (nanos / 1_000_000_000) as f64 + (nanos % 1_000_000_000) as f64 / 1e9
 }
 
