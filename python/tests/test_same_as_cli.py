@@ -34,7 +34,7 @@ UNWEIGHED = {"nginx", "traefik", "envoy-local", "express-rate-limit", "nestjs-th
 
 
 def test_every_limiter_is_listed():
-    assert len(ALGORITHMS) == 22 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
+    assert len(ALGORITHMS) == 23 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
 
 
 @pytest.mark.parametrize("algo", ALGORITHMS)

@@ -106,7 +106,7 @@ fn burst_and_window_limits() {
         run(&["replay", "--algo", "sliding-log", "--rate", "2/h", "--burst", "3"], QUAKES).error();
     assert_eq!(
         err,
-        "ratelimit: --burst applies to token-bucket, gcra, leaky-queue, nginx, traefik, envoy-local and redis-cell, not sliding-log"
+        "ratelimit: --burst applies to token-bucket, gcra, leaky-queue, nginx, traefik, envoy-local, redis-cell and redis-rate, not sliding-log"
     );
     assert!(replay_error(&["--window", "0s"], QUAKES).contains("longer than zero"));
     assert!(replay_error(&["--window", "-1h"], QUAKES).contains("negative"));

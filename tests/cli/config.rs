@@ -282,7 +282,7 @@ fn no_key_can_change_the_limit_a_config_writes() {
         } else {
             assert_eq!(
                 out.error(),
-                "ratelimit: --burst applies to nginx, traefik, envoy-local and redis-cell; haproxy has none"
+                "ratelimit: --burst applies to nginx, traefik, envoy-local, redis-cell and redis-rate; haproxy has none"
             );
         }
     }
@@ -332,5 +332,28 @@ fn a_node_limiters_config_reads_back_every_key_as_given() {
         assert!(node.status.success(), "{system}: {}", String::from_utf8_lossy(&node.stderr));
         let read: Vec<String> = serde_json::from_slice(&node.stdout).unwrap();
         assert_eq!(read, wanted, "{system}");
+    }
+}
+
+#[test]
+#[ignore = "needs Go (gofmt)"]
+fn redis_rates_config_is_go_whatever_the_key() {
+    // Each snippet, as the body of a function, is Go that gofmt parses: its key a string
+    // literal, whatever the key.
+    for key in hostile_keys().into_iter().filter(|k| !k.is_empty()) {
+        let args = ["config", "--for", "redis-rate", "--rate", "20/s", "--key", &key];
+        let config = run(&args, "").ok();
+        let source = format!("package p\n\nfunc f() {{\n{config}}}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.go");
+        std::fs::write(&path, &source).unwrap();
+        let gofmt =
+            std::process::Command::new("gofmt").arg("-e").arg(&path).output().expect("gofmt runs");
+        assert!(
+            gofmt.status.success(),
+            "{key:?}: {}\n{source}",
+            String::from_utf8_lossy(&gofmt.stderr)
+        );
+        assert_eq!(source.lines().count(), 7, "one line for the key {key:?}");
     }
 }

@@ -186,7 +186,8 @@ impl Rule for GuavaWarmup {
                     let mut rest = spend;
                     if above > 0.0 {
                         let taken = above.min(rest);
-                        let length = 2.0 * stable + above * slope + (above - taken) * slope;
+                        // Guava's permitsToTime(above) + permitsToTime(above − taken).
+                        let length = (stable + above * slope) + (stable + (above - taken) * slope);
                         #[allow(clippy::cast_possible_truncation)]
                         let part = (taken * length / 2.0) as i64;
                         micros = i128::from(part);
