@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import datetime as dt
-import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,12 +21,10 @@ import redis
 import ratelimit_replay as rl
 from conftest import PROGRAM, REPO
 from frozen_redis import FrozenRedis
+from peer_streams import Event, bursty, catalog, request_log
 
 #: Where .ci/run builds the module (`cargo build` of the crate redis-cell 0.2.2).
 MODULE = REPO / "target" / "redis-cell" / "libredis_cell.so"
-
-Event = tuple[int, str, int]
-
 
 @pytest.fixture(scope="module")
 def cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrozenRedis]:
@@ -35,48 +32,6 @@ def cell(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrozenRedis]:
     server = FrozenRedis(tmp_path_factory.mktemp("redis-cell"), modules=(MODULE,))
     yield server
     server.stop()
-
-
-def micros(text: str) -> int:
-    when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
-
-
-def request_log(folder: Path) -> list[Event]:
-    """106,462 requests of 300 clients and three bots in a day (whole milliseconds)."""
-    path = folder / "requests.csv"
-    args = ["synth", "requests", "--clients", "300", "--requests", "100000", "--seed", "7"]
-    subprocess.run([str(PROGRAM), *args, "--days", "1", "-o", str(path)], check=True)
-    with path.open() as file:
-        return sorted(((micros(r["time"]), r["client"], 1) for r in csv.DictReader(file)), key=lambda e: e[0])
-
-
-def bursty(count: int) -> list[Event]:
-    """A seeded stream over five keys, each costing 1 to 3: a quarter at the time of the one
-    before, a quarter under a millisecond later, a fifth a millisecond later, the rest up to
-    3 s or 10 s later."""
-    rng = random.Random(52)
-    t, out = 1_735_689_600_000_000, []
-    for _ in range(count):
-        kind = rng.randrange(20)
-        if kind < 5:
-            step = 0
-        elif kind < 10:
-            step = rng.randrange(1, 1000)
-        elif kind < 14:
-            step = 1000
-        elif kind < 19:
-            step = 1000 * rng.randrange(1, 3001)
-        else:
-            step = 10_000_000
-        t += step
-        out.append((t, f"k{rng.randrange(5)}", rng.randrange(1, 4)))
-    return out
-
-
-def catalog(path: Path) -> list[Event]:
-    with path.open() as file:
-        return sorted(((micros(r["time"]), "all", 1) for r in csv.DictReader(file)), key=lambda e: e[0])
 
 
 def ours(events: list[Event], rate: str, max_burst: int) -> list[bool]:

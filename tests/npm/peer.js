@@ -20,6 +20,24 @@ const number = (key) => {
   return value;
 };
 
+// With `port=P clock=FILE`, the limiter's store is the redis-server on that loopback port,
+// whose clock (libfaketime's, frozen) is each request's µs written to FILE before it is
+// decided; Node's own timers are then left alone (ioredis runs on them).
+const fs = require('node:fs');
+const Redis = options.port === undefined ? undefined : require('ioredis');
+const redis = Redis && new Redis({ host: '127.0.0.1', port: number('port'), lazyConnect: false });
+
+/// Stops the server's clock at `micros` after 1970, written whole (a rename); libfaketime
+/// reads the fraction as a double and cuts it to ns, so half a nanosecond more keeps each
+/// µs exact.
+function setClock(micros) {
+  const seconds = Math.floor(micros / 1e6);
+  const date = new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ');
+  const fraction = String(micros - seconds * 1e6).padStart(6, '0');
+  fs.writeFileSync(`${options.clock}.new`, `${date}.${fraction}0005\n`);
+  fs.renameSync(`${options.clock}.new`, options.clock);
+}
+
 // The clock starts at the first request's millisecond; with `origin=aligned`, at the whole
 // multiple of windowMs before it, where express-rate-limit v6 then starts its interval.
 let clock;
@@ -55,12 +73,15 @@ function limiter() {
       };
     }
     case 'rate-limiter-flexible': {
-      const { RateLimiterMemory } = require('rate-limiter-flexible');
-      const rl = new RateLimiterMemory({
+      const { RateLimiterMemory, RateLimiterRedis } = require('rate-limiter-flexible');
+      const settings = {
         points: number('points'),
         duration: number('duration'),
         blockDuration: options.blockDuration === undefined ? 0 : number('blockDuration'),
-      });
+      };
+      const rl = redis
+        ? new RateLimiterRedis({ ...settings, storeClient: redis, useRedisPackage: false })
+        : new RateLimiterMemory(settings);
       return (key, cost) =>
         rl.consume(key, cost).then(
           () => true,
@@ -95,19 +116,25 @@ async function main() {
     if (line === '') continue;
     const [micros, key, cost] = line.split(',');
     const ms = Math.floor(Number(micros) / 1000);
-    if (clock === undefined) {
-      const window = options.origin === 'aligned' ? number('windowMs') : 1;
-      clock = ms - (((ms % window) + window) % window);
-      mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: clock });
-      decide = limiter();
-    }
-    if (ms > clock) {
-      mock.timers.tick(ms - clock);
-      clock = ms;
+    if (redis) {
+      decide ??= limiter();
+      setClock(Number(micros));
+    } else {
+      if (clock === undefined) {
+        const window = options.origin === 'aligned' ? number('windowMs') : 1;
+        clock = ms - (((ms % window) + window) % window);
+        mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: clock });
+        decide = limiter();
+      }
+      if (ms > clock) {
+        mock.timers.tick(ms - clock);
+        clock = ms;
+      }
     }
     out.push((await decide(key, Number(cost))) ? '1' : '0');
   }
-  mock.timers.reset();
+  if (redis) redis.disconnect();
+  else mock.timers.reset();
   process.stdout.write(out.length ? `${out.join('\n')}\n` : '');
 }
 

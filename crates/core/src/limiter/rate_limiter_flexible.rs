@@ -25,6 +25,11 @@ use crate::units::time::{Span, Timestamp};
 ///   at most N before it) rewrites the record to expire `blockDuration·1000` ms from now:
 ///   every consume until then is refused, and counted.
 ///
+/// With `store=redis` (`RateLimiterRedis`, its Lua `SET key 0 EX s NX`, `INCRBY`, `PTTL`,
+/// and a block's `SET key points EX s`), a window or a block lasts `⌊ms/1000⌋` whole seconds
+/// on Redis' clock, through its last millisecond (Redis expires a key once its clock is past
+/// it): 1.5 s is 1 s, and a window under a second never ends.
+///
 /// Node's timers fire at most 2³¹ − 1 ms apart: a longer duration or block is refused.
 #[derive(Clone, Debug)]
 pub struct RateLimiterFlexible {
@@ -33,23 +38,32 @@ pub struct RateLimiterFlexible {
     duration: f64,
     /// `blockDuration·1000`, in ms; 0 for none.
     block: f64,
+    /// Whether its store is Redis, whose keys expire in whole seconds.
+    redis: bool,
     state: Record,
 }
 
-/// rate-limiter-flexible's own parameters: `block=DUR`, its `blockDuration`.
+/// rate-limiter-flexible's own parameters: `store=memory|redis` and `block=DUR`, its
+/// `blockDuration`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlexibleParams {
     /// How long a key is blocked after its first overrun; none if zero.
     pub block: Option<Span>,
+    /// Whether it is `RateLimiterRedis` rather than `RateLimiterMemory`.
+    pub redis: bool,
 }
 
 impl std::fmt::Display for FlexibleParams {
-    /// `block=DUR`, or nothing without a block.
+    /// `store=redis` and `block=DUR`, each only if given.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.block {
-            Some(block) => write!(f, "block={}", block.compact()),
-            None => Ok(()),
+        let mut words = Vec::new();
+        if self.redis {
+            words.push("store=redis".to_owned());
         }
+        if let Some(block) = self.block {
+            words.push(format!("block={}", block.compact()));
+        }
+        f.write_str(&words.join(","))
     }
 }
 
@@ -87,14 +101,25 @@ pub(super) fn block_param(given: &[(&str, Option<&str>)]) -> Result<Option<Span>
 const NODE_MAX: i64 = ((1 << 31) - 1) * 1000;
 
 impl Parameters for FlexibleParams {
-    const KEYS: &'static [&'static str] = &["block"];
+    const KEYS: &'static [&'static str] = &["store", "block"];
 
     fn parse(given: &[(&str, Option<&str>)]) -> Result<FlexibleParams, ParamError> {
-        Ok(FlexibleParams { block: block_param(given)? })
+        let (store, rest): (Vec<_>, Vec<_>) = given.iter().partition(|(key, _)| *key == "store");
+        let redis = match store[..] {
+            [] | [(_, Some("memory"))] => false,
+            [(_, Some("redis"))] => true,
+            [(_, value)] => {
+                let value = value.unwrap_or_default().to_owned();
+                let why = "is not memory (RateLimiterMemory) or redis (RateLimiterRedis)";
+                return Err(ParamError::Value { key: "store".into(), value, why });
+            }
+            _ => return Err(ParamError::Conflict("store= is given twice")),
+        };
+        Ok(FlexibleParams { block: block_param(&rest)?, redis })
     }
 
     fn shown(&self) -> Option<String> {
-        self.block.map(|_| self.to_string())
+        Some(self.to_string()).filter(|shown| !shown.is_empty())
     }
 }
 
@@ -122,7 +147,22 @@ impl RateLimiterFlexible {
             points: rate.count(),
             duration: milliseconds(rate.period().as_micros()),
             block: 0.0,
+            redis: false,
             state: Record::default(),
+        }
+    }
+
+    /// When a record made at `now` (ms) for `ms` expires: `now + ms` in memory; in Redis,
+    /// `EX ⌊ms/1000⌋` whole seconds, the key living through its last millisecond (Redis
+    /// expires a key once its clock is past it), or never if that is 0 seconds.
+    #[allow(clippy::cast_precision_loss)] // Whole milliseconds, far below 2⁵³.
+    fn expiry(&self, now: f64, ms: f64) -> f64 {
+        if !self.redis {
+            return now + ms;
+        }
+        match (ms / 1000.0).floor() {
+            0.0 => f64::INFINITY,
+            seconds => now + seconds * 1000.0 + 1.0,
         }
     }
 
@@ -141,22 +181,28 @@ impl KeyedState for RateLimiterFlexible {
     #[inline]
     fn step(&self, record: &mut Record, now: Timestamp, cost: u64, force: bool) -> Decision {
         let now = date_now(now);
-        // `incrby`: into the live record, or a new one.
+        // `incrby`: into the live record, or a new one (Redis: `SET … EX s NX`, `INCRBY`,
+        // and `EXPIRE` if the key had none).
         let consumed = match Self::live(record, now) {
             Some(points) => {
                 let consumed = points.saturating_add(cost);
-                record.0 = record.0.map(|(_, expires)| (consumed, expires));
+                let expires = record.0.map_or(f64::INFINITY, |(_, expires)| expires);
+                let expires = match self.redis && expires.is_infinite() {
+                    true => self.expiry(now, self.duration),
+                    false => expires,
+                };
+                record.0 = Some((consumed, expires));
                 consumed
             }
             None => {
-                record.0 = Some((cost, now + self.duration));
+                record.0 = Some((cost, self.expiry(now, self.duration)));
                 cost
             }
         };
         let passed = consumed <= self.points;
         // Blocked only the first time it goes over: its record was at most N before.
         if !passed && !force && self.block > 0.0 && consumed - cost <= self.points {
-            record.0 = Some((consumed, now + self.block));
+            record.0 = Some((consumed, self.expiry(now, self.block)));
         }
         Decision { passed: force || passed, wait: 0 }
     }
@@ -172,9 +218,17 @@ impl KeyedState for RateLimiterFlexible {
     }
 
     /// The last consume's record expires a duration or a block after its millisecond, at
-    /// most: at the first whole millisecond not before it.
+    /// most: at the first whole millisecond not before it. A Redis key of less than a
+    /// second never expires.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
-        let expires = date_now(last) + self.duration.max(self.block);
+        let now = date_now(last);
+        let mut expires = self.expiry(now, self.duration);
+        if self.block > 0.0 {
+            expires = expires.max(self.expiry(now, self.block));
+        }
+        if !expires.is_finite() {
+            return None;
+        }
         #[allow(clippy::cast_possible_truncation)] // Below 2⁵³: both terms are.
         let ms = expires.ceil() as i64;
         Timestamp::from_micros(ms.checked_mul(1000)?)
@@ -232,22 +286,27 @@ const EXPORT: Export = Export {
 /// The limiter and its consume, keyed by what was asked.
 fn write(ask: &ExportAsk<'_>) -> String {
     let rate = ask.rate;
-    let block = match ask.params {
-        Params::RateLimiterFlexible(FlexibleParams { block: Some(block) }) => Some(*block),
-        _ => None,
+    let params = match ask.params {
+        Params::RateLimiterFlexible(params) => *params,
+        _ => FlexibleParams::default(),
     };
+    let block = params.block;
     let mut text = format!("// ratelimit: rate-limiter-flexible at {rate}");
-    if let Some(block) = block {
-        let _ = write!(text, " block={}", block.compact());
+    if params != FlexibleParams::default() {
+        let _ = write!(text, " {params}");
     }
     text.push('\n');
     if let Some(why) = <RateLimiterFlexible as Rule>::refuses(rate) {
         let _ = writeln!(text, "// {why}");
     }
+    let (store, client) = match params.redis {
+        true => ("RateLimiterRedis", "  storeClient: redis, // an ioredis client\n"),
+        false => ("RateLimiterMemory", ""),
+    };
     let _ = write!(
         text,
-        "const {{ RateLimiterMemory }} = require('rate-limiter-flexible');\n\n\
-         const limiter = new RateLimiterMemory({{\n  points: {},\n  duration: {},\n",
+        "const {{ {store} }} = require('rate-limiter-flexible');\n\n\
+         const limiter = new {store}({{\n{client}  points: {},\n  duration: {},\n",
         rate.count(),
         seconds_text(rate.period())
     );
@@ -291,12 +350,21 @@ impl Rule for RateLimiterFlexible {
     }
 
     const NAME: &'static str = "rate-limiter-flexible";
-    const HELP: &'static str = "rate-limiter-flexible's RateLimiterMemory: a window opened by \
-                                the first consume, refused points counted, block=DUR";
+    const HELP: &'static str = "rate-limiter-flexible: a window opened by the first consume, \
+                                refused points counted, block=DUR; store=memory|redis";
     const USES_BURST: bool = false;
-    const MODELS: Option<&'static str> = Some("rate-limiter-flexible 11.4.0, RateLimiterMemory");
-    const QUIRKS: Option<&'static str> = Some("refused points count; the first overrun blocks the key for blockDuration; duration·1000 in doubles (1.001 s is 1000.9999999999999 ms)");
-    const PROVEN: Option<&'static str> = Some("the npm package's RateLimiterMemory on node:test's fake clock (tests/cli/npm_peers.rs)");
+    const MODELS: Option<&'static str> =
+        Some("rate-limiter-flexible 11.4.0, RateLimiterMemory (store=redis: RateLimiterRedis)");
+    const QUIRKS: Option<&'static str> = Some(
+        "refused points count; the first overrun blocks the key for blockDuration; duration·1000 \
+         in doubles (1.001 s is 1000.9999999999999 ms); store=redis cuts windows to whole \
+         seconds, and one under a second never ends",
+    );
+    const PROVEN: Option<&'static str> = Some(
+        "the npm package's RateLimiterMemory on node:test's fake clock (tests/cli/npm_peers.rs), \
+         and its RateLimiterRedis through ioredis on a frozen redis-server \
+         (python/tests/test_rlf_redis_peer.py)",
+    );
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
         system: "rate-limiter-flexible",
@@ -316,7 +384,7 @@ impl Rule for RateLimiterFlexible {
 
     fn with_params(self, params: FlexibleParams) -> RateLimiterFlexible {
         let block = params.block.map_or(0.0, |block| milliseconds(block.as_micros()));
-        RateLimiterFlexible { block, ..self }
+        RateLimiterFlexible { block, redis: params.redis, ..self }
     }
 
     fn promise(limit: &Limit) -> String {
@@ -364,6 +432,33 @@ mod tests {
         assert_eq!(got, [true, true, false, false, false, true, true, false]);
     }
 
+    fn redis(rate: &str) -> RateLimiterFlexible {
+        let params = FlexibleParams::parse(&[("store", Some("redis"))]).unwrap();
+        RateLimiterFlexible::new(rate.parse().unwrap()).with_params(params)
+    }
+
+    #[test]
+    fn its_redis_store_cuts_a_window_to_whole_seconds_and_keeps_its_last_millisecond() {
+        // 2 per 1.5 s in Redis: `EX 1`, the key living to the end of millisecond 1000. Two at
+        // 0, a third at 1000 ms still in the window (refused), and at 1001 ms a new one.
+        let mut limiter = redis("2/1500ms");
+        let got = weighted(&mut limiter, &[(0, 1), (1, 1), (1_000_999, 1), (1_001_000, 1)]);
+        assert_eq!(got, [true, true, false, true]);
+        // In memory the window is 1500 ms, and ends before its last millisecond.
+        let mut limiter = RateLimiterFlexible::new("2/1500ms".parse().unwrap());
+        let got = weighted(&mut limiter, &[(0, 1), (1, 1), (1_499_999, 1), (1_500_000, 1)]);
+        assert_eq!(got, [true, true, false, true]);
+    }
+
+    #[test]
+    fn its_redis_store_never_expires_a_window_under_a_second() {
+        // 2 per 500 ms in Redis: `⌊0.5⌋ = 0` seconds, no EXPIRE: the count only grows.
+        let mut limiter = redis("2/500ms");
+        let got = weighted(&mut limiter, &[(0, 1), (600_000, 1), (3_600_000_000, 1)]);
+        assert_eq!(got, [true, true, false]);
+        assert_eq!(limiter.rests_after(Timestamp::from_micros(0).unwrap()), None);
+    }
+
     #[test]
     fn its_window_is_seconds_times_1000_in_doubles() {
         // 1.001 s is 1000.9999999999999 ms as JavaScript multiplies it: the window opened at
@@ -383,6 +478,9 @@ mod tests {
         assert_eq!(rate, "5/1500ms".parse().unwrap());
         assert_eq!(rate_as_words(rate).unwrap(), "points=5,duration=1.5");
         assert!(block_param(&[("block", Some("1500us"))]).is_err());
+        let params = FlexibleParams::parse(&[("store", Some("redis")), ("block", Some("3s"))]);
+        assert_eq!(params.unwrap().to_string(), "store=redis,block=3s");
+        assert!(FlexibleParams::parse(&[("store", Some("mongo"))]).is_err());
         assert_eq!(block_param(&[("block", Some("0"))]), Ok(None));
     }
 }
