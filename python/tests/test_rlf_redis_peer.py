@@ -41,7 +41,9 @@ def ours(events: list[Event], spec: str) -> list[bool]:
             "cost": [c for _, _, c in events],
         }
     )
-    return rl.replay(table, limits=[f"{spec},store=redis,key=key,cost=cost"]).decisions.to_pylist()
+    layered = rl.replay(table, limits=[f"{spec},store=redis,key=key,cost=cost"])
+    # A layered replay's decisions: whether each passed, and what each layer said.
+    return [row["passed"] for row in layered.decisions.to_pylist()]
 
 
 def theirs(server: FrozenRedis, events: list[Event], words: list[str]) -> list[bool]:
