@@ -60,7 +60,11 @@ fn entries() -> Result<Vec<Entry>> {
             Entry {
                 name: algorithm.name(),
                 models: algorithm.models().unwrap_or("exact"),
+                // A system's burst that counts the requests beyond the first shows 0 for b = 1.
                 burst: match (algorithm.uses_burst(), algorithm.own_default_burst()) {
+                    (true, None) if algorithm.shown_burst(std::num::NonZeroU64::MIN) == Some(0) => {
+                        "its own, the bucket less one; default N − 1".to_owned()
+                    }
                     (true, None) => "b, default N".to_owned(),
                     (true, Some(own)) => format!("its own, default {own}"),
                     (false, _) => "none".to_owned(),

@@ -306,6 +306,10 @@ pub trait Rule: KeyedState {
     /// How its system writes a rate in a limit's spec, if not as `rate=N/P`.
     const RATE_WORDS: Option<RateWords> = None;
 
+    /// Its system's own name for its burst, which a limit's spec takes in place of
+    /// `burst=` (redis-cell's `max_burst`), if it has one.
+    const BURST_WORD: Option<&'static str> = None;
+
     /// How its system writes its own lossless setting, and how it is found, if the system
     /// has one to find (`min-bucket --for`).
     const OWN_SIZE: Option<OwnSize> = None;

@@ -228,6 +228,7 @@ impl Rule for RedisCell {
                                 max_burst, its key expiring in whole ms";
     const USES_BURST: bool = true;
     const BURST_BEYOND_FIRST: bool = true;
+    const BURST_WORD: Option<&'static str> = Some("max_burst");
     const MODELS: Option<&'static str> = Some("redis-cell 0.2.2 (crates.io), CL.THROTTLE");
     const QUIRKS: Option<&'static str> = Some("max_burst is the bucket less one; the interval cut to a whole ns; the key expires in whole ms, a hair before its tat");
     const PROVEN: Option<&'static str> = Some("the module built from its crate, in a redis-server frozen at each µs (python/tests/test_redis_cell_peer.py)");

@@ -115,6 +115,12 @@ macro_rules! limiters {
                 default.and_then(|shown| self.burst_from(shown)).unwrap_or(rate.count_nonzero())
             }
 
+            /// Returns its system's own name for its burst (redis-cell's `max_burst`), which
+            /// a limit's spec takes in place of `burst=`, if it has one.
+            pub fn burst_word(self) -> Option<&'static str> {
+                match self { $(Algorithm::$rule => <$rule as Rule>::BURST_WORD,)* }
+            }
+
             /// Returns a system's own default burst, as its reports show it (nginx's 0,
             /// Traefik's 1); `None` where the default is N.
             pub fn own_default_burst(self) -> Option<u64> {
