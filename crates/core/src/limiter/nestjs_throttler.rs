@@ -26,9 +26,10 @@ use crate::units::time::{Span, Timestamp};
 ///   ms later and this hit refused. Hits while blocked are refused and not counted. The
 ///   first hit at or after the block's end clears every hit and counts as the first.
 ///
-/// Each request counts once, whatever it costs. (Before 6.5, each hit expired on a timer of
-/// its own, and with `blockDuration` 0 a refused hit counted too: a client that kept
-/// hammering was never let through again. 6.7.1 no longer does so.)
+/// Each request counts once, whatever it costs. (Through 6.7.0 each hit expired on a timer
+/// of its own, and with `blockDuration` 0 the overrun blocked the key until now: the block
+/// was over at once, the hits were cleared, and the overrun passed: every hit passed.
+/// 6.7.1 refuses it, and counts only the hits it passes.)
 #[derive(Clone, Debug)]
 pub struct NestjsThrottler {
     limit: u64,
@@ -252,7 +253,11 @@ impl Rule for NestjsThrottler {
     const USES_BURST: bool = false;
     const SPENDS_COST: bool = false;
     const MODELS: Option<&'static str> = Some("@nestjs/throttler 6.7.1, ThrottlerStorageService");
-    const QUIRKS: Option<&'static str> = Some("the guard's default blockDuration is ttl: the first overrun blocks the key; without a block, a sliding log (before 6.5 refused hits counted and a hammering client never recovered)");
+    const QUIRKS: Option<&'static str> = Some(
+        "the guard's default blockDuration is ttl: the first overrun blocks the key; with \
+         blockDuration 0 a sliding log of passed hits (through 6.7.0 each overrun cleared the \
+         hits and passed: it never limited)",
+    );
     const PROVEN: Option<&'static str> = Some("the npm package's ThrottlerStorageService on node:test's fake clock (tests/cli/npm_peers.rs)");
     const EXPORT: Option<Export> = Some(EXPORT);
     const RATE_WORDS: Option<super::RateWords> = Some(super::RateWords {
@@ -316,7 +321,8 @@ mod tests {
     #[test]
     fn a_hammering_client_recovers_in_6_7_1() {
         // 1 per 100 ms, block=0, a hit every 10 ms: refused hits are not counted, so the
-        // client passes once every 100 ms (before 6.5 it never passed again).
+        // client passes once every 100 ms. (6.7.0 passed every hit: each overrun cleared the
+        // hits and passed.)
         let mut limiter = throttler("1/100ms", Some("0"));
         let times: Vec<i64> = (0..100).map(|i| i * 10).collect();
         let got = decisions(&mut limiter, &ms(&times));
