@@ -10,6 +10,8 @@ import random
 import subprocess
 from pathlib import Path
 
+import pyarrow
+
 from conftest import PROGRAM
 
 Event = tuple[int, str, int]
@@ -55,3 +57,25 @@ def bursty(count: int) -> list[Event]:
 def catalog(path: Path) -> list[Event]:
     with path.open() as file:
         return sorted(((micros(r["time"]), "all", 1) for r in csv.DictReader(file)), key=lambda e: e[0])
+
+
+def table(events: list[Event]) -> pyarrow.Table:
+    """The events as the engine reads them: `time` (µs, UTC), `key` and `cost`."""
+    return pyarrow.table(
+        {
+            "time": pyarrow.array([t for t, _, _ in events], pyarrow.timestamp("us", tz="UTC")),
+            "key": [k for _, k, _ in events],
+            "cost": [c for _, _, c in events],
+        }
+    )
+
+
+def agree(what: str, theirs: list[bool], ours: list[bool]) -> int:
+    """Asserts that the real system and the engine decided every event alike, and that the
+    system refused some and passed some; says so, and returns how many were compared."""
+    apart = [i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b]
+    assert len(theirs) == len(ours) and apart == [], f"{what}: {apart[:5]}"
+    refused = theirs.count(False)
+    assert 0 < refused < len(theirs), f"{what}: {refused} refused"
+    print(f"{what}: {len(theirs)} requests, {refused} refused, 0 apart")
+    return len(theirs)

@@ -1,5 +1,19 @@
 //! Epoch-aligned windows, as the window-counting limiters see time pass.
 
+/// `micros` cut down to a whole `unit` (µs) since the epoch: the window of `unit` that
+/// holds it, or the clock of a system that reads whole seconds or milliseconds.
+#[inline]
+pub(super) fn floor_to(micros: i64, unit: i64) -> i64 {
+    micros - micros.rem_euclid(unit)
+}
+
+/// The first whole `unit` (µs) since the epoch at or after `micros`; `None` past the
+/// range of an `i64`.
+#[inline]
+pub(super) fn ceil_to(micros: i64, unit: i64) -> Option<i64> {
+    micros.checked_add((unit - micros.rem_euclid(unit)) % unit)
+}
+
 /// Tracks which window `[k·P, (k+1)·P)` the latest time falls in. Windows are aligned to
 /// the Unix epoch, so hourly windows are UTC clock hours. The period P is given with each
 /// time rather than kept, so that a limiter keeping one of these per key keeps 16 bytes.
@@ -41,7 +55,7 @@ impl AlignedWindows {
         if now < self.end && now >= self.start {
             return Step::Same;
         }
-        let start = now - now.rem_euclid(period);
+        let start = floor_to(now, period);
         let step = if start == self.end { Step::Next } else { Step::Later };
         self.start = start;
         self.end = start.saturating_add(period);

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::num::NonZeroU64;
 
+use super::aligned::{ceil_to, floor_to};
 use super::export::{self, BurstRule, Export, ExportAsk, ExportKey};
 use super::params::{ParamError, Parameters};
 use super::promise::{Bound, Limit};
@@ -103,18 +104,11 @@ pub struct Client {
 /// `Date.now()` at `now`: its whole millisecond, in µs.
 #[inline]
 pub(super) fn millisecond(now: Timestamp) -> i64 {
-    let now = now.as_micros();
-    now - now.rem_euclid(1000)
-}
-
-/// The first whole millisecond at or after `micros`, in µs.
-#[inline]
-pub(super) fn whole_ms_from(micros: i64) -> Option<i64> {
-    micros.checked_add((1000 - micros.rem_euclid(1000)) % 1000)
+    floor_to(now.as_micros(), 1000)
 }
 
 /// The longest delay Node's timers keep, in µs: 2³¹ − 1 ms (`TIMEOUT_MAX`).
-const NODE_TIMEOUT_MAX: i64 = ((1 << 31) - 1) * 1000;
+pub(super) const NODE_TIMEOUT_MAX: i64 = ((1 << 31) - 1) * 1000;
 
 /// Says why a system run by Node's timers cannot run at `rate`, if it cannot: its
 /// `what` is whole milliseconds, and at most 2³¹ − 1 of them.
@@ -150,7 +144,7 @@ impl ExpressRateLimit {
     fn opened_at(&self, now: i64) -> i64 {
         match self.reset {
             Reset::PerKey => now.saturating_add(self.window),
-            Reset::Global => (now - now.rem_euclid(self.window)).saturating_add(self.window),
+            Reset::Global => floor_to(now, self.window).saturating_add(self.window),
         }
     }
 }
@@ -183,7 +177,7 @@ impl KeyedState for ExpressRateLimit {
     /// The last hit's window ends at most `windowMs` after its millisecond: at rest from
     /// the first millisecond not before that.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
-        Timestamp::from_micros(whole_ms_from(millisecond(last).checked_add(self.window)?)?)
+        Timestamp::from_micros(ceil_to(millisecond(last).checked_add(self.window)?, 1000)?)
     }
 
     fn state_mut(&mut self) -> &mut Client {
@@ -292,7 +286,7 @@ impl Rule for ExpressRateLimit {
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Period { most: 2 * limit.rate.count() }
+        super::limits_fixed_window::opened_by_a_hit_bound(limit)
     }
 }
 

@@ -67,7 +67,7 @@ impl KeyedState for FixedWindow {
     /// The window after the last event's counts from 0.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let last = last.as_micros();
-        Timestamp::from_micros((last - last.rem_euclid(self.period)).checked_add(self.period)?)
+        Timestamp::from_micros(super::aligned::floor_to(last, self.period).checked_add(self.period)?)
     }
 
     // Settled in the window that holds now: what an earlier window counted is gone.

@@ -122,7 +122,9 @@ impl Curve {
                 ticket.stored = java_min(self.max, ticket.stored + fresh);
                 ticket.next_free = now;
             }
-            let required = f64::from(u32::try_from(cost.min(i32::MAX as u64)).unwrap_or(0));
+            // Guava's permits are an `int`: at most 2³¹ − 1, exact in a double.
+            #[allow(clippy::cast_precision_loss)]
+            let required = cost.min(0x7fff_ffff) as f64;
             let spend = java_min(required, ticket.stored);
             let fresh = required - spend;
             let wait = self.stored_wait(ticket.stored, spend).wrapping_add(java_long(fresh * self.stable));
@@ -197,22 +199,15 @@ fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
 
 /// A decimal number a second as a rate, in lowest terms: `0.5` is 1/2s, `2.5` is 5/2s.
 pub(super) fn per_second_rate(text: &str) -> super::RateRead {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 6 {
-        return format!("{text}/s").parse();
+    let millionths = crate::units::decimal::parse_exact(text.as_bytes(), 6).ok();
+    match millionths.and_then(|m| u64::try_from(m).ok()) {
+        Some(millionths) => {
+            let gcd = crate::sizing::curve::gcd(millionths.max(1), 1_000_000);
+            format!("{}/{}s", millionths / gcd, 1_000_000 / gcd).parse()
+        }
+        // Not a decimal to the millionth: the rate parser says why.
+        None => format!("{text}/s").parse(),
     }
-    let scale = 10u64.pow(u32::try_from(fraction.len()).unwrap_or(0));
-    let Ok(count) = format!("{whole}{fraction}").parse::<u64>() else {
-        return format!("{text}/s").parse();
-    };
-    let gcd = gcd(count.max(1), scale);
-    format!("{}/{}s", count / gcd, scale / gcd).parse()
-}
-
-/// The greatest common divisor.
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// A rate as Guava writes it, if it is a decimal a second it can write exactly.

@@ -41,6 +41,11 @@ pub(super) fn opened_by_a_hit(limit: &Limit) -> String {
     format!("at most {n} per window opened by a hit, so at most {} in any {p}", 2 * n)
 }
 
+/// The bound [`opened_by_a_hit`] states: at most 2N in any period.
+pub(super) fn opened_by_a_hit_bound(limit: &Limit) -> Bound {
+    Bound::Period { most: 2 * limit.rate.count() }
+}
+
 /// Says why `limits` cannot run at `rate`: its periods are whole seconds (`get_expiry`).
 pub(super) fn whole_seconds(rate: Rate) -> Option<String> {
     (rate.period().as_micros() % 1_000_000 != 0)
@@ -129,7 +134,7 @@ impl Rule for LimitsFixedWindow {
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Period { most: 2 * limit.rate.count() }
+        opened_by_a_hit_bound(limit)
     }
 
 

@@ -40,8 +40,7 @@ pub struct Window {
 /// The whole second that holds `now`, in µs: the server's `TIME` as the scripts read it.
 #[inline]
 fn second(now: Timestamp) -> i64 {
-    let now = now.as_micros();
-    now - now.rem_euclid(1_000_000)
+    super::aligned::floor_to(now.as_micros(), 1_000_000)
 }
 
 impl Litellm {
@@ -96,8 +95,7 @@ impl KeyedState for Litellm {
     /// as the whole seconds of `now` see it.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let over = second(last).checked_add(self.period)?;
-        let up = (1_000_000 - over.rem_euclid(1_000_000)) % 1_000_000;
-        Timestamp::from_micros(over.checked_add(up)?)
+        Timestamp::from_micros(super::aligned::ceil_to(over, 1_000_000)?)
     }
 
     /// The success callback's refund: into the window open now, below 0 if it must.
@@ -171,7 +169,7 @@ impl Rule for Litellm {
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Period { most: 2 * limit.rate.count() }
+        super::limits_fixed_window::opened_by_a_hit_bound(limit)
     }
 }
 

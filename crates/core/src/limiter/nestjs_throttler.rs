@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use std::num::NonZeroU64;
 
 use super::export::{BurstRule, Export, ExportAsk, ExportKey};
-use super::express_rate_limit::{millisecond, node_window, whole_ms_from};
+use super::aligned::ceil_to;
+use super::express_rate_limit::{millisecond, node_window};
 use super::params::{ParamError, Parameters};
 use super::promise::{Bound, Limit};
 use super::rate_limiter_flexible::block_param;
@@ -43,18 +44,29 @@ pub struct NestjsThrottler {
 /// @nestjs/throttler's own parameters: `block=DUR`, its `blockDuration`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NestParams {
-    /// How long a key is blocked after it goes over: `ttl` unless given (the guard's
-    /// default), none if 0.
-    pub block: Option<Option<Span>>,
+    /// How long a key is blocked after it goes over.
+    pub block: Block,
+}
+
+/// How long @nestjs/throttler blocks a key after it goes over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Block {
+    /// Its `ttl`: the guard's default when none is given.
+    #[default]
+    Ttl,
+    /// Not at all (`block=0`).
+    Off,
+    /// For a length of time.
+    For(Span),
 }
 
 impl std::fmt::Display for NestParams {
     /// `block=DUR` or `block=0`, or nothing for the default.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.block {
-            Some(Some(block)) => write!(f, "block={}", block.compact()),
-            Some(None) => f.write_str("block=0"),
-            None => Ok(()),
+            Block::For(block) => write!(f, "block={}", block.compact()),
+            Block::Off => f.write_str("block=0"),
+            Block::Ttl => Ok(()),
         }
     }
 }
@@ -63,12 +75,16 @@ impl Parameters for NestParams {
     const KEYS: &'static [&'static str] = &["block"];
 
     fn parse(given: &[(&str, Option<&str>)]) -> Result<NestParams, ParamError> {
-        let block = block_param(given)?;
-        Ok(NestParams { block: (!given.is_empty()).then_some(block) })
+        let block = match (given.is_empty(), block_param(given)?) {
+            (true, _) => Block::Ttl,
+            (false, None) => Block::Off,
+            (false, Some(span)) => Block::For(span),
+        };
+        Ok(NestParams { block })
     }
 
     fn shown(&self) -> Option<String> {
-        self.block.map(|_| self.to_string())
+        (self.block != Block::Ttl).then(|| self.to_string())
     }
 }
 
@@ -147,7 +163,7 @@ impl KeyedState for NestjsThrottler {
     /// `blockDuration` after.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let end = millisecond(last).checked_add(self.ttl.max(self.block))?;
-        Timestamp::from_micros(whole_ms_from(end)?)
+        Timestamp::from_micros(ceil_to(end, 1000)?)
     }
 
     fn state_mut(&mut self) -> &mut Hits {
@@ -179,13 +195,12 @@ const EXPORT: Export = Export {
 /// `ThrottlerModule.forRoot` with one throttler, and its block.
 fn write(ask: &ExportAsk<'_>) -> String {
     let rate = ask.rate;
-    let block = match ask.params {
-        Params::NestjsThrottler(params) => params.block,
-        _ => None,
+    let params = match ask.params {
+        Params::NestjsThrottler(params) => *params,
+        _ => NestParams::default(),
     };
     let mut text = format!("// ratelimit: nestjs-throttler at {rate}");
-    let params = NestParams { block };
-    if block.is_some() {
+    if params.block != Block::Ttl {
         let _ = write!(text, " {params}");
     }
     text.push('\n');
@@ -198,12 +213,12 @@ fn write(ask: &ExportAsk<'_>) -> String {
         "import {{ ThrottlerModule }} from '@nestjs/throttler';\n\n\
          ThrottlerModule.forRoot([\n  {{\n    ttl: {ttl},\n    limit: {limit},\n"
     );
-    match block {
-        Some(Some(block)) => {
+    match params.block {
+        Block::For(block) => {
             let _ = writeln!(text, "    blockDuration: {},", block.as_micros() / 1000);
         }
-        Some(None) => text.push_str("    blockDuration: 0,\n"),
-        None => {}
+        Block::Off => text.push_str("    blockDuration: 0,\n"),
+        Block::Ttl => {}
     }
     if let Some(ExportKey::Quoted(name)) = ask.key {
         let name = super::export::js_quoted(&name.to_ascii_lowercase());
@@ -278,8 +293,9 @@ impl Rule for NestjsThrottler {
 
     fn with_params(self, params: NestParams) -> NestjsThrottler {
         match params.block {
-            None => self,
-            Some(block) => NestjsThrottler { block: block.map_or(0, Span::as_micros), ..self },
+            Block::Ttl => self,
+            Block::Off => NestjsThrottler { block: 0, ..self },
+            Block::For(block) => NestjsThrottler { block: block.as_micros(), ..self },
         }
     }
 

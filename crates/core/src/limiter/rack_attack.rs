@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::num::NonZeroU64;
 
+use super::aligned::{ceil_to, floor_to};
 use super::export::{BurstRule, Export, ExportAsk, ExportKey};
 use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, Rule};
@@ -45,8 +46,7 @@ impl RackAttack {
     /// as Ruby's `Integer#/` does.
     #[inline]
     fn window(&self, now: Timestamp) -> i64 {
-        let now = now.as_micros();
-        (now - now.rem_euclid(1_000_000)).div_euclid(self.period.max(1))
+        floor_to(now.as_micros(), 1_000_000).div_euclid(self.period.max(1))
     }
 }
 
@@ -79,7 +79,7 @@ impl KeyedState for RackAttack {
     /// whole second there.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let next = self.window(last).checked_add(1)?.checked_mul(self.period)?;
-        Timestamp::from_micros(next.checked_add((1_000_000 - next.rem_euclid(1_000_000)) % 1_000_000)?)
+        Timestamp::from_micros(ceil_to(next, 1_000_000)?)
     }
 
     fn state_mut(&mut self) -> &mut Counted {

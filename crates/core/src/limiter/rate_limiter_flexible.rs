@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::num::NonZeroU64;
 
 use super::export::{BurstRule, Export, ExportAsk, ExportKey};
-use super::express_rate_limit::{millisecond, node_window};
+use super::express_rate_limit::{NODE_TIMEOUT_MAX, millisecond, node_window};
 use super::params::{ParamError, Parameters};
 use super::promise::{Bound, Limit};
 use super::{Decision, KeyedState, Params, Rule};
@@ -87,7 +87,7 @@ pub(super) fn block_param(given: &[(&str, Option<&str>)]) -> Result<Option<Span>
         block = match span {
             None => None,
             Some(Some(span)) if span.is_zero() => None,
-            Some(Some(span)) if span.as_micros() <= NODE_MAX => Some(span),
+            Some(Some(span)) if span.as_micros() <= NODE_TIMEOUT_MAX => Some(span),
             Some(_) => {
                 let value = value.unwrap_or_default().to_owned();
                 return Err(ParamError::Value { key: key.into(), value, why });
@@ -97,8 +97,6 @@ pub(super) fn block_param(given: &[(&str, Option<&str>)]) -> Result<Option<Span>
     Ok(block)
 }
 
-/// Node's longest timer, 2³¹ − 1 ms, in µs.
-const NODE_MAX: i64 = ((1 << 31) - 1) * 1000;
 
 impl Parameters for FlexibleParams {
     const KEYS: &'static [&'static str] = &["store", "block"];
@@ -251,12 +249,10 @@ fn rate_from_words(given: &[(&str, &str)]) -> Option<super::RateRead> {
 /// Decimal seconds (`1.5`) as a period the rate parser reads (`1500000us`); text it cannot
 /// read is passed on, for the parser to refuse.
 pub(super) fn decimal_seconds(text: &str) -> String {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 6 {
-        return format!("{text}s");
+    match crate::units::decimal::parse_exact(text.as_bytes(), 6) {
+        Ok(micros) if micros >= 0 => format!("{micros}us"),
+        _ => format!("{text}s"),
     }
-    format!("{whole}{fraction:0<6}us").trim_start_matches('0').to_owned()
 }
 
 /// A rate as rate-limiter-flexible's options: `points=N,duration=S`.
@@ -392,7 +388,7 @@ impl Rule for RateLimiterFlexible {
     }
 
     fn bound(limit: &Limit) -> Bound {
-        Bound::Period { most: 2 * limit.rate.count() }
+        super::limits_fixed_window::opened_by_a_hit_bound(limit)
     }
 }
 

@@ -82,7 +82,7 @@ impl KeyedState for SlidingCounter {
     /// Two windows after the last event's, both counters are 0.
     fn rests_after(&self, last: Timestamp) -> Option<Timestamp> {
         let last = last.as_micros();
-        let start = last - last.rem_euclid(self.period);
+        let start = super::aligned::floor_to(last, self.period);
         Timestamp::from_micros(start.checked_add(self.period.checked_mul(2)?)?)
     }
 

@@ -108,7 +108,8 @@ impl PartialOrd for ExactRate {
     }
 }
 
-fn gcd(mut a: u64, mut b: u64) -> u64 {
+/// The greatest common divisor of `a` and `b`.
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
     }
