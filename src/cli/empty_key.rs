@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::input::keys::EmptyKey;
+use crate::input::keys::KeyNotes;
 
 /// The value of a key column read as an empty key.
 #[derive(Debug, Default, Args)]
@@ -17,7 +17,7 @@ pub struct EmptyKeyArg {
 impl EmptyKeyArg {
     /// The cell a reading tells the empty key's number, reading this value as empty; refused
     /// unless `keyed` (a key column is read).
-    pub fn resolve(&self, keyed: bool) -> anyhow::Result<EmptyKey> {
+    pub fn resolve(&self, keyed: bool) -> anyhow::Result<KeyNotes> {
         let names = crate::input::asked::Names::Flags;
         Ok(crate::input::asked::empty_key(self.value.as_deref(), keyed, names)?)
     }

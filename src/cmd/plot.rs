@@ -24,8 +24,7 @@ pub(super) fn run(args: &PlotArgs) -> Result<ExitCode> {
     notes(&input, &stats);
     let times = events.times();
     let (start, end) = axis(&input, times);
-    let unkeyed = &crate::input::catalog::EmptyKey::default();
-    let recorder = Backend::Memory.decide(&settings, false, (events.events(), unkeyed))?;
+    let recorder = Backend::Memory.decide(&settings, false, (events.events(), &stats.keys))?;
     let lanes = recorder.lanes();
     let mut bins = vec![vec![(0u32, 0u32); COLUMNS]; lanes];
     for (&time, decisions) in times.iter().zip(recorder.trace().chunks(lanes)) {

@@ -1,7 +1,7 @@
 //! An event: when it came, whose it is, and what it costs.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::units::time::Timestamp;
 
@@ -29,30 +29,40 @@ impl Event {
     }
 }
 
-/// The number of the key whose value is empty, once the reading that numbers keys has met
-/// it: shared by that reading and the limits deciding its events, so that a system that
-/// lets such an event through uncounted ([`Algorithm::skips_empty_key`]) can. Clones share
-/// one cell.
+/// What the reading that numbers keys tells the limits deciding its events about those
+/// keys, as it numbers them: the empty key's number, once met, so that a system that lets
+/// such an event through uncounted ([`Algorithm::skips_empty_key`]) can; and, once a limit
+/// asks ([`want_key_crcs`]), each key's CRC-32, for a system whose arithmetic reads a key's
+/// text (django-ratelimit shifts each key's windows by it). Clones share one cell; a
+/// reading that numbers keys from the first again starts the CRCs afresh
+/// ([`restart`](KeyNotes::restart)).
 ///
 /// A reading hands a batch of events over only after numbering its keys, so a limit that
-/// is handed an event of the empty key already finds its number here.
+/// is handed an event of a key already finds here what was noted of it: if the limit asked
+/// before the reading began, or, for events read before it asked, once the table that
+/// numbered them notes them all (`KeyTable::note_all` in the reading crate).
 ///
 /// It may also name one value read as the empty one ([`reading_as_empty`]): an access log
 /// writes an empty variable as `-`.
 ///
 /// [`Algorithm::skips_empty_key`]: crate::limiter::Algorithm::skips_empty_key
-/// [`reading_as_empty`]: EmptyKey::reading_as_empty
+/// [`reading_as_empty`]: KeyNotes::reading_as_empty
+/// [`want_key_crcs`]: KeyNotes::want_key_crcs
 #[derive(Clone, Debug, Default)]
-pub struct EmptyKey {
+pub struct KeyNotes {
     number: Arc<AtomicU64>,
     read_as: Option<Arc<[u8]>>,
+    /// Whether a limit reads a key's text, and so wants each key's CRC-32.
+    wanted: Arc<AtomicBool>,
+    /// Each key's CRC-32, by key number, once wanted: 4 bytes a key.
+    crcs: Arc<Mutex<Vec<u32>>>,
 }
 
-impl EmptyKey {
+impl KeyNotes {
     /// Returns a cell, not yet told a number, for which `value` is read as the empty
     /// value: its events are of the empty key, and the key's name is empty.
-    pub fn reading_as_empty(value: &[u8]) -> EmptyKey {
-        EmptyKey { number: Arc::default(), read_as: Some(value.into()) }
+    pub fn reading_as_empty(value: &[u8]) -> KeyNotes {
+        KeyNotes { read_as: Some(value.into()), ..KeyNotes::default() }
     }
 
     /// Says that `key` is the empty key's number.
@@ -74,6 +84,45 @@ impl EmptyKey {
             Some(empty) if **empty == *value => b"",
             _ => value,
         }
+    }
+
+    /// Asks for each key's CRC-32 ([`key_crc`](KeyNotes::key_crc)): a limit whose system
+    /// reads a key's text asks before it decides.
+    pub fn want_key_crcs(&self) {
+        self.wanted.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a limit asked for each key's CRC-32.
+    #[inline]
+    pub fn wants_key_crcs(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every key's CRC-32: a reading numbers its keys from the first again.
+    pub fn restart(&self) {
+        self.crcs().clear();
+    }
+
+    /// Notes the CRC-32 of each of the first `keys` keys not yet noted, `value(n)` being
+    /// key n's value, if a limit asked for them: a reading calls it once it has numbered
+    /// new keys, before it hands their events over.
+    pub fn note_keys<'v>(&self, keys: usize, value: impl Fn(usize) -> &'v [u8]) {
+        if !self.wants_key_crcs() {
+            return;
+        }
+        let mut each = self.crcs();
+        let noted = each.len();
+        each.extend((noted..keys).map(|n| crc32fast::hash(value(n))));
+    }
+
+    fn crcs(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.crcs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Returns the CRC-32 (IEEE, zlib's `crc32`) of key `key`'s value, if the reading
+    /// noted it.
+    pub fn key_crc(&self, key: usize) -> Option<u32> {
+        self.crcs().get(key).copied()
     }
 }
 

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use anyhow::{Result, bail};
 
 use crate::fleet::{FleetEngine, FleetPlan, LAYERED_FLEET};
-use crate::input::catalog::{EmptyKey, Event, ReadOptions, ReadStats, Source};
+use crate::input::catalog::{Event, KeyTable, ReadOptions, ReadStats, Source};
 use crate::layered::{DecideLayers, Layer, LayeredRecord, ReplayLayers};
 use crate::live::Live;
 use crate::memory::Memory;
@@ -107,14 +107,15 @@ impl Backend {
     }
 
     /// Replays events already read, in time order, and returns the record with every
-    /// decision traced: for each event, one per limiter.
+    /// decision traced: for each event, one per limiter. `keys` is the table that numbered
+    /// their keys as they were read, which tells what the limits read of them.
     pub fn decide(
         &self,
         settings: &[Settings],
         keyed: bool,
-        (events, empty): (impl IntoIterator<Item = Event>, &EmptyKey),
+        (events, keys): (impl IntoIterator<Item = Event>, &KeyTable),
     ) -> Result<Recorder> {
-        self.run(Policy::SideBySide(settings), Decide { settings, keyed, events, empty })
+        self.run(Policy::SideBySide(settings), Decide { settings, keyed, events, keys })
     }
 }
 
@@ -131,13 +132,13 @@ impl Backend {
     }
 
     /// Decides events already read, in time order, through `layers`, keeping every decision;
-    /// `empty` is the empty key's number, as their reading told it.
+    /// `keys` is the table that numbered their keys as they were read.
     pub fn decide_layers(
         &self,
         layers: &[Layer],
-        (events, empty): (impl IntoIterator<Item = Event>, &EmptyKey),
+        (events, keys): (impl IntoIterator<Item = Event>, &KeyTable),
     ) -> Result<LayeredRecord> {
-        self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events, empty })
+        self.run(Policy::AllOrNothing(layers), DecideLayers { layers, events, keys })
     }
 }
 

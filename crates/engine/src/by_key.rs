@@ -6,7 +6,7 @@ use std::ops::Range;
 use anyhow::Result;
 
 use super::lane::Settings;
-use crate::input::catalog::{EmptyKey, Event, Key, Timeline};
+use crate::input::catalog::{Event, Key, KeyNotes, Timeline};
 use crate::input::keys::{Groups, joined, slot};
 use crate::limiter::{AnyLimiter, Rule, WithRule};
 use crate::per_key::KeptEvents;
@@ -53,7 +53,7 @@ impl Later {
     /// events alone.
     /// A limiter whose system lets the key `empty` names through passes its events
     /// uncounted.
-    pub(crate) fn decide(self, settings: &[Settings], empty: &EmptyKey) -> KeysDecided {
+    pub(crate) fn decide(self, settings: &[Settings], empty: &KeyNotes) -> KeysDecided {
         let (groups, events) = self.kept.grouped(self.keys);
         let stride = stride(settings.len());
         let passed = decide(&groups, &events, settings, stride, (self.threads, empty));
@@ -79,7 +79,7 @@ fn decide(
     events: &Timeline,
     settings: &[Settings],
     stride: usize,
-    (threads, empty): (usize, &EmptyKey),
+    (threads, empty): (usize, &KeyNotes),
 ) -> Vec<u8> {
     let fresh: Vec<AnyLimiter> = settings.iter().map(Settings::limiter).collect();
     let mut passed = vec![0; events.len() * stride];
@@ -110,7 +110,7 @@ fn decide_keys(
     groups: &Groups,
     keys: Range<usize>,
     events: &Timeline,
-    (fresh, stride, empty): (&[AnyLimiter], usize, &EmptyKey),
+    (fresh, stride, empty): (&[AnyLimiter], usize, &KeyNotes),
     out: &mut [u8],
 ) {
     for (lane, fresh) in fresh.iter().enumerate() {
@@ -129,7 +129,7 @@ struct Deciding<'a> {
     stride: usize,
     lane: usize,
     out: &'a mut [u8],
-    empty: &'a EmptyKey,
+    empty: &'a KeyNotes,
 }
 
 impl WithRule for Deciding<'_> {
@@ -147,6 +147,9 @@ impl WithRule for Deciding<'_> {
         for key in keys {
             let range = groups.range(key);
             state.clone_from(&fresh);
+            if L::READS_KEY_TEXT {
+                rule.key_text(&mut state, empty.key_crc(key).unwrap_or(0));
+            }
             // The empty key, where the system lets it through: every event passes, uncounted.
             let uncounted = L::SKIPS_EMPTY_KEY && Key::try_from(key).is_ok_and(|k| empty.is(k));
             for (event, (time, cost)) in (range.start - first..).zip(events.each(range)) {

@@ -113,7 +113,7 @@ fn each_alone(
         let backend = Backend::new(&[layer.settings], redis, None)?;
         let one = std::slice::from_ref(layer);
         let events = rows.iter().map(|(event, _)| event);
-        let mut record = backend.decide_layers(one, (events, &read.empty_key))?;
+        let mut record = backend.decide_layers(one, (events, &stats.keys))?;
         traces.push(std::mem::take(&mut record.trace));
         let run = Run { source, read, backend: &backend, top, decisions: false };
         let report = run.layered_report(std::slice::from_ref(limit), record, &stats);

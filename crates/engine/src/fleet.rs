@@ -8,7 +8,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rand_xoshiro::rand_core::SeedableRng;
 
 use super::recorder::Settings;
-use crate::input::catalog::{EmptyKey, Event, Key, slot};
+use crate::input::catalog::{Event, Key, KeyNotes, slot};
 use crate::input::keys::wide;
 use crate::limiter::{AnyPerKey, AnyReplicated, Decision, Share};
 use crate::report::{self, ServerCount};
@@ -87,7 +87,7 @@ pub struct FleetEngine {
     keys: usize,
     /// Each lane's say: whether it lets the empty key through uncounted, with keys.
     skips: Vec<bool>,
-    empty: EmptyKey,
+    empty: KeyNotes,
 }
 
 #[derive(Clone, Debug)]
@@ -139,7 +139,7 @@ impl FleetEngine {
         let skips = settings.iter().map(|s| plan.keyed && s.algorithm.skips_empty_key());
         FleetEngine {
             skips: skips.collect(),
-            empty: EmptyKey::default(),
+            empty: KeyNotes::default(),
             plan: plan.clone(),
             router,
             lanes,
@@ -201,8 +201,13 @@ impl Engine for FleetEngine {
         record.decided(event, 0, decisions)
     }
 
-    fn share_empty_key(&mut self, empty: &EmptyKey) {
-        self.empty = empty.clone();
+    fn share_key_notes(&mut self, notes: &KeyNotes) {
+        self.empty = notes.clone();
+        // Not keyed, the fleet sees one key, whose text is none of the reading's.
+        if self.plan.keyed {
+            self.lanes.iter_mut().for_each(|lane| lane.share_key_notes(notes));
+            self.alone.iter_mut().for_each(|alone| alone.share_key_notes(notes));
+        }
     }
 
     fn flush<R: Record>(&mut self, record: &mut R) -> Result<()> {

@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use crate::input::catalog::{EmptyKey, Event, Key, KeyTable, Sink, slot};
+use crate::input::catalog::{Event, Key, KeyNotes, KeyTable, Sink, slot};
 use crate::input::keys::Ranking;
 use crate::limiter::{Algorithm, OwnSize, SystemSizer};
 use crate::per_key::{KeptEvents, fold_keys, listed_again};
@@ -96,7 +96,7 @@ pub struct KeyedFinders {
     /// With `--for SYSTEM`, the system, and the finder of its own setting at each rate.
     own: Option<OwnFinders>,
     /// With keys, the empty key, which a system that lets it through does not account.
-    empty: Option<EmptyKey>,
+    empty: Option<KeyNotes>,
 }
 
 impl Sink for KeyedFinders {
@@ -143,7 +143,7 @@ impl KeyedFinders {
     /// can write), as the registry's [`OwnSize`] of `system` says; a limiter without one
     /// adds nothing. With keys, the events of the key `empty` says is empty are left out
     /// where the system lets them through uncounted.
-    pub fn for_system(self, system: Algorithm, empty: &EmptyKey) -> KeyedFinders {
+    pub fn for_system(self, system: Algorithm, empty: &KeyNotes) -> KeyedFinders {
         let Some(own) = system.own_size() else { return self };
         let keyed = matches!(self.sizing, Sizing::Keyed(_)) && system.skips_empty_key();
         let params = system.default_params();

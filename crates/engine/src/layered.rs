@@ -10,7 +10,7 @@
 use anyhow::Result;
 
 use super::recorder::Recorder;
-use crate::input::catalog::{EmptyKey, Event, ReadStats, Sink};
+use crate::input::catalog::{Event, KeyNotes, ReadStats, Sink};
 use crate::input::keys::slot;
 use crate::limiter::{AnyPerKey, Decision};
 
@@ -31,20 +31,27 @@ pub struct Tally {
     alone: Vec<(AnyPerKey, Layer)>,
     alone_refused: Vec<u64>,
     /// The empty key's number, as the reading tells it, for layers that let it through.
-    empty: EmptyKey,
+    empty: KeyNotes,
     /// If kept: every event's decision, in order.
     trace: Option<Vec<bool>>,
     /// If kept, with the trace: the layers that refused each event (bit n for layer n).
     refusals: Vec<u32>,
 }
 
+/// Returns `layer`'s limiter for every key, reading `notes` of the keys if it is keyed.
+fn noted(layer: &Layer, notes: &KeyNotes) -> AnyPerKey {
+    let mut limiter = layer.settings.per_key();
+    layer.share_key_notes(&mut limiter, notes);
+    limiter
+}
+
 impl Tally {
-    fn new(layers: &[Layer], empty: &EmptyKey) -> Tally {
+    fn new(layers: &[Layer], empty: &KeyNotes) -> Tally {
         Tally {
             records: layers.iter().map(|l| Recorder::new(&[l.settings], l.keyed)).collect(),
             refused: vec![0; layers.len()],
             only: vec![0; layers.len()],
-            alone: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
+            alone: layers.iter().map(|l| (noted(l, empty), l.clone())).collect(),
             alone_refused: vec![0; layers.len()],
             empty: empty.clone(),
             events: 0,
@@ -135,10 +142,10 @@ pub fn check_layers(layers: &[Layer]) -> Result<()> {
 
 impl<D: Engine> Layered<D> {
     /// Starts a replay of `layers`, which [`check_layers`] has passed, decided by `decide`;
-    /// `empty` holds the empty key's number as the reading of the events tells it, which
-    /// the engine and each layer alone share.
-    pub fn with(layers: &[Layer], decide: D, empty: &EmptyKey) -> Layered<D> {
-        Layered { decide: crate::sharing(decide, empty), tally: Tally::new(layers, empty) }
+    /// `notes` holds what the reading of the events tells of their keys, which the engine
+    /// and each layer alone share.
+    pub fn with(layers: &[Layer], decide: D, notes: &KeyNotes) -> Layered<D> {
+        Layered { decide: crate::sharing(decide, notes), tally: Tally::new(layers, notes) }
     }
 
     /// Returns the record, once every event is in and decided.
@@ -178,8 +185,8 @@ pub struct DecideLayers<'a, I> {
     pub layers: &'a [Layer],
     /// The events, in time order.
     pub events: I,
-    /// The empty key's number, as the reading of the events told it.
-    pub empty: &'a crate::input::catalog::EmptyKey,
+    /// The table that numbered their keys as they were read.
+    pub keys: &'a crate::input::catalog::KeyTable,
 }
 
 impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
@@ -187,7 +194,9 @@ impl<I: IntoIterator<Item = Event>> UseEngine for DecideLayers<'_, I> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<LayeredRecord> {
         check_layers(self.layers)?;
-        let mut run = Layered::with(self.layers, fresh(), self.empty);
+        let mut run = Layered::with(self.layers, fresh(), self.keys.notes());
+        // The layers have said what they read of the keys: the table notes it of all.
+        self.keys.note_all();
         run.tally.trace = Some(Vec::new());
         for event in self.events {
             run.event(event)?;
@@ -212,7 +221,7 @@ impl UseEngine for ReplayLayers<'_> {
 
     fn with<E: Engine>(self, mut fresh: impl FnMut() -> E) -> Result<Self::Out> {
         check_layers(self.layers)?;
-        let run = || Layered::with(self.layers, fresh(), &self.options.empty_key);
+        let run = || Layered::with(self.layers, fresh(), &self.options.key_notes);
         let (run, stats) = crate::input::catalog::read_events(self.source, self.options, run)?;
         Ok((run.finish()?, stats))
     }
@@ -249,7 +258,7 @@ mod tests {
 
     fn in_memory(layers: &[Layer]) -> Result<Layered<Memory>> {
         check_layers(layers)?;
-        let unkeyed = &EmptyKey::default();
+        let unkeyed = &KeyNotes::default();
         Ok(Layered::with(layers, Memory::new(Policy::AllOrNothing(layers))?, unkeyed))
     }
 
@@ -283,7 +292,7 @@ mod tests {
         // three requests in a second pass; key 0's second is refused, by nginx alone too.
         let nginx = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1, None) };
         let layers = [nginx, layer(Algorithm::TokenBucket, "1000/s", 1000, None)];
-        let empty = EmptyKey::default();
+        let empty = KeyNotes::default();
         empty.set(1);
         let mut run =
             Layered::with(&layers, Memory::new(Policy::AllOrNothing(&layers)).unwrap(), &empty);

@@ -85,12 +85,13 @@ pub trait Engine {
         false
     }
 
-    /// Shares `empty`, which the reading of the events tells the empty key's number: the
-    /// limits whose systems let an event of that key through uncounted then do. An engine
-    /// whose limiters count every key alike (Redis's scripts, which run only exact
-    /// limiters) has nothing to do.
-    fn share_empty_key(&mut self, empty: &catalog::EmptyKey) {
-        let _ = empty;
+    /// Shares `notes`, what the reading of the events notes of their keys as it numbers
+    /// them: the limits whose systems let an event of the empty key through uncounted then
+    /// do, and those whose systems read a key's text read it there. An engine whose
+    /// limiters count every key alike (Redis's scripts, which run only exact limiters) has
+    /// nothing to do.
+    fn share_key_notes(&mut self, notes: &catalog::KeyNotes) {
+        let _ = notes;
     }
 
     /// Returns this engine, fresh, deciding each event as it arrives: live, a batch of one
@@ -137,15 +138,16 @@ impl Record for Recorder {
 }
 
 /// Decides events already read, in time order, in memory, and returns the record with
-/// every decision traced: for each event, one per limiter.
+/// every decision traced: for each event, one per limiter. Their keys' values are not
+/// known: a limiter that reads a key's text reads each as empty.
 pub fn decide_in_memory(
     settings: &[Settings],
     keyed: bool,
     events: impl IntoIterator<Item = Event>,
 ) -> Result<Recorder> {
     let memory = Memory::new(Policy::SideBySide(settings))?;
-    let empty = &catalog::EmptyKey::default();
-    Decide { settings, keyed, events, empty }.with(|| memory.clone())
+    let keys = &catalog::KeyTable::new();
+    Decide { settings, keyed, events, keys }.with(|| memory.clone())
 }
 
 /// What a job does with an engine, whatever its type: engines differ in type, and a
@@ -184,7 +186,7 @@ impl UseEngine for ReadAll<'_> {
             recorder
         };
         let threads = self.options.threads;
-        let run = || Run::new(sharing(fresh(), &self.options.empty_key), recorder(), threads);
+        let run = || Run::new(sharing(fresh(), &self.options.key_notes), recorder(), threads);
         let read = catalog::read_events(self.source, self.options, run);
         finish(read)
     }
@@ -198,8 +200,8 @@ pub struct Decide<'a, I> {
     pub keyed: bool,
     /// The events, in time order.
     pub events: I,
-    /// The empty key's number, as the reading of the events told it.
-    pub empty: &'a catalog::EmptyKey,
+    /// The table that numbered their keys as they were read.
+    pub keys: &'a catalog::KeyTable,
 }
 
 impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
@@ -209,13 +211,23 @@ impl<I: IntoIterator<Item = Event>> UseEngine for Decide<'_, I> {
         let mut recorder = Recorder::new(self.settings, self.keyed);
         recorder.keep_trace();
         // A trace is kept: every decision is made as read, on this thread.
-        feed(Run::new(sharing(fresh(), self.empty), recorder, 1), self.events)
+        feed(Run::new(read_by(fresh(), self.keys), recorder, 1), self.events)
     }
 }
 
-/// Returns `engine`, told the empty key's number as the reading tells it to `empty`.
-pub(crate) fn sharing<E: Engine>(mut engine: E, empty: &catalog::EmptyKey) -> E {
-    engine.share_empty_key(empty);
+/// Returns `engine`, sharing `notes`, what the reading of the events tells of their keys
+/// as it numbers them: shared before the reading begins.
+pub(crate) fn sharing<E: Engine>(mut engine: E, notes: &catalog::KeyNotes) -> E {
+    engine.share_key_notes(notes);
+    engine
+}
+
+/// Returns `engine`, sharing what `keys`, the table that numbered the keys of events
+/// already read, tells of them: once the engine has said what it reads of them (a key's
+/// text), the table notes it of every key.
+pub(crate) fn read_by<E: Engine>(engine: E, keys: &catalog::KeyTable) -> E {
+    let engine = sharing(engine, keys.notes());
+    keys.note_all();
     engine
 }
 

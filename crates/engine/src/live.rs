@@ -10,7 +10,7 @@
 use anyhow::{Result, bail};
 
 use crate::Policy;
-use crate::input::catalog::Event;
+use crate::input::catalog::{Event, KeyNotes};
 use crate::input::keys::{Key, KeyTable, slot, wide};
 use crate::layered::Limits;
 use crate::limiter::{AnyPerKey, Decision};
@@ -125,6 +125,9 @@ pub fn check(policy: Policy<'_>) -> Result<()> {
 /// systems.
 struct LiveKeys {
     table: KeyTable,
+    /// What the table notes of its keys, for limits whose systems read a key's text:
+    /// renumbered keys are noted afresh.
+    notes: KeyNotes,
     sweep_at: usize,
     /// The most keys it holds: [`MAX_LIVE_KEYS`], less in tests.
     most: usize,
@@ -139,7 +142,9 @@ impl LiveKeys {
     /// Returns a table of no keys that holds at most `most`.
     fn new(most: usize) -> LiveKeys {
         let sweep_at = FIRST_SWEEP.min(most);
-        LiveKeys { table: KeyTable::new(), sweep_at, most, used: Vec::new(), asks: 0, evicted: 0 }
+        let notes = KeyNotes::default();
+        let table = KeyTable::telling(&notes);
+        LiveKeys { table, notes, sweep_at, most, used: Vec::new(), asks: 0, evicted: 0 }
     }
 
     /// Returns a key's number, numbering a new key. The table holds at most its `most`,
@@ -175,7 +180,8 @@ impl LiveKeys {
             kept.truncate(most);
             kept.sort_unstable();
         }
-        let mut table = KeyTable::new();
+        let notes = KeyNotes::default();
+        let mut table = KeyTable::telling(&notes);
         for &old in &kept {
             // Fewer keys than the table numbered: each gets a number again.
             let key = Key::try_from(old).unwrap_or(Key::MAX);
@@ -183,7 +189,7 @@ impl LiveKeys {
         }
         self.used = kept.iter().map(|&old| self.used[old]).collect();
         self.sweep_at = kept.len().saturating_mul(2).clamp(FIRST_SWEEP.min(self.most), self.most);
-        self.table = table;
+        (self.table, self.notes) = (table, notes);
         Some(kept)
     }
 }
@@ -204,7 +210,10 @@ impl LiveMemory {
             bail!(ONE_LIMIT);
         }
         let probes = limits.layers().map(|layer| layer.settings.per_key()).collect();
-        Ok(LiveMemory { limits, probes, keys: LiveKeys::new(MAX_LIVE_KEYS) })
+        let keys = LiveKeys::new(MAX_LIVE_KEYS);
+        let mut limits = limits;
+        limits.share_key_notes(&keys.notes);
+        Ok(LiveMemory { limits, probes, keys })
     }
 
     /// Decides an event of `key` costing `cost` at `now`, and returns it and each limit's
@@ -219,6 +228,7 @@ impl LiveMemory {
         let limits = &self.limits;
         if let Some(kept) = self.keys.sweep(|old| limits.at_rest(old, now)) {
             self.limits = limits.renumbered(&kept);
+            self.limits.share_key_notes(&self.keys.notes);
         }
         let event = Event { time: now, key: self.keys.number(key.unwrap_or_default())?, cost };
         let all_or_nothing = self.limits.all_or_nothing();

@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::backend::Backend;
 use crate::input::cost::Cost;
-use crate::input::keys::EmptyKey;
+use crate::input::keys::KeyNotes;
 use crate::limit::{self, Limit};
 use crate::limits::LimitPolicy;
 use crate::live::{Answer, Answered, Live};
@@ -42,7 +42,7 @@ pub struct LiveLimiter {
     /// The time of the last decision, in memory: none may come before it.
     last: Option<Timestamp>,
     clock: Clock,
-    empty: EmptyKey,
+    empty: KeyNotes,
 }
 
 /// A live decision on one event, and what a service may tell its client.
@@ -87,8 +87,8 @@ impl LiveLimiter {
     /// [`new`](LiveLimiter::new), its errors the internals'.
     fn made(limits: &[Limit], options: &LiveOptions) -> Result<LiveLimiter> {
         let empty = match &options.empty_key {
-            Some(value) => EmptyKey::reading_as_empty(value),
-            None => EmptyKey::default(),
+            Some(value) => KeyNotes::reading_as_empty(value),
+            None => KeyNotes::default(),
         };
         // Checked here, before any thread or connection: what the thread will build.
         let policy = match limits {

@@ -93,7 +93,7 @@ fn buckets(
     let fresh = || {
         let finders = KeyedFinders::new(rates, keyed, ask.top, read.threads);
         match ask.system {
-            Some(system) => finders.for_system(system, &read.empty_key),
+            Some(system) => finders.for_system(system, &read.key_notes),
             None => finders,
         }
     };

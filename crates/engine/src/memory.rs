@@ -4,7 +4,7 @@ use anyhow::{Result, anyhow};
 
 use super::by_key::Later;
 use super::layered::Limits;
-use crate::input::catalog::{EmptyKey, Event};
+use crate::input::catalog::{Event, KeyNotes};
 use crate::live::{Live, LiveMemory};
 use crate::{Engine, Policy, Record};
 
@@ -20,7 +20,7 @@ pub struct Memory {
     /// If it decides after reading, key by key: the events kept till then.
     later: Option<Later>,
     /// The empty key's number, as the reading tells it.
-    empty: EmptyKey,
+    empty: KeyNotes,
 }
 
 impl Memory {
@@ -29,7 +29,7 @@ impl Memory {
     pub fn new(policy: Policy<'_>) -> Result<Memory> {
         let limits = Limits::new(policy)?;
         let alone = limits.layers().all(|l| !l.settings.algorithm.has_zone());
-        Ok(Memory { limits, alone, later: None, empty: EmptyKey::default() })
+        Ok(Memory { limits, alone, later: None, empty: KeyNotes::default() })
     }
 }
 
@@ -65,8 +65,8 @@ impl Engine for Memory {
         can
     }
 
-    fn share_empty_key(&mut self, empty: &EmptyKey) {
-        self.limits.share_empty_key(empty);
+    fn share_key_notes(&mut self, empty: &KeyNotes) {
+        self.limits.share_key_notes(empty);
         self.empty = empty.clone();
     }
 

@@ -166,17 +166,17 @@ impl Run<'_> {
         again: Again,
     ) -> Result<(Vec<bool>, ReplayReport, Vec<String>)> {
         let mut notes = notes(self.source, self.read, stats);
-        let empty = &self.read.empty_key;
+        let keys = &stats.keys;
         match settled {
             Settled::One(settings) => {
                 let keyed = self.read.key_column.is_some();
-                let recorder = self.backend.decide(&[*settings], keyed, (events, empty))?;
+                let recorder = self.backend.decide(&[*settings], keyed, (events, keys))?;
                 let (report, spread) = self.one_report(*settings, &recorder, stats, again)?;
                 notes.extend(spread);
                 Ok((recorder.trace().to_vec(), ReplayReport::One(report), notes))
             }
             Settled::Layers { limits, layers } => {
-                let mut record = self.backend.decide_layers(layers, (events, empty))?;
+                let mut record = self.backend.decide_layers(layers, (events, keys))?;
                 let trace = std::mem::take(&mut record.trace);
                 let report = self.layered_report(limits, record, stats);
                 Ok((trace, ReplayReport::Layers(report), notes))
@@ -200,7 +200,7 @@ impl Run<'_> {
                 _ => {
                     let (rows, stats) = catalog::read_rows(source, read)?;
                     let events = rows.iter().map(|(event, _)| event);
-                    let recorder = self.backend.decide(&lanes, keyed, (events, &read.empty_key))?;
+                    let recorder = self.backend.decide(&lanes, keyed, (events, &stats.keys))?;
                     let decisions = Decisions::of_rows(&rows, recorder.trace(), source);
                     (recorder, stats, Some(decisions))
                 }
@@ -247,7 +247,7 @@ impl Run<'_> {
                 }
             });
             if let Some(events) = read.events {
-                note = Some(self.spread_note(settings, &events, report.dropped)?);
+                note = Some(self.spread_note(settings, &events, &read.keys, report.dropped)?);
             }
         }
         Ok((report, note))
@@ -263,21 +263,29 @@ impl Run<'_> {
         }
         let keyed = self.read.key_column.is_some();
         let skips = own.is_some_and(|(_, s)| s.algorithm.skips_empty_key());
-        let empty = (keyed && skips).then(|| self.read.empty_key.clone());
+        let empty = (keyed && skips).then(|| self.read.key_notes.clone());
         let fresh = || Reread {
             // The system's own, with the parameters the replay ran it with (nginx's zone).
             own: own.map(|(own, s)| ((own.finder)(s.rate, &s.params), own)),
             events: spread.then(Vec::new),
             empty: empty.clone(),
+            keys: catalog::KeyTable::new(),
         };
-        let (again, _) = catalog::read_events(self.source, self.read, fresh)?;
+        let (mut again, stats) = catalog::read_events(self.source, self.read, fresh)?;
+        again.keys = stats.keys;
         Ok(Some(again))
     }
 
     /// What whole-second ties can matter: `events` replayed again with each tied second's
     /// events spread evenly across it in the order they came, and that replay's drops
     /// beside `dropped`, the drops as logged.
-    fn spread_note(&self, settings: Settings, events: &[Event], dropped: u64) -> Result<String> {
+    fn spread_note(
+        &self,
+        settings: Settings,
+        events: &[Event],
+        keys: &catalog::KeyTable,
+        dropped: u64,
+    ) -> Result<String> {
         let mut spread = Vec::with_capacity(events.len());
         for tied in events.chunk_by(|a, b| a.time == b.time) {
             let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
@@ -289,8 +297,7 @@ impl Run<'_> {
             }
         }
         let keyed = self.read.key_column.is_some();
-        let empty = &self.read.empty_key;
-        let recorder = self.backend.decide(&[settings], keyed, (spread, empty))?;
+        let recorder = self.backend.decide(&[settings], keyed, (spread, keys))?;
         let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
         Ok(format!(
             "with each second's tied events spread evenly across it, in the order they came, \
@@ -305,7 +312,7 @@ impl Run<'_> {
         let (record, stats, decisions) = if self.decisions {
             let (rows, stats) = catalog::read_rows(source, read)?;
             let events = rows.iter().map(|(event, _)| event);
-            let record = self.backend.decide_layers(layers, (events, &read.empty_key))?;
+            let record = self.backend.decide_layers(layers, (events, &stats.keys))?;
             let decided = (&record.trace[..], &record.refusals[..]);
             let decisions = Decisions::of_layers(&rows, decided, layers.len(), source);
             (record, stats, Some(decisions))
@@ -368,7 +375,9 @@ struct Reread {
     own: Option<(Box<dyn SystemSizer>, OwnSize)>,
     events: Option<Vec<Event>>,
     /// With keys, the empty key, which the system does not account.
-    empty: Option<catalog::EmptyKey>,
+    empty: Option<catalog::KeyNotes>,
+    /// The table that numbered the keys as they were read again.
+    keys: catalog::KeyTable,
 }
 
 impl Sink for Reread {

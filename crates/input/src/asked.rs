@@ -8,7 +8,7 @@ use std::str::FromStr;
 use crate::cost::Cost;
 use crate::filter::{ColumnFilter, RowFilter, TimeFilter};
 use crate::format::InputFormat;
-use crate::keys::EmptyKey;
+use crate::keys::KeyNotes;
 use crate::log_format::{ARRIVAL, LogFormat, TIMED_COMBINED, is_timed_log};
 use crate::message::one_line;
 use crate::options::{ReadOptions, available_threads};
@@ -331,7 +331,7 @@ impl Asked {
             key_column: key_column.map(|(column, _)| column.to_owned()),
             key_asked_by: key_column.map_or("--key", |(_, flag)| flag),
             skip_bad: self.skip_bad,
-            empty_key,
+            key_notes: empty_key,
             threads: self.threads.unwrap_or_else(available_threads),
             ..ReadOptions::new()
         })
@@ -392,14 +392,14 @@ impl Asked {
 
 /// Returns the cell a reading tells the empty key's number, reading `value` as the empty
 /// key: refused unless `keyed` (a key column is read).
-pub fn empty_key(value: Option<&str>, keyed: bool, names: Names) -> Result<EmptyKey, AskedError> {
+pub fn empty_key(value: Option<&str>, keyed: bool, names: Names) -> Result<KeyNotes, AskedError> {
     match value {
-        None => Ok(EmptyKey::default()),
+        None => Ok(KeyNotes::default()),
         Some(_) if !keyed => {
             let (key, empty) = (names.of("key"), names.of("empty-key"));
             Err(AskedError(format!("{empty} reads a key's value: give {key}")))
         }
-        Some(value) => Ok(EmptyKey::reading_as_empty(value.as_bytes())),
+        Some(value) => Ok(KeyNotes::reading_as_empty(value.as_bytes())),
     }
 }
 

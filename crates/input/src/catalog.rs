@@ -13,7 +13,7 @@ use super::error::Result;
 pub use super::event::Event;
 pub use super::filter::{ColumnFilter, RowFilter, TimeFilter};
 pub use super::instants::Instants;
-pub use super::keys::{EmptyKey, Key, KeyTable, slot};
+pub use super::keys::{Key, KeyNotes, KeyTable, slot};
 pub use super::options::{ReadOptions, available_threads};
 use super::pipeline::Flow;
 pub use super::sink::Sink;

@@ -195,7 +195,7 @@ fn take_pieces<E: From<ReadError>>(
     let Plan { file, header, options, size, body, .. } = *plan;
     let mut progress = Ticker::new(options.progress, &options.stop, Some(size));
     let mut stats = ReadStats::default();
-    let mut keys = KeyTable::telling(&options.empty_key);
+    let mut keys = KeyTable::telling(&options.key_notes);
     let mut buffer = Vec::new();
     let mut expected = body;
     let mut line = header.body.line();

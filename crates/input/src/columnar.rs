@@ -95,7 +95,7 @@ impl Taker {
     pub(super) fn new(options: &ReadOptions) -> Taker {
         Taker {
             stats: ReadStats::default(),
-            keys: KeyTable::telling(&options.empty_key),
+            keys: KeyTable::telling(&options.key_notes),
             skip_bad: options.skip_bad,
         }
     }

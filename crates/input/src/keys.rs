@@ -9,7 +9,7 @@ use foldhash::fast::FixedState;
 
 use super::values::Values;
 
-pub use ratelimit_core::event::{EmptyKey, Key, slot};
+pub use ratelimit_core::event::{Key, KeyNotes, slot};
 
 /// Waits for a thread of a scope and returns what it returned. A panic there is a bug in
 /// this program, not bad input: it is passed on as it is.
@@ -46,8 +46,12 @@ pub struct KeyTable {
     hasher: FixedState,
     /// Room for the hashes of a batch being numbered, kept for the next.
     hashes: Vec<u64>,
-    /// Told the empty key's number when it is first met, for the limits that let it through.
-    empty: EmptyKey,
+    /// Told the empty key's number when it is first met, for the limits that let it
+    /// through, and each key's CRC-32, for those that read a key's text.
+    notes: KeyNotes,
+    /// How many keys `notes` has been told the CRC-32 of; `None` for a table that tells
+    /// nothing (made alone, [`new`](KeyTable::new)).
+    noted: Option<usize>,
 }
 
 /// The high half of a slot, where the hash is kept.
@@ -85,10 +89,35 @@ impl KeyTable {
         KeyTable::default()
     }
 
-    /// Returns a table with no keys that tells `empty` the empty key's number when it
-    /// numbers it, and numbers the value `empty` reads as empty as the empty value.
-    pub fn telling(empty: &EmptyKey) -> KeyTable {
-        KeyTable { empty: empty.clone(), ..KeyTable::default() }
+    /// Returns a table with no keys that tells `notes` the empty key's number when it
+    /// numbers it (and each key's CRC-32, if a limit wants them), and numbers the value
+    /// `notes` reads as empty as the empty value.
+    pub fn telling(notes: &KeyNotes) -> KeyTable {
+        notes.restart();
+        KeyTable { notes: notes.clone(), noted: Some(0), ..KeyTable::default() }
+    }
+
+    /// Tells the notes the CRC-32 of the keys numbered since they were last told, if a
+    /// limit wants them: once a batch is numbered, before its events are handed over.
+    #[inline]
+    fn tell(&mut self) {
+        let due = self.noted.is_some_and(|noted| noted < self.values.len());
+        if due && self.notes.wants_key_crcs() {
+            self.note_all();
+            self.noted = Some(self.values.len());
+        }
+    }
+
+    /// Returns what the table tells of its keys as it numbers them.
+    pub fn notes(&self) -> &KeyNotes {
+        &self.notes
+    }
+
+    /// Tells the notes the CRC-32 of every key not yet told, if a limit wants them: for a
+    /// limit that asked only once the keys were numbered (events decided after reading).
+    pub fn note_all(&self) {
+        let values = &self.values;
+        self.notes.note_keys(values.len(), |n| values.get(n));
     }
 
     /// Returns the number of keys.
@@ -110,9 +139,11 @@ impl KeyTable {
     /// adding it if it is new; `None` if a new key would be past [`Key::MAX`].
     #[inline]
     pub fn intern(&mut self, value: &[u8]) -> Option<Key> {
-        let value = self.empty.value(value);
+        let value = self.notes.value(value);
         let high = high_of(self.hasher.hash_one(value));
-        self.intern_high(value, high)
+        let key = self.intern_high(value, high);
+        self.tell();
+        key
     }
 
     /// Numbers `count` values in order, as [`intern`](KeyTable::intern) would one by one,
@@ -130,14 +161,14 @@ impl KeyTable {
     ) -> Result<(), usize> {
         let mut hashes = std::mem::take(&mut self.hashes);
         hashes.clear();
-        let empty = &self.empty;
+        let empty = &self.notes;
         hashes.extend((0..count).map(|n| high_of(self.hasher.hash_one(empty.value(value(n))))));
         let mut numbered = Ok(());
         for (n, &high) in hashes.iter().enumerate() {
             if let Some(&ahead) = hashes.get(n + AHEAD) {
                 self.prefetch(ahead);
             }
-            match self.intern_high(self.empty.value(value(n)), high) {
+            match self.intern_high(self.notes.value(value(n)), high) {
                 Some(key) => keys.push(key),
                 None => {
                     numbered = Err(n);
@@ -146,6 +177,7 @@ impl KeyTable {
             }
         }
         self.hashes = hashes;
+        self.tell();
         numbered
     }
 
@@ -164,7 +196,7 @@ impl KeyTable {
         self.slots[at] = entry(key, high);
         self.values.push(value);
         if value.is_empty() {
-            self.empty.set(key);
+            self.notes.set(key);
         }
         if self.values.len() > self.slots.len() / 2 {
             self.grow();

@@ -3,7 +3,7 @@
 use super::cost::Cost;
 use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
-use super::keys::EmptyKey;
+use super::keys::KeyNotes;
 use super::log_format::LogFormat;
 use crate::progress::{ShowProgress, Stop};
 use crate::units::layout::TimeLayout;
@@ -46,7 +46,7 @@ pub struct ReadOptions {
     pub skip_bad: u64,
     /// Told the number of the key whose value is empty, once reading meets it: shared with
     /// the limits that let such an event through uncounted, as their systems do.
-    pub empty_key: EmptyKey,
+    pub key_notes: KeyNotes,
     /// How many threads may read and work on the events: with 1, all is done on the
     /// calling thread. The events and what is made of them are the same for any number.
     pub threads: usize,
@@ -70,7 +70,7 @@ impl ReadOptions {
             progress: None,
             stop: Stop::default(),
             skip_bad: 0,
-            empty_key: EmptyKey::default(),
+            key_notes: KeyNotes::default(),
             threads: available_threads(),
         }
     }

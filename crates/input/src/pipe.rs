@@ -116,7 +116,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             }
         });
         let mut stats = ReadStats::default();
-        let mut keys = KeyTable::telling(&options.empty_key);
+        let mut keys = KeyTable::telling(&options.key_notes);
         let mut line = header.body.line();
         let mut next = 0;
         let mut progress = Ticker::new(options.progress, &options.stop, None);

@@ -44,7 +44,7 @@ pub(super) fn stream<R: Read + Send, E: From<ReadError>>(
     let keyed = pass.columns.key.is_some();
     let name = pass.name.clone();
     // The table goes to the thread that numbers the keys.
-    let mut keys = KeyTable::telling(&pass.options.empty_key);
+    let mut keys = KeyTable::telling(&pass.options.key_notes);
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || {
             loop {

@@ -134,7 +134,7 @@ impl<'a, R: Read> Reading<'a, R> {
             scratch: Scratch::default(),
             width: None,
             stats: ReadStats {
-                keys: KeyTable::telling(&options.empty_key),
+                keys: KeyTable::telling(&options.key_notes),
                 ..ReadStats::default()
             },
             progress: Ticker::new(options.progress, &options.stop, size),

@@ -186,8 +186,7 @@ fn made(ask: &PageAsk, source: &Source, reads: &Reads, began: Instant) -> Result
     if events.is_empty() {
         bail!("{} has no events to report on", source.name());
     }
-    let empty = &read.empty_key;
-    let recorder = backend.decide(&settings, keyed, (events.iter().copied(), empty))?;
+    let recorder = backend.decide(&settings, keyed, (events.iter().copied(), &stats.keys))?;
     let names = KeyNames::of(key, &stats);
     let lanes = recorder.reports(&source.name(), names, top, read.threads).lanes;
     let keys = stats.keys.names().count();
@@ -210,7 +209,7 @@ fn made(ask: &PageAsk, source: &Source, reads: &Reads, began: Instant) -> Result
             let one = vec![settings[chosen]];
             let (modes, fleet) = ask.fleet.plan(one, key, true, ask.names)?;
             let backend = Backend::new(&modes, ask.redis.as_ref(), fleet)?;
-            let recorder = backend.decide(&modes, keyed, (events.iter().copied(), empty))?;
+            let recorder = backend.decide(&modes, keyed, (events.iter().copied(), &stats.keys))?;
             // The share modes list the keys as asked.
             let lanes = recorder.reports(&source.name(), names, ask.top, read.threads).lanes;
             Some(serde_json::to_value(lanes)?)

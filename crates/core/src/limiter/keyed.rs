@@ -1,6 +1,7 @@
 //! One limiter for many keys: the rule kept once, each key's state kept apart and small.
 
 use super::{Algorithm, Any, Decision, KeyedState, Rule, Store};
+use crate::event::KeyNotes;
 use crate::units::rate::Rate;
 use crate::units::time::Timestamp;
 
@@ -72,6 +73,9 @@ pub struct PerKey<L: KeyedState> {
     states: Vec<L::State>,
     /// The limiter's own store of its keys ([`KeyedState::Keys`]).
     keys: L::Keys,
+    /// For a limiter that reads a key's text, what the reading noted of its keys, and how
+    /// many states each key has (its copies on a fleet's servers, side by side).
+    notes: Option<(KeyNotes, usize)>,
 }
 
 impl<L: KeyedState> PerKey<L> {
@@ -88,7 +92,39 @@ impl<L: KeyedState> PerKey<L> {
 
     fn stored(mut limiter: L, shared: bool) -> PerKey<L> {
         let fresh = limiter.state_mut().clone();
-        PerKey { limiter, fresh, states: Vec::new(), keys: L::Keys::new(shared) }
+        PerKey { limiter, fresh, states: Vec::new(), keys: L::Keys::new(shared), notes: None }
+    }
+
+    /// Shares what the reading that numbers the keys notes of them: a limiter that reads a
+    /// key's text ([`KeyedState::READS_KEY_TEXT`]) asks for each key's CRC-32 and sets each
+    /// new key's state by it; any other ignores them.
+    pub fn share_key_notes(&mut self, notes: &KeyNotes) {
+        self.share_key_notes_by(notes, 1);
+    }
+
+    /// Shares the key notes, as [`share_key_notes`](PerKey::share_key_notes) does, for
+    /// states kept `each` a key, side by side: state n is of key n / `each`.
+    pub(crate) fn share_key_notes_by(&mut self, notes: &KeyNotes, each: usize) {
+        if L::READS_KEY_TEXT {
+            notes.want_key_crcs();
+            self.notes = Some((notes.clone(), each.max(1)));
+        }
+    }
+
+    /// Returns a fresh state for state `at`: set by its key's text, for a limiter that
+    /// reads it.
+    fn fresh_at(&self, at: usize) -> L::State {
+        let mut state = self.fresh.clone();
+        self.name(at, &mut state);
+        state
+    }
+
+    /// Sets state `at`, fresh, by its key's text, if the limiter reads it.
+    #[inline]
+    fn name(&self, at: usize, state: &mut L::State) {
+        if let Some((notes, each)) = &self.notes {
+            self.limiter.key_text(state, notes.key_crc(at / each).unwrap_or(0));
+        }
     }
 
     /// Returns key `key`'s state, if it has one.
@@ -148,7 +184,7 @@ impl<L: KeyedState> PerKey<L> {
     pub fn admits(&mut self, key: usize, now: Timestamp, cost: u64) -> bool {
         match self.states.get_mut(key) {
             Some(state) => self.limiter.admits(state, now, cost),
-            None => self.limiter.admits(&mut self.fresh.clone(), now, cost),
+            None => self.limiter.admits(&mut self.fresh_at(key), now, cost),
         }
     }
 
@@ -158,7 +194,7 @@ impl<L: KeyedState> PerKey<L> {
     pub fn admits_uncharged(&mut self, key: usize, now: Timestamp) -> bool {
         match self.states.get_mut(key) {
             Some(state) => self.limiter.admits_uncharged(state, now),
-            None => self.limiter.admits_uncharged(&mut self.fresh.clone(), now),
+            None => self.limiter.admits_uncharged(&mut self.fresh_at(key), now),
         }
     }
 
@@ -195,14 +231,18 @@ impl<L: KeyedState> PerKey<L> {
 
     /// Returns the limiter with its keys renumbered: key `kept[n]` becomes key n, and the
     /// keys not kept, which must be [at rest](PerKey::at_rest), are forgotten. A store keeps
-    /// its order.
+    /// its order. The key notes are the old numbering's: share the new one's.
     pub fn renumbered(&self, kept: &[usize]) -> PerKey<L> {
-        let state = |&old: &usize| self.states.get(old).unwrap_or(&self.fresh).clone();
+        let state = |&old: &usize| match self.states.get(old) {
+            Some(state) => state.clone(),
+            None => self.fresh_at(old),
+        };
         PerKey {
             limiter: self.limiter.clone(),
             fresh: self.fresh.clone(),
             states: kept.iter().map(state).collect(),
             keys: self.keys.renumbered(kept),
+            notes: None,
         }
     }
 
@@ -215,7 +255,10 @@ impl<L: KeyedState> PerKey<L> {
     /// Gives key `to` the state that key `key` has in `from`.
     pub fn copy_key(&mut self, from: &PerKey<L>, key: usize, to: usize) {
         self.hold(to);
-        self.states[to].clone_from(from.states.get(key).unwrap_or(&from.fresh));
+        match from.states.get(key) {
+            Some(state) => self.states[to].clone_from(state),
+            None => self.states[to] = from.fresh_at(key),
+        }
     }
 
     /// Makes room for `key`'s state: keys come numbered from 0, so this grows rarely.
@@ -228,7 +271,15 @@ impl<L: KeyedState> PerKey<L> {
 
     #[cold]
     fn add_keys(&mut self, key: usize) {
+        let first = self.states.len();
         self.states.resize(key + 1, self.fresh.clone());
+        if self.notes.is_some() {
+            let mut states = std::mem::take(&mut self.states);
+            for (at, state) in states.iter_mut().enumerate().skip(first) {
+                self.name(at, state);
+            }
+            self.states = states;
+        }
     }
 }
 
@@ -264,6 +315,10 @@ impl Store for Keys {
     #[inline]
     fn look_up<L: Rule>(of: &mut PerKey<L>, key: usize, now: Timestamp) {
         of.look_up_only(key, now);
+    }
+
+    fn share_key_notes<L: Rule>(of: &mut PerKey<L>, notes: &KeyNotes) {
+        of.share_key_notes(notes);
     }
 }
 

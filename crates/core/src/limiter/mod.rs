@@ -188,6 +188,17 @@ pub trait KeyedState: Clone + std::fmt::Debug {
         0
     }
 
+    /// Whether its decisions read a key's text ([`key_text`](KeyedState::key_text)), as
+    /// django-ratelimit's windows, shifted by the key's CRC-32, do; most limiters' never
+    /// do.
+    const READS_KEY_TEXT: bool = false;
+
+    /// Sets a new key's `state` by its key's text, given as its CRC-32 (zlib's `crc32`):
+    /// nothing, by default. A key whose text no reading noted (`PerKey` without
+    /// [`KeyNotes`](crate::event::KeyNotes), a limiter alone) is of the empty text, whose
+    /// CRC-32 is 0.
+    fn key_text(&self, _state: &mut Self::State, _crc: u32) {}
+
     /// Returns the limiter's own state: at first, a fresh key's.
     fn state_mut(&mut self) -> &mut Self::State;
 }

@@ -44,6 +44,11 @@ pub trait Store {
     /// Looks up the state at `at` in its zone at `now` without charging it, as
     /// [`PerKey::look_up_only`](super::PerKey::look_up_only) does; nothing, by default.
     fn look_up<L: Rule>(_of: &mut Self::Of<L>, _at: Self::At, _now: Timestamp) {}
+
+    /// Shares what the reading noted of its keys, as
+    /// [`PerKey::share_key_notes`](super::PerKey::share_key_notes) does; nothing, by
+    /// default, for a store with no keys.
+    fn share_key_notes<L: Rule>(_of: &mut Self::Of<L>, _notes: &crate::event::KeyNotes) {}
 }
 
 /// Makes, from the list of limiters (each `module::Type`), their modules, [`Algorithm`] and
@@ -378,6 +383,12 @@ macro_rules! limiters {
             #[inline]
             pub fn look_up_at(&mut self, at: S::At, now: $crate::units::time::Timestamp) {
                 match self { $(Any::$rule(of) => S::look_up(of, at, now),)* }
+            }
+
+            /// Shares what the reading that numbers the keys notes of them; see
+            /// [`Store::share_key_notes`].
+            pub fn share_key_notes(&mut self, notes: &$crate::event::KeyNotes) {
+                match self { $(Any::$rule(of) => S::share_key_notes(of, notes),)* }
             }
         }
 

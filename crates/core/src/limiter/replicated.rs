@@ -96,6 +96,16 @@ impl<L: KeyedState> Replicated<L> {
         Replicated { servers: servers as usize, each: PerKey::unshared(limiter), synced }
     }
 
+    /// Shares what the reading noted of its keys with every copy, as
+    /// [`PerKey::share_key_notes`] does.
+    pub fn share_key_notes(&mut self, notes: &crate::event::KeyNotes) {
+        self.each.share_key_notes_by(notes, self.servers);
+        if let Some(synced) = &mut self.synced {
+            synced.shared.share_key_notes(notes);
+            synced.snapshot.share_key_notes(notes);
+        }
+    }
+
     /// Decides on an event of key `key` at `now` that costs `cost`, on server `server`;
     /// events must come in time order.
     #[inline]
@@ -159,6 +169,10 @@ impl Store for Replicas {
     ) -> Decision {
         debug_assert!(!force, "a fleet decides, and charges only its shared state");
         of.decide(server, key, now, cost)
+    }
+
+    fn share_key_notes<L: Rule>(of: &mut Replicated<L>, notes: &crate::event::KeyNotes) {
+        of.share_key_notes(notes);
     }
 }
 
@@ -254,8 +268,10 @@ mod tests {
 
     #[test]
     fn charging_records_a_pass_whatever_the_limiter_would_decide() {
+        // Seconds 1 and 2: in one window of every limiter's, django-ratelimit's (which
+        // opens its empty key's 1 s past the epoch's) too.
         let rate: Rate = "1/10s".parse().unwrap();
-        let times = secs(&[0, 1]);
+        let times = secs(&[1, 2]);
         for algorithm in Algorithm::ALL {
             let mut limiter = algorithm.build(rate, burst(1));
             limiter.charge(times[0]);

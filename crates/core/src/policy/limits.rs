@@ -1,7 +1,7 @@
 //! A policy's limits in memory: each key's state for each, and the rule that decides.
 
 use super::{Layer, Policy, PolicyError};
-use crate::event::{EmptyKey, Event, slot};
+use crate::event::{Event, KeyNotes, slot};
 use crate::limiter::{AnyPerKey, Decision};
 use crate::units::time::Timestamp;
 
@@ -51,8 +51,8 @@ pub struct Limits {
     all_or_nothing: bool,
     /// The last event's decisions, each limit's view of it beside its decision.
     decided: Vec<(Event, Decision)>,
-    /// The empty key's number, shared with the reading that numbers the keys.
-    empty: EmptyKey,
+    /// What the reading that numbers the keys notes of them: the empty key's number.
+    empty: KeyNotes,
     /// Whether any limit lets an event of the empty key through uncounted.
     skips: bool,
 }
@@ -86,16 +86,22 @@ impl Limits {
             each: layers.iter().map(|l| (l.settings.per_key(), l.clone())).collect(),
             all_or_nothing: policy.all_or_nothing(),
             decided: Vec::with_capacity(layers.len()),
-            empty: EmptyKey::default(),
+            empty: KeyNotes::default(),
             skips: layers.iter().any(Layer::skips_empty_key),
         })
     }
 
-    /// Shares `empty`, the empty key's number as the reading of the events numbers it: the
-    /// limits whose systems let an event of that key through uncounted
-    /// ([`Layer::skips_empty_key`]) then do, untouched by it.
-    pub fn share_empty_key(&mut self, empty: &EmptyKey) {
-        self.empty = empty.clone();
+    /// Shares `notes`, what the reading of the events notes of their keys as it numbers
+    /// them: the limits whose systems let an event of the empty key through uncounted
+    /// ([`Layer::skips_empty_key`]) then do, untouched by it, and a keyed limit whose system
+    /// reads a key's text ([`KeyedState::READS_KEY_TEXT`]) reads it there.
+    ///
+    /// [`KeyedState::READS_KEY_TEXT`]: crate::limiter::KeyedState::READS_KEY_TEXT
+    pub fn share_key_notes(&mut self, notes: &KeyNotes) {
+        self.empty = notes.clone();
+        for (limiter, layer) in &mut self.each {
+            layer.share_key_notes(limiter, notes);
+        }
     }
 
     /// Returns the limits, as layers, in order.
@@ -176,7 +182,7 @@ impl Limits {
         // Built field by field: a whole clone would copy every key's state, to drop it.
         let decided = Vec::with_capacity(self.each.len());
         // Renumbered, the keys are no longer the reading's: the caller says which is empty.
-        let (empty, skips) = (EmptyKey::default(), self.skips);
+        let (empty, skips) = (KeyNotes::default(), self.skips);
         Limits { each: each.collect(), all_or_nothing: self.all_or_nothing, decided, empty, skips }
     }
 
@@ -367,25 +373,25 @@ mod tests {
         // one second all pass, and key 0, asked between them, is decided as if alone.
         let nginx = Layer { keyed: true, ..layer(Algorithm::Nginx, "1/m", 1) };
         let gcra = Layer { keyed: true, ..layer(Algorithm::Gcra, "1/m", 1) };
-        let empty = EmptyKey::default();
+        let empty = KeyNotes::default();
         empty.set(2);
         let events = [at(0, 2), at(0, 0), at(1, 2), at(2, 0), at(3, 2)];
         let alone = [nginx.clone()];
         for policy in [Policy::AllOrNothing(&alone), Policy::SideBySide(&[nginx.settings])] {
             let mut limits = Limits::new(policy).unwrap();
-            limits.share_empty_key(&empty);
+            limits.share_key_notes(&empty);
             let passed = events.map(|e| limits.decide(e).passed());
             assert_eq!(passed, [true, true, true, false, true]);
         }
         // An exact limiter counts the empty key as a key: its second request is refused.
         let mut limits = Limits::new(Policy::AllOrNothing(&[gcra.clone()][..])).unwrap();
-        limits.share_empty_key(&empty);
+        limits.share_key_notes(&empty);
         assert_eq!(events.map(|e| limits.decide(e).passed()), [true, true, false, false, false]);
         // Beside it, nginx lets the empty key through, and the event passes only if the
         // exact limiter admits it too; side by side each decides alone.
         let both = [nginx.clone(), gcra.clone()];
         let mut limits = Limits::new(Policy::AllOrNothing(&both)).unwrap();
-        limits.share_empty_key(&empty);
+        limits.share_key_notes(&empty);
         let refused = events.map(|e| limits.decide(e).refused);
         assert_eq!(refused, [0b00, 0b00, 0b10, 0b11, 0b10]);
     }
@@ -409,11 +415,11 @@ mod tests {
             let mut now = 0;
             let events: Vec<Event> = steps.iter().map(|&(gap, key)| { now += gap; at(now, key) }).collect();
             // Key 3 is the empty key.
-            let empty = EmptyKey::default();
+            let empty = KeyNotes::default();
             empty.set(3);
             let decide = |events: &[Event]| {
                 let mut limits = Limits::new(Policy::AllOrNothing(&layers)).unwrap();
-                limits.share_empty_key(&empty);
+                limits.share_key_notes(&empty);
                 events.iter().map(|&e| (e, limits.decide(e).passed())).collect::<Vec<_>>()
             };
             let with = decide(&events);

@@ -10,7 +10,7 @@ mod limits;
 use std::num::NonZeroU64;
 
 pub use self::limits::{Decided, Limits};
-use crate::event::Event;
+use crate::event::{Event, KeyNotes};
 use crate::limiter::{Algorithm, Params};
 use crate::units::rate::Rate;
 use crate::units::time::Span;
@@ -88,6 +88,17 @@ impl Layer {
     #[inline]
     pub fn skips_empty_key(&self) -> bool {
         self.keyed && self.settings.algorithm.skips_empty_key()
+    }
+
+    /// Has `limiter`, this layer's for every key, read what the reading of the events
+    /// notes of their keys ([`AnyPerKey::share_key_notes`]), if the layer is keyed: a
+    /// layer not keyed sees one key, whose text is none of the reading's.
+    ///
+    /// [`AnyPerKey::share_key_notes`]: crate::limiter::Any::share_key_notes
+    pub fn share_key_notes(&self, limiter: &mut crate::limiter::AnyPerKey, notes: &KeyNotes) {
+        if self.keyed {
+            limiter.share_key_notes(notes);
+        }
     }
 
     /// Returns the event as this layer sees it: its key (0 unless keyed) and its cost.

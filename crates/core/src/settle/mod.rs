@@ -21,7 +21,7 @@ pub use self::min_limit::min_limit;
 use self::spent::Spent;
 pub use self::store::Store;
 use self::store::{again, on};
-use crate::event::{EmptyKey, Key};
+use crate::event::{Key, KeyNotes};
 use crate::limiter::MAX_COST;
 use crate::policy::{MAX_LAYERS, Settings};
 use crate::units::time::Timestamp;
@@ -228,7 +228,7 @@ pub struct Settling {
     last: Option<Timestamp>,
     peak_in_flight: u64,
     /// The empty key's number, shared with the reading that numbers the keys.
-    empty: EmptyKey,
+    empty: KeyNotes,
     /// Whether the rate limiters are kept in a store, not here.
     shared: bool,
     /// Requests admitted by [`open`](Settling::open) and not yet closed: by ticket, their
@@ -268,7 +268,7 @@ impl Settling {
             arrivals: 0,
             last: None,
             peak_in_flight: 0,
-            empty: EmptyKey::default(),
+            empty: KeyNotes::default(),
             shared: false,
             open: std::collections::HashMap::new(),
             completes: None,
@@ -282,11 +282,17 @@ impl Settling {
         self.completes
     }
 
-    /// Shares `empty`, the empty key's number as the reading of the requests numbers it:
-    /// a keyed layer whose system lets a request of that key through uncounted (envoy's
-    /// descriptor without its header, say) then does, at arrival and at completion.
-    pub fn share_empty_key(&mut self, empty: &EmptyKey) {
-        self.empty = empty.clone();
+    /// Shares `notes`, what the reading of the requests notes of their keys as it numbers
+    /// them: a keyed layer whose system lets a request of the empty key through uncounted
+    /// (envoy's descriptor without its header, say) then does, at arrival and at
+    /// completion, and a keyed layer whose system reads a key's text reads it there.
+    pub fn share_key_notes(&mut self, notes: &KeyNotes) {
+        self.empty = notes.clone();
+        for layer in self.layers.iter_mut().filter(|layer| layer.keyed) {
+            if let Limited::Rate { limiter, .. } = &mut layer.limited {
+                limiter.share_key_notes(notes);
+            }
+        }
     }
 
     /// Decides `request`, the next in arrival order, which costs layer n `amounts[n]`:

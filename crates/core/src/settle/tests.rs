@@ -7,7 +7,7 @@ use std::num::NonZeroU64;
 use proptest::prelude::*;
 
 use super::*;
-use crate::event::EmptyKey;
+use crate::event::KeyNotes;
 use crate::limiter::Algorithm;
 use crate::units::rate::Rate;
 use crate::units::time::Span;
@@ -576,9 +576,9 @@ fn a_keyed_layer_whose_system_skips_the_empty_key_lets_it_through_uncounted() {
     let mut layer = rate_layer(Algorithm::EnvoyRatelimit, "1/m", 1, Charge::Completion);
     layer.keyed = true;
     let mut settling = Settling::new(&[layer]).unwrap();
-    let empty = EmptyKey::default();
+    let empty = KeyNotes::default();
     empty.set(0);
-    settling.share_empty_key(&empty);
+    settling.share_key_notes(&empty);
     let mut passed = Vec::new();
     for (s, key) in [(0, 0), (1, 0), (2, 0), (3, 1), (4, 1), (5, 1)] {
         let request = Request { arrival: at(s), completion: at(s), key };

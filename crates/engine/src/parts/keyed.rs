@@ -31,7 +31,7 @@ pub fn replay_part(job: &Job, given: &Source) -> Result<Part> {
     let read = job.read(given)?;
     let (rows, stats) = catalog::read_rows(given, &read)?;
     let events = rows.iter().map(|(event, _)| event);
-    let recorder = Backend::Memory.decide(&[settings], true, (events, &read.empty_key))?;
+    let recorder = Backend::Memory.decide(&[settings], true, (events, &stats.keys))?;
     let names = KeyNames::of(read.key_column.as_deref(), &stats);
     let reports = recorder.reports(&given.name(), names, job.top, read.threads);
     let spread = reports.spread.unwrap_or_default();

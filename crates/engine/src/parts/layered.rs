@@ -64,7 +64,7 @@ impl LayeredPlan {
         let read = job.read(given)?;
         let (rows, stats) = catalog::read_rows(given, &read)?;
         let events = rows.iter().map(|(event, _)| event);
-        let record = Backend::Memory.decide_layers(&self.layers, (events, &read.empty_key))?;
+        let record = Backend::Memory.decide_layers(&self.layers, (events, &stats.keys))?;
         let (name, threads) = (given.name(), read.threads);
         let names = KeyNames::of(Some(&self.column), &stats);
         let layers = (record.layers.iter())

@@ -248,7 +248,7 @@ impl<'a> Run<'a> {
             Settling::new(&layers).map_err(|e| Error::Policy { message: e.to_string() })?;
         // Shared before the reading numbers the keys, which then tells the empty key's
         // number.
-        settling.share_empty_key(&read.empty_key);
+        settling.share_key_notes(&read.key_notes);
         let sums = specs.iter().map(|spec| (spec.reserve.as_ref(), &spec.cost));
         let costs = Costs::within(sums, columns);
         let amounts = vec![Amount::default(); specs.len()];
