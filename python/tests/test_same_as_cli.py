@@ -30,11 +30,11 @@ ALGORITHMS = algorithms()
 
 
 # The limiters whose systems count each request once, whatever it costs: they take no cost.
-UNWEIGHED = {"nginx", "traefik", "envoy-local", "express-rate-limit", "nestjs-throttler", "rack-attack"}
+UNWEIGHED = {"nginx", "traefik", "envoy-local", "express-rate-limit", "nestjs-throttler", "rack-attack", "django-ratelimit"}
 
 
 def test_every_limiter_is_listed():
-    assert len(ALGORITHMS) == 23 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
+    assert len(ALGORITHMS) == 24 and "gcra" in ALGORITHMS and "haproxy" in ALGORITHMS
 
 
 @pytest.mark.parametrize("algo", ALGORITHMS)

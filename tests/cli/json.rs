@@ -237,7 +237,7 @@ fn the_limiter_reference_is_what_ratelimit_limiters_writes() {
     // Every limiter of the list is on the page, and so is each one's own parameter.
     let text = run(&["limiters"], "").ok();
     let listed = text.lines().filter(|l| !l.starts_with(' ') && !l.is_empty()).count();
-    assert_eq!(listed, 23);
+    assert_eq!(listed, 24);
     assert!(printed.contains(
         "| `nginx` | nginx 1.22.1, limit_req | its own, default 0 | `delay, nodelay, dry-run, zone` |"
     ));

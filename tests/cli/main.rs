@@ -23,6 +23,7 @@ mod guava_peer;
 mod haproxy;
 mod inputs;
 mod json;
+mod key_text;
 mod keys;
 mod layers;
 mod limits_peer;

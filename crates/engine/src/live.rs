@@ -385,14 +385,23 @@ mod tests {
 
     #[test]
     fn keys_back_at_their_start_are_forgotten_and_every_decision_stays() {
-        let algorithms =
-            [Algorithm::Gcra, Algorithm::SlidingLog, Algorithm::SlidingCounter, Algorithm::Nginx];
-        for algorithm in algorithms {
-            let settings = settings(algorithm, "1/s");
+        // django-ratelimit reads each key's text, kept across renumbering: at 2/3s, keys'
+        // windows open at one of three seconds.
+        let algorithms = [
+            (Algorithm::Gcra, "1/s"),
+            (Algorithm::SlidingLog, "1/s"),
+            (Algorithm::SlidingCounter, "1/s"),
+            (Algorithm::Nginx, "1/s"),
+            (Algorithm::DjangoRatelimit, "2/3s"),
+        ];
+        for (algorithm, rate) in algorithms {
+            let settings = settings(algorithm, rate);
             let limits = Limits::new(Policy::SideBySide(&[settings])).unwrap();
             let mut live = LiveMemory::of(limits).unwrap();
             // The same events, each key kept for ever.
-            let (mut kept, mut names) = (settings.per_key(), KeyTable::new());
+            let notes = KeyNotes::default();
+            let (mut kept, mut names) = (settings.per_key(), KeyTable::telling(&notes));
+            kept.share_key_notes(&notes);
             let mut most = 0;
             for (n, (now, key)) in events().enumerate() {
                 let want = kept.decide(slot(names.intern(&key).unwrap()), now, 1);

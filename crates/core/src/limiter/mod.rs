@@ -50,6 +50,7 @@ limiters! {
     rack_attack::RackAttack,
     redis_cell::RedisCell,
     redis_rate::RedisRate,
+    django_ratelimit::DjangoRatelimit,
 }
 
 use std::num::NonZeroU64;

@@ -33,8 +33,8 @@ pub struct RackAttack {
 }
 
 /// One key's window (its number) and count; none before its first request.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Counted(Option<(i64, u64)>);
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counted(pub(super) Option<(i64, u64)>);
 
 impl RackAttack {
     /// Returns the throttle at `limit` per `period`.
@@ -48,6 +48,29 @@ impl RackAttack {
     fn window(&self, now: Timestamp) -> i64 {
         floor_to(now.as_micros(), 1_000_000).div_euclid(self.period.max(1))
     }
+
+    /// The period, in whole seconds.
+    pub(super) fn period_s(&self) -> i64 {
+        self.period / 1_000_000
+    }
+
+    /// Counts a request in window `window`, whatever it decides, and decides it: passed if
+    /// the count is then at most the limit, or with `force`.
+    #[inline]
+    pub(super) fn count(&self, counted: &mut Counted, window: i64, force: bool) -> Decision {
+        let count = match counted.0 {
+            Some((w, count)) if w == window => count.saturating_add(1),
+            _ => 1,
+        };
+        counted.0 = Some((window, count));
+        Decision { passed: force || count <= self.limit, wait: 0 }
+    }
+
+    /// Whether `counted` is of a window before `window`, or of none: a key that decides as
+    /// a fresh one.
+    pub(super) fn before(counted: &Counted, window: i64) -> bool {
+        counted.0.is_none_or(|(w, _)| w < window)
+    }
 }
 
 impl KeyedState for RackAttack {
@@ -56,13 +79,7 @@ impl KeyedState for RackAttack {
 
     #[inline]
     fn step(&self, counted: &mut Counted, now: Timestamp, _cost: u64, force: bool) -> Decision {
-        let window = self.window(now);
-        let count = match counted.0 {
-            Some((w, count)) if w == window => count.saturating_add(1),
-            _ => 1,
-        };
-        counted.0 = Some((window, count));
-        Decision { passed: force || count <= self.limit, wait: 0 }
+        self.count(counted, self.window(now), force)
     }
 
     /// A throttled request counts, wherever it was throttled.
@@ -72,7 +89,7 @@ impl KeyedState for RackAttack {
 
     /// In a later window than its count's, a key decides as a fresh one.
     fn at_rest(&self, counted: &Counted, now: Timestamp) -> bool {
-        counted.0.is_none_or(|(w, _)| w < self.window(now))
+        RackAttack::before(counted, self.window(now))
     }
 
     /// The last request's window ends at the next multiple of the period: from the first
