@@ -540,16 +540,19 @@ def min_rate(
     data: Any,
     *,
     burst: int | str | Iterable[int],
+    key: str | None = None,
     cost: str | int | None = None,
     time: str = "time",
     **flags: Any,
 ) -> list[MinRate]:
     """Returns the smallest rate at which a bucket of ``burst`` loses none of ``data``, as
     ``ratelimit min-rate --format json`` does: a :class:`MinRate` for each burst (an int, a
-    comma list, or a list)."""
+    comma list, or a list). With ``key``, each value of that column has a bucket of its
+    own, as with :func:`min_bucket`: the rate is the highest any key needs, and
+    ``worst_key`` names that key."""
     options = _keywords(flags, time)
     bursts = burst if isinstance(burst, (int, str)) else [int(each) for each in burst]
-    found = _native.min_rate(_data(data), bursts, cost=cost, options=options)
+    found = _native.min_rate(_data(data), bursts, key=key, cost=cost, options=options)
     return [MinRate(row) for row in json.loads(found)]
 
 

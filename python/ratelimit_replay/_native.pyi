@@ -70,7 +70,12 @@ def min_bucket(
     data: Any, rates: list[str], *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None
 ) -> bytes: ...
 def min_rate(
-    data: Any, bursts: int | str | list[int], *, cost: str | int | None = None, options: dict[str, Any] | None = None
+    data: Any,
+    bursts: int | str | list[int],
+    *,
+    key: str | None = None,
+    cost: str | int | None = None,
+    options: dict[str, Any] | None = None,
 ) -> bytes: ...
 def curve(
     data: Any, *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None

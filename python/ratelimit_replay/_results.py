@@ -195,6 +195,12 @@ class MinRate(_Row):
         """The stretch of events that sets it."""
         return Span._of(self.get("span"))
 
+    @property
+    def worst_key(self) -> dict[str, Any] | None:
+        """With a key: the key that needs the highest rate, each key with a bucket of its
+        own (``rate`` and ``span`` are its)."""
+        return self.get("worst_key")
+
 
 class LayerNeeds(_Row):
     """What each layer of a policy needs, as ``ratelimit min-bucket --limit ... --format

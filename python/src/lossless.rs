@@ -63,14 +63,16 @@ pub(crate) fn min_bucket<'py>(
     size(py, sizing, data, &asked, key.as_deref())
 }
 
-/// Finds the smallest lossless rate for each of `bursts` of `data`, weighed by `cost` if given; the
-/// keywords of `options` are what to read. Returns the program's JSON.
+/// Finds the smallest lossless rate for each of `bursts` of `data` (a bucket for each
+/// value of its `key` column, if given: the highest any key needs), weighed by `cost` if
+/// given; the keywords of `options` are what to read. Returns the program's JSON.
 #[pyfunction]
-#[pyo3(signature = (data, bursts, *, cost=None, options=None))]
+#[pyo3(signature = (data, bursts, *, key=None, cost=None, options=None))]
 pub(crate) fn min_rate<'py>(
     py: Python<'py>,
     data: Given,
     bursts: &Bound<'py, PyAny>,
+    key: Option<String>,
     cost: Option<&Bound<'py, PyAny>>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
@@ -89,7 +91,7 @@ pub(crate) fn min_rate<'py>(
     }
     let mut asked = keywords::read("min_rate", options, &[], |_, _| Ok(false))?;
     asked.cost = cost_of(cost)?;
-    size(py, Asked::MinRate(each), data, &asked, None)
+    size(py, Asked::MinRate(each), data, &asked, key.as_deref())
 }
 
 /// Draws the whole burst–rate curve of `data` (whose `key`

@@ -138,6 +138,11 @@ def test_weighted_min_bucket_min_rate_and_curve_are_the_programs(log_csv, log_ta
     assert without_input(rl.min_bucket(log_table, rate="2000/m", **kw)) == without_input(want)
     want = cli_json("min-rate", str(log_csv), "--burst", "5000", "--cost", "tokens", *time)
     assert without_input(rl.min_rate(log_table, burst=5000, **kw)) == without_input(want)
+    # Per key, as min_bucket takes key=: the highest rate any client's own bucket needs.
+    want = cli_json("min-rate", str(log_csv), "--burst", "5000", "--cost", "tokens", "--key", "client", *time)
+    keyed = rl.min_rate(log_table, burst=5000, key="client", **kw)
+    assert without_input(keyed) == without_input(want) and keyed[0].worst_key == want[0]["worst_key"]
+    assert keyed[0].worst_key is not None and keyed[0].per_hour < rl.min_rate(log_table, burst=5000, **kw)[0].per_hour
     want = cli_json("min-bucket", str(log_csv), "--curve", "--cost", "tokens", *time)
     curve = rl.curve(log_table, **kw)
     assert curve.column_names[:2] == ["rate", "min_bucket"]

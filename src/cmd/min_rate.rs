@@ -10,12 +10,13 @@ use clap::Args;
 use crate::cli::args::{InputArgs, OutputArgs, parse_burst};
 use crate::cli::config::Styles;
 use crate::cli::notes::say_notes;
+use crate::engine::limit::column;
 use crate::engine::lossless::{self, Found};
 use crate::render::export;
 use crate::render::outfile::stdout;
 
 pub(super) fn run(args: &MinRateArgs, styles: &Styles) -> Result<ExitCode> {
-    let input = args.input.resolve(None)?;
+    let input = args.input.resolve(args.key.as_deref().map(|key| (key, "--key")))?;
     let bursts: Vec<u64> = args.burst.iter().map(|&burst| u64::from(burst)).collect();
     let Found { found, notes } = lossless::min_rate(&input.source, &input.read, &bursts)?;
     say_notes(&input, &notes);
@@ -43,6 +44,12 @@ pub struct MinRateArgs {
         value_parser = parse_burst
     )]
     pub burst: Vec<NonZeroU64>,
+
+    /// Give each distinct value of this column a bucket of its own, as a service limits
+    /// each client: the rate found is the highest any key needs, and that key is named
+    /// (--key client).
+    #[arg(short = 'k', long, value_name = "COLUMN", value_parser = |name: &str| Ok::<_, String>(column(name)))]
+    pub key: Option<String>,
 
     /// The unit the table gives each rate in, as a decimal beside the exact rate: s, m, h
     /// or d.

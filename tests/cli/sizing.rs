@@ -202,3 +202,89 @@ fn min_rate_and_the_curve_give_rates_in_the_unit_asked() {
         json(&run(&["min-rate", "--burst", "2", "--per", "m", "--format", "json"], QUAKES).ok());
     assert_eq!(found[0]["per_hour"], 6.0);
 }
+
+/// The least lossless rate of one key's times (ms) at burst `b`, exactly, as a fraction
+/// (events, ms) — the most any stretch of more than b events asks, (count − b) / its
+/// length — or `None` when more than b share an instant.
+fn min_rate_exactly(times: &[i64], b: usize) -> Option<(i128, i128)> {
+    let mut most = (0i128, 1i128);
+    for i in 0..times.len() {
+        for j in i + b..times.len() {
+            let span = i128::from(times[j] - times[i]);
+            if span == 0 {
+                return None;
+            }
+            let count = i128::try_from(j - i + 1 - b).unwrap();
+            if count * most.1 > most.0 * span {
+                most = (count, span);
+            }
+        }
+    }
+    Some(most)
+}
+
+#[test]
+fn min_rate_by_key_is_the_highest_rate_any_key_needs_and_names_it() {
+    let synth = [
+        "synth",
+        "requests",
+        "--clients",
+        "40",
+        "--requests",
+        "3000",
+        "--days",
+        "1",
+        "--seed",
+        "5",
+    ];
+    let log = run_with(&synth, Stdin::Null).ok();
+    let keys = crate::brute::by_key(&crate::brute::rows(&log, "client"));
+    for b in [1usize, 2, 5, 20] {
+        // Each key's own need; the worst is the highest, the first by name among equals.
+        let mut worst: Option<(Option<(i128, i128)>, &str)> = None;
+        for (key, times) in &keys {
+            let need = min_rate_exactly(times, b);
+            let more = match (worst.map(|w| w.0), need) {
+                (None, _) => true,
+                (Some(None), _) => false,
+                (Some(Some(_)), None) => true,
+                (Some(Some((n, s))), Some((m, t))) => m * s > n * t,
+            };
+            if more {
+                worst = Some((need, key));
+            }
+        }
+        let (need, key) = worst.unwrap();
+        let burst = b.to_string();
+        let out = json(
+            &run(
+                &["min-rate", "-", "--key", "client", "--burst", &burst, "--format", "json"],
+                &log,
+            )
+            .ok(),
+        );
+        assert_eq!(out[0]["worst_key"]["key"], key, "burst {b}");
+        match need {
+            None => assert!(out[0]["rate"].is_null(), "burst {b}"),
+            Some((events, ms)) => {
+                #[allow(clippy::cast_precision_loss)]
+                let per_hour = events as f64 * 3_600_000.0 / ms as f64;
+                let got = out[0]["per_hour"].as_f64().unwrap();
+                assert!(
+                    (got - per_hour).abs() <= per_hour * 1e-12,
+                    "burst {b}: {got} against {per_hour}"
+                );
+            }
+        }
+    }
+    // Without --key, one bucket for all: a higher rate than any one key needs, and no key.
+    let all = json(&run(&["min-rate", "-", "--burst", "5", "--format", "json"], &log).ok());
+    let keyed = json(
+        &run(&["min-rate", "-", "--key", "client", "--burst", "5", "--format", "json"], &log).ok(),
+    );
+    assert!(all[0]["per_hour"].as_f64() > keyed[0]["per_hour"].as_f64());
+    assert!(all[0].get("worst_key").is_none());
+    let table = run(&["min-rate", "-", "--key", "client", "--burst", "5"], &log).ok();
+    assert!(table.starts_with("burst  rate"), "{table}");
+    assert!(table.lines().next().unwrap().contains(" key "), "{table}");
+}

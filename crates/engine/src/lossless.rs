@@ -2,20 +2,23 @@
 //! key, and in a system's own terms), the whole burst–rate curve, and the rate at each
 //! burst. The one call behind the program's `min-bucket` and `min-rate` and the library's.
 
+use std::cmp::Ordering;
+
 use anyhow::{Result, anyhow, bail};
 
 use crate::input::asked::Names;
-use crate::input::catalog::{self, Cost, ReadOptions, ReadStats, Source, Timeline};
+use crate::input::catalog::{self, Cost, Key, ReadOptions, ReadStats, Source, Timeline};
 use crate::key_sizing::KeyedFinders;
 use crate::limiter::Algorithm;
 use crate::notes::notes;
+use crate::per_key::KeptEvents;
 use crate::recorder::KeyNames;
-use crate::report::{CurveSegment, MinBucket, MinRate};
-use crate::sizing::curve::{Curve, Line};
+use crate::report::{CurveSegment, MinBucket, MinRate, RateKey};
+use crate::sizing::curve::{Curve, ExactRate, Line};
 use crate::sizing::min_bucket::Stretch;
 use crate::sizing::quantile::Percent;
 use crate::units::rate::{MAX_RANGE, Rate};
-use crate::units::time::Span;
+use crate::units::time::{Span, Timestamp};
 
 /// What a sizing found, and the notes of its reading (a line each).
 #[derive(Clone, Debug)]
@@ -138,22 +141,97 @@ pub fn min_rate(
 
 /// [`min_rate`], its errors the internals'.
 fn rates(source: &Source, read: &ReadOptions, bursts: &[u64]) -> Result<Found<Vec<MinRate>>> {
+    if read.key_column.is_some() {
+        return keyed_rates(source, read, bursts);
+    }
     let (events, stats) = read_timeline(source, read)?;
     let curve = curve_of(&events)?;
-    let stretch = |line: &Line| Curve::stretch(line, events.times());
-    let found = bursts
-        .iter()
-        .map(|&burst| match curve.min_rate(burst) {
-            Ok((rate, line)) => MinRate {
+    let found = bursts.iter().map(|&burst| min_rate_of(&curve, burst, events.times())).collect();
+    Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// The least lossless rate of the events whose curve is `curve` and times `times`, for a
+/// bucket of `burst`.
+fn min_rate_of(curve: &Curve, burst: u64, times: &[Timestamp]) -> MinRate {
+    let stretch = |line: &Line| Curve::stretch(line, times);
+    let (rate, span) = match curve.min_rate(burst) {
+        Ok((rate, line)) => (Some(rate), line.as_ref().map(stretch)),
+        Err(line) => (None, Some(stretch(&line))),
+    };
+    MinRate { burst, rate, per_hour: rate.map(|r| r.per_hour()), span, worst_key: None }
+}
+
+/// Per key: each key has a bucket of its own, so the least rate at which every key's loses
+/// nothing is the highest any key needs. Each key's events are kept as read (12 bytes an
+/// event, as a keyed replay keeps them), grouped, and sized one key at a time.
+fn keyed_rates(source: &Source, read: &ReadOptions, bursts: &[u64]) -> Result<Found<Vec<MinRate>>> {
+    let (Kept(kept), stats) = catalog::read_events(source, read, Kept::default)?;
+    let (groups, events) = kept.into_grouped(stats.keys.len());
+    // For each burst, the worst key so far and what it needs.
+    let mut worst: Vec<Option<(usize, MinRate)>> = vec![None; bursts.len()];
+    for key in 0..stats.keys.len() {
+        let range = groups.range(key);
+        let times = &events.times()[range.clone()];
+        let curve = match events.costs() {
+            None => Curve::new(times),
+            Some(costs) => Curve::weighted(times, &costs[range])
+                .ok_or_else(|| anyhow!("a key's costs sum past 2^63 units; no rate is found"))?,
+        };
+        let name = |key: usize| stats.keys.get(Key::try_from(key).unwrap_or(Key::MAX));
+        for (worst, &burst) in worst.iter_mut().zip(bursts) {
+            let found = min_rate_of(&curve, burst, times);
+            let more =
+                |(was_key, was): &(usize, MinRate)| match needs(&found).partial_cmp(&needs(was)) {
+                    Some(Ordering::Equal) | None => name(key) < name(*was_key),
+                    Some(order) => order == Ordering::Greater,
+                };
+            if worst.as_ref().is_none_or(more) {
+                *worst = Some((key, found));
+            }
+        }
+    }
+    let found = (worst.into_iter().zip(bursts))
+        .map(|(worst, &burst)| match worst {
+            Some((key, found)) => {
+                let key = stats.keys.name(Key::try_from(key).unwrap_or(Key::MAX));
+                MinRate { worst_key: Some(RateKey { key }), ..found }
+            }
+            // No keys, no events: any rate will do.
+            None => MinRate {
                 burst,
-                rate: Some(rate),
-                per_hour: Some(rate.per_hour()),
-                span: line.as_ref().map(stretch),
+                rate: Some(ExactRate::ZERO),
+                per_hour: Some(0.0),
+                span: None,
+                worst_key: None,
             },
-            Err(line) => MinRate { burst, rate: None, per_hour: None, span: Some(stretch(&line)) },
         })
         .collect();
     Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// What a key needs, in the order of need: a rate, the higher the more, below none at all
+/// (more than the burst at one instant).
+#[derive(PartialEq, PartialOrd)]
+enum Need {
+    Rate(ExactRate),
+    None,
+}
+
+/// Orders needs; rates compare exactly, as fractions.
+fn needs(found: &MinRate) -> Need {
+    found.rate.map_or(Need::None, Need::Rate)
+}
+
+/// Events kept as read, to be grouped by key.
+#[derive(Default)]
+struct Kept(KeptEvents);
+
+impl catalog::Sink for Kept {
+    type Error = anyhow::Error;
+
+    fn event(&mut self, event: catalog::Event) -> Result<()> {
+        self.0.push(event, "min-rate by key")
+    }
 }
 
 /// Reads every event of `source`, in time order.

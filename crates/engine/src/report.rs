@@ -392,6 +392,18 @@ pub struct MinRate {
     pub per_hour: Option<f64>,
     /// The stretch of events that forces the rate; `null` when the rate is zero.
     pub span: Option<Stretch>,
+    /// With `--key`: the key that needs the highest rate (the first by name of those that
+    /// need as much, or one for which no rate will do). Each key has a bucket of its own,
+    /// so `rate` is that key's, and `span` its stretch: at a lower rate it loses events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_key: Option<RateKey>,
+}
+
+/// With `--key`, the key that needs the highest lossless rate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RateKey {
+    /// The key.
+    pub key: String,
 }
 
 /// The keys of a keyed report (`--key`), in JSON its `keys`: the column they come from,

@@ -92,16 +92,21 @@ fn min_rate_table(
     per: Per,
     style: Style,
 ) -> io::Result<()> {
+    // With keys, the key that needs the rate, after it.
+    let keyed = found.iter().any(|m| m.worst_key.is_some());
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|m| {
             let [events, start, end] = stretch_cells(m.span);
             let rate = m.rate.map_or("none".into(), |r| r.to_string());
             let hourly = m.per_hour.map_or("-".into(), |r| per.of(r));
-            vec![m.burst.to_string(), rate, hourly, events, start, end]
+            let key = m.worst_key.as_ref().map_or(String::new(), |w| w.key.clone());
+            let row = [m.burst.to_string(), rate, hourly].into_iter().chain(keyed.then_some(key));
+            row.chain([events, start, end]).collect()
         })
         .collect();
-    let header = ["burst", "rate", per.header(), "span_events", "span_start", "span_end"];
+    let header = ["burst", "rate", per.header()].into_iter().chain(keyed.then_some("key"));
+    let header: Vec<&str> = header.chain(["span_events", "span_start", "span_end"]).collect();
     table(out, &header, &rows, style)
 }
 
