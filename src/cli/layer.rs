@@ -89,6 +89,7 @@ pub(crate) struct Decided {
     pub result: SideBySide,
     pub traces: Vec<Vec<bool>>,
     pub rows: Rows,
+    pub keys: crate::input::catalog::KeyTable,
     pub input: Input,
 }
 
@@ -105,6 +106,6 @@ pub(crate) fn decide(
     let found =
         compare::configurations((specs, layers), &input.source, &input.read, remote.as_ref(), top)?;
     say_notes(&input, &found.notes);
-    let compare::Decided { result, traces, rows } = found.found;
-    Ok(Decided { result, traces, rows, input })
+    let compare::Decided { result, traces, rows, keys } = found.found;
+    Ok(Decided { result, traces, rows, keys, input })
 }

@@ -192,6 +192,8 @@ fn every_json_output_keeps_its_published_schema() {
         "algo=nginx,rate=3r/m,burst=1,key=net",
     ];
     assert_valid("configurations", &quakes(&configurations), "two configurations, keyed");
+    let by_key = [&configurations[..], &["--by-key"]].concat();
+    assert_valid("by-key", &quakes(&by_key), "two configurations, key by key");
     let compare = ["compare", "--rate", "1/h", "--burst", "2"];
     assert_valid("compare", &quakes(&compare), "compare");
     let by_net = ["--cost", "depth", "--key", "net"];
@@ -203,6 +205,8 @@ fn every_json_output_keeps_its_published_schema() {
     assert_valid("min-bucket", &clients(&[&min_bucket[..], &cover].concat()), "with a cover");
     assert_valid("curve", &quakes(&["min-bucket", "--curve"]), "min-bucket --curve");
     assert_valid("min-rate", &quakes(&["min-rate", "--burst", "1,3"]), "min-rate");
+    let keyed_rate = ["min-rate", "--burst", "1,3", "--key", "client"];
+    assert_valid("min-rate", &clients(&keyed_rate), "min-rate by key");
     // check needs Redis: `check_answers_with_its_exit_code` checks its output.
 }
 

@@ -229,3 +229,96 @@ fn min_bucket_for_traefik_is_the_least_burst_its_model_refuses_none_with() {
     assert_eq!(dropped(burst), 0);
     assert!(dropped(burst - 1) > 0);
 }
+
+#[test]
+fn by_key_lists_each_keys_drops_under_both_the_newly_throttled_first() {
+    // Five clients: the three of the log; 10.0.0.9, 8 a second for 30 s, which the first
+    // passes whole and the second throttles; and 10.0.0.10, a few requests far apart that
+    // neither drops (numeric order puts it after 10.0.0.9, where text would put it after
+    // 10.0.0.1). In time order.
+    let mut more = String::new();
+    for i in 0..240 {
+        let ms = 1_753_833_605_000_i64 + i * 125;
+        let _ = writeln!(more, "10.0.0.9 {}.{:03} 0.000", ms / 1000, ms % 1000);
+    }
+    for i in 0..5 {
+        let _ = writeln!(more, "10.0.0.10 {}.000 0.000", 1_753_833_700 + i * 10);
+    }
+    let log_lines = access_log();
+    let mut lines: Vec<(String, &str)> = Vec::new();
+    for line in log_lines.lines().chain(more.lines()) {
+        lines.push((line.split(' ').nth(1).unwrap().to_owned(), line));
+    }
+    lines.sort_by(|a, b| a.0.cmp(&b.0));
+    let text: String = lines.iter().map(|(_, line)| format!("{line}\n")).collect();
+    let log = temp_file("access.log", &text);
+    let rows = logged(&text);
+    let now = brute::per_key(&rows, |t| brute::nginx(t, 10_000, 20));
+    let next = brute::per_key(&rows, |t| brute::nginx(t, 5_000, 50));
+    let dropped = |d: &[bool], key: &str| {
+        i64::try_from((0..rows.len()).filter(|&i| rows[i].0 == key && !d[i]).count()).unwrap()
+    };
+    let args = [
+        "compare",
+        log.to_str().unwrap(),
+        "--log-format",
+        FORMAT,
+        "--limit",
+        NOW,
+        "--limit",
+        NEXT,
+        "--by-key",
+    ];
+    let found = json(&run_with(&[&args[..], &["--format", "json"]].concat(), Stdin::Null).ok());
+    assert_eq!(found["column"], "remote_addr");
+    let keys = found["keys"].as_array().unwrap();
+    let order: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
+    // By the change in drops, most newly dropped first; ties by address.
+    let mut want: Vec<(i64, &str)> = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.9", "10.0.0.10"]
+        .into_iter()
+        .map(|key| (dropped(&next, key) - dropped(&now, key), key))
+        .collect();
+    want.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1.parse::<std::net::Ipv4Addr>().unwrap().cmp(&b.1.parse().unwrap()))
+    });
+    assert_eq!(order, want.iter().map(|w| w.1).collect::<Vec<_>>());
+    for key in keys {
+        let name = key["key"].as_str().unwrap();
+        let (first, second) = (dropped(&now, name), dropped(&next, name));
+        assert_eq!(
+            (key["dropped_first"].as_i64(), key["dropped_second"].as_i64()),
+            (Some(first), Some(second)),
+            "{name}"
+        );
+        assert_eq!(key["change"].as_i64(), Some(second - first), "{name}");
+        assert_eq!(key["newly_throttled"], first == 0 && second > 0, "{name}");
+        assert_eq!(key["no_longer_throttled"], first > 0 && second == 0, "{name}");
+    }
+    let newly: Vec<&str> = keys
+        .iter()
+        .filter(|k| k["newly_throttled"] == true)
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    assert!(!newly.is_empty() && newly.len() < keys.len(), "{newly:?}");
+    // --only keeps those; the CSV has a row each, the table a line each.
+    let only = json(
+        &run_with(
+            &[&args[..], &["--only", "newly-throttled", "--format", "json"]].concat(),
+            Stdin::Null,
+        )
+        .ok(),
+    );
+    let kept: Vec<&str> =
+        only["keys"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(kept, newly);
+    let csv = run_with(&[&args[..], &["--format", "csv"]].concat(), Stdin::Null).ok();
+    assert_eq!(csv.lines().count(), keys.len() + 1);
+    insta::assert_snapshot!(run_with(&args, Stdin::Null).ok());
+    // Two configurations and a key, or it says why.
+    let alone = run_with(
+        &["compare", log.to_str().unwrap(), "--log-format", FORMAT, "--limit", NOW, "--by-key"],
+        Stdin::Null,
+    );
+    assert!(alone.error().contains("--by-key compares two configurations"));
+}

@@ -83,6 +83,8 @@ pub struct Decided {
     pub traces: Vec<Vec<bool>>,
     /// The rows, with their text.
     pub rows: Rows,
+    /// The table that numbered the rows' keys, which names them.
+    pub keys: crate::input::catalog::KeyTable,
 }
 
 /// Reads `source` once and has each configuration of `limits` (settled as `layers`, each
@@ -137,6 +139,7 @@ fn each_alone(
         configurations,
         changes,
     };
-    let decided = Decided { result, traces, rows };
-    Ok(Found { found: decided, notes: notes(source, read, &stats) })
+    let notes = notes(source, read, &stats);
+    let decided = Decided { result, traces, rows, keys: stats.keys };
+    Ok(Found { found: decided, notes })
 }

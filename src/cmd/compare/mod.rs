@@ -14,6 +14,7 @@ use crate::cli::args::{JobArgs, OutputArgs, UnlessLimits};
 use crate::cli::config::Styles;
 use crate::cli::notes::say_notes;
 use crate::engine::limit::Limit;
+use crate::engine::side_by_side::KeysKept;
 use crate::limiter::Algorithm;
 use crate::render::export::{self, Compared};
 use crate::render::outfile::stdout;
@@ -24,6 +25,7 @@ pub(super) fn run(args: &CompareArgs, styles: &Styles) -> Result<ExitCode> {
             specs: &args.configurations,
             job: &args.job,
             emit_changed: args.emit == Some(CompareEmit::Changed),
+            by_key: args.by_key.then(|| args.only.map_or(KeysKept::All, KeysOnly::kept)),
             header: !args.no_header,
             output: &args.output,
         };
@@ -94,8 +96,40 @@ pub struct CompareArgs {
     #[arg(long, requires = "emit")]
     pub no_header: bool,
 
+    /// With two configurations and a key: one row a key (its events, what each
+    /// configuration drops of them, the change, and whether it is newly throttled or no
+    /// longer throttled), the most newly dropped first, then by name, IP addresses in
+    /// numeric order; as a table, CSV or JSON.
+    #[arg(long, requires = "limits", conflicts_with = "emit")]
+    pub by_key: bool,
+
+    /// With --by-key: keep only these keys.
+    #[arg(long, value_enum, value_name = "WHICH", requires = "by_key")]
+    pub only: Option<KeysOnly>,
+
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Which keys `compare --by-key` keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeysOnly {
+    /// Those with an event whose decision changes.
+    Changed,
+    /// Those the first configuration never throttled and the second does.
+    NewlyThrottled,
+    /// Those the first configuration throttled and the second never does.
+    NoLongerThrottled,
+}
+
+impl KeysOnly {
+    fn kept(self) -> KeysKept {
+        match self {
+            KeysOnly::Changed => KeysKept::Changed,
+            KeysOnly::NewlyThrottled => KeysKept::NewlyThrottled,
+            KeysOnly::NoLongerThrottled => KeysKept::NoLongerThrottled,
+        }
+    }
 }
 
 /// Which rows `compare --emit` writes.

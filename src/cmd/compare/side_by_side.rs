@@ -11,6 +11,7 @@ use crate::cli::config::{Input, Styles};
 use crate::cli::diagnostics::diagnostics;
 use crate::cli::layer::{self, Decided};
 use crate::engine::limit::Limit;
+use crate::engine::side_by_side::{self, ByKey, KeysKept};
 use crate::input::catalog::Rows;
 use crate::input::format::InputFormat;
 use crate::render::export;
@@ -22,6 +23,8 @@ pub(super) struct Asked<'a> {
     pub specs: &'a [Limit],
     pub job: &'a JobArgs,
     pub emit_changed: bool,
+    /// With `--by-key`: which keys to list, one row each, as the result.
+    pub by_key: Option<KeysKept>,
     pub header: bool,
     pub output: &'a OutputArgs,
 }
@@ -31,10 +34,23 @@ pub(super) fn run(args: &Asked, styles: &Styles) -> Result<ExitCode> {
     if args.emit_changed {
         check_emit(&input, args.specs.len())?;
     }
+    if args.by_key.is_some() {
+        check_by_key(&input, args.specs.len())?;
+    }
     let asked = (input, args.job.keys.top);
-    let Decided { result, traces, rows, input } =
+    let Decided { result, traces, rows, keys, input } =
         layer::decide(args.specs, &layers, asked, args.job)?;
-    if args.emit_changed {
+    if let Some(kept) = args.by_key {
+        let of: Vec<u32> = rows.iter().map(|(event, _)| event.key).collect();
+        let column = input.read.key_column.clone().unwrap_or_default();
+        let by_key = ByKey {
+            column,
+            keys: side_by_side::by_key(&traces[0], &traces[1], (&of, &keys), kept),
+        };
+        let mut out = BufWriter::new(stdout());
+        export::write(&mut out, args.output.format, styles.stdout, &by_key)?;
+        out.flush()?;
+    } else if args.emit_changed {
         emit_changed(&rows, &traces[0], &traces[1], &input, args.header)?;
         let mut err = diagnostics();
         export::write(&mut err, args.output.format, styles.stderr, &result)?;
@@ -62,6 +78,17 @@ fn check_emit(input: &Input, configurations: usize) -> Result<()> {
         );
     }
     input.check_output(&Output::Stdout)
+}
+
+/// Says whether `compare --by-key` can list `input`'s keys: two configurations, keyed.
+fn check_by_key(input: &Input, configurations: usize) -> Result<()> {
+    if configurations != 2 {
+        bail!("--by-key compares two configurations, and --limit is given {configurations} times");
+    }
+    if input.read.key_column.is_none() {
+        bail!("--by-key lists keys: give the configurations a key (key= in each --limit)");
+    }
+    Ok(())
 }
 
 /// Writes each row whose decision differs between the two configurations, as it came in,

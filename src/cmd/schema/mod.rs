@@ -15,7 +15,7 @@ use crate::engine::live_settled::SettledCheck;
 use crate::engine::settled::SettledReport;
 use crate::engine::settled::min_limit::MinLimit;
 use crate::engine::settled::presets::{Listed, PresetFit};
-use crate::engine::side_by_side::SideBySide;
+use crate::engine::side_by_side::{ByKey, SideBySide};
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
 use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
 
@@ -51,6 +51,9 @@ pub enum Output {
     Compare,
     /// `compare --limit … --limit … --format json`: whole configurations side by side.
     Configurations,
+    /// `compare --limit A --limit B --by-key --format json`: one row a key, its drops under
+    /// each.
+    ByKey,
     /// `min-bucket --format json`: one object per rate.
     MinBucket,
     /// `min-bucket --limit … --limit … --format json`: each layer's need.
@@ -116,6 +119,7 @@ fn schema(output: Output) -> Value {
         Output::Replay => schemars::schema_for!(ReplayReport),
         Output::Compare => schemars::schema_for!(Vec<LimiterReport>),
         Output::Configurations => schemars::schema_for!(SideBySide),
+        Output::ByKey => schemars::schema_for!(ByKey),
         Output::MinBucket => schemars::schema_for!(Vec<MinBucket>),
         Output::LayerNeeds => schemars::schema_for!(LayerNeeds),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),

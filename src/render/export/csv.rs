@@ -37,7 +37,10 @@ pub fn csv<T: Serialize>(out: &mut dyn Write, values: &[T]) -> io::Result<()> {
         });
     }
     let mut writer = ::csv::Writer::from_writer(out);
-    writer.write_record(&columns)?;
+    // No rows, no columns: nothing to write (an empty record would be a line of `""`).
+    if !columns.is_empty() {
+        writer.write_record(&columns)?;
+    }
     let mut cells = vec![String::new(); columns.len()];
     for value in values {
         cells.iter_mut().for_each(String::clear);

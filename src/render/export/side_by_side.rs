@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use super::layered::limiter_cells;
 use super::table::{labeled, percent, table};
 use super::{Report, Style};
-use crate::engine::side_by_side::{Changes, SideBySide};
+use crate::engine::side_by_side::{ByKey, Changes, KeyChange, SideBySide};
 
 impl Report for SideBySide {
     type Row<'a> = serde_json::Value;
@@ -69,4 +69,35 @@ fn changes_table(out: &mut dyn Write, changes: &Changes, style: Style) -> io::Re
         })
         .collect();
     table(out, &["key", "events", "first passed", "second passed", "changed"], &rows, style)
+}
+
+/// Two configurations key by key: a CSV row a key, and a table of them.
+impl Report for ByKey {
+    type Row<'a> = &'a KeyChange;
+
+    fn rows(&self) -> Vec<&KeyChange> {
+        self.keys.iter().collect()
+    }
+
+    fn table(&self, out: &mut dyn Write, style: Style) -> io::Result<()> {
+        let flag = |k: &KeyChange| match (k.newly_throttled, k.no_longer_throttled) {
+            (true, _) => "newly throttled",
+            (_, true) => "no longer throttled",
+            _ => "",
+        };
+        let rows: Vec<Vec<String>> = (self.keys.iter())
+            .map(|k| {
+                let change =
+                    if k.change > 0 { format!("+{}", k.change) } else { k.change.to_string() };
+                let figures = [k.events, k.dropped_first, k.dropped_second].map(|n| n.to_string());
+                let mut row = vec![k.key.clone()];
+                row.extend(figures);
+                row.extend([change, flag(k).to_owned()]);
+                row
+            })
+            .collect();
+        let header =
+            [self.column.as_str(), "events", "dropped first", "dropped second", "change", ""];
+        table(out, &header, &rows, style)
+    }
 }
