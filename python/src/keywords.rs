@@ -50,7 +50,11 @@ impl Given {
     /// The source, and how its errors count rows.
     pub(crate) fn source(self) -> PyResult<(Data, Source)> {
         match self {
-            Given::Path(path) => Ok((Data::File, Source::Path(path))),
+            Given::Path(path) => {
+                // A folder, or a pattern, is the files in it, as the program reads them.
+                let source = Source::of_paths(std::slice::from_ref(&path));
+                Ok((Data::File, source.map_err(crate::read_file_error)?))
+            }
             Given::Arrow(data) => {
                 Ok((Data::Arrow, Source::Arrow(crate::table(data, "<arrow>".to_owned())?)))
             }

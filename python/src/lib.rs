@@ -122,6 +122,11 @@ fn read_error(err: ratelimit_input::catalog::ReadError) -> PyErr {
     raise(Error::from(anyhow::Error::new(err)), Data::Arrow)
 }
 
+/// The exception of a read of files that failed ([`raise`]).
+pub(crate) fn read_file_error(err: ratelimit_input::catalog::ReadError) -> PyErr {
+    raise(Error::from(anyhow::Error::new(err)), Data::File)
+}
+
 /// Takes the record batches of `data` as they are (its buffers are shared, not copied),
 /// named `name` in reports and messages. Data that does not match its schema is a
 /// `ValueError`, whether arrow-rs's import says so or asserts it ([`importing`]).

@@ -304,3 +304,20 @@ def test_ctrl_c_stops_a_long_replay_at_once():
     with pytest.raises(KeyboardInterrupt):
         rl.replay(big, **GCRA)
     assert time.monotonic() - start < 1.3, f"{time.monotonic() - start:.2f} s"
+
+
+def test_a_folder_or_a_pattern_of_parquet_files_is_read_as_the_files_in_it(m5_table, tmp_path):
+    # As polars and DuckDB read a Spark job's output: its parts in order of name, not
+    # _SUCCESS nor the .crc files beside them.
+    import pyarrow.parquet as pq
+
+    half = m5_table.num_rows // 2
+    pq.write_table(m5_table.slice(0, half), tmp_path / "part-0.parquet")
+    pq.write_table(m5_table.slice(half), tmp_path / "part-1.parquet")
+    (tmp_path / "_SUCCESS").write_text("")
+    (tmp_path / ".part-0.parquet.crc").write_text("crc")
+    want = without_input(rl.replay(m5_table, key="net", **GCRA).to_dict())
+    for given in [tmp_path, str(tmp_path / "*.parquet")]:
+        assert without_input(rl.replay(given, key="net", **GCRA).to_dict()) == want
+    with pytest.raises(rl.InputError, match=r"\*\.csv: a pattern that matches no file$"):
+        rl.replay(str(tmp_path / "*.csv"), **GCRA)

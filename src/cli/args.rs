@@ -46,7 +46,9 @@ pub struct InputArgs {
     /// otherwise; gzip or Zstandard is read decompressed), or - for standard input
     /// [default: standard input; the bundled sample if standard input is a terminal].
     /// Several files are read as one, in the order given, then in time order: a rotated
-    /// log (access.log.2.gz access.log.1 access.log); a CSV's header once.
+    /// log (access.log.2.gz access.log.1 access.log); a CSV's header once. A folder is its
+    /// files (not those named .* or _*), and a quoted pattern ('logs/*.parquet') the files
+    /// it matches, in order of name.
     #[arg(value_name = "FILE")]
     pub file: Vec<PathBuf>,
 

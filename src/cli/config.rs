@@ -124,7 +124,7 @@ impl InputArgs {
         let source = match &self.file[..] {
             _ if self.sample => sample::source(),
             [path] if path == Path::new("-") => Source::Stdin,
-            [path] => Source::Path(path.to_owned()),
+            [path] => Source::of_paths(std::slice::from_ref(path))?,
             [] if io::stdin().is_terminal() => {
                 note = Some(sample::NOTE);
                 sample::source()
@@ -133,7 +133,7 @@ impl InputArgs {
             paths if paths.iter().any(|p| p == Path::new("-")) => {
                 bail!("- (standard input) is read alone, not with other files")
             }
-            paths => Source::Files(paths.to_vec()),
+            paths => Source::of_paths(paths)?,
         };
         let mut read = self.asked().settle(&source, key_column, Names::Flags)?;
         // Only a person at a terminal wants to see a bar; it goes to stderr.

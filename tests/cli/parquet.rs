@@ -202,3 +202,55 @@ fn a_value_is_held_to_16_mib_and_a_page_to_64_before_it_is_decompressed() {
          a page may hold here (a field may hold 16 MiB, as a CSV row may)\n"
     );
 }
+
+#[test]
+fn a_folder_or_a_pattern_of_parquet_files_is_read_as_the_files_in_it() {
+    // A Spark job's output: two parts (here the same 40 events twice, so the second goes
+    // back in time and the whole is put in order), and the files it leaves beside them.
+    let folder = tempfile::tempdir().unwrap();
+    for name in ["part-00000.parquet", "part-00001.parquet"] {
+        std::fs::write(folder.path().join(name), EVENTS).unwrap();
+    }
+    std::fs::write(folder.path().join("_SUCCESS"), "").unwrap();
+    std::fs::write(folder.path().join(".part-00000.parquet.crc"), "crc").unwrap();
+    let csv = temp_file("events.csv", &events_csv());
+    let (csv_path, dir) = (csv.to_str().unwrap(), folder.path().to_str().unwrap());
+    let asked = [
+        "replay",
+        "--algo",
+        "gcra",
+        "--rate",
+        "5/m",
+        "--burst",
+        "2",
+        "--key",
+        "net",
+        "--time-column",
+        "t_us",
+        "--format",
+        "json",
+    ];
+    let twice = run_with(&[&asked[..], &[csv_path, csv_path]].concat(), Stdin::Null);
+    assert_eq!(twice.code, 0, "{}", twice.stderr);
+    let want = twice.stdout.replace(&format!("{csv_path} + {csv_path}"), "INPUT");
+    let pattern = format!("{dir}/*.parquet");
+    for given in [dir, &pattern[..]] {
+        let got = run_with(&[&asked[..], &[given]].concat(), Stdin::Null);
+        assert_eq!(got.code, 0, "{given}: {}", got.stderr);
+        let parts = format!("{dir}/part-00000.parquet + {dir}/part-00001.parquet");
+        assert_eq!(got.stdout.replace(&parts, "INPUT"), want, "{given}");
+    }
+    // A folder with no file, or a pattern that matches none, says so: exit 2.
+    let empty = tempfile::tempdir().unwrap();
+    let empty = empty.path().to_str().unwrap();
+    for (given, says) in [
+        (empty.to_owned(), "a folder with no file"),
+        (format!("{dir}/*.csv"), "a pattern that matches no file"),
+    ] {
+        let out = run_with(&["replay", "--algo", "gcra", "--rate", "5/m", &given], Stdin::Null);
+        assert_eq!(
+            (out.code, out.stderr.trim_end()),
+            (2, format!("ratelimit: {given}: {says}").as_str())
+        );
+    }
+}

@@ -33,7 +33,71 @@ pub enum Source {
     Arrow(super::arrow_data::ArrowData),
 }
 
+/// The most files a folder or a pattern gives one input: each is opened in turn and named
+/// in reports, and a folder of millions is no catalog.
+pub const MAX_FILES: usize = 100_000;
+
 impl Source {
+    /// Returns the files `paths` name as one input, as DuckDB and polars read them: a
+    /// folder gives its files (not those whose names start with `.` or `_`, as a Spark job
+    /// leaves `_SUCCESS` and `.crc` files beside its parts), and a pattern that names no
+    /// file (`logs/*.parquet`, quoted against the shell) the files it matches, each in
+    /// order of name; any other path is itself. One file is a `Path`, more are `Files`.
+    /// At most [`MAX_FILES`]; a folder or a pattern with none is an error.
+    pub fn of_paths(paths: &[PathBuf]) -> Result<Source> {
+        let mut files = Vec::new();
+        for path in paths {
+            let name = || path.display().to_string();
+            let before = files.len();
+            if path.is_dir() {
+                let listed = std::fs::read_dir(path)
+                    .map_err(|error| ReadError::Io { name: name(), error })?;
+                let mut found = Vec::new();
+                for entry in listed {
+                    let entry = entry.map_err(|error| ReadError::Io { name: name(), error })?;
+                    let hidden = entry.file_name().to_string_lossy().starts_with(['.', '_']);
+                    if !hidden && entry.path().is_file() {
+                        found.push(entry.path());
+                    }
+                    if found.len() > MAX_FILES {
+                        break;
+                    }
+                }
+                found.sort();
+                files.extend(found);
+            } else if !path.exists() && path.to_string_lossy().contains(['*', '?', '[']) {
+                let pattern = path.to_string_lossy();
+                let matched = glob::glob(&pattern)
+                    .map_err(|e| layout(&name(), format!("not a pattern: {}", e.msg)))?;
+                let mut found: Vec<PathBuf> = matched
+                    .filter_map(Result::ok)
+                    .filter(|p| p.is_file())
+                    .take(MAX_FILES + 1)
+                    .collect();
+                found.sort();
+                files.extend(found);
+            } else {
+                files.push(path.clone());
+                continue;
+            }
+            if files.len() == before {
+                let what = if path.is_dir() {
+                    "a folder with no file"
+                } else {
+                    "a pattern that matches no file"
+                };
+                return Err(layout(&name(), what.into()));
+            }
+            if files.len() > MAX_FILES {
+                return Err(layout(&name(), format!("more than {MAX_FILES} files make one input")));
+            }
+        }
+        Ok(match <[PathBuf; 1]>::try_from(files) {
+            Ok([one]) => Source::Path(one),
+            Err(files) => Source::Files(files),
+        })
+    }
+
     /// Returns the name that messages and reports give the input.
     pub fn name(&self) -> String {
         match self {

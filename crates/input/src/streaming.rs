@@ -67,8 +67,8 @@ pub(super) fn stream_input<E: From<ReadError>>(
     stream(pass, busy, take)
 }
 
-/// Reads the events of a Parquet file, as [`stream_input`] does: from a file only, as its
-/// index is at its end.
+/// Reads the events of a Parquet file, or of several one after the other, as
+/// [`stream_input`] does: from files only, as a file's index is at its end.
 fn stream_parquet<E: From<ReadError>>(
     input: &mut Opened,
     source: &Source,
@@ -76,8 +76,26 @@ fn stream_parquet<E: From<ReadError>>(
     take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     #[cfg(all(unix, feature = "parquet"))]
-    if let Opened::File { file, start: 0 } = input {
-        return super::parquet::stream(file, &source.name(), options, take);
+    match input {
+        Opened::File { file, start: 0 } => {
+            let name = source.name();
+            let copy =
+                file.try_clone().map_err(|error| ReadError::Io { name: name.clone(), error })?;
+            let one = [(copy, name)];
+            return super::parquet::stream(&one, options, take);
+        }
+        // Several files, each whole, in the order given: one stream of events.
+        Opened::Files { paths, .. } => {
+            let mut files = Vec::with_capacity(paths.len());
+            for path in paths.iter() {
+                let name = path.display().to_string();
+                let file = std::fs::File::open(path)
+                    .map_err(|error| ReadError::Io { name: name.clone(), error })?;
+                files.push((file, name));
+            }
+            return super::parquet::stream(&files, options, take);
+        }
+        _ => {}
     }
     let _ = (input, options, take);
     Err(parquet_not_here(&source.name()).into())

@@ -253,14 +253,33 @@ impl Plan<'_> {
     }
 }
 
-/// Reads the events of the Parquet file `file`, named `name`, as [`super::chunked::stream`]
-/// reads a CSV's: each to `take`, in order, until it says stop (then `None`).
+/// Reads the events of the Parquet files `files`, each with its name, one after the other,
+/// as [`super::chunked::stream`] reads a CSV's: each to `take`, in order, until it says
+/// stop (then `None`).
 pub(super) fn stream<E: From<ReadError>>(
-    file: &File,
-    name: &str,
+    files: &[(File, String)],
     options: &ReadOptions,
     mut take: impl FnMut(super::event::Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
+    // One taker for every file: its keys, counts and bad rows go on from one to the next.
+    let mut taker = Taker::new(options);
+    for (file, name) in files {
+        if let Flow::Stop = stream_one(file, name, options, &mut taker, &mut take)? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(taker.finish()))
+}
+
+/// Reads the events of one Parquet file into `taker`, as [`stream`] does; says whether
+/// `take` asked to stop.
+fn stream_one<E: From<ReadError>>(
+    file: &File,
+    name: &str,
+    options: &ReadOptions,
+    taker: &mut Taker,
+    take: &mut impl FnMut(super::event::Event) -> Result<Flow, E>,
+) -> Result<Flow, E> {
     let not_parquet = |e: parquet::errors::ParquetError| {
         layout(name, format!("not a Parquet file: {}", crate::message::one_line(&e.to_string())))
     };
@@ -307,26 +326,25 @@ pub(super) fn stream<E: From<ReadError>>(
         first_rows,
     };
     let workers = options.threads.clamp(1, groups.max(1));
-    let mut taker = Taker::new(options);
     if workers == 1 {
         for group in 0..groups {
             let mut stop = None;
-            let mut give =
-                |slice: Result<Slice, ReadError>| match taker.slice(slice, &header, &mut take) {
-                    Ok(Flow::More) => true,
-                    other => {
-                        stop = Some(other);
-                        false
-                    }
-                };
+            let mut give = |slice: Result<Slice, ReadError>| match taker.slice(slice, &header, take)
+            {
+                Ok(Flow::More) => true,
+                other => {
+                    stop = Some(other);
+                    false
+                }
+            };
             let _ = plan.decode(group, &mut give);
             match stop {
-                Some(Ok(_)) => return Ok(None),
+                Some(Ok(_)) => return Ok(Flow::Stop),
                 Some(Err(error)) => return Err(error),
                 None => {}
             }
         }
-        return Ok(Some(taker.finish()));
+        return Ok(Flow::More);
     }
     std::thread::scope(|scope| {
         let mut receivers = Vec::with_capacity(workers);
@@ -349,16 +367,16 @@ pub(super) fn stream<E: From<ReadError>>(
             loop {
                 // Each worker sends its row groups' slices in order; a worker gone means
                 // it failed to send, as this thread stopped taking.
-                let Ok(slice) = receivers[group % workers].recv() else { return Ok(None) };
+                let Ok(slice) = receivers[group % workers].recv() else { return Ok(Flow::Stop) };
                 let last = slice.as_ref().map_or(true, |s| s.last);
-                if let Flow::Stop = taker.slice(slice, &header, &mut take)? {
-                    return Ok(None);
+                if let Flow::Stop = taker.slice(slice, &header, take)? {
+                    return Ok(Flow::Stop);
                 }
                 if last {
                     break;
                 }
             }
         }
-        Ok(Some(taker.finish()))
+        Ok(Flow::More)
     })
 }
