@@ -9,7 +9,6 @@ must decide each alike.
 from __future__ import annotations
 
 import subprocess
-import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,28 @@ def django_ratelimit() -> Any:
     return core
 
 
+class Frozen:
+    """A clock for the modules that read `time.time()` (django-ratelimit's core, and the
+    cache's expiry), standing where it is set: only theirs, since the process's own clock
+    also drives Dask's scheduler, which a clock gone back a year would take for a dead
+    worker."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def time(self) -> float:
+        return self.t
+
+
+def frozen(monkeypatch: pytest.MonkeyPatch, core: Any) -> Frozen:
+    from django.core.cache.backends import base, locmem
+
+    clock = Frozen()
+    for module in (core, base, locmem):
+        monkeypatch.setattr(module, "time", clock)
+    return clock
+
+
 def theirs(core: Any, monkeypatch: pytest.MonkeyPatch, events: list[Event], rate: str, *, keyed: bool = True) -> list[bool]:
     """`get_usage` for each request, `time.time()` (which django-ratelimit and the cache
     both read) frozen at its microsecond; a fresh cache and group for each run. Not keyed,
@@ -51,12 +72,11 @@ def theirs(core: Any, monkeypatch: pytest.MonkeyPatch, events: list[Event], rate
 
     caches["default"].clear()
     request = RequestFactory().get("/")
-    now = {"t": 0.0}
-    monkeypatch.setattr(time, "time", lambda: now["t"])
+    now = frozen(monkeypatch, core)
     decided = []
     try:
         for t, key, _ in events:
-            now["t"] = t / 1e6
+            now.t = t / 1e6
             value = key if keyed else ""
             usage = core.get_usage(request, group=f"peer-{rate}", key=lambda _g, _r: value, rate=rate, increment=True)
             decided.append(not usage["should_limit"])
@@ -118,12 +138,11 @@ def test_config_for_django_ratelimit_decides_as_its_replay(
     code: dict[str, Any] = {"__name__": "views"}
     exec(compile(written, "config", "exec"), code)
     events = bursty(5_000)
-    factory, now = RequestFactory(), {"t": 0.0}
-    monkeypatch.setattr(time, "time", lambda: now["t"])
+    factory, now = RequestFactory(), frozen(monkeypatch, django_ratelimit)
     decided = []
     try:
         for t, key, _ in events:
-            now["t"] = t / 1e6
+            now.t = t / 1e6
             try:
                 code["view"](factory.get("/", HTTP_X_CLIENT=key))
                 decided.append(True)
