@@ -35,7 +35,7 @@ pub enum Source {
 
 /// The most files a folder or a pattern gives one input: each is opened in turn and named
 /// in reports, and a folder of millions is no catalog.
-pub const MAX_FILES: usize = 100_000;
+pub(crate) const MAX_FILES: usize = 100_000;
 
 impl Source {
     /// Returns the files `paths` name as one input, as DuckDB and polars read them: a
@@ -43,7 +43,7 @@ impl Source {
     /// leaves `_SUCCESS` and `.crc` files beside its parts), and a pattern that names no
     /// file (`logs/*.parquet`, quoted against the shell) the files it matches, each in
     /// order of name; any other path is itself. One file is a `Path`, more are `Files`.
-    /// At most [`MAX_FILES`]; a folder or a pattern with none is an error.
+    /// At most `MAX_FILES` (100,000); a folder or a pattern with none is an error.
     pub fn of_paths(paths: &[PathBuf]) -> Result<Source> {
         let mut files = Vec::new();
         for path in paths {
