@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as dt
+import decimal
 import json
 import os
 from typing import Any, Iterable, Union, overload
@@ -32,7 +33,8 @@ import pyarrow
 from . import _native
 from ._native import Limit, Policy
 from ._results import (
-    Configurations, LayerNeeds, Limited, MinBucket, MinLimit, MinRate, MinTier, Settled, SettledLayer, Span, Window,
+    Configurations, LayerNeeds, Limited, MinBucket, MinLimit, MinRate, MinTier, Recommendation, Settled, SettledLayer,
+    Span, Window,
     _Figures,
 )
 from .errors import BackendError, InputError, PolicyError, RatelimitError, RatelimitWarning
@@ -47,6 +49,7 @@ __all__ = [
     "Configurations",
     "MinBucket",
     "MinRate",
+    "Recommendation",
     "LayerNeeds",
     "Settled",
     "SettledLayer",
@@ -57,6 +60,7 @@ __all__ = [
     "compare",
     "min_bucket",
     "min_rate",
+    "recommend",
     "min_limit",
     "min_tier",
     "presets",
@@ -554,6 +558,48 @@ def min_rate(
     bursts = burst if isinstance(burst, (int, str)) else [int(each) for each in burst]
     found = _native.min_rate(_data(data), bursts, key=key, cost=cost, options=options)
     return [MinRate(row) for row in json.loads(found)]
+
+
+def recommend(
+    data: Any,
+    *,
+    key: str,
+    untouched: float | str = 0.999,
+    rate: str | Iterable[str] | None = None,
+    prefer: str = "fewest-refused",
+    window: str | None = None,
+    system: str | None = None,
+    cost: str | int | None = None,
+    time: str = "time",
+    **flags: Any,
+) -> Recommendation:
+    """Recommends a limit for ``data``, each value of its ``key`` column a client, as
+    ``ratelimit recommend --format json`` does: for each rate (``rate``, a rate, a comma list,
+    a range or a list of them; by default 20 round rates spread over the keys' demand), the
+    least burst that leaves at least the share ``untouched`` of the keys (0.999, or
+    ``"99.9%"``) untouched, what the others lose, and the point recommended (``prefer``:
+    ``fewest-refused``, ``smaller-burst`` or ``lower-rate``). ``window="1m"`` adds each key's
+    busiest count in a window of that length; ``cost`` the units' limits and both together;
+    ``system="nginx"`` (or ``traefik``) writes the point as the system's configuration. The
+    share is exact: every key's smallest bucket is counted, none sketched."""
+    share = _share(untouched)
+    rates = [] if rate is None else [rate] if isinstance(rate, str) else [str(each) for each in rate]
+    options = _keywords(flags, time, prefer=prefer, window=window, system=system)
+    found = _native.recommend(_data(data), key, rates=rates, untouched=share, cost=cost, options=options)
+    return Recommendation(json.loads(found))
+
+
+def _share(untouched: float | str) -> str:
+    """A share as the native part reads it, a percentage: 0.999 is ``99.9%``, read from the
+    float's shortest decimal form, so that no binary rounding moves it."""
+    if isinstance(untouched, str):
+        return untouched
+    if isinstance(untouched, bool) or not isinstance(untouched, (int, float)):
+        raise PolicyError(f"untouched={untouched!r}: a share is a number above 0 and at most 1, or a percentage")
+    percent = decimal.Decimal(repr(float(untouched))) * 100
+    if not 0 < percent <= 100:
+        raise PolicyError(f"untouched={untouched!r}: a share is above 0 and at most 1")
+    return f"{percent.normalize():f}%"
 
 
 def curve(

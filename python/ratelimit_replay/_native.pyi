@@ -77,6 +77,15 @@ def min_rate(
     cost: str | int | None = None,
     options: dict[str, Any] | None = None,
 ) -> bytes: ...
+def recommend(
+    data: Any,
+    key: str,
+    *,
+    rates: list[str] = ...,
+    untouched: str | None = None,
+    cost: str | int | None = None,
+    options: dict[str, Any] | None = None,
+) -> bytes: ...
 def curve(
     data: Any, *, key: str | None = None, cost: str | int | None = None, options: dict[str, Any] | None = None
 ) -> bytes: ...

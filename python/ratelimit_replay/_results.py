@@ -337,3 +337,58 @@ class MinTier(_Row):
         """Each tier: its ``name``, the ``date`` it was read, the requests it ``refused``, and
         each layer's refusals."""
         return copy.deepcopy(list(self["tiers"]))
+
+
+class FrontierPoint(_Row):
+    """One rate of ``recommend``'s frontier: the least burst that leaves the share of keys
+    untouched there, and what the other keys lose."""
+
+    @property
+    def rate(self) -> str:
+        """The rate, as given or spread."""
+        return str(self["rate"])
+
+    @property
+    def burst(self) -> int:
+        """The least burst (a token bucket's capacity) that leaves the share untouched."""
+        return int(self["burst"])
+
+    @property
+    def untouched_keys(self) -> int:
+        """The keys that lose nothing here."""
+        return int(self["untouched_keys"])
+
+    @property
+    def refused(self) -> int:
+        """The events the other keys lose here."""
+        return int(self["refused"])
+
+
+class Recommendation(_Row):
+    """``recommend``'s answer, as ``ratelimit recommend --format json`` gives it: the
+    frontier, a point a rate, and the one recommended, with why."""
+
+    @property
+    def key_count(self) -> int:
+        """How many keys there are: the JSON's ``keys`` (``dict.keys`` keeps its name)."""
+        return int(self["keys"])
+
+    @property
+    def frontier(self) -> list[FrontierPoint]:
+        """For each rate, the least burst that leaves the share untouched."""
+        return [FrontierPoint(point) for point in self["frontier"]]
+
+    @property
+    def recommended(self) -> FrontierPoint:
+        """The point recommended; its ``why`` says why."""
+        return FrontierPoint(self["recommended"])
+
+    @property
+    def window(self) -> dict[str, Any] | None:
+        """With ``window=``: the keys' busiest counts in it, and the limit at the share."""
+        return self.get("window")
+
+    @property
+    def system(self) -> dict[str, Any] | None:
+        """With ``system=``: the point in the system's own terms, and its configuration."""
+        return self.get("system")

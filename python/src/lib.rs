@@ -215,6 +215,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(settled::presets, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
+    module.add_function(wrap_pyfunction!(lossless::recommend, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;
     module.add_function(wrap_pyfunction!(compare::compare, module)?)?;
     module.add_function(wrap_pyfunction!(compare::configurations, module)?)?;

@@ -8,6 +8,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use ratelimit_core::limiter::Algorithm;
 use ratelimit_engine::error::Error;
 use ratelimit_engine::lossless::{self, Found, MinBucketAsk};
+use ratelimit_engine::recommend::RecommendAsk;
 use ratelimit_input::asked::Names;
 use ratelimit_input::catalog::{ReadOptions, Source};
 use ratelimit_input::cost::Cost;
@@ -24,6 +25,8 @@ enum Asked {
     MinRate(Vec<u64>),
     /// The whole curve.
     Curve,
+    /// The frontier of bursts that leave a share of keys untouched, and a point of it.
+    Recommend(RecommendAsk),
 }
 
 /// Finds the smallest lossless bucket at each of `rates` (each a rate, a comma list or a
@@ -47,13 +50,7 @@ pub(crate) fn min_bucket<'py>(
         match name {
             "top" => ask.top = value.extract()?,
             "cover" => ask.cover = Some(read_cover(&word(value)?)?),
-            "system" | "for" => {
-                let text = word(value)?;
-                let system: Algorithm = text
-                    .parse()
-                    .map_err(|_| policy_error(format!("system={text} is no limiter")))?;
-                ask.system = Some(system);
-            }
+            "system" | "for" => ask.system = Some(system_of(&word(value)?)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -109,6 +106,52 @@ pub(crate) fn curve<'py>(
     let mut asked = keywords::read("curve", options, &[], |_, _| Ok(false))?;
     asked.cost = cost_of(cost)?;
     size(py, Asked::Curve, data, &asked, key.as_deref())
+}
+
+/// Recommends a limit for `data` keyed by `key`: for each rate (each a rate, a comma list
+/// or a range; none: spread over the keys' demand), the least burst that leaves the share
+/// `untouched` (a percentage, `99.9%`) of the keys untouched, and one point of them. The
+/// keywords of `options` are what to read, `prefer`, `window` and `system`. Returns the
+/// program's JSON.
+#[pyfunction]
+#[pyo3(signature = (data, key, *, rates=Vec::new(), untouched=None, cost=None, options=None))]
+pub(crate) fn recommend<'py>(
+    py: Python<'py>,
+    data: Given,
+    key: String,
+    rates: Vec<String>,
+    untouched: Option<String>,
+    cost: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut ask = RecommendAsk { rates: read_rates(&rates)?, ..RecommendAsk::default() };
+    if let Some(share) = untouched {
+        ask.untouched =
+            share.parse().map_err(|e| policy_error(format!("untouched={share}: {e}")))?;
+    }
+    let known = ["prefer", "window", "system", "for"];
+    let mut asked = keywords::read("recommend", options, &[&known], |name, value| {
+        let text = word(value)?;
+        match name {
+            "prefer" => {
+                ask.prefer = text.parse().map_err(|e| policy_error(format!("prefer={e}")))?;
+            }
+            "window" => {
+                let span = text.parse().map_err(|e| policy_error(format!("window={text}: {e}")))?;
+                ask.window = Some(span);
+            }
+            "system" | "for" => ask.system = Some(system_of(&text)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    asked.cost = cost_of(cost)?;
+    size(py, Asked::Recommend(ask), data, &asked, Some(&key))
+}
+
+/// The system keyword (`system=`, or `for=`): a limiter's name.
+fn system_of(text: &str) -> PyResult<Algorithm> {
+    text.parse().map_err(|_| policy_error(format!("system={text} is no limiter")))
 }
 
 /// The cost keyword: a column's name, or a number of units.
@@ -228,7 +271,9 @@ fn size<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (kind, source) = data.source()?;
     let error = |err: Error| raise(err, kind);
-    let settled = asked.settle(&source, key.map(|key| (key, "key=")), Names::Keywords);
+    // An nginx variable names an access log's field, as `--key` takes it: $binary_remote_addr.
+    let key = key.map(ratelimit_engine::limit::column);
+    let settled = asked.settle(&source, key.as_deref().map(|key| (key, "key=")), Names::Keywords);
     let mut read = settled.map_err(|err| error(err.into()))?;
     let work = |stop| {
         read.stop = stop;
@@ -279,6 +324,11 @@ fn sized(sizing: &Asked, source: &Source, read: &ReadOptions) -> anyhow::Result<
         Asked::Curve => {
             let Found { found, notes } = lossless::curve(source, read)?;
             Found { found: serde_json::to_vec(&found.segments)?, notes }
+        }
+        Asked::Recommend(ask) => {
+            let Found { found, notes } =
+                ratelimit_engine::recommend::recommend(source, read, ask, Names::Keywords)?;
+            Found { found: serde_json::to_vec(&found)?, notes }
         }
     })
 }

@@ -104,7 +104,9 @@ fn run<'py, T: serde::Serialize>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let asked = read_only(function, options)?;
     let (kind, source) = data.source()?;
-    let settled = asked.settle(&source, key.map(|key| (key, "key=")), Names::Keywords);
+    // An nginx variable names an access log's field, as `--key` takes it: $binary_remote_addr.
+    let key = key.map(ratelimit_engine::limit::column);
+    let settled = asked.settle(&source, key.as_deref().map(|key| (key, "key=")), Names::Keywords);
     let mut read = settled.map_err(|err| raise(err.into(), kind))?;
     let work = |stop| {
         read.stop = stop;

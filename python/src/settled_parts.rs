@@ -62,7 +62,9 @@ pub(crate) fn settled_part<'py>(
     let key = settled::key_column(&specs).map_err(|err| policy_error(err.to_string()))?;
     let asked = read_only("replay", options)?;
     let (kind, source) = data.source()?;
-    let settled = asked.settle(&source, key.map(|key| (key, "key=")), Names::Keywords);
+    // An nginx variable names an access log's field, as `--key` takes it: $binary_remote_addr.
+    let key = key.map(ratelimit_engine::limit::column);
+    let settled = asked.settle(&source, key.as_deref().map(|key| (key, "key=")), Names::Keywords);
     let mut read = settled.map_err(|err| raise(err.into(), kind))?;
     let work = |stop| -> Result<Found<Replayed>, Error> {
         read.stop = stop;

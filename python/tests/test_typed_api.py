@@ -135,6 +135,11 @@ def test_sizes_and_compares_are_typed_and_are_the_programs_json() -> None:
     needs = rl.min_bucket(table(), limits=["algo=gcra,rate=5/h,burst=5", "algo=fixed-window,rate=100/h"])
     assert [layer["min_bucket"] for layer in needs.layers][0] == 10
     assert needs.tightest == "algo=gcra,rate=5/h,burst=5"
+    keyed = pyarrow.table({"time": table()["time"], "ip": ["a"] * 10 + ["b"] * 5})
+    advice = rl.recommend(keyed, key="ip", untouched=0.5, rate=["5/h", "1/m"])
+    assert isinstance(advice, rl.Recommendation) and advice.key_count == 2
+    assert [point.burst for point in advice.frontier] == [5, 1]
+    assert advice.recommended.untouched_keys >= 1 and advice.window is None
 
 
 def test_a_replay_of_a_limit_is_the_shorthands_and_typed() -> None:

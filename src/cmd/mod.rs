@@ -14,6 +14,7 @@ mod min_limit;
 mod min_rate;
 mod plot;
 mod presets;
+mod recommend;
 pub(crate) mod replay;
 mod report;
 mod schema;
@@ -61,6 +62,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::MinBucket(args) => min_bucket::run(&args, &styles),
         Command::MinRate(args) => min_rate::run(&args, &styles),
         Command::MinLimit(args) => min_limit::run(&args, &styles),
+        Command::Recommend(args) => recommend::run(&args, &styles),
         Command::Presets(args) => presets::run(&args, &styles),
         Command::Filter(args) => filter::run(&args),
         Command::Synth(args) => synth::run(&args),
@@ -175,6 +177,10 @@ pub enum Command {
     /// requests in flight.
     #[command(after_help = AFTER_HELP)]
     MinLimit(min_limit::MinLimitArgs),
+    /// Recommend a limit from a keyed log: for each rate, the least burst that leaves a
+    /// share of the keys (99.9%) untouched, what the others lose, and the best point.
+    #[command(after_help = AFTER_HELP)]
+    Recommend(recommend::RecommendArgs),
     /// List the providers' published LLM limits (OpenAI, Anthropic, Azure, Bedrock,
     /// Gemini) that --preset takes, with the day each was read and its source.
     Presets(presets::PresetsArgs),

@@ -44,8 +44,8 @@ fn each_command_has_a_page_and_man_dir_writes_every_page_the_top_one_names() {
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
     written.sort();
-    assert_eq!(written.len(), 19, "{written:?}");
-    assert_eq!(run.stderr.lines().count(), 19);
+    assert_eq!(written.len(), 20, "{written:?}");
+    assert_eq!(run.stderr.lines().count(), 20);
     let top = std::fs::read_to_string(out.join("ratelimit.1")).unwrap();
     for name in written.iter().filter(|name| *name != "ratelimit.1") {
         let command = name.trim_end_matches(".1").replace('-', "\\-");

@@ -38,6 +38,7 @@ mod plot;
 mod presets;
 mod rack_attack_peer;
 mod real_data;
+mod recommend;
 mod replay;
 mod report;
 mod rotated;

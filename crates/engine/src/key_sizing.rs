@@ -22,7 +22,7 @@ pub const MAX_KEY_RATES: usize = 1 << 24;
 
 /// One key's trackers: one finder per rate for a few rates, which is small; the blocked,
 /// vectorized finders for many, which are fast.
-enum KeyFinders {
+pub(crate) enum KeyFinders {
     Few(Vec<MinBucketFinder>),
     Many(Box<MinBucketFinders>),
 }
@@ -31,7 +31,7 @@ impl KeyFinders {
     /// Rates from which the blocked finders pay for their block.
     const MANY: usize = 8;
 
-    fn new(rates: &[Rate]) -> KeyFinders {
+    pub(crate) fn new(rates: &[Rate]) -> KeyFinders {
         if rates.len() < KeyFinders::MANY {
             KeyFinders::Few(rates.iter().map(|&r| MinBucketFinder::new(r)).collect())
         } else {
@@ -40,7 +40,7 @@ impl KeyFinders {
     }
 
     /// Forgets every event, to size the next key.
-    fn clear(&mut self, rates: &[Rate]) {
+    pub(crate) fn clear(&mut self, rates: &[Rate]) {
         match self {
             KeyFinders::Few(finders) => {
                 finders.iter_mut().zip(rates).for_each(|(f, &r)| *f = MinBucketFinder::new(r));
@@ -50,14 +50,14 @@ impl KeyFinders {
     }
 
     #[inline]
-    fn push(&mut self, time: Timestamp, cost: u64) {
+    pub(crate) fn push(&mut self, time: Timestamp, cost: u64) {
         match self {
             KeyFinders::Few(finders) => finders.iter_mut().for_each(|f| f.push_cost(time, cost)),
             KeyFinders::Many(finders) => finders.push_cost(time, cost),
         }
     }
 
-    fn results(&mut self) -> Vec<Lossless> {
+    pub(crate) fn results(&mut self) -> Vec<Lossless> {
         match self {
             KeyFinders::Few(finders) => finders.iter().map(MinBucketFinder::result).collect(),
             KeyFinders::Many(finders) => finders.results(),

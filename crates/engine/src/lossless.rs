@@ -165,7 +165,8 @@ fn min_rate_of(curve: &Curve, burst: u64, times: &[Timestamp]) -> MinRate {
 /// nothing is the highest any key needs. Each key's events are kept as read (12 bytes an
 /// event, as a keyed replay keeps them), grouped, and sized one key at a time.
 fn keyed_rates(source: &Source, read: &ReadOptions, bursts: &[u64]) -> Result<Found<Vec<MinRate>>> {
-    let (Kept(kept), stats) = catalog::read_events(source, read, Kept::default)?;
+    let (Kept(kept, _), stats) =
+        catalog::read_events(source, read, || Kept::new("min-rate by key"))?;
     let (groups, events) = kept.into_grouped(stats.keys.len());
     // For each burst, the worst key so far and what it needs.
     let mut worst: Vec<Option<(usize, MinRate)>> = vec![None; bursts.len()];
@@ -222,15 +223,22 @@ fn needs(found: &MinRate) -> Need {
     found.rate.map_or(Need::None, Need::Rate)
 }
 
-/// Events kept as read, to be grouped by key.
-#[derive(Default)]
-struct Kept(KeptEvents);
+/// Events kept as read, to be grouped by key, by a sizing whose name its bound's error
+/// gives.
+pub(crate) struct Kept(pub(crate) KeptEvents, pub(crate) &'static str);
+
+impl Kept {
+    /// Keeps events for `who`.
+    pub(crate) fn new(who: &'static str) -> Kept {
+        Kept(KeptEvents::default(), who)
+    }
+}
 
 impl catalog::Sink for Kept {
     type Error = anyhow::Error;
 
     fn event(&mut self, event: catalog::Event) -> Result<()> {
-        self.0.push(event, "min-rate by key")
+        self.0.push(event, self.1)
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::Value;
 use self::page::Described;
 use super::write_stdout;
 use crate::engine::live_settled::SettledCheck;
+use crate::engine::recommend::Recommendation;
 use crate::engine::settled::SettledReport;
 use crate::engine::settled::min_limit::MinLimit;
 use crate::engine::settled::presets::{Listed, PresetFit};
@@ -62,6 +63,9 @@ pub enum Output {
     Curve,
     /// `min-rate --format json`: one object per burst.
     MinRate,
+    /// `recommend --format json`: the frontier of least bursts that leave a share of the
+    /// keys untouched, and the point recommended.
+    Recommend,
     /// `check --format json`: one decision, of one limit or, with `--limit … --limit …`,
     /// over several (one schema either way; `layered-check` is another name for it).
     #[value(alias = "layered-check")]
@@ -124,6 +128,7 @@ fn schema(output: Output) -> Value {
         Output::LayerNeeds => schemars::schema_for!(LayerNeeds),
         Output::Curve => schemars::schema_for!(Vec<CurveSegment>),
         Output::MinRate => schemars::schema_for!(Vec<MinRate>),
+        Output::Recommend => schemars::schema_for!(Recommendation),
         Output::Check => schemars::schema_for!(CheckReport),
         Output::Settled => schemars::schema_for!(SettledReport),
         Output::MinLimit => schemars::schema_for!(MinLimit),

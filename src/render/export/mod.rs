@@ -7,6 +7,7 @@ mod layered;
 mod min_limit;
 mod presets;
 mod rates;
+mod recommend;
 mod results;
 mod settled;
 mod side_by_side;

@@ -1,0 +1,652 @@
+//! `recommend`: for each rate on a grid, the least burst that leaves a share of the keys
+//! untouched and what it costs the rest; one point recommended, and why.
+//!
+//! A key is never throttled by a token bucket of burst b at rate r exactly when its own
+//! smallest lossless bucket at r is at most b. The share of keys untouched is therefore an
+//! exact (nearest-rank) quantile of the keys' smallest buckets, which are counted, not
+//! sketched.
+
+use std::num::NonZeroU64;
+use std::str::FromStr;
+
+use anyhow::{Result, bail};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::frontier::{Grouped, Refused, Weigh};
+use crate::input::asked::Names;
+use crate::input::catalog::{self, Cost, ReadOptions, Source};
+use crate::key_sizing::MAX_KEY_RATES;
+use crate::limiter::export::{BurstRule, ExportAsk};
+use crate::limiter::{Algorithm, Export, OwnSize};
+use crate::lossless::{Found, Kept};
+use crate::notes::notes;
+use crate::sizing::quantile::{Percent, Quantiles};
+use crate::units::rate::Rate;
+use crate::units::time::{MICROS_PER_SEC, Span};
+
+/// The most rates a frontier is found at.
+pub const MAX_GRID: usize = 1000;
+
+/// The rates a frontier spreads over when none is given.
+pub const SPREAD: usize = 20;
+
+/// The keys a frontier point lists among those it refuses most.
+pub const TOP_REFUSED: usize = 10;
+
+/// What `recommend` is asked.
+#[derive(Clone, Debug)]
+pub struct RecommendAsk {
+    /// The rates of the frontier; none: [`SPREAD`] spread over the keys' demand.
+    pub rates: Vec<Rate>,
+    /// The share of keys that must lose nothing.
+    pub untouched: Percent,
+    /// Which point of the frontier to recommend.
+    pub prefer: Prefer,
+    /// With window limits: the window whose busiest counts are given.
+    pub window: Option<Span>,
+    /// A system to write the recommended point for, in its own terms.
+    pub system: Option<Algorithm>,
+}
+
+impl Default for RecommendAsk {
+    fn default() -> RecommendAsk {
+        RecommendAsk {
+            rates: Vec::new(),
+            // 99.9%: parts per million, in range.
+            untouched: Percent::from_ppm(999_000).unwrap_or(Percent::ALL),
+            prefer: Prefer::default(),
+            window: None,
+            system: None,
+        }
+    }
+}
+
+/// Which point of the frontier is recommended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prefer {
+    /// The point that refuses the fewest events of the keys it touches.
+    #[default]
+    FewestRefused,
+    /// The point with the smallest burst.
+    SmallerBurst,
+    /// The point with the lowest rate.
+    LowerRate,
+}
+
+impl Prefer {
+    /// Every choice, by its name.
+    pub const ALL: [(&'static str, Prefer); 3] = [
+        ("fewest-refused", Prefer::FewestRefused),
+        ("smaller-burst", Prefer::SmallerBurst),
+        ("lower-rate", Prefer::LowerRate),
+    ];
+}
+
+impl FromStr for Prefer {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Prefer, String> {
+        let found = Prefer::ALL.iter().find(|(name, _)| *name == text);
+        found.map(|&(_, prefer)| prefer).ok_or_else(|| {
+            let names: Vec<&str> = Prefer::ALL.iter().map(|(name, _)| *name).collect();
+            format!("'{text}' is not one of {}", names.join(", "))
+        })
+    }
+}
+
+/// `recommend`'s answer; in JSON, its contract.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Recommendation {
+    /// The key column.
+    pub column: String,
+    /// How many keys there are.
+    pub keys: usize,
+    /// How many events they have.
+    pub events: u64,
+    /// The share of keys asked to lose nothing.
+    pub untouched: Percent,
+    /// Where the rates came from: `given`, or `spread` over the keys' demand.
+    pub rates: &'static str,
+    /// For each rate, the least burst (a token bucket's capacity, as `min-bucket` gives
+    /// it) that leaves at least `untouched` of the keys untouched, and what the others lose.
+    pub frontier: Vec<Point>,
+    /// The point recommended, and why.
+    pub recommended: Recommended,
+    /// With `--window`: each key's busiest count in any window of that length, across the
+    /// keys, and the limit that leaves the share untouched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowLimit>,
+    /// With `--cost`: the same for the units the events cost, and both limits together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostLimits>,
+    /// With `--for`: the recommended point in the system's own terms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemPoint>,
+}
+
+/// One rate of the frontier.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Point {
+    /// The rate, as given (or spread).
+    pub rate: Rate,
+    /// `rate` per hour, as a decimal for reading.
+    pub per_hour: f64,
+    /// The least burst that leaves the share of keys untouched.
+    pub burst: u64,
+    /// The keys that lose nothing at this point: at least the share asked.
+    pub untouched_keys: usize,
+    /// Their events, which all pass.
+    pub untouched_events: u64,
+    /// The keys that lose something.
+    pub touched_keys: usize,
+    /// The events those keys lose: a token bucket of `burst` at `rate`, each key its own.
+    pub refused: u64,
+    /// With `--cost`, on the cost's frontier: the units those events would have taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused_units: Option<u64>,
+    /// The keys that lose most, at most 10, the most refused first (then by name).
+    pub top_refused: Vec<RefusedKey>,
+}
+
+/// A key that a point touches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct RefusedKey {
+    /// The key.
+    pub key: String,
+    /// Its events.
+    pub events: u64,
+    /// What it loses.
+    pub refused: u64,
+    /// Its smallest lossless bucket at the rate.
+    pub min_bucket: u64,
+}
+
+/// The point recommended.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Recommended {
+    /// The point.
+    #[serde(flatten)]
+    pub point: Point,
+    /// How it was chosen.
+    pub prefer: Prefer,
+    /// Why, in a sentence.
+    pub why: String,
+}
+
+/// Window limits: each key's busiest count in any window of `window`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct WindowLimit {
+    /// The window's length: `1m`, `10s`.
+    pub window: String,
+    /// The keys' busiest counts: p50, p90, p99, p99.9 and the largest.
+    pub busiest: Quantiles,
+    /// The least N of a sliding limit of N per window that leaves the share untouched
+    /// (a fixed window's counts are never more than a sliding one's).
+    pub limit: u64,
+    /// The keys whose busiest count is at most `limit`.
+    pub untouched_keys: usize,
+}
+
+/// With `--cost`: the frontier of the units, and the two limits together.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct CostLimits {
+    /// What the events cost: the column, or the units each.
+    pub cost: String,
+    /// For each rate of units, the least burst of units that leaves the share untouched.
+    pub frontier: Vec<Point>,
+    /// The point recommended for the units alone.
+    pub recommended: Recommended,
+    /// Both limits, the requests' and the units', at their recommended rates, with
+    /// bursts raised together until the share is untouched by both.
+    pub together: Together,
+}
+
+/// A requests limit and a units limit that together leave the share untouched.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Together {
+    /// The requests' rate and burst.
+    pub requests: Setting,
+    /// The units' rate and burst.
+    pub units: Setting,
+    /// The keys untouched by both.
+    pub untouched_keys: usize,
+    /// The events both together refuse, all or nothing, of the other keys.
+    pub refused: u64,
+}
+
+/// A rate and a burst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Setting {
+    /// The rate.
+    pub rate: Rate,
+    /// The burst: a token bucket's capacity.
+    pub burst: u64,
+}
+
+/// The recommended point in a system's own terms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct SystemPoint {
+    /// The system.
+    pub system: String,
+    /// The setting's name in its configuration: nginx's `burst`.
+    pub setting: String,
+    /// Its value: the least that leaves every key the point leaves untouched untouched
+    /// in the system's own arithmetic.
+    pub value: u64,
+    /// The keys the system leaves untouched at that value.
+    pub untouched_keys: usize,
+    /// The configuration, as `config --for` writes it, with the system's rounding.
+    pub config: String,
+}
+
+/// Finds the frontier of the events of `source`, read with `read` (which must name a key
+/// column), and recommends one point of it, as `ask` says. Options are named in messages
+/// as `names` says: the system as `--for nginx` or `system=nginx`.
+pub fn recommend(
+    source: &Source,
+    read: &ReadOptions,
+    ask: &RecommendAsk,
+    names: Names,
+) -> crate::error::Result<Found<Recommendation>> {
+    Ok(find(source, read, ask, names)?)
+}
+
+/// [`recommend`], its errors the internals'.
+fn find(
+    source: &Source,
+    read: &ReadOptions,
+    ask: &RecommendAsk,
+    names: Names,
+) -> Result<Found<Recommendation>> {
+    let asked = |system: Algorithm| match names {
+        Names::Flags => format!("--for {}", system.name()),
+        Names::Keywords => format!("system={}", system.name()),
+    };
+    let Some(column) = read.key_column.clone() else {
+        bail!(
+            "recommend leaves a share of keys untouched: give a key column ({})",
+            names.of("key")
+        );
+    };
+    if ask.rates.len() > MAX_GRID {
+        bail!("{} rates are asked; recommend finds at most {MAX_GRID}", ask.rates.len());
+    }
+    let own = ask.system.map(|system| Own::of(system, &asked(system))).transpose()?;
+    if let Some(own) = &own
+        && let Some(why) = ask.rates.iter().find_map(|&rate| (own.size.refuses)(rate))
+    {
+        bail!("{}: {why}", asked(own.system));
+    }
+    let (Kept(kept, _), stats) = catalog::read_events(source, read, || Kept::new("recommend"))?;
+    let keys = stats.keys.len();
+    if keys == 0 {
+        bail!("no events: nothing to recommend a limit for");
+    }
+    let (groups, events) = kept.into_grouped(keys);
+    let grouped =
+        Grouped { groups: &groups, events: &events, table: &stats.keys, threads: read.threads };
+    let share = ask.untouched;
+    let writable = |rate: Rate| own.as_ref().is_none_or(|own| (own.size.refuses)(rate).is_none());
+    let (rates, how) = match ask.rates.is_empty() {
+        false => (ask.rates.clone(), "given"),
+        true => (spread(&grouped, share, Weigh::Requests, &writable), "spread"),
+    };
+    if rates.is_empty() {
+        bail!("no round rate between the keys' least and busiest demand can be written");
+    }
+    bound(keys, rates.len())?;
+    let needs = grouped.needs(&rates, Weigh::Requests);
+    let frontier = frontier(&grouped, &rates, &needs, share, Weigh::Requests);
+    let recommended = choose(&frontier, ask.prefer, share, keys);
+    let window = ask.window.map(|length| window(&grouped, length, share));
+    let cost = match &read.cost {
+        cost if *cost == Cost::default() => None,
+        cost => Some(cost_limits(&grouped, cost, ask, &recommended)?),
+    };
+    let system = match &own {
+        Some(own) => Some(own.point(&grouped, &column, &needs[..], &rates, &recommended)?),
+        None => None,
+    };
+    let found = Recommendation {
+        column,
+        keys,
+        events: events.len() as u64,
+        untouched: share,
+        rates: how,
+        frontier,
+        recommended,
+        window,
+        cost,
+        system,
+    };
+    Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// Refuses a frontier past [`MAX_KEY_RATES`] key-rate pairs.
+fn bound(keys: usize, rates: usize) -> Result<()> {
+    if keys.saturating_mul(rates) > MAX_KEY_RATES {
+        bail!(
+            "{rates} rates for each of {keys} keys are more than the {MAX_KEY_RATES} key-rate \
+             pairs recommend sizes; give fewer rates"
+        );
+    }
+    Ok(())
+}
+
+/// Returns the rates of a frontier that none was given for: up to [`SPREAD`] round rates
+/// (1, 2, 3 or 5 times a power of ten, a second, a minute, an hour or a day) that a system
+/// can write (`writable`), from the mean rate over the whole input of the key at the share
+/// (ranked by events) to the busiest minute of the key at the share (ranked by it): the
+/// demand of the keys to be left untouched, not of those beyond them.
+fn spread(
+    grouped: &Grouped<'_>,
+    share: Percent,
+    weigh: Weigh,
+    writable: &dyn Fn(Rate) -> bool,
+) -> Vec<Rate> {
+    let mut counts: Vec<u64> = (0..grouped.keys()).map(|key| grouped.units(key, weigh)).collect();
+    counts.sort_unstable();
+    let at_share = counts[share.rank(counts.len()).max(1) - 1].max(1);
+    let span = grouped.span().as_micros().max(MICROS_PER_SEC);
+    let busiest = quantile(&grouped.busiest_units(Span::MINUTE, weigh), share).max(1);
+    let ladder: Vec<Rate> = round_rates().into_iter().filter(|&rate| writable(rate)).collect();
+    if ladder.is_empty() {
+        return ladder;
+    }
+    // Ladder rates compare as fractions n/p: a ≤ b when a.n·b.p ≤ b.n·a.p.
+    let at_most = |rate: Rate, n: i128, p: i128| rate.n() * p <= n * rate.p();
+    let minute = i128::from(Span::MINUTE.as_micros());
+    let low = ladder.iter().rposition(|&r| at_most(r, at_share.into(), span.into())).unwrap_or(0);
+    let high = (ladder.iter().position(|&r| !at_most(r, busiest.into(), minute)))
+        .unwrap_or(ladder.len() - 1)
+        .max(low);
+    let steps = (high - low).min(SPREAD - 1);
+    let mut picked: Vec<usize> =
+        (0..=steps).map(|j| low + (high - low) * j / steps.max(1)).collect();
+    picked.dedup();
+    picked.into_iter().map(|n| ladder[n]).collect()
+}
+
+/// Round rates, the slowest first: 1, 2, 3 and 5 times a power of ten, per second,
+/// minute, hour and day, each value once (as the shortest period writes it).
+fn round_rates() -> Vec<Rate> {
+    let periods = [1, 60, 3600, 86_400].map(|s| Span::from_micros(s * MICROS_PER_SEC));
+    let mut rates: Vec<Rate> = Vec::new();
+    for period in periods.into_iter().flatten() {
+        for power in 0..7 {
+            for times in [1, 2, 3, 5] {
+                let Ok(rate) = Rate::new(times * 10u64.pow(power), period) else { continue };
+                if !rates.iter().any(|&r| r.n() * rate.p() == rate.n() * r.p()) {
+                    rates.push(rate);
+                }
+            }
+        }
+    }
+    rates.sort_by(|a, b| (a.n() * b.p()).cmp(&(b.n() * a.p())));
+    rates
+}
+
+/// The frontier at each of `rates`, of keys whose smallest buckets are `needs` (key k's
+/// at rate n at `k · rates.len() + n`), weighed as `weigh` says.
+fn frontier(
+    grouped: &Grouped<'_>,
+    rates: &[Rate],
+    needs: &[u64],
+    share: Percent,
+    weigh: Weigh,
+) -> Vec<Point> {
+    let keys = grouped.keys();
+    (0..rates.len())
+        .map(|n| {
+            let column: Vec<u64> = (0..keys).map(|k| needs[k * rates.len() + n]).collect();
+            point(grouped, rates[n], &column, quantile(&column, share), weigh)
+        })
+        .collect()
+}
+
+/// The nearest-rank quantile of `values` (at least one) at `share`: the least v with at
+/// least that share of them at most v.
+fn quantile(values: &[u64], share: Percent) -> u64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted[share.rank(sorted.len()).max(1) - 1]
+}
+
+/// What a token bucket of `burst` at `rate` does to keys whose smallest buckets at the rate
+/// are `needs`: who it leaves untouched, and what it refuses of the others.
+fn point(grouped: &Grouped<'_>, rate: Rate, needs: &[u64], burst: u64, weigh: Weigh) -> Point {
+    let touched: Vec<usize> = (0..needs.len()).filter(|&k| needs[k] > burst).collect();
+    let untouched_events =
+        (0..needs.len()).filter(|&k| needs[k] <= burst).map(|k| grouped.count(k)).sum();
+    // A burst is at least 1: a need is, and the quantile is a need.
+    let refused =
+        grouped.refused(&touched, rate, NonZeroU64::new(burst).unwrap_or(NonZeroU64::MIN), weigh);
+    listed(grouped, rate, needs, burst, untouched_events, &refused, weigh)
+}
+
+/// A point from what it refuses of each key it touches.
+fn listed(
+    grouped: &Grouped<'_>,
+    rate: Rate,
+    needs: &[u64],
+    burst: u64,
+    untouched_events: u64,
+    refused: &[(usize, Refused)],
+    weigh: Weigh,
+) -> Point {
+    let mut most: Vec<&(usize, Refused)> = refused.iter().collect();
+    most.sort_by_cached_key(|(k, r)| (std::cmp::Reverse(r.events), grouped.name(*k)));
+    let top_refused = (most.iter().take(TOP_REFUSED))
+        .map(|&&(key, r)| RefusedKey {
+            key: grouped.name(key),
+            events: grouped.count(key),
+            refused: r.events,
+            min_bucket: needs[key],
+        })
+        .collect();
+    let units: u128 = refused.iter().map(|(_, r)| r.units).sum();
+    Point {
+        rate,
+        per_hour: per_hour(rate),
+        burst,
+        untouched_keys: needs.len() - refused.len(),
+        untouched_events,
+        touched_keys: refused.len(),
+        refused: refused.iter().map(|(_, r)| r.events).sum(),
+        refused_units: (weigh == Weigh::Cost).then(|| u64::try_from(units).unwrap_or(u64::MAX)),
+        top_refused,
+    }
+}
+
+/// A rate per hour, for reading.
+fn per_hour(rate: Rate) -> f64 {
+    rate.count() as f64 * 3.6e9 / rate.period().as_micros() as f64
+}
+
+/// Recommends a point of `frontier` (one point a rate, at least one) as `prefer` says:
+/// ties go to the fewest refused, then the smaller burst, then the lower rate.
+fn choose(frontier: &[Point], prefer: Prefer, share: Percent, keys: usize) -> Recommended {
+    let by_rate = |a: &Point, b: &Point| (a.rate.n() * b.rate.p()).cmp(&(b.rate.n() * a.rate.p()));
+    let mut order: Vec<&Point> = frontier.iter().collect();
+    order.sort_by(|a, b| {
+        let fewest = a.refused.cmp(&b.refused);
+        let smaller = a.burst.cmp(&b.burst);
+        match prefer {
+            Prefer::FewestRefused => fewest.then(smaller).then(by_rate(a, b)),
+            Prefer::SmallerBurst => smaller.then(fewest).then(by_rate(a, b)),
+            Prefer::LowerRate => by_rate(a, b).then(fewest).then(smaller),
+        }
+    });
+    let point = order[0].clone();
+    let of = match prefer {
+        Prefer::FewestRefused => format!("the fewest events refused ({})", point.refused),
+        Prefer::SmallerBurst => "the smallest burst".to_owned(),
+        Prefer::LowerRate => "the lowest rate".to_owned(),
+    };
+    let why = format!(
+        "{} with burst {}: {of} of the {} rates, each with the least burst that leaves at \
+         least {share} of the {keys} keys untouched; it leaves {} untouched, and refuses \
+         {} events of the {} it touches",
+        point.rate,
+        point.burst,
+        frontier.len(),
+        point.untouched_keys,
+        point.refused,
+        point.touched_keys,
+    );
+    Recommended { point, prefer, why }
+}
+
+/// The keys' busiest counts in any window of `length`, and the limit at `share`.
+fn window(grouped: &Grouped<'_>, length: Span, share: Percent) -> WindowLimit {
+    let busiest = grouped.busiest_units(length, Weigh::Requests);
+    let limit = quantile(&busiest, share);
+    let at = |ppm| quantile(&busiest, Percent::from_ppm(ppm).unwrap_or(Percent::ALL));
+    WindowLimit {
+        window: length.compact(),
+        busiest: Quantiles {
+            p50: at(500_000),
+            p90: at(900_000),
+            p99: at(990_000),
+            p99_9: at(999_000),
+            max: busiest.iter().copied().max().unwrap_or(0),
+        },
+        limit,
+        untouched_keys: busiest.iter().filter(|&&b| b <= limit).count(),
+    }
+}
+
+/// The frontier of what the events cost, its recommended point, and both limits
+/// together: the requests' at `requests`, recommended, and the units'.
+fn cost_limits(
+    grouped: &Grouped<'_>,
+    cost: &Cost,
+    ask: &RecommendAsk,
+    requests: &Recommended,
+) -> Result<CostLimits> {
+    let share = ask.untouched;
+    let rates = spread(grouped, share, Weigh::Cost, &|_| true);
+    bound(grouped.keys(), rates.len())?;
+    let needs = grouped.needs(&rates, Weigh::Cost);
+    let frontier = frontier(grouped, &rates, &needs, share, Weigh::Cost);
+    let recommended = choose(&frontier, ask.prefer, share, grouped.keys());
+    let together = together(grouped, share, &requests.point, &recommended.point);
+    let cost = match cost {
+        Cost::Column(column) => column.clone(),
+        Cost::Each(units) => format!("{units} each"),
+    };
+    Ok(CostLimits { cost, frontier, recommended, together })
+}
+
+/// Both limits at their rates, their bursts raised together: to the k-th smallest need of
+/// each, for the least k at which at least `share` of the keys are untouched by both. The
+/// keys untouched by both only grow with k, so a binary search finds it.
+fn together(grouped: &Grouped<'_>, share: Percent, requests: &Point, units: &Point) -> Together {
+    let by_count = grouped.needs(&[requests.rate], Weigh::Requests);
+    let by_cost = grouped.needs(&[units.rate], Weigh::Cost);
+    let keys = by_count.len();
+    let sorted = |needs: &[u64]| {
+        let mut sorted = needs.to_vec();
+        sorted.sort_unstable();
+        sorted
+    };
+    let (count_sorted, cost_sorted) = (sorted(&by_count), sorted(&by_cost));
+    let bursts = |k: usize| (count_sorted[k - 1], cost_sorted[k - 1]);
+    let untouched = |(b1, b2): (u64, u64)| {
+        (0..keys).filter(|&key| by_count[key] <= b1 && by_cost[key] <= b2).count()
+    };
+    let want = share.rank(keys).max(1);
+    let (mut low, mut high) = (want, keys);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if untouched(bursts(mid)) >= want { high = mid } else { low = mid + 1 }
+    }
+    let (b1, b2) = bursts(low);
+    let touched: Vec<usize> =
+        (0..keys).filter(|&key| by_count[key] > b1 || by_cost[key] > b2).collect();
+    let nonzero = |b: u64| NonZeroU64::new(b).unwrap_or(NonZeroU64::MIN);
+    let refused =
+        grouped.refused_by_both(&touched, (requests.rate, nonzero(b1)), (units.rate, nonzero(b2)));
+    Together {
+        requests: Setting { rate: requests.rate, burst: b1 },
+        units: Setting { rate: units.rate, burst: b2 },
+        untouched_keys: keys - touched.len(),
+        refused: refused.iter().map(|(_, r)| r.events).sum(),
+    }
+}
+
+/// The systems `--for` writes a recommended point for, in the registry's order.
+pub fn systems() -> impl Iterator<Item = Algorithm> {
+    Algorithm::ALL.into_iter().filter(|&a| Own::found(a).is_some())
+}
+
+/// A system that `--for` writes a recommended point for: one with a bucket's burst, whose
+/// own lossless setting the registry finds, and whose configuration it writes.
+struct Own {
+    system: Algorithm,
+    size: OwnSize,
+    export: Export,
+}
+
+impl Own {
+    /// The system's own size and configuration, if it writes a burst and its setting is
+    /// found.
+    fn found(system: Algorithm) -> Option<(OwnSize, Export)> {
+        let export = system.export().filter(|e| e.burst != BurstRule::Without)?;
+        Some((system.own_size()?, export))
+    }
+
+    /// The system, if it writes a burst and its setting is found; `asked` is how it was
+    /// asked for.
+    fn of(system: Algorithm, asked: &str) -> Result<Own> {
+        let Some((size, export)) = Own::found(system) else {
+            let them: Vec<&str> = systems().map(Algorithm::name).collect();
+            let (last, rest) = them.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+            bail!(
+                "{asked}: recommend writes a bucket's burst, as {} and {last} take it",
+                rest.join(", ")
+            );
+        };
+        Ok(Own { system, size, export })
+    }
+
+    /// The recommended point in the system's terms: the least setting with which every
+    /// key that the point leaves untouched loses nothing in the system's arithmetic.
+    fn point(
+        &self,
+        grouped: &Grouped<'_>,
+        column: &str,
+        needs: &[u64],
+        rates: &[Rate],
+        recommended: &Recommended,
+    ) -> Result<SystemPoint> {
+        let Recommended { point, .. } = recommended;
+        let n = rates.iter().position(|&r| r == point.rate).unwrap_or(0);
+        let params = self.system.default_params();
+        let own: Vec<u64> = (0..grouped.keys())
+            .map(|key| {
+                let mut finder = (self.size.finder)(point.rate, &params);
+                grouped.events_of(key).for_each(|event| finder.push(event));
+                finder.result().0
+            })
+            .collect();
+        let spared = (0..own.len()).filter(|&k| needs[k * rates.len() + n] <= point.burst);
+        let value = spared.map(|k| own[k]).max().unwrap_or(0);
+        let key = (self.export.key)(column).ok();
+        let ask =
+            ExportAsk { rate: point.rate, burst: Some(value), key: key.as_ref(), params: &params };
+        let mut config = (self.export.write)(&ask);
+        if key.is_none() {
+            config.insert_str(0, &format!("# keyed by {column} in the log: key it so here\n"));
+        }
+        Ok(SystemPoint {
+            system: self.export.system.to_owned(),
+            setting: self.size.setting.to_owned(),
+            value,
+            untouched_keys: own.iter().filter(|&&v| v <= value).count(),
+            config,
+        })
+    }
+}
