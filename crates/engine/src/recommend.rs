@@ -369,22 +369,21 @@ fn spread(
     picked.into_iter().map(|n| ladder[n]).collect()
 }
 
-/// Round rates, the slowest first: 1, 2, 3 and 5 times a power of ten, per second,
-/// minute, hour and day, each value once (as the shortest period writes it).
+/// Round rates, the slowest first: 1, 2, 3 and 5 times a power of ten per day, hour,
+/// minute or second, each period for the rates below one per the next (1/d to 20/d, 1/h
+/// to 50/h, 1/m to 30/m), and per second from 1/s up.
 fn round_rates() -> Vec<Rate> {
-    let periods = [1, 60, 3600, 86_400].map(|s| Span::from_micros(s * MICROS_PER_SEC));
-    let mut rates: Vec<Rate> = Vec::new();
-    for period in periods.into_iter().flatten() {
-        for power in 0..7 {
-            for times in [1, 2, 3, 5] {
-                let Ok(rate) = Rate::new(times * 10u64.pow(power), period) else { continue };
-                if !rates.iter().any(|&r| r.n() * rate.p() == rate.n() * r.p()) {
-                    rates.push(rate);
-                }
-            }
-        }
+    let round = |below: u64| {
+        (0..7u32)
+            .flat_map(|power| [1, 2, 3, 5].map(|times| times * 10u64.pow(power)))
+            .filter(move |&n| n < below)
+    };
+    let periods = [(86_400, 24), (3600, 60), (60, 60), (1, u64::MAX)];
+    let mut rates = Vec::new();
+    for (seconds, below) in periods {
+        let Some(period) = Span::from_micros(seconds * MICROS_PER_SEC) else { continue };
+        rates.extend(round(below).filter_map(|n| Rate::new(n, period).ok()));
     }
-    rates.sort_by(|a, b| (a.n() * b.p()).cmp(&(b.n() * a.p())));
     rates
 }
 
