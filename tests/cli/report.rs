@@ -316,6 +316,25 @@ fn the_report_on_a_keyed_request_log_tells_the_clients() {
     let axis = axis.as_str().unwrap();
     assert!(axis.contains("rate, events per minute (log)") && axis.contains("10/m"), "{axis}");
     assert_eq!(browser.eval("document.getElementById('curve-per').textContent"), "per minute");
+    // The frontier: a line for each share untouched (50%, 90%, 99%, 100%), ending where
+    // `recommend` says its rates end, with the least burst it finds there.
+    let frontier = json(
+        &run(&["recommend", &log, "--key", "client", "--untouched", "90%", "--format", "json"], "")
+            .ok(),
+    );
+    let last = frontier["frontier"].as_array().unwrap().last().unwrap();
+    let lines = browser.eval("document.querySelectorAll('#frontier polyline').length");
+    assert_eq!(lines, 4, "one line a share");
+    let desc = browser.eval("document.getElementById('frontier-desc').textContent");
+    let desc = desc.as_str().unwrap();
+    assert!(desc.contains(&format!("to {}", last["rate"].as_str().unwrap())), "{desc}");
+    let labels = browser.eval(
+        "Array.from(document.querySelectorAll('#frontier text')).map(t => t.textContent).join('|')",
+    );
+    assert!(labels.as_str().unwrap().contains("90% untouched"), "{labels}");
+    let at90 = format!("{}", last["burst"]);
+    let ninety = browser.eval("JSON.stringify(JSON.parse(document.getElementById('report-data').textContent).frontier.find(c => c.share === '90%').points.at(-1).burst)");
+    assert_eq!(ninety.as_str().unwrap(), at90);
     eprintln!("request log: {} bytes, drawn in {took:?}", std::fs::metadata(&path).unwrap().len());
 }
 

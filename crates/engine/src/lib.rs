@@ -40,6 +40,7 @@ pub mod parts;
 pub mod per_key;
 pub mod policy_report;
 pub mod recommend;
+pub mod recommendation;
 pub mod recorder;
 pub mod redis;
 pub mod replay;

@@ -22,6 +22,7 @@ use ratelimit_engine::fleet_ask::FleetAsk;
 use ratelimit_engine::key_sizing::KeyedFinders;
 use ratelimit_engine::limit::Limit;
 use ratelimit_engine::lossless::curve_of;
+use ratelimit_engine::recommend::{Contour, contours};
 use ratelimit_engine::recorder::KeyNames;
 use ratelimit_engine::redis::RedisTarget;
 use ratelimit_engine::replay::Run;
@@ -132,6 +133,8 @@ pub struct Page {
     configurations: Option<Value>,
     /// Side by side: each configuration's decisions on the scene's events.
     configuration_scene: Option<Vec<String>>,
+    /// With keys: `recommend`'s frontier, a contour for each share of keys untouched.
+    frontier: Option<Vec<Contour>>,
 }
 
 /// How the page was made.
@@ -203,6 +206,10 @@ fn made(ask: &PageAsk, source: &Source, reads: &Reads, began: Instant) -> Result
         finders.event(event)?;
     }
     let need = finders.results(names, Some(ask.cover));
+    let frontier = match keyed {
+        true => Some(contours(&events, &stats.keys, ask.cover, read.threads)?),
+        false => None,
+    };
 
     let fleet = match ask.fleet.servers {
         Some(_) => {
@@ -282,6 +289,7 @@ fn made(ask: &PageAsk, source: &Source, reads: &Reads, began: Instant) -> Result
         layers,
         configurations: configurations.map(|d| serde_json::to_value(d.result)).transpose()?,
         configuration_scene,
+        frontier,
     };
     Ok(Made { page, said })
 }

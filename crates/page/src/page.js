@@ -312,6 +312,38 @@
     html("td", { class: "n" }, tr, num(p.min_bucket));
   }
 
+  // 4. The clients: the frontier, a contour for each share of clients untouched (rate
+  // against burst, both on log axes), as `recommend` finds it.
+  function drawFrontier(contours, column) {
+    $("frontier-box").hidden = false;
+    const F = $("frontier");
+    const [L, R, Tp, B] = [70, 860, 20, 330];
+    const all = contours.flatMap((c) => c.points);
+    const xs = all.map((p) => Math.log10(p.per_hour)), ys = all.map((p) => Math.log10(p.burst));
+    const [xmin, xmax, ymin, ymax] = [Math.min(...xs), Math.max(...xs), 0, Math.max(...ys) + 0.1];
+    const X = (v) => L + ((v - xmin) / Math.max(xmax - xmin, 1e-9)) * (R - L);
+    const Y = (v) => B - ((v - ymin) / Math.max(ymax - ymin, 1e-9)) * (B - Tp);
+    svg("line", { x1: L, x2: R, y1: B, y2: B, class: "axis" }, F);
+    svg("line", { x1: L, x2: L, y1: Tp, y2: B, class: "axis" }, F);
+    for (let e = Math.ceil(ymin); e <= ymax; e++) {
+      svg("line", { x1: L, x2: R, y1: Y(e), y2: Y(e), class: "grid" }, F);
+      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, F, compact(10 ** e));
+    }
+    const first = contours[0].points, last = first[first.length - 1];
+    for (const p of [first[0], last]) svg("text", { x: X(Math.log10(p.per_hour)), y: B + 18, "text-anchor": "middle" }, F, p.rate);
+    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, F, "rate (log)");
+    svg("text", { x: 14, y: (Tp + B) / 2, transform: `rotate(-90 14 ${(Tp + B) / 2})`, "text-anchor": "middle" }, F, "burst (log)");
+    const colours = ["#56B4E9", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#0072B2"];
+    contours.forEach((c, i) => {
+      const points = c.points.map((p) => `${X(Math.log10(p.per_hour))},${Y(Math.log10(p.burst))}`).join(" ");
+      svg("polyline", { points, fill: "none", stroke: colours[i % colours.length], "stroke-width": 2 }, F);
+      const end = c.points[c.points.length - 1];
+      svg("text", { x: R + 8, y: Y(Math.log10(end.burst)) + 4 - i * 2, fill: colours[i % colours.length] }, F, `${c.share} untouched`);
+    });
+    const widest = contours[contours.length - 1];
+    $("frontier-desc").textContent = `From ${first[0].rate} to ${last.rate}: to leave ${widest.share} of the ${column} values untouched, a burst of ${num(widest.points[0].burst)} at ${widest.points[0].rate} and of ${num(widest.points[widest.points.length - 1].burst)} at ${widest.points[widest.points.length - 1].rate}.`;
+  }
+
   // 4. The clients, with --key.
   function quantileBars(box, quantiles, colour) {
     const names = Object.keys(quantiles);
@@ -334,6 +366,7 @@
     const q = chosen.keys.quantiles || {};
     if (q.min_bucket) quantileBars($("needs"), q.min_bucket, "#009E73");
     if (q.dropped) quantileBars($("drops"), q.dropped, "#D55E00");
+    if (D.frontier && D.frontier.length && D.frontier[0].points.length) drawFrontier(D.frontier, column);
     const tb = document.querySelector("#top-keys tbody");
     const listed = (chosen.keys.top || []).length;
     if (chosen.keys.count > listed) {
