@@ -29,16 +29,16 @@ import json
 import warnings
 from typing import Any
 
-from . import _keywords, _native, _parts
+from . import _keywords, _native, _parts, _share
 from ._native import Limit
-from ._results import Limited, MinBucket
+from ._results import Limited, MinBucket, Recommendation
 from ._layers import _BESIDE, _ONE_PASS, _replay_beside
 from ._spark_rows import Replayed, _by_bucket, _carried, _check_via, _collect, _keyed_decisions, _keyed_report, _table, _ties
 from ._spark_settled import settled_replay
 from ._spark_stream import _decisions_of_one_stream, _replay_one_stream, _sequential_decisions, _sequential_report
 from .errors import PolicyError
 
-__all__ = ["min_bucket", "curve", "decisions", "replay", "compare"]
+__all__ = ["min_bucket", "recommend", "curve", "decisions", "replay", "compare"]
 
 
 def min_bucket(
@@ -83,6 +83,52 @@ def min_bucket(
     if key:
         return _by_key(df, sizing, key, [key, time] + _ties(tie), partitions, via)
     return [MinBucket(row) for row in json.loads(_merged_ranges(df, sizing, [time] + _ties(tie), partitions))]
+
+
+def recommend(
+    df: Any,
+    *,
+    key: str,
+    untouched: float | str = 0.999,
+    rate: str | list[str] | None = None,
+    prefer: str = "fewest-refused",
+    window: str | None = None,
+    time: str = "time",
+    tie: str | list[str] | None = None,
+    partitions: int | None = None,
+    via: str = "map",
+    **flags: Any,
+) -> Recommendation:
+    """Recommends a limit for Spark DataFrame ``df``, each value of its ``key`` column a
+    client: exactly what ``ratelimit recommend --format json`` prints for the same rows
+    (see :func:`ratelimit_replay.recommend`; no ``cost`` or ``system``, which need every
+    client's events at once).
+
+    Each client is whole in one bucket (``via``, ``partitions``, ``tie`` as for
+    :func:`min_bucket`). Three passes run: the clients' demand (skipped when ``rate`` is
+    given), their smallest buckets at each rate, and what the bursts refuse of the clients
+    over the line. Only each bucket's counts by size and its ten most refused clients reach
+    the driver, and the counts merge exactly: the share is exact, never sketched."""
+    _check_via(via)
+    _zone_less(df, time)
+    rates = [] if rate is None else [rate] if isinstance(rate, str) else list(rate)
+    options = _keywords(flags, time, prefer=prefer, window=window)
+    parts = _native.RecommendParts(key, rates, _share(untouched), options)
+    order = [key, time] + _ties(tie)
+
+    def told(stage: str, rates: list[str], bursts: list[int]) -> list[str]:
+        def tell(table, name):
+            import pyarrow
+
+            yield pyarrow.RecordBatch.from_pydict({"told": [parts.part(stage, table, name, rates, bursts)]})
+
+        return [row["told"] for row in _collect(_by_bucket(df, key, order, partitions, tell, "told string", via))]
+
+    if not rates:
+        rates = parts.rates(told("demand", [], []))
+    needs = told("needs", rates, [])
+    refusals = told("refusals", rates, parts.bursts(needs))
+    return Recommendation(json.loads(parts.answer(rates, needs, refusals)))
 
 
 def _merged_ranges(df: Any, sizing: Any, order: list[str], partitions: int | None) -> bytes:

@@ -27,6 +27,7 @@ mod limit;
 mod live;
 mod lossless;
 mod parts;
+mod recommend;
 mod replay;
 mod report;
 mod settled;
@@ -215,7 +216,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(settled::presets, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_bucket, module)?)?;
     module.add_function(wrap_pyfunction!(lossless::min_rate, module)?)?;
-    module.add_function(wrap_pyfunction!(lossless::recommend, module)?)?;
+    module.add_function(wrap_pyfunction!(recommend::recommend, module)?)?;
+    module.add_class::<recommend::RecommendParts>()?;
     module.add_function(wrap_pyfunction!(lossless::curve, module)?)?;
     module.add_function(wrap_pyfunction!(compare::compare, module)?)?;
     module.add_function(wrap_pyfunction!(compare::configurations, module)?)?;

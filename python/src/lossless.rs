@@ -18,7 +18,7 @@ use crate::errors::{Data, policy_error, raise};
 use crate::keywords::{self, Given, word, words};
 
 /// The sizings the package asks of the engine.
-enum Asked {
+pub(crate) enum Asked {
     /// The smallest bucket at each rate.
     MinBucket(MinBucketAsk),
     /// The smallest rate for each burst.
@@ -108,49 +108,8 @@ pub(crate) fn curve<'py>(
     size(py, Asked::Curve, data, &asked, key.as_deref())
 }
 
-/// Recommends a limit for `data` keyed by `key`: for each rate (each a rate, a comma list
-/// or a range; none: spread over the keys' demand), the least burst that leaves the share
-/// `untouched` (a percentage, `99.9%`) of the keys untouched, and one point of them. The
-/// keywords of `options` are what to read, `prefer`, `window` and `system`. Returns the
-/// program's JSON.
-#[pyfunction]
-#[pyo3(signature = (data, key, *, rates=Vec::new(), untouched=None, cost=None, options=None))]
-pub(crate) fn recommend<'py>(
-    py: Python<'py>,
-    data: Given,
-    key: String,
-    rates: Vec<String>,
-    untouched: Option<String>,
-    cost: Option<&Bound<'py, PyAny>>,
-    options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let mut ask = RecommendAsk { rates: read_rates(&rates)?, ..RecommendAsk::default() };
-    if let Some(share) = untouched {
-        ask.untouched =
-            share.parse().map_err(|e| policy_error(format!("untouched={share}: {e}")))?;
-    }
-    let known = ["prefer", "window", "system", "for"];
-    let mut asked = keywords::read("recommend", options, &[&known], |name, value| {
-        let text = word(value)?;
-        match name {
-            "prefer" => {
-                ask.prefer = text.parse().map_err(|e| policy_error(format!("prefer={e}")))?;
-            }
-            "window" => {
-                let span = text.parse().map_err(|e| policy_error(format!("window={text}: {e}")))?;
-                ask.window = Some(span);
-            }
-            "system" | "for" => ask.system = Some(system_of(&text)?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
-    asked.cost = cost_of(cost)?;
-    size(py, Asked::Recommend(ask), data, &asked, Some(&key))
-}
-
 /// The system keyword (`system=`, or `for=`): a limiter's name.
-fn system_of(text: &str) -> PyResult<Algorithm> {
+pub(crate) fn system_of(text: &str) -> PyResult<Algorithm> {
     text.parse().map_err(|_| policy_error(format!("system={text} is no limiter")))
 }
 
@@ -245,7 +204,7 @@ pub(crate) fn merge_chunks<'py>(
 }
 
 /// Reads rates, each a rate, a comma list or a range, as `--rate` takes them.
-fn read_rates(rates: &[String]) -> PyResult<Vec<ratelimit_core::units::rate::Rate>> {
+pub(crate) fn read_rates(rates: &[String]) -> PyResult<Vec<ratelimit_core::units::rate::Rate>> {
     let mut all = Vec::new();
     // Each a rate, or a range; commas part several, as `--rate` splits them.
     for text in rates.iter().flat_map(|text| text.split(',')) {
@@ -262,7 +221,7 @@ pub(crate) fn read_cover(text: &str) -> PyResult<ratelimit_core::sizing::quantil
 
 /// Sizes the source as `sizing` asks, reading it as `asked` says, keyed by `key`: with the
 /// GIL released, Ctrl-C stopping it, and the reading's notes warned of.
-fn size<'py>(
+pub(crate) fn size<'py>(
     py: Python<'py>,
     sizing: Asked,
     data: Given,

@@ -144,6 +144,25 @@ def test_keyed_min_bucket_is_the_programs_for_any_partitions(spark, clients):
     assert want[0]["keys"]["count"] == 4_995
 
 
+def test_recommend_on_spark_is_the_programs_for_any_partitions(spark, clients):
+    csv, parquet = clients
+    df = spark.read.parquet(*parquet)
+    time = ["--time-column", "ts", "--time-format", "unix-ms"]
+    want = cli_json("recommend", str(csv), "--key", "client", "--untouched", "99%", "--window", "1m", *time)
+    given = cli_json("recommend", str(csv), "--key", "client", "--rate", "1/m,10/m", "--prefer", "smaller-burst", *time)
+    for partitions in (1, 4):
+        got = rls.recommend(
+            df, key="client", untouched=0.99, window="1m", time="ts", time_format="unix-ms", tie="tie", partitions=partitions
+        )
+        assert got.to_dict() == want, partitions
+    got = rls.recommend(df, key="client", rate=["1/m", "10/m"], prefer="smaller-burst", time="ts", time_format="unix-ms")
+    assert got.to_dict() == given
+    assert want["rates"] == "spread" and len(want["frontier"]) > 2 and want["recommended"]["touched_keys"] > 0
+    # The units' limits need every client's events at once: on Spark, no cost.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cost'"):
+        rls.recommend(df, key="client", cost="tokens", time="ts", time_format="unix-ms")
+
+
 def test_no_rows_give_the_programs_answer_to_none(spark):
     df = spark.createDataFrame([], "time string, client string, tie long")
     for key, flags in ((None, []), ("client", ["--key", "client"])):

@@ -109,7 +109,9 @@ impl Grouped<'_> {
         weigh: Weigh,
     ) -> Vec<(usize, Refused)> {
         let fresh = || Gcra::new(rate, burst);
-        self.refusals(keys, weigh, fresh, |gcra, time, cost| gcra.take(time, cost, false).passed)
+        self.each_refused(keys, weigh, fresh, |gcra, time, cost| {
+            gcra.take(time, cost, false).passed
+        })
     }
 
     /// What two token buckets together (requests at `requests`, units at `units`, each a
@@ -122,7 +124,7 @@ impl Grouped<'_> {
         units: (Rate, NonZeroU64),
     ) -> Vec<(usize, Refused)> {
         let fresh = || (Gcra::new(requests.0, requests.1), Gcra::new(units.0, units.1));
-        self.refusals(keys, Weigh::Cost, fresh, |(by_count, by_cost), time, cost| {
+        self.each_refused(keys, Weigh::Cost, fresh, |(by_count, by_cost), time, cost| {
             // All or nothing: a layer that has room takes from it only if the other has.
             let room = |gcra: &Gcra, cost| gcra.clone().take(time, cost, false).passed;
             let passed = room(by_count, 1) && room(by_cost, cost);
@@ -136,7 +138,7 @@ impl Grouped<'_> {
 
     /// What a limit that `fresh` makes for each key, deciding by `passes`, refuses of each
     /// of `keys` (weighed as `weigh` says), in key order.
-    fn refusals<L>(
+    fn each_refused<L>(
         &self,
         keys: &[usize],
         weigh: Weigh,

@@ -10,10 +10,11 @@ use std::num::NonZeroU64;
 
 use anyhow::{Result, bail};
 
-use crate::frontier::{Grouped, Refused, Weigh};
+use crate::frontier::{Grouped, Weigh};
 use crate::input::asked::Names;
 use crate::input::catalog::{self, Cost, Event, KeyTable, ReadOptions, Source};
 use crate::key_sizing::MAX_KEY_RATES;
+use crate::key_summaries::{Demand, Needs, Refusals};
 use crate::limiter::export::{BurstRule, ExportAsk};
 use crate::limiter::{Algorithm, Export, OwnSize};
 use crate::lossless::{Found, Kept};
@@ -23,7 +24,7 @@ pub use crate::recommendation::{
     Contour, ContourPoint, CostLimits, Point, Prefer, Recommendation, Recommended, RefusedKey,
     Setting, SystemPoint, Together, WindowLimit,
 };
-use crate::sizing::quantile::{Percent, Quantiles};
+use crate::sizing::quantile::{Histogram, Percent, Quantiles};
 use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span};
 
@@ -112,39 +113,62 @@ fn find(
         Grouped { groups: &groups, events: &events, table: &stats.keys, threads: read.threads };
     let share = ask.untouched;
     let writable = |rate: Rate| own.as_ref().is_none_or(|own| (own.size.refuses)(rate).is_none());
-    let (rates, how) = match ask.rates.is_empty() {
-        false => (ask.rates.clone(), "given"),
-        true => (spread(&grouped, share, Weigh::Requests, &writable), "spread"),
+    let rates = match ask.rates.is_empty() {
+        false => ask.rates.clone(),
+        true => spread(&grouped.demand(Weigh::Requests), share, &writable),
     };
     if rates.is_empty() {
         bail!("no round rate between the keys' least and busiest demand can be written");
     }
     bound(keys, rates.len())?;
-    let needs = grouped.needs(&rates, Weigh::Requests);
-    let frontier = frontier(&grouped, &rates, &needs, share, Weigh::Requests);
+    let (summary, needs) = grouped.needs_summary(&rates, Weigh::Requests, ask.window);
+    let bursts = bursts(&summary, share);
+    let refusals = grouped.refusals(&rates, &bursts, &needs, Weigh::Requests);
+    let mut found = answer(ask, column, &rates, &summary, &refusals);
+    if read.cost != Cost::default() {
+        found.cost = Some(cost_limits(&grouped, &read.cost, ask, &found.recommended)?);
+    }
+    if let Some(own) = &own {
+        found.system =
+            Some(own.point(&grouped, &found.column, &needs, &rates, &found.recommended)?);
+    }
+    Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// The least burst at each rate that leaves `share` of the keys untouched: the
+/// nearest-rank quantile of their needs, counted in `needs`.
+pub fn bursts(needs: &Needs, share: Percent) -> Vec<u64> {
+    needs.per_rate.iter().map(|counted| counted.quantile(share).unwrap_or(1)).collect()
+}
+
+/// `recommend`'s answer, without cost or system, from the keys' needs at `rates` and what
+/// the bursts at the share refuse, summed over every part: the frontier, its point
+/// recommended as `ask` prefers, and with a window its limit; keyed by `column`. The rates
+/// were given if `ask` gives any, else spread.
+pub fn answer(
+    ask: &RecommendAsk,
+    column: String,
+    rates: &[Rate],
+    needs: &Needs,
+    refusals: &Refusals,
+) -> Recommendation {
+    let share = ask.untouched;
+    let frontier = frontier(rates, needs, share, refusals, Weigh::Requests);
+    let total = needs.per_rate.first().map(Histogram::total).unwrap_or_default();
+    let keys = usize::try_from(total.count).unwrap_or(usize::MAX);
     let recommended = choose(&frontier, ask.prefer, share, keys);
-    let window = ask.window.map(|length| window(&grouped, length, share));
-    let cost = match &read.cost {
-        cost if *cost == Cost::default() => None,
-        cost => Some(cost_limits(&grouped, cost, ask, &recommended)?),
-    };
-    let system = match &own {
-        Some(own) => Some(own.point(&grouped, &column, &needs[..], &rates, &recommended)?),
-        None => None,
-    };
-    let found = Recommendation {
+    Recommendation {
         column,
         keys,
-        events: events.len() as u64,
+        events: total.weight,
         untouched: share,
-        rates: how,
+        rates: if ask.rates.is_empty() { "spread" } else { "given" },
         frontier,
         recommended,
-        window,
-        cost,
-        system,
-    };
-    Ok(Found { found, notes: notes(source, read, &stats) })
+        window: ask.window.map(|length| window(length, &needs.window, share)),
+        cost: None,
+        system: None,
+    }
 }
 
 /// Refuses a frontier past [`MAX_KEY_RATES`] key-rate pairs.
@@ -163,17 +187,11 @@ fn bound(keys: usize, rates: usize) -> Result<()> {
 /// can write (`writable`), from the mean rate over the whole input of the key at the share
 /// (ranked by events) to the busiest minute of the key at the share (ranked by it): the
 /// demand of the keys to be left untouched, not of those beyond them.
-fn spread(
-    grouped: &Grouped<'_>,
-    share: Percent,
-    weigh: Weigh,
-    writable: &dyn Fn(Rate) -> bool,
-) -> Vec<Rate> {
-    let mut counts: Vec<u64> = (0..grouped.keys()).map(|key| grouped.units(key, weigh)).collect();
-    counts.sort_unstable();
-    let at_share = counts[share.rank(counts.len()).max(1) - 1].max(1);
-    let span = grouped.span().as_micros().max(MICROS_PER_SEC);
-    let busiest = quantile(&grouped.busiest_units(Span::MINUTE, weigh), share).max(1);
+pub fn spread(demand: &Demand, share: Percent, writable: &dyn Fn(Rate) -> bool) -> Vec<Rate> {
+    let at_share = demand.units.quantile(share).unwrap_or(1).max(1);
+    let span = demand.span.map_or(0, |(first, last)| last.saturating_sub(first));
+    let span = span.max(MICROS_PER_SEC);
+    let busiest = demand.busiest_minute.quantile(share).unwrap_or(1).max(1);
     let ladder: Vec<Rate> = round_rates().into_iter().filter(|&rate| writable(rate)).collect();
     if ladder.is_empty() {
         return ladder;
@@ -210,76 +228,34 @@ fn round_rates() -> Vec<Rate> {
     rates
 }
 
-/// The frontier at each of `rates`, of keys whose smallest buckets are `needs` (key k's
-/// at rate n at `k · rates.len() + n`), weighed as `weigh` says.
+/// The frontier at each of `rates`: the least burst at the share, from the keys' needs
+/// counted in `needs`, and what it refuses of the keys over the line (`refusals`), weighed
+/// as `weigh` says.
 fn frontier(
-    grouped: &Grouped<'_>,
     rates: &[Rate],
-    needs: &[u64],
+    needs: &Needs,
     share: Percent,
+    refusals: &Refusals,
     weigh: Weigh,
 ) -> Vec<Point> {
-    let keys = grouped.keys();
-    (0..rates.len())
-        .map(|n| {
-            let column: Vec<u64> = (0..keys).map(|k| needs[k * rates.len() + n]).collect();
-            point(grouped, rates[n], &column, quantile(&column, share), weigh)
+    let bursts = bursts(needs, share);
+    (rates.iter().zip(&needs.per_rate).zip(bursts).zip(&refusals.per_rate))
+        .map(|(((&rate, counted), burst), refusal)| {
+            let untouched = counted.at_most(burst);
+            Point {
+                rate,
+                per_hour: per_hour(rate),
+                burst,
+                untouched_keys: usize::try_from(untouched.count).unwrap_or(usize::MAX),
+                untouched_events: untouched.weight,
+                touched_keys: usize::try_from(refusal.touched).unwrap_or(usize::MAX),
+                refused: refusal.events,
+                refused_units: (weigh == Weigh::Cost)
+                    .then(|| u64::try_from(refusal.units).unwrap_or(u64::MAX)),
+                top_refused: refusal.top.iter().map(RefusedKey::from).collect(),
+            }
         })
         .collect()
-}
-
-/// The nearest-rank quantile of `values` (at least one) at `share`: the least v with at
-/// least that share of them at most v.
-fn quantile(values: &[u64], share: Percent) -> u64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    sorted[share.rank(sorted.len()).max(1) - 1]
-}
-
-/// What a token bucket of `burst` at `rate` does to keys whose smallest buckets at the rate
-/// are `needs`: who it leaves untouched, and what it refuses of the others.
-fn point(grouped: &Grouped<'_>, rate: Rate, needs: &[u64], burst: u64, weigh: Weigh) -> Point {
-    let touched: Vec<usize> = (0..needs.len()).filter(|&k| needs[k] > burst).collect();
-    let untouched_events =
-        (0..needs.len()).filter(|&k| needs[k] <= burst).map(|k| grouped.count(k)).sum();
-    // A burst is at least 1: a need is, and the quantile is a need.
-    let refused =
-        grouped.refused(&touched, rate, NonZeroU64::new(burst).unwrap_or(NonZeroU64::MIN), weigh);
-    listed(grouped, rate, needs, burst, untouched_events, &refused, weigh)
-}
-
-/// A point from what it refuses of each key it touches.
-fn listed(
-    grouped: &Grouped<'_>,
-    rate: Rate,
-    needs: &[u64],
-    burst: u64,
-    untouched_events: u64,
-    refused: &[(usize, Refused)],
-    weigh: Weigh,
-) -> Point {
-    let mut most: Vec<&(usize, Refused)> = refused.iter().collect();
-    most.sort_by_cached_key(|(k, r)| (std::cmp::Reverse(r.events), grouped.name(*k)));
-    let top_refused = (most.iter().take(TOP_REFUSED))
-        .map(|&&(key, r)| RefusedKey {
-            key: grouped.name(key),
-            events: grouped.count(key),
-            refused: r.events,
-            min_bucket: needs[key],
-        })
-        .collect();
-    let units: u128 = refused.iter().map(|(_, r)| r.units).sum();
-    Point {
-        rate,
-        per_hour: per_hour(rate),
-        burst,
-        untouched_keys: needs.len() - refused.len(),
-        untouched_events,
-        touched_keys: refused.len(),
-        refused: refused.iter().map(|(_, r)| r.events).sum(),
-        refused_units: (weigh == Weigh::Cost).then(|| u64::try_from(units).unwrap_or(u64::MAX)),
-        top_refused,
-    }
 }
 
 /// A rate per hour, for reading.
@@ -321,22 +297,16 @@ fn choose(frontier: &[Point], prefer: Prefer, share: Percent, keys: usize) -> Re
     Recommended { point, prefer, why }
 }
 
-/// The keys' busiest counts in any window of `length`, and the limit at `share`.
-fn window(grouped: &Grouped<'_>, length: Span, share: Percent) -> WindowLimit {
-    let busiest = grouped.busiest_units(length, Weigh::Requests);
-    let limit = quantile(&busiest, share);
-    let at = |ppm| quantile(&busiest, Percent::from_ppm(ppm).unwrap_or(Percent::ALL));
+/// The keys' busiest counts in any window of `length`, counted in `busiest`, and the
+/// limit at `share`.
+fn window(length: Span, busiest: &Histogram, share: Percent) -> WindowLimit {
+    let limit = busiest.quantile(share).unwrap_or(0);
+    let none = Quantiles { p50: 0, p90: 0, p99: 0, p99_9: 0, max: 0 };
     WindowLimit {
         window: length.compact(),
-        busiest: Quantiles {
-            p50: at(500_000),
-            p90: at(900_000),
-            p99: at(990_000),
-            p99_9: at(999_000),
-            max: busiest.iter().copied().max().unwrap_or(0),
-        },
+        busiest: busiest.quantiles().unwrap_or(none),
         limit,
-        untouched_keys: busiest.iter().filter(|&&b| b <= limit).count(),
+        untouched_keys: usize::try_from(busiest.at_most(limit).count).unwrap_or(usize::MAX),
     }
 }
 
@@ -349,10 +319,11 @@ fn cost_limits(
     requests: &Recommended,
 ) -> Result<CostLimits> {
     let share = ask.untouched;
-    let rates = spread(grouped, share, Weigh::Cost, &|_| true);
+    let rates = spread(&grouped.demand(Weigh::Cost), share, &|_| true);
     bound(grouped.keys(), rates.len())?;
-    let needs = grouped.needs(&rates, Weigh::Cost);
-    let frontier = frontier(grouped, &rates, &needs, share, Weigh::Cost);
+    let (summary, needs) = grouped.needs_summary(&rates, Weigh::Cost, None);
+    let refusals = grouped.refusals(&rates, &bursts(&summary, share), &needs, Weigh::Cost);
+    let frontier = frontier(&rates, &summary, share, &refusals, Weigh::Cost);
     let recommended = choose(&frontier, ask.prefer, share, grouped.keys());
     let together = together(grouped, share, &requests.point, &recommended.point);
     let cost = match cost {
@@ -489,9 +460,9 @@ pub fn contours(
     }
     let (groups, events) = kept.into_grouped(table.len());
     let grouped = Grouped { groups: &groups, events: &events, table, threads };
-    let rates = spread(&grouped, share, Weigh::Cost, &|_| true);
+    let rates = spread(&grouped.demand(Weigh::Cost), share, &|_| true);
     bound(table.len(), rates.len())?;
-    let needs = grouped.needs(&rates, Weigh::Cost);
+    let (summary, _) = grouped.needs_summary(&rates, Weigh::Cost, None);
     let mut shares: Vec<Percent> = [500_000, 900_000, 990_000, 1_000_000]
         .into_iter()
         .filter_map(Percent::from_ppm)
@@ -499,17 +470,10 @@ pub fn contours(
         .collect();
     shares.sort_unstable();
     shares.dedup();
-    let keys = table.len();
-    let columns: Vec<Vec<u64>> =
-        (0..rates.len()).map(|n| (0..keys).map(|k| needs[k * rates.len() + n]).collect()).collect();
     let contour = |share: Percent| Contour {
         share,
-        points: (rates.iter().zip(&columns))
-            .map(|(&rate, column)| ContourPoint {
-                rate,
-                per_hour: per_hour(rate),
-                burst: quantile(column, share),
-            })
+        points: (rates.iter().zip(bursts(&summary, share)))
+            .map(|(&rate, burst)| ContourPoint { rate, per_hour: per_hour(rate), burst })
             .collect(),
     };
     Ok(shares.into_iter().map(contour).collect())

@@ -15,6 +15,7 @@ mod job;
 mod keyed;
 mod layered;
 mod ranges;
+mod recommend;
 mod stream;
 mod told;
 
@@ -24,6 +25,7 @@ pub use self::chunks::Chunked;
 pub use self::job::{Job, Part};
 use self::layered::LayeredPlan;
 pub use self::ranges::RangeSpan;
+pub use self::recommend::{RecommendParts, Stage};
 pub use self::told::VERSION;
 
 /// How the events of one limit may be cut into parts and decided exactly.
