@@ -19,7 +19,7 @@ use crate::limiter::export::{BurstRule, ExportAsk};
 use crate::limiter::{Algorithm, Export, OwnSize};
 use crate::lossless::{Found, Kept};
 use crate::notes::notes;
-use crate::per_key::KeptEvents;
+use crate::per_key::{KeptEvents, fold_keys};
 pub use crate::recommendation::{
     Contour, ContourPoint, CostLimits, Point, Prefer, Recommendation, Recommended, RefusedKey,
     Setting, SystemPoint, Together, WindowLimit,
@@ -418,13 +418,15 @@ impl Own {
         let Recommended { point, .. } = recommended;
         let n = rates.iter().position(|&r| r == point.rate).unwrap_or(0);
         let params = self.system.default_params();
-        let own: Vec<u64> = (0..grouped.keys())
-            .map(|key| {
-                let mut finder = (self.size.finder)(point.rate, &params);
-                grouped.events_of(key).for_each(|event| finder.push(event));
-                finder.result().0
-            })
-            .collect();
+        // Each key's own setting, a run of keys a thread, in key order.
+        let each = |found: &mut Vec<u64>, key: usize| {
+            let mut finder = (self.size.finder)(point.rate, &params);
+            grouped.events_of(key).for_each(|event| finder.push(event));
+            found.push(finder.result().0);
+        };
+        let own = fold_keys(grouped.keys(), grouped.threads, Vec::new, each, |all, part| {
+            all.extend(part);
+        });
         let spared = (0..own.len()).filter(|&k| needs[k * rates.len() + n] <= point.burst);
         let value = spared.map(|k| own[k]).max().unwrap_or(0);
         let key = (self.export.key)(column).ok();
