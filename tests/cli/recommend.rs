@@ -170,6 +170,21 @@ fn the_exported_nginx_config_spares_the_keys_it_promises() {
     let theirs: Vec<_> = keys.values().filter(|e| refused(e, count, period, b) == 0).collect();
     assert!(theirs.iter().all(|events| all_pass(events, burst)));
     assert!(burst == 0 || !theirs.iter().all(|events| all_pass(events, burst - 1)));
+    // The configuration as written, replayed through the program's model of nginx: no
+    // client it promises to spare is refused or delayed.
+    let config = system["config"].as_str().unwrap();
+    assert!(config.contains(&format!("burst={burst} nodelay;")), "{config}");
+    let file = temp_file("log.csv", &log());
+    let (path, burst) = (file.to_str().unwrap(), burst.to_string());
+    let args = ["replay", path, "--algo", "nginx", "--rate", rate, "--burst", &burst, "--nodelay"];
+    let replayed = json(
+        &run(&[&args[..], &["--key", "client", "--top", "0", "--format", "json"]].concat(), "")
+            .ok(),
+    );
+    let untouched = (replayed["keys"]["top"].as_array().unwrap().iter())
+        .filter(|k| k["dropped"] == 0 && k["delayed"].as_u64().unwrap_or(0) == 0)
+        .count();
+    assert_eq!(system["untouched_keys"], untouched);
 }
 
 /// Whether an event passes both a bucket of `b` units at n units per `period` ms (each

@@ -417,7 +417,10 @@ impl Own {
     ) -> Result<SystemPoint> {
         let Recommended { point, .. } = recommended;
         let n = rates.iter().position(|&r| r == point.rate).unwrap_or(0);
-        let params = self.system.default_params();
+        // A bucket passes what it admits at once: a system that can (nginx's nodelay) is
+        // written so, else it would delay, not refuse, what a bucket passes.
+        let params = (self.system.params(&[("nodelay", None)]))
+            .unwrap_or_else(|_| self.system.default_params());
         // Each key's own setting, a run of keys a thread, in key order.
         let each = |found: &mut Vec<u64>, key: usize| {
             let mut finder = (self.size.finder)(point.rate, &params);
