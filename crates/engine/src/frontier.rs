@@ -70,14 +70,6 @@ impl Grouped<'_> {
         }
     }
 
-    /// From the first event of all to the last.
-    pub fn span(&self) -> Span {
-        let times = self.events.times();
-        let first = times.iter().min().map_or(0, |t| t.as_micros());
-        let last = times.iter().max().map_or(0, |t| t.as_micros());
-        Span::from_micros(last.saturating_sub(first)).unwrap_or(Span::MINUTE)
-    }
-
     /// The name of key `key`.
     pub fn name(&self, key: usize) -> String {
         self.table.name(number(key))

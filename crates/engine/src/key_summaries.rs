@@ -251,3 +251,79 @@ mod counted_each {
         Ok(each.into_iter().map(|One(h)| h).collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::catalog::{Key, KeyTable, Timeline};
+    use crate::input::keys::Groups;
+    use crate::units::time::Timestamp;
+
+    /// Keys of `rows` (name, times in s), grouped; the tests' parts.
+    fn part(rows: &[(&str, &[i64])]) -> (Groups, Timeline, KeyTable) {
+        let mut table = KeyTable::new();
+        let (mut keys, mut events) = (Vec::new(), Timeline::new());
+        for &(name, times) in rows {
+            let key: Key = table.intern(name.as_bytes()).unwrap();
+            for &t in times {
+                keys.push(key);
+                events.push(Timestamp::from_micros(t * 1_000_000).unwrap(), 1);
+            }
+        }
+        let groups = Groups::new(&keys, table.len());
+        let events = events.gather(&groups);
+        (groups, events, table)
+    }
+
+    #[test]
+    fn parts_of_whole_keys_merge_into_the_whole() {
+        let (a, b): (&[i64], &[i64]) = (&[0, 1, 2, 3], &[0, 0, 0, 60, 61]);
+        let rates: Vec<Rate> = ["1/s", "1/m"].iter().map(|r| r.parse().unwrap()).collect();
+        let summaries = |rows: &[(&str, &[i64])], bursts: &[u64]| {
+            let (groups, events, table) = part(rows);
+            let grouped = Grouped { groups: &groups, events: &events, table: &table, threads: 1 };
+            let (needs, each) = grouped.needs_summary(&rates, Weigh::Requests, Some(Span::MINUTE));
+            let refusals = grouped.refusals(&rates, bursts, &each, Weigh::Requests);
+            (grouped.demand(Weigh::Requests), needs, refusals)
+        };
+        // By hand: at 1/s "a" needs 1 and "b" 3; at 1/m, 4 and 4 (five events in 61 s, of
+        // which 61/60 refill). Bursts of 2 refuse "b" one of its three at 0 s at 1/s; at
+        // 1/m, "a" two (at 2 and 3 s), "b" its third at 0 s and the one at 61 s.
+        let bursts = [2, 2];
+        let (demand, needs, refusals) = summaries(&[("a", a), ("b", b)], &bursts);
+        let (mut d, mut n, mut r) = summaries(&[("a", a)], &bursts);
+        let (d2, n2, r2) = summaries(&[("b", b)], &bursts);
+        d.merge(&d2);
+        n.merge(&n2);
+        r.merge(r2);
+        assert_eq!(d.span, demand.span);
+        assert_eq!(
+            (d.units.sorted(), d.busiest_minute.sorted()),
+            (demand.units.sorted(), demand.busiest_minute.sorted())
+        );
+        assert_eq!(n.per_rate, needs.per_rate);
+        assert_eq!(n.window, needs.window);
+        let shown = |r: &Refusals| {
+            let each = r.per_rate.iter().map(|p| {
+                (
+                    p.touched,
+                    p.events,
+                    p.top
+                        .iter()
+                        .map(|l| (l.key.clone(), l.refused, l.min_bucket))
+                        .collect::<Vec<_>>(),
+                )
+            });
+            each.collect::<Vec<_>>()
+        };
+        assert_eq!(shown(&r), shown(&refusals));
+        let want = vec![
+            (1, 1, vec![("b".to_owned(), 1, 3)]),
+            (2, 4, vec![("a".to_owned(), 2, 4), ("b".to_owned(), 2, 4)]),
+        ];
+        assert_eq!(shown(&refusals), want);
+        // And they come through the driver's line as they went in.
+        let again: Needs = serde_json::from_str(&serde_json::to_string(&needs).unwrap()).unwrap();
+        assert_eq!(again.per_rate, needs.per_rate);
+    }
+}

@@ -34,9 +34,6 @@ pub const MAX_GRID: usize = 1000;
 /// The rates a frontier spreads over when none is given.
 pub const SPREAD: usize = 20;
 
-/// The keys a frontier point lists among those it refuses most.
-pub const TOP_REFUSED: usize = 10;
-
 /// What `recommend` is asked.
 #[derive(Clone, Debug)]
 pub struct RecommendAsk {
