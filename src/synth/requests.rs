@@ -6,8 +6,9 @@
 //! requests, their number geometric (mean 10) and the pauses between them exponential (mean
 //! 3 s), as a person clicking through pages makes them. A few bots each run scripts: at
 //! Poisson times, about once a day, a run of ten minutes at 300 requests a minute, one every
-//! 0.2 s. Every draw comes from one seeded generator, in one fixed order, so the same
-//! parameters give the same log byte for byte. Requests come out in time order from a heap
+//! 0.2 s (each configurable). Every draw comes from one seeded generator, in one fixed
+//! order, so the same parameters give the same log byte for byte; an LLM call's tokens come
+//! from a second generator of the same seed, so that adding them changes no request. Requests come out in time order from a heap
 //! of pending sessions and runs: memory follows what is active at once, not the log's
 //! length or the number of clients.
 
@@ -160,10 +161,22 @@ enum Next {
 pub struct RequestLog {
     params: RequestParams,
     rng: Xoshiro256PlusPlus,
+    /// The tokens' own draws: with or without them, the requests are the same.
+    tokens_rng: Xoshiro256PlusPlus,
     zipf: Zipf<f64>,
     pending: Schedule<Next>,
     /// Sessions a second.
     session_rate: f64,
+}
+
+/// What the tokens' generator's seed differs from the requests' by ("tokens" in ASCII).
+const TOKENS_STREAM: u64 = 0x746F_6B65_6E73;
+
+/// A uniform draw in [0, 1) from `rng`'s top 53 bits.
+fn uniform(rng: &mut Xoshiro256PlusPlus) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let top = (rng.next_u64() >> 11) as f64;
+    top * (1.0 / (1u64 << 53) as f64)
 }
 
 impl RequestLog {
@@ -178,6 +191,7 @@ impl RequestLog {
         let session_rate = params.requests as f64 / params.session_mean / seconds.max(1e-9);
         let mut log = RequestLog {
             rng: Xoshiro256PlusPlus::seed_from_u64(params.seed),
+            tokens_rng: Xoshiro256PlusPlus::seed_from_u64(params.seed ^ TOKENS_STREAM),
             zipf,
             pending: Schedule::new(seconds),
             session_rate,
@@ -198,9 +212,7 @@ impl RequestLog {
     }
 
     fn uniform(&mut self) -> f64 {
-        #[allow(clippy::cast_precision_loss)]
-        let top = (self.rng.next_u64() >> 11) as f64;
-        top * (1.0 / (1u64 << 53) as f64)
+        uniform(&mut self.rng)
     }
 
     fn exponential(&mut self) -> f64 {
@@ -305,21 +317,22 @@ impl RequestLog {
         if !self.params.tokens {
             return None;
         }
+        let rng = &mut self.tokens_rng;
         // Pareto by inversion: 50·(1 − u)^(−1/1.5), a count of tokens, capped.
-        let prompt = 50.0 * libm::pow(1.0 - self.uniform(), -1.0 / 1.5);
+        let prompt = 50.0 * libm::pow(1.0 - uniform(rng), -1.0 / 1.5);
         // At least 50 and capped at 100,000: a whole count that fits a u64. No user value
         // reaches it; --tokens only turns the draw on.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let prompt = libm::floor(prompt.min(100_000.0)) as u64;
         // The top two bits pick one of four; a uniform fraction of it is the reply.
-        let max = [256, 512, 1_024, 4_096][usize::try_from(self.rng.next_u64() >> 62).unwrap_or(0)];
+        let max = [256, 512, 1_024, 4_096][usize::try_from(rng.next_u64() >> 62).unwrap_or(0)];
         // From 0 to `max` (at most 4,096, exact in a double): a whole count.
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             clippy::cast_precision_loss
         )]
-        let reply = libm::floor(self.uniform() * (max as f64 + 1.0)).min(max as f64) as u64;
+        let reply = libm::floor(uniform(rng) * (max as f64 + 1.0)).min(max as f64) as u64;
         let duration_ms = 300 + prompt / 10 + 15 * reply;
         Some(Tokens { prompt, max, reply, total: prompt + reply, duration_ms })
     }

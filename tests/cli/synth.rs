@@ -187,6 +187,8 @@ fn bad_request_log_options() {
         (&["--days", "0"], "--days must be more than 0"),
         (&["--requests", "1000000000"], "--requests may be at most 1e8"),
         (&["--bots", "5000"], "--bots may be at most 1000"),
+        (&["--bot-every", "500us"], "--bot-every must be at least 1ms"),
+        (&["--bot-run", "0"], "--bot-run must be at least 1"),
         (&["--days", "1", "--until", "x"], "unexpected argument"),
     ] {
         let err = run_with(&[&["synth", "requests"], args].concat(), Stdin::Null).error();
@@ -293,7 +295,7 @@ fn synth_requests_bounds_the_bots_runs_as_well_as_the_requests() {
     assert_eq!(
         err,
         "ratelimit: this log would hold about 9.0e8 requests (the bots run 3000 calls a day \
-         each), and synth makes at most 1e8: fewer --days or --bots"
+         each), and synth makes at most 1e8: fewer --days, --bots or --bot-run"
     );
     assert!(!out.exists(), "nothing is written");
 }
@@ -353,4 +355,38 @@ fn a_synthetic_access_log_holds_the_requests_of_the_csv_to_the_millisecond() {
     // The tokens are not in nginx's log.
     let both = run(&[&base[..], &["--format", "clf", "--tokens"]].concat(), "").error();
     assert!(both.contains("--tokens"), "{both}");
+}
+
+/// Regression: `--tokens` drew its numbers from the requests' generator, so the same seed
+/// made another log with them (207,730 requests against 201,583).
+#[test]
+fn a_seed_fixes_the_requests_whatever_columns_are_added() {
+    let base = ["synth", "requests", "--seed", "9", "--clients", "300", "--requests", "20000"];
+    let plain = run_with(&base, Stdin::Null).ok();
+    let with_tokens = run_with(&[&base[..], &["--tokens"]].concat(), Stdin::Null).ok();
+    let requests = |log: &str| -> Vec<String> {
+        log.lines().skip(1).map(|l| l.split(',').take(5).collect::<Vec<_>>().join(",")).collect()
+    };
+    assert_eq!(requests(&plain), requests(&with_tokens));
+    assert!(with_tokens.lines().next().unwrap().contains("total_tokens"));
+}
+
+/// Bots run at the pace asked, so that a per-second limit can catch them: runs of 40
+/// requests 100 ms apart, which nginx at 5r/s refuses part of.
+#[test]
+fn bots_run_at_the_pace_asked() {
+    let args = ["synth", "requests", "--seed", "4", "--clients", "20", "--requests", "200"];
+    let pace = ["--bots", "1", "--bot-every", "100ms", "--bot-run", "40", "--pause", "30s"];
+    let log = run_with(&[&args[..], &pace].concat(), Stdin::Null).ok();
+    let bot: Vec<i64> = (log.lines().skip(1))
+        .filter(|l| l.contains(",bot1,"))
+        .map(|l| crate::real_data::ms(l.split(',').next().unwrap()))
+        .collect();
+    assert_eq!(bot.len() % 40, 0, "whole runs");
+    assert!(!bot.is_empty());
+    for run in bot.chunks(40) {
+        assert!(run.windows(2).all(|w| w[1] - w[0] == 100), "{run:?}");
+    }
+    let refused = crate::brute::nginx(&bot[..40], 5000, 0).iter().filter(|&&p| !p).count();
+    assert!(refused > 0, "a run at 10 a second is over nginx's 5r/s");
 }

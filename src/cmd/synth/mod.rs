@@ -102,6 +102,19 @@ pub struct RequestsArgs {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub bots: u64,
 
+    /// The time between a bot's requests in a run: 200ms is 5 a second.
+    #[arg(long, value_name = "DURATION", default_value = "200ms")]
+    pub bot_every: Span,
+
+    /// How many requests a bot's run sends.
+    #[arg(long, value_name = "N", default_value_t = 3_000)]
+    pub bot_run: u64,
+
+    /// The mean pause between the requests of a person's session (exponential): how fast
+    /// people click.
+    #[arg(long, value_name = "DURATION", default_value = "3s")]
+    pub pause: Span,
+
     /// Make each request an LLM call, with prompt_tokens (heavy-tailed), max_tokens,
     /// total_tokens, completion_tokens and duration_ms columns: a log to size limits of
     /// requests and tokens on (--cost), reserved and settled (--duration duration_ms).
@@ -167,11 +180,20 @@ impl RequestsArgs {
             RequestParams::new(self.seed, self.start, end, self.clients, self.requests);
         params.bots = self.bots;
         params.tokens = self.tokens;
+        if self.bot_every.as_micros() < 1_000 {
+            bail!("--bot-every must be at least 1ms: the log's times are whole milliseconds");
+        }
+        if self.bot_run == 0 {
+            bail!("--bot-run must be at least 1");
+        }
+        params.bot_step_s = self.bot_every.as_secs_f64();
+        params.bot_run_requests = self.bot_run;
+        params.pause_mean_s = self.pause.as_secs_f64();
         // The bots' runs grow with the days: the bound holds for all the log's requests.
         if params.expected() > MAX_EVENTS {
             bail!(
                 "this log would hold about {:.1e} requests (the bots run {} calls a day each), \
-                 and synth makes at most {:.0e}: fewer --days or --bots",
+                 and synth makes at most {:.0e}: fewer --days, --bots or --bot-run",
                 params.expected(),
                 params.bot_run_requests,
                 MAX_EVENTS
