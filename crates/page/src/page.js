@@ -368,12 +368,15 @@
     if (q.dropped) quantileBars($("drops"), q.dropped, "#D55E00");
     if (D.frontier && D.frontier.length && D.frontier[0].points.length) drawFrontier(D.frontier, column);
     const tb = document.querySelector("#top-keys tbody");
-    const listed = (chosen.keys.top || []).length;
-    if (chosen.keys.count > listed) {
-      document.querySelector("#top-keys caption").textContent =
-        `The ${num(listed)} clients with the most drops, of ${num(chosen.keys.count)}`;
+    // Only the clients that lost something: a client with no drops is no answer to "who
+    // lost most", and padding the list with them (in name order) reads as if they had.
+    const dropping = (chosen.keys.top || []).filter((k) => k.dropped > 0);
+    const caption = document.querySelector("#top-keys caption");
+    if (!dropping.length) caption.textContent = `No client lost a request, of ${num(chosen.keys.count)}`;
+    else if (chosen.keys.count > dropping.length) {
+      caption.textContent = `The ${num(dropping.length)} clients with the most drops, of ${num(chosen.keys.count)}`;
     }
-    for (const k of chosen.keys.top || []) {
+    for (const k of dropping) {
       const tr = html("tr", {}, tb);
       html("td", {}, tr, k.key);
       html("td", { class: "n" }, tr, num(k.events));
