@@ -54,6 +54,7 @@ def test_recommend_of_arrow_data_is_the_programs(log_csv, log_table):
         (dict(prefer="most"), rl.PolicyError, "prefer='most' is not one of fewest-refused"),
         (dict(rate="5/h", system="nginx"), rl.PolicyError, "system=nginx: "),
         (dict(window="soon"), rl.PolicyError, "window=soon"),
+        (dict(window="0s"), rl.PolicyError, "window=0s: a window is longer than 0"),
     ],
 )
 def test_recommend_refuses_what_it_cannot_do_in_typed_errors(site, asked, error, says):

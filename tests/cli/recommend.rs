@@ -242,6 +242,9 @@ fn recommend_asks_for_what_it_cannot_do_without() {
     assert!(err.contains("0%"), "{err}");
     let args = ["recommend", path, "--key", "client", "--rate", "5/h", "--for", "nginx"];
     assert!(run(&args, "").error().starts_with("ratelimit: --for nginx:"));
+    // Regression: a window of no length reached the busiest-window finder and panicked.
+    let err = run(&["recommend", path, "--key", "client", "--window", "0s"], "").error();
+    assert_eq!(err, "ratelimit: --window 0s: a window is longer than 0");
 }
 
 #[test]

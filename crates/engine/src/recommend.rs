@@ -94,6 +94,7 @@ fn find(
     if ask.rates.len() > MAX_GRID {
         bail!("{} rates are asked; recommend finds at most {MAX_GRID}", ask.rates.len());
     }
+    check_window(ask, names)?;
     let own = ask.system.map(|system| Own::of(system, &asked(system))).transpose()?;
     if let Some(own) = &own
         && let Some(why) = ask.rates.iter().find_map(|&rate| (own.size.refuses)(rate))
@@ -165,6 +166,19 @@ pub fn answer(
         window: ask.window.map(|length| window(length, &needs.window, share)),
         cost: None,
         system: None,
+    }
+}
+
+/// Refuses a window of no length: no event falls in one, and no limit counts over one.
+pub fn check_window(ask: &RecommendAsk, names: Names) -> Result<()> {
+    match ask.window {
+        Some(window) if window.is_zero() => {
+            // `--window 0s`, or `window=0s`.
+            let asked = names.of("window");
+            let gap = if asked.ends_with('=') { "" } else { " " };
+            bail!("{asked}{gap}0s: a window is longer than 0")
+        }
+        _ => Ok(()),
     }
 }
 

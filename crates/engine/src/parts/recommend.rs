@@ -56,6 +56,7 @@ impl RecommendParts {
         if self.asked.cost.is_some() {
             Err(anyhow::anyhow!("cost=: on parts, recommend finds the requests' limit alone"))?;
         }
+        recommend::check_window(&self.ask, Names::Keywords)?;
         if self.ask.rates.len() > MAX_GRID {
             Err(anyhow::anyhow!("{} rates are asked; at most {MAX_GRID}", self.ask.rates.len()))?;
         }
