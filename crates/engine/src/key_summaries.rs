@@ -11,6 +11,7 @@ use std::num::NonZeroU64;
 use serde::{Deserialize, Serialize};
 
 use crate::frontier::{Grouped, Weigh};
+use crate::input::keys::wide;
 use crate::recommendation::RefusedKey;
 use crate::sizing::quantile::{Histogram, Tally};
 use crate::units::rate::Rate;
@@ -152,7 +153,7 @@ impl Grouped<'_> {
                     min_bucket: needs[key * count + n],
                 });
                 Refusal {
-                    touched: over.len() as u64,
+                    touched: wide(over.len()),
                     events: refused.iter().map(|(_, r)| r.events).sum(),
                     units: refused.iter().map(|(_, r)| r.units).sum(),
                     top: most(listed),

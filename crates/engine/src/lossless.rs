@@ -77,10 +77,7 @@ fn buckets(
         bail!("a cover is a share of keys: give a key column");
     }
     if let Some(system) = ask.system {
-        let asked = match names {
-            Names::Flags => format!("--for {}", system.name()),
-            Names::Keywords => format!("system={}", system.name()),
-        };
+        let asked = system_asked(system, names);
         let Some(own) = system.own_size() else {
             let them: Vec<&str> = systems().map(Algorithm::name).collect();
             bail!("{asked}: only {} are sized in their own terms", them.join(", "));
@@ -104,6 +101,14 @@ fn buckets(
     let names = KeyNames::of(read.key_column.as_deref(), &stats);
     let found = per_rate.results(names, ask.cover);
     Ok(Found { found, notes: notes(source, read, &stats) })
+}
+
+/// How a system was asked for, as `names` names options: `--for nginx`, `system=nginx`.
+pub(crate) fn system_asked(system: Algorithm, names: Names) -> String {
+    match names {
+        Names::Flags => format!("--for {}", system.name()),
+        Names::Keywords => format!("system={}", system.name()),
+    }
 }
 
 /// The whole burst–rate curve of a source's events, with the events it was drawn from.

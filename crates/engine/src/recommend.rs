@@ -17,13 +17,14 @@ use crate::key_sizing::MAX_KEY_RATES;
 use crate::key_summaries::{Demand, Needs, Refusals};
 use crate::limiter::export::{BurstRule, ExportAsk};
 use crate::limiter::{Algorithm, Export, OwnSize};
-use crate::lossless::{Found, Kept};
+use crate::lossless::{Found, Kept, system_asked};
 use crate::notes::notes;
 use crate::per_key::{KeptEvents, fold_keys};
 pub use crate::recommendation::{
     Contour, ContourPoint, CostLimits, Point, Prefer, Recommendation, Recommended, RefusedKey,
     Setting, SystemPoint, Together, WindowLimit,
 };
+use crate::sizing::curve::ExactRate;
 use crate::sizing::quantile::{Histogram, Percent, Quantiles};
 use crate::units::rate::Rate;
 use crate::units::time::{MICROS_PER_SEC, Span};
@@ -81,10 +82,7 @@ fn find(
     ask: &RecommendAsk,
     names: Names,
 ) -> Result<Found<Recommendation>> {
-    let asked = |system: Algorithm| match names {
-        Names::Flags => format!("--for {}", system.name()),
-        Names::Keywords => format!("system={}", system.name()),
-    };
+    let asked = |system: Algorithm| system_asked(system, names);
     let Some(column) = read.key_column.clone() else {
         bail!(
             "recommend leaves a share of keys untouched: give a key column ({})",
@@ -124,7 +122,9 @@ fn find(
     let refusals = grouped.refusals(&rates, &bursts, &needs, Weigh::Requests);
     let mut found = answer(ask, column, &rates, &summary, &refusals);
     if read.cost != Cost::default() {
-        found.cost = Some(cost_limits(&grouped, &read.cost, ask, &found.recommended)?);
+        let point = &found.recommended.point;
+        let by_count = needs_at(&needs, &rates, point.rate);
+        found.cost = Some(cost_limits(&grouped, &read.cost, ask, (point, by_count))?);
     }
     if let Some(own) = &own {
         found.system =
@@ -173,10 +173,7 @@ pub fn answer(
 pub fn check_window(ask: &RecommendAsk, names: Names) -> Result<()> {
     match ask.window {
         Some(window) if window.is_zero() => {
-            // `--window 0s`, or `window=0s`.
-            let asked = names.of("window");
-            let gap = if asked.ends_with('=') { "" } else { " " };
-            bail!("{asked}{gap}0s: a window is longer than 0")
+            bail!("{}: a window is longer than 0", names.with("window", "0s"))
         }
         _ => Ok(()),
     }
@@ -207,13 +204,12 @@ pub fn spread(demand: &Demand, share: Percent, writable: &dyn Fn(Rate) -> bool) 
     if ladder.is_empty() {
         return ladder;
     }
-    // Ladder rates compare as fractions n/p: a ≤ b when a.n·b.p ≤ b.n·a.p.
-    let at_most = |rate: Rate, n: i128, p: i128| rate.n() * p <= n * rate.p();
-    let minute = i128::from(Span::MINUTE.as_micros());
-    let low = ladder.iter().rposition(|&r| at_most(r, at_share.into(), span.into())).unwrap_or(0);
-    let high = (ladder.iter().position(|&r| !at_most(r, busiest.into(), minute)))
-        .unwrap_or(ladder.len() - 1)
-        .max(low);
+    // Units are counts of events or their costs; past i64, the most an i64 holds.
+    let per =
+        |units: u64, micros: i64| ExactRate::new(i64::try_from(units).unwrap_or(i64::MAX), micros);
+    let (least, most) = (per(at_share, span), per(busiest, Span::MINUTE.as_micros()));
+    let low = ladder.iter().rposition(|&r| exact(r) <= least).unwrap_or(0);
+    let high = (ladder.iter().position(|&r| exact(r) > most)).unwrap_or(ladder.len() - 1).max(low);
     let steps = (high - low).min(SPREAD - 1);
     let mut picked: Vec<usize> =
         (0..=steps).map(|j| low + (high - low) * j / steps.max(1)).collect();
@@ -271,13 +267,18 @@ fn frontier(
 
 /// A rate per hour, for reading.
 fn per_hour(rate: Rate) -> f64 {
-    rate.count() as f64 * 3.6e9 / rate.period().as_micros() as f64
+    exact(rate).per_hour()
+}
+
+/// A rate as events per µs, exactly: rates compare as the fractions they are.
+fn exact(rate: Rate) -> ExactRate {
+    ExactRate::new(rate.n64(), rate.period().as_micros())
 }
 
 /// Recommends a point of `frontier` (one point a rate, at least one) as `prefer` says:
 /// ties go to the fewest refused, then the smaller burst, then the lower rate.
 fn choose(frontier: &[Point], prefer: Prefer, share: Percent, keys: usize) -> Recommended {
-    let by_rate = |a: &Point, b: &Point| (a.rate.n() * b.rate.p()).cmp(&(b.rate.n() * a.rate.p()));
+    let by_rate = |a: &Point, b: &Point| exact(a.rate).cmp(&exact(b.rate));
     let mut order: Vec<&Point> = frontier.iter().collect();
     order.sort_by(|a, b| {
         let fewest = a.refused.cmp(&b.refused);
@@ -321,13 +322,21 @@ fn window(length: Span, busiest: &Histogram, share: Percent) -> WindowLimit {
     }
 }
 
+/// Every key's need at `rate`, one of `rates`, from `needs` laid out key by key (key k's
+/// at rate n at `k · rates.len() + n`).
+fn needs_at(needs: &[u64], rates: &[Rate], rate: Rate) -> Vec<u64> {
+    let n = rates.iter().position(|&r| r == rate).unwrap_or(0);
+    needs.iter().skip(n).step_by(rates.len().max(1)).copied().collect()
+}
+
 /// The frontier of what the events cost, its recommended point, and both limits
-/// together: the requests' at `requests`, recommended, and the units'.
+/// together: the requests' at `requests`, recommended, with each key's need there, and
+/// the units'.
 fn cost_limits(
     grouped: &Grouped<'_>,
     cost: &Cost,
     ask: &RecommendAsk,
-    requests: &Recommended,
+    requests: (&Point, Vec<u64>),
 ) -> Result<CostLimits> {
     let share = ask.untouched;
     let rates = spread(&grouped.demand(Weigh::Cost), share, &|_| true);
@@ -336,7 +345,8 @@ fn cost_limits(
     let refusals = grouped.refusals(&rates, &bursts(&summary, share), &needs, Weigh::Cost);
     let frontier = frontier(&rates, &summary, share, &refusals, Weigh::Cost);
     let recommended = choose(&frontier, ask.prefer, share, grouped.keys());
-    let together = together(grouped, share, &requests.point, &recommended.point);
+    let by_cost = needs_at(&needs, &rates, recommended.point.rate);
+    let together = together(grouped, share, requests, (&recommended.point, by_cost));
     let cost = match cost {
         Cost::Column(column) => column.clone(),
         Cost::Each(units) => format!("{units} each"),
@@ -344,12 +354,16 @@ fn cost_limits(
     Ok(CostLimits { cost, frontier, recommended, together })
 }
 
-/// Both limits at their rates, their bursts raised together: to the k-th smallest need of
-/// each, for the least k at which at least `share` of the keys are untouched by both. The
-/// keys untouched by both only grow with k, so a binary search finds it.
-fn together(grouped: &Grouped<'_>, share: Percent, requests: &Point, units: &Point) -> Together {
-    let by_count = grouped.needs(&[requests.rate], Weigh::Requests);
-    let by_cost = grouped.needs(&[units.rate], Weigh::Cost);
+/// Both limits at their rates (each a point, with every key's need there), their bursts
+/// raised together: to the k-th smallest need of each, for the least k at which at least
+/// `share` of the keys are untouched by both. The keys untouched by both only grow with k,
+/// so a binary search finds it.
+fn together(
+    grouped: &Grouped<'_>,
+    share: Percent,
+    (requests, by_count): (&Point, Vec<u64>),
+    (units, by_cost): (&Point, Vec<u64>),
+) -> Together {
     let keys = by_count.len();
     let sorted = |needs: &[u64]| {
         let mut sorted = needs.to_vec();
@@ -427,7 +441,7 @@ impl Own {
         recommended: &Recommended,
     ) -> Result<SystemPoint> {
         let Recommended { point, .. } = recommended;
-        let n = rates.iter().position(|&r| r == point.rate).unwrap_or(0);
+        let needs = needs_at(needs, rates, point.rate);
         // A bucket passes what it admits at once: a system that can (nginx's nodelay) is
         // written so, else it would delay, not refuse, what a bucket passes.
         let params = (self.system.params(&[("nodelay", None)]))
@@ -441,7 +455,7 @@ impl Own {
         let own = fold_keys(grouped.keys(), grouped.threads, Vec::new, each, |all, part| {
             all.extend(part);
         });
-        let spared = (0..own.len()).filter(|&k| needs[k * rates.len() + n] <= point.burst);
+        let spared = (0..own.len()).filter(|&k| needs[k] <= point.burst);
         let value = spared.map(|k| own[k]).max().unwrap_or(0);
         let key = (self.export.key)(column).ok();
         let ask =

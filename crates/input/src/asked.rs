@@ -43,6 +43,15 @@ impl Names {
         }
     }
 
+    /// Returns option `flag` given `value`, as the user writes it: `--window 0s`,
+    /// `window=0s`.
+    pub fn with(self, flag: &'static str, value: &str) -> String {
+        match self {
+            Names::Flags => format!("{} {value}", self.of(flag)),
+            Names::Keywords => format!("{}{value}", self.of(flag)),
+        }
+    }
+
     /// Returns what asked for a filter on a column, `flag` (`where`, `min-mag`), as a
     /// reader's message names it.
     fn asked_by(self, flag: &'static str) -> &'static str {

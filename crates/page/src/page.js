@@ -25,6 +25,21 @@
   const num = (n) => Number(n).toLocaleString("en-US");
   // A count short enough for an axis: 2,500 as 2.5k, 200,000 as 200k, 3,000,000 as 3M.
   const compact = (n) => (n >= 1e6 ? `${+(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${+(n / 1e3).toFixed(1)}k` : num(n));
+  // A chart's frame on log axes: the axes, the grid and labels of each power of ten up
+  // the side, and both titles; returns where a value (a log) goes across and up.
+  function logFrame(box, [L, R, Tp, B], [xmin, xmax], [ymin, ymax], xTitle, yTitle) {
+    const X = (v) => L + ((v - xmin) / Math.max(xmax - xmin, 1e-9)) * (R - L);
+    const Y = (v) => B - ((v - ymin) / Math.max(ymax - ymin, 1e-9)) * (B - Tp);
+    svg("line", { x1: L, x2: R, y1: B, y2: B, class: "axis" }, box);
+    svg("line", { x1: L, x2: L, y1: Tp, y2: B, class: "axis" }, box);
+    for (let e = Math.ceil(ymin); e <= ymax; e++) {
+      svg("line", { x1: L, x2: R, y1: Y(e), y2: Y(e), class: "grid" }, box);
+      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, box, compact(10 ** e));
+    }
+    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, box, xTitle);
+    svg("text", { x: 14, y: (Tp + B) / 2, transform: `rotate(-90 14 ${(Tp + B) / 2})`, "text-anchor": "middle" }, box, yTitle);
+    return [X, Y];
+  }
   const iso = (ms) => new Date(ms).toISOString().replace(".000Z", "Z");
   const ms = (text) => Date.parse(text);
   function span(t) {
@@ -278,17 +293,8 @@
     const yours_burst = chosen.burst || null;
     const ymax = Math.max(...ys, yours_burst ? Math.log10(yours_burst) : 0) + 0.1, ymin = Math.min(0, ...ys);
     const [xmin, xmax] = [Math.min(...xs), Math.max(...xs)];
-    const X = (v) => L + ((v - xmin) / Math.max(xmax - xmin, 1e-9)) * (R - L);
-    const Y = (v) => B - ((v - ymin) / Math.max(ymax - ymin, 1e-9)) * (B - Tp);
-    svg("line", { x1: L, x2: R, y1: B, y2: B, class: "axis" }, C);
-    svg("line", { x1: L, x2: L, y1: Tp, y2: B, class: "axis" }, C);
-    for (let e = Math.ceil(ymin); e <= ymax; e++) {
-      svg("line", { x1: L, x2: R, y1: Y(e), y2: Y(e), class: "grid" }, C);
-      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, C, compact(10 ** e));
-    }
+    const [X, Y] = logFrame(C, [L, R, Tp, B], [xmin, xmax], [ymin, ymax], `rate, events per ${unitName} (log)`, "smallest lossless bucket (log)");
     for (let e = Math.ceil(xmin); e <= xmax; e++) svg("text", { x: X(e), y: B + 18, "text-anchor": "middle" }, C, `${compact(10 ** e)}/${unitAbbr}`);
-    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, C, `rate, events per ${unitName} (log)`);
-    svg("text", { x: 14, y: (Tp + B) / 2, transform: `rotate(-90 14 ${(Tp + B) / 2})`, "text-anchor": "middle" }, C, "smallest lossless bucket (log)");
     svg("polyline", { points: curve.map((p, i) => `${X(xs[i])},${Y(ys[i])}`).join(" "), fill: "none", stroke: "#0072B2", "stroke-width": 2 }, C);
     const here = curve.reduce((a, p) => (Math.abs(Math.log10(p.per_hour) - Math.log10(chosen_per_hour())) < Math.abs(Math.log10(a.per_hour) - Math.log10(chosen_per_hour())) ? p : a), curve[0]);
     function chosen_per_hour() { const p = D.curve.find((q) => q.rate === chosen.rate); return p ? p.per_hour : here_default(); }
@@ -321,18 +327,9 @@
     const all = contours.flatMap((c) => c.points);
     const xs = all.map((p) => Math.log10(p.per_hour)), ys = all.map((p) => Math.log10(p.burst));
     const [xmin, xmax, ymin, ymax] = [Math.min(...xs), Math.max(...xs), 0, Math.max(...ys) + 0.1];
-    const X = (v) => L + ((v - xmin) / Math.max(xmax - xmin, 1e-9)) * (R - L);
-    const Y = (v) => B - ((v - ymin) / Math.max(ymax - ymin, 1e-9)) * (B - Tp);
-    svg("line", { x1: L, x2: R, y1: B, y2: B, class: "axis" }, F);
-    svg("line", { x1: L, x2: L, y1: Tp, y2: B, class: "axis" }, F);
-    for (let e = Math.ceil(ymin); e <= ymax; e++) {
-      svg("line", { x1: L, x2: R, y1: Y(e), y2: Y(e), class: "grid" }, F);
-      svg("text", { x: L - 6, y: Y(e) + 4, "text-anchor": "end" }, F, compact(10 ** e));
-    }
+    const [X, Y] = logFrame(F, [L, R, Tp, B], [xmin, xmax], [ymin, ymax], "rate (log)", "burst (log)");
     const first = contours[0].points, last = first[first.length - 1];
     for (const p of [first[0], last]) svg("text", { x: X(Math.log10(p.per_hour)), y: B + 18, "text-anchor": "middle" }, F, p.rate);
-    svg("text", { x: (L + R) / 2, y: B + 40, "text-anchor": "middle" }, F, "rate (log)");
-    svg("text", { x: 14, y: (Tp + B) / 2, transform: `rotate(-90 14 ${(Tp + B) / 2})`, "text-anchor": "middle" }, F, "burst (log)");
     const colours = ["#56B4E9", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#0072B2"];
     contours.forEach((c, i) => {
       const points = c.points.map((p) => `${X(Math.log10(p.per_hour))},${Y(Math.log10(p.burst))}`).join(" ");

@@ -128,10 +128,13 @@ fn refused_most(out: &mut dyn Write, point: &Point, style: Style) -> io::Result<
 fn frontier(out: &mut dyn Write, points: &[Point], best: &Point, style: Style) -> io::Result<()> {
     let rows: Vec<Vec<String>> = (points.iter())
         .map(|p| {
-            let figures = [p.burst, p.untouched_keys as u64, p.touched_keys as u64, p.refused];
-            let mut row = vec![p.rate.to_string(), format!("{:.6}", p.per_hour)];
-            row[1] = row[1].trim_end_matches('0').trim_end_matches('.').to_owned();
-            row.extend(figures.map(|n| n.to_string()));
+            let per_hour = format!("{:.6}", p.per_hour);
+            let mut row = vec![
+                p.rate.to_string(),
+                per_hour.trim_end_matches('0').trim_end_matches('.').to_owned(),
+            ];
+            row.extend([p.burst.to_string(), p.untouched_keys.to_string()]);
+            row.extend([p.touched_keys.to_string(), p.refused.to_string()]);
             row.push(if p == best { "<- recommended".to_owned() } else { String::new() });
             row
         })
