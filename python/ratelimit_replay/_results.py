@@ -107,7 +107,8 @@ class _Figures:
 
     @property
     def min_bucket(self) -> int | None:
-        """The smallest token bucket at the rate that loses no event, for one limit."""
+        """The smallest token bucket at the rate that loses no event, for one limit; with a
+        key, the largest any key needs."""
         return self._field("min_bucket")
 
 
@@ -157,12 +158,12 @@ class MinBucket(_Row):
     @property
     def min_bucket(self) -> int:
         """The smallest lossless bucket: of the stream, or of the key that needs most."""
-        worst = self.get("worst_key")
-        return int(self["min_bucket"] if worst is None else worst["min_bucket"])
+        return int(self["min_bucket"])
 
     @property
     def span(self) -> Span | None:
-        """The stretch of events that needs it, of one stream."""
+        """The stretch of events that needs it: of the stream, or of the key that needs
+        most."""
         return Span._of(self.get("span"))
 
     @property

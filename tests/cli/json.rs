@@ -150,6 +150,17 @@ fn the_layered_schema_names_print_the_one_schema() {
     }
 }
 
+/// Each schema names the contract's version, which the reference page states: version 2
+/// kept a keyed result's `min_bucket` in place.
+#[test]
+fn each_schema_names_the_contracts_version() {
+    for output in ["replay", "min-bucket", "recommend"] {
+        assert_eq!(schema(output)["$id"], format!("urn:ratelimit:json:v2:{output}"));
+    }
+    let page = run(&["schema", "--format", "markdown"], "").ok();
+    assert!(page.contains("Field names are a contract, of version 2"), "{page}");
+}
+
 /// Checks that `instance` is valid under the published schema of `output`.
 pub fn assert_valid(output: &str, instance: &serde_json::Value, what: &str) {
     let faults = crate::schema::faults(&schema(output), instance);

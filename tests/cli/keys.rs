@@ -30,7 +30,10 @@ fn each_key_has_its_own_bucket() {
     assert_eq!(report["keys"]["count"], 3);
     // The largest bucket any key needs: a's five at once.
     assert_eq!(report["worst_key"], serde_json::json!({"key": "a", "min_bucket": 5}));
-    assert_eq!(report.get("min_bucket"), None, "a keyed report's own is its worst key's");
+    assert_eq!(report["min_bucket"], 5, "a keyed report's own is its worst key's, in its place");
+    // The promise's figures are the worst key's too: a passes two at once, a bucket of 2.
+    let bound = serde_json::json!({"kind": "bucket", "burst": 2, "fit": 2});
+    assert_eq!(report["promise"]["bound"], bound);
     let keys: Vec<(&str, u64)> = report["keys"]["top"]
         .as_array()
         .unwrap()
@@ -105,6 +108,62 @@ fn min_bucket_per_key_is_the_largest_any_key_needs() {
         .map(|k| k["min_bucket"].as_u64().unwrap())
         .collect();
     assert_eq!(keys, [5, 1, 1]);
+}
+
+/// Each field of `value` by its path (`a.b`, an array's items as `a[]`), with its JSON
+/// type; `null` is of every type, an optional field that does not apply.
+fn shape(value: &serde_json::Value, path: &str, into: &mut BTreeMap<String, &'static str>) {
+    use serde_json::Value;
+    let kind = match value {
+        Value::Null => return,
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(items) => {
+            items.iter().for_each(|item| shape(item, &format!("{path}[]"), into));
+            "array"
+        }
+        Value::Object(fields) => {
+            fields.iter().for_each(|(name, field)| shape(field, &format!("{path}.{name}"), into));
+            "object"
+        }
+    };
+    into.insert(path.to_owned(), kind);
+}
+
+#[test]
+fn a_field_keeps_its_place_when_the_limit_is_keyed() {
+    // Each output, without a key and with one: the keyed form adds fields (`worst_key`,
+    // `keys`) and moves none. Contract version 1 moved `min_bucket` into `worst_key`.
+    const KEYED_GCRA: &str = "algo=gcra,rate=1/h,burst=2,key=client";
+    let gcra = "algo=gcra,rate=1/h,burst=2";
+    let commands: [(&[&str], &[&str]); 5] = [
+        (&["replay", "--algo", "gcra", "--rate", "1/h", "--burst", "2"], &["--key", "client"]),
+        (&["replay", "--limit", "algo=sliding-log,rate=3/d", "--limit"], &[KEYED_GCRA]),
+        (&["compare", "--rate", "1/h", "--burst", "2"], &["--key", "client"]),
+        (&["min-bucket", "--rate", "1/h,3/h"], &["--key", "client"]),
+        (&["min-rate", "--burst", "2"], &["--key", "client"]),
+    ];
+    for (args, keyed) in commands {
+        let alone = match args.contains(&"--limit") {
+            true => [args, &[gcra, "--format", "json"]].concat(),
+            false => [args, &["--format", "json"]].concat(),
+        };
+        let alone = json(&run(&alone, CLIENTS).ok());
+        let keyed = [args, keyed, &["--format", "json"]].concat();
+        let keyed = json(&run(&keyed, CLIENTS).ok());
+        let (mut fields, mut keyed_fields) = (BTreeMap::new(), BTreeMap::new());
+        shape(&alone, "", &mut fields);
+        shape(&keyed, "", &mut keyed_fields);
+        for (path, kind) in fields {
+            assert_eq!(keyed_fields.get(&path), Some(&kind), "{args:?}: {path} moved with --key");
+        }
+    }
+    // The figure in its place is the worst key's.
+    let args = ["min-bucket", "--rate", "1/h", "--key", "client", "--format", "json"];
+    let found = json(&run(&args, CLIENTS).ok());
+    assert_eq!(found[0]["min_bucket"], found[0]["worst_key"]["min_bucket"]);
+    assert_eq!(found[0]["span"], found[0]["worst_key"]["span"]);
 }
 
 /// Splits a USGS catalog's rows by the value of column `column`.

@@ -23,7 +23,7 @@ fn check(root: &Value, schema: &Value, value: &Value, at: &str, faults: &mut Vec
         match keyword.as_str() {
             // Annotations: they describe and do not constrain (in draft 2020-12, `format`
             // is an annotation too, and schemars' "uint64" names no checked format).
-            "$schema" | "$defs" | "title" | "description" | "format" => {}
+            "$schema" | "$id" | "$defs" | "title" | "description" | "format" => {}
             "$ref" => check(root, target(root, rule), value, at, faults),
             "type" => {
                 if !names(rule).iter().any(|name| is(value, name)) {

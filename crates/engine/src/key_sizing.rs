@@ -8,7 +8,9 @@ use crate::input::keys::Ranking;
 use crate::limiter::{Algorithm, OwnSize, SystemSizer};
 use crate::per_key::{KeptEvents, fold_keys, listed_again};
 use crate::recorder::KeyNames;
-use crate::report::{self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, SystemSize, WorstKey};
+use crate::report::{
+    self, Cover, KeyList, KeyNeed, KeyQuantiles, LeftOut, Need, SystemSize, WorstKey,
+};
 use crate::sizing::many_rates::MinBucketFinders;
 use crate::sizing::min_bucket::{Lossless, MinBucketFinder};
 use crate::sizing::quantile::{Histogram, Percent};
@@ -322,13 +324,13 @@ where
                     ..listed[&key][n].into()
                 })
                 .collect();
-            let worst_key = keys.first().map(|worst| {
-                let need = worst.shown();
-                WorstKey {
-                    key: worst.key.clone().unwrap_or_default(),
-                    min_bucket: need.min_bucket,
-                    span: need.span,
-                }
+            // Over keys, the need is the worst key's, in the same fields as without keys;
+            // `worst_key` names the key.
+            let need = keys.first().map_or(Need { min_bucket: 0, span: None }, |w| w.need);
+            let worst_key = keys.first().map(|worst| WorstKey {
+                key: worst.key.clone().unwrap_or_default(),
+                min_bucket: worst.need.min_bucket,
+                span: worst.need.span,
             });
             let cover = cover.map(|share| {
                 let min_bucket = needs[n].quantile(share).unwrap_or(0);
@@ -358,7 +360,7 @@ where
             report::MinBucket {
                 rate: rates[n],
                 key: None,
-                need: None,
+                need,
                 worst_key,
                 cover,
                 by_key: Some(by_key),

@@ -3,8 +3,10 @@
 
 use crate::input::catalog::{Key, KeyTable, slot};
 use crate::lane::Settings;
+use serde::{Deserialize, Serialize};
+
 use crate::limiter::Waits;
-use crate::limiter::promise::PromiseCheck;
+use crate::limiter::promise::{PromiseCheck, Seen};
 use crate::report;
 use crate::sizing::quantile::Histogram;
 
@@ -20,8 +22,8 @@ pub struct KeySpread {
     pub not_accounted: Vec<u64>,
     /// Each lane's: each key's dropped events, weighted by its events.
     pub dropped: Vec<Histogram>,
-    /// Each lane's: how many keys' limiters broke their promise.
-    pub broken: Vec<usize>,
+    /// Each lane's: how its keys' limiters kept their promises.
+    pub promises: Vec<KeyPromises>,
     /// Each lane's: its keys' waits together, if it tells them.
     pub waits: Vec<Option<Waits>>,
 }
@@ -33,12 +35,12 @@ impl KeySpread {
         self.min_buckets.merge(&other.min_buckets);
         let lanes = self.dropped.len().max(other.dropped.len());
         self.dropped.resize_with(lanes, Histogram::new);
-        self.broken.resize(lanes, 0);
+        self.promises.resize(lanes, KeyPromises::default());
         self.not_accounted.resize(lanes, 0);
         self.waits.resize(lanes, None);
         for n in 0..other.dropped.len() {
             self.dropped[n].merge(&other.dropped[n]);
-            self.broken[n] += other.broken[n];
+            self.promises[n].merge(&other.promises[n]);
             self.not_accounted[n] += other.not_accounted.get(n).copied().unwrap_or(0);
             if let Some(waits) = other.waits[n] {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
@@ -47,14 +49,61 @@ impl KeySpread {
     }
 }
 
-/// Returns the promise over all keys, for `check`'s limiter: held if every one of `keys`
-/// keys' limiters kept it, `broken` did not.
-pub fn promise_over_keys(check: &PromiseCheck, broken: usize, keys: usize) -> report::Promise {
-    let text = match broken {
-        0 => format!("{}, for each key: held by all {keys}", check.statement()),
-        n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
-    };
-    report::Promise { text, held: broken == 0, bound: None }
+/// How the keys' limiters of one lane kept their promises: how many broke it, and the
+/// most any key's passed events measured of what it bounds (each measure the worst key's).
+/// A key breaks a bound exactly when its measure passes it, so the worst measures break it
+/// exactly when some key does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyPromises {
+    /// How many keys' limiters broke their promise.
+    pub broken: usize,
+    /// The most in one epoch-aligned window, of any key.
+    aligned: u64,
+    /// The most in any one period, of any key.
+    period: u64,
+    /// The largest bucket any key's passed events fit.
+    bucket: u64,
+    /// The keys' waits together, for a leaky queue.
+    waits: Option<Waits>,
+}
+
+impl KeyPromises {
+    /// Adds one key's limiter, whose `check` watched its passed events; `waits` are a
+    /// leaky queue's.
+    pub(crate) fn add(&mut self, check: &PromiseCheck, waits: Option<Waits>) {
+        let seen = check.seen(waits);
+        self.broken += usize::from(!check.held(waits));
+        self.merge(&KeyPromises {
+            broken: 0,
+            aligned: seen.aligned,
+            period: seen.period,
+            bucket: seen.bucket,
+            waits,
+        });
+    }
+
+    /// Adds other keys' limiters of the same lane.
+    pub(crate) fn merge(&mut self, other: &KeyPromises) {
+        self.broken += other.broken;
+        self.aligned = self.aligned.max(other.aligned);
+        self.period = self.period.max(other.period);
+        self.bucket = self.bucket.max(other.bucket);
+        if let Some(waits) = other.waits {
+            self.waits = Some(self.waits.map_or(waits, |w| w.merge(&waits)));
+        }
+    }
+
+    /// Returns the promise over all `keys` keys, for `check`'s limiter: held if every
+    /// key's limiter kept it, its figures the worst key's.
+    pub fn promise(&self, check: &PromiseCheck, keys: usize) -> report::Promise {
+        let text = match self.broken {
+            0 => format!("{}, for each key: held by all {keys}", check.statement()),
+            n => format!("{}, for each key: broken by {n} of {keys}", check.statement()),
+        };
+        let (aligned, period, bucket, waits) = (self.aligned, self.period, self.bucket, self.waits);
+        let worst = check.judged(Seen { aligned, period, bucket, waits });
+        report::Promise { text, held: self.broken == 0, bound: worst.bound }
+    }
 }
 
 /// The empty key of a keyed replay, where a lane lets its events through uncounted (its

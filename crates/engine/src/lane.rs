@@ -229,7 +229,7 @@ impl Lane {
             too_big,
             busiest_window: report::Window::of(self.busiest.busiest(), weighted),
             demand_busiest_window: report::Window::of(demand.window.busiest(), weighted),
-            min_bucket: Some(demand.lossless.result().min_bucket),
+            min_bucket: demand.lossless.result().min_bucket,
             worst_key: None,
             system_size: None,
             not_accounted: None,

@@ -105,7 +105,7 @@ impl LayerNeeds {
             .map(|layer| {
                 let r = &layer.limiter;
                 let burst = r.burst.unwrap_or(r.rate.count());
-                let min_bucket = r.lossless();
+                let min_bucket = r.min_bucket;
                 LayerNeed {
                     spec: layer.spec.clone(),
                     burst,

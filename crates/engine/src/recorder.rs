@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use anyhow::{Result, bail};
 
 use super::key_spread::EmptyAside;
-pub use super::key_spread::{KeySpread, promise_over_keys};
+pub use super::key_spread::{KeyPromises, KeySpread};
 pub use super::lane::Settings;
 use super::lane::{Demand, Lane, Totals, lane_passed};
 use crate::input::catalog::{Event, Key, KeyTable, Timeline, slot};
@@ -256,7 +256,7 @@ struct Spread<'a> {
     worst: Ranking<'a>,
     empty: EmptyAside,
     dropped: Vec<Histogram>,
-    broken: Vec<usize>,
+    promises: Vec<KeyPromises>,
     waits: Vec<Option<Waits>>,
     ranked: Vec<Ranking<'a>>,
     across: Ranking<'a>,
@@ -282,7 +282,7 @@ impl<'a> Spread<'a> {
             // The empty key, where the lane lets it through, is in no key's promise; its
             // events are still among those passed, and its row among the keys.
             if !self.empty.lets_through(key, n, events) {
-                self.broken[n] += usize::from(!lane.promise.held(lane.waits()));
+                self.promises[n].add(&lane.promise, lane.waits());
             }
             if let Some(waits) = lane.waits() {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
@@ -297,10 +297,10 @@ impl<'a> Spread<'a> {
         self.min_buckets.merge(&other.min_buckets);
         self.worst.merge(other.worst);
         self.empty.merge(other.empty);
-        let lanes = other.dropped.iter().zip(other.broken).zip(other.waits).zip(other.ranked);
-        for (n, (((dropped, broken), waits), ranked)) in lanes.enumerate() {
+        let lanes = other.dropped.iter().zip(other.promises).zip(other.waits).zip(other.ranked);
+        for (n, (((dropped, promises), waits), ranked)) in lanes.enumerate() {
             self.dropped[n].merge(dropped);
-            self.broken[n] += broken;
+            self.promises[n].merge(&promises);
             if let Some(waits) = waits {
                 self.waits[n] = Some(self.waits[n].map_or(waits, |w| w.merge(&waits)));
             }
@@ -397,7 +397,7 @@ impl KeyedEvents {
                 worst: Ranking::new(table, 1),
                 empty: empty.clone(),
                 dropped: vec![Histogram::new(); lanes],
-                broken: vec![0; lanes],
+                promises: vec![KeyPromises::default(); lanes],
                 waits: vec![None; lanes],
                 ranked: (0..lanes).map(|_| Ranking::new(table, top)).collect(),
                 across: Ranking::new(table, top),
@@ -480,13 +480,14 @@ impl KeyedEvents {
                         totals.demand.window.busiest(),
                         weighted,
                     ),
-                    // Over keys, the need is the worst key's, and it is named there.
-                    min_bucket: None,
+                    // Over keys, the need is the worst key's, in the same field as without
+                    // keys; `worst_key` names the key.
+                    min_bucket: worst_key.as_ref().map_or(0, |w| w.min_bucket),
                     worst_key,
                     system_size: None,
                     not_accounted,
                     queue: spread.waits[n].map(Into::into),
-                    promise: promise_over_keys(&check, spread.broken[n], count - left_out),
+                    promise: spread.promises[n].promise(&check, count - left_out),
                     fleet: fleet(n).cloned().map(Box::new),
                     by_key: Some(KeyList {
                         column: names.column.to_owned(),
@@ -515,7 +516,7 @@ impl KeyedEvents {
             min_buckets: spread.empty.sizing(0, &spread.min_buckets, None).0,
             not_accounted: spread.empty.not_accounted.clone(),
             dropped: spread.dropped,
-            broken: spread.broken,
+            promises: spread.promises,
             waits: spread.waits,
         };
         Reports { lanes, across, spread: Some(spread) }
@@ -559,7 +560,7 @@ mod tests {
         assert_eq!((over_keys.events, over_keys.passed), (4, 3));
         let top = &over_keys.by_key.as_ref().unwrap().top;
         let key_a = top.iter().find(|r| r.key.as_deref() == Some("a")).unwrap();
-        assert_eq!((key_a.events, key_a.passed, key_a.min_bucket), (3, 2, Some(4)));
+        assert_eq!((key_a.events, key_a.passed, key_a.min_bucket), (3, 2, 4));
         // The busiest 10 s passed 3 units in one event; demand had 4 units in two there.
         assert_eq!((key_a.busiest_window.count, key_a.demand_busiest_window.count), (1, 2));
         assert_eq!(

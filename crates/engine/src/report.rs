@@ -13,6 +13,11 @@ use crate::sizing::window::Busiest;
 use crate::units::rate::Rate;
 use crate::units::time::{Span, Timestamp};
 
+/// The JSON contract's version: raised when a field of any output moves, is renamed, is
+/// removed or changes meaning (adding a field does not raise it). Version 2: a keyed
+/// result keeps `min_bucket` (and `span`) where the unkeyed one has it, the worst key's.
+pub const CONTRACT: u32 = 2;
+
 /// What one replay found: what passed and was dropped, the busiest windows, the smallest
 /// lossless bucket, and whether the limiter kept its promise.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -54,10 +59,9 @@ pub struct LimiterReport {
     pub busiest_window: Window,
     /// The same as `busiest_window`, over every event, passed or not: the demand.
     pub demand_busiest_window: Window,
-    /// The smallest lossless bucket at the rate; with `--key`, `worst_key` has the largest
-    /// any key needs, and which key needs it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_bucket: Option<u64>,
+    /// The smallest lossless bucket at the rate; with `--key`, the largest any key needs
+    /// (each key has a bucket of its own), and `worst_key` names that key.
+    pub min_bucket: u64,
     /// With `--key`: the key that needs the largest lossless bucket (the first by name of
     /// those that need as much), and its need.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,13 +89,6 @@ pub struct LimiterReport {
     /// With `--key`: the keys, and the first of them ranked, each as a row.
     #[serde(rename = "keys", skip_serializing_if = "Option::is_none")]
     pub by_key: Option<KeyList<LimiterReport>>,
-}
-
-impl LimiterReport {
-    /// The smallest lossless bucket: the report's own, or with keys the worst key's.
-    pub fn lossless(&self) -> u64 {
-        self.min_bucket.or(self.worst_key.as_ref().map(|w| w.min_bucket)).unwrap_or(0)
-    }
 }
 
 /// With `--key`, the key that needs the largest lossless bucket (the first by name of
@@ -248,9 +245,10 @@ pub struct MinBucket {
     /// In a row of `keys.top`: the key this row is of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// Without `--key` (and for each key): the smallest lossless bucket and its stretch.
+    /// The smallest lossless bucket and its stretch; with `--key`, the worst key's (the
+    /// largest any key needs), and `worst_key` names that key.
     #[serde(flatten)]
-    pub need: Option<Need>,
+    pub need: Need,
     /// With `--key`: the key that needs the largest bucket.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_key: Option<WorstKey>,
@@ -277,17 +275,6 @@ pub struct Need {
     /// The first and last event of a stretch of consecutive events that a bucket one
     /// smaller could not pass whole, and how many it holds; `null` for no events.
     pub span: Option<Stretch>,
-}
-
-impl MinBucket {
-    /// The need a table shows: the report's own, or with keys the worst key's.
-    pub fn shown(&self) -> Need {
-        match (&self.need, &self.worst_key) {
-            (Some(need), _) => *need,
-            (None, Some(w)) => Need { min_bucket: w.min_bucket, span: w.span },
-            (None, None) => Need { min_bucket: 0, span: None },
-        }
-    }
 }
 
 /// The smallest burst with which at least `share` of the keys lose nothing at a rate: the
@@ -344,7 +331,7 @@ impl From<Lossless> for MinBucket {
         MinBucket {
             rate: found.rate,
             key: None,
-            need: Some(Need { min_bucket: found.min_bucket, span: found.stretch }),
+            need: Need { min_bucket: found.min_bucket, span: found.stretch },
             worst_key: None,
             cover: None,
             by_key: None,

@@ -53,8 +53,8 @@
   }
   const burstOf = (lane) => (lane.burst === null || lane.burst === undefined ? "–" : num(lane.burst));
   const worst = need.worst_key || null;
-  const minBucket = worst ? worst.min_bucket : need.min_bucket;
-  const stretch = worst ? worst.span : need.span;
+  const minBucket = need.min_bucket;
+  const stretch = need.span;
 
   // The lede: the answer first.
   document.title = `ratelimit report: ${D.meta.input}`;
@@ -428,7 +428,7 @@
       html("td", { class: "n" }, tr, num(c.passed));
       html("td", { class: "n" }, tr, num(c.dropped));
       html("td", {}, tr, `${num(c.busiest_window.count)} in ${span(c.busiest_window.length_s * 1000)}`);
-      html("td", { class: "n" }, tr, num(c.worst_key ? c.worst_key.min_bucket : c.min_bucket));
+      html("td", { class: "n" }, tr, num(c.min_bucket));
       html("td", { class: c.promise.held ? "held" : "broken" }, tr, `${c.promise.held ? "held" : "broken"}: ${c.promise.text}`);
     });
     const ch = C2.changes;

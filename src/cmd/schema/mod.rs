@@ -18,7 +18,7 @@ use crate::engine::settled::min_limit::MinLimit;
 use crate::engine::settled::presets::{Listed, PresetFit};
 use crate::engine::side_by_side::{ByKey, SideBySide};
 use crate::policy_report::{CheckReport, LayerNeeds, ReplayReport};
-use crate::report::{CurveSegment, LimiterReport, MinBucket, MinRate};
+use crate::report::{CONTRACT, CurveSegment, LimiterReport, MinBucket, MinRate};
 
 /// `ratelimit schema`.
 #[derive(Debug, Args)]
@@ -138,6 +138,13 @@ fn schema(output: Output) -> Value {
     };
     let mut schema = schema.to_value();
     closed(&mut schema);
+    // The contract's version names the schema, so a program can tell which it was written
+    // against.
+    let name = output.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default();
+    let id = format!("urn:ratelimit:json:v{CONTRACT}:{name}");
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("$id".to_owned(), Value::String(id));
+    }
     schema
 }
 

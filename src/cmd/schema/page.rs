@@ -9,6 +9,8 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
+use crate::report::CONTRACT;
+
 /// One output on the page: its name, what prints it, and its schema.
 pub(super) struct Described {
     pub name: String,
@@ -18,15 +20,16 @@ pub(super) struct Described {
 
 /// The reference page of `outputs`: a section each, then each type they use, once.
 pub(super) fn page(outputs: Vec<Described>) -> String {
-    let mut page = String::from(
+    let mut page = format!(
         "# The JSON reference\n\n\
          Made by `ratelimit schema --format markdown` from the JSON Schemas in \
          [schema/](schema/) (`ratelimit schema OUTPUT` prints one), which are made from the \
          result types themselves: a test fails when this page is stale. Field names are a \
-         contract. A field marked *optional* is left out when it does not apply; times are \
-         RFC 3339 in UTC, to the microsecond; durations (`_s`) are seconds, whole or to the \
-         microsecond. The CSV output has the same fields, one row an object, nested names \
-         joined by `_`.\n",
+         contract, of version {CONTRACT} (each schema's `$id` names it, and the changelog \
+         says what each version changed). A field marked *optional* is left out when it does \
+         not apply; times are RFC 3339 in UTC, to the microsecond; durations (`_s`) are \
+         seconds, whole or to the microsecond. The CSV output has the same fields, one row an \
+         object, nested names joined by `_`.\n",
     );
     let mut types = Types::default();
     for Described { name, help, mut schema } in outputs {

@@ -73,7 +73,7 @@ pub(super) fn limiter_cells(r: &LimiterReport) -> [String; 4] {
     [
         format!("{passed} {unit}"),
         format!("{most} {unit} in {}", window.length_s),
-        r.lossless().to_string(),
+        r.min_bucket.to_string(),
         format!("{verdict}: {}", r.promise.text),
     ]
 }

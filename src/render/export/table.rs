@@ -255,7 +255,7 @@ fn min_bucket_text(r: &report::LimiterReport) -> String {
     let own = r.system_size.as_ref().map_or(String::new(), |own| {
         format!("; {}'s own: {}={}", own.system, own.setting, own.value)
     });
-    format!("{} (the smallest lossless token bucket{per_key} at {}){own}", r.lossless(), r.rate)
+    format!("{} (the smallest lossless token bucket{per_key} at {}){own}", r.min_bucket, r.rate)
 }
 
 /// People read waits to the millisecond.
@@ -347,7 +347,7 @@ pub fn min_bucket_table(
     let rows: Vec<Vec<String>> = found
         .iter()
         .map(|m| {
-            let need = m.shown();
+            let need = m.need;
             let [events, start, end] = stretch_cells(need.span);
             let mut row = vec![m.rate.to_string(), need.min_bucket.to_string(), events, start, end];
             if m.by_key.is_some() {
@@ -385,7 +385,7 @@ pub fn min_bucket_table(
         let rows: Vec<Vec<String>> = keys
             .iter()
             .map(|k| {
-                let need = k.shown();
+                let need = k.need;
                 let [events, start, end] = stretch_cells(need.span);
                 vec![key_label(k.key.as_deref()), need.min_bucket.to_string(), events, start, end]
             })
@@ -489,7 +489,7 @@ fn replay_keys_table(
                 k.passed.to_string(),
                 k.dropped.to_string(),
                 k.busiest_window.count.to_string(),
-                k.lossless().to_string(),
+                k.min_bucket.to_string(),
                 (if k.promise.held { "held" } else { "BROKEN" }).to_owned(),
             ]
         })

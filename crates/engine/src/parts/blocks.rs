@@ -165,13 +165,13 @@ pub(super) struct Counted {
 impl Counted {
     /// Returns the report of a limiter with `settings` over every part, as the program
     /// gives it, from what they add up to and the busiest windows of the `merged` blocks,
-    /// keeping `promise`; its lossless bucket, worst key, queue and keys are the caller's
-    /// to give (none here).
+    /// keeping `promise` and `min_bucket` (with keys, the worst key's); its worst key,
+    /// queue and keys are the caller's to give (none here).
     pub(super) fn report(
         self,
         settings: Settings,
         merged: &Blocks,
-        promise: Promise,
+        (min_bucket, promise): (u64, Promise),
     ) -> LimiterReport {
         let Settings { algorithm, rate, burst, window, .. } = settings;
         let weighted = self.weighted;
@@ -196,7 +196,7 @@ impl Counted {
             }),
             busiest_window: report::Window::of(merged.passed.busiest(window), weighted),
             demand_busiest_window: report::Window::of(merged.demand.busiest(window), weighted),
-            min_bucket: None,
+            min_bucket,
             worst_key: None,
             system_size: None,
             not_accounted: None,

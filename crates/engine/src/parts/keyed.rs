@@ -20,7 +20,7 @@ use crate::backend::Backend;
 use crate::input::catalog::{self, Source};
 use crate::limiter::Waits;
 use crate::limiter::promise::PromiseCheck;
-use crate::recorder::{KeyNames, KeySpread, Settings, promise_over_keys};
+use crate::recorder::{KeyNames, KeyPromises, KeySpread, Settings};
 use crate::report::{self, KeyList, KeyQuantiles, LimiterReport};
 use crate::sizing::quantile::{Histogram, Tally};
 
@@ -141,6 +141,8 @@ pub(super) fn merged_keyed(
         .filter_map(|part| part.worst_key.clone())
         .min_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)))
         .map(|(key, min_bucket)| report::WorstKey { key, min_bucket, span: None });
+    // Over keys, the need is the worst key's: the same field as without keys.
+    let worst_need = worst_key.as_ref().map_or(0, |w| w.min_bucket);
     let check = PromiseCheck::new(algorithm, rate, burst.get());
     let quantiles = spread.min_buckets.quantiles().map(|min_bucket| KeyQuantiles {
         min_bucket,
@@ -158,7 +160,7 @@ pub(super) fn merged_keyed(
     // The empty key, let through uncounted, is in no key's promise.
     let not_accounted = spread.not_accounted.first().copied().unwrap_or(0);
     let accounted = spread.keys - usize::from(not_accounted > 0);
-    let promise = promise_over_keys(&check, spread.broken.first().copied().unwrap_or(0), accounted);
+    let promise = spread.promises.first().copied().unwrap_or_default().promise(&check, accounted);
     let report = LimiterReport {
         worst_key,
         not_accounted: algorithm.skips_empty_key().then_some(not_accounted),
@@ -169,7 +171,7 @@ pub(super) fn merged_keyed(
             quantiles,
             top: Vec::new(),
         }),
-        ..counted.report(settings, merged, promise)
+        ..counted.report(settings, merged, (worst_need, promise))
     };
     // The keys listed: the whole run's first by drops, then by name, are among each part's.
     let mut top: Vec<&Listed> = parts.iter().flat_map(|part| &part.top).collect();
@@ -189,7 +191,7 @@ struct Spread {
     keys: usize,
     min_buckets: Vec<(u64, u64, u64)>,
     dropped: Vec<Vec<(u64, u64, u64)>>,
-    broken: Vec<usize>,
+    promises: Vec<KeyPromises>,
     not_accounted: Vec<u64>,
     waits: Vec<Option<Waits>>,
 }
@@ -204,7 +206,7 @@ impl Spread {
             keys: spread.keys,
             min_buckets: histogram(&spread.min_buckets),
             dropped: spread.dropped.iter().map(histogram).collect(),
-            broken: spread.broken.clone(),
+            promises: spread.promises.clone(),
             not_accounted: spread.not_accounted.clone(),
             waits: spread.waits.clone(),
         }
@@ -223,7 +225,7 @@ impl Spread {
             keys: self.keys,
             min_buckets: histogram(&self.min_buckets),
             dropped: self.dropped.iter().map(|d| histogram(d)).collect(),
-            broken: self.broken.clone(),
+            promises: self.promises.clone(),
             waits: self.waits.clone(),
             not_accounted: self.not_accounted.clone(),
         }

@@ -205,9 +205,8 @@ pub(super) fn merge_stream(
         too_big: whole.too_big.1.map(|(time, cost)| (whole.too_big.0, time, cost)),
     };
     let report = LimiterReport {
-        min_bucket: Some(whole.demand.result().min_bucket),
         queue: waits.map(Into::into),
-        ..counted.report(settings, &merged, check.judged(seen))
+        ..counted.report(settings, &merged, (whole.demand.result().min_bucket, check.judged(seen)))
     };
     Ok(serde_json::to_vec(&report)?)
 }
