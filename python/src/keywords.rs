@@ -19,7 +19,7 @@ use ratelimit_input::catalog::Source;
 use crate::errors::{Data, policy_error};
 
 /// The keywords of what to read.
-pub(crate) const READING: [&str; 14] = [
+pub(crate) const READING: [&str; 15] = [
     "input_format",
     "delimiter",
     "no_headers",
@@ -34,6 +34,7 @@ pub(crate) const READING: [&str; 14] = [
     "min_mag",
     "where",
     "empty_key",
+    "ties",
 ];
 
 /// What a call reads: a path (a `str` or an `os.PathLike`), or Arrow data (anything that
@@ -142,6 +143,7 @@ fn reading(asked: &mut Asked, name: &str, value: &Bound<'_, PyAny>) -> PyResult<
             }
         }
         "empty_key" => asked.empty_key = Some(word(value)?),
+        "ties" => asked.ties = word(value)?.parse().map_err(|e: String| bad(&e))?,
         _ => return Ok(false),
     }
     Ok(true)

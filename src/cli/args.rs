@@ -7,6 +7,7 @@ use std::str::FromStr;
 use clap::{Args, ValueEnum};
 
 use crate::engine::limit::{Given, column};
+use crate::input::catalog::Ties;
 use crate::input::cost::Cost;
 use crate::input::format::InputFormat;
 use crate::limiter::{Algorithm, ZoneSize};
@@ -134,6 +135,14 @@ pub struct InputArgs {
 
     #[command(flatten)]
     pub empty_key: super::empty_key::EmptyKeyArg,
+
+    /// How events written at the same whole second are read, when the times say only the
+    /// second (an access log's $time_local): together, simultaneous, as written; or
+    /// spread, evenly across their second in the order read (the k-th of n at k/n s).
+    /// Neither is the truth: the two bound what the events could have been
+    /// [default: together].
+    #[arg(long, value_name = "READING", value_parser = ties_parser())]
+    pub ties: Option<Ties>,
 }
 
 /// Limits per key.
@@ -471,4 +480,11 @@ impl FromStr for Days {
             Err(_) => anyhow::bail!("'{text}' is not a number of days"),
         }
     }
+}
+
+/// Parses `--ties`, offering its readings by name.
+fn ties_parser() -> impl clap::builder::TypedValueParser<Value = Ties> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new([Ties::Together, Ties::Spread].map(Ties::name))
+        .try_map(|s| s.parse::<Ties>())
 }

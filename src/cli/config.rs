@@ -163,6 +163,7 @@ impl InputArgs {
             at_least: self.at_least.clone(),
             cost: self.cost.clone(),
             empty_key: self.empty_key.value.clone(),
+            ties: self.ties.unwrap_or_default(),
         }
     }
 }

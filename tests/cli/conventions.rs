@@ -267,7 +267,8 @@ fn whole_second_times_are_said_and_a_log_format_with_msec_reads_the_arrivals() {
         whole.stderr,
         "ratelimit: note: the times are whole seconds, and 4 events share their second with \
          another: they are replayed as simultaneous, though up to 1 s apart. The figures may \
-         be off, either way, by what the rate refills in 1 s; log times to the millisecond (nginx $msec, or --log-format with $msec and \
+         be off, either way, by what the rate refills in 1 s: see the other reading with --ties \
+         spread; log times to the millisecond (nginx $msec, or --log-format with $msec and \
          $request_time)\n"
     );
     // $msec − $request_time: .100, .800, .950, 1.500; only .950 comes within 0.5 s of a pass.
@@ -363,8 +364,8 @@ fn whole_second_ties_count_within_a_key_and_their_spread_is_replayed() {
     // only 1/2 s after 0 passes (I = 1/3 s), and 3/4 s is 1/4 s after it: dropped.
     assert_eq!(
         notes[1],
-        "ratelimit: note: with each second's tied events spread evenly across it, in the order \
-         they came, the limit drops 1, against 2 as logged"
+        "ratelimit: note: read with --ties spread (each second's tied events spread evenly \
+         across it, in the order they came), the limit drops 1, against 2 read together"
     );
     let unkeyed = crate::harness::run_with(&gcra, crate::harness::Stdin::Null);
     assert!(

@@ -49,6 +49,7 @@ mod shared;
 mod side_by_side;
 mod sizing;
 mod synth;
+mod ties;
 mod traefik;
 mod weighted;
 

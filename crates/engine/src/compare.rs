@@ -6,17 +6,17 @@
 use anyhow::Result;
 
 use crate::backend::Backend;
-use crate::input::catalog::{self, ReadOptions, Rows, Source};
+use crate::input::catalog::{self, Event, ReadOptions, Rows, Source};
 use crate::layered::Layer;
 use crate::limit::Limit;
 use crate::limiter::Algorithm;
 use crate::lossless::Found;
-use crate::notes::notes;
+use crate::notes::{dropped_by_lane, notes, ties_note};
 use crate::recorder::{KeyNames, Settings};
 use crate::redis::RedisTarget;
 use crate::replay::Run;
 use crate::report::{KeyDrops, LimiterReport};
-use crate::side_by_side::{Changes, Configuration, SideBySide};
+use crate::side_by_side::{Changes, Configuration, OtherTies, SideBySide};
 use crate::units::time::Span;
 
 /// Limiters side by side: each one's report, and with keys, the keys with the most drops
@@ -70,8 +70,31 @@ fn lanes(
     let (recorder, stats) = backend.replay(settings, keyed, (source, read), false)?;
     let names = KeyNames::of(read.key_column.as_deref(), &stats);
     let found = recorder.reports(&source.name(), names, top, read.threads);
+    let mut notes = notes(source, read, &stats);
+    // Whole-second ties read the other way, if the input can be read again: each
+    // limiter's drops so, beside this reading's.
+    let tied = !stats.fractions && stats.instants.shared() > 0;
+    if tied && matches!(backend, Backend::Memory) && source.can_read_again() {
+        let other = ReadOptions { ties: read.ties.other(), ..read.clone() };
+        let (again, _) = backend.replay(settings, keyed, (source, &other), true)?;
+        let dropped_so = dropped_by_lane(again.trace(), settings.len());
+        let named: Vec<String> = (found.lanes.iter()).map(lane_name).collect();
+        let figures: Vec<(Option<&str>, u64, u64)> = (named.iter().zip(&found.lanes))
+            .zip(dropped_so)
+            .map(|((name, lane), so)| (Some(name.as_str()), lane.dropped, so))
+            .collect();
+        notes.push(ties_note(read.ties, &figures));
+    }
     let lanes = Lanes { lanes: found.lanes, across: found.across };
-    Ok(Found { found: lanes, notes: notes(source, read, &stats) })
+    Ok(Found { found: lanes, notes })
+}
+
+/// A limiter's name among others side by side: its algorithm, and on a fleet its share.
+fn lane_name(lane: &LimiterReport) -> String {
+    match &lane.fleet {
+        Some(fleet) => format!("{} {}", lane.algorithm.name(), fleet.share),
+        None => lane.algorithm.name().to_owned(),
+    }
 }
 
 /// Configurations decided side by side: the result, each one's decision on every row (in
@@ -110,6 +133,10 @@ fn each_alone(
     top: usize,
 ) -> Result<Found<Decided>> {
     let (rows, stats) = catalog::read_rows(source, read)?;
+    // Whole-second ties read the other way too, in memory, so both readings are in view.
+    let other = read.ties.other();
+    let tied = !stats.fractions && stats.instants.shared() > 0 && redis.is_none();
+    let other_times = tied.then(|| rows.times_as(other));
     let (mut configurations, mut traces) = (Vec::new(), Vec::new());
     for (limit, layer) in limits.iter().zip(layers) {
         let backend = Backend::new(&[layer.settings], redis, None)?;
@@ -117,11 +144,25 @@ fn each_alone(
         let events = rows.iter().map(|(event, _)| event);
         let mut record = backend.decide_layers(one, (events, &stats.keys))?;
         traces.push(std::mem::take(&mut record.trace));
+        let other_ties = match &other_times {
+            Some(times) => {
+                let events = rows.iter().zip(times).map(|((e, _), &time)| Event { time, ..e });
+                let record = backend.decide_layers(one, (events, &stats.keys))?;
+                // Rows in memory: a usize widens to u64 exactly on every target.
+                let passed = record.trace.iter().filter(|&&passed| passed).count() as u64;
+                let all = rows.len() as u64;
+                Some(OtherTies { ties: other.name().to_owned(), passed, dropped: all - passed })
+            }
+            None => None,
+        };
         let run = Run { source, read, backend: &backend, top, decisions: false };
         let report = run.layered_report(std::slice::from_ref(limit), record, &stats);
         let limiter = report.layers.into_iter().next().map(|layer| layer.limiter);
-        configurations
-            .extend(limiter.map(|limiter| Configuration { spec: limit.to_string(), limiter }));
+        configurations.extend(limiter.map(|limiter| Configuration {
+            spec: limit.to_string(),
+            limiter,
+            other_ties,
+        }));
     }
     let changes = match &traces[..] {
         [first, second] => {

@@ -2,7 +2,7 @@
 //! events, whole-second ties, rows skipped. The program prints each as a note; a library
 //! warns.
 
-use crate::input::catalog::{ReadOptions, ReadStats, RowFilter, Source};
+use crate::input::catalog::{ReadOptions, ReadStats, RowFilter, Source, Ties};
 use crate::input::format::InputFormat;
 use crate::input::no_events::why_no_events;
 
@@ -27,11 +27,46 @@ pub fn notes(source: &Source, read: &ReadOptions, stats: &ReadStats) -> Vec<Stri
     notes.extend(why_no_events(source, read, stats));
     let keyed = read.key_column.is_some();
     let logged = read.format == InputFormat::Clf;
-    notes.extend(stats.instants.note(stats.fractions, keyed, logged));
+    notes.extend(stats.instants.note(stats.fractions, keyed, logged, read.ties));
     if let Some(first) = &stats.first_skipped {
         let n = stats.skipped;
         let rows = if n == 1 { "row" } else { "rows" };
         notes.push(format!("skipped {n} bad {rows} (--skip-bad); the first: {first}"));
     }
     notes
+}
+
+/// What the other reading of whole-second ties changes, said the same way by every command
+/// that decides events: read as `ties` reads them, each limit of `dropped` (its name, if
+/// there are several) dropped the first figure, and read the other way (`--ties`), the
+/// second.
+pub fn ties_note(ties: Ties, dropped: &[(Option<&str>, u64, u64)]) -> String {
+    let other = ties.other();
+    let how = match other {
+        Ties::Spread => "each second's tied events spread evenly across it, in the order they came",
+        Ties::Together => "each second's tied events simultaneous, as written",
+    };
+    let figures = match dropped {
+        [(None, this, that)] => {
+            format!("the limit drops {that}, against {this} read {}", ties.name())
+        }
+        _ => {
+            let each: Vec<String> = (dropped.iter())
+                .map(|(name, this, that)| format!("{} {that} ({this})", name.unwrap_or("?")))
+                .collect();
+            format!("the limits drop {} (in brackets, read {})", each.join(", "), ties.name())
+        }
+    };
+    format!("read with --ties {} ({how}), {figures}", other.name())
+}
+
+/// Each lane's drops in a `trace` of decisions, `lanes` to an event.
+pub fn dropped_by_lane(trace: &[bool], lanes: usize) -> Vec<u64> {
+    let mut dropped = vec![0u64; lanes];
+    for decisions in trace.chunks(lanes.max(1)) {
+        for (n, passed) in decisions.iter().enumerate() {
+            dropped[n] += u64::from(!passed);
+        }
+    }
+    dropped
 }

@@ -13,12 +13,12 @@ use crate::layered::{Layer, LayeredRecord};
 use crate::limit::Limit;
 use crate::limiter::{OwnSize, SystemSizer};
 use crate::limits::LimitPolicy;
-use crate::notes::notes;
+use crate::notes::{dropped_by_lane, notes, ties_note};
 use crate::policy_report::{LayerReport, LayeredReport, ReplayReport};
 use crate::recorder::{KeyNames, Recorder, Settings};
 use crate::redis::RedisTarget;
 use crate::report::{LimiterReport, SystemSize};
-use crate::units::time::{MICROS_PER_SEC, Span, Timestamp};
+use crate::units::time::Span;
 
 /// How a replay runs, beside its policy and its input.
 #[derive(Clone, Debug)]
@@ -234,8 +234,7 @@ impl Run<'_> {
         let own = settings.algorithm.own_size().filter(|own| own.in_replay && again.own_size);
         let memory = matches!(self.backend, Backend::Memory);
         let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
-        let mut note = None;
-        if let Some(read) = self.read_again(own.map(|own| (own, settings)), tied && again.spread)? {
+        if let Some(read) = self.read_again(own.map(|own| (own, settings)))? {
             report.system_size = read.own.map(|(mut finder, own)| {
                 let (value, key) = finder.result();
                 let named = key.filter(|_| self.read.key_column.is_some());
@@ -246,63 +245,42 @@ impl Run<'_> {
                     key: named.zip(names.names).map(|(key, table)| table.name(key)),
                 }
             });
-            if let Some(events) = read.events {
-                note = Some(self.spread_note(settings, &events, &read.keys, report.dropped)?);
-            }
         }
-        Ok((report, note))
+        let other = (tied && again.spread && self.source.can_read_again())
+            .then(|| self.other_reading(settings, report.dropped))
+            .transpose()?;
+        Ok((report, other))
     }
 
-    /// Reads the input once more, if it can be read again and something is asked of it:
-    /// the system's own lossless setting (nginx's `burst=`) at `own`'s settings, per key if
-    /// keyed, in the order the system sees them; and the events kept if `spread`. `None` if
-    /// nothing is asked, or the input cannot be read again.
-    fn read_again(&self, own: Option<(OwnSize, Settings)>, spread: bool) -> Result<Option<Reread>> {
-        if (own.is_none() && !spread) || !self.source.can_read_again() {
+    /// Reads the input once more, if it can be read again and the system's own lossless
+    /// setting (nginx's `burst=`) is asked, at `own`'s settings, per key if keyed, in the
+    /// order the system sees them. `None` if it is not asked, or the input cannot be read
+    /// again.
+    fn read_again(&self, own: Option<(OwnSize, Settings)>) -> Result<Option<Reread>> {
+        let Some((own, settings)) = own.filter(|_| self.source.can_read_again()) else {
             return Ok(None);
-        }
+        };
         let keyed = self.read.key_column.is_some();
-        let skips = own.is_some_and(|(_, s)| s.algorithm.skips_empty_key());
-        let empty = (keyed && skips).then(|| self.read.key_notes.clone());
+        let empty =
+            (keyed && settings.algorithm.skips_empty_key()).then(|| self.read.key_notes.clone());
         let fresh = || Reread {
             // The system's own, with the parameters the replay ran it with (nginx's zone).
-            own: own.map(|(own, s)| ((own.finder)(s.rate, &s.params), own)),
-            events: spread.then(Vec::new),
+            own: Some(((own.finder)(settings.rate, &settings.params), own)),
             empty: empty.clone(),
-            keys: catalog::KeyTable::new(),
         };
-        let (mut again, stats) = catalog::read_events(self.source, self.read, fresh)?;
-        again.keys = stats.keys;
+        let (again, _) = catalog::read_events(self.source, self.read, fresh)?;
         Ok(Some(again))
     }
 
-    /// What whole-second ties can matter: `events` replayed again with each tied second's
-    /// events spread evenly across it in the order they came, and that replay's drops
-    /// beside `dropped`, the drops as logged.
-    fn spread_note(
-        &self,
-        settings: Settings,
-        events: &[Event],
-        keys: &catalog::KeyTable,
-        dropped: u64,
-    ) -> Result<String> {
-        let mut spread = Vec::with_capacity(events.len());
-        for tied in events.chunk_by(|a, b| a.time == b.time) {
-            let n = i64::try_from(tied.len()).unwrap_or(i64::MAX);
-            for (i, event) in (0..).zip(tied) {
-                // i < n: within the second, so the time stays in range.
-                let at = event.time.as_micros() + i * MICROS_PER_SEC / n;
-                let time = Timestamp::from_micros(at).unwrap_or(event.time);
-                spread.push(Event { time, ..*event });
-            }
-        }
+    /// What whole-second ties can matter: the input replayed again through a limiter with
+    /// `settings`, its ties read the other way (`--ties`), and that replay's drops beside
+    /// `dropped`, this reading's.
+    fn other_reading(&self, settings: Settings, dropped: u64) -> Result<String> {
+        let other = ReadOptions { ties: self.read.ties.other(), ..self.read.clone() };
         let keyed = self.read.key_column.is_some();
-        let recorder = self.backend.decide(&[settings], keyed, (spread, keys))?;
-        let spread_dropped = recorder.trace().iter().filter(|&&passed| !passed).count();
-        Ok(format!(
-            "with each second's tied events spread evenly across it, in the order they came, \
-             the limit drops {spread_dropped}, against {dropped} as logged"
-        ))
+        let (recorder, _) = self.backend.replay(&[settings], keyed, (self.source, &other), true)?;
+        let other_dropped = dropped_by_lane(recorder.trace(), 1)[0];
+        Ok(ties_note(self.read.ties, &[(None, dropped, other_dropped)]))
     }
 
     /// Replays the events through `layers`, each settled from its limit in `limits`, all or
@@ -373,11 +351,8 @@ impl Again {
 /// themselves, to be replayed with their whole-second ties spread.
 struct Reread {
     own: Option<(Box<dyn SystemSizer>, OwnSize)>,
-    events: Option<Vec<Event>>,
     /// With keys, the empty key, which the system does not account.
     empty: Option<catalog::KeyNotes>,
-    /// The table that numbered the keys as they were read again.
-    keys: catalog::KeyTable,
 }
 
 impl Sink for Reread {
@@ -388,9 +363,6 @@ impl Sink for Reread {
             && !self.empty.as_ref().is_some_and(|empty| empty.is(event.key))
         {
             finder.push(event);
-        }
-        if let Some(events) = &mut self.events {
-            events.push(event);
         }
         Ok(())
     }

@@ -31,6 +31,23 @@ pub struct Configuration {
     pub spec: String,
     #[serde(flatten)]
     pub limiter: LimiterReport,
+    /// When the times are whole seconds and events share them: what the configuration
+    /// passes and drops with those ties read the other way (`--ties`), so that both
+    /// readings, which bound what the events could have been, are in view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_ties: Option<OtherTies>,
+}
+
+/// What a configuration does with whole-second ties read the other way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct OtherTies {
+    /// The other reading: `spread` (each second's tied events spread evenly across it, in
+    /// the order they came) or `together` (simultaneous, as written).
+    pub ties: String,
+    /// The events it passes so.
+    pub passed: u64,
+    /// The events it drops so.
+    pub dropped: u64,
 }
 
 /// What changes from the first configuration to the second, event by event.

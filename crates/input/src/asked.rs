@@ -176,6 +176,8 @@ pub struct Asked {
     pub cost: Option<Cost>,
     /// The value of the key column read as an empty key.
     pub empty_key: Option<String>,
+    /// How events written at the same whole second are read.
+    pub ties: crate::catalog::Ties,
 }
 
 impl Asked {
@@ -342,6 +344,7 @@ impl Asked {
             skip_bad: self.skip_bad,
             key_notes: empty_key,
             threads: self.threads.unwrap_or_else(available_threads),
+            ties: self.ties,
             ..ReadOptions::new()
         })
     }

@@ -14,7 +14,7 @@ pub use super::event::Event;
 pub use super::filter::{ColumnFilter, RowFilter, TimeFilter};
 pub use super::instants::Instants;
 pub use super::keys::{Key, KeyNotes, KeyTable, slot};
-pub use super::options::{ReadOptions, available_threads};
+pub use super::options::{ReadOptions, Ties, available_threads};
 use super::pipeline::Flow;
 pub use super::sink::Sink;
 use super::sorted::read_sorted;
@@ -41,16 +41,24 @@ pub fn read_events<S: Sink>(
         let busy = sink.busy();
         let mut last = None;
         let mut instants = Instants::default();
+        let (name, mut ties) = (source.name(), options.ties.spreader());
+        let mut emit = |event: Event| sink.event(event);
         let streamed = stream_input(&mut input, source, options, busy, |event: Event| {
             if last.is_some_and(|last| event.time < last) {
                 return Ok(Flow::Stop);
             }
             last = Some(event.time);
             instants.see(event.time, event.key);
-            sink.event(event)?;
+            match &mut ties {
+                Some(spreader) => spreader.push(event, &name, &mut emit)?,
+                None => emit(event)?,
+            }
             Ok::<_, S::Error>(Flow::More)
         })?;
         if let Some(stats) = streamed {
+            if let Some(spreader) = &mut ties {
+                spreader.flush(None, &mut emit)?;
+            }
             return Ok((sink, ReadStats { instants, ..stats }));
         }
     }

@@ -11,6 +11,7 @@ use super::reading::RowReader;
 use super::sorted::MOST_KEPT;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
+use super::ties::{Ties, spread_sorted};
 use crate::units::time::Timestamp;
 
 /// A catalog's rows, kept whole in time order, for writing them out again.
@@ -22,6 +23,10 @@ pub struct Rows {
     /// The costs other than 1, by where their row is stored, in that order: events that
     /// cost 1 cost nothing here.
     costs: Vec<(usize, u64)>,
+    /// How ties at a whole second were read into `order`'s times.
+    ties: Ties,
+    /// Read spread, the times as written, in time order; else empty.
+    written: Vec<Timestamp>,
 }
 
 impl Rows {
@@ -33,6 +38,33 @@ impl Rows {
     /// Returns true if there are no rows.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
+    }
+
+    /// Returns the rows' times, in time order, as `ties` reads them.
+    pub fn times_as(&self, ties: Ties) -> Vec<Timestamp> {
+        match (self.ties, ties) {
+            (Ties::Spread, Ties::Together) => self.written.clone(),
+            (Ties::Together, Ties::Spread) => {
+                let mut times: Vec<Timestamp> = self.order.iter().map(|&(t, _)| t).collect();
+                spread_sorted(&mut times);
+                times
+            }
+            _ => self.order.iter().map(|&(t, _)| t).collect(),
+        }
+    }
+
+    /// Reads the rows' ties as `ties` says, the rows sorted by time, keeping the times as
+    /// written if it changes them, and counting the ties as written in `stats`.
+    fn read_ties(&mut self, ties: Ties, stats: &mut ReadStats) {
+        let store = &self.store;
+        self.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(store, at)));
+        if ties == Ties::Spread {
+            self.written = self.times_as(Ties::Together);
+            let mut times = self.written.clone();
+            spread_sorted(&mut times);
+            self.order.iter_mut().zip(times).for_each(|(row, time)| row.0 = time);
+            self.ties = Ties::Spread;
+        }
     }
 
     /// Returns the header line, without its line ending.
@@ -141,7 +173,7 @@ pub fn read_rows(source: &Source, options: &ReadOptions) -> Result<(Rows, ReadSt
     // Row offsets grow with input order, so sorting by (time, offset) is stable by time.
     rows.order.sort_unstable();
     let mut stats = pass.stats;
-    rows.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(&rows.store, at)));
+    rows.read_ties(options.ties, &mut stats);
     Ok((rows, stats))
 }
 
@@ -168,7 +200,7 @@ fn arrow_rows(
     // `each_row` gives `None` only when the taker says stop, and this one never does.
     let mut stats = read.unwrap_or_default();
     rows.order.sort_unstable();
-    rows.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(&rows.store, at)));
+    rows.read_ties(options.ties, &mut stats);
     Ok((rows, stats))
 }
 

@@ -1,6 +1,7 @@
 //! Events that share an instant: how many, and what that says when times are whole seconds.
 
 use crate::keys::Key;
+use crate::ties::Ties;
 use crate::units::time::Timestamp;
 
 /// How many events of a run in time order share their instant with another of their key
@@ -44,9 +45,10 @@ impl Instants {
     }
 
     /// Returns what to say when the times were written in whole seconds (`fractions` is
-    /// false) and events share a second: how many (of one key, if `keyed`), and what that
-    /// does to the figures; for an access log (`logged`), how nginx logs finer times.
-    pub fn note(&self, fractions: bool, keyed: bool, logged: bool) -> Option<String> {
+    /// false) and events share a second: how many (of one key, if `keyed`), how they were
+    /// read (`ties`), what that does to the figures, and how to see the other reading; for
+    /// an access log (`logged`), how nginx logs finer times.
+    pub fn note(&self, fractions: bool, keyed: bool, logged: bool, ties: Ties) -> Option<String> {
         let shared = self.shared();
         if shared == 0 || fractions {
             return None;
@@ -58,10 +60,18 @@ impl Instants {
         } else {
             "; write times to the millisecond"
         };
+        let read = match ties {
+            Ties::Together => "replayed as simultaneous, though up to 1 s apart",
+            Ties::Spread => {
+                "replayed spread evenly across their second (--ties spread), though \
+                             they may have come anywhere in it"
+            }
+        };
+        let other = ties.other().name();
         Some(format!(
             "the times are whole seconds, and {shared} events share their second with another{whose}: \
-             they are replayed as simultaneous, though up to 1 s apart. The figures may be \
-             off, either way, by what the rate refills in 1 s{finer}"
+             they are {read}. The figures may be off, either way, by what the rate refills in \
+             1 s: see the other reading with --ties {other}{finer}"
         ))
     }
 }
@@ -84,13 +94,13 @@ mod tests {
         let instants =
             seen(&[0, 1_000_000, 1_000_000, 1_000_000, 2_000_000, 5_000_000, 5_000_000].map(one));
         assert_eq!(instants.shared(), 5);
-        let note = instants.note(false, false, false).unwrap();
+        let note = instants.note(false, false, false, Ties::Together).unwrap();
         assert!(note.starts_with("the times are whole seconds, and 5 events"), "{note}");
         assert!(note.ends_with("write times to the millisecond"), "{note}");
-        assert!(instants.note(false, false, true).unwrap().contains("nginx $msec"));
+        assert!(instants.note(false, false, true, Ties::Together).unwrap().contains("nginx $msec"));
         // Times written to the millisecond that tie are ties of the events themselves.
-        assert_eq!(instants.note(true, false, false), None);
-        assert_eq!(seen(&[one(0), one(1_000_000)]).note(false, false, false), None);
+        assert_eq!(instants.note(true, false, false, Ties::Together), None);
+        assert_eq!(seen(&[one(0), one(1_000_000)]).note(false, false, false, Ties::Together), None);
     }
 
     #[test]
@@ -101,7 +111,7 @@ mod tests {
         assert_eq!(instants.shared(), 4);
         assert!(
             instants
-                .note(false, true, false)
+                .note(false, true, false, Ties::Together)
                 .unwrap()
                 .contains("4 events share their second with another of their key")
         );

@@ -58,6 +58,7 @@ mod sorted;
 mod source;
 mod stats;
 mod streaming;
+mod ties;
 mod timeline;
 pub mod units;
 mod values;

@@ -5,6 +5,7 @@ use super::filter::{self, ColumnFilter, RowFilter};
 use super::format::InputFormat;
 use super::keys::KeyNotes;
 use super::log_format::LogFormat;
+pub use super::ties::Ties;
 use crate::progress::{ShowProgress, Stop};
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
@@ -50,6 +51,9 @@ pub struct ReadOptions {
     /// How many threads may read and work on the events: with 1, all is done on the
     /// calling thread. The events and what is made of them are the same for any number.
     pub threads: usize,
+    /// How events written at the same whole second are read: together (the times as
+    /// written), or spread evenly across their second.
+    pub ties: Ties,
 }
 
 impl ReadOptions {
@@ -72,6 +76,7 @@ impl ReadOptions {
             skip_bad: 0,
             key_notes: KeyNotes::default(),
             threads: available_threads(),
+            ties: Ties::Together,
         }
     }
 }

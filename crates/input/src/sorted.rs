@@ -28,10 +28,18 @@ pub(super) fn read_sorted<S: Sink>(
     // `stream` gives `None` only when the taker says stop, and this one never does.
     .expect("a pass that is never stopped ends");
     let mut instants = Instants::default();
+    let (name, mut ties) = (source.name(), options.ties.spreader());
+    let mut emit = |event: Event| sink.event(event);
     kept.for_each_sorted(|event| {
         instants.see(event.time, event.key);
-        sink.event(event)
+        match &mut ties {
+            Some(spreader) => spreader.push(event, &name, &mut emit),
+            None => emit(event),
+        }
     })?;
+    if let Some(spreader) = &mut ties {
+        spreader.flush(None, &mut emit)?;
+    }
     Ok((sink, ReadStats { instants, sorted: true, ..stats }))
 }
 

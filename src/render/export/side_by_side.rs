@@ -25,15 +25,23 @@ impl Report for SideBySide {
         labeled(out, &lines, style)?;
         writeln!(out)?;
         let share = |n: u64| format!("{n}{}", percent(n, self.events));
+        // Whole-second ties read the other way: its drops beside each configuration's.
+        let other = self.configurations.iter().find_map(|c| c.other_ties.as_ref());
         let rows: Vec<Vec<String>> = (self.configurations.iter())
             .map(|c| {
                 let r = &c.limiter;
                 let mut row = vec![c.spec.clone(), share(r.passed), share(r.dropped)];
+                row.extend(c.other_ties.as_ref().map(|o| share(o.dropped)));
                 row.extend(limiter_cells(r).into_iter().skip(1));
                 row
             })
             .collect();
-        let header = ["configuration", "passed", "dropped", "busiest", "min bucket", "promise"];
+        let other_header = other.map(|o| format!("dropped, ties {}", o.ties));
+        let header: Vec<&str> = ["configuration", "passed", "dropped"]
+            .into_iter()
+            .chain(other_header.as_deref())
+            .chain(["busiest", "min bucket", "promise"])
+            .collect();
         table(out, &header, &rows, style)?;
         match &self.changes {
             Some(changes) => changes_table(out, changes, style),
