@@ -258,3 +258,48 @@ fn every_page_is_linked_and_every_link_resolves() {
         .collect();
     assert!(unlinked.is_empty(), "pages nothing links to: {unlinked:?}");
 }
+
+/// The packages a `pip install` line of README or `docs/` names, each as written.
+fn installed_by_the_docs() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md"), root.join("python/README.md")];
+    let docs = std::fs::read_dir(root.join("docs")).unwrap();
+    pages.extend(
+        docs.map(|entry| entry.unwrap().path()).filter(|p| p.extension() == Some("md".as_ref())),
+    );
+    let mut named = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("pip install ") else { continue };
+            let words = line[at + "pip install ".len()..].split_whitespace();
+            // Up to a shell's `&&`, `#` or `;`, or prose's closing backtick.
+            let words = words.take_while(|w| !["&&", "#", ";"].contains(w) && !w.contains('`'));
+            let packages = words.filter(|w| !w.starts_with('-') && !w.contains('/'));
+            let at = format!("{}:{}", page.strip_prefix(root).unwrap().display(), n + 1);
+            named.extend(packages.map(|w| (at.clone(), w.trim_matches('"').to_owned())));
+        }
+    }
+    named
+}
+
+#[test]
+fn every_package_the_docs_install_is_pinned_as_ci_pins_it() {
+    let ci =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run")).unwrap();
+    let pinned: std::collections::BTreeMap<&str, &str> = (ci.split('"'))
+        .filter_map(|word| word.split_once("=="))
+        .map(|(name, version)| (name.split('[').next().unwrap(), version))
+        .collect();
+    let named = installed_by_the_docs();
+    assert!(named.iter().any(|(_, p)| p.starts_with("pyspark")), "{named:?}");
+    for (at, package) in named {
+        let (name, version) = package.split_once("==").unwrap_or_else(|| {
+            panic!("{at}: {package} is not pinned (NAME==VERSION), so it resolves to whatever is newest")
+        });
+        let name = name.split('[').next().unwrap();
+        if let Some(ci) = pinned.get(name) {
+            assert_eq!(version, *ci, "{at}: {name} is {version} there and {ci} in .ci/run");
+        }
+    }
+}
