@@ -62,7 +62,10 @@ pub fn read_events<S: Sink>(
             return Ok((sink, ReadStats { instants, ..stats }));
         }
     }
-    read_sorted(&mut input, source, options, fresh())
+    // Streaming met a row out of time order (or the input is read once): read it again,
+    // or on, to sort it; a bar starting over says why.
+    let again = ReadOptions { again: input.can_rewind(), ..options.clone() };
+    read_sorted(&mut input, source, &again, fresh())
 }
 
 #[cfg(all(test, feature = "compressed"))]
@@ -96,5 +99,52 @@ mod tests {
         assert_eq!(read_gzipped(&[1, 2, 2, 3]), (vec![1, 2, 2, 3], false));
         // Out of order: decoded a second time and sorted, as a plain file is read again.
         assert_eq!(read_gzipped(&[3, 1, 2]), (vec![1, 2, 3], true));
+    }
+
+    /// What the progress of a read was last shown: the total, and the rows and bytes.
+    static SHOWN: std::sync::Mutex<(Option<u64>, u64, u64)> = std::sync::Mutex::new((None, 0, 0));
+
+    struct Shown;
+
+    impl crate::progress::Progress for Shown {
+        fn show(&mut self, rows: u64, bytes: u64) {
+            let mut shown = SHOWN.lock().unwrap();
+            (shown.1, shown.2) = (rows, bytes);
+        }
+    }
+
+    #[test]
+    fn a_compressed_files_progress_is_its_bytes_on_the_disk() {
+        // 200,000 rows of a gzipped CSV, on one thread and on two: the total shown is the
+        // file's size on the disk, and the bytes, read off it, come up to it, where the
+        // decompressed bytes would pass it many times.
+        let csv: String = (0..200_000).map(|t| format!("{t}\n")).collect();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gzip.write_all(format!("time\n{csv}").as_bytes()).unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), gzip.finish().unwrap()).unwrap();
+        let on_disk = std::fs::metadata(file.path()).unwrap().len();
+        for threads in [1, 2] {
+            *SHOWN.lock().unwrap() = (None, 0, 0);
+            let options = ReadOptions {
+                time_format: crate::units::layout::TimeLayout::Named(
+                    crate::units::time::TimeFormat::UnixS,
+                ),
+                progress: Some(|total, _| {
+                    SHOWN.lock().unwrap().0 = total;
+                    Box::new(Shown)
+                }),
+                threads,
+                ..ReadOptions::new()
+            };
+            let source = Source::Path(file.path().to_owned());
+            read_events(&source, &options, Timeline::new).unwrap();
+            let (total, rows, bytes) = *SHOWN.lock().unwrap();
+            assert_eq!(total, Some(on_disk), "{threads} threads");
+            assert!(
+                rows > 0 && bytes > on_disk / 4 && bytes <= on_disk,
+                "{threads}: {bytes} of {on_disk}"
+            );
+        }
     }
 }

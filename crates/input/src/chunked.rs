@@ -193,7 +193,7 @@ fn take_pieces<E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let Plan { file, header, options, size, body, .. } = *plan;
-    let mut progress = Ticker::new(options.progress, &options.stop, Some(size));
+    let mut progress = Ticker::new(options, (Some(size), None));
     let mut stats = ReadStats::default();
     let mut keys = KeyTable::telling(&options.key_notes);
     let mut buffer = Vec::new();
@@ -229,7 +229,7 @@ fn take_pieces<E: From<ReadError>>(
     let mut at = header.body.clone();
     at.set_byte(expected).set_line(line);
     let stats = ReadStats { keys, ..stats };
-    let mut pass = Reading::resume(file, Some(size), header, options, at, stats)?;
+    let mut pass = Reading::resume(file, (Some(size), None), header, options, at, stats)?;
     while let Some(event) = pass.next_event()? {
         if let Flow::Stop = take(event)? {
             return Ok(None);

@@ -7,6 +7,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::error::ReadError;
+use crate::progress::RawBytes;
 
 /// How a file's bytes are compressed, from its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,14 +99,20 @@ pub(crate) fn decoded<R: Read + Send + 'static>(
 
 /// Opens a file for reading, decompressed if it is: a regular file is known by its first
 /// bytes; a FIFO or a device is read as it comes, unlooked at.
-pub(crate) fn open_decoded(path: &Path) -> Result<Box<dyn Read + Send>, ReadError> {
+pub(crate) fn open_decoded(
+    path: &Path,
+    raw: Option<&RawBytes>,
+) -> Result<Box<dyn Read + Send>, ReadError> {
     let io = |error| ReadError::Io { name: path.display().to_string(), error };
     let mut file = File::open(path).map_err(io)?;
     let compression = match file.metadata().is_ok_and(|m| m.is_file()) {
         true => Compression::of(&mut file).map_err(io)?,
         false => Compression::None,
     };
-    decoded(file, compression).map_err(io)
+    match raw {
+        Some(raw) => decoded(raw.counting(file), compression).map_err(io),
+        None => decoded(file, compression).map_err(io),
+    }
 }
 
 /// Opens a regular file and reads it decompressed; `None` if it is not a regular file
@@ -114,5 +121,5 @@ pub(crate) fn open_regular(path: &Path) -> Option<Box<dyn Read + Send>> {
     if !std::fs::metadata(path).ok()?.is_file() {
         return None;
     }
-    open_decoded(path).ok()
+    open_decoded(path, None).ok()
 }

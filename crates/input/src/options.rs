@@ -54,6 +54,9 @@ pub struct ReadOptions {
     /// How events written at the same whole second are read: together (the times as
     /// written), or spread evenly across their second.
     pub ties: Ties,
+    /// Whether this read reads the input again, from its start, its rows having come out
+    /// of time order: its progress says so.
+    pub again: bool,
 }
 
 impl ReadOptions {
@@ -77,6 +80,7 @@ impl ReadOptions {
             key_notes: KeyNotes::default(),
             threads: available_threads(),
             ties: Ties::Together,
+            again: false,
         }
     }
 }

@@ -18,7 +18,7 @@ use super::reading::{Reading, long_row};
 use super::scan::{Row, Unusual};
 use super::source::Source;
 use super::stats::ReadStats;
-use crate::progress::Ticker;
+use crate::progress::{Measure, Ticker};
 
 /// The bytes of stdin read at a time, and about the size of a block of rows.
 const BLOCK: usize = 1 << 20;
@@ -33,7 +33,7 @@ const BLOCK: usize = 1 << 20;
 pub(super) fn stream_pipe<'i, E: From<ReadError>>(
     mut input: Box<dyn Read + Send + 'i>,
     source: &Source,
-    options: &ReadOptions,
+    (options, measure): (&ReadOptions, Measure),
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Result<Option<ReadStats>, (Vec<u8>, Box<dyn Read + Send + 'i>)>, E> {
     let name = source.name();
@@ -57,7 +57,8 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
             }
         }
     };
-    let mut pass = Reading::new(Cursor::new(&carry[..header_end]), name.clone(), options, None)?;
+    let mut pass =
+        Reading::new(Cursor::new(&carry[..header_end]), name.clone(), options, (None, None))?;
     let header = pass.header();
     drop(pass);
     let Some(header) = header else { return Ok(Err((carry, input))) };
@@ -119,7 +120,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut keys = KeyTable::telling(&options.key_notes);
         let mut line = header.body.line();
         let mut next = 0;
-        let mut progress = Ticker::new(options.progress, &options.stop, None);
+        let mut progress = Ticker::new(options, measure.clone());
         let mut bytes = header.body.byte();
         while let Ok((mut piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;
@@ -131,7 +132,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
                 at.set_line(line);
                 let carried =
                     ReadStats { keys: std::mem::take(&mut keys), ..std::mem::take(&mut stats) };
-                let size = Some(wide(block.len()));
+                let size = (Some(wide(block.len())), None);
                 let mut pass =
                     Reading::resume(Cursor::new(&block[..]), size, &header, options, at, carried)?;
                 while let Some(event) = pass.next_event()? {

@@ -18,7 +18,7 @@ use super::options::ReadOptions;
 use super::row::{Columns, CostAt, Scratch, row_event};
 use super::several::Later;
 use super::stats::ReadStats;
-use crate::progress::Ticker;
+use crate::progress::{Measure, Ticker};
 use crate::units::time::Timestamp;
 
 /// Where rows come from: the csv crate for CSV and TSV, records for the other formats.
@@ -121,7 +121,7 @@ impl<'a, R: Read> Reading<'a, R> {
         reader: R,
         name: String,
         options: &'a ReadOptions,
-        size: Option<u64>,
+        size: Measure,
     ) -> Result<Reading<'a, R>> {
         let (rows, header) = open_rows(reader, options, &name, None)?;
         let columns = resolve_columns(&header, options, &name)?;
@@ -137,7 +137,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 keys: KeyTable::telling(&options.key_notes),
                 ..ReadStats::default()
             },
-            progress: Ticker::new(options.progress, &options.stop, size),
+            progress: Ticker::new(options, size),
             header,
             later: None,
             at_start: false,
@@ -155,7 +155,7 @@ impl<'a, R: Read> Reading<'a, R> {
         let Some((name, reader)) = later.next()? else { return Ok(false) };
         if self.header.is_empty() {
             // Nothing came before, not even a header: this file is read as the first is.
-            let mut first = Reading::new(reader, name, self.options, None)?;
+            let mut first = Reading::new(reader, name, self.options, (None, None))?;
             std::mem::swap(&mut first.progress, &mut self.progress);
             first.stats = std::mem::take(&mut self.stats);
             first.later = self.later.take();
@@ -430,7 +430,7 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
     /// `stats`.
     pub(super) fn resume(
         input: R,
-        size: Option<u64>,
+        size: Measure,
         header: &Header,
         options: &'a ReadOptions,
         at: csv::Position,
@@ -455,7 +455,7 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             scratch: Scratch::default(),
             width: Some(header.width),
             stats,
-            progress: Ticker::new(options.progress, &options.stop, size),
+            progress: Ticker::new(options, size),
             header: ByteRecord::new(),
             later: None,
             at_start: false,
@@ -493,12 +493,13 @@ pub(super) fn several<'a, R: Read>(
     paths: &[PathBuf],
     options: &'a ReadOptions,
     open: impl FnMut(&Path) -> Result<R> + Send + 'a,
+    measure: Measure,
 ) -> Result<Reading<'a, R>> {
     let mut later = Later::new(paths, open);
     let Some((name, first)) = later.next()? else {
         return Err(layout("no files", "several files were asked for, and none given".into()));
     };
-    Ok(Reading::new(first, name, options, None)?.then(later))
+    Ok(Reading::new(first, name, options, measure)?.then(later))
 }
 
 #[cfg(test)]
@@ -517,7 +518,7 @@ mod tests {
             let n: usize = path.to_str().unwrap()[1..].parse().unwrap();
             Ok(texts[n].as_bytes())
         };
-        let mut pass = several(&paths, options, open).map_err(|e| e.to_string())?;
+        let mut pass = several(&paths, options, open, (None, None)).map_err(|e| e.to_string())?;
         let mut found = Vec::new();
         while let Some(event) = pass.next_event().map_err(|e| e.to_string())? {
             found.push(event.time.as_micros() / 1_000_000);

@@ -8,6 +8,7 @@ use super::decompress::{Compression, decoded, open_decoded, sniffed};
 use super::error::{ReadError, Result, layout};
 use super::options::ReadOptions;
 use super::reading::Reading;
+use crate::progress::{Measure, RawBytes};
 
 /// Where a catalog comes from. More places may come: a match on it has a wildcard arm.
 #[derive(Clone, Debug)]
@@ -144,13 +145,14 @@ pub(super) enum Opened {
         start: u64,
     },
     /// A compressed regular file: read through its decoder, and again from its start by
-    /// decoding it again.
-    Decoded(PathBuf),
+    /// decoding it again; `raw` counts the bytes read off the disk.
+    Decoded(PathBuf, RawBytes),
     /// Several files, read one after the other; again from the first if `again` (every
-    /// one is a regular file).
+    /// one is a regular file); `raw` counts the bytes read off the disk.
     Files {
         paths: Vec<PathBuf>,
         again: bool,
+        raw: RawBytes,
     },
     Once(Option<Box<dyn Read + Send>>),
     Bytes(&'static [u8]),
@@ -173,7 +175,7 @@ impl Opened {
                             Compression::None => Opened::File { file, start: 0 },
                             // Decompressed, it is read as a pipe is, and again by opening
                             // it again.
-                            _ => Opened::Decoded(path.clone()),
+                            _ => Opened::Decoded(path.clone(), RawBytes::default()),
                         }
                     }
                     _ => Opened::Once(Some(Box::new(file))),
@@ -190,7 +192,7 @@ impl Opened {
                     })?;
                     again &= meta.is_file();
                 }
-                Opened::Files { paths: paths.clone(), again }
+                Opened::Files { paths: paths.clone(), again, raw: RawBytes::default() }
             }
             Source::Stdin => {
                 let io = |error| ReadError::Io { name: source.name(), error };
@@ -215,11 +217,26 @@ impl Opened {
             Opened::File { file, start } => {
                 file.metadata().ok().map(|m| m.len().saturating_sub(*start))
             }
-            Opened::Once(_) | Opened::Decoded(_) | Opened::Files { .. } => None,
+            Opened::Once(_) | Opened::Decoded(..) | Opened::Files { .. } => None,
             // A slice's length fits in 64 bits on every platform Rust supports.
             Opened::Bytes(bytes) => Some(bytes.len() as u64),
             #[cfg(all(unix, feature = "arrow"))]
             Opened::Arrow(_) => None,
+        }
+    }
+
+    /// Returns what a read's progress is measured against: the bytes to read, or for a
+    /// compressed file or several, the bytes on the disk and what counts them as they are
+    /// read (restarted with each read from the start).
+    pub(super) fn measure(&self) -> Measure {
+        let on_disk = |path: &PathBuf| std::fs::metadata(path).ok().map(|m| m.len());
+        match self {
+            Opened::Decoded(path, raw) => (on_disk(path), Some(raw.clone())),
+            Opened::Files { paths, raw, .. } => {
+                let sizes: Option<Vec<u64>> = paths.iter().map(on_disk).collect();
+                (sizes.map(|sizes| sizes.iter().sum()), Some(raw.clone()))
+            }
+            _ => (self.size(), None),
         }
     }
 
@@ -248,12 +265,14 @@ impl Opened {
         options: &'a ReadOptions,
         wrap: impl Fn(Box<dyn Read + Send + 'a>) -> R + Send + 'a,
     ) -> Result<Reading<'a, R>> {
-        if let Opened::Files { paths, .. } = self {
-            let open = move |path: &Path| Ok(wrap(open_decoded(path)?));
-            return super::reading::several(paths, options, open);
+        let measure = self.measure();
+        if let Opened::Files { paths, raw, .. } = self {
+            raw.restart();
+            let raw = raw.clone();
+            let open = move |path: &Path| Ok(wrap(open_decoded(path, Some(&raw))?));
+            return super::reading::several(paths, options, open, measure);
         }
-        let size = self.size();
-        Reading::new(wrap(self.reader(source)?), source.name(), options, size)
+        Reading::new(wrap(self.reader(source)?), source.name(), options, measure)
     }
 
     /// Returns a reader from the start of the input; what cannot rewind is read only once.
@@ -264,7 +283,10 @@ impl Opened {
                     .map_err(|error| ReadError::Rewind { name: source.name(), error })?;
                 Box::new(&*file)
             }
-            Opened::Decoded(path) => open_decoded(path)?,
+            Opened::Decoded(path, raw) => {
+                raw.restart();
+                open_decoded(path, Some(raw))?
+            }
             Opened::Files { .. } => {
                 return Err(layout(&source.name(), "several files are read one by one".into()));
             }

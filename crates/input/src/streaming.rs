@@ -38,17 +38,23 @@ pub(super) fn stream_input<E: From<ReadError>>(
         && matches!(input, Opened::File { .. })
         && size.is_some_and(|size| size >= 2 * super::chunked::SMALLEST_PIECE);
     #[cfg(unix)]
-    if let Opened::Once(_) | Opened::Decoded(_) = input
+    if let Opened::Once(_) | Opened::Decoded(..) = input
         && options.threads >= 2
         && tabular
     {
+        let measure = input.measure();
         let reader = input.reader(source)?;
-        return match super::pipe::stream_pipe(reader, source, options, &mut take)? {
+        return match super::pipe::stream_pipe(
+            reader,
+            source,
+            (options, measure.clone()),
+            &mut take,
+        )? {
             Ok(stats) => Ok(stats),
             // A header the fast reading does not take: one thread reads it all.
             Err((read, rest)) => {
                 let reader = io::Cursor::new(read).chain(rest);
-                stream(Reading::new(reader, source.name(), options, size)?, busy, take)
+                stream(Reading::new(reader, source.name(), options, measure)?, busy, take)
             }
         };
     }
