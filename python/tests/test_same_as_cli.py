@@ -260,6 +260,26 @@ def test_configurations_side_by_side_are_the_programs(log_csv, log_table):
     assert got["changes"]["newly_refused"] + got["changes"]["newly_passed"] > 0
 
 
+@pytest.mark.parametrize("ties", ["together", "spread"])
+def test_whole_second_ties_read_either_way_are_the_programs(tmp_path, ties):
+    # Three at second 0 and two at second 2: at 2/s with a burst of 1, spread or not.
+    log = tmp_path / "whole.csv"
+    log.write_text("time\n" + "2025-01-01T00:00:00Z\n" * 3 + "2025-01-01T00:00:02Z\n" * 2)
+    limits = ["algo=gcra,rate=2/s,burst=1", "algo=sliding-log,rate=2/s"]
+    flags = [word for spec in limits for word in ("--limit", spec)]
+    want = cli_json("compare", str(log), *flags, "--ties", ties)
+    got = rl.compare(log, limits=limits, ties=ties)
+    assert got == want
+    other = "together" if ties == "spread" else "spread"
+    assert got["configurations"][0]["other_ties"]["ties"] == other
+    # GCRA, I = 1/2 s: together it passes one a second (3 dropped); spread, at 0, 1/3, 2/3,
+    # 2 and 2.5 s, only 1/3 s comes too soon (1 dropped).
+    dropped = {"together": (3, 1), "spread": (1, 3)}[ties]
+    assert (got["configurations"][0]["dropped"], got["configurations"][0]["other_ties"]["dropped"]) == dropped
+    with pytest.raises(rl.PolicyError, match="'apart' is not a reading of ties: together or spread"):
+        rl.compare(log, limits=limits, ties="apart")
+
+
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_typed_replays_of_every_limiter_are_the_programs(m5, m5_table, log_csv, log_table, algo):

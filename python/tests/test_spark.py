@@ -312,7 +312,10 @@ def test_replay_of_one_stream_of_the_real_catalog_is_the_programs(spark, m5, m5_
     rows = m5_table.select(["time", "id", "mag"]).append_column("tie", pyarrow.array(range(m5_table.num_rows)))
     df = spark.createDataFrame(rows.to_pandas())
     got = rls.replay(df, algo=algo, rate="1/h", burst=burst, tie="tie", partitions=6)
-    assert got.method.startswith(method), got.method
+    # Where Spark's sampled range cuts fall depends on the session's earlier jobs: when every
+    # cut falls where the bucket is at rest, the ranges are cut there instead (exact too).
+    # The transfer functions are held to their method on the log above, at 20/m.
+    assert got.method.startswith(method) or got.method.startswith("reset cuts"), got.method
     assert without_input(got) == without_input(want)
     assert want["dropped"] > 0
 
