@@ -160,13 +160,33 @@ fn side_by_side_the_page_draws_each_configuration_and_what_changes() {
     assert_eq!(browser.eval("document.querySelectorAll('#configuration-lanes .lane').length"), 2);
     let compared =
         [&["compare", log.as_str()][..], &CONFIGURATIONS, &["--format", "json"]].concat();
-    let changes = &json(&run_with(&compared, Stdin::Null).ok())["changes"];
+    let compared = json(&run_with(&compared, Stdin::Null).ok());
+    let changes = &compared["changes"];
     let said = format!(
         "From the first to the second: {} events newly refused, {} newly passed.",
         changes["newly_refused"], changes["newly_passed"]
     );
     assert!(text.contains(&said), "{said} not in {text}");
     assert!(text.contains("4. Side by side"), "numbered after the data, scene and size");
+    // The answer first: the title is the move, and what it changes is on the first screen
+    // (1280 × 800, the screenshot open_and_check takes), above the fold.
+    let spec = |n: usize| compared["configurations"][n]["spec"].as_str().unwrap().to_owned();
+    let (first, second) = (spec(0), spec(1));
+    let title = browser.eval("document.getElementById('title').textContent");
+    assert!(title.as_str().unwrap().ends_with(&format!("from {first} to {second}")), "{title}");
+    let lede = browser.eval("document.getElementById('lede').textContent");
+    let lede = lede.as_str().unwrap();
+    let newly = format!(
+        "newly refuses {} events and newly passes {}",
+        changes["newly_refused"], changes["newly_passed"]
+    );
+    assert!(
+        lede.starts_with(&format!("Moving from the first configuration to the second {newly}")),
+        "{lede}"
+    );
+    let bottom = browser
+        .eval("document.getElementById('answer-newly-refused').getBoundingClientRect().bottom");
+    assert!(bottom.as_f64().unwrap() <= 800.0, "the answer is below the first screen: {bottom}");
 }
 
 #[test]

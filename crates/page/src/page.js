@@ -432,6 +432,19 @@
       html("td", { class: c.promise.held ? "held" : "broken" }, tr, `${c.promise.held ? "held" : "broken"}: ${c.promise.text}`);
     });
     const ch = C2.changes;
+    // Two configurations: the answer first, as a single limit's page gives its own. The
+    // title is the move, and the lede what it changes, for whom, and what each drops.
+    if (ch && C2.configurations.length === 2) {
+      const [first, second] = C2.configurations;
+      $("title").textContent = `${D.meta.input.split("/").pop()}: from ${first.spec} to ${second.spec}`;
+      $("lede").innerHTML = "";
+      html("span", {}, $("lede"), "Moving from the first configuration to the second newly refuses ");
+      html("strong", { id: "answer-newly-refused" }, $("lede"), num(ch.newly_refused));
+      html("span", {}, $("lede"), ` events and newly passes ${num(ch.newly_passed)}`);
+      const most = ch.keys && ch.keys.top.length ? ch.keys.top[0] : null;
+      html("span", {}, $("lede"), ch.keys ? `; ${num(ch.keys.changed)} values of ${ch.keys.column} change${most ? `, ${most.key} most (${num(most.first_passed)} passed, then ${num(most.second_passed)})` : ""}.` : ".");
+      html("span", {}, $("lede"), ` The first drops ${num(first.dropped)} of ${num(C2.events)} events, the second ${num(second.dropped)}.`);
+    }
     if (ch) {
       $("changes-summary").textContent = `From the first to the second: ${num(ch.newly_refused)} events newly refused, ${num(ch.newly_passed)} newly passed.` + (ch.keys ? ` ${num(ch.keys.changed)} values of ${ch.keys.column} change; those that change most:` : "");
       if (ch.keys && ch.keys.top.length) {
