@@ -36,6 +36,17 @@ def test_min_bucket_on_dask_is_the_programs_of_one_stream_and_per_key(client, lo
         assert rld.min_bucket(ddf, rate="10/m", key="client", cost=cost, **kw) == without_input(want)
 
 
+def test_whole_second_ties_are_not_spread_in_parts(client, log):
+    # A part may hold some of a second's events: spread there, they would not be the run's.
+    _, frame = log
+    ddf = dask.dataframe.from_pandas(frame, npartitions=2)
+    kw = dict(time="ts", time_format="unix-ms", tie="tie", ties="spread")
+    with pytest.raises(Exception, match='ties="spread" is not read in parts'):
+        rld.min_bucket(ddf, rate="10/m", **kw)
+    with pytest.raises(Exception, match='ties="spread" is not read in parts'):
+        rld.replay(ddf, algo="gcra", rate="20/m", key="client", **kw)
+
+
 @pytest.mark.parametrize("partitions", [1, 5])
 def test_the_curve_on_dask_is_the_programs(client, log, partitions):
     from ratelimit_replay import _curve_table

@@ -129,3 +129,16 @@ fn compare_of_limiters_says_what_each_drops_with_the_ties_read_the_other_way() {
     let bad = run_with(&["replay", "--ties", "apart", "-r", "1/s"], Stdin::Null).error();
     assert!(bad.contains("invalid value 'apart' for '--ties <READING>'"), "{bad}");
 }
+
+#[test]
+fn requests_settled_after_the_response_are_not_read_spread() {
+    // A request's arrival and its completion are read together: spreading the arrivals
+    // would move them away from their completions, so --ties spread is refused there.
+    let log = temp_file("llm.csv", "time,duration\n2025-01-01T00:00:00Z,500\n");
+    let args = ["replay", log.to_str().unwrap(), "--limit", "algo=gcra,rate=1/s"];
+    let settled = [&args[..], &["--duration", "duration", "--ties", "spread"]].concat();
+    let err = run_with(&settled, Stdin::Null).error();
+    assert!(err.ends_with("--ties spread does not read requests settled after the response (--duration, --end): their arrivals are read as written (--ties together)"), "{err}");
+    let together = [&args[..], &["--duration", "duration", "--ties", "together"]].concat();
+    run_with(&together, Stdin::Null).ok();
+}

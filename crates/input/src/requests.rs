@@ -162,6 +162,13 @@ pub fn stream_requests<E: From<ReadError> + Send>(
     columns: &[String],
     mut take: impl FnMut(&Requests) -> Result<(), E>,
 ) -> Result<ReadStats, E> {
+    // A request's arrival and completion are read together, as written: spreading the
+    // arrivals would move them away from their completions.
+    if options.ties == crate::options::Ties::Spread {
+        let why = "--ties spread does not read requests settled after the response (--duration, \
+                   --end): their arrivals are read as written (--ties together)";
+        return Err(super::error::layout(&source.name(), why.to_owned()).into());
+    }
     let mut options = options.clone();
     let ended = completion.map(|c| c.column().to_owned());
     options.also = ended.into_iter().chain(columns.iter().cloned()).collect();

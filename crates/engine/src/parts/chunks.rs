@@ -188,7 +188,8 @@ impl Plan {
             );
         }
         let key = asked.key.as_deref().map(|key| (key, "key="));
-        let mut read = asked.asked.settle(&given, key, Names::Keywords)?;
+        let mut read =
+            super::whole_seconds_together(asked.asked.settle(&given, key, Names::Keywords)?)?;
         read.cost = asked.cost.clone().unwrap_or_default();
         Ok(Plan {
             rates: asked.rates.clone(),

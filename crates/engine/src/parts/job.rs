@@ -70,7 +70,7 @@ impl Job {
 
     /// Settles what to read from `source`: keyed and weighed as the policy says.
     pub fn read(&self, source: &Source) -> Result<ReadOptions> {
-        Ok(self.policy.settle(&self.asked, source, Names::Keywords)?)
+        super::whole_seconds_together(self.policy.settle(&self.asked, source, Names::Keywords)?)
     }
 
     /// Replays all of `source` in one pass, as the engine's [`replay`](crate::replay::replay)

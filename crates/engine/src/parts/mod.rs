@@ -2,9 +2,9 @@
 //! the registry's facts allow, never a limiter's name; what each part tells, and the
 //! parts merged into the report of one pass.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
-use crate::input::catalog::Source;
+use crate::input::catalog::{ReadOptions, Source, Ties};
 use crate::limiter::Algorithm;
 use crate::limits::LimitPolicy;
 
@@ -27,6 +27,20 @@ use self::layered::LayeredPlan;
 pub use self::ranges::RangeSpan;
 pub use self::recommend::{RecommendParts, Stage};
 pub use self::told::VERSION;
+
+/// Refuses to read a part with whole-second ties spread (`ties="spread"`): a range of time,
+/// or a key's rows, may hold part of a second, and a second's events are spread over all
+/// of them at once; spread in parts, the answer would not be the whole run's.
+fn whole_seconds_together(read: ReadOptions) -> Result<ReadOptions> {
+    if read.ties == Ties::Spread {
+        bail!(
+            "ties=\"spread\" is not read in parts: a part may hold some of a second's events, \
+             and they are spread over all of that second's; spread the times in the frame, \
+             or read it whole (ratelimit_replay.replay)"
+        );
+    }
+    Ok(read)
+}
 
 /// How the events of one limit may be cut into parts and decided exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

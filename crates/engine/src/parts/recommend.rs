@@ -71,6 +71,7 @@ impl RecommendParts {
     /// [`part`](RecommendParts::part), its errors the internals'.
     fn told(&self, given: Source, stage: &Stage) -> Result<String> {
         let read = self.asked.settle(&given, Some((&self.key, "key=")), Names::Keywords)?;
+        let read = super::whole_seconds_together(read)?;
         let (Kept(kept, _), stats) =
             catalog::read_events(&given, &read, || Kept::new("recommend"))?;
         let (groups, events) = kept.into_grouped(stats.keys.len());
