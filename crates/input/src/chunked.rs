@@ -34,7 +34,6 @@ use super::reading::{Header, Reading};
 use super::row::{Fields, Scratch, row_event};
 use super::scan::{Row, Unusual};
 use super::stats::ReadStats;
-use crate::progress::Ticker;
 
 /// The most bytes of one piece: large enough that a piece's start costs nothing, small
 /// enough that the pieces in flight (two per worker) take little memory.
@@ -193,7 +192,7 @@ fn take_pieces<E: From<ReadError>>(
     mut take: impl FnMut(Event) -> Result<Flow, E>,
 ) -> Result<Option<ReadStats>, E> {
     let Plan { file, header, options, size, body, .. } = *plan;
-    let mut progress = Ticker::new(options, (Some(size), None));
+    let mut progress = options.ticker((Some(size), None));
     let mut stats = ReadStats::default();
     let mut keys = KeyTable::telling(&options.key_notes);
     let mut buffer = Vec::new();

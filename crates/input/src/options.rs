@@ -6,7 +6,7 @@ use super::format::InputFormat;
 use super::keys::KeyNotes;
 use super::log_format::LogFormat;
 pub use super::ties::Ties;
-use crate::progress::{ShowProgress, Stop};
+use crate::progress::{Measure, ShowProgress, Stop, Ticker};
 use crate::units::layout::TimeLayout;
 use crate::units::time::Timestamp;
 
@@ -60,6 +60,13 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
+    /// Returns the progress of a read measured by `measure` (its bytes to read, if known,
+    /// and what counts them off the disk), shown as `progress` shows it, and stopped when
+    /// `stop` says.
+    pub(crate) fn ticker(&self, (total, raw): Measure) -> Ticker {
+        Ticker::new(self.progress.map(|make| make(total, self.again)), &self.stop, raw)
+    }
+
     /// Returns options that read the `time` column in RFC 3339, keeping every row.
     pub fn new() -> ReadOptions {
         ReadOptions {

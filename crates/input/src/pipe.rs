@@ -18,7 +18,7 @@ use super::reading::{Reading, long_row};
 use super::scan::{Row, Unusual};
 use super::source::Source;
 use super::stats::ReadStats;
-use crate::progress::{Measure, Ticker};
+use crate::progress::Measure;
 
 /// The bytes of stdin read at a time, and about the size of a block of rows.
 const BLOCK: usize = 1 << 20;
@@ -120,7 +120,7 @@ pub(super) fn stream_pipe<'i, E: From<ReadError>>(
         let mut keys = KeyTable::telling(&options.key_notes);
         let mut line = header.body.line();
         let mut next = 0;
-        let mut progress = Ticker::new(options, measure.clone());
+        let mut progress = options.ticker(measure.clone());
         let mut bytes = header.body.byte();
         while let Ok((mut piece, block)) = receivers[next % receivers.len()].recv() {
             next += 1;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::ReadError;
-use crate::options::ReadOptions;
 
 /// Shows a read's progress: a program's progress bar, say.
 pub trait Progress: Send {
@@ -69,11 +68,14 @@ impl<R: Read> Read for Counting<R> {
 }
 
 impl Ticker {
-    /// Returns the progress of a read of `total` bytes (if known): shown by `show` if
-    /// given, stopped when `stop` says; in the bytes `raw` counts, if given.
-    pub(crate) fn new(options: &ReadOptions, (total, raw): Measure) -> Ticker {
-        let show = options.progress.map(|make| make(total, options.again));
-        Ticker(show, options.stop.clone(), raw)
+    /// Returns the progress of a read, shown by `show` if given, stopped when `stop` says;
+    /// in the bytes `raw` counts, if given (`ReadOptions::ticker` makes it).
+    pub(crate) fn new(
+        show: Option<Box<dyn Progress>>,
+        stop: &Stop,
+        raw: Option<RawBytes>,
+    ) -> Ticker {
+        Ticker(show, stop.clone(), raw)
     }
 
     /// Notes that `rows` rows and `bytes` bytes have been read, one row more than before;
@@ -142,13 +144,12 @@ mod tests {
         static CALLS: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicU64>> =
             std::sync::LazyLock::new(Default::default);
         let show: ShowProgress = |_, _| Box::new(Count(CALLS.clone()));
-        let options = ReadOptions { progress: Some(show), ..ReadOptions::new() };
-        let mut ticker = Ticker::new(&options, (Some(100), None));
+        let mut ticker = Ticker::new(Some(show(Some(100), false)), &Stop::default(), None);
         for rows in 1..=3 * EVERY {
             ticker.tick(rows, rows).unwrap();
         }
         assert_eq!(CALLS.load(std::sync::atomic::Ordering::Relaxed), 3);
-        let mut off = Ticker::new(&ReadOptions::new(), (None, None));
+        let mut off = Ticker::new(None, &Stop::default(), None);
         off.tick(EVERY, 1).unwrap();
         assert!(off.0.is_none());
     }
@@ -156,14 +157,13 @@ mod tests {
     #[test]
     fn a_read_asked_to_stop_stops_at_its_next_look() {
         let stop = Stop::new();
-        let options = ReadOptions { stop: stop.clone(), ..ReadOptions::new() };
-        let mut ticker = Ticker::new(&options, (None, None));
+        let mut ticker = Ticker::new(None, &stop, None);
         assert!(ticker.tick(EVERY, 1).is_ok());
         stop.stop();
         // Looked at every EVERY rows, and at every batch.
         assert!(ticker.tick(EVERY + 1, 1).is_ok());
         assert!(matches!(ticker.tick(2 * EVERY, 1), Err(ReadError::Stopped)));
         assert!(matches!(ticker.batch(7, 1), Err(ReadError::Stopped)));
-        assert!(Ticker::new(&ReadOptions::new(), (None, None)).batch(1, 1).is_ok());
+        assert!(Ticker::new(None, &Stop::default(), None).batch(1, 1).is_ok());
     }
 }

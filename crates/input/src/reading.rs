@@ -137,7 +137,7 @@ impl<'a, R: Read> Reading<'a, R> {
                 keys: KeyTable::telling(&options.key_notes),
                 ..ReadStats::default()
             },
-            progress: Ticker::new(options, size),
+            progress: options.ticker(size),
             header,
             later: None,
             at_start: false,
@@ -455,7 +455,7 @@ impl<'a, R: Read + Seek> Reading<'a, R> {
             scratch: Scratch::default(),
             width: Some(header.width),
             stats,
-            progress: Ticker::new(options, size),
+            progress: options.ticker(size),
             header: ByteRecord::new(),
             later: None,
             at_start: false,
