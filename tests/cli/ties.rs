@@ -82,11 +82,11 @@ fn compare_prints_the_other_reading_of_ties_beside_each_configuration() {
     let spread_read = compare(whole.to_str().unwrap(), "spread");
     let by_hand = compare(spread.to_str().unwrap(), "together");
     for n in 0..2 {
-        let (read, other) = (&together["configurations"][n], &together["configurations"][n]);
+        let read = &together["configurations"][n];
         // Beside each configuration: the spread reading's figures, which are the hand-spread
         // file's; and read spread, the together reading's beside it.
-        assert_eq!(other["other_ties"]["ties"], "spread");
-        assert_eq!(other["other_ties"]["dropped"], by_hand["configurations"][n]["dropped"]);
+        assert_eq!(read["other_ties"]["ties"], "spread");
+        assert_eq!(read["other_ties"]["dropped"], by_hand["configurations"][n]["dropped"]);
         let spread_one = &spread_read["configurations"][n];
         assert_eq!(spread_one["dropped"], by_hand["configurations"][n]["dropped"]);
         assert_eq!(spread_one["other_ties"]["ties"], "together");

@@ -73,7 +73,7 @@ fn lanes(
     let mut notes = notes(source, read, &stats);
     // Whole-second ties read the other way, if the input can be read again: each
     // limiter's drops so, beside this reading's.
-    let tied = !stats.fractions && stats.instants.shared() > 0;
+    let tied = stats.whole_second_ties();
     if tied && matches!(backend, Backend::Memory) && source.can_read_again() {
         let other = ReadOptions { ties: read.ties.other(), ..read.clone() };
         let (again, _) = backend.replay(settings, keyed, (source, &other), true)?;
@@ -135,7 +135,7 @@ fn each_alone(
     let (rows, stats) = catalog::read_rows(source, read)?;
     // Whole-second ties read the other way too, in memory, so both readings are in view.
     let other = read.ties.other();
-    let tied = !stats.fractions && stats.instants.shared() > 0 && redis.is_none();
+    let tied = stats.whole_second_ties() && redis.is_none();
     let other_times = tied.then(|| rows.times_as(other));
     let (mut configurations, mut traces) = (Vec::new(), Vec::new());
     for (limit, layer) in limits.iter().zip(layers) {

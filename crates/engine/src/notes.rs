@@ -27,7 +27,9 @@ pub fn notes(source: &Source, read: &ReadOptions, stats: &ReadStats) -> Vec<Stri
     notes.extend(why_no_events(source, read, stats));
     let keyed = read.key_column.is_some();
     let logged = read.format == InputFormat::Clf;
-    notes.extend(stats.instants.note(stats.fractions, keyed, logged, read.ties));
+    if stats.whole_second_ties() {
+        notes.push(stats.instants.note(keyed, logged, read.ties));
+    }
     if let Some(first) = &stats.first_skipped {
         let n = stats.skipped;
         let rows = if n == 1 { "row" } else { "rows" };

@@ -233,7 +233,7 @@ impl Run<'_> {
         let mut report = reports.swap_remove(0);
         let own = settings.algorithm.own_size().filter(|own| own.in_replay && again.own_size);
         let memory = matches!(self.backend, Backend::Memory);
-        let tied = !stats.fractions && stats.instants.shared() > 0 && memory;
+        let tied = stats.whole_second_ties() && memory;
         if let Some(read) = self.read_again(own.map(|own| (own, settings)))? {
             report.system_size = read.own.map(|(mut finder, own)| {
                 let (value, key) = finder.result();

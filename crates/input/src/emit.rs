@@ -11,7 +11,7 @@ use super::reading::RowReader;
 use super::sorted::MOST_KEPT;
 use super::source::{Opened, Source};
 use super::stats::ReadStats;
-use super::ties::{Ties, spread_sorted};
+use super::ties::{Ties, spread_sorted, spread_sorted_by};
 use crate::units::time::Timestamp;
 
 /// A catalog's rows, kept whole in time order, for writing them out again.
@@ -60,9 +60,7 @@ impl Rows {
         self.order.iter().for_each(|&(time, at)| stats.instants.see(time, row_key(store, at)));
         if ties == Ties::Spread {
             self.written = self.times_as(Ties::Together);
-            let mut times = self.written.clone();
-            spread_sorted(&mut times);
-            self.order.iter_mut().zip(times).for_each(|(row, time)| row.0 = time);
+            spread_sorted_by(&mut self.order, |row| &mut row.0);
             self.ties = Ties::Spread;
         }
     }

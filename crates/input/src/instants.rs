@@ -44,15 +44,13 @@ impl Instants {
         self.shared + Instants::tied(&mut self.group.clone())
     }
 
-    /// Returns what to say when the times were written in whole seconds (`fractions` is
-    /// false) and events share a second: how many (of one key, if `keyed`), how they were
-    /// read (`ties`), what that does to the figures, and how to see the other reading; for
-    /// an access log (`logged`), how nginx logs finer times.
-    pub fn note(&self, fractions: bool, keyed: bool, logged: bool, ties: Ties) -> Option<String> {
+    /// Returns what to say when the times were written in whole seconds and events share a
+    /// second ([`ReadStats::whole_second_ties`](crate::catalog::ReadStats::whole_second_ties)):
+    /// how many (of one key, if `keyed`), how they were read (`ties`), what that does to
+    /// the figures, and how to see the other reading; for an access log (`logged`), how
+    /// nginx logs finer times.
+    pub fn note(&self, keyed: bool, logged: bool, ties: Ties) -> String {
         let shared = self.shared();
-        if shared == 0 || fractions {
-            return None;
-        }
         let whose = if keyed { " of their key" } else { "" };
         let finer = if logged {
             "; log times to the millisecond (nginx $msec, or --log-format with $msec and \
@@ -68,17 +66,18 @@ impl Instants {
             }
         };
         let other = ties.other().name();
-        Some(format!(
+        format!(
             "the times are whole seconds, and {shared} events share their second with another{whose}: \
              they are {read}. The figures may be off, either way, by what the rate refills in \
              1 s: see the other reading with --ties {other}{finer}"
-        ))
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::ReadStats;
 
     fn seen(events: &[(i64, Key)]) -> Instants {
         let mut instants = Instants::default();
@@ -94,13 +93,15 @@ mod tests {
         let instants =
             seen(&[0, 1_000_000, 1_000_000, 1_000_000, 2_000_000, 5_000_000, 5_000_000].map(one));
         assert_eq!(instants.shared(), 5);
-        let note = instants.note(false, false, false, Ties::Together).unwrap();
+        let note = instants.note(false, false, Ties::Together);
         assert!(note.starts_with("the times are whole seconds, and 5 events"), "{note}");
         assert!(note.ends_with("write times to the millisecond"), "{note}");
-        assert!(instants.note(false, false, true, Ties::Together).unwrap().contains("nginx $msec"));
+        assert!(instants.note(false, true, Ties::Together).contains("nginx $msec"));
         // Times written to the millisecond that tie are ties of the events themselves.
-        assert_eq!(instants.note(true, false, false, Ties::Together), None);
-        assert_eq!(seen(&[one(0), one(1_000_000)]).note(false, false, false, Ties::Together), None);
+        let stats = |fractions, instants| ReadStats { fractions, instants, ..ReadStats::default() };
+        assert!(stats(false, instants.clone()).whole_second_ties());
+        assert!(!stats(true, instants).whole_second_ties());
+        assert!(!stats(false, seen(&[one(0), one(1_000_000)])).whole_second_ties());
     }
 
     #[test]
@@ -111,8 +112,7 @@ mod tests {
         assert_eq!(instants.shared(), 4);
         assert!(
             instants
-                .note(false, true, false, Ties::Together)
-                .unwrap()
+                .note(true, false, Ties::Together)
                 .contains("4 events share their second with another of their key")
         );
     }

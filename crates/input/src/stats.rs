@@ -27,3 +27,11 @@ pub struct ReadStats {
     /// they were not taken in the order of their rows.
     pub sorted: bool,
 }
+
+impl ReadStats {
+    /// Whether the times were written in whole seconds and some events share one: then
+    /// the ties can be read two ways (`--ties`), and the figures may differ between them.
+    pub fn whole_second_ties(&self) -> bool {
+        !self.fractions && self.instants.shared() > 0
+    }
+}

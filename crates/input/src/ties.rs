@@ -61,6 +61,11 @@ const SECOND: i64 = 1_000_000;
 /// microseconds, and holding them would take memory without bound.
 pub const MOST_TIED: usize = 1_000_000;
 
+/// Whether `time` is a whole second: the times a tie may be read two ways at.
+fn whole_second(time: Timestamp) -> bool {
+    time.as_micros().rem_euclid(SECOND) == 0
+}
+
 /// The time of the `k`-th of `n` events written at whole second `at`, read spread across
 /// it; the next event, if any, comes at `next`.
 fn spread(at: Timestamp, k: usize, n: usize, next: Option<Timestamp>) -> Timestamp {
@@ -92,7 +97,7 @@ impl Spreader {
         if self.tied.first().is_some_and(|first| first.time != event.time) {
             self.flush(Some(event.time), emit)?;
         }
-        if event.time.as_micros().rem_euclid(SECOND) != 0 {
+        if !whole_second(event.time) {
             return emit(event);
         }
         if self.tied.len() == MOST_TIED {
@@ -128,15 +133,24 @@ impl Spreader {
 
 /// Spreads the times of `times`, in time order, as [`Ties::Spread`] reads them.
 pub(crate) fn spread_sorted(times: &mut [Timestamp]) {
+    spread_sorted_by(times, |time| time);
+}
+
+/// Spreads the times of `items`, in time order, in place, as [`Ties::Spread`] reads them;
+/// `time` finds an item's time.
+pub(crate) fn spread_sorted_by<T>(items: &mut [T], time: impl Fn(&mut T) -> &mut Timestamp) {
     let mut start = 0;
-    while start < times.len() {
-        let at = times[start];
-        let end = start + times[start..].iter().take_while(|&&t| t == at).count();
-        if at.as_micros().rem_euclid(SECOND) == 0 && end - start > 1 {
-            let next = times.get(end).copied();
+    while start < items.len() {
+        let at = *time(&mut items[start]);
+        let mut end = start + 1;
+        while end < items.len() && *time(&mut items[end]) == at {
+            end += 1;
+        }
+        if whole_second(at) && end - start > 1 {
+            let next = items.get_mut(end).map(|item| *time(item));
             let n = end - start;
-            for (k, time) in times[start..end].iter_mut().enumerate() {
-                *time = spread(at, k, n, next);
+            for (k, item) in items[start..end].iter_mut().enumerate() {
+                *time(item) = spread(at, k, n, next);
             }
         }
         start = end;
